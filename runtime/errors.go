@@ -1,0 +1,44 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrIllegalTransition is the sentinel matched by errors.Is when an event is
+// fired in a state whose transition table has no row for it, including every
+// event fired in a terminal state.
+var ErrIllegalTransition = errors.New("illegal transition")
+
+// ErrGuardRejected is the sentinel matched by errors.Is when the table has
+// rows for the (state, event) pair but every one of them is guarded and no
+// guard admitted the event.
+var ErrGuardRejected = errors.New("rejected by guards")
+
+// TransitionError reports an event that a machine refused. The machine's
+// state is unchanged when it is returned.
+type TransitionError struct {
+	// Machine is the persisted type name of the machine.
+	Machine string
+	// State is the name of the state the machine was in.
+	State string
+	// Event is the name of the refused event.
+	Event string
+	// Guards lists the guards that were evaluated and refused the event, in
+	// the order they were tried; empty for ErrIllegalTransition.
+	Guards []string
+	// Err is ErrIllegalTransition or ErrGuardRejected.
+	Err error
+}
+
+// Error implements error.
+func (e *TransitionError) Error() string {
+	if errors.Is(e.Err, ErrGuardRejected) {
+		return fmt.Sprintf("%s: event %s in state %s %s %v", e.Machine, e.Event, e.State, e.Err, e.Guards)
+	}
+	return fmt.Sprintf("%s: %s: state %s has no transition on event %s", e.Machine, e.Err, e.State, e.Event)
+}
+
+// Unwrap returns the sentinel, so that errors.Is(err, ErrIllegalTransition)
+// and errors.Is(err, ErrGuardRejected) work.
+func (e *TransitionError) Unwrap() error { return e.Err }

@@ -1,0 +1,35 @@
+package runtime
+
+import "context"
+
+// Transition describes one transition about to be applied to a machine. A
+// machine hands it to its [Recorder] before it changes its own state.
+type Transition struct {
+	// Machine is the persisted type name, Version the definition version.
+	Machine string
+	Version int
+	// From and To are state names, in their persisted form.
+	From, To string
+	// Event is the event's name and Payload the event value itself, a struct
+	// that encodes to JSON.
+	Event   string
+	Payload any
+	// Status is the generic status of the target state: StatusRunning unless
+	// To is terminal.
+	Status Status
+	// Outcome is the business outcome the transition declares, if any.
+	Outcome string
+}
+
+// Recorder persists transitions. A generated machine calls Record before it
+// applies a transition and applies it only if Record returned nil, so the
+// in-memory state never runs ahead of what was recorded.
+type Recorder interface {
+	Record(ctx context.Context, t Transition) error
+}
+
+// RecorderFunc adapts a function to the Recorder interface.
+type RecorderFunc func(ctx context.Context, t Transition) error
+
+// Record calls f(ctx, t).
+func (f RecorderFunc) Record(ctx context.Context, t Transition) error { return f(ctx, t) }
