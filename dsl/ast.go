@@ -1,0 +1,210 @@
+package dsl
+
+import "github.com/alecthomas/participle/v2/lexer"
+
+// The AST mirrors the grammar: every node keeps the position of its first
+// token (Pos) and of the token after its last one (EndPos), so that errors,
+// doc comments and the formatter can refer back to the source.
+
+// File is a parsed .fsm file.
+type File struct {
+	Pos      lexer.Position
+	Machines []*MachineDecl `parser:"@@*"`
+
+	// Comments holds every comment of the file in source order; parsing
+	// attaches the ones that document a node to that node's Doc.
+	Comments []*Comment
+}
+
+// Comment is one // line comment.
+type Comment struct {
+	Pos  lexer.Position
+	Text string // including the leading //
+	// Own reports whether the comment is alone on its line.
+	Own bool
+}
+
+// MachineDecl is a machine block.
+type MachineDecl struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Doc    []string
+
+	Name  string  `parser:"'machine' @Ident '{'"`
+	Items []*Item `parser:"@@* '}'"`
+}
+
+// Item is one line of a machine block.
+type Item struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Doc    []string
+
+	Type       *TypeDecl       `parser:"  @@"`
+	Version    *VersionDecl    `parser:"| @@"`
+	Package    *PackageDecl    `parser:"| @@"`
+	State      *StateDecl      `parser:"| @@"`
+	Event      *EventDecl      `parser:"| @@"`
+	Guard      *GuardDecl      `parser:"| @@"`
+	Transition *TransitionDecl `parser:"| @@"`
+}
+
+// TypeDecl sets the persisted type name: type "retrieve_or_generate".
+type TypeDecl struct {
+	Pos  lexer.Position
+	Name string `parser:"'type' @String"`
+}
+
+// VersionDecl sets the definition version: version 2.
+type VersionDecl struct {
+	Pos    lexer.Position
+	Number string `parser:"'version' @Number"`
+}
+
+// PackageDecl overrides the generated Go package name: package rog.
+type PackageDecl struct {
+	Pos  lexer.Position
+	Name string `parser:"'package' @Ident"`
+}
+
+// StateDecl declares a state:
+//
+//	initial NAME [options]
+//	state   NAME [options]
+//	final   NAME STATUS [outcome "x"]
+type StateDecl struct {
+	Pos  lexer.Position
+	Kind string `parser:"@('initial' | 'state' | 'final')"`
+	Name *Name  `parser:"@@"`
+
+	Status  *StatusLit     `parser:"( @@"`
+	Outcome *StringLit     `parser:"  ( 'outcome' @@ )? )?"`
+	Options []*StateOption `parser:"@@*"`
+}
+
+// StateOption is one option of a non-terminal state.
+type StateOption struct {
+	Pos   lexer.Position
+	Wait  bool       `parser:"  @'wait'"`
+	Retry *RetryOpt  `parser:"| @@"`
+	Timer *TimerOpt  `parser:"| @@"`
+}
+
+// RetryOpt is a retry policy, either a named preset (retry database) or
+// written out:
+//
+//	retry 3 [backoff 1s] [factor 4] [max 16s] [jitter 0.2] [nonretryable "A", "B"]
+type RetryOpt struct {
+	Pos          lexer.Position
+	Preset       *Name        `parser:"'retry' ( @@"`
+	Attempts     *NumberLit   `parser:"        | @@"`
+	Backoff      *DurationLit `parser:"  ( 'backoff' @@ )?"`
+	Factor       *NumberLit   `parser:"  ( 'factor' @@ )?"`
+	Max          *DurationLit `parser:"  ( 'max' @@ )?"`
+	Jitter       *NumberLit   `parser:"  ( 'jitter' @@ )?"`
+	NonRetryable []*StringLit `parser:"  ( 'nonretryable' @@ ( ',' @@ )* )? )"`
+}
+
+// TimerOpt fires an event after the run has spent a duration in the state:
+// after 7d AuthorizationTimeout.
+type TimerOpt struct {
+	Pos   lexer.Position
+	After *DurationLit `parser:"'after' @@"`
+	Event *Name        `parser:"@@"`
+}
+
+// EventDecl declares an event and its payload fields:
+// event RetrievalHit { confidence float64; assetVersionID string }.
+type EventDecl struct {
+	Pos    lexer.Position
+	Name *Name `parser:"'event' @@"`
+	// Block records that the declaration had braces, even empty ones.
+	Block  bool     `parser:"( @'{'"`
+	Fields []*Field `parser:"  ( @@ ( ';' | ',' )? )* '}' )?"`
+}
+
+// Field is one payload field.
+type Field struct {
+	Pos  lexer.Position
+	Name *Name     `parser:"@@"`
+	Type *TypeExpr `parser:"@@"`
+}
+
+// TypeExpr is a field type: a Go scalar, time.Time, time.Duration, []T, or a
+// type from another package written as "import/path".Name.
+type TypeExpr struct {
+	Pos   lexer.Position
+	Slice bool       `parser:"@( '[' ']' )?"`
+	Path  *StringLit `parser:"( @@ '.' )?"`
+	Name  string     `parser:"@Ident"`
+	// Sel is the type name when Name is a package: time.Duration.
+	Sel string `parser:"( '.' @Ident )?"`
+}
+
+// GuardDecl declares a guard implemented in Go: guard AboveThreshold.
+type GuardDecl struct {
+	Pos  lexer.Position
+	Name *Name `parser:"'guard' @@"`
+}
+
+// TransitionDecl is a row of the transition table:
+//
+//	FROM[, FROM...] -> TO on EVENT [when [!]GUARD | unless GUARD] [outcome "x"]
+//
+// FROM may be * for every non-terminal state.
+type TransitionDecl struct {
+	Pos     lexer.Position
+	From    []*StateRef `parser:"@@ ( ',' @@ )*"`
+	To      *Name       `parser:"'->' @@"`
+	Event   *Name       `parser:"'on' @@"`
+	Guard   *GuardRef   `parser:"@@?"`
+	Outcome *StringLit  `parser:"( 'outcome' @@ )?"`
+}
+
+// StateRef is a state name or *.
+type StateRef struct {
+	Pos  lexer.Position
+	Star bool   `parser:"  @'*'"`
+	Name string `parser:"| @Ident"`
+}
+
+// GuardRef is the guard clause of a transition.
+type GuardRef struct {
+	Pos    lexer.Position
+	Unless bool  `parser:"( 'when' | @'unless' )"`
+	Not    bool  `parser:"@'!'?"`
+	Name   *Name `parser:"@@"`
+}
+
+// Negated reports whether the clause admits the event when the guard is false.
+func (g *GuardRef) Negated() bool { return g.Unless != g.Not }
+
+// StatusLit is the generic status of a final state.
+type StatusLit struct {
+	Pos   lexer.Position
+	Value string `parser:"@( 'succeeded' | 'failed' | 'cancelled' )"`
+}
+
+// Name is an identifier with its position.
+type Name struct {
+	Pos   lexer.Position
+	Value string `parser:"@Ident"`
+}
+
+// StringLit is a quoted string with its position; Value keeps the quotes.
+type StringLit struct {
+	Pos   lexer.Position
+	Value string `parser:"@String"`
+}
+
+// NumberLit is a number with its position, as written.
+type NumberLit struct {
+	Pos   lexer.Position
+	Value string `parser:"@Number"`
+}
+
+// DurationLit is a duration with its position, as written (1s, 500ms, 7d).
+type DurationLit struct {
+	Pos   lexer.Position
+	Value string `parser:"@Duration"`
+}

@@ -1,0 +1,98 @@
+// Package dsl reads .fsm files: the lexer and grammar, an AST that keeps
+// every position, the semantic checks that turn an AST into a validated
+// [Spec], and the formatter.
+//
+// # The language
+//
+// A .fsm file holds one or more machines. Comments start with // and run to
+// the end of the line; the comment lines directly above a machine, state,
+// event, guard or transition (no blank line between) are its documentation
+// and flow into the generated Go doc comments and diagram notes.
+//
+//	// RetrieveOrGenerate serves a stored solution or generates a new one.
+//	machine RetrieveOrGenerate {
+//	    type "retrieve_or_generate"   // persisted type name (default: snake_case of the machine name)
+//	    version 1                     // definition version (default 1)
+//	    package rog                   // generated Go package name (default: the machine name in lower case)
+//
+//	    initial INITIATED
+//	    state INGESTING retry 3 backoff 1s factor 4 max 16s jitter 0.2 nonretryable "MEDIA_REJECTED"
+//	    state RETRIEVING retry database
+//	    state AWAITING_SIGNATURE wait after 7d AuthorizationTimeout
+//	    final SUCCEEDED succeeded
+//	    final DENIED succeeded outcome "denied"
+//	    final FAILED failed
+//	    final CANCELLED cancelled
+//
+//	    event Start
+//	    event RetrievalHit { confidence float64; assetVersionID string }
+//	    event Amounted { amount "example.com/money".Amount, at time.Time }
+//	    event AuthorizationTimeout
+//
+//	    guard AboveThreshold
+//
+//	    INITIATED -> INGESTING on Start
+//	    RETRIEVING -> SUCCEEDED on RetrievalHit when AboveThreshold outcome "hit"
+//	    RETRIEVING -> GENERATING on RetrievalHit
+//	    INGESTING, RETRIEVING -> FAILED on Reject
+//	    * -> CANCELLED on Cancel unless Locked
+//	}
+//
+// States. Exactly one state is declared with initial; plain states with
+// state; terminal states with final, followed by the generic status the
+// runtime knows (succeeded, failed or cancelled) and optionally the business
+// outcome the state stands for. A non-terminal state takes options, in any
+// number:
+//
+//   - wait: the state only waits for an external event or a timer; the
+//     runtime parks runs there and the generated Handlers interface has no
+//     method for it. Every other non-terminal state is driven: the runtime
+//     calls its handler, which does the work and returns the next event.
+//   - retry N [backoff D] [factor F] [max D] [jitter J] [nonretryable "CODE", ...]:
+//     how the state's handler is retried: at most N attempts in all, the first
+//     wait D (default 1s), each following wait F times longer (default 2),
+//     capped at max (default: no cap), spread by ±J of itself (0 to 1,
+//     default 0); errors with a listed code are not retried. retry PRESET
+//     names one of the runtime's policies instead: validation, database,
+//     externalService, payment or background.
+//   - after D EVENT: once a run has spent D in the state, EVENT fires. The
+//     event must carry no payload and the state must have a transition on it.
+//
+// Durations are Go durations (500ms, 1m30s) plus d for days (7d).
+//
+// Events carry typed payload fields, separated by newlines, ; or ,. A field
+// type is a Go scalar (bool, string, int, int8 to int64, uint, uint8 to
+// uint64, float32, float64, byte, rune), time.Time, time.Duration, []T for
+// any of these, or a named type from another package written as its quoted
+// import path, a dot and the type name: "example.com/money".Amount.
+//
+// Guards are declared with guard NAME and implemented in Go: the generated
+// Guards interface has one method per guard, taking the event it is used
+// with (or the Event interface when one guard serves several events).
+//
+// Transitions read FROM -> TO on EVENT, optionally followed by when GUARD,
+// when !GUARD or unless GUARD, and by outcome "x" when TO is terminal. FROM
+// is a state, a comma-separated list of states, or * for every non-terminal
+// state. Several transitions may share a (state, event) pair only when
+// guards tell them apart; they are tried in the order written and the first
+// whose guard admits the event wins.
+//
+// # Checks
+//
+// [Check] reports, each with its position: unknown names (with a "did you
+// mean" when a declared name is close), names declared twice, no or several
+// initial states, a final state without a status, transitions out of a
+// terminal state, two unguarded transitions on one (state, event),
+// transitions that can never fire because an earlier one always wins,
+// states unreachable from the initial state, states from which no terminal
+// state can be reached, unused events and guards, timers on events their
+// state does not handle, invalid retry settings, unknown field types, and
+// two declarations whose generated Go names collide. A (state, event) pair
+// with two or more guarded alternatives and no unguarded fallback draws a
+// warning: when every guard refuses, the event is rejected at run time.
+//
+// # Formatting
+//
+// [Format] prints a file in its one canonical layout; it is idempotent and
+// keeps every comment.
+package dsl

@@ -1,0 +1,178 @@
+package dsl
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/participle/v2"
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+var fsmLexer = lexer.MustSimple([]lexer.SimpleRule{
+	{Name: "Comment", Pattern: `//[^\n]*`},
+	{Name: "String", Pattern: `"(\\.|[^"\\\n])*"`},
+	{Name: "Duration", Pattern: `[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h|d)([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h|d))*`},
+	{Name: "Number", Pattern: `[0-9]+(\.[0-9]+)?`},
+	{Name: "Ident", Pattern: `[A-Za-z_][A-Za-z0-9_]*`},
+	{Name: "Arrow", Pattern: `->`},
+	{Name: "Punct", Pattern: `[{}\[\];,.*!]`},
+	{Name: "Whitespace", Pattern: `[ \t\r\n]+`},
+})
+
+var fsmParser = participle.MustBuild[File](
+	participle.Lexer(fsmLexer),
+	participle.Elide("Whitespace", "Comment"),
+	participle.UseLookahead(4),
+)
+
+// Parse parses the .fsm source src. filename is used in positions only, as
+// given: pass a path relative to where the user works for readable errors.
+// A syntax error is returned as an ErrorList of one positioned Diagnostic.
+func Parse(filename string, src []byte) (*File, error) {
+	f, err := fsmParser.ParseBytes(filename, src)
+	if err != nil {
+		return nil, ErrorList{syntaxDiagnostic(filename, err)}
+	}
+	comments, err := lexComments(filename, src)
+	if err != nil {
+		return nil, ErrorList{syntaxDiagnostic(filename, err)}
+	}
+	f.Comments = comments
+	attachDocs(f)
+	return f, nil
+}
+
+func syntaxDiagnostic(filename string, err error) Diagnostic {
+	var perr participle.Error
+	if errors.As(err, &perr) {
+		pos := perr.Position()
+		if pos.Filename == "" {
+			pos.Filename = filename
+		}
+		if pos.Line == 0 {
+			pos.Line, pos.Column = 1, 1
+		}
+		return Diagnostic{Pos: pos, Message: friendlySyntax(perr.Message())}
+	}
+	return Diagnostic{Pos: lexer.Position{Filename: filename, Line: 1, Column: 1}, Message: err.Error()}
+}
+
+// friendlySyntax rewrites participle's messages into plainer words.
+func friendlySyntax(msg string) string {
+	msg = strings.Replace(msg, `unexpected token "<EOF>"`, "unexpected end of file", 1)
+	msg = strings.Replace(msg, "invalid input text", "invalid character in", 1)
+	return "syntax error: " + msg
+}
+
+// lexComments returns every comment of src with its position.
+func lexComments(filename string, src []byte) ([]*Comment, error) {
+	lx, err := fsmLexer.LexString(filename, string(src))
+	if err != nil {
+		return nil, err
+	}
+	commentType := fsmLexer.Symbols()["Comment"]
+	wsType := fsmLexer.Symbols()["Whitespace"]
+	var out []*Comment
+	lastLine := 0 // line of the last token that was neither comment nor whitespace
+	for {
+		tok, err := lx.Next()
+		if err != nil {
+			return nil, err
+		}
+		if tok.EOF() {
+			return out, nil
+		}
+		switch tok.Type {
+		case commentType:
+			out = append(out, &Comment{Pos: tok.Pos, Text: strings.TrimRight(tok.Value, " \t\r"), Own: lastLine != tok.Pos.Line})
+		case wsType:
+		default:
+			lastLine = tok.Pos.Line
+		}
+	}
+}
+
+// attachDocs copies into each machine and item the comment lines that
+// stand directly above it, with no blank line between.
+func attachDocs(f *File) {
+	byLine := make(map[int]*Comment, len(f.Comments))
+	for _, c := range f.Comments {
+		if c.Own {
+			byLine[c.Pos.Line] = c
+		}
+	}
+	docAbove := func(line int) []string {
+		var doc []string
+		for l := line - 1; byLine[l] != nil; l-- {
+			doc = append([]string{commentText(byLine[l].Text)}, doc...)
+		}
+		return doc
+	}
+	for _, m := range f.Machines {
+		m.Doc = docAbove(m.Pos.Line)
+		for _, it := range m.Items {
+			it.Doc = docAbove(it.Pos.Line)
+		}
+	}
+}
+
+// commentText strips the // and one following space.
+func commentText(c string) string {
+	c = strings.TrimPrefix(c, "//")
+	return strings.TrimPrefix(c, " ")
+}
+
+// unquote returns the value of a string literal.
+func unquote(s string) (string, error) {
+	v, err := strconv.Unquote(s)
+	if err != nil {
+		return "", fmt.Errorf("invalid string %s", s)
+	}
+	return v, nil
+}
+
+// ParseDuration parses a duration as the .fsm language writes it: Go's
+// time.ParseDuration syntax plus the unit d for 24 hours (7d, 1d12h).
+func ParseDuration(s string) (time.Duration, error) {
+	var total time.Duration
+	rest := s
+	if rest == "" {
+		return 0, fmt.Errorf("invalid duration %q", s)
+	}
+	for rest != "" {
+		i := strings.IndexFunc(rest, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+		if i <= 0 {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		j := i
+		for j < len(rest) && ((rest[j] < '0' || rest[j] > '9') && rest[j] != '.') {
+			j++
+		}
+		num, unit := rest[:i], rest[i:j]
+		rest = rest[j:]
+		if unit == "d" {
+			f, err := strconv.ParseFloat(num, 64)
+			if err != nil {
+				return 0, fmt.Errorf("invalid duration %q", s)
+			}
+			d := time.Duration(f * float64(24*time.Hour))
+			if f > 100000 || d < 0 {
+				return 0, fmt.Errorf("duration %q is too long", s)
+			}
+			total += d
+			continue
+		}
+		d, err := time.ParseDuration(num + unit)
+		if err != nil {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		total += d
+		if total < 0 {
+			return 0, fmt.Errorf("duration %q is too long", s)
+		}
+	}
+	return total, nil
+}
