@@ -42,3 +42,15 @@ func (e *TransitionError) Error() string {
 // Unwrap returns the sentinel, so that errors.Is(err, ErrIllegalTransition)
 // and errors.Is(err, ErrGuardRejected) work.
 func (e *TransitionError) Unwrap() error { return e.Err }
+
+// ErrUnknownState is matched by errors.Is when a state name, read from the
+// database or elsewhere, is not a state of the machine.
+var ErrUnknownState = errors.New("unknown state")
+
+// ErrUnknownEvent is matched by errors.Is when an event name is not an
+// event of the machine.
+var ErrUnknownEvent = errors.New("unknown event")
+
+// ErrNotDriven is matched by errors.Is when a handler is asked for in a
+// state that has none: a terminal state, or one that only waits.
+var ErrNotDriven = errors.New("state has no handler")

@@ -1,0 +1,761 @@
+package dsl
+
+import (
+	"fmt"
+	"go/token"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// Load parses and checks one .fsm source: the usual entry point. The
+// returned diagnostics hold every error and warning found, sorted by
+// position; the Spec is nil when there is any error.
+func Load(filename string, src []byte) (*Spec, Diagnostics) {
+	f, err := Parse(filename, src)
+	if err != nil {
+		if l, ok := err.(ErrorList); ok {
+			return nil, Diagnostics(l)
+		}
+		return nil, Diagnostics{{Pos: lexer.Position{Filename: filename, Line: 1, Column: 1}, Message: err.Error()}}
+	}
+	return Check(f)
+}
+
+// Check verifies a parsed file and builds its Spec. It reports every
+// problem it finds, not just the first; the Spec is nil when any of them is
+// an error.
+func Check(f *File) (*Spec, Diagnostics) {
+	c := &checker{}
+	spec := &Spec{Filename: f.Pos.Filename}
+	if len(f.Machines) == 0 {
+		pos := f.Pos
+		if pos.Line == 0 {
+			pos.Line, pos.Column = 1, 1
+		}
+		c.errorf(pos, "no machine declared; a file holds one or more \"machine Name { ... }\" blocks")
+	}
+	machineNames := map[string]lexer.Position{}
+	packages := map[string]lexer.Position{}
+	types := map[string]lexer.Position{}
+	for _, md := range f.Machines {
+		m := c.machine(md)
+		if prev, dup := machineNames[m.Name]; dup {
+			c.errorf(md.Pos, "machine %s declared twice (first at %s)", m.Name, short(prev))
+		} else {
+			machineNames[m.Name] = md.Pos
+		}
+		if prev, dup := packages[m.Package]; dup {
+			c.errorf(md.Pos, "machine %s generates package %s, as does the machine at %s; give one of them a package name", m.Name, m.Package, short(prev))
+		} else {
+			packages[m.Package] = md.Pos
+		}
+		if prev, dup := types[m.Type]; dup {
+			c.errorf(md.Pos, "machine %s has type name %q, as does the machine at %s", m.Name, m.Type, short(prev))
+		} else {
+			types[m.Type] = md.Pos
+		}
+		spec.Machines = append(spec.Machines, m)
+	}
+	c.diags.sort()
+	if c.diags.HasErrors() {
+		return nil, c.diags
+	}
+	return spec, c.diags
+}
+
+type checker struct {
+	diags Diagnostics
+}
+
+func (c *checker) errorf(pos lexer.Position, format string, args ...any) {
+	c.diags = append(c.diags, Diagnostic{Pos: pos, Severity: Error, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) warnf(pos lexer.Position, format string, args ...any) {
+	c.diags = append(c.diags, Diagnostic{Pos: pos, Severity: Warning, Message: fmt.Sprintf(format, args...)})
+}
+
+// short renders a position as line:col, for messages about the same file.
+func short(p lexer.Position) string { return fmt.Sprintf("%d:%d", p.Line, p.Column) }
+
+// machineChecker holds the symbol tables of one machine.
+type machineChecker struct {
+	*checker
+	m      *Machine
+	states map[string]*State
+	events map[string]*Event
+	guards map[string]*Guard
+	used   struct{ events, guards map[string]bool }
+}
+
+func (c *checker) machine(md *MachineDecl) *Machine {
+	m := &Machine{Pos: md.Pos, Name: md.Name, Doc: md.Doc, Version: 1}
+	mc := &machineChecker{checker: c, m: m,
+		states: map[string]*State{}, events: map[string]*Event{}, guards: map[string]*Guard{}}
+	mc.used.events, mc.used.guards = map[string]bool{}, map[string]bool{}
+	if !token.IsExported(md.Name) {
+		c.errorf(md.Pos, "machine name %s must start with an upper-case letter", md.Name)
+	}
+	mc.header(md)
+	// Declarations first, so that transitions may refer to names declared
+	// below them.
+	var stateDecls []*StateDecl
+	for _, it := range md.Items {
+		switch {
+		case it.State != nil:
+			mc.declareState(it.State, it.Doc)
+			stateDecls = append(stateDecls, it.State)
+		case it.Event != nil:
+			mc.declareEvent(it.Event, it.Doc)
+		case it.Guard != nil:
+			mc.declareGuard(it.Guard, it.Doc)
+		}
+	}
+	if m.Initial == nil {
+		c.errorf(md.Pos, "machine %s has no initial state; declare one with \"initial NAME\"", m.Name)
+	}
+	for _, sd := range stateDecls {
+		mc.stateOptions(sd)
+	}
+	for _, it := range md.Items {
+		if it.Transition != nil {
+			mc.transition(it.Transition, it.Doc)
+		}
+	}
+	mc.groups()
+	mc.timers()
+	mc.graph()
+	mc.unused()
+	mc.goNames()
+	return m
+}
+
+func (mc *machineChecker) header(md *MachineDecl) {
+	var typ, ver, pkg *Item
+	for _, it := range md.Items {
+		switch {
+		case it.Type != nil:
+			if typ != nil {
+				mc.errorf(it.Pos, "type declared twice (first at %s)", short(typ.Pos))
+				continue
+			}
+			typ = it
+			v, err := unquote(it.Type.Name)
+			if err != nil {
+				mc.errorf(it.Type.Pos, "%v", err)
+				continue
+			}
+			if !validTypeName(v) {
+				mc.errorf(it.Type.Pos, "type name %q: use letters, digits, '_', '-' and '.', starting with a letter", v)
+			}
+			mc.m.Type = v
+		case it.Version != nil:
+			if ver != nil {
+				mc.errorf(it.Pos, "version declared twice (first at %s)", short(ver.Pos))
+				continue
+			}
+			ver = it
+			n, err := strconv.Atoi(it.Version.Number)
+			if err != nil || n < 1 {
+				mc.errorf(it.Version.Pos, "version %s: want a whole number >= 1", it.Version.Number)
+				continue
+			}
+			mc.m.Version = n
+		case it.Package != nil:
+			if pkg != nil {
+				mc.errorf(it.Pos, "package declared twice (first at %s)", short(pkg.Pos))
+				continue
+			}
+			pkg = it
+			name := it.Package.Name
+			if name != strings.ToLower(name) || token.IsKeyword(name) || name == "_" {
+				mc.errorf(it.Package.Pos, "package name %s: want a lower-case Go identifier that is not a keyword", name)
+			}
+			mc.m.Package = name
+		}
+	}
+	if mc.m.Type == "" {
+		mc.m.Type = snakeCase(md.Name)
+	}
+	if mc.m.Package == "" {
+		mc.m.Package = strings.ToLower(md.Name)
+		if token.IsKeyword(mc.m.Package) {
+			mc.errorf(md.Pos, "machine %s would generate package %s, a Go keyword; add \"package NAME\"", md.Name, mc.m.Package)
+		}
+	}
+}
+
+func validTypeName(s string) bool {
+	if s == "" || !isLetter(rune(s[0])) {
+		return false
+	}
+	for _, r := range s {
+		if !isLetter(r) && !(r >= '0' && r <= '9') && r != '_' && r != '-' && r != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
+
+func (mc *machineChecker) declareState(sd *StateDecl, doc []string) {
+	name := sd.Name.Value
+	if prev, dup := mc.states[name]; dup {
+		mc.errorf(sd.Name.Pos, "state %s declared twice (first at %s)", name, short(prev.Pos))
+		return
+	}
+	s := &State{Pos: sd.Name.Pos, Name: name, Doc: doc, GoName: goName(name), Index: len(mc.m.States)}
+	mc.states[name] = s
+	mc.m.States = append(mc.m.States, s)
+	switch sd.Kind {
+	case "initial":
+		s.Initial = true
+		if mc.m.Initial != nil {
+			mc.errorf(sd.Name.Pos, "second initial state %s (the initial state is %s, at %s)", name, mc.m.Initial.Name, short(mc.m.Initial.Pos))
+		} else {
+			mc.m.Initial = s
+		}
+	case "final":
+		if sd.Status == nil {
+			mc.errorf(sd.Name.Pos, "final state %s needs a status: succeeded, failed or cancelled", name)
+			s.Status = "failed" // keep checking as if terminal
+		} else {
+			s.Status = sd.Status.Value
+		}
+	}
+	if sd.Status != nil && sd.Kind != "final" {
+		mc.errorf(sd.Status.Pos, "%s state %s cannot have a status; only final states do", sd.Kind, name)
+	}
+	if sd.Outcome != nil {
+		v, err := unquote(sd.Outcome.Value)
+		if err != nil {
+			mc.errorf(sd.Outcome.Pos, "%v", err)
+		}
+		s.Outcome = v
+	}
+}
+
+func (mc *machineChecker) stateOptions(sd *StateDecl) {
+	s := mc.states[sd.Name.Value]
+	if s == nil || s.Pos != sd.Name.Pos {
+		return // a duplicate, already reported
+	}
+	for _, o := range sd.Options {
+		if s.Terminal() {
+			mc.errorf(o.Pos, "final state %s cannot take options; it is never left", s.Name)
+			continue
+		}
+		switch {
+		case o.Wait:
+			if s.Wait {
+				mc.errorf(o.Pos, "wait given twice for state %s", s.Name)
+			}
+			s.Wait = true
+		case o.Retry != nil:
+			if s.Retry != nil {
+				mc.errorf(o.Pos, "state %s has two retry policies", s.Name)
+				continue
+			}
+			s.Retry = mc.retry(o.Retry)
+		case o.Timer != nil:
+			d, err := ParseDuration(o.Timer.After.Value)
+			if err != nil {
+				mc.errorf(o.Timer.After.Pos, "%v", err)
+			} else if d <= 0 {
+				mc.errorf(o.Timer.After.Pos, "timer duration must be positive")
+			}
+			ev := mc.lookupEvent(o.Timer.Event)
+			if ev == nil {
+				continue
+			}
+			for _, t := range s.Timers {
+				if t.Event == ev {
+					mc.errorf(o.Timer.Event.Pos, "state %s has two timers firing %s (the other at %s)", s.Name, ev.Name, short(t.Pos))
+				}
+			}
+			if len(ev.Fields) > 0 {
+				mc.errorf(o.Timer.Event.Pos, "timer event %s has payload fields; a timer fires its event without a payload", ev.Name)
+			}
+			s.Timers = append(s.Timers, &Timer{Pos: o.Timer.Pos, After: d, Text: o.Timer.After.Value, Event: ev})
+		}
+	}
+	if s.Wait && s.Retry != nil {
+		mc.errorf(s.Pos, "state %s waits and has a retry policy; retries apply to driven states, whose handler runs", s.Name)
+	}
+}
+
+func (mc *machineChecker) retry(r *RetryOpt) *Retry {
+	if r.Preset != nil {
+		if !slices.Contains(RetryPresets, r.Preset.Value) {
+			mc.errorf(r.Preset.Pos, "unknown retry policy %s%s; want a number of attempts or one of %s",
+				r.Preset.Value, didYouMean(r.Preset.Value, RetryPresets), strings.Join(RetryPresets, ", "))
+		}
+		return &Retry{Preset: r.Preset.Value}
+	}
+	out := &Retry{Factor: 2, Initial: 1e9}
+	n, err := strconv.Atoi(r.Attempts.Value)
+	if err != nil || n < 1 {
+		mc.errorf(r.Attempts.Pos, "retry %s: want a whole number of attempts >= 1", r.Attempts.Value)
+	}
+	out.MaxAttempts = n
+	if r.Backoff != nil {
+		d, err := ParseDuration(r.Backoff.Value)
+		if err != nil {
+			mc.errorf(r.Backoff.Pos, "%v", err)
+		} else if d <= 0 {
+			mc.errorf(r.Backoff.Pos, "backoff must be positive")
+		}
+		out.Initial = d
+	}
+	if r.Factor != nil {
+		f, err := strconv.ParseFloat(r.Factor.Value, 64)
+		if err != nil || f < 1 {
+			mc.errorf(r.Factor.Pos, "factor %s: want a number >= 1", r.Factor.Value)
+		}
+		out.Factor = f
+	}
+	if r.Max != nil {
+		d, err := ParseDuration(r.Max.Value)
+		if err != nil {
+			mc.errorf(r.Max.Pos, "%v", err)
+		} else if d < out.Initial {
+			mc.errorf(r.Max.Pos, "max %s is shorter than the first backoff %s", r.Max.Value, out.Initial)
+		}
+		out.Max = d
+	}
+	if r.Jitter != nil {
+		j, err := strconv.ParseFloat(r.Jitter.Value, 64)
+		if err != nil || j > 1 {
+			mc.errorf(r.Jitter.Pos, "jitter %s: want a fraction between 0 and 1", r.Jitter.Value)
+		}
+		out.Jitter = j
+	}
+	seen := map[string]bool{}
+	for _, s := range r.NonRetryable {
+		v, err := unquote(s.Value)
+		if err != nil {
+			mc.errorf(s.Pos, "%v", err)
+			continue
+		}
+		if v == "" || seen[v] {
+			mc.errorf(s.Pos, "non-retryable code %q is empty or listed twice", v)
+			continue
+		}
+		seen[v] = true
+		out.NonRetryable = append(out.NonRetryable, v)
+	}
+	return out
+}
+
+var scalarTypes = []string{"bool", "byte", "float32", "float64", "int", "int16", "int32", "int64", "int8", "rune", "string", "uint", "uint16", "uint32", "uint64", "uint8"}
+
+func (mc *machineChecker) declareEvent(ed *EventDecl, doc []string) {
+	name := ed.Name.Value
+	if prev, dup := mc.events[name]; dup {
+		mc.errorf(ed.Name.Pos, "event %s declared twice (first at %s)", name, short(prev.Pos))
+		return
+	}
+	e := &Event{Pos: ed.Name.Pos, Name: name, Doc: doc, GoName: goName(name)}
+	if !token.IsExported(name) {
+		mc.errorf(ed.Name.Pos, "event name %s must start with an upper-case letter", name)
+	}
+	mc.events[name] = e
+	mc.m.Events = append(mc.m.Events, e)
+	fields := map[string]*PayloadField{}
+	goNames := map[string]*PayloadField{}
+	for _, fd := range ed.Fields {
+		f := &PayloadField{Pos: fd.Name.Pos, Name: fd.Name.Value, GoName: goName(fd.Name.Value)}
+		if prev, dup := fields[f.Name]; dup {
+			mc.errorf(fd.Name.Pos, "field %s of event %s declared twice (first at %s)", f.Name, name, short(prev.Pos))
+			continue
+		}
+		if prev, dup := goNames[f.GoName]; dup {
+			mc.errorf(fd.Name.Pos, "fields %s and %s of event %s both become Go field %s", prev.Name, f.Name, name, f.GoName)
+			continue
+		}
+		fields[f.Name], goNames[f.GoName] = f, f
+		if t, ok := mc.fieldType(fd.Type); ok {
+			f.Type = t
+		}
+		e.Fields = append(e.Fields, f)
+	}
+}
+
+func (mc *machineChecker) fieldType(te *TypeExpr) (Type, bool) {
+	t := Type{Slice: te.Slice}
+	switch {
+	case te.Path != nil:
+		p, err := unquote(te.Path.Value)
+		if err != nil || p == "" || strings.ContainsAny(p, " \\\t") || strings.HasSuffix(p, "/") {
+			mc.errorf(te.Path.Pos, "invalid import path %s", te.Path.Value)
+			return t, false
+		}
+		if te.Sel != "" {
+			mc.errorf(te.Pos, "type %s.%s.%s: write a quoted import path, a dot and one type name", te.Path.Value, te.Name, te.Sel)
+			return t, false
+		}
+		if !token.IsExported(te.Name) {
+			mc.errorf(te.Pos, "type %s.%s is not exported", te.Path.Value, te.Name)
+			return t, false
+		}
+		t.Path, t.Name = p, te.Name
+	case te.Sel != "":
+		if te.Name != "time" || (te.Sel != "Time" && te.Sel != "Duration") {
+			mc.errorf(te.Pos, "unknown type %s.%s; only time.Time and time.Duration are known by name, write other types as \"import/path\".%s", te.Name, te.Sel, te.Sel)
+			return t, false
+		}
+		t.Path, t.Name = "time", te.Sel
+	default:
+		if !slices.Contains(scalarTypes, te.Name) {
+			mc.errorf(te.Pos, "unknown type %s%s", te.Name, didYouMean(te.Name, scalarTypes))
+			return t, false
+		}
+		t.Name = te.Name
+	}
+	return t, true
+}
+
+func (mc *machineChecker) declareGuard(gd *GuardDecl, doc []string) {
+	name := gd.Name.Value
+	if prev, dup := mc.guards[name]; dup {
+		mc.errorf(gd.Name.Pos, "guard %s declared twice (first at %s)", name, short(prev.Pos))
+		return
+	}
+	if !token.IsExported(name) {
+		mc.errorf(gd.Name.Pos, "guard name %s must start with an upper-case letter", name)
+	}
+	g := &Guard{Pos: gd.Name.Pos, Name: name, Doc: doc, GoName: goName(name)}
+	mc.guards[name] = g
+	mc.m.Guards = append(mc.m.Guards, g)
+}
+
+func (mc *machineChecker) lookupState(n string, pos lexer.Position) *State {
+	if s := mc.states[n]; s != nil {
+		return s
+	}
+	mc.errorf(pos, "unknown state %s%s", n, didYouMean(n, keys(mc.states)))
+	return nil
+}
+
+func (mc *machineChecker) lookupEvent(n *Name) *Event {
+	if e := mc.events[n.Value]; e != nil {
+		mc.used.events[n.Value] = true
+		return e
+	}
+	mc.errorf(n.Pos, "unknown event %s%s", n.Value, didYouMean(n.Value, keys(mc.events)))
+	return nil
+}
+
+func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
+	to := mc.lookupState(td.To.Value, td.To.Pos)
+	ev := mc.lookupEvent(td.Event)
+	var g *Guard
+	if td.Guard != nil {
+		mc.used.guards[td.Guard.Name.Value] = true
+		if td.Guard.Unless && td.Guard.Not {
+			mc.errorf(td.Guard.Pos, "double negation: write \"when %s\"", td.Guard.Name.Value)
+		}
+		if g = mc.guards[td.Guard.Name.Value]; g == nil {
+			mc.errorf(td.Guard.Name.Pos, "unknown guard %s%s", td.Guard.Name.Value, didYouMean(td.Guard.Name.Value, keys(mc.guards)))
+		} else if ev != nil && !slices.Contains(g.Events, ev) {
+			g.Events = append(g.Events, ev)
+		}
+	}
+	outcome := ""
+	if td.Outcome != nil {
+		v, err := unquote(td.Outcome.Value)
+		if err != nil {
+			mc.errorf(td.Outcome.Pos, "%v", err)
+		}
+		outcome = v
+		if to != nil && !to.Terminal() {
+			mc.errorf(td.Outcome.Pos, "outcome on a transition to %s, which is not final", to.Name)
+		} else if to != nil && to.Outcome != "" && to.Outcome != v {
+			mc.errorf(td.Outcome.Pos, "outcome %q contradicts the outcome %q of state %s", v, to.Outcome, to.Name)
+		}
+	}
+	if to != nil && outcome == "" {
+		outcome = to.Outcome
+	}
+	var froms []*State
+	seen := map[*State]bool{}
+	for _, ref := range td.From {
+		if ref.Star {
+			for _, s := range mc.m.States {
+				if !s.Terminal() && !seen[s] {
+					seen[s] = true
+					froms = append(froms, s)
+				}
+			}
+			continue
+		}
+		s := mc.lookupState(ref.Name, ref.Pos)
+		if s == nil {
+			continue
+		}
+		if seen[s] {
+			mc.errorf(ref.Pos, "state %s listed twice", s.Name)
+			continue
+		}
+		seen[s] = true
+		if s.Terminal() {
+			mc.errorf(ref.Pos, "transition out of final state %s", s.Name)
+			continue
+		}
+		froms = append(froms, s)
+	}
+	if to == nil || ev == nil || (td.Guard != nil && g == nil) {
+		return
+	}
+	neg := td.Guard != nil && td.Guard.Negated()
+	for _, s := range froms {
+		mc.m.Transitions = append(mc.m.Transitions, &Transition{Pos: td.Pos, Doc: doc, From: s, To: to, Event: ev, Guard: g, Negated: neg, Outcome: outcome})
+	}
+}
+
+// groups checks each (state, event) pair's rows: at most one unguarded row,
+// last; no row that an earlier one always shadows; and a warning when two
+// or more guarded rows have no fallback.
+func (mc *machineChecker) groups() {
+	type key struct {
+		s *State
+		e *Event
+	}
+	var order []key
+	rows := map[key][]*Transition{}
+	for _, t := range mc.m.Transitions {
+		k := key{t.From, t.Event}
+		if _, ok := rows[k]; !ok {
+			order = append(order, k)
+		}
+		rows[k] = append(rows[k], t)
+	}
+	var drop []*Transition
+	for _, k := range order {
+		ts := rows[k]
+		var unguarded, covered *Transition
+		seenGuard := map[string]*Transition{}
+		for _, t := range ts {
+			if covered != nil {
+				mc.errorf(t.Pos, "transition from %s on %s can never fire: guard %s and its negation before it admit every event", k.s.Name, k.e.Name, covered.Guard.Name)
+				drop = append(drop, t)
+				continue
+			}
+			if unguarded != nil {
+				if t.Guard == nil {
+					mc.errorf(t.Pos, "two unguarded transitions from %s on %s (the other at %s)", k.s.Name, k.e.Name, short(unguarded.Pos))
+				} else {
+					mc.errorf(t.Pos, "transition from %s on %s can never fire: the unguarded one at %s comes first", k.s.Name, k.e.Name, short(unguarded.Pos))
+				}
+				drop = append(drop, t)
+				continue
+			}
+			if t.Guard == nil {
+				unguarded = t
+				continue
+			}
+			gk := t.Guard.Name + strconv.FormatBool(t.Negated)
+			if prev, dup := seenGuard[gk]; dup {
+				mc.errorf(t.Pos, "transition from %s on %s can never fire: the one at %s has the same guard and comes first", k.s.Name, k.e.Name, short(prev.Pos))
+				drop = append(drop, t)
+				continue
+			}
+			seenGuard[gk] = t
+			if _, ok := seenGuard[t.Guard.Name+strconv.FormatBool(!t.Negated)]; ok {
+				covered = t
+			}
+		}
+		if unguarded == nil && covered == nil && len(ts) >= 2 {
+			last := ts[len(ts)-1]
+			mc.warnf(last.Pos, "%s on %s: when no guard admits the event it is rejected; add an unguarded fallback if that is not intended", k.s.Name, k.e.Name)
+		}
+	}
+	if len(drop) > 0 {
+		mc.m.Transitions = slices.DeleteFunc(mc.m.Transitions, func(t *Transition) bool { return slices.Contains(drop, t) })
+	}
+}
+
+func (mc *machineChecker) timers() {
+	for _, s := range mc.m.States {
+		for _, tm := range s.Timers {
+			handled := false
+			for _, t := range mc.m.Transitions {
+				if t.From == s && t.Event == tm.Event {
+					handled = true
+					break
+				}
+			}
+			if !handled {
+				mc.errorf(tm.Pos, "timer fires %s in state %s, which has no transition on %s", tm.Event.Name, s.Name, tm.Event.Name)
+			}
+		}
+	}
+}
+
+// graph checks that every state is reachable from the initial one and can
+// reach a final state.
+func (mc *machineChecker) graph() {
+	m := mc.m
+	if m.Initial == nil {
+		return
+	}
+	hasFinal := false
+	for _, s := range m.States {
+		if s.Terminal() {
+			hasFinal = true
+		}
+	}
+	if !hasFinal {
+		mc.errorf(m.Pos, "machine %s has no final state; declare one with \"final NAME succeeded|failed|cancelled\"", m.Name)
+		return
+	}
+	next := map[*State][]*State{}
+	prev := map[*State][]*State{}
+	for _, t := range m.Transitions {
+		next[t.From] = append(next[t.From], t.To)
+		prev[t.To] = append(prev[t.To], t.From)
+	}
+	reach := walk([]*State{m.Initial}, next)
+	var finals []*State
+	for _, s := range m.States {
+		if s.Terminal() {
+			finals = append(finals, s)
+		}
+	}
+	coreach := walk(finals, prev)
+	for _, s := range m.States {
+		if !reach[s] {
+			mc.errorf(s.Pos, "state %s is unreachable from the initial state %s", s.Name, m.Initial.Name)
+		} else if !coreach[s] {
+			mc.errorf(s.Pos, "no final state can be reached from state %s", s.Name)
+		}
+	}
+}
+
+func walk(start []*State, edges map[*State][]*State) map[*State]bool {
+	seen := map[*State]bool{}
+	stack := append([]*State(nil), start...)
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		stack = append(stack, edges[s]...)
+	}
+	return seen
+}
+
+func (mc *machineChecker) unused() {
+	for _, e := range mc.m.Events {
+		if !mc.used.events[e.Name] {
+			mc.errorf(e.Pos, "event %s is never used", e.Name)
+		}
+	}
+	for _, g := range mc.m.Guards {
+		if !mc.used.guards[g.Name] {
+			mc.errorf(g.Pos, "guard %s is never used", g.Name)
+		}
+	}
+}
+
+// reservedNames are the identifiers every generated package declares.
+var reservedNames = []string{
+	"Type", "Version", "State", "Event", "Guards", "Handlers", "Machine", "New",
+	"Option", "WithRecorder", "WithState", "ParseState", "States", "Events",
+	"Definition", "DecodeEvent", "Dispatch", "View", "Fire",
+}
+
+// goNames reports declarations whose generated top-level Go identifiers
+// collide with each other or with the fixed ones.
+func (mc *machineChecker) goNames() {
+	type owner struct {
+		what string
+		pos  lexer.Position
+	}
+	taken := map[string]owner{}
+	for _, r := range reservedNames {
+		taken[r] = owner{what: "the generated " + r}
+	}
+	claim := func(ident, what string, pos lexer.Position) {
+		if prev, ok := taken[ident]; ok {
+			where := ""
+			if prev.pos.Line > 0 {
+				where = " at " + short(prev.pos)
+			}
+			mc.errorf(pos, "%s would be named %s in Go, which is taken by %s%s", what, ident, prev.what, where)
+			return
+		}
+		taken[ident] = owner{what: what, pos: pos}
+	}
+	for _, s := range mc.m.States {
+		claim("State"+s.GoName, "state "+s.Name, s.Pos)
+		claim("In"+s.GoName, "the view of state "+s.Name, s.Pos)
+		if s.Driven() {
+			claim(s.GoName+"Event", "the event set of state "+s.Name, s.Pos)
+		}
+	}
+	for _, e := range mc.m.Events {
+		claim(e.GoName, "event "+e.Name, e.Pos)
+	}
+	methods := map[string]lexer.Position{}
+	for _, g := range mc.m.Guards {
+		if prev, ok := methods[g.GoName]; ok {
+			mc.errorf(g.Pos, "guard %s would be named %s in Go, as is the guard at %s", g.Name, g.GoName, short(prev))
+		}
+		methods[g.GoName] = g.Pos
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// didYouMean returns "; did you mean X?" for the candidate closest to name,
+// or "" when none is close enough.
+func didYouMean(name string, candidates []string) string {
+	best, bestD := "", 1<<30
+	for _, c := range candidates {
+		d := distance(strings.ToLower(name), strings.ToLower(c))
+		if d < bestD || (d == bestD && c < best) {
+			best, bestD = c, d
+		}
+	}
+	limit := max(1, len(name)/3)
+	if best == "" || bestD > limit {
+		return ""
+	}
+	return "; did you mean " + best + "?"
+}
+
+// distance is the Levenshtein distance between a and b.
+func distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,64 @@
+package gen
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"path/filepath"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/fsmgen/fsmgen/dsl"
+)
+
+// File is one generated file: its path, relative to the directory of the
+// .fsm file it came from and slash-separated, and its content.
+type File struct {
+	Path    string
+	Content []byte
+}
+
+// The files generated for each machine, inside a directory named after its
+// Go package.
+const (
+	GoFile      = "fsm.go"
+	TestFile    = "fsm_test.go"
+	MermaidFile = "diagram.mmd"
+	DOTFile     = "diagram.dot"
+	PageFile    = "README.md"
+)
+
+// Generate renders every file of every machine of spec, in memory. It
+// returns the files sorted by path, or an error and no file at all.
+// Output depends only on spec: no time stamp, no absolute path.
+func Generate(spec *dsl.Spec) ([]File, error) {
+	source := filepath.Base(spec.Filename)
+	var out []File
+	for _, m := range spec.Machines {
+		code, err := render(machineCode(source, m))
+		if err != nil {
+			return nil, fmt.Errorf("machine %s: %w", m.Name, err)
+		}
+		test, err := render(testCode(source, m))
+		if err != nil {
+			return nil, fmt.Errorf("machine %s tests: %w", m.Name, err)
+		}
+		mmd := Mermaid(m)
+		out = append(out,
+			File{Path: path.Join(m.Package, GoFile), Content: code},
+			File{Path: path.Join(m.Package, TestFile), Content: test},
+			File{Path: path.Join(m.Package, MermaidFile), Content: mmd},
+			File{Path: path.Join(m.Package, DOTFile), Content: DOT(m)},
+			File{Path: path.Join(m.Package, PageFile), Content: Page(source, m, mmd)},
+		)
+	}
+	return out, nil
+}
+
+func render(f *jen.File) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := f.Render(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,218 @@
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// cluster is a throwaway PostgreSQL cluster in a temporary directory,
+// reachable only through a unix socket in that directory.
+type cluster struct {
+	dir    string
+	port   int
+	proc   *os.Process
+	exited chan struct{} // closed when the server process has exited
+	logf   string
+}
+
+const installHint = `pgtest: no PostgreSQL server to test against.
+%s
+Either install the PostgreSQL server binaries (Debian/Ubuntu: apt-get install -y postgresql; Fedora: dnf install postgresql-server; macOS: brew install postgresql),
+or set ` + EnvURL + ` to a server whose user may create databases, for example
+	` + EnvURL + `='postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable'`
+
+// findBinDir returns the directory holding initdb and postgres: the one on
+// PATH, else the one `pg_config --bindir` names, else the newest
+// /usr/lib/postgresql/*/bin.
+func findBinDir() (string, error) {
+	var looked []string
+	has := func(dir string) bool {
+		for _, b := range []string{"initdb", "postgres"} {
+			if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.IsDir() {
+				return false
+			}
+		}
+		return true
+	}
+	if p, err := exec.LookPath("initdb"); err == nil && has(filepath.Dir(p)) {
+		return filepath.Dir(p), nil
+	}
+	looked = append(looked, "initdb on PATH: not found")
+	if p, err := exec.LookPath("pg_config"); err == nil {
+		out, err := exec.Command(p, "--bindir").Output()
+		dir := strings.TrimSpace(string(out))
+		if err == nil && has(dir) {
+			return dir, nil
+		}
+		looked = append(looked, fmt.Sprintf("`pg_config --bindir`: %q has no initdb and postgres", dir))
+	} else {
+		looked = append(looked, "pg_config on PATH: not found")
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return pgMajor(dirs[i]) > pgMajor(dirs[j]) })
+	for _, d := range dirs {
+		if has(d) {
+			return d, nil
+		}
+	}
+	looked = append(looked, "/usr/lib/postgresql/*/bin: no initdb and postgres")
+	return "", fmt.Errorf(installHint, EnvURL+" is not set, and no server binaries were found (looked at "+strings.Join(looked, "; ")+").")
+}
+
+func pgMajor(bindir string) float64 {
+	v, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(bindir)), 64)
+	return v
+}
+
+// startCluster runs initdb and starts postgres in a new temporary directory,
+// as the postgres system user when the process runs as root.
+func startCluster() (c *cluster, err error) {
+	bindir, err := findBinDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "fsmgen-pgtest-")
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf(installHint, "The tests run as root, which initdb refuses, and there is no postgres system user to run the server as ("+err.Error()+").")
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return nil, fmt.Errorf("pgtest: hand %s to the postgres user: %w", dir, err)
+		}
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	data := filepath.Join(dir, "data")
+	logf := filepath.Join(dir, "postgres.log")
+	c = &cluster{dir: dir, port: 5432, exited: make(chan struct{}), logf: logf}
+
+	initdb := exec.Command(filepath.Join(bindir, "initdb"), "-D", data, "-U", "postgres", "-A", "trust",
+		"-E", "UTF8", "--no-locale", "--no-sync")
+	initdb.Dir = dir
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pgtest: %s: %w\n%s", strings.Join(initdb.Args, " "), err, out)
+	}
+
+	logFile, err := os.Create(logf)
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(filepath.Join(bindir, "postgres"), "-D", data,
+		"-k", dir, "-p", strconv.Itoa(c.port),
+		"-c", "listen_addresses=",
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=300",
+		"-c", "log_min_messages=warning",
+	)
+	cmd.Dir = dir
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	// Pdeathsig stops the server if this process dies without running
+	// teardown (a panic in a test, a kill). It is tied to the thread that
+	// started the child, so that thread stays locked until the child exits.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			runtime.UnlockOSThread()
+			started <- err
+			close(c.exited)
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(c.exited)
+		runtime.UnlockOSThread()
+	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("pgtest: start postgres: %w", err)
+	}
+	c.proc = cmd.Process
+	if err := c.waitReady(60 * time.Second); err != nil {
+		_ = c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *cluster) dsn(name string) string {
+	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", c.dir, c.port, name)
+}
+
+func (c *cluster) waitReady(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		conn, err := pgx.Connect(ctx, c.dsn("postgres"))
+		if err == nil {
+			conn.Close(ctx)
+			cancel()
+			return nil
+		}
+		cancel()
+		select {
+		case <-c.exited:
+			return fmt.Errorf("pgtest: postgres exited during start-up:\n%s", c.logTail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pgtest: postgres not ready after %v: %v\n%s", limit, err, c.logTail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *cluster) logTail() string {
+	b, _ := os.ReadFile(c.logf)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// stop shuts the server down (fast shutdown, then a kill after 30 s) and
+// removes the directory.
+func (c *cluster) stop() error {
+	var errs []error
+	if c.proc != nil {
+		_ = c.proc.Signal(syscall.SIGINT)
+		select {
+		case <-c.exited:
+		case <-time.After(30 * time.Second):
+			_ = c.proc.Kill()
+			<-c.exited
+			errs = append(errs, fmt.Errorf("postgres in %s ignored the fast shutdown and was killed", c.dir))
+		}
+	}
+	if err := os.RemoveAll(c.dir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
