@@ -36,12 +36,12 @@ func Parse(filename string, src []byte) (*File, error) {
 	if err != nil {
 		return nil, ErrorList{syntaxDiagnostic(filename, err)}
 	}
-	comments, err := lexComments(filename, src)
+	comments, lineStart, err := lexComments(filename, src)
 	if err != nil {
 		return nil, ErrorList{syntaxDiagnostic(filename, err)}
 	}
 	f.Comments = comments
-	attachDocs(f)
+	attachDocs(f, lineStart)
 	return f, nil
 }
 
@@ -67,44 +67,57 @@ func friendlySyntax(msg string) string {
 	return "syntax error: " + msg
 }
 
-// lexComments returns every comment of src with its position.
-func lexComments(filename string, src []byte) ([]*Comment, error) {
+// lexComments returns every comment of src with its position, and the
+// offset of the first token (neither comment nor whitespace) of each line
+// that has one.
+func lexComments(filename string, src []byte) ([]*Comment, map[int]int, error) {
 	lx, err := fsmLexer.LexString(filename, string(src))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	commentType := fsmLexer.Symbols()["Comment"]
 	wsType := fsmLexer.Symbols()["Whitespace"]
 	var out []*Comment
+	lineStart := make(map[int]int)
 	lastLine := 0 // line of the last token that was neither comment nor whitespace
 	for {
 		tok, err := lx.Next()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if tok.EOF() {
-			return out, nil
+			return out, lineStart, nil
 		}
 		switch tok.Type {
 		case commentType:
 			out = append(out, &Comment{Pos: tok.Pos, Text: strings.TrimRight(tok.Value, " \t\r"), Own: lastLine != tok.Pos.Line})
 		case wsType:
 		default:
+			if lastLine != tok.Pos.Line {
+				lineStart[tok.Pos.Line] = tok.Pos.Offset
+			}
 			lastLine = tok.Pos.Line
 		}
 	}
 }
 
 // attachDocs copies into each machine and item the comment lines that
-// stand directly above it, with no blank line between.
-func attachDocs(f *File) {
+// stand directly above it, with no blank line between. Only a node that
+// starts its line has a doc: in "machine M { state A }" the comment above
+// documents the machine, not the state. lineStart maps each line to the
+// offset of its first token.
+func attachDocs(f *File, lineStart map[int]int) {
 	byLine := make(map[int]*Comment, len(f.Comments))
 	for _, c := range f.Comments {
 		if c.Own {
 			byLine[c.Pos.Line] = c
 		}
 	}
-	docAbove := func(line int) []string {
+	docAbove := func(pos lexer.Position) []string {
+		line := pos.Line
+		if start, ok := lineStart[line]; !ok || start != pos.Offset {
+			return nil
+		}
 		var doc []string
 		for l := line - 1; byLine[l] != nil; l-- {
 			doc = append([]string{commentText(byLine[l].Text)}, doc...)
@@ -112,9 +125,9 @@ func attachDocs(f *File) {
 		return doc
 	}
 	for _, m := range f.Machines {
-		m.Doc = docAbove(m.Pos.Line)
+		m.Doc = docAbove(m.Pos)
 		for _, it := range m.Items {
-			it.Doc = docAbove(it.Pos.Line)
+			it.Doc = docAbove(it.Pos)
 		}
 	}
 }
