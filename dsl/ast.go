@@ -85,9 +85,9 @@ type StateDecl struct {
 // StateOption is one option of a non-terminal state.
 type StateOption struct {
 	Pos   lexer.Position
-	Wait  bool       `parser:"  @'wait'"`
-	Retry *RetryOpt  `parser:"| @@"`
-	Timer *TimerOpt  `parser:"| @@"`
+	Wait  bool      `parser:"  @'wait'"`
+	Retry *RetryOpt `parser:"| @@"`
+	Timer *TimerOpt `parser:"| @@"`
 }
 
 // RetryOpt is a retry policy, either a named preset (retry database) or
@@ -116,7 +116,7 @@ type TimerOpt struct {
 // EventDecl declares an event and its payload fields:
 // event RetrievalHit { confidence float64; assetVersionID string }.
 type EventDecl struct {
-	Pos    lexer.Position
+	Pos  lexer.Position
 	Name *Name `parser:"'event' @@"`
 	// Block records that the declaration had braces, even empty ones.
 	Block  bool     `parser:"( @'{'"`

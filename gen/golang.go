@@ -667,7 +667,7 @@ func durationCode(d int64) *jen.Statement {
 			if d == u.n {
 				return jen.Qual("time", u.name)
 			}
-			return jen.Lit(int(d / u.n)).Op("*").Qual("time", u.name)
+			return jen.Lit(int(d/u.n)).Op("*").Qual("time", u.name)
 		}
 	}
 	return jen.Qual("time", "Duration").Parens(jen.Lit(int(d)))
