@@ -1,0 +1,51 @@
+// Package db holds the runtime's database schema and queries: plain SQL
+// migrations embedded in the binary, the sqlc configuration and queries, and
+// (in package dbsqlc) the Go code sqlc generates from them.
+//
+// # Migrations
+//
+// The files in migrations/ are named NNNN_name.sql and applied in the order
+// of NNNN by [Migrate], each in its own transaction, and recorded in the
+// fsmgen_migrations table with a checksum of their text. Migrate is safe to
+// call at every start of every process: a migration already recorded is
+// skipped, and concurrent callers (two replicas starting at once) serialise on
+// a Postgres advisory lock taken only while migrations are applied. A recorded
+// migration whose file has changed since is reported, not applied again.
+//
+//	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+//	if err != nil { ... }
+//	if err := db.Migrate(ctx, pool); err != nil { ... }
+//
+// # Tables
+//
+//   - workflow_definitions, workflow_states, workflow_transitions: the
+//     registered machine definitions (type, version, states with their generic
+//     status, transition table); immutable once written.
+//   - workflow_runs: one row per (workflow_type, idempotency_key), with the
+//     current state, the definition version, a row version for optimistic
+//     concurrency, the generic status, the final result and the lease
+//     columns of the worker that drives it.
+//   - workflow_step_logs: the append-only log of every state change and
+//     observable step of every run.
+//   - workflow_outbox: messages written in the transaction of the step that
+//     produced them.
+//
+// # Guards
+//
+// Triggers keep the tables honest whoever writes to them, raw SQL included.
+// They raise errors with the SQLSTATEs below, which the store translates into
+// its sentinel errors:
+//
+//   - [SQLStateTransitionRefused]: current_state moved along a pair that the
+//     registered table of the run's type and version lacks, or a run inserted
+//     in a state other than the initial one;
+//   - [SQLStateLogImmutable]: UPDATE, DELETE or TRUNCATE of workflow_step_logs;
+//   - [SQLStateRunImmutable]: a change of a run's id, type or idempotency key,
+//     or of its attempt number or definition version other than the reset of
+//     a failed run to its initial state with attempt_no + 1;
+//   - [SQLStateDefinitionImmutable]: UPDATE or DELETE of a registered
+//     definition, state or transition.
+//
+// The triggers also keep workflow_runs.status equal to the generic status of
+// current_state and add one to row_version at every change of current_state.
+package db

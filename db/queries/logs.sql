@@ -1,0 +1,27 @@
+-- name: InsertStep :one
+-- Logs an observable sub-step of a run at its current state.
+INSERT INTO workflow_step_logs (
+    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+    payload, occurred_at, kind, event, row_version, definition_version)
+SELECT r.id, r.workflow_type, r.attempt_no, @step_name, r.current_state, r.current_state,
+    sqlc.narg('payload'), coalesce(sqlc.narg('now')::timestamptz, now()), 'step', NULL, r.row_version, r.definition_version
+FROM workflow_runs r
+WHERE r.id = @id
+RETURNING id, occurred_at;
+
+-- name: History :many
+SELECT * FROM workflow_step_logs WHERE workflow_run_id = @id ORDER BY id;
+
+-- name: RunExists :one
+SELECT EXISTS (SELECT 1 FROM workflow_runs WHERE id = @id);
+
+-- name: InsertOutbox :one
+-- Queues a message for the outside world on behalf of a run.
+INSERT INTO workflow_outbox (workflow_run_id, workflow_type, attempt_no, topic, payload, created_at)
+SELECT r.id, r.workflow_type, r.attempt_no, @topic, sqlc.narg('payload'), coalesce(sqlc.narg('now')::timestamptz, now())
+FROM workflow_runs r
+WHERE r.id = @id
+RETURNING id, created_at;
+
+-- name: ListOutbox :many
+SELECT * FROM workflow_outbox WHERE workflow_run_id = @id ORDER BY id;

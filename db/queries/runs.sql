@@ -1,0 +1,136 @@
+-- name: InsertRun :one
+-- Creates a run and its first log row, or does nothing when a run with the
+-- same (type, key) exists.
+WITH ins AS (
+    INSERT INTO workflow_runs (
+        workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key,
+        attempt_no, policy_snapshot, created_at, updated_at, definition_version, input,
+        attempt_started_at, next_run_at)
+    VALUES (
+        @workflow_type, @initial_state, @tenant_id, sqlc.narg('user_id'),
+        coalesce(sqlc.narg('correlation_id')::uuid, gen_random_uuid()), @idempotency_key,
+        1, sqlc.narg('policy_snapshot'),
+        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+        @definition_version, sqlc.narg('input'),
+        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()))
+    ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
+    RETURNING *
+), logged AS (
+    INSERT INTO workflow_step_logs (
+        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+        payload, occurred_at, kind, event, row_version, definition_version)
+    SELECT ins.id, ins.workflow_type, ins.attempt_no, 'start', NULL, ins.current_state,
+        NULL, ins.created_at, 'created', NULL, ins.row_version, ins.definition_version
+    FROM ins
+)
+SELECT ins.* FROM ins;
+
+-- name: GetRunByKey :one
+-- Reads a run by (type, key) with the median duration of the last 100
+-- succeeded attempts of its type, for an ETA.
+SELECT sqlc.embed(r),
+    coalesce((SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM (p.finished_at - p.attempt_started_at)))
+     FROM (SELECT q.finished_at, q.attempt_started_at
+           FROM workflow_runs q
+           WHERE q.workflow_type = r.workflow_type AND q.status = 'succeeded'
+           ORDER BY q.finished_at DESC
+           LIMIT 100) p), -1)::float8 AS median_seconds,
+    coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now
+FROM workflow_runs r
+WHERE r.workflow_type = @workflow_type AND r.idempotency_key = @idempotency_key;
+
+-- name: RestartRun :one
+-- Resets a failed run to the initial state of the given version, with
+-- attempt_no + 1, and logs the reset; nothing when the run moved meanwhile.
+WITH moved AS (
+    UPDATE workflow_runs AS w SET
+        attempt_no = w.attempt_no + 1,
+        current_state = @initial_state,
+        definition_version = @definition_version,
+        row_version = w.row_version + 1,
+        policy_snapshot = coalesce(sqlc.narg('policy_snapshot'), w.policy_snapshot),
+        result = NULL,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        attempt_started_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        finished_at = NULL,
+        next_run_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        lease_owner = NULL,
+        lease_expires_at = NULL
+    WHERE w.id = @id AND w.row_version = @row_version AND w.current_state = @from_state::text AND w.status = 'failed'
+    RETURNING w.*
+), logged AS (
+    INSERT INTO workflow_step_logs (
+        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+        payload, occurred_at, kind, event, row_version, definition_version)
+    SELECT moved.id, moved.workflow_type, moved.attempt_no, 'restart', @from_state::text, moved.current_state,
+        NULL, moved.updated_at, 'restarted', NULL, moved.row_version, moved.definition_version
+    FROM moved
+)
+SELECT moved.* FROM moved;
+
+-- name: RecordTransition :one
+-- Moves a run from the state and row version the caller read and logs the
+-- move, in one statement; with finish, stores the result record too. No row
+-- comes back when the run is not where the caller thought it was.
+WITH moved AS (
+    UPDATE workflow_runs AS w SET
+        current_state = @to_state::text,
+        row_version = w.row_version + 1,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        result = CASE WHEN @finish::bool THEN jsonb_build_object(
+            'status', @result_status::text,
+            'outcome', sqlc.narg('outcome')::text,
+            'output', sqlc.narg('output')::jsonb,
+            'workflow_run_id', w.id,
+            'attempt_no', w.attempt_no,
+            'cost_usd', @cost_usd::float8,
+            'duration_ms', coalesce(sqlc.narg('duration_ms')::bigint,
+                (extract(epoch FROM (coalesce(sqlc.narg('now')::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
+            'error_code', sqlc.narg('error_code')::text,
+            'error_detail', sqlc.narg('error_detail')::text) ELSE w.result END,
+        finished_at = CASE WHEN @finish::bool THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE w.finished_at END,
+        next_run_at = CASE WHEN @finish::bool THEN NULL ELSE w.next_run_at END,
+        lease_owner = CASE WHEN @finish::bool THEN NULL ELSE w.lease_owner END,
+        lease_expires_at = CASE WHEN @finish::bool THEN NULL ELSE w.lease_expires_at END
+    WHERE w.id = @id AND w.current_state = @from_state::text AND w.row_version = @row_version
+        AND w.workflow_type = @workflow_type AND w.definition_version = @definition_version
+    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version
+)
+INSERT INTO workflow_step_logs (
+    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+    payload, occurred_at, kind, event, row_version, definition_version)
+SELECT moved.id, moved.workflow_type, moved.attempt_no, @event::text, @from_state::text, @to_state::text,
+    sqlc.narg('payload'), moved.updated_at, 'transition', @event::text, moved.row_version, moved.definition_version
+FROM moved
+RETURNING row_version, occurred_at;
+
+-- name: TransitionOutcome :one
+-- Tells, after RecordTransition moved nothing, where the run is and whether
+-- the very transition asked for was applied already.
+SELECT r.current_state, r.row_version, r.workflow_type, r.definition_version,
+    EXISTS (
+        SELECT 1 FROM workflow_step_logs l
+        WHERE l.workflow_run_id = r.id AND l.kind = 'transition'
+          AND l.row_version - 1 = @row_version
+          AND l.state_before = @from_state::text AND l.state_after = @to_state::text
+          AND l.event = @event::text
+          AND l.payload IS NOT DISTINCT FROM sqlc.narg('payload')::jsonb
+    ) AS applied
+FROM workflow_runs r
+WHERE r.id = @id;
+
+-- name: GetRun :one
+SELECT * FROM workflow_runs WHERE id = @id;
+
+-- name: ListRuns :many
+SELECT * FROM workflow_runs
+WHERE (sqlc.narg('workflow_type')::text IS NULL OR workflow_type = sqlc.narg('workflow_type')::text)
+  AND (cardinality(@states::text[]) = 0 OR current_state = ANY (@states::text[]))
+  AND (sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status')::text)
+  AND (sqlc.narg('tenant_id')::text IS NULL OR tenant_id = sqlc.narg('tenant_id')::text)
+  AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
+  AND (sqlc.narg('created_to')::timestamptz IS NULL OR created_at < sqlc.narg('created_to')::timestamptz)
+  AND (sqlc.narg('after_id')::uuid IS NULL
+       OR (created_at, id) > (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = sqlc.narg('after_id')::uuid))
+ORDER BY created_at, id
+LIMIT @max_rows;

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
+
+	"github.com/fsmgen/fsmgen/db"
+)
+
+// The sentinel errors of the store. Every error a Store method returns about a
+// run is a *RunError naming the run and wrapping one of these (or a context
+// error), so that errors.Is(err, store.ErrConflict) and errors.As(err,
+// &runErr) both work.
+var (
+	// ErrRunNotFound: no run has the given id.
+	ErrRunNotFound = errors.New("run not found")
+	// ErrInvalidID: a run id is not a UUID.
+	ErrInvalidID = errors.New("malformed run id")
+	// ErrInvalidInput: a parameter is missing or malformed (an empty
+	// idempotency key, a user id that is not a UUID, a result for a
+	// non-terminal state, ...).
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrPayload: a payload, input or output does not encode to JSON, or a
+	// stored one does not decode into the value given.
+	ErrPayload = errors.New("bad payload")
+	// ErrConflict: the run is no longer in the state and row version the
+	// caller read; another writer moved it first. Reload the run and decide
+	// again.
+	ErrConflict = errors.New("conflict: the run moved since it was read")
+	// ErrTransitionRefused: the transition is not in the registered table of
+	// the run's type and version; raised by the store before it writes, and
+	// by the database's trigger for any writer.
+	ErrTransitionRefused = errors.New("transition refused")
+	// ErrLogImmutable: an UPDATE, DELETE or TRUNCATE of the step log.
+	ErrLogImmutable = errors.New("the step log is append-only")
+	// ErrRunImmutable: a change of a run's identity, attempt or definition
+	// version outside the reset of a failed run.
+	ErrRunImmutable = errors.New("immutable run field")
+	// ErrDefinitionImmutable: an UPDATE or DELETE of a registered definition.
+	ErrDefinitionImmutable = errors.New("registered definitions are immutable")
+	// ErrUnknownDefinition: no definition of that type and version is
+	// registered.
+	ErrUnknownDefinition = errors.New("unknown definition")
+	// ErrInvalidDefinition: a definition given to Register fails
+	// runtime.Definition.Validate.
+	ErrInvalidDefinition = errors.New("invalid definition")
+	// ErrDefinitionConflict: the (type, version) is registered already with a
+	// different state or transition table. Bump the version.
+	ErrDefinitionConflict = errors.New("definition registered with a different table")
+	// ErrDefinitionMismatch: the run follows another type or version than
+	// the definition or transition given for it.
+	ErrDefinitionMismatch = errors.New("run follows another definition")
+	// ErrUnknownState: the run's stored state is not a state of its
+	// definition.
+	ErrUnknownState = errors.New("unknown state")
+	// ErrClosed: the pool the store uses is closed.
+	ErrClosed = errors.New("store's pool is closed")
+)
+
+// RunError is the error type of the store: what was done (Op), to which run
+// (RunID, empty when no run was known yet), and what went wrong (Err, which
+// wraps a sentinel).
+type RunError struct {
+	Op    string
+	RunID string
+	Err   error
+}
+
+// Error implements error.
+func (e *RunError) Error() string {
+	if e.RunID == "" {
+		return fmt.Sprintf("store: %s: %v", e.Op, e.Err)
+	}
+	return fmt.Sprintf("store: %s run %s: %v", e.Op, e.RunID, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *RunError) Unwrap() error { return e.Err }
+
+func runErr(op, id string, err error) error {
+	return &RunError{Op: op, RunID: id, Err: err}
+}
+
+// Translate maps an error from a query on the runtime's tables, including one
+// the caller sent itself, to the store's sentinels: the SQLSTATEs of the
+// schema's triggers become ErrTransitionRefused, ErrLogImmutable,
+// ErrRunImmutable and ErrDefinitionImmutable, a foreign-key violation against
+// workflow_definitions becomes ErrUnknownDefinition, pgx.ErrNoRows becomes
+// ErrRunNotFound and a closed pool ErrClosed. The original error stays in the
+// chain. Other errors are returned unchanged.
+func Translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		switch pgErr.Code {
+		case db.SQLStateTransitionRefused:
+			return fmt.Errorf("%w: %w", ErrTransitionRefused, err)
+		case db.SQLStateLogImmutable:
+			return fmt.Errorf("%w: %w", ErrLogImmutable, err)
+		case db.SQLStateRunImmutable:
+			return fmt.Errorf("%w: %w", ErrRunImmutable, err)
+		case db.SQLStateDefinitionImmutable:
+			return fmt.Errorf("%w: %w", ErrDefinitionImmutable, err)
+		case "23503": // foreign_key_violation
+			if pgErr.TableName == "workflow_runs" && pgErr.ConstraintName == "workflow_runs_workflow_type_definition_version_fkey" {
+				return fmt.Errorf("%w: %w", ErrUnknownDefinition, err)
+			}
+		}
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: %w", ErrRunNotFound, err)
+	case errors.Is(err, puddle.ErrClosedPool):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}

@@ -1,0 +1,306 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/fsmgen/fsmgen/db/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime"
+)
+
+// Get reads a run.
+func (s *Store) Get(ctx context.Context, runID string) (Run, error) {
+	return s.get(ctx, "get", runID)
+}
+
+func (s *Store) get(ctx context.Context, op, runID string) (Run, error) {
+	id, err := parseRunID(op, runID)
+	if err != nil {
+		return Run{}, err
+	}
+	row, err := s.q.GetRun(ctx, id)
+	if err != nil {
+		return Run{}, runErr(op, runID, Translate(err))
+	}
+	run, err := runFromRow(row)
+	if err != nil {
+		return run, runErr(op, runID, err)
+	}
+	return run, nil
+}
+
+// Load reads a run that a machine with definition def is to drive, checks
+// that the run follows def (same type and version) and that def knows its
+// current state, and returns the run with a Recorder bound to it. Rebuild the
+// generated machine from it:
+//
+//	run, rec, err := st.Load(ctx, id, mymachine.Definition())
+//	if err != nil { ... }
+//	state, err := mymachine.Parse(run.State)
+//	if err != nil { ... }
+//	m := mymachine.New(..., mymachine.WithState(state), mymachine.WithRecorder(rec))
+func (s *Store) Load(ctx context.Context, runID string, def runtime.Definition) (Run, *Recorder, error) {
+	run, err := s.get(ctx, "load", runID)
+	if err != nil {
+		return run, nil, err
+	}
+	if run.Type != def.Type || run.Version != def.Version {
+		return run, nil, runErr("load", runID, fmt.Errorf("%w: the run is %s v%d, the machine is %s v%d",
+			ErrDefinitionMismatch, run.Type, run.Version, def.Type, def.Version))
+	}
+	if _, ok := def.State(run.State); !ok {
+		return run, nil, runErr("load", runID, fmt.Errorf("%w: the run is in state %q, which %s v%d does not have",
+			ErrUnknownState, run.State, def.Type, def.Version))
+	}
+	return run, s.Recorder(run), nil
+}
+
+// StepKind says what a log row records.
+type StepKind string
+
+// The kinds of log rows.
+const (
+	// KindCreated is a run's first row: it entered the initial state.
+	KindCreated StepKind = "created"
+	// KindTransition is a state change on an event.
+	KindTransition StepKind = "transition"
+	// KindRestarted is a failed run reset to the initial state.
+	KindRestarted StepKind = "restarted"
+	// KindStep is an observable sub-step logged with LogStep; the state does
+	// not change.
+	KindStep StepKind = "step"
+)
+
+// Step is one row of a run's append-only log.
+type Step struct {
+	ID      int64
+	RunID   string
+	Type    string
+	Version int
+	Attempt int
+	Kind    StepKind
+	// Name is the step's name: the event's name for a transition, "start"
+	// and "restart" for the creation and the restart of the run.
+	Name string
+	// Event is the event of a transition, empty otherwise.
+	Event string
+	// From and To are the states before and after; From is empty for the
+	// creation of the run.
+	From, To string
+	// Payload is the event's payload (or the step's) as JSON, nil if none.
+	Payload json.RawMessage
+	// RowVersion is the run's row version after this row.
+	RowVersion int64
+	At         time.Time
+}
+
+// Decode decodes the step's payload into v.
+func (st Step) Decode(v any) error {
+	if st.Payload == nil {
+		return runErr("decode payload of log row "+fmt.Sprint(st.ID), st.RunID, fmt.Errorf("%w: the row has no payload", ErrPayload))
+	}
+	if err := json.Unmarshal(st.Payload, v); err != nil {
+		return runErr("decode payload of log row "+fmt.Sprint(st.ID), st.RunID, fmt.Errorf("%w: into %T: %w", ErrPayload, v, err))
+	}
+	return nil
+}
+
+// History returns every log row of a run, oldest first.
+func (s *Store) History(ctx context.Context, runID string) ([]Step, error) {
+	id, err := parseRunID("history", runID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.q.History(ctx, id)
+	if err != nil {
+		return nil, runErr("history", runID, Translate(err))
+	}
+	if len(rows) == 0 {
+		// Every run has at least the row of its creation.
+		ok, err := s.q.RunExists(ctx, id)
+		if err != nil {
+			return nil, runErr("history", runID, Translate(err))
+		}
+		if !ok {
+			return nil, runErr("history", runID, ErrRunNotFound)
+		}
+	}
+	out := make([]Step, len(rows))
+	for i, r := range rows {
+		out[i] = Step{
+			ID: r.ID, RunID: uuidString(r.WorkflowRunID), Type: r.WorkflowType, Version: int(r.DefinitionVersion),
+			Attempt: int(r.AttemptNo), Kind: StepKind(r.Kind), Name: r.StepName, Event: r.Event.String,
+			From: r.StateBefore.String, To: r.StateAfter.String, Payload: rawJSON(r.Payload),
+			RowVersion: r.RowVersion, At: r.OccurredAt.Time,
+		}
+	}
+	return out, nil
+}
+
+// LogStep appends an observable sub-step of a run to its log, at the run's
+// current state and attempt. Use LogStepTx to write it in the transaction of
+// the work it describes, together with the Emit calls that belong to it.
+func (s *Store) LogStep(ctx context.Context, runID, name string, payload any) (Step, error) {
+	return s.logStep(ctx, nil, runID, name, payload)
+}
+
+// LogStepTx is LogStep inside the caller's transaction.
+func (s *Store) LogStepTx(ctx context.Context, tx pgx.Tx, runID, name string, payload any) (Step, error) {
+	return s.logStep(ctx, tx, runID, name, payload)
+}
+
+func (s *Store) logStep(ctx context.Context, tx pgx.Tx, runID, name string, payload any) (Step, error) {
+	op := "log step " + name
+	id, err := parseRunID(op, runID)
+	if err != nil {
+		return Step{}, err
+	}
+	if name == "" {
+		return Step{}, runErr(op, runID, fmt.Errorf("%w: empty step name", ErrInvalidInput))
+	}
+	raw, err := encodeJSON("payload of step "+name, payload)
+	if err != nil {
+		return Step{}, runErr(op, runID, err)
+	}
+	row, err := s.queries(tx).InsertStep(ctx, dbsqlc.InsertStepParams{StepName: name, Payload: raw, Now: s.now(), ID: id})
+	if err != nil {
+		return Step{}, runErr(op, runID, Translate(err))
+	}
+	return Step{ID: row.ID, RunID: runID, Kind: KindStep, Name: name, Payload: rawJSON(raw), At: row.OccurredAt.Time}, nil
+}
+
+// Message is a row of the outbox.
+type Message struct {
+	ID          int64
+	RunID       string
+	Type        string
+	Attempt     int
+	Topic       string
+	Payload     json.RawMessage
+	CreatedAt   time.Time
+	PublishedAt time.Time // zero until a relay publishes it
+}
+
+// Emit writes a message for the outside world to the outbox on behalf of a
+// run. To keep a message with the step that produced it, call EmitTx in the
+// step's transaction:
+//
+//	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+//		if _, err := st.RecordTx(ctx, tx, run.ID, run.RowVersion, t); err != nil {
+//			return err
+//		}
+//		_, err := st.EmitTx(ctx, tx, run.ID, "order.shipped", evt)
+//		return err
+//	})
+func (s *Store) Emit(ctx context.Context, runID, topic string, payload any) (Message, error) {
+	return s.emit(ctx, nil, runID, topic, payload)
+}
+
+// EmitTx is Emit inside the caller's transaction.
+func (s *Store) EmitTx(ctx context.Context, tx pgx.Tx, runID, topic string, payload any) (Message, error) {
+	return s.emit(ctx, tx, runID, topic, payload)
+}
+
+func (s *Store) emit(ctx context.Context, tx pgx.Tx, runID, topic string, payload any) (Message, error) {
+	op := "emit " + topic
+	id, err := parseRunID(op, runID)
+	if err != nil {
+		return Message{}, err
+	}
+	if topic == "" {
+		return Message{}, runErr(op, runID, fmt.Errorf("%w: empty topic", ErrInvalidInput))
+	}
+	raw, err := encodeJSON("payload of message "+topic, payload)
+	if err != nil {
+		return Message{}, runErr(op, runID, err)
+	}
+	row, err := s.queries(tx).InsertOutbox(ctx, dbsqlc.InsertOutboxParams{Topic: topic, Payload: raw, Now: s.now(), ID: id})
+	if err != nil {
+		return Message{}, runErr(op, runID, Translate(err))
+	}
+	return Message{ID: row.ID, RunID: runID, Topic: topic, Payload: rawJSON(raw), CreatedAt: row.CreatedAt.Time}, nil
+}
+
+// Outbox returns the outbox messages of a run, oldest first.
+func (s *Store) Outbox(ctx context.Context, runID string) ([]Message, error) {
+	id, err := parseRunID("outbox", runID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.q.ListOutbox(ctx, id)
+	if err != nil {
+		return nil, runErr("outbox", runID, Translate(err))
+	}
+	out := make([]Message, len(rows))
+	for i, r := range rows {
+		out[i] = Message{
+			ID: r.ID, RunID: uuidString(r.WorkflowRunID), Type: r.WorkflowType, Attempt: int(r.AttemptNo),
+			Topic: r.Topic, Payload: rawJSON(r.Payload), CreatedAt: r.CreatedAt.Time, PublishedAt: r.PublishedAt.Time,
+		}
+	}
+	return out, nil
+}
+
+// Filter selects runs for List. Zero fields select everything.
+type Filter struct {
+	Type     string
+	States   []string
+	Status   runtime.Status
+	TenantID string
+	// CreatedFrom and CreatedTo bound created_at: From <= created_at < To.
+	CreatedFrom, CreatedTo time.Time
+	// After is the ID of the last run of the previous page: List returns
+	// the runs that follow it in (created_at, id) order.
+	After string
+	// Limit caps the number of runs, 100 when zero, at most 10000.
+	Limit int
+}
+
+// List returns the runs that match f, in (created_at, id) order.
+func (s *Store) List(ctx context.Context, f Filter) ([]Run, error) {
+	p := dbsqlc.ListRunsParams{
+		WorkflowType: pgtype.Text{String: f.Type, Valid: f.Type != ""},
+		States:       f.States,
+		Status:       pgtype.Text{String: string(f.Status), Valid: f.Status != ""},
+		TenantID:     pgtype.Text{String: f.TenantID, Valid: f.TenantID != ""},
+		CreatedFrom:  pgtype.Timestamptz{Time: f.CreatedFrom, Valid: !f.CreatedFrom.IsZero()},
+		CreatedTo:    pgtype.Timestamptz{Time: f.CreatedTo, Valid: !f.CreatedTo.IsZero()},
+		MaxRows:      100,
+	}
+	if p.States == nil {
+		p.States = []string{}
+	}
+	switch {
+	case f.Limit < 0 || f.Limit > 10000:
+		return nil, runErr("list", "", fmt.Errorf("%w: limit %d, want 0..10000", ErrInvalidInput, f.Limit))
+	case f.Limit > 0:
+		p.MaxRows = int32(f.Limit)
+	}
+	if f.After != "" {
+		id, err := parseRunID("list", f.After)
+		if err != nil {
+			return nil, err
+		}
+		p.AfterID = id
+	}
+	rows, err := s.q.ListRuns(ctx, p)
+	if err != nil {
+		return nil, runErr("list", "", Translate(err))
+	}
+	out := make([]Run, 0, len(rows))
+	var errs []error
+	for _, r := range rows {
+		run, err := runFromRow(r)
+		if err != nil {
+			errs = append(errs, runErr("list", run.ID, err))
+		}
+		out = append(out, run)
+	}
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,201 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/fsmgen/fsmgen/db/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime"
+)
+
+// Recorded is what a recorded transition left behind.
+type Recorded struct {
+	// RowVersion is the run's row version after the transition: pass it to
+	// the next Record.
+	RowVersion int64
+	// At is when the transition was logged, by the database's clock; zero
+	// when AlreadyApplied.
+	At time.Time
+	// AlreadyApplied reports that this very transition (same run, row
+	// version, event and payload) had been recorded by an earlier call whose
+	// acknowledgement was lost; nothing was written this time.
+	AlreadyApplied bool
+}
+
+// Record records transition t of run runID as one atomic change: the run
+// moves from t.From to t.To only if it still is in t.From at rowVersion (the
+// version the caller read), and the log row (states before and after, event,
+// payload as JSON, attempt) is written in the same statement, in one round
+// trip. Before writing, the transition is checked against the registered
+// table of t.Machine and t.Version.
+//
+// A caller whose read is stale gets ErrConflict and nothing is written. A
+// retry of a transition that was committed although its caller never heard
+// back (same run, row version, event and payload) is recognised and reported
+// as Recorded{AlreadyApplied: true}, not as a conflict. A transition to a
+// terminal state also stores a result record built from t (see Finish to
+// give one).
+func (s *Store) Record(ctx context.Context, runID string, rowVersion int64, t runtime.Transition) (Recorded, error) {
+	return s.record(ctx, nil, "record", runID, rowVersion, t, nil, false)
+}
+
+// RecordTx is Record inside the caller's transaction, so that the transition
+// commits or rolls back with the caller's own writes (an Emit, a LogStep, a
+// row of the caller's tables). After an error the transaction is unusable
+// only if the database raised it; ErrConflict leaves it usable.
+func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, runID string, rowVersion int64, t runtime.Transition) (Recorded, error) {
+	return s.record(ctx, tx, "record", runID, rowVersion, t, nil, false)
+}
+
+// Finish records t, which must lead to a terminal state, together with the
+// run's final result, in the same single statement as Record. Status,
+// RunID and Attempt of res are filled in by the store, Outcome from t when
+// empty, and DurationMS, when zero, from the database's clock.
+func (s *Store) Finish(ctx context.Context, runID string, rowVersion int64, t runtime.Transition, res Result) (Recorded, error) {
+	return s.record(ctx, nil, "finish", runID, rowVersion, t, &res, true)
+}
+
+// FinishTx is Finish inside the caller's transaction.
+func (s *Store) FinishTx(ctx context.Context, tx pgx.Tx, runID string, rowVersion int64, t runtime.Transition, res Result) (Recorded, error) {
+	return s.record(ctx, tx, "finish", runID, rowVersion, t, &res, true)
+}
+
+func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVersion int64, t runtime.Transition, res *Result, mustFinish bool) (Recorded, error) {
+	id, err := parseRunID(op, runID)
+	if err != nil {
+		return Recorded{}, err
+	}
+	fail := func(err error) (Recorded, error) { return Recorded{}, runErr(op, runID, err) }
+	d, err := s.definition(ctx, t.Machine, t.Version)
+	if err != nil {
+		return fail(err)
+	}
+	if !d.moves[[3]string{t.From, t.Event, t.To}] {
+		return fail(fmt.Errorf("%w: %s v%d has no transition %s -> %s on %s", ErrTransitionRefused, t.Machine, t.Version, t.From, t.To, t.Event))
+	}
+	to := d.states[t.To]
+	finish := statusOf(to).Terminal()
+	if mustFinish && !finish {
+		return fail(fmt.Errorf("%w: a result goes with a terminal state, and %s is not", ErrInvalidInput, t.To))
+	}
+	payload, err := encodeJSON("payload of "+t.Event, t.Payload)
+	if err != nil {
+		return fail(err)
+	}
+	p := dbsqlc.RecordTransitionParams{
+		Event: t.Event, FromState: t.From, ToState: t.To, Payload: payload, Now: s.now(),
+		ID: id, RowVersion: rowVersion, WorkflowType: t.Machine, DefinitionVersion: int32(t.Version),
+	}
+	if finish {
+		p.Finish = true
+		p.ResultStatus = string(statusOf(to))
+		outcome := t.Outcome
+		if outcome == "" {
+			outcome = to.Outcome
+		}
+		if res != nil {
+			if res.Outcome != "" {
+				outcome = res.Outcome
+			}
+			if len(res.Output) > 0 {
+				if p.Output, err = encodeJSON("result output", res.Output); err != nil {
+					return fail(err)
+				}
+			}
+			p.CostUsd = res.CostUSD
+			p.DurationMs = pgtype.Int8{Int64: res.DurationMS, Valid: res.DurationMS != 0}
+			p.ErrorCode = pgtype.Text{String: res.ErrorCode, Valid: res.ErrorCode != ""}
+			p.ErrorDetail = pgtype.Text{String: res.ErrorDetail, Valid: res.ErrorDetail != ""}
+		}
+		p.Outcome = pgtype.Text{String: outcome, Valid: outcome != ""}
+	}
+	q := s.queries(tx)
+	row, err := q.RecordTransition(ctx, p)
+	if err == nil {
+		return Recorded{RowVersion: row.RowVersion, At: row.OccurredAt.Time}, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return fail(Translate(err))
+	}
+	// Nothing moved: find out why.
+	out, err := q.TransitionOutcome(ctx, dbsqlc.TransitionOutcomeParams{
+		RowVersion: rowVersion, FromState: t.From, ToState: t.To, Event: t.Event, Payload: payload, ID: id,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fail(ErrRunNotFound)
+	}
+	if err != nil {
+		return fail(Translate(err))
+	}
+	if out.Applied {
+		return Recorded{RowVersion: rowVersion + 1, AlreadyApplied: true}, nil
+	}
+	if out.WorkflowType != t.Machine || int(out.DefinitionVersion) != t.Version {
+		return fail(fmt.Errorf("%w: the run is %s v%d, the transition is for %s v%d",
+			ErrDefinitionMismatch, out.WorkflowType, out.DefinitionVersion, t.Machine, t.Version))
+	}
+	return fail(fmt.Errorf("%w: expected %s at row version %d, the run is in %s at row version %d",
+		ErrConflict, t.From, rowVersion, out.CurrentState, out.RowVersion))
+}
+
+// Recorder is a runtime.Recorder bound to one run: hand it to a generated
+// machine (WithRecorder) and every transition the machine makes is recorded
+// first, and applied in memory only if recording succeeded. It tracks the
+// run's row version across calls, so a machine rebuilt from a loaded run
+// keeps writing where it read. A Recorder is safe for concurrent use, though
+// a machine is normally driven by one goroutine.
+type Recorder struct {
+	s     *Store
+	runID string
+
+	mu         sync.Mutex
+	rowVersion int64
+	result     *Result
+}
+
+var _ runtime.Recorder = (*Recorder)(nil)
+
+// Recorder returns a Recorder for run, starting from the row version run
+// was read at.
+func (s *Store) Recorder(run Run) *Recorder {
+	return &Recorder{s: s, runID: run.ID, rowVersion: run.RowVersion}
+}
+
+// Record implements runtime.Recorder with Store.Record (or Store.Finish,
+// when a result was set and t leads to a terminal state).
+func (r *Recorder) Record(ctx context.Context, t runtime.Transition) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, err := r.s.record(ctx, nil, "record", r.runID, r.rowVersion, t, r.result, false)
+	if err != nil {
+		return err
+	}
+	r.rowVersion = rec.RowVersion
+	return nil
+}
+
+// SetResult sets the result stored with the next transition to a terminal
+// state that goes through this recorder. Without it, such a transition
+// stores a result with the state's status, the outcome and the duration.
+func (r *Recorder) SetResult(res Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.result = &res
+}
+
+// RunID returns the id of the recorder's run.
+func (r *Recorder) RunID() string { return r.runID }
+
+// RowVersion returns the run's row version after the last transition this
+// recorder recorded.
+func (r *Recorder) RowVersion() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rowVersion
+}

@@ -1,0 +1,231 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fsmgen/fsmgen/db/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime"
+)
+
+// Store persists runs of generated machines in Postgres. It is safe for
+// concurrent use; create one per pool with New.
+type Store struct {
+	pool  *pgxpool.Pool
+	q     *dbsqlc.Queries
+	clock func() time.Time
+
+	mu   sync.RWMutex
+	defs map[defKey]*definition
+}
+
+type defKey struct {
+	typ     string
+	version int
+}
+
+// definition is a registered definition, indexed for the checks the store
+// makes before it writes.
+type definition struct {
+	def    runtime.Definition
+	states map[string]runtime.StateSpec
+	moves  map[[3]string]bool // from, event, to
+}
+
+func newDefinition(def runtime.Definition) *definition {
+	d := &definition{def: def, states: make(map[string]runtime.StateSpec, len(def.States)), moves: make(map[[3]string]bool, len(def.Transitions))}
+	for _, s := range def.States {
+		d.states[s.Name] = s
+	}
+	for _, t := range def.Transitions {
+		d.moves[[3]string{t.From, t.Event, t.To}] = true
+	}
+	return d
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock makes every query of the store use the time now returns instead
+// of the database's now(). It exists for tests that need a fixed or
+// advancing clock; without it, all times (created_at, ETAs, durations, ...)
+// come from the database server, never from the Go process.
+func WithClock(now func() time.Time) Option {
+	return func(s *Store) { s.clock = now }
+}
+
+// New returns a Store on pool. The schema must be migrated (db.Migrate).
+func New(pool *pgxpool.Pool, opts ...Option) *Store {
+	s := &Store{pool: pool, q: dbsqlc.New(pool), defs: make(map[defKey]*definition)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Pool returns the pool the store was created with.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// now is the value of the queries' now parameter: NULL, meaning the
+// database's clock, unless a clock was set with WithClock.
+func (s *Store) now() pgtype.Timestamptz {
+	if s.clock == nil {
+		return pgtype.Timestamptz{}
+	}
+	return pgtype.Timestamptz{Time: s.clock(), Valid: true}
+}
+
+func (s *Store) queries(tx pgx.Tx) *dbsqlc.Queries {
+	if tx == nil {
+		return s.q
+	}
+	return s.q.WithTx(tx)
+}
+
+// Register records a machine's definition (type, version, states with their
+// generic status, transition table) so that runs of it can be started and
+// the database can check their transitions. It is idempotent: registering
+// the same definition again, from any number of processes at once, is a
+// no-op. Registering a (type, version) that exists with a different state or
+// transition table fails with ErrDefinitionConflict: give the changed
+// machine a new version. Doc comments, guards, retry policies and timers are
+// not part of the comparison.
+func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
+	op := fmt.Sprintf("register %s v%d", def.Type, def.Version)
+	if err := def.Validate(); err != nil {
+		return runErr(op, "", fmt.Errorf("%w: %w", ErrInvalidDefinition, err))
+	}
+	digest := digestOf(def)
+	if d := s.cached(def.Type, def.Version); d != nil && digestOf(d.def) == digest {
+		return nil
+	}
+	raw, err := json.Marshal(def)
+	if err != nil {
+		return runErr(op, "", fmt.Errorf("%w: encode definition: %w", ErrInvalidDefinition, err))
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		n, err := q.InsertDefinition(ctx, dbsqlc.InsertDefinitionParams{
+			WorkflowType: def.Type, Version: int32(def.Version), InitialState: def.Initial,
+			Digest: digest, Definition: raw, Now: s.now(),
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			have, err := q.GetDefinition(ctx, dbsqlc.GetDefinitionParams{WorkflowType: def.Type, Version: int32(def.Version)})
+			if err != nil {
+				return err
+			}
+			if have.Digest != digest {
+				return fmt.Errorf("%w: the registered table differs from this one", ErrDefinitionConflict)
+			}
+			return nil
+		}
+		sp := dbsqlc.InsertStatesParams{WorkflowType: def.Type, Version: int32(def.Version)}
+		for _, st := range def.States {
+			sp.States = append(sp.States, st.Name)
+			sp.Statuses = append(sp.Statuses, string(statusOf(st)))
+			sp.Outcomes = append(sp.Outcomes, st.Outcome)
+			sp.Initials = append(sp.Initials, st.Name == def.Initial)
+		}
+		if err := q.InsertStates(ctx, sp); err != nil {
+			return err
+		}
+		tp := dbsqlc.InsertTransitionsParams{WorkflowType: def.Type, Version: int32(def.Version),
+			FromStates: []string{}, Events: []string{}, ToStates: []string{}}
+		for _, t := range def.Transitions {
+			tp.FromStates = append(tp.FromStates, t.From)
+			tp.Events = append(tp.Events, t.Event)
+			tp.ToStates = append(tp.ToStates, t.To)
+		}
+		return q.InsertTransitions(ctx, tp)
+	})
+	if err != nil {
+		return runErr(op, "", Translate(err))
+	}
+	s.mu.Lock()
+	s.defs[defKey{def.Type, def.Version}] = newDefinition(def)
+	s.mu.Unlock()
+	return nil
+}
+
+func statusOf(st runtime.StateSpec) runtime.Status {
+	if st.Status == "" {
+		return runtime.StatusRunning
+	}
+	return st.Status
+}
+
+// digestOf hashes what the database enforces of a definition: its initial
+// state, its states with status and outcome, and its (from, event, to) rows.
+func digestOf(def runtime.Definition) string {
+	var lines []string
+	lines = append(lines, "initial\t"+def.Initial)
+	for _, st := range def.States {
+		lines = append(lines, "state\t"+st.Name+"\t"+string(statusOf(st))+"\t"+st.Outcome)
+	}
+	seen := map[string]bool{}
+	for _, t := range def.Transitions {
+		l := "move\t" + t.From + "\t" + t.Event + "\t" + t.To
+		if !seen[l] {
+			seen[l] = true
+			lines = append(lines, l)
+		}
+	}
+	sort.Strings(lines[1:])
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *Store) cached(typ string, version int) *definition {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.defs[defKey{typ, version}]
+}
+
+// definition returns the registered definition of (typ, version), from the
+// cache or else from the database (registered by another process).
+func (s *Store) definition(ctx context.Context, typ string, version int) (*definition, error) {
+	if d := s.cached(typ, version); d != nil {
+		return d, nil
+	}
+	row, err := s.q.GetDefinition(ctx, dbsqlc.GetDefinitionParams{WorkflowType: typ, Version: int32(version)})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s v%d is not registered", ErrUnknownDefinition, typ, version)
+	}
+	if err != nil {
+		return nil, Translate(err)
+	}
+	var def runtime.Definition
+	if err := json.Unmarshal(row.Definition, &def); err != nil {
+		return nil, fmt.Errorf("%w: stored definition of %s v%d does not decode: %w", ErrUnknownDefinition, typ, version, err)
+	}
+	d := newDefinition(def)
+	s.mu.Lock()
+	s.defs[defKey{typ, version}] = d
+	s.mu.Unlock()
+	return d, nil
+}
+
+// Definition returns the registered definition of (typ, version), whichever
+// process registered it.
+func (s *Store) Definition(ctx context.Context, typ string, version int) (runtime.Definition, error) {
+	d, err := s.definition(ctx, typ, version)
+	if err != nil {
+		return runtime.Definition{}, runErr(fmt.Sprintf("definition %s v%d", typ, version), "", err)
+	}
+	return d.def, nil
+}
