@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/fsmgen/fsmgen/dsl"
+	"github.com/fsmgen/fsmgen/gen"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitInput = 1
+	exitUsage = 2
+)
+
+const usage = `usage:
+	fsmgen [generate] FILE.fsm...
+	fsmgen check FILE.fsm...
+	fsmgen fmt [-l] [-w] [PATH...]
+	fsmgen diagram [-format mermaid|dot] [-machine NAME] FILE.fsm
+`
+
+// run is the whole command, testable: it reads its arguments and streams
+// and returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "generate":
+		return generate(args[1:], stdout, stderr)
+	case "check":
+		return check(args[1:], stdout, stderr)
+	case "fmt":
+		return format(args[1:], stdin, stdout, stderr)
+	case "diagram":
+		return diagram(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	if strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "fsmgen: unknown flag %s\n%s", args[0], usage)
+		return exitUsage
+	}
+	if !strings.HasSuffix(args[0], ".fsm") {
+		fmt.Fprintf(stderr, "fsmgen: unknown command %q\n%s", args[0], usage)
+		return exitUsage
+	}
+	return generate(args, stdout, stderr)
+}
+
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fl := flag.NewFlagSet("fsmgen "+name, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() { fmt.Fprint(stderr, usage) }
+	return fl
+}
+
+// loaded is one checked input file.
+type loaded struct {
+	path string
+	spec *dsl.Spec
+}
+
+// loadAll reads and checks every file, prints every diagnostic, and
+// reports whether all of them are free of errors.
+func loadAll(paths []string, stderr io.Writer) ([]loaded, bool) {
+	var out []loaded
+	ok := true
+	for _, p := range paths {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "fsmgen: %v\n", err)
+			ok = false
+			continue
+		}
+		spec, diags := dsl.Load(p, src)
+		for _, d := range diags {
+			fmt.Fprintln(stderr, d)
+		}
+		if spec == nil {
+			ok = false
+			continue
+		}
+		out = append(out, loaded{path: p, spec: spec})
+	}
+	return out, ok
+}
+
+func fileArgs(cmd string, args []string, stderr io.Writer) ([]string, int) {
+	fl := newFlags(cmd, stderr)
+	if err := fl.Parse(args); err != nil {
+		return nil, exitUsage
+	}
+	if fl.NArg() == 0 {
+		fmt.Fprintf(stderr, "fsmgen %s: no .fsm file given\n%s", cmd, usage)
+		return nil, exitUsage
+	}
+	for _, p := range fl.Args() {
+		if !strings.HasSuffix(p, ".fsm") {
+			fmt.Fprintf(stderr, "fsmgen %s: %s is not a .fsm file\n", cmd, p)
+			return nil, exitUsage
+		}
+	}
+	return fl.Args(), exitOK
+}
+
+func check(args []string, _, stderr io.Writer) int {
+	paths, code := fileArgs("check", args, stderr)
+	if code != exitOK {
+		return code
+	}
+	if _, ok := loadAll(paths, stderr); !ok {
+		return exitInput
+	}
+	return exitOK
+}
+
+// output is a file to write.
+type output struct {
+	path    string
+	content []byte
+}
+
+func generate(args []string, _, stderr io.Writer) int {
+	paths, code := fileArgs("generate", args, stderr)
+	if code != exitOK {
+		return code
+	}
+	inputs, ok := loadAll(paths, stderr)
+	if !ok {
+		return exitInput
+	}
+	// Render everything in memory first: nothing is written unless every
+	// input generated cleanly.
+	var outs []output
+	seen := map[string]string{}
+	for _, in := range inputs {
+		files, err := gen.Generate(in.spec)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", in.path, err)
+			return exitInput
+		}
+		for _, f := range files {
+			p := filepath.Join(filepath.Dir(in.path), filepath.FromSlash(f.Path))
+			if prev, dup := seen[p]; dup {
+				fmt.Fprintf(stderr, "fsmgen: %s and %s both generate %s\n", prev, in.path, p)
+				return exitInput
+			}
+			seen[p] = in.path
+			outs = append(outs, output{path: p, content: f.Content})
+		}
+	}
+	sort.Slice(outs, func(i, j int) bool { return outs[i].path < outs[j].path })
+	for _, o := range outs {
+		if err := writeIfChanged(o.path, o.content); err != nil {
+			fmt.Fprintf(stderr, "fsmgen: %v\n", err)
+			return exitInput
+		}
+	}
+	return exitOK
+}
+
+// writeIfChanged writes content to path through a temporary file and a
+// rename, and leaves the file untouched when it already holds content.
+func writeIfChanged(path string, content []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(content); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func format(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fl := newFlags("fmt", stderr)
+	list := fl.Bool("l", false, "list files whose formatting differs")
+	write := fl.Bool("w", false, "write the result to the file instead of standard output")
+	if err := fl.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fl.NArg() == 0 {
+		if *write {
+			fmt.Fprintln(stderr, "fsmgen fmt: cannot use -w with standard input")
+			return exitUsage
+		}
+		src, err := io.ReadAll(stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "fsmgen fmt: %v\n", err)
+			return exitInput
+		}
+		out, err := dsl.FormatSource("<standard input>", src)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return exitInput
+		}
+		if *list {
+			if !bytes.Equal(src, out) {
+				fmt.Fprintln(stdout, "<standard input>")
+			}
+			return exitOK
+		}
+		stdout.Write(out)
+		return exitOK
+	}
+	var files []string
+	for _, p := range fl.Args() {
+		info, err := os.Stat(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "fsmgen fmt: %v\n", err)
+			return exitInput
+		}
+		if !info.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(path, ".fsm") {
+				files = append(files, path)
+			}
+			return nil
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "fsmgen fmt: %v\n", err)
+			return exitInput
+		}
+	}
+	code := exitOK
+	for _, p := range files {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "fsmgen fmt: %v\n", err)
+			code = exitInput
+			continue
+		}
+		out, err := dsl.FormatSource(p, src)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			code = exitInput
+			continue
+		}
+		changed := !bytes.Equal(src, out)
+		if *list && changed {
+			fmt.Fprintln(stdout, p)
+		}
+		if *write {
+			if changed {
+				if err := writeIfChanged(p, out); err != nil {
+					fmt.Fprintf(stderr, "fsmgen fmt: %v\n", err)
+					code = exitInput
+				}
+			}
+		} else if !*list {
+			stdout.Write(out)
+		}
+	}
+	return code
+}
+
+func diagram(args []string, stdout, stderr io.Writer) int {
+	fl := newFlags("diagram", stderr)
+	formatName := fl.String("format", "mermaid", "diagram format: mermaid or dot")
+	machine := fl.String("machine", "", "the machine to draw, when the file holds several")
+	if err := fl.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *formatName != "mermaid" && *formatName != "dot" {
+		fmt.Fprintf(stderr, "fsmgen diagram: unknown format %q, want mermaid or dot\n", *formatName)
+		return exitUsage
+	}
+	if fl.NArg() != 1 || !strings.HasSuffix(fl.Arg(0), ".fsm") {
+		fmt.Fprintf(stderr, "fsmgen diagram: want exactly one .fsm file\n%s", usage)
+		return exitUsage
+	}
+	inputs, ok := loadAll(fl.Args(), stderr)
+	if !ok {
+		return exitInput
+	}
+	machines := inputs[0].spec.Machines
+	var pick *dsl.Machine
+	switch {
+	case *machine != "":
+		for _, m := range machines {
+			if m.Name == *machine {
+				pick = m
+			}
+		}
+		if pick == nil {
+			names := make([]string, len(machines))
+			for i, m := range machines {
+				names[i] = m.Name
+			}
+			fmt.Fprintf(stderr, "fsmgen diagram: %s has no machine %s (it has %s)\n", fl.Arg(0), *machine, strings.Join(names, ", "))
+			return exitInput
+		}
+	case len(machines) == 1:
+		pick = machines[0]
+	default:
+		fmt.Fprintf(stderr, "fsmgen diagram: %s holds %d machines; choose one with -machine\n", fl.Arg(0), len(machines))
+		return exitUsage
+	}
+	var out []byte
+	if *formatName == "dot" {
+		out = gen.DOT(pick)
+	} else {
+		out = gen.Mermaid(pick)
+	}
+	if _, err := stdout.Write(out); err != nil && !errors.Is(err, os.ErrClosed) {
+		fmt.Fprintf(stderr, "fsmgen diagram: %v\n", err)
+		return exitInput
+	}
+	return exitOK
+}
