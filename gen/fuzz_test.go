@@ -1,0 +1,58 @@
+package gen
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fsmgen/fsmgen/dsl"
+)
+
+// FuzzGenerate runs parse, check and generate on arbitrary input: it must
+// never panic, every diagnostic must carry a position, and whatever passes
+// the checker must generate Go that parses.
+func FuzzGenerate(f *testing.F) {
+	for _, pattern := range []string{"../machines/*/*.fsm", "testdata/*.fsm", "../dsl/testdata/*/*.fsm"} {
+		paths, _ := filepath.Glob(pattern)
+		for _, p := range paths {
+			src, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(src)
+		}
+	}
+	f.Add([]byte("machine M { initial A\nfinal B succeeded\nevent E\nA -> B on E }"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		spec, diags := dsl.Load("fuzz.fsm", src)
+		for _, d := range diags {
+			if d.Pos.Filename != "fuzz.fsm" || d.Pos.Line < 1 || d.Pos.Column < 1 {
+				t.Fatalf("diagnostic without a position: %q", d.String())
+			}
+			if d.Message == "" {
+				t.Fatalf("diagnostic without a message at %s", d.String())
+			}
+		}
+		if spec == nil {
+			if !diags.HasErrors() {
+				t.Fatal("no spec and no error")
+			}
+			return
+		}
+		files, err := Generate(spec)
+		if err != nil {
+			t.Fatalf("checked input does not generate: %v", err)
+		}
+		for _, file := range files {
+			if !strings.HasSuffix(file.Path, ".go") {
+				continue
+			}
+			if _, err := parser.ParseFile(token.NewFileSet(), file.Path, file.Content, parser.AllErrors); err != nil {
+				t.Fatalf("generated %s does not parse: %v\n%s", file.Path, err, file.Content)
+			}
+		}
+	})
+}
