@@ -73,8 +73,8 @@ type Result struct {
 	// Output is the workflow-specific output, any JSON.
 	Output json.RawMessage `json:"output,omitempty"`
 	// RunID and Attempt are filled in by the store.
-	RunID   string `json:"workflow_run_id"`
-	Attempt int    `json:"attempt_no"`
+	RunID   string  `json:"workflow_run_id"`
+	Attempt int     `json:"attempt_no"`
 	CostUSD float64 `json:"cost_usd"`
 	// DurationMS is the attempt's duration; when left zero, the store
 	// computes it with the database's clock from the attempt's start.

@@ -1,0 +1,259 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fsmgen/fsmgen/db"
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/pgtest"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+func TestMigrateIsIdempotentAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t, pgtest.Empty())
+	ctx := context.Background()
+	// Four "processes", each with its own pool, migrate at once, twice.
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pool, err := pgxpool.New(ctx, dsn)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer pool.Close()
+			errs[i] = db.Migrate(ctx, pool)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("migrator %d: %v", i, err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := db.Migrate(ctx, conn); err != nil {
+		t.Fatalf("migrate again: %v", err)
+	}
+	migrations, err := db.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got []string
+	for _, m := range migrations {
+		want = append(want, fmt.Sprintf("%d %s %s", m.Version, m.Name, m.Checksum))
+	}
+	rows, _ := conn.Query(ctx, "SELECT version || ' ' || name || ' ' || checksum FROM fsmgen_migrations ORDER BY version")
+	if got, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("fsmgen_migrations mismatch (-want +got):\n%s", diff)
+	}
+	// An applied migration whose text changed is reported.
+	if _, err := conn.Exec(ctx, "UPDATE fsmgen_migrations SET checksum = 'x' WHERE version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(ctx, conn); err == nil {
+		t.Error("migrate accepted a changed migration")
+	}
+}
+
+func TestRegister(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t, pgtest.MaxConns(8))
+	ctx := context.Background()
+	// Eight processes register the same definition at once.
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = store.New(pool).Register(ctx, orderDef(1))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("register %d: %v", i, err)
+		}
+	}
+	var states, moves int
+	if err := pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM workflow_states), (SELECT count(*) FROM workflow_transitions)").Scan(&states, &moves); err != nil {
+		t.Fatal(err)
+	}
+	if states != 5 || moves != 6 {
+		t.Errorf("%d states and %d transitions registered, want 5 and 6", states, moves)
+	}
+	// Docs, guards and retry policies may change; the table may not.
+	same := orderDef(1)
+	same.Doc = "changed doc"
+	same.States[1].Retry = &runtime.RetryDatabase
+	if err := store.New(pool).Register(ctx, same); err != nil {
+		t.Errorf("register with a new doc: %v", err)
+	}
+	changed := orderDef(1)
+	changed.Transitions = append(changed.Transitions, runtime.TransitionSpec{From: "WORKING", To: "WORKING", Event: "Begin"})
+	if err := store.New(pool).Register(ctx, changed); !errors.Is(err, store.ErrDefinitionConflict) {
+		t.Errorf("register of a changed table: %v, want ErrDefinitionConflict", err)
+	}
+	broken := orderDef(3)
+	broken.Initial = "WORKING"
+	if err := store.New(pool).Register(ctx, broken); !errors.Is(err, store.ErrInvalidDefinition) {
+		t.Errorf("register of an invalid definition: %v, want ErrInvalidDefinition", err)
+	}
+	// A process that did not register it still finds it.
+	got, err := store.New(pool).Definition(ctx, "order", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(orderDef(1), got); diff != "" {
+		t.Errorf("stored definition mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := store.New(pool).Definition(ctx, "order", 5); !errors.Is(err, store.ErrUnknownDefinition) {
+		t.Errorf("unregistered version: %v, want ErrUnknownDefinition", err)
+	}
+}
+
+func TestLogStepAndEmitShareTheStepsTransaction(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	run := e.start(t, "k").Run
+
+	// Committed together.
+	err := pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {
+		rec, err := e.st.RecordTx(e.ctx, tx, run.ID, run.RowVersion, tr("INITIATED", "Begin", "WORKING", nil))
+		if err != nil {
+			return err
+		}
+		if rec.RowVersion != 2 {
+			return fmt.Errorf("row version %d, want 2", rec.RowVersion)
+		}
+		if _, err := e.st.LogStepTx(e.ctx, tx, run.ID, "charged", map[string]int{"cents": 250}); err != nil {
+			return err
+		}
+		_, err = e.st.EmitTx(e.ctx, tx, run.ID, "order.charged", map[string]int{"cents": 250})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rolled back together.
+	boom := errors.New("boom")
+	err = pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {
+		if _, err := e.st.RecordTx(e.ctx, tx, run.ID, 2, tr("WORKING", "Finish", "SUCCEEDED", nil)); err != nil {
+			return err
+		}
+		if _, err := e.st.LogStepTx(e.ctx, tx, run.ID, "shipped", nil); err != nil {
+			return err
+		}
+		if _, err := e.st.EmitTx(e.ctx, tx, run.ID, "order.shipped", nil); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("rolled-back step: %v", err)
+	}
+	h := e.history(t, run.ID)
+	want := []string{"created ->INITIATED/@1 a1", "transition INITIATED->WORKING/Begin@2 a1", "step WORKING->WORKING/@2 a1"}
+	if diff := cmp.Diff(want, moves(h)); diff != "" {
+		t.Errorf("history mismatch (-want +got):\n%s", diff)
+	}
+	if h[2].Name != "charged" || string(h[2].Payload) != `{"cents": 250}` {
+		t.Errorf("step row %+v", h[2])
+	}
+	var v struct{ Cents string }
+	if err := h[2].Decode(&v); !errors.Is(err, store.ErrPayload) || !strings.Contains(err.Error(), run.ID) && strings.Contains(err.Error(), "log row") {
+		t.Errorf("decode into the wrong type: %v, want ErrPayload naming run and row", err)
+	}
+	msgs, err := e.st.Outbox(e.ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].Topic != "order.charged" || string(msgs[0].Payload) != `{"cents": 250}` || msgs[0].Attempt != 1 {
+		t.Errorf("outbox %+v, want one order.charged", msgs)
+	}
+	if _, err := e.st.Emit(e.ctx, run.ID, "", nil); !errors.Is(err, store.ErrInvalidInput) {
+		t.Errorf("emit without topic: %v, want ErrInvalidInput", err)
+	}
+	if _, err := e.st.LogStep(e.ctx, run.ID, "bad", func() {}); !errors.Is(err, store.ErrPayload) {
+		t.Errorf("step payload of a func: %v, want ErrPayload", err)
+	}
+}
+
+func TestListFilters(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	e := newEnv(t, store.WithClock(clk.Now))
+	t0 := clk.Now()
+	ids := map[string]string{}
+	for _, spec := range []struct{ key, tenant, moveTo string }{
+		{"a", "t1", ""}, {"b", "t1", "WORKING"}, {"c", "t2", "WORKING"}, {"d", "t2", "CANCELLED"}, {"e", "t1", ""},
+	} {
+		res, err := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 1, IdempotencyKey: spec.key, TenantID: spec.tenant})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[spec.key] = res.Run.ID
+		if spec.moveTo != "" {
+			e.record(t, res.Run, "INITIATED", map[string]string{"WORKING": "Begin", "CANCELLED": "Cancel"}[spec.moveTo], spec.moveTo)
+		}
+		clk.Advance(time.Minute)
+	}
+	keysOf := func(runs []store.Run) []string {
+		var out []string
+		for _, r := range runs {
+			out = append(out, r.IdempotencyKey)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		f    store.Filter
+		want []string
+	}{
+		{"all", store.Filter{}, []string{"a", "b", "c", "d", "e"}},
+		{"type", store.Filter{Type: "order"}, []string{"a", "b", "c", "d", "e"}},
+		{"other type", store.Filter{Type: "nope"}, nil},
+		{"state", store.Filter{States: []string{"WORKING"}}, []string{"b", "c"}},
+		{"states", store.Filter{States: []string{"INITIATED", "CANCELLED"}}, []string{"a", "d", "e"}},
+		{"status", store.Filter{Status: runtime.StatusCancelled}, []string{"d"}},
+		{"tenant", store.Filter{TenantID: "t2"}, []string{"c", "d"}},
+		{"time range", store.Filter{CreatedFrom: t0.Add(time.Minute), CreatedTo: t0.Add(3 * time.Minute)}, []string{"b", "c"}},
+		{"tenant and state", store.Filter{TenantID: "t1", States: []string{"INITIATED"}}, []string{"a", "e"}},
+		{"page 1", store.Filter{Limit: 2}, []string{"a", "b"}},
+		{"page 2", store.Filter{Limit: 2, After: ids["b"]}, []string{"c", "d"}},
+	}
+	for _, tt := range tests {
+		runs, err := e.st.List(e.ctx, tt.f)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if diff := cmp.Diff(tt.want, keysOf(runs)); diff != "" {
+			t.Errorf("%s mismatch (-want +got):\n%s", tt.name, diff)
+		}
+	}
+	if _, err := e.st.List(e.ctx, store.Filter{Limit: -1}); !errors.Is(err, store.ErrInvalidInput) {
+		t.Errorf("negative limit: %v, want ErrInvalidInput", err)
+	}
+}
