@@ -1,0 +1,50 @@
+# fsmgen: make generate regenerates every generated file, make test runs
+# every test (against a real PostgreSQL, see runtime/pgtest).
+
+GO ?= go
+FUZZTIME ?= 2m
+
+.PHONY: all generate sqlc test check-generated bench lint docs fuzz
+
+all: generate test
+
+# Regenerate the machines of machines/ and bench/ (Go code, tests, diagrams,
+# pages) and the sqlc queries of db/.
+generate: sqlc
+	$(GO) generate ./...
+	cd bench && $(GO) generate ./...
+
+# sqlc is pinned in tools/go.mod, a module of its own so that its
+# dependencies stay out of the main module.
+sqlc:
+	cd tools && $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc generate -f ../db/sqlc.yaml
+
+test:
+	$(GO) vet ./...
+	$(GO) test ./...
+	cd bench && $(GO) vet ./... && $(GO) test ./...
+
+# Regenerate everything in a copy of the tree and fail if any committed
+# generated file differs from what the generators write now.
+check-generated:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	tar --exclude=.git -cf - . | tar -xf - -C "$$tmp" && \
+	$(MAKE) -s -C "$$tmp" generate >/dev/null && \
+	if diff -r -x .git . "$$tmp" >"$$tmp.diff"; then rm -f "$$tmp.diff"; echo "generated files are up to date"; \
+	else cat "$$tmp.diff"; rm -f "$$tmp.diff"; echo "generated files are stale: run make generate and commit the result" >&2; exit 1; fi
+
+bench:
+	cd bench && $(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l . ) && if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
+	$(GO) run ./cmd/fsmgen fmt -l machines bench | (! grep .)
+
+# Diagrams and machine pages are part of generate.
+docs:
+	$(GO) generate ./machines/...
+
+fuzz:
+	$(GO) test ./gen -run '^$$' -fuzz FuzzGenerate -fuzztime $(FUZZTIME)
+	$(GO) test ./dsl -run '^$$' -fuzz FuzzFormat -fuzztime $(FUZZTIME)
