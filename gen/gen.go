@@ -3,8 +3,14 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
 	"path"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 
@@ -60,5 +66,54 @@ func render(f *jen.File) ([]byte, error) {
 	if err := f.Render(&buf); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return groupImports(buf.Bytes())
+}
+
+// groupImports rewrites the import block the way goimports lays it out:
+// standard library first, then a blank line, then everything else.
+func groupImports(src []byte) ([]byte, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src, parser.ImportsOnly|parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	var decl *ast.GenDecl
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.IMPORT && g.Lparen.IsValid() {
+			decl = g
+			break
+		}
+	}
+	if decl == nil {
+		return src, nil
+	}
+	var std, other []string
+	for _, spec := range decl.Specs {
+		is := spec.(*ast.ImportSpec)
+		line := is.Path.Value
+		if is.Name != nil {
+			line = is.Name.Name + " " + line
+		}
+		path, _ := strconv.Unquote(is.Path.Value)
+		if strings.Contains(strings.SplitN(path, "/", 2)[0], ".") {
+			other = append(other, line)
+		} else {
+			std = append(std, line)
+		}
+	}
+	var b bytes.Buffer
+	b.WriteString("import (\n")
+	for _, l := range std {
+		b.WriteString("\t" + l + "\n")
+	}
+	if len(std) > 0 && len(other) > 0 {
+		b.WriteString("\n")
+	}
+	for _, l := range other {
+		b.WriteString("\t" + l + "\n")
+	}
+	b.WriteString(")")
+	start, end := fset.Position(decl.Pos()).Offset, fset.Position(decl.End()).Offset
+	out := append(append(append([]byte(nil), src[:start]...), b.Bytes()...), src[end:]...)
+	return format.Source(out)
 }

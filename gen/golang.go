@@ -23,7 +23,7 @@ func machineCode(source string, m *dsl.Machine) *jen.File {
 	f := jen.NewFile(m.Package)
 	f.HeaderComment(header(source))
 	f.ImportName(runtimePath, "runtime")
-	pkgDoc := []string{fmt.Sprintf("Package %s is the %s state machine, generated from %s.", m.Package, m.Name, source)}
+	pkgDoc := wrap(fmt.Sprintf("Package %s is the %s state machine, generated from %s.", m.Package, m.Name, source), 76)
 	if len(m.Doc) > 0 {
 		pkgDoc = append(pkgDoc, "")
 		pkgDoc = append(pkgDoc, m.Doc...)
@@ -67,9 +67,30 @@ func comments(lines ...string) jen.Code {
 	return s
 }
 
+// wrap breaks text into lines of at most width columns, at spaces.
+func wrap(text string, width int) []string {
+	var out []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			out = append(out, line)
+			line = w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
+}
+
 // docLines prefixes a node's doc with a lead sentence.
 func docLines(lead string, doc []string) []string {
-	out := []string{lead}
+	out := wrap(lead, 76)
 	if len(doc) > 0 {
 		out = append(out, "")
 		out = append(out, doc...)
@@ -279,8 +300,9 @@ func (g *goGen) events() {
 			continue
 		}
 		names := eventNames(g.eventsOf(s))
-		g.f.Comment(fmt.Sprintf("%s is an event that state %s accepts: %s. The handler of", eventSet(s), s.Name, names))
-		g.f.Comment("the state returns one of them.")
+		for _, l := range wrap(fmt.Sprintf("%s is an event that state %s accepts: %s. The handler of the state returns one of them.", eventSet(s), s.Name, names), 76) {
+			g.f.Comment(l)
+		}
 		g.f.Type().Id(eventSet(s)).Interface(
 			jen.Id("Event"),
 			jen.Id(eventSetMethod(s)).Params(),
@@ -594,10 +616,12 @@ func (g *goGen) views() {
 	for _, s := range m.States {
 		v := viewType(s)
 		evs := g.eventsOf(s)
-		if s.Terminal() {
-			g.f.Comment(fmt.Sprintf("%s is the machine in final state %s, where no event is accepted.", v, s.Name))
-		} else {
-			g.f.Comment(fmt.Sprintf("%s is the machine in state %s, where it accepts %s.", v, s.Name, eventNames(evs)))
+		lead := fmt.Sprintf("%s is the machine in final state %s, where no event is accepted.", v, s.Name)
+		if !s.Terminal() {
+			lead = fmt.Sprintf("%s is the machine in state %s, where it accepts %s.", v, s.Name, eventNames(evs))
+		}
+		for _, l := range wrap(lead, 76) {
+			g.f.Comment(l)
 		}
 		g.f.Type().Id(v).Struct(jen.Id("m").Op("*").Id("Machine"))
 		g.f.Comment(fmt.Sprintf("%s returns the machine as %s and whether it is in that state.", v, v))
@@ -612,7 +636,9 @@ func (g *goGen) views() {
 			for _, t := range g.rowsFrom(s, e) {
 				rows = append(rows, rowSummary(t))
 			}
-			g.f.Comment(fmt.Sprintf("%s fires %s: %s.", e.GoName, e.Name, strings.Join(rows, "; ")))
+			for _, l := range wrap(fmt.Sprintf("%s fires %s: %s.", e.GoName, e.Name, strings.Join(rows, "; ")), 76) {
+				g.f.Comment(l)
+			}
 			g.f.Func().Params(jen.Id("v").Id(v)).Id(e.GoName).Params(
 				jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id(e.GoName),
 			).Error().Block(jen.Return(jen.Id("v").Dot("m").Dot(e.GoName).Call(jen.Id("ctx"), jen.Id("e"))))
@@ -628,9 +654,9 @@ func (g *goGen) handlers() {
 		if !s.Driven() {
 			continue
 		}
-		lead := fmt.Sprintf("%s does the work of state %s and returns the event that leaves it:", s.GoName, s.Name)
+		lead := fmt.Sprintf("%s does the work of state %s and returns the event that leaves it: %s. A returned error is retried by the state's policy.", s.GoName, s.Name, eventNames(g.eventsOf(s)))
 		methods = append(methods,
-			comments(lead, eventNames(g.eventsOf(s))+". A returned error is retried by the state's policy."),
+			comments(wrap(lead, 72)...),
 			jen.Id(s.GoName).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("run").Op("*").Add(rt("Run"))).Params(jen.Id(eventSet(s)), jen.Error()),
 		)
 		cases = append(cases, jen.Case(jen.Id(stateConst(s))).Block(

@@ -22,9 +22,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fsmgen/fsmgen/runtime"
 	"strconv"
 	"time"
+
+	"github.com/fsmgen/fsmgen/runtime"
 )
 
 const (
@@ -48,7 +49,8 @@ const (
 	// prequalification evidence: database work, retried with the database
 	// policy (5 attempts, 500ms initial delay, doubling).
 	StatePrequalification State = iota
-	// StateConditionalOffer is state CONDITIONAL_OFFER, where runs wait for an event.
+	// StateConditionalOffer is state CONDITIONAL_OFFER, where runs wait for an
+	// event.
 	//
 	// CONDITIONAL_OFFER: the applicant prequalified and is delivered a
 	// conditional offer as the run enters this state (the conditional offer
@@ -71,12 +73,14 @@ const (
 	// before any decision. The handler weighs the assessment factors on
 	// record and records them as evidence (database work, database policy).
 	StateIndividualizedAssessment
-	// StateApproved is state APPROVED, final with status succeeded and outcome "approved".
+	// StateApproved is state APPROVED, final with status succeeded and outcome
+	// "approved".
 	//
 	// APPROVED: the application is approved. Terminal; the workflow
 	// succeeded with outcome "approved" (the result's approved = true).
 	StateApproved
-	// StateDenied is state DENIED, final with status succeeded and outcome "denied".
+	// StateDenied is state DENIED, final with status succeeded and outcome
+	// "denied".
 	//
 	// DENIED: the application is denied, by failed prequalification, by an
 	// authorization that never came, or by the individualized assessment.
@@ -180,28 +184,31 @@ type Event interface {
 	isEvent()
 }
 
-// PrequalificationEvent is an event that state PREQUALIFICATION accepts: PrequalificationCompleted. The handler of
-// the state returns one of them.
+// PrequalificationEvent is an event that state PREQUALIFICATION accepts:
+// PrequalificationCompleted. The handler of the state returns one of them.
 type PrequalificationEvent interface {
 	Event
 	prequalificationEvent()
 }
 
-// BackgroundCheckAllowedEvent is an event that state BACKGROUND_CHECK_ALLOWED accepts: BackgroundCheckCompleted. The handler of
-// the state returns one of them.
+// BackgroundCheckAllowedEvent is an event that state BACKGROUND_CHECK_ALLOWED
+// accepts: BackgroundCheckCompleted. The handler of the state returns one of
+// them.
 type BackgroundCheckAllowedEvent interface {
 	Event
 	backgroundCheckAllowedEvent()
 }
 
-// IndividualizedAssessmentEvent is an event that state INDIVIDUALIZED_ASSESSMENT accepts: AssessmentCompleted. The handler of
-// the state returns one of them.
+// IndividualizedAssessmentEvent is an event that state
+// INDIVIDUALIZED_ASSESSMENT accepts: AssessmentCompleted. The handler of the
+// state returns one of them.
 type IndividualizedAssessmentEvent interface {
 	Event
 	individualizedAssessmentEvent()
 }
 
-// PrequalificationCompleted is event PrequalificationCompleted, accepted in PREQUALIFICATION.
+// PrequalificationCompleted is event PrequalificationCompleted, accepted in
+// PREQUALIFICATION.
 //
 // PrequalificationCompleted: the prequalification results. passed
 // reports whether the application met the prequalification criteria;
@@ -218,7 +225,8 @@ func (PrequalificationCompleted) EventName() string {
 func (PrequalificationCompleted) isEvent()               {}
 func (PrequalificationCompleted) prequalificationEvent() {}
 
-// AuthorizationTimeout is event AuthorizationTimeout, accepted in CONDITIONAL_OFFER.
+// AuthorizationTimeout is event AuthorizationTimeout, accepted in
+// CONDITIONAL_OFFER.
 //
 // AuthorizationTimeout: 7 days passed in CONDITIONAL_OFFER without the
 // signal 'background_check_authorization_signed'.
@@ -230,7 +238,8 @@ func (AuthorizationTimeout) EventName() string {
 }
 func (AuthorizationTimeout) isEvent() {}
 
-// BackgroundCheckAuthorizationSigned is event BackgroundCheckAuthorizationSigned, accepted in CONDITIONAL_OFFER.
+// BackgroundCheckAuthorizationSigned is event
+// BackgroundCheckAuthorizationSigned, accepted in CONDITIONAL_OFFER.
 //
 // BackgroundCheckAuthorizationSigned: the signal
 // 'background_check_authorization_signed' that the application sends to
@@ -247,7 +256,8 @@ func (BackgroundCheckAuthorizationSigned) EventName() string {
 }
 func (BackgroundCheckAuthorizationSigned) isEvent() {}
 
-// BackgroundCheckCompleted is event BackgroundCheckCompleted, accepted in BACKGROUND_CHECK_ALLOWED.
+// BackgroundCheckCompleted is event BackgroundCheckCompleted, accepted in
+// BACKGROUND_CHECK_ALLOWED.
 //
 // BackgroundCheckCompleted: the background check results. adverseInfo
 // reports whether the check found adverse information; findings lists
@@ -264,7 +274,8 @@ func (BackgroundCheckCompleted) EventName() string {
 func (BackgroundCheckCompleted) isEvent()                     {}
 func (BackgroundCheckCompleted) backgroundCheckAllowedEvent() {}
 
-// AssessmentCompleted is event AssessmentCompleted, accepted in INDIVIDUALIZED_ASSESSMENT.
+// AssessmentCompleted is event AssessmentCompleted, accepted in
+// INDIVIDUALIZED_ASSESSMENT.
 //
 // AssessmentCompleted: the individualized assessment's decision, the
 // factors it weighed, and the final decision rationale.
@@ -602,7 +613,8 @@ func (m *Machine) View() View {
 	return nil
 }
 
-// InPrequalification is the machine in state PREQUALIFICATION, where it accepts PrequalificationCompleted.
+// InPrequalification is the machine in state PREQUALIFICATION, where it
+// accepts PrequalificationCompleted.
 type InPrequalification struct {
 	m *Machine
 }
@@ -618,12 +630,14 @@ func (InPrequalification) State() State {
 }
 func (InPrequalification) isView() {}
 
-// PrequalificationCompleted fires PrequalificationCompleted: PREQUALIFICATION -> DENIED when PrequalFailed; PREQUALIFICATION -> CONDITIONAL_OFFER.
+// PrequalificationCompleted fires PrequalificationCompleted: PREQUALIFICATION
+// -> DENIED when PrequalFailed; PREQUALIFICATION -> CONDITIONAL_OFFER.
 func (v InPrequalification) PrequalificationCompleted(ctx context.Context, e PrequalificationCompleted) error {
 	return v.m.PrequalificationCompleted(ctx, e)
 }
 
-// InConditionalOffer is the machine in state CONDITIONAL_OFFER, where it accepts AuthorizationTimeout and BackgroundCheckAuthorizationSigned.
+// InConditionalOffer is the machine in state CONDITIONAL_OFFER, where it
+// accepts AuthorizationTimeout and BackgroundCheckAuthorizationSigned.
 type InConditionalOffer struct {
 	m *Machine
 }
@@ -639,17 +653,20 @@ func (InConditionalOffer) State() State {
 }
 func (InConditionalOffer) isView() {}
 
-// AuthorizationTimeout fires AuthorizationTimeout: CONDITIONAL_OFFER -> DENIED.
+// AuthorizationTimeout fires AuthorizationTimeout: CONDITIONAL_OFFER ->
+// DENIED.
 func (v InConditionalOffer) AuthorizationTimeout(ctx context.Context, e AuthorizationTimeout) error {
 	return v.m.AuthorizationTimeout(ctx, e)
 }
 
-// BackgroundCheckAuthorizationSigned fires BackgroundCheckAuthorizationSigned: CONDITIONAL_OFFER -> BACKGROUND_CHECK_ALLOWED.
+// BackgroundCheckAuthorizationSigned fires BackgroundCheckAuthorizationSigned:
+// CONDITIONAL_OFFER -> BACKGROUND_CHECK_ALLOWED.
 func (v InConditionalOffer) BackgroundCheckAuthorizationSigned(ctx context.Context, e BackgroundCheckAuthorizationSigned) error {
 	return v.m.BackgroundCheckAuthorizationSigned(ctx, e)
 }
 
-// InBackgroundCheckAllowed is the machine in state BACKGROUND_CHECK_ALLOWED, where it accepts BackgroundCheckCompleted.
+// InBackgroundCheckAllowed is the machine in state BACKGROUND_CHECK_ALLOWED,
+// where it accepts BackgroundCheckCompleted.
 type InBackgroundCheckAllowed struct {
 	m *Machine
 }
@@ -665,12 +682,15 @@ func (InBackgroundCheckAllowed) State() State {
 }
 func (InBackgroundCheckAllowed) isView() {}
 
-// BackgroundCheckCompleted fires BackgroundCheckCompleted: BACKGROUND_CHECK_ALLOWED -> APPROVED when NoAdverseInfo; BACKGROUND_CHECK_ALLOWED -> INDIVIDUALIZED_ASSESSMENT.
+// BackgroundCheckCompleted fires BackgroundCheckCompleted:
+// BACKGROUND_CHECK_ALLOWED -> APPROVED when NoAdverseInfo;
+// BACKGROUND_CHECK_ALLOWED -> INDIVIDUALIZED_ASSESSMENT.
 func (v InBackgroundCheckAllowed) BackgroundCheckCompleted(ctx context.Context, e BackgroundCheckCompleted) error {
 	return v.m.BackgroundCheckCompleted(ctx, e)
 }
 
-// InIndividualizedAssessment is the machine in state INDIVIDUALIZED_ASSESSMENT, where it accepts AssessmentCompleted.
+// InIndividualizedAssessment is the machine in state
+// INDIVIDUALIZED_ASSESSMENT, where it accepts AssessmentCompleted.
 type InIndividualizedAssessment struct {
 	m *Machine
 }
@@ -686,12 +706,14 @@ func (InIndividualizedAssessment) State() State {
 }
 func (InIndividualizedAssessment) isView() {}
 
-// AssessmentCompleted fires AssessmentCompleted: INDIVIDUALIZED_ASSESSMENT -> APPROVED when Approved; INDIVIDUALIZED_ASSESSMENT -> DENIED unless Approved.
+// AssessmentCompleted fires AssessmentCompleted: INDIVIDUALIZED_ASSESSMENT ->
+// APPROVED when Approved; INDIVIDUALIZED_ASSESSMENT -> DENIED unless Approved.
 func (v InIndividualizedAssessment) AssessmentCompleted(ctx context.Context, e AssessmentCompleted) error {
 	return v.m.AssessmentCompleted(ctx, e)
 }
 
-// InApproved is the machine in final state APPROVED, where no event is accepted.
+// InApproved is the machine in final state APPROVED, where no event is
+// accepted.
 type InApproved struct {
 	m *Machine
 }
@@ -728,13 +750,16 @@ func (InDenied) isView() {}
 // the events its state accepts, so a handler cannot return a transition the
 // table forbids, and a type that forgets a state does not compile.
 type Handlers interface {
-	// Prequalification does the work of state PREQUALIFICATION and returns the event that leaves it:
-	// PrequalificationCompleted. A returned error is retried by the state's policy.
+	// Prequalification does the work of state PREQUALIFICATION and returns the
+	// event that leaves it: PrequalificationCompleted. A returned error is
+	// retried by the state's policy.
 	Prequalification(ctx context.Context, run *runtime.Run) (PrequalificationEvent, error)
-	// BackgroundCheckAllowed does the work of state BACKGROUND_CHECK_ALLOWED and returns the event that leaves it:
-	// BackgroundCheckCompleted. A returned error is retried by the state's policy.
+	// BackgroundCheckAllowed does the work of state BACKGROUND_CHECK_ALLOWED
+	// and returns the event that leaves it: BackgroundCheckCompleted. A
+	// returned error is retried by the state's policy.
 	BackgroundCheckAllowed(ctx context.Context, run *runtime.Run) (BackgroundCheckAllowedEvent, error)
-	// IndividualizedAssessment does the work of state INDIVIDUALIZED_ASSESSMENT and returns the event that leaves it:
+	// IndividualizedAssessment does the work of state
+	// INDIVIDUALIZED_ASSESSMENT and returns the event that leaves it:
 	// AssessmentCompleted. A returned error is retried by the state's policy.
 	IndividualizedAssessment(ctx context.Context, run *runtime.Run) (IndividualizedAssessmentEvent, error)
 }

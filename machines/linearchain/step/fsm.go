@@ -18,9 +18,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fsmgen/fsmgen/runtime"
 	"strconv"
 	"time"
+
+	"github.com/fsmgen/fsmgen/runtime"
 )
 
 const (
@@ -164,8 +165,9 @@ type Event interface {
 	isEvent()
 }
 
-// RunningEvent is an event that state RUNNING accepts: RecoverLease, Completed, Waiting, Retry and Dead. The handler of
-// the state returns one of them.
+// RunningEvent is an event that state RUNNING accepts: RecoverLease,
+// Completed, Waiting, Retry and Dead. The handler of the state returns one of
+// them.
 type RunningEvent interface {
 	Event
 	runningEvent()
@@ -417,7 +419,8 @@ type Guards interface {
 	// the retry update also carries the lease condition of LeaseHeld; a
 	// transition takes one guard, so this guard checks both.
 	AttemptsLeft(ctx context.Context, e Retry) bool
-	// WaitingEventTypeMatches reports whether guard WaitingEventTypeMatches admits the event.
+	// WaitingEventTypeMatches reports whether guard WaitingEventTypeMatches admits
+	// the event.
 	//
 	// WaitingEventTypeMatches: waiting_event_type == incomingEventType.
 	WaitingEventTypeMatches(ctx context.Context, e WakeUp) bool
@@ -789,7 +792,8 @@ func (v InReady) Claim(ctx context.Context, e Claim) error {
 	return v.m.Claim(ctx, e)
 }
 
-// InRunning is the machine in state RUNNING, where it accepts RecoverLease, Completed, Waiting, Retry and Dead.
+// InRunning is the machine in state RUNNING, where it accepts RecoverLease,
+// Completed, Waiting, Retry and Dead.
 type InRunning struct {
 	m *Machine
 }
@@ -820,7 +824,8 @@ func (v InRunning) Waiting(ctx context.Context, e Waiting) error {
 	return v.m.Waiting(ctx, e)
 }
 
-// Retry fires Retry: RUNNING -> READY when AttemptsLeft; RUNNING -> DEAD when LeaseHeld.
+// Retry fires Retry: RUNNING -> READY when AttemptsLeft; RUNNING -> DEAD when
+// LeaseHeld.
 func (v InRunning) Retry(ctx context.Context, e Retry) error {
 	return v.m.Retry(ctx, e)
 }
@@ -830,7 +835,8 @@ func (v InRunning) Dead(ctx context.Context, e Dead) error {
 	return v.m.Dead(ctx, e)
 }
 
-// InWaiting is the machine in state WAITING, where it accepts ClaimTimedOut and WakeUp.
+// InWaiting is the machine in state WAITING, where it accepts ClaimTimedOut
+// and WakeUp.
 type InWaiting struct {
 	m *Machine
 }
@@ -893,8 +899,9 @@ func (InDead) isView() {}
 // the events its state accepts, so a handler cannot return a transition the
 // table forbids, and a type that forgets a state does not compile.
 type Handlers interface {
-	// Running does the work of state RUNNING and returns the event that leaves it:
-	// RecoverLease, Completed, Waiting, Retry and Dead. A returned error is retried by the state's policy.
+	// Running does the work of state RUNNING and returns the event that leaves
+	// it: RecoverLease, Completed, Waiting, Retry and Dead. A returned error
+	// is retried by the state's policy.
 	Running(ctx context.Context, run *runtime.Run) (RunningEvent, error)
 }
 

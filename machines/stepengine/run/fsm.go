@@ -14,8 +14,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fsmgen/fsmgen/runtime"
 	"strconv"
+
+	"github.com/fsmgen/fsmgen/runtime"
 )
 
 const (
@@ -132,8 +133,8 @@ type Event interface {
 	isEvent()
 }
 
-// RunningEvent is an event that state RUNNING accepts: StepOK, AllStepsOK and StepFailed. The handler of
-// the state returns one of them.
+// RunningEvent is an event that state RUNNING accepts: StepOK, AllStepsOK and
+// StepFailed. The handler of the state returns one of them.
 type RunningEvent interface {
 	Event
 	runningEvent()
@@ -380,7 +381,8 @@ func (m *Machine) View() View {
 	return nil
 }
 
-// InRunning is the machine in state RUNNING, where it accepts StepOK, AllStepsOK and StepFailed.
+// InRunning is the machine in state RUNNING, where it accepts StepOK,
+// AllStepsOK and StepFailed.
 type InRunning struct {
 	m *Machine
 }
@@ -448,8 +450,9 @@ func (InFailed) isView() {}
 // the events its state accepts, so a handler cannot return a transition the
 // table forbids, and a type that forgets a state does not compile.
 type Handlers interface {
-	// Running does the work of state RUNNING and returns the event that leaves it:
-	// StepOK, AllStepsOK and StepFailed. A returned error is retried by the state's policy.
+	// Running does the work of state RUNNING and returns the event that leaves
+	// it: StepOK, AllStepsOK and StepFailed. A returned error is retried by
+	// the state's policy.
 	Running(ctx context.Context, run *runtime.Run) (RunningEvent, error)
 }
 

@@ -7,11 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fsmgen/fsmgen/runtime"
-	"github.com/google/go-cmp/cmp"
 	"maps"
 	"reflect"
 	"testing"
+
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/google/go-cmp/cmp"
 )
 
 // fsmgenRow is a row of the declared transition table.

@@ -16,8 +16,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fsmgen/fsmgen/runtime"
 	"strconv"
+
+	"github.com/fsmgen/fsmgen/runtime"
 )
 
 const (
@@ -144,8 +145,8 @@ type Event interface {
 	isEvent()
 }
 
-// RunningEvent is an event that state RUNNING accepts: StepEnd and StepError. The handler of
-// the state returns one of them.
+// RunningEvent is an event that state RUNNING accepts: StepEnd and StepError.
+// The handler of the state returns one of them.
 type RunningEvent interface {
 	Event
 	runningEvent()
@@ -462,7 +463,8 @@ func (v InPending) StepStart(ctx context.Context, e StepStart) error {
 	return v.m.StepStart(ctx, e)
 }
 
-// InRunning is the machine in state RUNNING, where it accepts StepEnd and StepError.
+// InRunning is the machine in state RUNNING, where it accepts StepEnd and
+// StepError.
 type InRunning struct {
 	m *Machine
 }
@@ -525,8 +527,9 @@ func (InFailed) isView() {}
 // the events its state accepts, so a handler cannot return a transition the
 // table forbids, and a type that forgets a state does not compile.
 type Handlers interface {
-	// Running does the work of state RUNNING and returns the event that leaves it:
-	// StepEnd and StepError. A returned error is retried by the state's policy.
+	// Running does the work of state RUNNING and returns the event that leaves
+	// it: StepEnd and StepError. A returned error is retried by the state's
+	// policy.
 	Running(ctx context.Context, run *runtime.Run) (RunningEvent, error)
 }
 
