@@ -9,6 +9,7 @@ import (
 	"go/token"
 	"path"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -58,6 +59,7 @@ func Generate(spec *dsl.Spec) ([]File, error) {
 			File{Path: path.Join(m.Package, PageFile), Content: Page(source, m, mmd)},
 		)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }
 

@@ -123,6 +123,8 @@ func (g *goGen) states() {
 	for i, s := range m.States {
 		lead := fmt.Sprintf("%s is state %s", stateConst(s), s.Name)
 		switch {
+		case s.Initial && s.Wait:
+			lead += ", the initial state, where runs wait for an event."
 		case s.Initial:
 			lead += ", the initial state."
 		case s.Terminal() && s.Outcome != "":

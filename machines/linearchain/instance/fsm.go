@@ -34,7 +34,8 @@ const (
 type State uint8
 
 const (
-	// StateRunning is state RUNNING, the initial state.
+	// StateRunning is state RUNNING, the initial state, where runs wait for an
+	// event.
 	//
 	// RUNNING: the status the instance is inserted with at start
 	// (status = RUNNING, current_step_seq = 0, current_step_type =

@@ -37,7 +37,8 @@ const (
 type State uint8
 
 const (
-	// StatePending is state PENDING, the initial state.
+	// StatePending is state PENDING, the initial state, where runs wait for an
+	// event.
 	//
 	// PENDING: inserted but not yet activated (not runnable). Every step is
 	// inserted PENDING. Start Flow wants step_seq = 0 READY with next_run_at

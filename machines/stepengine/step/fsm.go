@@ -34,7 +34,8 @@ const (
 type State uint8
 
 const (
-	// StatePending is state PENDING, the initial state.
+	// StatePending is state PENDING, the initial state, where runs wait for an
+	// event.
 	//
 	// PENDING: not started yet. The engine starts steps in order, the next
 	// one only after the one before it is OK; after a failure no further

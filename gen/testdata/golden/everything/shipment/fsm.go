@@ -33,7 +33,8 @@ const (
 type State uint8
 
 const (
-	// StateBooked is state BOOKED, the initial state.
+	// StateBooked is state BOOKED, the initial state, where runs wait for an
+	// event.
 	//
 	// Booked, waiting for the carrier.
 	StateBooked State = iota

@@ -31,7 +31,8 @@ const (
 type State uint8
 
 const (
-	// StateLocked is state LOCKED, the initial state.
+	// StateLocked is state LOCKED, the initial state, where runs wait for an
+	// event.
 	StateLocked State = iota
 	// StateUnlocked is state UNLOCKED, where runs wait for an event.
 	StateUnlocked
