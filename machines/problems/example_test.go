@@ -22,7 +22,7 @@ func (p policy) AtOrAboveThreshold(_ context.Context, e rog.RetrievalHit) bool {
 func (p policy) BelowThreshold(_ context.Context, e rog.RetrievalMiss) bool {
 	return e.BestConfidence < p.threshold
 }
-func (policy) HTMLAvailable(_ context.Context, e rog.SolveSucceeded) bool { return e.StorageKey != "" }
+func (policy) HTMLAvailable(_ context.Context, e rog.SolveSucceeded) bool  { return e.StorageKey != "" }
 func (policy) NearMissAvailable(_ context.Context, e rog.SolveFailed) bool { return false }
 func (policy) AssetsPersisted(_ context.Context, e rog.AssetsRegistered) bool {
 	return e.AssetVersionID != ""
