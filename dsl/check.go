@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/participle/v2/lexer"
 )
@@ -32,9 +33,7 @@ func Check(f *File) (*Spec, Diagnostics) {
 	spec := &Spec{Filename: f.Pos.Filename}
 	if len(f.Machines) == 0 {
 		pos := f.Pos
-		if pos.Line == 0 {
-			pos.Line, pos.Column = 1, 1
-		}
+		pos.Offset, pos.Line, pos.Column = 0, 1, 1
 		c.errorf(pos, "no machine declared; a file holds one or more \"machine Name { ... }\" blocks")
 	}
 	machineNames := map[string]lexer.Position{}
@@ -42,22 +41,23 @@ func Check(f *File) (*Spec, Diagnostics) {
 	types := map[string]lexer.Position{}
 	for _, md := range f.Machines {
 		m := c.machine(md)
+		spec.Machines = append(spec.Machines, m)
 		if prev, dup := machineNames[m.Name]; dup {
+			// The package and type names collide too; one error is enough.
 			c.errorf(md.Pos, "machine %s declared twice (first at %s)", m.Name, short(prev))
-		} else {
-			machineNames[m.Name] = md.Pos
+			continue
 		}
+		machineNames[m.Name] = md.Pos
 		if prev, dup := packages[m.Package]; dup {
-			c.errorf(md.Pos, "machine %s generates package %s, as does the machine at %s; give one of them a package name", m.Name, m.Package, short(prev))
+			c.errorf(md.Pos, "machine %s would generate package %s, as does the machine at %s; give one of them another \"package NAME\"", m.Name, m.Package, short(prev))
 		} else {
 			packages[m.Package] = md.Pos
 		}
 		if prev, dup := types[m.Type]; dup {
-			c.errorf(md.Pos, "machine %s has type name %q, as does the machine at %s", m.Name, m.Type, short(prev))
+			c.errorf(md.Pos, "machine %s has type name %q, as does the machine at %s; give one of them another \"type\"", m.Name, m.Type, short(prev))
 		} else {
 			types[m.Type] = md.Pos
 		}
-		spec.Machines = append(spec.Machines, m)
 	}
 	c.diags.sort()
 	if c.diags.HasErrors() {
@@ -89,12 +89,20 @@ type machineChecker struct {
 	events map[string]*Event
 	guards map[string]*Guard
 	used   struct{ events, guards map[string]bool }
+	// timerEvent is the position of each timer's event name.
+	timerEvent map[*Timer]lexer.Position
+	// skipGraph records an error that leaves the graph of states
+	// incomplete or ambiguous (a row naming an unknown state, event or
+	// guard, a row out of a final state, a second initial state): its
+	// reachability verdicts would only echo that error.
+	skipGraph bool
 }
 
 func (c *checker) machine(md *MachineDecl) *Machine {
 	m := &Machine{Pos: md.Pos, Name: md.Name, Doc: md.Doc, Version: 1}
 	mc := &machineChecker{checker: c, m: m,
-		states: map[string]*State{}, events: map[string]*Event{}, guards: map[string]*Guard{}}
+		states: map[string]*State{}, events: map[string]*Event{}, guards: map[string]*Guard{},
+		timerEvent: map[*Timer]lexer.Position{}}
 	mc.used.events, mc.used.guards = map[string]bool{}, map[string]bool{}
 	if !token.IsExported(md.Name) {
 		c.errorf(md.Pos, "machine name %s must start with an upper-case letter", md.Name)
@@ -149,7 +157,7 @@ func (mc *machineChecker) header(md *MachineDecl) {
 				continue
 			}
 			if !validTypeName(v) {
-				mc.errorf(it.Type.Pos, "type name %q: use letters, digits, '_', '-' and '.', starting with a letter", v)
+				mc.errorf(it.Type.Pos, "invalid type name %q: want letters, digits, '_', '-' and '.', starting with a letter", v)
 			}
 			mc.m.Type = v
 		case it.Version != nil:
@@ -171,8 +179,8 @@ func (mc *machineChecker) header(md *MachineDecl) {
 			}
 			pkg = it
 			name := it.Package.Name
-			if name != strings.ToLower(name) || token.IsKeyword(name) || name == "_" {
-				mc.errorf(it.Package.Pos, "package name %s: want a lower-case Go identifier that is not a keyword", name)
+			if name != strings.ToLower(name) || token.IsKeyword(name) || name == "_" || name == "main" {
+				mc.errorf(it.Package.Pos, "invalid package name %s: want a lower-case Go identifier other than a keyword, _ or main", name)
 			}
 			mc.m.Package = name
 		}
@@ -182,8 +190,11 @@ func (mc *machineChecker) header(md *MachineDecl) {
 	}
 	if mc.m.Package == "" {
 		mc.m.Package = strings.ToLower(md.Name)
-		if token.IsKeyword(mc.m.Package) {
+		switch {
+		case token.IsKeyword(mc.m.Package):
 			mc.errorf(md.Pos, "machine %s would generate package %s, a Go keyword; add \"package NAME\"", md.Name, mc.m.Package)
+		case mc.m.Package == "main":
+			mc.errorf(md.Pos, "machine %s would generate package main, which is a command, not a library; add \"package NAME\"", md.Name)
 		}
 	}
 }
@@ -216,6 +227,7 @@ func (mc *machineChecker) declareState(sd *StateDecl, doc []string) {
 		s.Initial = true
 		if mc.m.Initial != nil {
 			mc.errorf(sd.Name.Pos, "second initial state %s (the initial state is %s, at %s)", name, mc.m.Initial.Name, short(mc.m.Initial.Pos))
+			mc.skipGraph = true
 		} else {
 			mc.m.Initial = s
 		}
@@ -228,15 +240,29 @@ func (mc *machineChecker) declareState(sd *StateDecl, doc []string) {
 		}
 	}
 	if sd.Status != nil && sd.Kind != "final" {
-		mc.errorf(sd.Status.Pos, "%s state %s cannot have a status; only final states do", sd.Kind, name)
+		what := "state"
+		if sd.Kind == "initial" {
+			what = "initial state"
+		}
+		mc.errorf(sd.Status.Pos, "%s %s cannot have a status; only final states do", what, name)
 	}
 	if sd.Outcome != nil {
-		v, err := unquote(sd.Outcome.Value)
-		if err != nil {
-			mc.errorf(sd.Outcome.Pos, "%v", err)
-		}
-		s.Outcome = v
+		s.Outcome = mc.outcome(sd.Outcome)
 	}
+}
+
+// outcome returns the value of an outcome literal, reporting an invalid or
+// empty one.
+func (mc *machineChecker) outcome(lit *StringLit) string {
+	v, err := unquote(lit.Value)
+	if err != nil {
+		mc.errorf(lit.Pos, "%v", err)
+		return ""
+	}
+	if v == "" {
+		mc.errorf(lit.Pos, "empty outcome; leave the outcome out instead")
+	}
+	return v
 }
 
 func (mc *machineChecker) stateOptions(sd *StateDecl) {
@@ -244,6 +270,7 @@ func (mc *machineChecker) stateOptions(sd *StateDecl) {
 	if s == nil || s.Pos != sd.Name.Pos {
 		return // a duplicate, already reported
 	}
+	var waitPos, retryPos lexer.Position
 	for _, o := range sd.Options {
 		if s.Terminal() {
 			mc.errorf(o.Pos, "final state %s cannot take options; it is never left", s.Name)
@@ -253,20 +280,21 @@ func (mc *machineChecker) stateOptions(sd *StateDecl) {
 		case o.Wait:
 			if s.Wait {
 				mc.errorf(o.Pos, "wait given twice for state %s", s.Name)
-			}
-			s.Wait = true
-		case o.Retry != nil:
-			if s.Retry != nil {
-				mc.errorf(o.Pos, "state %s has two retry policies", s.Name)
 				continue
 			}
-			s.Retry = mc.retry(o.Retry)
+			s.Wait, waitPos = true, o.Pos
+		case o.Retry != nil:
+			if s.Retry != nil {
+				mc.errorf(o.Pos, "state %s has two retry policies (the other at %s)", s.Name, short(retryPos))
+				continue
+			}
+			s.Retry, retryPos = mc.retry(o.Retry), o.Pos
 		case o.Timer != nil:
 			d, err := ParseDuration(o.Timer.After.Value)
 			if err != nil {
 				mc.errorf(o.Timer.After.Pos, "%v", err)
 			} else if d <= 0 {
-				mc.errorf(o.Timer.After.Pos, "timer duration must be positive")
+				mc.errorf(o.Timer.After.Pos, "timer duration %s must be positive", o.Timer.After.Value)
 			}
 			ev := mc.lookupEvent(o.Timer.Event)
 			if ev == nil {
@@ -280,23 +308,35 @@ func (mc *machineChecker) stateOptions(sd *StateDecl) {
 			if len(ev.Fields) > 0 {
 				mc.errorf(o.Timer.Event.Pos, "timer event %s has payload fields; a timer fires its event without a payload", ev.Name)
 			}
-			s.Timers = append(s.Timers, &Timer{Pos: o.Timer.Pos, After: d, Text: o.Timer.After.Value, Event: ev})
+			tm := &Timer{Pos: o.Timer.Pos, After: d, Text: o.Timer.After.Value, Event: ev}
+			mc.timerEvent[tm] = o.Timer.Event.Pos
+			s.Timers = append(s.Timers, tm)
 		}
 	}
 	if s.Wait && s.Retry != nil {
-		mc.errorf(s.Pos, "state %s waits and has a retry policy; retries apply to driven states, whose handler runs", s.Name)
+		// Point at whichever of the two came second.
+		pos := retryPos
+		if waitPos.Offset > retryPos.Offset {
+			pos = waitPos
+		}
+		mc.errorf(pos, "state %s both waits and has a retry policy; only a driven state, whose handler runs, is retried", s.Name)
 	}
 }
 
 func (mc *machineChecker) retry(r *RetryOpt) *Retry {
 	if r.Preset != nil {
 		if !slices.Contains(RetryPresets, r.Preset.Value) {
-			mc.errorf(r.Preset.Pos, "unknown retry policy %s%s; want a number of attempts or one of %s",
-				r.Preset.Value, didYouMean(r.Preset.Value, RetryPresets), strings.Join(RetryPresets, ", "))
+			if hint := didYouMean(r.Preset.Value, RetryPresets); hint != "" {
+				mc.errorf(r.Preset.Pos, "unknown retry policy %s%s", r.Preset.Value, hint)
+			} else {
+				mc.errorf(r.Preset.Pos, "unknown retry policy %s; want a number of attempts or one of %s",
+					r.Preset.Value, strings.Join(RetryPresets, ", "))
+			}
 		}
 		return &Retry{Preset: r.Preset.Value}
 	}
-	out := &Retry{Factor: 2, Initial: 1e9}
+	out := &Retry{Factor: 2, Initial: time.Second}
+	backoff := "the default backoff 1s"
 	n, err := strconv.Atoi(r.Attempts.Value)
 	if err != nil || n < 1 {
 		mc.errorf(r.Attempts.Pos, "retry %s: want a whole number of attempts >= 1", r.Attempts.Value)
@@ -307,9 +347,10 @@ func (mc *machineChecker) retry(r *RetryOpt) *Retry {
 		if err != nil {
 			mc.errorf(r.Backoff.Pos, "%v", err)
 		} else if d <= 0 {
-			mc.errorf(r.Backoff.Pos, "backoff must be positive")
+			mc.errorf(r.Backoff.Pos, "backoff %s must be positive", r.Backoff.Value)
 		}
 		out.Initial = d
+		backoff = "backoff " + r.Backoff.Value
 	}
 	if r.Factor != nil {
 		f, err := strconv.ParseFloat(r.Factor.Value, 64)
@@ -323,7 +364,7 @@ func (mc *machineChecker) retry(r *RetryOpt) *Retry {
 		if err != nil {
 			mc.errorf(r.Max.Pos, "%v", err)
 		} else if d < out.Initial {
-			mc.errorf(r.Max.Pos, "max %s is shorter than the first backoff %s", r.Max.Value, out.Initial)
+			mc.errorf(r.Max.Pos, "max %s is shorter than %s", r.Max.Value, backoff)
 		}
 		out.Max = d
 	}
@@ -341,8 +382,12 @@ func (mc *machineChecker) retry(r *RetryOpt) *Retry {
 			mc.errorf(s.Pos, "%v", err)
 			continue
 		}
-		if v == "" || seen[v] {
-			mc.errorf(s.Pos, "non-retryable code %q is empty or listed twice", v)
+		if v == "" {
+			mc.errorf(s.Pos, "empty non-retryable code")
+			continue
+		}
+		if seen[v] {
+			mc.errorf(s.Pos, "non-retryable code %q listed twice", v)
 			continue
 		}
 		seen[v] = true
@@ -377,6 +422,10 @@ func (mc *machineChecker) declareEvent(ed *EventDecl, doc []string) {
 			mc.errorf(fd.Name.Pos, "fields %s and %s of event %s both become Go field %s", prev.Name, f.Name, name, f.GoName)
 			continue
 		}
+		if f.GoName == "EventName" {
+			mc.errorf(fd.Name.Pos, "field %s of event %s would be named EventName in Go, which is taken by the method every event has", f.Name, name)
+			continue
+		}
 		fields[f.Name], goNames[f.GoName] = f, f
 		if t, ok := mc.fieldType(fd.Type); ok {
 			f.Type = t
@@ -405,13 +454,21 @@ func (mc *machineChecker) fieldType(te *TypeExpr) (Type, bool) {
 		t.Path, t.Name = p, te.Name
 	case te.Sel != "":
 		if te.Name != "time" || (te.Sel != "Time" && te.Sel != "Duration") {
+			if c := closest(te.Name+"."+te.Sel, []string{"time.Duration", "time.Time"}); c != "" {
+				mc.errorf(te.Pos, "unknown type %s.%s; did you mean %s?", te.Name, te.Sel, c)
+				return t, false
+			}
 			mc.errorf(te.Pos, "unknown type %s.%s; only time.Time and time.Duration are known by name, write other types as \"import/path\".%s", te.Name, te.Sel, te.Sel)
 			return t, false
 		}
 		t.Path, t.Name = "time", te.Sel
 	default:
 		if !slices.Contains(scalarTypes, te.Name) {
-			mc.errorf(te.Pos, "unknown type %s%s", te.Name, didYouMean(te.Name, scalarTypes))
+			hint := didYouMean(te.Name, scalarTypes)
+			if hint == "" {
+				hint = fmt.Sprintf("; want a Go scalar type, time.Time, time.Duration or \"import/path\".%s", te.Name)
+			}
+			mc.errorf(te.Pos, "unknown type %s%s", te.Name, hint)
 			return t, false
 		}
 		t.Name = te.Name
@@ -457,7 +514,7 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 	if td.Guard != nil {
 		mc.used.guards[td.Guard.Name.Value] = true
 		if td.Guard.Unless && td.Guard.Not {
-			mc.errorf(td.Guard.Pos, "double negation: write \"when %s\"", td.Guard.Name.Value)
+			mc.errorf(td.Guard.Pos, "\"unless !%s\" is a double negation; write \"when %s\"", td.Guard.Name.Value, td.Guard.Name.Value)
 		}
 		if g = mc.guards[td.Guard.Name.Value]; g == nil {
 			mc.errorf(td.Guard.Name.Pos, "unknown guard %s%s", td.Guard.Name.Value, didYouMean(td.Guard.Name.Value, keys(mc.guards)))
@@ -467,14 +524,11 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 	}
 	outcome := ""
 	if td.Outcome != nil {
-		v, err := unquote(td.Outcome.Value)
-		if err != nil {
-			mc.errorf(td.Outcome.Pos, "%v", err)
-		}
+		v := mc.outcome(td.Outcome)
 		outcome = v
 		if to != nil && !to.Terminal() {
 			mc.errorf(td.Outcome.Pos, "outcome on a transition to %s, which is not final", to.Name)
-		} else if to != nil && to.Outcome != "" && to.Outcome != v {
+		} else if to != nil && v != "" && to.Outcome != "" && to.Outcome != v {
 			mc.errorf(td.Outcome.Pos, "outcome %q contradicts the outcome %q of state %s", v, to.Outcome, to.Name)
 		}
 	}
@@ -482,9 +536,22 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 		outcome = to.Outcome
 	}
 	var froms []*State
+	var star *StateRef
+	for _, ref := range td.From {
+		if ref.Star {
+			if star != nil {
+				mc.errorf(ref.Pos, "* listed twice")
+				continue
+			}
+			star = ref
+		}
+	}
 	seen := map[*State]bool{}
 	for _, ref := range td.From {
 		if ref.Star {
+			if ref != star {
+				continue
+			}
 			for _, s := range mc.m.States {
 				if !s.Terminal() && !seen[s] {
 					seen[s] = true
@@ -494,21 +561,23 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 			continue
 		}
 		s := mc.lookupState(ref.Name, ref.Pos)
-		if s == nil {
-			continue
-		}
-		if seen[s] {
+		switch {
+		case s == nil:
+			mc.skipGraph = true
+		case s.Terminal():
+			mc.errorf(ref.Pos, "transition out of final state %s; a final state is never left", s.Name)
+			mc.skipGraph = true
+		case star != nil:
+			mc.errorf(ref.Pos, "state %s listed next to *, which already includes it", s.Name)
+		case seen[s]:
 			mc.errorf(ref.Pos, "state %s listed twice", s.Name)
-			continue
+		default:
+			seen[s] = true
+			froms = append(froms, s)
 		}
-		seen[s] = true
-		if s.Terminal() {
-			mc.errorf(ref.Pos, "transition out of final state %s", s.Name)
-			continue
-		}
-		froms = append(froms, s)
 	}
 	if to == nil || ev == nil || (td.Guard != nil && g == nil) {
+		mc.skipGraph = true
 		return
 	}
 	neg := td.Guard != nil && td.Guard.Negated()
@@ -537,11 +606,15 @@ func (mc *machineChecker) groups() {
 	var drop []*Transition
 	for _, k := range order {
 		ts := rows[k]
+		type clause struct {
+			g   *Guard
+			neg bool
+		}
 		var unguarded, covered *Transition
-		seenGuard := map[string]*Transition{}
+		seenGuard := map[clause]*Transition{}
 		for _, t := range ts {
 			if covered != nil {
-				mc.errorf(t.Pos, "transition from %s on %s can never fire: guard %s and its negation before it admit every event", k.s.Name, k.e.Name, covered.Guard.Name)
+				mc.errorf(t.Pos, "transition from %s on %s can never fire: the transitions on %s and !%s before it admit every event", k.s.Name, k.e.Name, covered.Guard.Name, covered.Guard.Name)
 				drop = append(drop, t)
 				continue
 			}
@@ -558,20 +631,22 @@ func (mc *machineChecker) groups() {
 				unguarded = t
 				continue
 			}
-			gk := t.Guard.Name + strconv.FormatBool(t.Negated)
+			gk := clause{t.Guard, t.Negated}
 			if prev, dup := seenGuard[gk]; dup {
 				mc.errorf(t.Pos, "transition from %s on %s can never fire: the one at %s has the same guard and comes first", k.s.Name, k.e.Name, short(prev.Pos))
 				drop = append(drop, t)
 				continue
 			}
 			seenGuard[gk] = t
-			if _, ok := seenGuard[t.Guard.Name+strconv.FormatBool(!t.Negated)]; ok {
+			if _, ok := seenGuard[clause{t.Guard, !t.Negated}]; ok {
 				covered = t
 			}
 		}
-		if unguarded == nil && covered == nil && len(ts) >= 2 {
+		// Only the rows that can fire count: a guarded row next to one that
+		// was just reported is not an alternative.
+		if unguarded == nil && covered == nil && len(seenGuard) >= 2 {
 			last := ts[len(ts)-1]
-			mc.warnf(last.Pos, "%s on %s: when no guard admits the event it is rejected; add an unguarded fallback if that is not intended", k.s.Name, k.e.Name)
+			mc.warnf(last.Pos, "every transition from %s on %s is guarded: when no guard admits the event, it is rejected; add an unguarded one last if that is not intended", k.s.Name, k.e.Name)
 		}
 	}
 	if len(drop) > 0 {
@@ -590,7 +665,7 @@ func (mc *machineChecker) timers() {
 				}
 			}
 			if !handled {
-				mc.errorf(tm.Pos, "timer fires %s in state %s, which has no transition on %s", tm.Event.Name, s.Name, tm.Event.Name)
+				mc.errorf(mc.timerEvent[tm], "timer fires %s in state %s, which has no transition on %s", tm.Event.Name, s.Name, tm.Event.Name)
 			}
 		}
 	}
@@ -600,9 +675,6 @@ func (mc *machineChecker) timers() {
 // reach a final state.
 func (mc *machineChecker) graph() {
 	m := mc.m
-	if m.Initial == nil {
-		return
-	}
 	hasFinal := false
 	for _, s := range m.States {
 		if s.Terminal() {
@@ -611,6 +683,9 @@ func (mc *machineChecker) graph() {
 	}
 	if !hasFinal {
 		mc.errorf(m.Pos, "machine %s has no final state; declare one with \"final NAME succeeded|failed|cancelled\"", m.Name)
+		return
+	}
+	if m.Initial == nil || mc.skipGraph {
 		return
 	}
 	next := map[*State][]*State{}
@@ -680,22 +755,29 @@ func (mc *machineChecker) goNames() {
 	}
 	taken := map[string]owner{}
 	for _, r := range reservedNames {
-		taken[r] = owner{what: "the generated " + r}
+		taken[r] = owner{}
 	}
-	claim := func(ident, what string, pos lexer.Position) {
-		if prev, ok := taken[ident]; ok {
-			where := ""
-			if prev.pos.Line > 0 {
-				where = " at " + short(prev.pos)
-			}
-			mc.errorf(pos, "%s would be named %s in Go, which is taken by %s%s", what, ident, prev.what, where)
-			return
+	// claim reports whether ident was free, reporting the collision when
+	// not.
+	claim := func(ident, what string, pos lexer.Position) bool {
+		prev, ok := taken[ident]
+		if !ok {
+			taken[ident] = owner{what: what, pos: pos}
+			return true
 		}
-		taken[ident] = owner{what: what, pos: pos}
+		if prev.what == "" {
+			mc.errorf(pos, "%s would be named %s in Go, a name the generated package declares itself", what, ident)
+		} else {
+			mc.errorf(pos, "%s would be named %s in Go, which is taken by %s at %s", what, ident, prev.what, short(prev.pos))
+		}
+		return false
 	}
 	for _, s := range mc.m.States {
-		claim("State"+s.GoName, "state "+s.Name, s.Pos)
-		claim("In"+s.GoName, "the view of state "+s.Name, s.Pos)
+		// One collision per state is enough: its other names derive from
+		// the same Go name.
+		if !claim("State"+s.GoName, "state "+s.Name, s.Pos) || !claim("In"+s.GoName, "the view of state "+s.Name, s.Pos) {
+			continue
+		}
 		if s.Driven() {
 			claim(s.GoName+"Event", "the event set of state "+s.Name, s.Pos)
 		}
@@ -703,12 +785,15 @@ func (mc *machineChecker) goNames() {
 	for _, e := range mc.m.Events {
 		claim(e.GoName, "event "+e.Name, e.Pos)
 	}
-	methods := map[string]lexer.Position{}
+	// Guards are methods of the Guards interface: they only collide with
+	// each other.
+	methods := map[string]*Guard{}
 	for _, g := range mc.m.Guards {
 		if prev, ok := methods[g.GoName]; ok {
-			mc.errorf(g.Pos, "guard %s would be named %s in Go, as is the guard at %s", g.Name, g.GoName, short(prev))
+			mc.errorf(g.Pos, "guard %s would be named %s in Go, which is taken by guard %s at %s", g.Name, g.GoName, prev.Name, short(prev.Pos))
+			continue
 		}
-		methods[g.GoName] = g.Pos
+		methods[g.GoName] = g
 	}
 }
 
@@ -724,6 +809,15 @@ func keys[V any](m map[string]V) []string {
 // didYouMean returns "; did you mean X?" for the candidate closest to name,
 // or "" when none is close enough.
 func didYouMean(name string, candidates []string) string {
+	if c := closest(name, candidates); c != "" {
+		return "; did you mean " + c + "?"
+	}
+	return ""
+}
+
+// closest returns the candidate closest to name, ignoring case, or "" when
+// none is close enough to be a likely typo.
+func closest(name string, candidates []string) string {
 	best, bestD := "", 1<<30
 	for _, c := range candidates {
 		d := distance(strings.ToLower(name), strings.ToLower(c))
@@ -735,13 +829,16 @@ func didYouMean(name string, candidates []string) string {
 	if best == "" || bestD > limit {
 		return ""
 	}
-	return "; did you mean " + best + "?"
+	return best
 }
 
-// distance is the Levenshtein distance between a and b.
+// distance is the edit distance between a and b counting an insertion, a
+// deletion, a substitution or a swap of two neighbours as one edit (the
+// optimal string alignment distance): DNOE is one edit from DONE.
 func distance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
+	prev2 := make([]int, len(rb)+1) // row i-2
+	prev := make([]int, len(rb)+1)  // row i-1
 	cur := make([]int, len(rb)+1)
 	for j := range prev {
 		prev[j] = j
@@ -754,8 +851,11 @@ func distance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
 }

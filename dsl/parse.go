@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
@@ -60,11 +61,55 @@ func syntaxDiagnostic(filename string, err error) Diagnostic {
 	return Diagnostic{Pos: lexer.Position{Filename: filename, Line: 1, Column: 1}, Message: err.Error()}
 }
 
-// friendlySyntax rewrites participle's messages into plainer words.
+// friendlySyntax rewrites participle's messages into plainer words: the
+// offending character rather than the rest of the file, and what was
+// expected next rather than the rest of the grammar rule.
 func friendlySyntax(msg string) string {
+	msg = strings.TrimPrefix(msg, "lexer: ")
+	if sample, ok := strings.CutPrefix(msg, "invalid input text "); ok {
+		if text, err := strconv.Unquote(sample); err == nil && text != "" {
+			r, _ := utf8.DecodeRuneInString(text)
+			if r == '"' {
+				return "syntax error: string literal not terminated"
+			}
+			return fmt.Sprintf("syntax error: invalid character %q", r)
+		}
+	}
 	msg = strings.Replace(msg, `unexpected token "<EOF>"`, "unexpected end of file", 1)
-	msg = strings.Replace(msg, "invalid input text", "invalid character in", 1)
+	if i := strings.Index(msg, " (expected "); i >= 0 && strings.HasSuffix(msg, ")") {
+		want := expectedNext(msg[i+len(" (expected ") : len(msg)-1])
+		msg = msg[:i]
+		if want != "" {
+			msg += ", expected " + want
+		}
+	}
 	return "syntax error: " + msg
+}
+
+// expectedNext names the first element of a grammar expression as
+// participle prints it ("->" Name "on" Name GuardRef?), or returns "" when
+// that element is not a plain token or rule.
+func expectedNext(grammar string) string {
+	if strings.HasPrefix(grammar, `"`) {
+		if end := strings.Index(grammar[1:], `"`); end >= 0 {
+			return grammar[:end+2]
+		}
+		return ""
+	}
+	first, _, _ := strings.Cut(grammar, " ")
+	switch first {
+	case "<ident>", "Name":
+		return "a name"
+	case "StateRef":
+		return "a state name or *"
+	case "<string>", "StringLit":
+		return "a string"
+	case "<number>", "NumberLit":
+		return "a number"
+	case "<duration>", "DurationLit":
+		return "a duration"
+	}
+	return ""
 }
 
 // lexComments returns every comment of src with its position, and the
