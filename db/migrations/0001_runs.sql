@@ -74,9 +74,12 @@ CREATE TABLE workflow_runs (
     next_run_at        TIMESTAMPTZ,
     UNIQUE (workflow_type, idempotency_key),
     FOREIGN KEY (workflow_type, definition_version) REFERENCES workflow_definitions (workflow_type, version)
-);
-CREATE INDEX workflow_runs_type_state_idx ON workflow_runs (workflow_type, current_state, created_at);
-CREATE INDEX workflow_runs_tenant_idx ON workflow_runs (tenant_id, created_at);
+) WITH (fillfactor = 80);
+-- No index holds current_state, row_version or updated_at, and free space is
+-- left in every page, so that a transition between two non-terminal states
+-- is a HOT update that touches no index.
+CREATE INDEX workflow_runs_type_idx ON workflow_runs (workflow_type, created_at, id);
+CREATE INDEX workflow_runs_tenant_idx ON workflow_runs (tenant_id, created_at, id);
 CREATE INDEX workflow_runs_created_idx ON workflow_runs (created_at, id);
 CREATE INDEX workflow_runs_finished_idx ON workflow_runs (workflow_type, finished_at DESC) WHERE status = 'succeeded';
 CREATE INDEX workflow_runs_runnable_idx ON workflow_runs (next_run_at) WHERE status = 'running';
@@ -157,14 +160,13 @@ BEGIN
             USING ERRCODE = 'FS003';
     END IF;
 
-    SELECT s.status INTO old_status
-    FROM workflow_states s
-    WHERE s.workflow_type = OLD.workflow_type AND s.version = OLD.definition_version AND s.state = OLD.current_state;
-
     IF NEW.attempt_no IS DISTINCT FROM OLD.attempt_no
        OR NEW.definition_version IS DISTINCT FROM OLD.definition_version THEN
         -- The only legal way: a failed run reset to the initial state of the
         -- version it is restarted with, attempt_no + 1.
+        SELECT s.status INTO old_status
+        FROM workflow_states s
+        WHERE s.workflow_type = OLD.workflow_type AND s.version = OLD.definition_version AND s.state = OLD.current_state;
         SELECT d.initial_state INTO init_state
         FROM workflow_definitions d
         WHERE d.workflow_type = NEW.workflow_type AND d.version = NEW.definition_version;
@@ -181,18 +183,19 @@ BEGIN
     END IF;
 
     IF NEW.current_state IS DISTINCT FROM OLD.current_state THEN
-        IF NOT EXISTS (
-            SELECT 1 FROM workflow_transitions t
-            WHERE t.workflow_type = OLD.workflow_type AND t.version = OLD.definition_version
-              AND t.from_state = OLD.current_state AND t.to_state = NEW.current_state
-        ) THEN
+        -- One lookup: the registered move and the status of its target.
+        SELECT s.status INTO new_status
+        FROM workflow_transitions t
+        JOIN workflow_states s
+          ON s.workflow_type = t.workflow_type AND s.version = t.version AND s.state = t.to_state
+        WHERE t.workflow_type = OLD.workflow_type AND t.version = OLD.definition_version
+          AND t.from_state = OLD.current_state AND t.to_state = NEW.current_state
+        LIMIT 1;
+        IF NOT FOUND THEN
             RAISE EXCEPTION 'run % of %/v%: no transition % -> % in the registered table',
                 OLD.id, OLD.workflow_type, OLD.definition_version, OLD.current_state, NEW.current_state
                 USING ERRCODE = 'FS001';
         END IF;
-        SELECT s.status INTO new_status
-        FROM workflow_states s
-        WHERE s.workflow_type = OLD.workflow_type AND s.version = OLD.definition_version AND s.state = NEW.current_state;
         NEW.status := new_status;
         NEW.row_version := OLD.row_version + 1;
     ELSE
@@ -203,8 +206,14 @@ BEGIN
 END
 $$;
 
+-- The update trigger fires only for the columns it guards, so that other
+-- writes (the worker's lease columns, for one) do not pay for it.
+CREATE TRIGGER workflow_runs_guard_insert
+    BEFORE INSERT ON workflow_runs
+    FOR EACH ROW EXECUTE FUNCTION fsmgen_guard_run();
 CREATE TRIGGER workflow_runs_guard
-    BEFORE INSERT OR UPDATE ON workflow_runs
+    BEFORE UPDATE OF id, workflow_type, idempotency_key, current_state, attempt_no,
+        definition_version, row_version, status ON workflow_runs
     FOR EACH ROW EXECUTE FUNCTION fsmgen_guard_run();
 
 CREATE FUNCTION fsmgen_refuse_log_change() RETURNS trigger
