@@ -743,7 +743,7 @@ func (mc *machineChecker) unused() {
 var reservedNames = []string{
 	"Type", "Version", "State", "Event", "Guards", "Handlers", "Machine", "New",
 	"Option", "WithRecorder", "WithState", "ParseState", "States", "Events",
-	"Definition", "DecodeEvent", "Dispatch", "View", "Fire",
+	"Definition", "DecodeEvent", "Dispatch", "View", "Fire", "NewDriver",
 }
 
 // goNames reports declarations whose generated top-level Go identifiers

@@ -11,31 +11,38 @@
 //
 //	// RetrieveOrGenerate serves a stored solution or generates a new one.
 //	machine RetrieveOrGenerate {
-//	    type "retrieve_or_generate"   // persisted type name (default: snake_case of the machine name)
-//	    version 1                     // definition version (default 1)
-//	    package rog                   // generated Go package name (default: the machine name in lower case)
+//	    type "retrieve_or_generate" // persisted type name (default: snake_case of the machine name)
+//	    version 1                   // definition version (default 1)
+//	    package rog                 // Go package name (default: the machine name in lower case)
 //
 //	    initial INITIATED
-//	    state INGESTING retry 3 backoff 1s factor 4 max 16s jitter 0.2 nonretryable "MEDIA_REJECTED"
-//	    state RETRIEVING retry database
-//	    state AWAITING_SIGNATURE wait after 7d AuthorizationTimeout
-//	    final SUCCEEDED succeeded
-//	    final DENIED succeeded outcome "denied"
-//	    final FAILED failed
-//	    final CANCELLED cancelled
+//	    state   INGESTING  retry 3 backoff 1s factor 4 max 16s jitter 0.2 nonretryable "MEDIA_REJECTED"
+//	    state   GENERATING retry externalService
+//	    state   AWAITING   wait after 7d Timeout
+//	    final   SUCCEEDED  succeeded
+//	    final   DENIED     succeeded outcome "denied"
+//	    final   FAILED     failed
+//	    final   CANCELLED  cancelled
 //
 //	    event Start
-//	    event RetrievalHit { confidence float64; assetVersionID string }
-//	    event Amounted { amount "example.com/money".Amount, at time.Time }
-//	    event AuthorizationTimeout
+//	    event Ingested     { signature string; at time.Time }
+//	    event RetrievalHit { confidence float64; amount "example.com/money".Amount }
+//	    event Generated
+//	    event Reject       { reason string }
+//	    event Timeout
+//	    event Cancel       { userID string }
 //
 //	    guard AboveThreshold
+//	    guard Locked
 //
-//	    INITIATED -> INGESTING on Start
-//	    RETRIEVING -> SUCCEEDED on RetrievalHit when AboveThreshold outcome "hit"
-//	    RETRIEVING -> GENERATING on RetrievalHit
-//	    INGESTING, RETRIEVING -> FAILED on Reject
-//	    * -> CANCELLED on Cancel unless Locked
+//	    INITIATED             -> INGESTING  on Start
+//	    INGESTING             -> AWAITING   on Ingested
+//	    AWAITING              -> SUCCEEDED  on RetrievalHit when AboveThreshold outcome "hit"
+//	    AWAITING              -> GENERATING on RetrievalHit
+//	    AWAITING              -> DENIED     on Timeout
+//	    GENERATING            -> SUCCEEDED  on Generated                        outcome "new"
+//	    INGESTING, GENERATING -> FAILED     on Reject
+//	    *                     -> CANCELLED  on Cancel       unless Locked
 //	}
 //
 // States. Exactly one state is declared with initial; plain states with
@@ -87,7 +94,8 @@
 // states unreachable from the initial state, states from which no terminal
 // state can be reached, unused events and guards, timers on events their
 // state does not handle, invalid retry settings, unknown field types, and
-// two declarations whose generated Go names collide. A (state, event) pair
+// two declarations whose generated Go names collide (with each other or
+// with the identifiers every generated package declares). A (state, event) pair
 // with two or more guarded alternatives and no unguarded fallback draws a
 // warning: when every guard refuses, the event is rejected at run time.
 //

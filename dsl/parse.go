@@ -221,6 +221,9 @@ func ParseDuration(s string) (time.Duration, error) {
 				return 0, fmt.Errorf("duration %q is too long", s)
 			}
 			total += d
+			if total < 0 {
+				return 0, fmt.Errorf("duration %q is too long", s)
+			}
 			continue
 		}
 		d, err := time.ParseDuration(num + unit)

@@ -126,6 +126,7 @@ func TestParseDuration(t *testing.T) {
 		{in: "1h ", wantErr: `invalid duration "1h "`},
 		{in: "200000d", wantErr: `duration "200000d" is too long`},
 		{in: "9999999999h", wantErr: `invalid duration "9999999999h"`},
+		{in: "99999d99999d", wantErr: `duration "99999d99999d" is too long`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {

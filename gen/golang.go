@@ -40,6 +40,7 @@ func machineCode(source string, m *dsl.Machine) *jen.File {
 	g.perEvent()
 	g.views()
 	g.handlers()
+	g.driver()
 	g.definition()
 	return f
 }
@@ -682,6 +683,55 @@ func (g *goGen) handlers() {
 		jen.Id("ctx").Qual("context", "Context"), jen.Id("h").Id("Handlers"), jen.Id("s").Id("State"), jen.Id("run").Op("*").Add(rt("Run")),
 	).Params(jen.Id("Event"), jen.Error()).Block(
 		jen.Switch(jen.Id("s")).Block(cases...),
+	)
+}
+
+func (g *goGen) driver() {
+	m := g.m
+	params := []jen.Code{jen.Id("h").Id("Handlers")}
+	fields := []jen.Code{jen.Id("h").Id("Handlers")}
+	vals := jen.Dict{jen.Id("h"): jen.Id("h")}
+	newArgs := []jen.Code{}
+	if g.hasGuards() {
+		params = append(params, jen.Id("g").Id("Guards"))
+		fields = append(fields, jen.Id("g").Id("Guards"))
+		vals[jen.Id("g")] = jen.Id("g")
+		newArgs = append(newArgs, jen.Id("d").Dot("g"))
+		g.f.Comment("NewDriver returns the runtime.Driver of the machine: the engine drives runs")
+		g.f.Comment(fmt.Sprintf("of type %q with the handlers h and the guards g.", m.Type))
+	} else {
+		g.f.Comment("NewDriver returns the runtime.Driver of the machine: the engine drives runs")
+		g.f.Comment(fmt.Sprintf("of type %q with the handlers h.", m.Type))
+	}
+	g.f.Func().Id("NewDriver").Params(params...).Add(rt("Driver")).Block(
+		jen.Return(jen.Id("driver").Values(vals)),
+	)
+	g.f.Type().Id("driver").Struct(fields...)
+	g.f.Func().Params(jen.Id("driver")).Id("Definition").Params().Add(rt("Definition")).Block(jen.Return(jen.Id("definition")))
+	g.f.Func().Params(jen.Id("d").Id("driver")).Id("Handle").Params(
+		jen.Id("ctx").Qual("context", "Context"), jen.Id("run").Op("*").Add(rt("Run")), jen.Id("state").String(),
+	).Params(rt("Event"), jen.Error()).Block(
+		jen.List(jen.Id("s"), jen.Err()).Op(":=").Id("ParseState").Call(jen.Id("state")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.List(jen.Id("e"), jen.Err()).Op(":=").Id("Dispatch").Call(jen.Id("ctx"), jen.Id("d").Dot("h"), jen.Id("s"), jen.Id("run")),
+		jen.If(jen.Id("e").Op("==").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Return(jen.Id("e"), jen.Err()),
+	)
+	g.f.Func().Params(jen.Id("driver")).Id("Decode").Params(jen.Id("name").String(), jen.Id("payload").Index().Byte()).Params(rt("Event"), jen.Error()).Block(
+		jen.List(jen.Id("e"), jen.Err()).Op(":=").Id("DecodeEvent").Call(jen.Id("name"), jen.Id("payload")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Return(jen.Id("e"), jen.Nil()),
+	)
+	g.f.Func().Params(jen.Id("d").Id("driver")).Id("Fire").Params(
+		jen.Id("ctx").Qual("context", "Context"), jen.Id("state").String(), jen.Id("e").Add(rt("Event")), jen.Id("rec").Add(rt("Recorder")),
+	).Error().Block(
+		jen.List(jen.Id("s"), jen.Err()).Op(":=").Id("ParseState").Call(jen.Id("state")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		jen.List(jen.Id("ev"), jen.Id("ok")).Op(":=").Id("e").Assert(jen.Id("Event")),
+		jen.If(jen.Op("!").Id("ok")).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: %w: %T is not an event of this machine"), jen.Id("Type"), rt("ErrUnknownEvent"), jen.Id("e"))),
+		),
+		jen.Return(jen.Id("New").Call(append(newArgs, jen.Id("WithState").Call(jen.Id("s")), jen.Id("WithRecorder").Call(jen.Id("rec")))...).Dot("Fire").Call(jen.Id("ctx"), jen.Id("ev"))),
 	)
 }
 

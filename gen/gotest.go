@@ -31,6 +31,7 @@ func testCode(source string, m *dsl.Machine) *jen.File {
 	t.decode()
 	t.views()
 	t.dispatch()
+	t.driver()
 	t.definition()
 	return f
 }
@@ -493,6 +494,65 @@ func (t *testGen) dispatch() {
 			),
 		),
 	)
+}
+
+func (t *testGen) driver() {
+	f := t.f
+	args := []jen.Code{jen.Id("fsmgenHandlers").Values()}
+	if len(t.m.Guards) > 0 {
+		args = append(args, jen.Id("admit"))
+	}
+	f.Comment("TestFSMDriver fires every row through the runtime.Driver, by state name and")
+	f.Comment("decoded event, as the engine does.")
+	f.Func().Id("TestFSMDriver").Params(tParam()).Block(
+		jen.Id("t").Dot("Parallel").Call(),
+		jen.For(jen.List(jen.Id("i"), jen.Id("r")).Op(":=").Range().Id("fsmgenTable")).Block(
+			t.admitRow(),
+			jen.Id("d").Op(":=").Id("NewDriver").Call(args...),
+			jen.List(jen.Id("e"), jen.Id("err")).Op(":=").Id("d").Dot("Decode").Call(jen.Id("r").Dot("event"), jen.Nil()),
+			jen.If(jen.Id("err").Op("!=").Nil()).Block(jen.Id("t").Dot("Fatal").Call(jen.Id("err"))),
+			jen.Id("log").Op(":=").Op("&").Id("fsmgenLog").Values(),
+			jen.If(jen.Id("err").Op(":=").Id("d").Dot("Fire").Call(ctxBg(), jen.Id("r").Dot("from").Dot("String").Call(), jen.Id("e"), jen.Id("log")), jen.Id("err").Op("!=").Nil()).Block(
+				jen.Id("t").Dot("Fatalf").Call(jen.Lit("row %d: %v"), jen.Id("i"), jen.Id("err")),
+			),
+			jen.If(jen.Len(jen.Id("log").Dot("got")).Op("!=").Lit(1).Op("||").Id("log").Dot("got").Index(jen.Lit(0)).Dot("To").Op("!=").Id("r").Dot("to").Dot("String").Call()).Block(
+				jen.Id("t").Dot("Errorf").Call(jen.Lit("row %d: recorded %+v, want a move to %s"), jen.Id("i"), jen.Id("log").Dot("got"), jen.Id("r").Dot("to")),
+			),
+		),
+		jen.Id("d").Op(":=").Id("NewDriver").Call(t.driverArgs()...),
+		jen.If(jen.Id("d").Dot("Definition").Call().Dot("Type").Op("!=").Id("Type")).Block(
+			jen.Id("t").Dot("Errorf").Call(jen.Lit("driver's definition is of type %q"), jen.Id("d").Dot("Definition").Call().Dot("Type")),
+		),
+		jen.If(jen.List(jen.Id("_"), jen.Id("err")).Op(":=").Id("d").Dot("Handle").Call(ctxBg(), jen.Op("&").Qual(runtimePath, "Run").Values(), jen.Lit("NO_SUCH_STATE")), jen.Op("!").Qual("errors", "Is").Call(jen.Id("err"), jen.Qual(runtimePath, "ErrUnknownState"))).Block(
+			jen.Id("t").Dot("Errorf").Call(jen.Lit("Handle in an unknown state: %v, want ErrUnknownState"), jen.Id("err")),
+		),
+		jen.For(jen.List(jen.Id("_"), jen.Id("s")).Op(":=").Range().Id("States").Call()).Block(
+			jen.List(jen.Id("e"), jen.Id("err")).Op(":=").Id("d").Dot("Handle").Call(ctxBg(), jen.Op("&").Qual(runtimePath, "Run").Values(), jen.Id("s").Dot("String").Call()),
+			jen.List(jen.Id("want"), jen.Id("werr")).Op(":=").Id("Dispatch").Call(ctxBg(), jen.Id("fsmgenHandlers").Values(), jen.Id("s"), jen.Op("&").Qual(runtimePath, "Run").Values()),
+			jen.If(jen.Parens(jen.Id("e").Op("==").Nil()).Op("!=").Parens(jen.Id("want").Op("==").Nil()).Op("||").Parens(jen.Id("err").Op("==").Nil()).Op("!=").Parens(jen.Id("werr").Op("==").Nil())).Block(
+				jen.Id("t").Dot("Errorf").Call(jen.Lit("Handle in %s = %v, %v; Dispatch = %v, %v"), jen.Id("s"), jen.Id("e"), jen.Id("err"), jen.Id("want"), jen.Id("werr")),
+			),
+		),
+	)
+}
+
+// admitRow declares admit, the guard outcomes that make row i fire, when
+// the machine has guards.
+func (t *testGen) admitRow() jen.Code {
+	if len(t.m.Guards) == 0 {
+		return jen.Null()
+	}
+	return jen.Id("admit").Op(":=").Id("fsmgenAdmitRow").Call(jen.Id("i"))
+}
+
+// driverArgs are NewDriver's arguments in the tests: handlers, and guards
+// that admit nothing when the machine has guards.
+func (t *testGen) driverArgs() []jen.Code {
+	args := []jen.Code{jen.Id("fsmgenHandlers").Values()}
+	if len(t.m.Guards) > 0 {
+		args = append(args, jen.Id("fsmgenGuards").Values())
+	}
+	return args
 }
 
 func (t *testGen) definition() {

@@ -54,3 +54,29 @@ var ErrUnknownEvent = errors.New("unknown event")
 // ErrNotDriven is matched by errors.Is when a handler is asked for in a
 // state that has none: a terminal state, or one that only waits.
 var ErrNotDriven = errors.New("state has no handler")
+
+// CodedError is a handler error with a code: the retry policy of the state
+// looks the code up in its non-retryable list, and the code is stored as the
+// run's error_code when the run fails.
+type CodedError struct {
+	Code string
+	Err  error
+}
+
+// Error implements error.
+func (e *CodedError) Error() string { return e.Code + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *CodedError) Unwrap() error { return e.Err }
+
+// WithCode returns err with the given code attached.
+func WithCode(code string, err error) error { return &CodedError{Code: code, Err: err} }
+
+// ErrorCode returns the code attached to err with WithCode, or "".
+func ErrorCode(err error) string {
+	var c *CodedError
+	if errors.As(err, &c) {
+		return c.Code
+	}
+	return ""
+}

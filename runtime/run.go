@@ -1,6 +1,9 @@
 package runtime
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Run is what a state handler is told about the run it is working on.
 type Run struct {
@@ -14,9 +17,53 @@ type Run struct {
 	// Attempt is the run's attempt number, starting at 1; it grows when a
 	// FAILED run is started again with the same key.
 	Attempt int
+	// StepAttempt counts the tries of the current state's handler, starting
+	// at 1; it grows with each retry and starts again in the next state.
+	StepAttempt int
 	// TenantID and UserID identify who the run belongs to.
 	TenantID string
 	UserID   string
+	// CorrelationID traces the request that started the run.
+	CorrelationID string
 	// Input is the JSON input the run was started with.
 	Input json.RawMessage
+	// Policy is the snapshot of the execution policy the run was started
+	// under, as the policy engine returned it.
+	Policy json.RawMessage
+	// Events are the events recorded in this attempt of the run, oldest
+	// first; the last one is the event that entered the current state.
+	Events []Event
+	// StartedAt is when the run (this attempt) started, by the database's clock.
+	StartedAt time.Time
+	// Effects collects what the handler does besides choosing its event.
+	// It is nil when the handler is called outside the engine.
+	Effects Effects
+}
+
+// Effects are the side effects a handler asks of the runtime. They are
+// written in the same transaction as the transition the handler returns,
+// and discarded if that transition is not recorded (the run was cancelled,
+// the worker lost its lease, the handler failed).
+type Effects interface {
+	// LogStep records an observable sub-step in the run's log.
+	LogStep(name string, payload any)
+	// Emit writes a domain event to the outbox.
+	Emit(topic string, payload any)
+	// Enqueue starts a run of another machine type in the background,
+	// idempotently by key, without waiting for it.
+	Enqueue(workflowType, idempotencyKey string, input any)
+	// SetResult sets the output, cost and error fields of the run's result
+	// record, stored with the transition to a final state.
+	SetResult(output any, costUSD float64)
+}
+
+// Last returns the most recent event of type E recorded in the run.
+func Last[E Event](run *Run) (E, bool) {
+	for i := len(run.Events) - 1; i >= 0; i-- {
+		if e, ok := run.Events[i].(E); ok {
+			return e, true
+		}
+	}
+	var zero E
+	return zero, false
 }

@@ -413,6 +413,41 @@ func TestFSMDispatch(t *testing.T) {
 	}
 }
 
+// TestFSMDriver fires every row through the runtime.Driver, by state name and
+// decoded event, as the engine does.
+func TestFSMDriver(t *testing.T) {
+	t.Parallel()
+	for i, r := range fsmgenTable {
+		admit := fsmgenAdmitRow(i)
+		d := NewDriver(fsmgenHandlers{}, admit)
+		e, err := d.Decode(r.event, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := &fsmgenLog{}
+		if err := d.Fire(context.Background(), r.from.String(), e, log); err != nil {
+			t.Fatalf("row %d: %v", i, err)
+		}
+		if len(log.got) != 1 || log.got[0].To != r.to.String() {
+			t.Errorf("row %d: recorded %+v, want a move to %s", i, log.got, r.to)
+		}
+	}
+	d := NewDriver(fsmgenHandlers{}, fsmgenGuards{})
+	if d.Definition().Type != Type {
+		t.Errorf("driver's definition is of type %q", d.Definition().Type)
+	}
+	if _, err := d.Handle(context.Background(), &runtime.Run{}, "NO_SUCH_STATE"); !errors.Is(err, runtime.ErrUnknownState) {
+		t.Errorf("Handle in an unknown state: %v, want ErrUnknownState", err)
+	}
+	for _, s := range States() {
+		e, err := d.Handle(context.Background(), &runtime.Run{}, s.String())
+		want, werr := Dispatch(context.Background(), fsmgenHandlers{}, s, &runtime.Run{})
+		if (e == nil) != (want == nil) || (err == nil) != (werr == nil) {
+			t.Errorf("Handle in %s = %v, %v; Dispatch = %v, %v", s, e, err, want, werr)
+		}
+	}
+}
+
 // TestFSMDefinition checks the definition against the declared table.
 func TestFSMDefinition(t *testing.T) {
 	t.Parallel()

@@ -922,6 +922,53 @@ func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event
 	}
 }
 
+// NewDriver returns the runtime.Driver of the machine: the engine drives runs
+// of type "linear_chain_step" with the handlers h and the guards g.
+func NewDriver(h Handlers, g Guards) runtime.Driver {
+	return driver{
+		g: g,
+		h: h,
+	}
+}
+
+type driver struct {
+	h Handlers
+	g Guards
+}
+
+func (driver) Definition() runtime.Definition {
+	return definition
+}
+func (d driver) Handle(ctx context.Context, run *runtime.Run, state string) (runtime.Event, error) {
+	s, err := ParseState(state)
+	if err != nil {
+		return nil, err
+	}
+	e, err := Dispatch(ctx, d.h, s, run)
+	if e == nil {
+		return nil, err
+	}
+	return e, err
+}
+func (driver) Decode(name string, payload []byte) (runtime.Event, error) {
+	e, err := DecodeEvent(name, payload)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+func (d driver) Fire(ctx context.Context, state string, e runtime.Event, rec runtime.Recorder) error {
+	s, err := ParseState(state)
+	if err != nil {
+		return err
+	}
+	ev, ok := e.(Event)
+	if !ok {
+		return fmt.Errorf("%s: %w: %T is not an event of this machine", Type, runtime.ErrUnknownEvent, e)
+	}
+	return New(d.g, WithState(s), WithRecorder(rec)).Fire(ctx, ev)
+}
+
 // Definition returns the machine's definition as data: the transition table,
 // with the retry policies and timers of its states, for the runtime, the
 // database and introspection. The value is shared; do not modify it.

@@ -1,0 +1,28 @@
+package runtime
+
+import "context"
+
+// Event is what the runtime knows of an event of a generated machine: its
+// name. Every generated event type implements it; its payload is the value
+// itself, encoded as JSON.
+type Event interface {
+	EventName() string
+}
+
+// Driver connects a generated machine, with a workflow's handlers and
+// guards, to the engine that drives runs durably. Every generated package
+// provides one through NewDriver; the engine never imports a machine.
+type Driver interface {
+	// Definition returns the machine's definition.
+	Definition() Definition
+	// Handle calls the handler of the state named state and returns the
+	// event it chose. For a final state or one that waits it returns an
+	// error matched by errors.Is(err, ErrNotDriven).
+	Handle(ctx context.Context, run *Run, state string) (Event, error)
+	// Decode rebuilds the event named name from its JSON payload.
+	Decode(name string, payload []byte) (Event, error)
+	// Fire applies e to a machine in the state named state, with the
+	// workflow's guards, recording through rec before applying. A refused
+	// event returns a *TransitionError.
+	Fire(ctx context.Context, state string, e Event, rec Recorder) error
+}

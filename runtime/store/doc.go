@@ -1,0 +1,107 @@
+// Package store persists runs of fsmgen-generated state machines in
+// PostgreSQL, so that a machine survives restarts, concurrent writers and
+// hand-written SQL without ever holding a state its table forbids.
+//
+// # Setting up
+//
+// Migrate the schema once per start (it is idempotent and safe from several
+// processes at once), create a Store on a pgx pool, and register every
+// machine the process runs:
+//
+//	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+//	if err != nil { ... }
+//	if err := db.Migrate(ctx, pool); err != nil { ... }
+//	st := store.New(pool)
+//	if err := st.Register(ctx, order.Definition()); err != nil { ... }
+//
+// Register writes the definition's states and transition table to the
+// database, where a trigger checks every change of a run's current_state
+// against it. A changed table needs a new version: registering a different
+// table under an existing (type, version) fails with ErrDefinitionConflict.
+//
+// # Starting a run
+//
+// Start is idempotent per (type, idempotency key), with the branches of the
+// platform's contract, told apart by StartResult.Outcome:
+//
+//	res, err := st.Start(ctx, store.StartParams{
+//		Type: "order", Version: 1, IdempotencyKey: cmd.Key, TenantID: cmd.Tenant, Input: cmd,
+//	})
+//	switch res.Outcome {
+//	case store.Created, store.Restarted: // drive res.Run
+//	case store.Running:                  // already under way; res.ETA, res.Remaining
+//	case store.Cached:                   // succeeded before; res.Run.Result
+//	case store.Cancelled:                // cancelled before; final for this key
+//	}
+//
+// A failed run is restarted in place: the same row and id, attempt_no + 1,
+// back in the initial state (of the version given to Start). A cancelled
+// run is not restarted: a cancellation is the owner's decision and a
+// replayed command must not undo it; start with a new key to run again.
+// Any number of concurrent callers with the same key get the same run: the
+// unique index decides who inserts, the row version who restarts.
+//
+// # Driving a run with a generated machine
+//
+// Load a run, rebuild the machine in the run's state, and give it the
+// Recorder bound to the run. The machine records every transition before
+// it applies it:
+//
+//	run, rec, err := st.Load(ctx, id, order.Definition())
+//	if err != nil { ... }
+//	state, err := order.Parse(run.State)
+//	if err != nil { ... }
+//	m := order.New(guards, order.WithState(state), order.WithRecorder(rec))
+//	rec.SetResult(store.Result{Output: out, CostUSD: cost}) // for the terminal transition
+//	err = m.Ship(ctx, order.Ship{...})
+//
+// Each transition is one statement, one round trip: the run's row moves only
+// if it is still in the state and row version the recorder read, and the log
+// row (states before and after, event, payload as JSON, attempt, the row
+// version produced) is inserted by the same statement. A transition to a
+// terminal state stores the result record in that statement too.
+//
+// A writer that lost a race gets an error matching ErrConflict and writes
+// nothing: reload the run and decide again. A transition that was committed
+// although its caller never heard back (a timeout, a dropped connection) can
+// simply be retried with the same row version, event and payload: it is
+// recognised as already applied (Recorded.AlreadyApplied) rather than
+// reported as a conflict.
+//
+// Without a generated machine, call Record and Finish with the row version
+// you read, or RecordTx, FinishTx, LogStepTx and EmitTx inside your own
+// transaction so that a transition, its sub-steps, its outbox messages and
+// your own rows commit together:
+//
+//	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+//		if _, err := st.RecordTx(ctx, tx, run.ID, run.RowVersion, t); err != nil {
+//			return err
+//		}
+//		_, err := st.EmitTx(ctx, tx, run.ID, "order.shipped", evt)
+//		return err
+//	})
+//
+// # Reading
+//
+// Get reads a run, History its whole log oldest first (creation, transitions,
+// restarts and logged steps), Outbox its messages, and List selects runs by
+// type, states, status, tenant and creation time, a page at a time.
+//
+// # Errors
+//
+// Every error about a run is a *RunError carrying the run's id and the
+// operation, wrapping one of the package's sentinels (ErrConflict,
+// ErrTransitionRefused, ErrRunNotFound, ErrInvalidID, ErrUnknownDefinition,
+// ErrUnknownState, ErrPayload, ErrClosed, ...) or a context error; match them
+// with errors.Is. Nothing is half-written: a transition that fails, for any
+// reason, leaves the run and its log as they were. The database's own guards
+// raise errors with SQLSTATEs of class FS; Translate maps them (and a few
+// others) to the same sentinels for code that sends SQL itself.
+//
+// # Time
+//
+// Every time the store compares or writes comes from the database's clock.
+// WithClock substitutes a fixed or advancing clock, for tests, by passing
+// the time as a query parameter; without it that parameter is NULL and the
+// queries use now().
+package store
