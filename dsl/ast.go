@@ -93,7 +93,7 @@ type StateOption struct {
 // RetryOpt is a retry policy, either a named preset (retry database) or
 // written out:
 //
-//	retry 3 [backoff 1s] [factor 4] [max 16s] [jitter 0.2] [nonretryable "A", "B"]
+//	retry 3 [backoff 1s] [factor 4] [max 16s] [jitter 0.2] [nonretryable "A", "B"] [else EVENT]
 type RetryOpt struct {
 	Pos          lexer.Position
 	Preset       *Name        `parser:"'retry' ( @@"`
@@ -103,6 +103,8 @@ type RetryOpt struct {
 	Max          *DurationLit `parser:"  ( 'max' @@ )?"`
 	Jitter       *NumberLit   `parser:"  ( 'jitter' @@ )?"`
 	NonRetryable []*StringLit `parser:"  ( 'nonretryable' @@ ( ',' @@ )* )? )"`
+	// Else names the event fired when the policy gives up.
+	Else *Name `parser:"( 'else' @@ )?"`
 }
 
 // TimerOpt fires an event after the run has spent a duration in the state:

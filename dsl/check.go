@@ -324,6 +324,19 @@ func (mc *machineChecker) stateOptions(sd *StateDecl) {
 }
 
 func (mc *machineChecker) retry(r *RetryOpt) *Retry {
+	var exhausted *Event
+	if r.Else != nil {
+		exhausted = mc.lookupEvent(r.Else)
+	}
+	out := mc.retryPolicy(r)
+	out.Exhausted = exhausted
+	if r.Else != nil {
+		out.ExhaustedPos = r.Else.Pos
+	}
+	return out
+}
+
+func (mc *machineChecker) retryPolicy(r *RetryOpt) *Retry {
 	if r.Preset != nil {
 		if !slices.Contains(RetryPresets, r.Preset.Value) {
 			if hint := didYouMean(r.Preset.Value, RetryPresets); hint != "" {
@@ -656,6 +669,9 @@ func (mc *machineChecker) groups() {
 
 func (mc *machineChecker) timers() {
 	for _, s := range mc.m.States {
+		if s.Retry != nil && s.Retry.Exhausted != nil && !mc.handles(s, s.Retry.Exhausted) {
+			mc.errorf(s.Retry.ExhaustedPos, "retries of state %s end with %s, but %s has no transition on %s", s.Name, s.Retry.Exhausted.Name, s.Name, s.Retry.Exhausted.Name)
+		}
 		for _, tm := range s.Timers {
 			handled := false
 			for _, t := range mc.m.Transitions {
@@ -669,6 +685,16 @@ func (mc *machineChecker) timers() {
 			}
 		}
 	}
+}
+
+// handles reports whether a row leaves s on e.
+func (mc *machineChecker) handles(s *State, e *Event) bool {
+	for _, t := range mc.m.Transitions {
+		if t.From == s && t.Event == e {
+			return true
+		}
+	}
+	return false
 }
 
 // graph checks that every state is reachable from the initial one and can

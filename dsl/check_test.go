@@ -798,6 +798,27 @@ func TestCheckStateOptions(t *testing.T) {
 			},
 		},
 		{
+			name: "retry exhaustion event not handled or unknown",
+			src: `machine M {
+    initial A retry 3 else Boom
+    state B retry database else Nope
+    state C retry 2 else Bom
+    final F failed
+    final G succeeded
+    event Go
+    event Boom
+    event Nope
+    A -> B on Go
+    A -> F on Boom
+    B -> C on Go
+    C -> G on Go
+}`,
+			want: []string{
+				"t.fsm:3:33: retries of state B end with Nope, but B has no transition on Nope",
+				"t.fsm:4:26: unknown event Bom; did you mean Boom?",
+			},
+		},
+		{
 			name: "options twice",
 			src: `machine M {
     initial A wait wait

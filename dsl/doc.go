@@ -55,13 +55,15 @@
 //     runtime parks runs there and the generated Handlers interface has no
 //     method for it. Every other non-terminal state is driven: the runtime
 //     calls its handler, which does the work and returns the next event.
-//   - retry N [backoff D] [factor F] [max D] [jitter J] [nonretryable "CODE", ...]:
+//   - retry N [backoff D] [factor F] [max D] [jitter J] [nonretryable "CODE", ...] [else EVENT]:
 //     how the state's handler is retried: at most N attempts in all, the first
 //     wait D (default 1s), each following wait F times longer (default 2),
 //     capped at max (default: no cap), spread by ±J of itself (0 to 1,
 //     default 0); errors with a listed code are not retried. retry PRESET
 //     names one of the runtime's policies instead: validation, database,
-//     externalService, payment or background.
+//     externalService, payment or background. else EVENT, after either form,
+//     names the event the runtime fires, with an empty payload, when the
+//     policy gives up; the state must have a transition on it.
 //   - after D EVENT: once a run has spent D in the state, EVENT fires. The
 //     event must carry no payload and the state must have a transition on it.
 //

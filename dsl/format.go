@@ -407,6 +407,9 @@ func retryString(r *RetryOpt) string {
 		}
 		parts = append(parts, "nonretryable", strings.Join(codes, ", "))
 	}
+	if r.Else != nil {
+		parts = append(parts, "else", r.Else.Value)
+	}
 	return strings.Join(parts, " ")
 }
 

@@ -69,6 +69,10 @@ type Retry struct {
 	Max          time.Duration
 	Jitter       float64
 	NonRetryable []string
+	// Exhausted is the event fired when the policy gives up, nil when the
+	// state declares none.
+	Exhausted    *Event
+	ExhaustedPos lexer.Position
 }
 
 // RetryPresets are the runtime's named retry policies.

@@ -801,6 +801,9 @@ func (g *goGen) definition() {
 		}
 		if s.Retry != nil {
 			d = append(d, kv("Retry", retryCode(s.Retry)))
+			if s.Retry.Exhausted != nil {
+				d = append(d, kv("OnExhausted", jen.Lit(s.Retry.Exhausted.Name)))
+			}
 		}
 		if len(s.Timers) > 0 {
 			ts := make([]jen.Code, len(s.Timers))

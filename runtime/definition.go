@@ -57,6 +57,11 @@ type StateSpec struct {
 	Wait bool
 	// Retry is the state's retry policy, nil when the state declares none.
 	Retry *RetryPolicy
+	// OnExhausted names the event fired, with an empty payload, when the
+	// state's retry policy gives up; the last error's code and detail go to
+	// the run's result. Empty when the state names none: the run is then
+	// parked with its error for an operator.
+	OnExhausted string
 	// Timers fire events after the run has spent a duration in the state.
 	Timers []Timer
 }

@@ -351,9 +351,11 @@ func TestRecordContextCancelledMidTransition(t *testing.T) {
 	if err := locker.Rollback(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The server may or may not have run the statement before the cancel
-	// reached it (the caller cannot know: its acknowledgement is what got
-	// lost). Either way the run and its log agree: all or nothing.
+	// The server may or may not run the statement before the cancel reaches
+	// it (the caller cannot know: its acknowledgement is what got lost).
+	// Wait until the abandoned statement is over, one way or the other;
+	// either way the run and its log agree: all or nothing.
+	waitIdle(t, e)
 	got, h := e.get(t, run.ID), e.history(t, run.ID)
 	landed := got.State == "WORKING"
 	switch {
@@ -463,5 +465,27 @@ func TestMalformedIDsAreNamed(t *testing.T) {
 		if err := call(); !errors.Is(err, store.ErrRunNotFound) || !strings.Contains(err.Error(), missing) {
 			t.Errorf("%s: %v, want ErrRunNotFound naming the id", name, err)
 		}
+	}
+}
+
+// waitIdle waits until no other session of the test's database runs a
+// statement.
+func waitIdle(t *testing.T, e env) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var active int
+		err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'`).Scan(&active)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if active == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions still busy after 30s", active)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

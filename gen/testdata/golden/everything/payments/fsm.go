@@ -1657,9 +1657,9 @@ var definition = runtime.Definition{
 	Initial: "VALIDATING",
 	States: []runtime.StateSpec{
 		{Name: "VALIDATING", Initial: true, Status: runtime.StatusRunning, Retry: &runtime.RetryValidation},
-		{Name: "AUTHORIZING", Status: runtime.StatusRunning, Retry: &runtime.RetryPolicy{MaxAttempts: 4, InitialInterval: 500 * time.Millisecond, Coefficient: 3.0, MaxInterval: time.Minute, Jitter: 0.25, NonRetryable: []string{"CARD_DECLINED", "FRAUD_SUSPECTED"}}},
+		{Name: "AUTHORIZING", Status: runtime.StatusRunning, Retry: &runtime.RetryPolicy{MaxAttempts: 4, InitialInterval: 500 * time.Millisecond, Coefficient: 3.0, MaxInterval: time.Minute, Jitter: 0.25, NonRetryable: []string{"CARD_DECLINED", "FRAUD_SUSPECTED"}}, OnExhausted: "Failed"},
 		{Name: "CHALLENGED", Status: runtime.StatusRunning, Wait: true, Timers: []runtime.Timer{{After: 15 * time.Minute, Event: "ChallengeExpired"}, {After: 36 * time.Hour, Event: "Reminder"}}},
-		{Name: "RECORDING", Status: runtime.StatusRunning, Retry: &runtime.RetryDatabase},
+		{Name: "RECORDING", Status: runtime.StatusRunning, Retry: &runtime.RetryDatabase, OnExhausted: "Failed"},
 		{Name: "CAPTURING", Status: runtime.StatusRunning, Retry: &runtime.RetryPayment, Timers: []runtime.Timer{{After: 2 * time.Hour, Event: "CaptureTimedOut"}}},
 		{Name: "NOTIFYING", Status: runtime.StatusRunning, Retry: &runtime.RetryExternalService},
 		{Name: "ARCHIVING", Status: runtime.StatusRunning, Retry: &runtime.RetryBackground},
