@@ -84,6 +84,7 @@ func startCluster() (c *cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	sweepStale()
 	dir, err := os.MkdirTemp("", "fsmgen-pgtest-")
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
@@ -215,4 +216,24 @@ func (c *cluster) stop() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// sweepStale removes the directories of clusters whose test binary died
+// without stopping them (a panic, a kill): older than ten minutes, and with
+// no live server in them.
+func sweepStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "fsmgen-pgtest-*"))
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil || time.Since(fi.ModTime()) < 10*time.Minute {
+			continue
+		}
+		if pid, err := os.ReadFile(filepath.Join(d, "data", "postmaster.pid")); err == nil {
+			first, _, _ := strings.Cut(string(pid), "\n")
+			if n, err := strconv.Atoi(strings.TrimSpace(first)); err == nil && syscall.Kill(n, 0) == nil {
+				continue // still running
+			}
+		}
+		_ = os.RemoveAll(d)
+	}
 }

@@ -22,10 +22,11 @@
 // `pg_config --bindir` names, then the newest /usr/lib/postgresql/*/bin. The
 // cluster lives in a temporary directory, listens on a unix socket there
 // only, runs without fsync, and is stopped and removed when the test binary
-// ends, whether its tests passed or failed. When the tests run as root the
-// cluster runs as the postgres system user, since initdb refuses root. When
-// neither is available, NewPool fails the test with a message saying what to
-// install or set.
+// ends, whether its tests passed or failed; if the binary dies instead (a
+// panic), the server follows it, and a later run removes the directory. When
+// the tests run as root the cluster runs as the postgres system user, since
+// initdb refuses root. When neither is available, NewPool fails the test
+// with a message saying what to install or set.
 //
 // # One database per test
 //
