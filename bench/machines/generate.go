@@ -1,0 +1,5 @@
+// Package machines holds the machines the benchmarks of this directory run:
+// the Cycle machine of cycle.fsm, whose generated package is machines/cycle.
+package machines
+
+//go:generate go run github.com/fsmgen/fsmgen/cmd/fsmgen cycle.fsm
