@@ -51,6 +51,13 @@ type WorkflowRun struct {
 	LeaseExpiresAt    pgtype.Timestamptz
 	LeaseEpoch        int64
 	NextRunAt         pgtype.Timestamptz
+	StepAttempt       int32
+	LastErrorCode     pgtype.Text
+	LastError         pgtype.Text
+	ParkedAt          pgtype.Timestamptz
+	ParentRunID       pgtype.UUID
+	ParentEvent       pgtype.Text
+	ParentDeliveredAt pgtype.Timestamptz
 }
 
 type WorkflowState struct {

@@ -57,6 +57,10 @@ var (
 	// ErrUnknownState: the run's stored state is not a state of its
 	// definition.
 	ErrUnknownState = errors.New("unknown state")
+	// ErrLeaseLost: a fenced write of a worker whose lease on the run has
+	// expired or was taken over by another claim (the lease epoch moved on).
+	// Nothing was written; the worker must stop working on the run.
+	ErrLeaseLost = errors.New("lease lost")
 	// ErrClosed: the pool the store uses is closed.
 	ErrClosed = errors.New("store's pool is closed")
 )

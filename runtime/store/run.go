@@ -49,6 +49,19 @@ type Run struct {
 	LeaseExpiresAt time.Time
 	LeaseEpoch     int64
 	NextRunAt      time.Time
+	// StepAttempt counts the tries of the current state's handler, from 1;
+	// LastErrorCode and LastError describe the last failed try, empty after
+	// a change of state.
+	StepAttempt   int
+	LastErrorCode string
+	LastError     string
+	// ParkedAt is set while the run is parked: its retries gave up and its
+	// state names no event for that; zero otherwise.
+	ParkedAt time.Time
+	// ParentID is the run that waits for this one, ParentEvent the event
+	// fired on it when this run finishes; empty unless the run is a child.
+	ParentID    string
+	ParentEvent string
 }
 
 // Terminal reports whether the run is in a terminal state.
@@ -58,7 +71,8 @@ func (r Run) Terminal() bool { return r.Status.Terminal() }
 func (r Run) Runtime() runtime.Run {
 	return runtime.Run{
 		ID: r.ID, Type: r.Type, Version: r.Version, IdempotencyKey: r.IdempotencyKey,
-		Attempt: r.Attempt, TenantID: r.TenantID, UserID: r.UserID, Input: r.Input,
+		Attempt: r.Attempt, StepAttempt: max(r.StepAttempt, 1), TenantID: r.TenantID, UserID: r.UserID,
+		CorrelationID: r.CorrelationID, Input: r.Input, Policy: r.PolicySnapshot, StartedAt: r.AttemptStartedAt,
 	}
 }
 
@@ -106,6 +120,12 @@ func runFromRow(r dbsqlc.WorkflowRun) (Run, error) {
 		LeaseExpiresAt:   r.LeaseExpiresAt.Time,
 		LeaseEpoch:       r.LeaseEpoch,
 		NextRunAt:        r.NextRunAt.Time,
+		StepAttempt:      int(r.StepAttempt),
+		LastErrorCode:    r.LastErrorCode.String,
+		LastError:        r.LastError.String,
+		ParkedAt:         r.ParkedAt.Time,
+		ParentID:         uuidString(r.ParentRunID),
+		ParentEvent:      r.ParentEvent.String,
 	}
 	if len(r.Result) > 0 {
 		var res Result

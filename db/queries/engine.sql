@@ -1,0 +1,262 @@
+-- name: ClaimRuns :many
+-- Leases up to max_runs due runs of the given kinds, "type:version" (or the
+-- one run run_id) to owner: a new epoch, an expiry ttl_us from now. A run
+-- whose previous lease expired gets step_attempt + 1 and a lease_expired row
+-- in its log.
+WITH picked AS (
+    SELECT r.id, r.lease_owner AS prev_owner
+    FROM workflow_runs r
+    WHERE r.status = 'running'
+      AND r.next_run_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+      AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
+      AND concat_ws('/', r.workflow_type, r.definition_version) = ANY (@kinds::text[])
+      AND (sqlc.narg('run_id')::uuid IS NULL OR r.id = sqlc.narg('run_id')::uuid)
+    ORDER BY r.next_run_at
+    LIMIT @max_runs
+    FOR UPDATE OF r SKIP LOCKED
+), claimed AS (
+    UPDATE workflow_runs w SET
+        lease_owner = @owner::text,
+        lease_expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('ttl_us')::bigint * interval '1 microsecond',
+        lease_epoch = w.lease_epoch + 1,
+        step_attempt = w.step_attempt + CASE WHEN picked.prev_owner IS NULL THEN 0 ELSE 1 END
+    FROM picked
+    WHERE w.id = picked.id
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key,
+        w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version,
+        w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner,
+        w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error,
+        w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, picked.prev_owner
+), logged AS (
+    INSERT INTO workflow_step_logs (
+        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+        payload, occurred_at, kind, event, row_version, definition_version)
+    SELECT c.id, c.workflow_type, c.attempt_no, 'lease_expired', c.current_state, c.current_state,
+        jsonb_build_object('previous_owner', c.prev_owner, 'owner', c.lease_owner, 'step_attempt', c.step_attempt),
+        coalesce(sqlc.narg('now')::timestamptz, now()), 'step', NULL, c.row_version, c.definition_version
+    FROM claimed c
+    WHERE c.prev_owner IS NOT NULL
+)
+SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correlation_id, c.idempotency_key,
+    c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version,
+    c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner,
+    c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error,
+    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at
+FROM claimed c
+ORDER BY c.next_run_at;
+
+-- name: ExtendLease :one
+-- Extends a live lease; no row when the lease is lost.
+UPDATE workflow_runs w SET
+    lease_expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('ttl_us')::bigint * interval '1 microsecond'
+WHERE w.id = @id AND w.lease_owner = @owner::text AND w.lease_epoch = @epoch
+  AND w.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+RETURNING w.lease_expires_at;
+
+-- name: ReleaseLease :execrows
+-- Gives a lease up. With keep_schedule next_run_at stays; otherwise it is
+-- due after next_delay_us, or NULL (waiting) when that is NULL, or now when
+-- a child run finished and is not delivered yet.
+UPDATE workflow_runs w SET
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    next_run_at = CASE
+        WHEN @keep_schedule::bool THEN w.next_run_at
+        WHEN EXISTS (SELECT 1 FROM workflow_runs c
+                     WHERE c.parent_run_id = w.id AND c.status <> 'running' AND c.parent_delivered_at IS NULL)
+            THEN coalesce(sqlc.narg('now')::timestamptz, now())
+        WHEN sqlc.narg('next_delay_us')::bigint IS NULL THEN NULL
+        ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.narg('next_delay_us')::bigint * interval '1 microsecond'
+    END
+WHERE w.id = @id AND w.lease_owner = @owner::text AND w.lease_epoch = @epoch;
+
+-- name: AdvanceRun :one
+-- The engine's transition: RecordTransition plus the lease fence (when
+-- fenced), the schedule of the state entered and the lease's fate, in one
+-- statement. No row when the run is not where the caller thought it was or
+-- the lease is lost.
+WITH moved AS (
+    UPDATE workflow_runs AS w SET
+        current_state = @to_state::text,
+        row_version = w.row_version + 1,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        step_attempt = 1,
+        last_error_code = NULL,
+        last_error = NULL,
+        parked_at = NULL,
+        result = CASE WHEN @finish::bool THEN jsonb_build_object(
+            'status', @result_status::text,
+            'outcome', sqlc.narg('outcome')::text,
+            'output', sqlc.narg('output')::jsonb,
+            'workflow_run_id', w.id,
+            'attempt_no', w.attempt_no,
+            'cost_usd', @cost_usd::float8,
+            'duration_ms', coalesce(sqlc.narg('duration_ms')::bigint,
+                (extract(epoch FROM (coalesce(sqlc.narg('now')::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
+            'error_code', sqlc.narg('error_code')::text,
+            'error_detail', sqlc.narg('error_detail')::text) ELSE w.result END,
+        finished_at = CASE WHEN @finish::bool THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE w.finished_at END,
+        next_run_at = CASE
+            WHEN @finish::bool THEN NULL
+            WHEN @keep_schedule::bool THEN w.next_run_at
+            WHEN sqlc.narg('next_delay_us')::bigint IS NULL THEN NULL
+            ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.narg('next_delay_us')::bigint * interval '1 microsecond'
+        END,
+        lease_owner = CASE WHEN @finish::bool OR @release_lease::bool THEN NULL ELSE w.lease_owner END,
+        lease_expires_at = CASE WHEN @finish::bool OR @release_lease::bool THEN NULL ELSE w.lease_expires_at END
+    WHERE w.id = @id AND w.current_state = @from_state::text AND w.row_version = @row_version
+        AND w.workflow_type = @workflow_type AND w.definition_version = @definition_version
+        AND (NOT @fenced::bool OR (w.lease_owner = @owner::text AND w.lease_epoch = @epoch
+             AND w.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())))
+    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version
+)
+INSERT INTO workflow_step_logs (
+    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+    payload, occurred_at, kind, event, row_version, definition_version)
+SELECT moved.id, moved.workflow_type, moved.attempt_no, @event::text, @from_state::text, @to_state::text,
+    sqlc.narg('payload'), moved.updated_at, 'transition', @event::text, moved.row_version, moved.definition_version
+FROM moved
+RETURNING row_version, occurred_at;
+
+-- name: LeaseState :one
+-- Where a run and its lease are, to tell why a fenced write moved nothing.
+SELECT r.current_state, r.row_version, r.status, r.lease_owner, r.lease_epoch,
+    coalesce(r.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now()), false)::bool AS lease_live
+FROM workflow_runs r
+WHERE r.id = @id;
+
+-- name: ScheduleRetry :one
+-- Gives up a failed try of the current state: step_attempt + 1, due again
+-- after delay_us, lease released, error kept; logs the failed try.
+WITH upd AS (
+    UPDATE workflow_runs w SET
+        step_attempt = w.step_attempt + 1,
+        next_run_at = coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('delay_us')::bigint * interval '1 microsecond',
+        lease_owner = NULL,
+        lease_expires_at = NULL,
+        last_error_code = sqlc.narg('error_code')::text,
+        last_error = @error_detail::text
+    WHERE w.id = @id AND w.row_version = @row_version AND w.step_attempt = @step_attempt
+      AND w.lease_owner = @owner::text AND w.lease_epoch = @epoch
+      AND w.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+    RETURNING w.*
+)
+INSERT INTO workflow_step_logs (
+    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+    payload, occurred_at, kind, event, row_version, definition_version)
+SELECT upd.id, upd.workflow_type, upd.attempt_no, 'attempt_failed', upd.current_state, upd.current_state,
+    jsonb_build_object('step_attempt', @step_attempt::int, 'error_code', sqlc.narg('error_code')::text,
+        'error', @error_detail::text, 'delay_ms', @delay_us::bigint / 1000, 'retry', true,
+        'next_run_at', upd.next_run_at),
+    coalesce(sqlc.narg('now')::timestamptz, now()), 'step', NULL, upd.row_version, upd.definition_version
+FROM upd
+RETURNING occurred_at;
+
+-- name: ParkRun :one
+-- Parks a run whose retries gave up: no schedule, lease released, error
+-- kept for operators; logs why.
+WITH upd AS (
+    UPDATE workflow_runs w SET
+        parked_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        next_run_at = NULL,
+        lease_owner = NULL,
+        lease_expires_at = NULL,
+        last_error_code = sqlc.narg('error_code')::text,
+        last_error = @error_detail::text
+    WHERE w.id = @id AND w.row_version = @row_version
+      AND w.lease_owner = @owner::text AND w.lease_epoch = @epoch
+      AND w.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+    RETURNING w.*
+)
+INSERT INTO workflow_step_logs (
+    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+    payload, occurred_at, kind, event, row_version, definition_version)
+SELECT upd.id, upd.workflow_type, upd.attempt_no, 'parked', upd.current_state, upd.current_state,
+    jsonb_build_object('step_attempt', upd.step_attempt, 'error_code', sqlc.narg('error_code')::text,
+        'error', @error_detail::text, 'retry', false),
+    upd.parked_at, 'step', NULL, upd.row_version, upd.definition_version
+FROM upd
+RETURNING occurred_at;
+
+-- name: ResumeRun :execrows
+-- Makes a parked run due again with a fresh attempt counter.
+WITH upd AS (
+    UPDATE workflow_runs w SET
+        parked_at = NULL,
+        step_attempt = 1,
+        next_run_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE w.id = @id AND w.parked_at IS NOT NULL AND w.status = 'running'
+    RETURNING w.*
+)
+INSERT INTO workflow_step_logs (
+    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+    payload, occurred_at, kind, event, row_version, definition_version)
+SELECT upd.id, upd.workflow_type, upd.attempt_no, 'resumed', upd.current_state, upd.current_state,
+    NULL, coalesce(sqlc.narg('now')::timestamptz, now()), 'step', NULL, upd.row_version, upd.definition_version
+FROM upd;
+
+-- name: EnqueueRun :one
+-- Starts a run of the latest registered version of workflow_type on behalf
+-- of run parent_id (same tenant, user and correlation), or nothing when a
+-- run with the same (type, key) exists. With parent_event, the new run is a
+-- child: parent_event is fired on the parent when it finishes.
+WITH d AS (
+    SELECT def.workflow_type, def.version, def.initial_state
+    FROM workflow_definitions def
+    WHERE def.workflow_type = @workflow_type::text
+    ORDER BY def.version DESC
+    LIMIT 1
+), p AS (
+    SELECT r.id, r.tenant_id, r.user_id, r.correlation_id FROM workflow_runs r WHERE r.id = @parent_id
+), ins AS (
+    INSERT INTO workflow_runs (
+        workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key,
+        attempt_no, policy_snapshot, created_at, updated_at, definition_version, input,
+        attempt_started_at, next_run_at, parent_run_id, parent_event)
+    SELECT d.workflow_type, d.initial_state, p.tenant_id, p.user_id, p.correlation_id, @idempotency_key::text,
+        1, sqlc.narg('policy_snapshot')::jsonb,
+        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+        d.version, sqlc.narg('input')::jsonb,
+        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+        CASE WHEN sqlc.narg('parent_event')::text IS NULL THEN NULL ELSE p.id END, sqlc.narg('parent_event')::text
+    FROM d, p
+    ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
+    RETURNING *
+), logged AS (
+    INSERT INTO workflow_step_logs (
+        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+        payload, occurred_at, kind, event, row_version, definition_version)
+    SELECT ins.id, ins.workflow_type, ins.attempt_no, 'start', NULL, ins.current_state,
+        NULL, ins.created_at, 'created', NULL, ins.row_version, ins.definition_version
+    FROM ins
+), notified AS (
+    SELECT pg_notify('fsmgen_runs', ins.workflow_type) AS n FROM ins
+)
+SELECT EXISTS (SELECT 1 FROM d)::bool AS known_type,
+    (SELECT count(*) FROM notified)::bigint AS created,
+    coalesce((SELECT ins.id FROM ins),
+        (SELECT r.id FROM workflow_runs r WHERE r.workflow_type = @workflow_type::text AND r.idempotency_key = @idempotency_key::text))::uuid AS run_id;
+
+-- name: FinishedChildren :many
+-- The children of a run that finished and whose event was not fired yet.
+SELECT c.id, c.workflow_type, c.current_state, c.status, c.result, c.parent_event
+FROM workflow_runs c
+WHERE c.parent_run_id = @id AND c.status <> 'running' AND c.parent_delivered_at IS NULL
+ORDER BY c.finished_at, c.id;
+
+-- name: MarkChildDelivered :execrows
+UPDATE workflow_runs SET parent_delivered_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id AND parent_delivered_at IS NULL;
+
+-- name: AttemptEvents :many
+-- The events recorded in one attempt of a run, oldest first.
+SELECT l.event, l.payload
+FROM workflow_step_logs l
+WHERE l.workflow_run_id = @id AND l.attempt_no = @attempt_no AND l.kind = 'transition'
+ORDER BY l.id;
+
+-- name: Notify :exec
+SELECT pg_notify(@channel::text, @payload::text);
+
+-- name: DBNow :one
+SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now;

@@ -1,0 +1,549 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/fsmgen/fsmgen/db/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime"
+)
+
+// NotifyChannel is the channel on which the runtime announces, with the
+// run's type as payload, that a run became due: LISTEN on it to wake idle
+// workers.
+const NotifyChannel = "fsmgen_runs"
+
+// Lease is a worker's claim on a run: who holds it, the epoch the claim
+// produced, and until when, by the database's clock. Every write made under
+// a lease is fenced by (Owner, Epoch) and by the lease being live, so that a
+// worker whose lease expired or was taken over writes nothing.
+type Lease struct {
+	RunID     string
+	Owner     string
+	Epoch     int64
+	ExpiresAt time.Time
+}
+
+// Kind names a (type, version) a worker can drive.
+type Kind struct {
+	Type    string
+	Version int
+}
+
+// ClaimParams says which runs to claim.
+type ClaimParams struct {
+	// Owner is the worker's id, stored as lease_owner.
+	Owner string
+	// Kinds are the definitions the worker drives; only their runs are
+	// claimed.
+	Kinds []Kind
+	// Limit caps the number of runs claimed (1 when zero).
+	Limit int
+	// TTL is the lease's length.
+	TTL time.Duration
+	// RunID, when set, claims that run only (if it is due and free).
+	RunID string
+}
+
+// Claim is a claimed run and its lease.
+type Claim struct {
+	Run   Run
+	Lease Lease
+	// Now is the database's time of the claim.
+	Now time.Time
+}
+
+// Claim leases due runs to a worker in one statement: runs in a
+// non-terminal state whose next_run_at has come and that no live lease
+// holds, oldest due first, locked with FOR UPDATE SKIP LOCKED so that
+// concurrent workers never claim the same run. Each claim adds one to the
+// run's lease epoch. A run whose previous lease expired unreleased (its
+// worker died or stalled) gets step_attempt + 1 and a lease_expired row in
+// its log: the interrupted try counts as a try.
+func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
+	if p.Owner == "" || p.TTL <= 0 {
+		return nil, runErr("claim", p.RunID, fmt.Errorf("%w: a claim needs an owner and a positive lease", ErrInvalidInput))
+	}
+	kinds := make([]string, len(p.Kinds))
+	for i, k := range p.Kinds {
+		kinds[i] = fmt.Sprintf("%s/%d", k.Type, k.Version)
+	}
+	arg := dbsqlc.ClaimRunsParams{Now: s.now(), Kinds: kinds, MaxRuns: int32(max(p.Limit, 1)), Owner: p.Owner, TtlUs: p.TTL.Microseconds()}
+	if p.RunID != "" {
+		id, err := parseRunID("claim", p.RunID)
+		if err != nil {
+			return nil, err
+		}
+		arg.RunID = id
+	}
+	rows, err := s.q.ClaimRuns(ctx, arg)
+	if err != nil {
+		return nil, runErr("claim", p.RunID, Translate(err))
+	}
+	out := make([]Claim, 0, len(rows))
+	for _, r := range rows {
+		run, err := runFromRow(dbsqlc.WorkflowRun(r))
+		if err != nil {
+			return out, runErr("claim", run.ID, err)
+		}
+		out = append(out, Claim{
+			Run:   run,
+			Lease: Lease{RunID: run.ID, Owner: p.Owner, Epoch: run.LeaseEpoch, ExpiresAt: run.LeaseExpiresAt},
+			Now:   run.LeaseExpiresAt.Add(-time.Duration(arg.TtlUs) * time.Microsecond),
+		})
+	}
+	return out, nil
+}
+
+// ExtendLease extends a live lease to ttl from now. It fails with
+// ErrLeaseLost when the lease expired or another claim took the run over.
+func (s *Store) ExtendLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	id, err := parseRunID("extend lease", l.RunID)
+	if err != nil {
+		return l, err
+	}
+	at, err := s.q.ExtendLease(ctx, dbsqlc.ExtendLeaseParams{Now: s.now(), TtlUs: ttl.Microseconds(), ID: id, Owner: l.Owner, Epoch: l.Epoch})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return l, runErr("extend lease", l.RunID, fmt.Errorf("%w: epoch %d of %s", ErrLeaseLost, l.Epoch, l.Owner))
+	}
+	if err != nil {
+		return l, runErr("extend lease", l.RunID, Translate(err))
+	}
+	l.ExpiresAt = at.Time
+	return l, nil
+}
+
+// Due says when a run is due next after a write: NotDue (it waits for an
+// event), DueIn(d), or KeepDue (unchanged).
+type Due struct {
+	keep  bool
+	set   bool
+	delay time.Duration
+}
+
+// KeepDue leaves next_run_at as it is.
+var KeepDue = Due{keep: true}
+
+// NotDue clears next_run_at: the run waits for an event and no worker
+// claims it until something makes it due.
+var NotDue = Due{}
+
+// DueIn makes the run due d from now (by the database's clock).
+func DueIn(d time.Duration) Due { return Due{set: true, delay: max(d, 0)} }
+
+func (d Due) delayParam() pgtype.Int8 {
+	return pgtype.Int8{Int64: d.delay.Microseconds(), Valid: d.set}
+}
+
+// ReleaseLease gives a lease up and sets when the run is due next. A run
+// with a finished child whose event was not fired yet is made due at once
+// whatever due says (unless KeepDue). Releasing a lease that is no longer
+// held fails with ErrLeaseLost.
+func (s *Store) ReleaseLease(ctx context.Context, l Lease, due Due) error {
+	id, err := parseRunID("release lease", l.RunID)
+	if err != nil {
+		return err
+	}
+	n, err := s.q.ReleaseLease(ctx, dbsqlc.ReleaseLeaseParams{KeepSchedule: due.keep, Now: s.now(), NextDelayUs: due.delayParam(),
+		ID: id, Owner: l.Owner, Epoch: l.Epoch})
+	if err != nil {
+		return runErr("release lease", l.RunID, Translate(err))
+	}
+	if n == 0 {
+		return runErr("release lease", l.RunID, fmt.Errorf("%w: epoch %d of %s", ErrLeaseLost, l.Epoch, l.Owner))
+	}
+	return nil
+}
+
+// Effects are writes that belong to a transition and commit in its
+// transaction, or not at all.
+type Effects struct {
+	// Steps are logged at the state the transition leaves, before it.
+	Steps []StepEffect
+	// Messages go to the outbox.
+	Messages []MessageEffect
+	// Starts are runs started on behalf of the run (background runs and
+	// children), idempotently by (type, key).
+	Starts []StartEffect
+	// Delivered are child runs whose completion event this transition
+	// fires; they are marked so that it fires only once.
+	Delivered []string
+}
+
+func (e *Effects) empty() bool {
+	return e == nil || len(e.Steps)+len(e.Messages)+len(e.Starts)+len(e.Delivered) == 0
+}
+
+// StepEffect is an observable sub-step for the log.
+type StepEffect struct {
+	Name    string
+	Payload any
+}
+
+// MessageEffect is a message for the outbox.
+type MessageEffect struct {
+	Topic   string
+	Payload any
+}
+
+// StartEffect starts a run of the latest registered version of Type with
+// the tenant, user and correlation of the run that starts it. With
+// ParentEvent it is a child: ParentEvent is fired on the starting run when
+// the child reaches a terminal state.
+type StartEffect struct {
+	Type           string
+	IdempotencyKey string
+	Input          any
+	PolicySnapshot any
+	ParentEvent    string
+}
+
+// AdvanceParams describes a transition made by the engine.
+type AdvanceParams struct {
+	// Lease fences the write; nil for writers that hold no lease (a signal,
+	// a cancellation), fenced by the row version alone.
+	Lease *Lease
+	// RowVersion is the version the caller read.
+	RowVersion int64
+	// Transition is what the machine records.
+	Transition runtime.Transition
+	// Result is stored with a transition to a terminal state (see Finish).
+	Result *Result
+	// KeepLease keeps the lease and the schedule: the worker goes on driving
+	// the run from the state entered. Otherwise the lease is released and
+	// Due says when the run is due next. A terminal state always releases
+	// the lease and clears the schedule.
+	KeepLease bool
+	Due       Due
+	// Effects commit in the transition's transaction.
+	Effects *Effects
+}
+
+// Advanced is what Advance did.
+type Advanced struct {
+	Recorded
+	// Started are the ids of the runs Effects.Starts created or found, in
+	// order.
+	Started []string
+}
+
+// Advance records a transition of the engine: the state change and its log
+// row in one statement, as Record does, fenced by the lease when one is
+// given (ErrLeaseLost when it is no longer held), with the schedule of the
+// state entered and the lease's fate folded into the same statement. Effects,
+// when there are any, are written in the same transaction: if the
+// transition is refused, none of them is.
+func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Advanced, error) {
+	const op = "advance"
+	id, err := parseRunID(op, runID)
+	if err != nil {
+		return Advanced{}, err
+	}
+	fail := func(err error) (Advanced, error) { return Advanced{}, runErr(op, runID, err) }
+	t := p.Transition
+	d, err := s.definition(ctx, t.Machine, t.Version)
+	if err != nil {
+		return fail(err)
+	}
+	if !d.moves[[3]string{t.From, t.Event, t.To}] {
+		return fail(fmt.Errorf("%w: %s v%d has no transition %s -> %s on %s", ErrTransitionRefused, t.Machine, t.Version, t.From, t.To, t.Event))
+	}
+	to := d.states[t.To]
+	payload, err := encodeJSON("payload of "+t.Event, t.Payload)
+	if err != nil {
+		return fail(err)
+	}
+	arg := dbsqlc.AdvanceRunParams{
+		Event: t.Event, FromState: t.From, ToState: t.To, Payload: payload, Now: s.now(),
+		KeepSchedule: p.KeepLease || p.Due.keep, NextDelayUs: p.Due.delayParam(), ReleaseLease: !p.KeepLease && p.Lease != nil,
+		ID: id, RowVersion: p.RowVersion, WorkflowType: t.Machine, DefinitionVersion: int32(t.Version),
+	}
+	if p.Lease != nil {
+		arg.Fenced, arg.Owner, arg.Epoch = true, p.Lease.Owner, p.Lease.Epoch
+	}
+	if statusOf(to).Terminal() {
+		arg.Finish = true
+		arg.ResultStatus = string(statusOf(to))
+		outcome := t.Outcome
+		if outcome == "" {
+			outcome = to.Outcome
+		}
+		if res := p.Result; res != nil {
+			if res.Outcome != "" {
+				outcome = res.Outcome
+			}
+			if len(res.Output) > 0 {
+				if arg.Output, err = encodeJSON("result output", res.Output); err != nil {
+					return fail(err)
+				}
+			}
+			arg.CostUsd = res.CostUSD
+			arg.DurationMs = pgtype.Int8{Int64: res.DurationMS, Valid: res.DurationMS != 0}
+			arg.ErrorCode = pgtype.Text{String: res.ErrorCode, Valid: res.ErrorCode != ""}
+			arg.ErrorDetail = pgtype.Text{String: res.ErrorDetail, Valid: res.ErrorDetail != ""}
+		}
+		arg.Outcome = pgtype.Text{String: outcome, Valid: outcome != ""}
+	}
+
+	var out Advanced
+	if p.Effects.empty() {
+		row, err := s.q.AdvanceRun(ctx, arg)
+		if err == nil {
+			out.RowVersion, out.At = row.RowVersion, row.OccurredAt.Time
+			return out, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return fail(Translate(err))
+		}
+		return fail(s.whyNot(ctx, id, p.Lease, t, p.RowVersion))
+	}
+
+	moved := false
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		for _, st := range p.Effects.Steps {
+			if st.Name == "" {
+				return fmt.Errorf("%w: empty step name", ErrInvalidInput)
+			}
+			raw, err := encodeJSON("payload of step "+st.Name, st.Payload)
+			if err != nil {
+				return err
+			}
+			if _, err := q.InsertStep(ctx, dbsqlc.InsertStepParams{StepName: st.Name, Payload: raw, Now: s.now(), ID: id}); err != nil {
+				return err
+			}
+		}
+		row, err := q.AdvanceRun(ctx, arg)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNotMoved // rolls the steps back
+		}
+		if err != nil {
+			return err
+		}
+		moved = true
+		out.RowVersion, out.At = row.RowVersion, row.OccurredAt.Time
+		for _, m := range p.Effects.Messages {
+			if m.Topic == "" {
+				return fmt.Errorf("%w: empty topic", ErrInvalidInput)
+			}
+			raw, err := encodeJSON("payload of message "+m.Topic, m.Payload)
+			if err != nil {
+				return err
+			}
+			if _, err := q.InsertOutbox(ctx, dbsqlc.InsertOutboxParams{Topic: m.Topic, Payload: raw, Now: s.now(), ID: id}); err != nil {
+				return err
+			}
+		}
+		for _, st := range p.Effects.Starts {
+			if st.Type == "" || st.IdempotencyKey == "" {
+				return fmt.Errorf("%w: a started run needs a type and an idempotency key", ErrInvalidInput)
+			}
+			input, err := encodeJSON("input of "+st.Type, st.Input)
+			if err != nil {
+				return err
+			}
+			policy, err := encodeJSON("policy snapshot of "+st.Type, st.PolicySnapshot)
+			if err != nil {
+				return err
+			}
+			r, err := q.EnqueueRun(ctx, dbsqlc.EnqueueRunParams{
+				WorkflowType: st.Type, IdempotencyKey: st.IdempotencyKey, ParentID: id, PolicySnapshot: policy,
+				Now: s.now(), Input: input, ParentEvent: pgtype.Text{String: st.ParentEvent, Valid: st.ParentEvent != ""},
+			})
+			if err != nil {
+				return err
+			}
+			if !r.KnownType {
+				return fmt.Errorf("%w: start %s/%s: no version of %s is registered", ErrUnknownDefinition, st.Type, st.IdempotencyKey, st.Type)
+			}
+			out.Started = append(out.Started, uuidString(r.RunID))
+		}
+		for _, child := range p.Effects.Delivered {
+			cid, err := parseUUID("child run id", child)
+			if err != nil {
+				return fmt.Errorf("%w: %w", ErrInvalidID, err)
+			}
+			n, err := q.MarkChildDelivered(ctx, dbsqlc.MarkChildDeliveredParams{Now: s.now(), ID: cid})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("%w: the event of child %s was fired already", ErrConflict, child)
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errNotMoved) || (err == nil && !moved) {
+		return fail(s.whyNot(ctx, id, p.Lease, t, p.RowVersion))
+	}
+	if err != nil {
+		return fail(Translate(err))
+	}
+	return out, nil
+}
+
+var errNotMoved = errors.New("nothing moved")
+
+// whyNot tells why a fenced write moved nothing: ErrLeaseLost when the
+// lease is no longer held, ErrConflict when the run moved, ErrRunNotFound.
+func (s *Store) whyNot(ctx context.Context, id pgtype.UUID, l *Lease, t runtime.Transition, rowVersion int64) error {
+	st, err := s.q.LeaseState(ctx, dbsqlc.LeaseStateParams{Now: s.now(), ID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrRunNotFound
+	}
+	if err != nil {
+		return Translate(err)
+	}
+	if l != nil && (st.LeaseOwner.String != l.Owner || st.LeaseEpoch != l.Epoch || !st.LeaseLive) {
+		return fmt.Errorf("%w: epoch %d of %s; the run is leased by %q at epoch %d (live: %t)",
+			ErrLeaseLost, l.Epoch, l.Owner, st.LeaseOwner.String, st.LeaseEpoch, st.LeaseLive)
+	}
+	if t.From == "" {
+		return fmt.Errorf("%w: expected row version %d, the run is in %s at row version %d", ErrConflict, rowVersion, st.CurrentState, st.RowVersion)
+	}
+	return fmt.Errorf("%w: expected %s at row version %d, the run is in %s at row version %d",
+		ErrConflict, t.From, rowVersion, st.CurrentState, st.RowVersion)
+}
+
+// ScheduleRetry gives up the failed try number stepAttempt of the run's
+// current state: the run is due again after delay, its lease is released,
+// step_attempt grows by one and the error is kept on the run and logged
+// (an attempt_failed step with the delay and the time it is due).
+func (s *Store) ScheduleRetry(ctx context.Context, l Lease, rowVersion int64, stepAttempt int, delay time.Duration, code, detail string) (time.Time, error) {
+	id, err := parseRunID("schedule retry", l.RunID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	at, err := s.q.ScheduleRetry(ctx, dbsqlc.ScheduleRetryParams{
+		Now: s.now(), DelayUs: max(delay, 0).Microseconds(), ErrorCode: pgtype.Text{String: code, Valid: code != ""},
+		ErrorDetail: detail, ID: id, RowVersion: rowVersion, StepAttempt: int32(stepAttempt), Owner: l.Owner, Epoch: l.Epoch,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, runErr("schedule retry", l.RunID, s.whyNot(ctx, id, &l, runtime.Transition{}, rowVersion))
+	}
+	if err != nil {
+		return time.Time{}, runErr("schedule retry", l.RunID, Translate(err))
+	}
+	return at.Time, nil
+}
+
+// Park parks a run whose retries gave up: it stays in its state with its
+// error, unscheduled and unleased, until Resume or a cancellation; the
+// parking is logged.
+func (s *Store) Park(ctx context.Context, l Lease, rowVersion int64, code, detail string) error {
+	id, err := parseRunID("park", l.RunID)
+	if err != nil {
+		return err
+	}
+	_, err = s.q.ParkRun(ctx, dbsqlc.ParkRunParams{Now: s.now(), ErrorCode: pgtype.Text{String: code, Valid: code != ""},
+		ErrorDetail: detail, ID: id, RowVersion: rowVersion, Owner: l.Owner, Epoch: l.Epoch})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return runErr("park", l.RunID, s.whyNot(ctx, id, &l, runtime.Transition{}, rowVersion))
+	}
+	if err != nil {
+		return runErr("park", l.RunID, Translate(err))
+	}
+	return nil
+}
+
+// Resume makes a parked run due again with a fresh attempt counter. It
+// fails with ErrConflict when the run is not parked.
+func (s *Store) Resume(ctx context.Context, runID string) error {
+	id, err := parseRunID("resume", runID)
+	if err != nil {
+		return err
+	}
+	n, err := s.q.ResumeRun(ctx, dbsqlc.ResumeRunParams{Now: s.now(), ID: id})
+	if err != nil {
+		return runErr("resume", runID, Translate(err))
+	}
+	if n == 0 {
+		return runErr("resume", runID, fmt.Errorf("%w: the run is not parked", ErrConflict))
+	}
+	return nil
+}
+
+// Child is a finished child run whose event was not fired on its parent yet.
+type Child struct {
+	ID     string
+	Type   string
+	State  string
+	Status runtime.Status
+	Result *Result
+	// Event is the event to fire on the parent.
+	Event string
+}
+
+// FinishedChildren returns the children of a run that reached a terminal
+// state and whose event was not fired on the run yet, first finished first.
+func (s *Store) FinishedChildren(ctx context.Context, runID string) ([]Child, error) {
+	id, err := parseRunID("finished children", runID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.q.FinishedChildren(ctx, id)
+	if err != nil {
+		return nil, runErr("finished children", runID, Translate(err))
+	}
+	out := make([]Child, 0, len(rows))
+	for _, r := range rows {
+		c := Child{ID: uuidString(r.ID), Type: r.WorkflowType, State: r.CurrentState, Status: runtime.Status(r.Status), Event: r.ParentEvent.String}
+		if len(r.Result) > 0 {
+			var res Result
+			if err := json.Unmarshal(r.Result, &res); err != nil {
+				return nil, runErr("finished children", runID, fmt.Errorf("%w: result of child %s does not decode: %w", ErrPayload, c.ID, err))
+			}
+			c.Result = &res
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// LoggedEvent is an event recorded by a transition: its name and payload.
+type LoggedEvent struct {
+	Name    string
+	Payload json.RawMessage
+}
+
+// AttemptEvents returns the events recorded in the given attempt of a run,
+// oldest first.
+func (s *Store) AttemptEvents(ctx context.Context, runID string, attempt int) ([]LoggedEvent, error) {
+	id, err := parseRunID("attempt events", runID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.q.AttemptEvents(ctx, dbsqlc.AttemptEventsParams{ID: id, AttemptNo: int32(attempt)})
+	if err != nil {
+		return nil, runErr("attempt events", runID, Translate(err))
+	}
+	out := make([]LoggedEvent, len(rows))
+	for i, r := range rows {
+		out[i] = LoggedEvent{Name: r.Event.String, Payload: rawJSON(r.Payload)}
+	}
+	return out, nil
+}
+
+// Notify announces on NotifyChannel that a run of type typ became due.
+func (s *Store) Notify(ctx context.Context, typ string) error {
+	if err := s.q.Notify(ctx, dbsqlc.NotifyParams{Channel: NotifyChannel, Payload: typ}); err != nil {
+		return runErr("notify "+typ, "", Translate(err))
+	}
+	return nil
+}
+
+// Now returns the current time of the store's clock: the database's, unless
+// WithClock replaced it.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	t, err := s.q.DBNow(ctx, s.now())
+	if err != nil {
+		return time.Time{}, runErr("now", "", Translate(err))
+	}
+	return t.Time, nil
+}
