@@ -66,6 +66,10 @@ func Check(f *File) (*Spec, Diagnostics) {
 	return spec, c.diags
 }
 
+// maxStates is the most states a machine may have: a generated State is a
+// uint8 and one value is kept for "no state".
+const maxStates = 255
+
 type checker struct {
 	diags Diagnostics
 }
@@ -121,6 +125,9 @@ func (c *checker) machine(md *MachineDecl) *Machine {
 		case it.Guard != nil:
 			mc.declareGuard(it.Guard, it.Doc)
 		}
+	}
+	if len(m.States) > maxStates {
+		c.errorf(md.Pos, "machine %s has %d states; a machine has at most %d", m.Name, len(m.States), maxStates)
 	}
 	if m.Initial == nil {
 		c.errorf(md.Pos, "machine %s has no initial state; declare one with \"initial NAME\"", m.Name)

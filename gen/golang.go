@@ -150,6 +150,8 @@ func (g *goGen) states() {
 	for i, s := range m.States {
 		names[i] = jen.Lit(s.Name)
 	}
+	g.f.Comment("noState is no state: the empty entry of the per-event transition tables.")
+	g.f.Const().Id("noState").Id("State").Op("=").Lit(noState)
 	g.f.Var().Id("stateNames").Op("=").Index(jen.Op("...")).String().Values(names...)
 
 	g.f.Comment("String returns the state's name, its persisted form.")
@@ -492,6 +494,7 @@ func (g *goGen) machine() {
 			kv("Outcome", jen.Id("outcome")),
 		})...))),
 	)
+	g.f.Comment("//go:noinline")
 	g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("illegal").Params(jen.Id("event").String()).Error().Block(
 		jen.Return(jen.Op("&").Add(rt("TransitionError")).Values(jen.Dict{
 			jen.Id("Machine"): jen.Id("Type"),
@@ -501,6 +504,7 @@ func (g *goGen) machine() {
 		})),
 	)
 	if g.hasGuards() {
+		g.f.Comment("//go:noinline")
 		g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("rejected").Params(jen.Id("event").String(), jen.Id("guards").Op("...").String()).Error().Block(
 			jen.Return(jen.Op("&").Add(rt("TransitionError")).Values(jen.Dict{
 				jen.Id("Machine"): jen.Id("Type"),
@@ -557,13 +561,26 @@ func rowSummary(t *dsl.Transition) string {
 	return s
 }
 
+// noState marks "no fast transition" in the per-event tables; the checker
+// allows at most 255 states, so it is never a state.
+const noState = 255
+
 func (g *goGen) perEvent() {
 	m := g.m
 	for _, e := range m.Events {
 		var cases []jen.Code
 		var summary []string
+		// fast holds the states where the event's only row is unguarded:
+		// without a recorder, those transitions are a table lookup that
+		// the compiler inlines into the caller.
+		fast := map[*dsl.State]*dsl.State{}
+		var fastFrom []*dsl.State
 		for _, s := range g.statesAccepting(e) {
 			rows := g.rowsFrom(s, e)
+			if rows[0].Guard == nil {
+				fast[s] = rows[0].To
+				fastFrom = append(fastFrom, s)
+			}
 			var body []jen.Code
 			var tried []jen.Code
 			fallthroughToReject := true
@@ -582,15 +599,58 @@ func (g *goGen) perEvent() {
 			}
 			cases = append(cases, jen.Case(jen.Id(stateConst(s))).Block(body...))
 		}
-		g.f.Comment(fmt.Sprintf("%s fires event %s. The rows it follows, tried in order:", e.GoName, e.Name))
+		slow := jen.Switch(jen.Id("m").Dot("state")).Block(cases...)
+		params := []jen.Code{jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id(e.GoName)}
+		for _, l := range wrap(fmt.Sprintf("%s fires event %s. The rows it follows, tried in order:", e.GoName, e.Name), 76) {
+			g.f.Comment(l)
+		}
 		g.f.Comment("")
 		for _, l := range summary {
 			g.f.Comment("\t" + l)
 		}
-		g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id(e.GoName).Params(
-			jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id(e.GoName),
-		).Error().Block(
-			jen.Switch(jen.Id("m").Dot("state")).Block(cases...),
+		if len(fastFrom) == 0 {
+			g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id(e.GoName).Params(params...).Error().Block(
+				slow,
+				jen.Return(jen.Id("m").Dot("illegal").Call(jen.Lit(e.Name))),
+			)
+			continue
+		}
+		slowName := "fire" + e.GoName
+		var fastPath jen.Code
+		if len(fastFrom) == 1 {
+			s := fastFrom[0]
+			fastPath = jen.If(jen.Id("m").Dot("rec").Op("==").Nil().Op("&&").Id("m").Dot("state").Op("==").Id(stateConst(s))).Block(
+				jen.Id("m").Dot("state").Op("=").Id(stateConst(fast[s])),
+				jen.Return(jen.Nil()),
+			)
+		} else {
+			table := "next" + e.GoName
+			entries := make([]jen.Code, 0, len(m.States))
+			for _, s := range m.States {
+				to, ok := fast[s]
+				if ok {
+					entries = append(entries, jen.Id(stateConst(to)))
+				} else {
+					entries = append(entries, jen.Id("noState"))
+				}
+			}
+			g.f.Comment(fmt.Sprintf("%s maps each state to its target on %s when that is the", table, e.Name))
+			g.f.Comment("state's only, unguarded, row; indexing it with a State needs no bounds check.")
+			g.f.Var().Id(table).Op("=").Index(jen.Lit(256)).Id("State").Values(entries...)
+			fastPath = jen.If(jen.Id("m").Dot("rec").Op("==").Nil()).Block(
+				jen.If(jen.Id("to").Op(":=").Id(table).Index(jen.Id("m").Dot("state")), jen.Id("to").Op("!=").Id("noState")).Block(
+					jen.Id("m").Dot("state").Op("=").Id("to"),
+					jen.Return(jen.Nil()),
+				),
+			)
+		}
+		g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id(e.GoName).Params(params...).Error().Block(
+			fastPath,
+			jen.Return(jen.Id("m").Dot(slowName).Call(jen.Id("ctx"), jen.Id("e"))),
+		)
+		g.f.Comment(fmt.Sprintf("%s is the general path of %s: guards, recording and refusals.", slowName, e.GoName))
+		g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id(slowName).Params(params...).Error().Block(
+			slow,
 			jen.Return(jen.Id("m").Dot("illegal").Call(jen.Lit(e.Name))),
 		)
 	}

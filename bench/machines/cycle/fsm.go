@@ -42,6 +42,9 @@ const (
 	StateDone
 )
 
+// noState is no state: the empty entry of the per-event transition tables.
+const noState State = 255
+
 var stateNames = [...]string{"A", "B", "C", "D", "DONE"}
 
 // String returns the state's name, its persisted form.
@@ -335,6 +338,8 @@ func (m *Machine) record(ctx context.Context, to State, e Event, outcome string)
 		Outcome: outcome,
 	})
 }
+
+//go:noinline
 func (m *Machine) illegal(event string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrIllegalTransition,
@@ -348,6 +353,15 @@ func (m *Machine) illegal(event string) error {
 //
 //	A -> B
 func (m *Machine) ToB(ctx context.Context, e ToB) error {
+	if m.rec == nil && m.state == StateA {
+		m.state = StateB
+		return nil
+	}
+	return m.fireToB(ctx, e)
+}
+
+// fireToB is the general path of ToB: guards, recording and refusals.
+func (m *Machine) fireToB(ctx context.Context, e ToB) error {
 	switch m.state {
 	case StateA:
 		if m.rec != nil {
@@ -365,6 +379,15 @@ func (m *Machine) ToB(ctx context.Context, e ToB) error {
 //
 //	B -> C
 func (m *Machine) ToC(ctx context.Context, e ToC) error {
+	if m.rec == nil && m.state == StateB {
+		m.state = StateC
+		return nil
+	}
+	return m.fireToC(ctx, e)
+}
+
+// fireToC is the general path of ToC: guards, recording and refusals.
+func (m *Machine) fireToC(ctx context.Context, e ToC) error {
 	switch m.state {
 	case StateB:
 		if m.rec != nil {
@@ -382,6 +405,15 @@ func (m *Machine) ToC(ctx context.Context, e ToC) error {
 //
 //	C -> D
 func (m *Machine) ToD(ctx context.Context, e ToD) error {
+	if m.rec == nil && m.state == StateC {
+		m.state = StateD
+		return nil
+	}
+	return m.fireToD(ctx, e)
+}
+
+// fireToD is the general path of ToD: guards, recording and refusals.
+func (m *Machine) fireToD(ctx context.Context, e ToD) error {
 	switch m.state {
 	case StateC:
 		if m.rec != nil {
@@ -399,6 +431,15 @@ func (m *Machine) ToD(ctx context.Context, e ToD) error {
 //
 //	D -> A
 func (m *Machine) ToA(ctx context.Context, e ToA) error {
+	if m.rec == nil && m.state == StateD {
+		m.state = StateA
+		return nil
+	}
+	return m.fireToA(ctx, e)
+}
+
+// fireToA is the general path of ToA: guards, recording and refusals.
+func (m *Machine) fireToA(ctx context.Context, e ToA) error {
 	switch m.state {
 	case StateD:
 		if m.rec != nil {
@@ -418,7 +459,23 @@ func (m *Machine) ToA(ctx context.Context, e ToA) error {
 //	B -> DONE
 //	C -> DONE
 //	D -> DONE
+//
+// nextStop maps each state to its target on Stop when that is the
+// state's only, unguarded, row; indexing it with a State needs no bounds check.
+var nextStop = [256]State{StateDone, StateDone, StateDone, StateDone, noState}
+
 func (m *Machine) Stop(ctx context.Context, e Stop) error {
+	if m.rec == nil {
+		if to := nextStop[m.state]; to != noState {
+			m.state = to
+			return nil
+		}
+	}
+	return m.fireStop(ctx, e)
+}
+
+// fireStop is the general path of Stop: guards, recording and refusals.
+func (m *Machine) fireStop(ctx context.Context, e Stop) error {
 	switch m.state {
 	case StateA:
 		if m.rec != nil {

@@ -92,6 +92,9 @@ const (
 	StateDenied
 )
 
+// noState is no state: the empty entry of the per-event transition tables.
+const noState State = 255
+
 var stateNames = [...]string{"PREQUALIFICATION", "CONDITIONAL_OFFER", "BACKGROUND_CHECK_ALLOWED", "INDIVIDUALIZED_ASSESSMENT", "APPROVED", "DENIED"}
 
 // String returns the state's name, its persisted form.
@@ -448,6 +451,8 @@ func (m *Machine) record(ctx context.Context, to State, e Event, outcome string)
 		Outcome: outcome,
 	})
 }
+
+//go:noinline
 func (m *Machine) illegal(event string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrIllegalTransition,
@@ -456,6 +461,8 @@ func (m *Machine) illegal(event string) error {
 		State:   m.state.String(),
 	}
 }
+
+//go:noinline
 func (m *Machine) rejected(event string, guards ...string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrGuardRejected,
@@ -466,7 +473,8 @@ func (m *Machine) rejected(event string, guards ...string) error {
 	}
 }
 
-// PrequalificationCompleted fires event PrequalificationCompleted. The rows it follows, tried in order:
+// PrequalificationCompleted fires event PrequalificationCompleted. The rows it
+// follows, tried in order:
 //
 //	PREQUALIFICATION -> DENIED when PrequalFailed
 //	PREQUALIFICATION -> CONDITIONAL_OFFER
@@ -493,10 +501,20 @@ func (m *Machine) PrequalificationCompleted(ctx context.Context, e Prequalificat
 	return m.illegal("PrequalificationCompleted")
 }
 
-// AuthorizationTimeout fires event AuthorizationTimeout. The rows it follows, tried in order:
+// AuthorizationTimeout fires event AuthorizationTimeout. The rows it follows,
+// tried in order:
 //
 //	CONDITIONAL_OFFER -> DENIED
 func (m *Machine) AuthorizationTimeout(ctx context.Context, e AuthorizationTimeout) error {
+	if m.rec == nil && m.state == StateConditionalOffer {
+		m.state = StateDenied
+		return nil
+	}
+	return m.fireAuthorizationTimeout(ctx, e)
+}
+
+// fireAuthorizationTimeout is the general path of AuthorizationTimeout: guards, recording and refusals.
+func (m *Machine) fireAuthorizationTimeout(ctx context.Context, e AuthorizationTimeout) error {
 	switch m.state {
 	case StateConditionalOffer:
 		if m.rec != nil {
@@ -510,10 +528,20 @@ func (m *Machine) AuthorizationTimeout(ctx context.Context, e AuthorizationTimeo
 	return m.illegal("AuthorizationTimeout")
 }
 
-// BackgroundCheckAuthorizationSigned fires event BackgroundCheckAuthorizationSigned. The rows it follows, tried in order:
+// BackgroundCheckAuthorizationSigned fires event
+// BackgroundCheckAuthorizationSigned. The rows it follows, tried in order:
 //
 //	CONDITIONAL_OFFER -> BACKGROUND_CHECK_ALLOWED
 func (m *Machine) BackgroundCheckAuthorizationSigned(ctx context.Context, e BackgroundCheckAuthorizationSigned) error {
+	if m.rec == nil && m.state == StateConditionalOffer {
+		m.state = StateBackgroundCheckAllowed
+		return nil
+	}
+	return m.fireBackgroundCheckAuthorizationSigned(ctx, e)
+}
+
+// fireBackgroundCheckAuthorizationSigned is the general path of BackgroundCheckAuthorizationSigned: guards, recording and refusals.
+func (m *Machine) fireBackgroundCheckAuthorizationSigned(ctx context.Context, e BackgroundCheckAuthorizationSigned) error {
 	switch m.state {
 	case StateConditionalOffer:
 		if m.rec != nil {
@@ -527,7 +555,8 @@ func (m *Machine) BackgroundCheckAuthorizationSigned(ctx context.Context, e Back
 	return m.illegal("BackgroundCheckAuthorizationSigned")
 }
 
-// BackgroundCheckCompleted fires event BackgroundCheckCompleted. The rows it follows, tried in order:
+// BackgroundCheckCompleted fires event BackgroundCheckCompleted. The rows it
+// follows, tried in order:
 //
 //	BACKGROUND_CHECK_ALLOWED -> APPROVED when NoAdverseInfo
 //	BACKGROUND_CHECK_ALLOWED -> INDIVIDUALIZED_ASSESSMENT
@@ -554,7 +583,8 @@ func (m *Machine) BackgroundCheckCompleted(ctx context.Context, e BackgroundChec
 	return m.illegal("BackgroundCheckCompleted")
 }
 
-// AssessmentCompleted fires event AssessmentCompleted. The rows it follows, tried in order:
+// AssessmentCompleted fires event AssessmentCompleted. The rows it follows,
+// tried in order:
 //
 //	INDIVIDUALIZED_ASSESSMENT -> APPROVED when Approved
 //	INDIVIDUALIZED_ASSESSMENT -> DENIED unless Approved

@@ -58,6 +58,9 @@ const (
 	StateCanceled
 )
 
+// noState is no state: the empty entry of the per-event transition tables.
+const noState State = 255
+
 var stateNames = [...]string{"RUNNING", "COMPLETED", "FAILED", "CANCELED"}
 
 // String returns the state's name, its persisted form.
@@ -322,6 +325,8 @@ func (m *Machine) record(ctx context.Context, to State, e Event, outcome string)
 		Outcome: outcome,
 	})
 }
+
+//go:noinline
 func (m *Machine) illegal(event string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrIllegalTransition,
@@ -330,6 +335,8 @@ func (m *Machine) illegal(event string) error {
 		State:   m.state.String(),
 	}
 }
+
+//go:noinline
 func (m *Machine) rejected(event string, guards ...string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrGuardRejected,
@@ -340,7 +347,8 @@ func (m *Machine) rejected(event string, guards ...string) error {
 	}
 }
 
-// StepCompleted fires event StepCompleted. The rows it follows, tried in order:
+// StepCompleted fires event StepCompleted. The rows it follows, tried in
+// order:
 //
 //	RUNNING -> COMPLETED unless NextStepExists
 //	RUNNING -> RUNNING
@@ -371,6 +379,15 @@ func (m *Machine) StepCompleted(ctx context.Context, e StepCompleted) error {
 //
 //	RUNNING -> FAILED
 func (m *Machine) StepDead(ctx context.Context, e StepDead) error {
+	if m.rec == nil && m.state == StateRunning {
+		m.state = StateFailed
+		return nil
+	}
+	return m.fireStepDead(ctx, e)
+}
+
+// fireStepDead is the general path of StepDead: guards, recording and refusals.
+func (m *Machine) fireStepDead(ctx context.Context, e StepDead) error {
 	switch m.state {
 	case StateRunning:
 		if m.rec != nil {
@@ -388,6 +405,15 @@ func (m *Machine) StepDead(ctx context.Context, e StepDead) error {
 //
 //	RUNNING -> CANCELED
 func (m *Machine) Cancel(ctx context.Context, e Cancel) error {
+	if m.rec == nil && m.state == StateRunning {
+		m.state = StateCanceled
+		return nil
+	}
+	return m.fireCancel(ctx, e)
+}
+
+// fireCancel is the general path of Cancel: guards, recording and refusals.
+func (m *Machine) fireCancel(ctx context.Context, e Cancel) error {
 	switch m.state {
 	case StateRunning:
 		if m.rec != nil {

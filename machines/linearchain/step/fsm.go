@@ -78,6 +78,9 @@ const (
 	StateDead
 )
 
+// noState is no state: the empty entry of the per-event transition tables.
+const noState State = 255
+
 var stateNames = [...]string{"PENDING", "READY", "RUNNING", "WAITING", "DONE", "DEAD"}
 
 // String returns the state's name, its persisted form.
@@ -517,6 +520,8 @@ func (m *Machine) record(ctx context.Context, to State, e Event, outcome string)
 		Outcome: outcome,
 	})
 }
+
+//go:noinline
 func (m *Machine) illegal(event string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrIllegalTransition,
@@ -525,6 +530,8 @@ func (m *Machine) illegal(event string) error {
 		State:   m.state.String(),
 	}
 }
+
+//go:noinline
 func (m *Machine) rejected(event string, guards ...string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrGuardRejected,
@@ -539,6 +546,15 @@ func (m *Machine) rejected(event string, guards ...string) error {
 //
 //	PENDING -> READY
 func (m *Machine) Activate(ctx context.Context, e Activate) error {
+	if m.rec == nil && m.state == StatePending {
+		m.state = StateReady
+		return nil
+	}
+	return m.fireActivate(ctx, e)
+}
+
+// fireActivate is the general path of Activate: guards, recording and refusals.
+func (m *Machine) fireActivate(ctx context.Context, e Activate) error {
 	switch m.state {
 	case StatePending:
 		if m.rec != nil {
@@ -572,7 +588,8 @@ func (m *Machine) Claim(ctx context.Context, e Claim) error {
 	return m.illegal("Claim")
 }
 
-// ClaimTimedOut fires event ClaimTimedOut. The rows it follows, tried in order:
+// ClaimTimedOut fires event ClaimTimedOut. The rows it follows, tried in
+// order:
 //
 //	WAITING -> RUNNING when DeadlinePassed
 func (m *Machine) ClaimTimedOut(ctx context.Context, e ClaimTimedOut) error {

@@ -73,6 +73,9 @@ const (
 	StateCancelled
 )
 
+// noState is no state: the empty entry of the per-event transition tables.
+const noState State = 255
+
 var stateNames = [...]string{"INITIATED", "INGESTING", "RETRIEVING", "GENERATING_SOLUTION", "REGISTERING", "INDEXING", "SUCCEEDED", "FAILED", "CANCELLED"}
 
 // String returns the state's name, its persisted form.
@@ -700,6 +703,8 @@ func (m *Machine) record(ctx context.Context, to State, e Event, outcome string)
 		Outcome: outcome,
 	})
 }
+
+//go:noinline
 func (m *Machine) illegal(event string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrIllegalTransition,
@@ -708,6 +713,8 @@ func (m *Machine) illegal(event string) error {
 		State:   m.state.String(),
 	}
 }
+
+//go:noinline
 func (m *Machine) rejected(event string, guards ...string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrGuardRejected,
@@ -738,7 +745,8 @@ func (m *Machine) Start(ctx context.Context, e Start) error {
 	return m.illegal("Start")
 }
 
-// MediaNormalized fires event MediaNormalized. The rows it follows, tried in order:
+// MediaNormalized fires event MediaNormalized. The rows it follows, tried in
+// order:
 //
 //	INGESTING -> RETRIEVING when SignatureComputed
 func (m *Machine) MediaNormalized(ctx context.Context, e MediaNormalized) error {
@@ -758,10 +766,20 @@ func (m *Machine) MediaNormalized(ctx context.Context, e MediaNormalized) error 
 	return m.illegal("MediaNormalized")
 }
 
-// MediaRejected fires event MediaRejected. The rows it follows, tried in order:
+// MediaRejected fires event MediaRejected. The rows it follows, tried in
+// order:
 //
 //	INGESTING -> FAILED
 func (m *Machine) MediaRejected(ctx context.Context, e MediaRejected) error {
+	if m.rec == nil && m.state == StateIngesting {
+		m.state = StateFailed
+		return nil
+	}
+	return m.fireMediaRejected(ctx, e)
+}
+
+// fireMediaRejected is the general path of MediaRejected: guards, recording and refusals.
+func (m *Machine) fireMediaRejected(ctx context.Context, e MediaRejected) error {
 	switch m.state {
 	case StateIngesting:
 		if m.rec != nil {
@@ -795,7 +813,8 @@ func (m *Machine) RetrievalHit(ctx context.Context, e RetrievalHit) error {
 	return m.illegal("RetrievalHit")
 }
 
-// RetrievalMiss fires event RetrievalMiss. The rows it follows, tried in order:
+// RetrievalMiss fires event RetrievalMiss. The rows it follows, tried in
+// order:
 //
 //	RETRIEVING -> GENERATING_SOLUTION when BelowThreshold
 func (m *Machine) RetrievalMiss(ctx context.Context, e RetrievalMiss) error {
@@ -815,10 +834,20 @@ func (m *Machine) RetrievalMiss(ctx context.Context, e RetrievalMiss) error {
 	return m.illegal("RetrievalMiss")
 }
 
-// RetrievalFailed fires event RetrievalFailed. The rows it follows, tried in order:
+// RetrievalFailed fires event RetrievalFailed. The rows it follows, tried in
+// order:
 //
 //	RETRIEVING -> FAILED
 func (m *Machine) RetrievalFailed(ctx context.Context, e RetrievalFailed) error {
+	if m.rec == nil && m.state == StateRetrieving {
+		m.state = StateFailed
+		return nil
+	}
+	return m.fireRetrievalFailed(ctx, e)
+}
+
+// fireRetrievalFailed is the general path of RetrievalFailed: guards, recording and refusals.
+func (m *Machine) fireRetrievalFailed(ctx context.Context, e RetrievalFailed) error {
 	switch m.state {
 	case StateRetrieving:
 		if m.rec != nil {
@@ -832,7 +861,8 @@ func (m *Machine) RetrievalFailed(ctx context.Context, e RetrievalFailed) error 
 	return m.illegal("RetrievalFailed")
 }
 
-// SolveSucceeded fires event SolveSucceeded. The rows it follows, tried in order:
+// SolveSucceeded fires event SolveSucceeded. The rows it follows, tried in
+// order:
 //
 //	GENERATING_SOLUTION -> REGISTERING when HTMLAvailable
 func (m *Machine) SolveSucceeded(ctx context.Context, e SolveSucceeded) error {
@@ -879,10 +909,20 @@ func (m *Machine) SolveFailed(ctx context.Context, e SolveFailed) error {
 	return m.illegal("SolveFailed")
 }
 
-// CostCapExceeded fires event CostCapExceeded. The rows it follows, tried in order:
+// CostCapExceeded fires event CostCapExceeded. The rows it follows, tried in
+// order:
 //
 //	GENERATING_SOLUTION -> FAILED
 func (m *Machine) CostCapExceeded(ctx context.Context, e CostCapExceeded) error {
+	if m.rec == nil && m.state == StateGeneratingSolution {
+		m.state = StateFailed
+		return nil
+	}
+	return m.fireCostCapExceeded(ctx, e)
+}
+
+// fireCostCapExceeded is the general path of CostCapExceeded: guards, recording and refusals.
+func (m *Machine) fireCostCapExceeded(ctx context.Context, e CostCapExceeded) error {
 	switch m.state {
 	case StateGeneratingSolution:
 		if m.rec != nil {
@@ -896,7 +936,8 @@ func (m *Machine) CostCapExceeded(ctx context.Context, e CostCapExceeded) error 
 	return m.illegal("CostCapExceeded")
 }
 
-// AssetsRegistered fires event AssetsRegistered. The rows it follows, tried in order:
+// AssetsRegistered fires event AssetsRegistered. The rows it follows, tried in
+// order:
 //
 //	REGISTERING -> INDEXING when AssetsPersisted
 func (m *Machine) AssetsRegistered(ctx context.Context, e AssetsRegistered) error {
@@ -916,10 +957,20 @@ func (m *Machine) AssetsRegistered(ctx context.Context, e AssetsRegistered) erro
 	return m.illegal("AssetsRegistered")
 }
 
-// RegistrationFailed fires event RegistrationFailed. The rows it follows, tried in order:
+// RegistrationFailed fires event RegistrationFailed. The rows it follows,
+// tried in order:
 //
 //	REGISTERING -> FAILED
 func (m *Machine) RegistrationFailed(ctx context.Context, e RegistrationFailed) error {
+	if m.rec == nil && m.state == StateRegistering {
+		m.state = StateFailed
+		return nil
+	}
+	return m.fireRegistrationFailed(ctx, e)
+}
+
+// fireRegistrationFailed is the general path of RegistrationFailed: guards, recording and refusals.
+func (m *Machine) fireRegistrationFailed(ctx context.Context, e RegistrationFailed) error {
 	switch m.state {
 	case StateRegistering:
 		if m.rec != nil {
@@ -933,10 +984,20 @@ func (m *Machine) RegistrationFailed(ctx context.Context, e RegistrationFailed) 
 	return m.illegal("RegistrationFailed")
 }
 
-// DocumentIndexed fires event DocumentIndexed. The rows it follows, tried in order:
+// DocumentIndexed fires event DocumentIndexed. The rows it follows, tried in
+// order:
 //
 //	INDEXING -> SUCCEEDED
 func (m *Machine) DocumentIndexed(ctx context.Context, e DocumentIndexed) error {
+	if m.rec == nil && m.state == StateIndexing {
+		m.state = StateSucceeded
+		return nil
+	}
+	return m.fireDocumentIndexed(ctx, e)
+}
+
+// fireDocumentIndexed is the general path of DocumentIndexed: guards, recording and refusals.
+func (m *Machine) fireDocumentIndexed(ctx context.Context, e DocumentIndexed) error {
 	switch m.state {
 	case StateIndexing:
 		if m.rec != nil {
@@ -950,10 +1011,20 @@ func (m *Machine) DocumentIndexed(ctx context.Context, e DocumentIndexed) error 
 	return m.illegal("DocumentIndexed")
 }
 
-// IndexTimedOut fires event IndexTimedOut. The rows it follows, tried in order:
+// IndexTimedOut fires event IndexTimedOut. The rows it follows, tried in
+// order:
 //
 //	INDEXING -> SUCCEEDED
 func (m *Machine) IndexTimedOut(ctx context.Context, e IndexTimedOut) error {
+	if m.rec == nil && m.state == StateIndexing {
+		m.state = StateSucceeded
+		return nil
+	}
+	return m.fireIndexTimedOut(ctx, e)
+}
+
+// fireIndexTimedOut is the general path of IndexTimedOut: guards, recording and refusals.
+func (m *Machine) fireIndexTimedOut(ctx context.Context, e IndexTimedOut) error {
 	switch m.state {
 	case StateIndexing:
 		if m.rec != nil {
@@ -971,6 +1042,15 @@ func (m *Machine) IndexTimedOut(ctx context.Context, e IndexTimedOut) error {
 //
 //	INDEXING -> FAILED
 func (m *Machine) IndexFailed(ctx context.Context, e IndexFailed) error {
+	if m.rec == nil && m.state == StateIndexing {
+		m.state = StateFailed
+		return nil
+	}
+	return m.fireIndexFailed(ctx, e)
+}
+
+// fireIndexFailed is the general path of IndexFailed: guards, recording and refusals.
+func (m *Machine) fireIndexFailed(ctx context.Context, e IndexFailed) error {
 	switch m.state {
 	case StateIndexing:
 		if m.rec != nil {

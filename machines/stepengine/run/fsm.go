@@ -51,6 +51,9 @@ const (
 	StateFailed
 )
 
+// noState is no state: the empty entry of the per-event transition tables.
+const noState State = 255
+
 var stateNames = [...]string{"RUNNING", "OK", "FAILED"}
 
 // String returns the state's name, its persisted form.
@@ -298,6 +301,8 @@ func (m *Machine) record(ctx context.Context, to State, e Event, outcome string)
 		Outcome: outcome,
 	})
 }
+
+//go:noinline
 func (m *Machine) illegal(event string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrIllegalTransition,
@@ -311,6 +316,15 @@ func (m *Machine) illegal(event string) error {
 //
 //	RUNNING -> RUNNING
 func (m *Machine) StepOK(ctx context.Context, e StepOK) error {
+	if m.rec == nil && m.state == StateRunning {
+		m.state = StateRunning
+		return nil
+	}
+	return m.fireStepOK(ctx, e)
+}
+
+// fireStepOK is the general path of StepOK: guards, recording and refusals.
+func (m *Machine) fireStepOK(ctx context.Context, e StepOK) error {
 	switch m.state {
 	case StateRunning:
 		if m.rec != nil {
@@ -328,6 +342,15 @@ func (m *Machine) StepOK(ctx context.Context, e StepOK) error {
 //
 //	RUNNING -> OK
 func (m *Machine) AllStepsOK(ctx context.Context, e AllStepsOK) error {
+	if m.rec == nil && m.state == StateRunning {
+		m.state = StateOk
+		return nil
+	}
+	return m.fireAllStepsOK(ctx, e)
+}
+
+// fireAllStepsOK is the general path of AllStepsOK: guards, recording and refusals.
+func (m *Machine) fireAllStepsOK(ctx context.Context, e AllStepsOK) error {
 	switch m.state {
 	case StateRunning:
 		if m.rec != nil {
@@ -345,6 +368,15 @@ func (m *Machine) AllStepsOK(ctx context.Context, e AllStepsOK) error {
 //
 //	RUNNING -> FAILED
 func (m *Machine) StepFailed(ctx context.Context, e StepFailed) error {
+	if m.rec == nil && m.state == StateRunning {
+		m.state = StateFailed
+		return nil
+	}
+	return m.fireStepFailed(ctx, e)
+}
+
+// fireStepFailed is the general path of StepFailed: guards, recording and refusals.
+func (m *Machine) fireStepFailed(ctx context.Context, e StepFailed) error {
 	switch m.state {
 	case StateRunning:
 		if m.rec != nil {

@@ -62,6 +62,9 @@ const (
 	StateFailed
 )
 
+// noState is no state: the empty entry of the per-event transition tables.
+const noState State = 255
+
 var stateNames = [...]string{"PENDING", "RUNNING", "OK", "FAILED"}
 
 // String returns the state's name, its persisted form.
@@ -339,6 +342,8 @@ func (m *Machine) record(ctx context.Context, to State, e Event, outcome string)
 		Outcome: outcome,
 	})
 }
+
+//go:noinline
 func (m *Machine) illegal(event string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrIllegalTransition,
@@ -347,6 +352,8 @@ func (m *Machine) illegal(event string) error {
 		State:   m.state.String(),
 	}
 }
+
+//go:noinline
 func (m *Machine) rejected(event string, guards ...string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrGuardRejected,
@@ -361,6 +368,15 @@ func (m *Machine) rejected(event string, guards ...string) error {
 //
 //	PENDING -> RUNNING
 func (m *Machine) StepStart(ctx context.Context, e StepStart) error {
+	if m.rec == nil && m.state == StatePending {
+		m.state = StateRunning
+		return nil
+	}
+	return m.fireStepStart(ctx, e)
+}
+
+// fireStepStart is the general path of StepStart: guards, recording and refusals.
+func (m *Machine) fireStepStart(ctx context.Context, e StepStart) error {
 	switch m.state {
 	case StatePending:
 		if m.rec != nil {
@@ -405,6 +421,15 @@ func (m *Machine) StepEnd(ctx context.Context, e StepEnd) error {
 //
 //	RUNNING -> FAILED
 func (m *Machine) StepError(ctx context.Context, e StepError) error {
+	if m.rec == nil && m.state == StateRunning {
+		m.state = StateFailed
+		return nil
+	}
+	return m.fireStepError(ctx, e)
+}
+
+// fireStepError is the general path of StepError: guards, recording and refusals.
+func (m *Machine) fireStepError(ctx context.Context, e StepError) error {
 	switch m.state {
 	case StateRunning:
 		if m.rec != nil {

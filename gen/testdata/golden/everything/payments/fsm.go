@@ -91,6 +91,9 @@ const (
 	StateCancelled
 )
 
+// noState is no state: the empty entry of the per-event transition tables.
+const noState State = 255
+
 var stateNames = [...]string{"VALIDATING", "AUTHORIZING", "CHALLENGED", "RECORDING", "CAPTURING", "NOTIFYING", "ARCHIVING", "REFUNDING", "SETTLED", "DECLINED", "FAILED", "CANCELLED"}
 
 // String returns the state's name, its persisted form.
@@ -710,6 +713,8 @@ func (m *Machine) record(ctx context.Context, to State, e Event, outcome string)
 		Outcome: outcome,
 	})
 }
+
+//go:noinline
 func (m *Machine) illegal(event string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrIllegalTransition,
@@ -718,6 +723,8 @@ func (m *Machine) illegal(event string) error {
 		State:   m.state.String(),
 	}
 }
+
+//go:noinline
 func (m *Machine) rejected(event string, guards ...string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrGuardRejected,
@@ -732,6 +739,15 @@ func (m *Machine) rejected(event string, guards ...string) error {
 //
 //	VALIDATING -> VALIDATING
 func (m *Machine) Submit(ctx context.Context, e Submit) error {
+	if m.rec == nil && m.state == StateValidating {
+		m.state = StateValidating
+		return nil
+	}
+	return m.fireSubmit(ctx, e)
+}
+
+// fireSubmit is the general path of Submit: guards, recording and refusals.
+func (m *Machine) fireSubmit(ctx context.Context, e Submit) error {
 	switch m.state {
 	case StateValidating:
 		if m.rec != nil {
@@ -806,6 +822,15 @@ func (m *Machine) Authorized(ctx context.Context, e Authorized) error {
 //
 //	AUTHORIZING -> DECLINED
 func (m *Machine) Declined(ctx context.Context, e Declined) error {
+	if m.rec == nil && m.state == StateAuthorizing {
+		m.state = StateDeclined
+		return nil
+	}
+	return m.fireDeclined(ctx, e)
+}
+
+// fireDeclined is the general path of Declined: guards, recording and refusals.
+func (m *Machine) fireDeclined(ctx context.Context, e Declined) error {
 	switch m.state {
 	case StateAuthorizing:
 		if m.rec != nil {
@@ -819,7 +844,8 @@ func (m *Machine) Declined(ctx context.Context, e Declined) error {
 	return m.illegal("Declined")
 }
 
-// ChallengePassed fires event ChallengePassed. The rows it follows, tried in order:
+// ChallengePassed fires event ChallengePassed. The rows it follows, tried in
+// order:
 //
 //	CHALLENGED -> RECORDING unless Risky
 //	CHALLENGED -> DECLINED
@@ -846,10 +872,20 @@ func (m *Machine) ChallengePassed(ctx context.Context, e ChallengePassed) error 
 	return m.illegal("ChallengePassed")
 }
 
-// ChallengeExpired fires event ChallengeExpired. The rows it follows, tried in order:
+// ChallengeExpired fires event ChallengeExpired. The rows it follows, tried in
+// order:
 //
 //	CHALLENGED -> FAILED
 func (m *Machine) ChallengeExpired(ctx context.Context, e ChallengeExpired) error {
+	if m.rec == nil && m.state == StateChallenged {
+		m.state = StateFailed
+		return nil
+	}
+	return m.fireChallengeExpired(ctx, e)
+}
+
+// fireChallengeExpired is the general path of ChallengeExpired: guards, recording and refusals.
+func (m *Machine) fireChallengeExpired(ctx context.Context, e ChallengeExpired) error {
 	switch m.state {
 	case StateChallenged:
 		if m.rec != nil {
@@ -867,6 +903,15 @@ func (m *Machine) ChallengeExpired(ctx context.Context, e ChallengeExpired) erro
 //
 //	CHALLENGED -> CHALLENGED
 func (m *Machine) Reminder(ctx context.Context, e Reminder) error {
+	if m.rec == nil && m.state == StateChallenged {
+		m.state = StateChallenged
+		return nil
+	}
+	return m.fireReminder(ctx, e)
+}
+
+// fireReminder is the general path of Reminder: guards, recording and refusals.
+func (m *Machine) fireReminder(ctx context.Context, e Reminder) error {
 	switch m.state {
 	case StateChallenged:
 		if m.rec != nil {
@@ -884,6 +929,15 @@ func (m *Machine) Reminder(ctx context.Context, e Reminder) error {
 //
 //	RECORDING -> CAPTURING
 func (m *Machine) Recorded(ctx context.Context, e Recorded) error {
+	if m.rec == nil && m.state == StateRecording {
+		m.state = StateCapturing
+		return nil
+	}
+	return m.fireRecorded(ctx, e)
+}
+
+// fireRecorded is the general path of Recorded: guards, recording and refusals.
+func (m *Machine) fireRecorded(ctx context.Context, e Recorded) error {
 	switch m.state {
 	case StateRecording:
 		if m.rec != nil {
@@ -934,10 +988,20 @@ func (m *Machine) Captured(ctx context.Context, e Captured) error {
 	return m.illegal("Captured")
 }
 
-// CaptureTimedOut fires event CaptureTimedOut. The rows it follows, tried in order:
+// CaptureTimedOut fires event CaptureTimedOut. The rows it follows, tried in
+// order:
 //
 //	CAPTURING -> REFUNDING
 func (m *Machine) CaptureTimedOut(ctx context.Context, e CaptureTimedOut) error {
+	if m.rec == nil && m.state == StateCapturing {
+		m.state = StateRefunding
+		return nil
+	}
+	return m.fireCaptureTimedOut(ctx, e)
+}
+
+// fireCaptureTimedOut is the general path of CaptureTimedOut: guards, recording and refusals.
+func (m *Machine) fireCaptureTimedOut(ctx context.Context, e CaptureTimedOut) error {
 	switch m.state {
 	case StateCapturing:
 		if m.rec != nil {
@@ -955,6 +1019,15 @@ func (m *Machine) CaptureTimedOut(ctx context.Context, e CaptureTimedOut) error 
 //
 //	NOTIFYING -> ARCHIVING
 func (m *Machine) Notified(ctx context.Context, e Notified) error {
+	if m.rec == nil && m.state == StateNotifying {
+		m.state = StateArchiving
+		return nil
+	}
+	return m.fireNotified(ctx, e)
+}
+
+// fireNotified is the general path of Notified: guards, recording and refusals.
+func (m *Machine) fireNotified(ctx context.Context, e Notified) error {
 	switch m.state {
 	case StateNotifying:
 		if m.rec != nil {
@@ -972,6 +1045,15 @@ func (m *Machine) Notified(ctx context.Context, e Notified) error {
 //
 //	ARCHIVING -> SETTLED
 func (m *Machine) Archived(ctx context.Context, e Archived) error {
+	if m.rec == nil && m.state == StateArchiving {
+		m.state = StateSettled
+		return nil
+	}
+	return m.fireArchived(ctx, e)
+}
+
+// fireArchived is the general path of Archived: guards, recording and refusals.
+func (m *Machine) fireArchived(ctx context.Context, e Archived) error {
 	switch m.state {
 	case StateArchiving:
 		if m.rec != nil {
@@ -989,6 +1071,15 @@ func (m *Machine) Archived(ctx context.Context, e Archived) error {
 //
 //	REFUNDING -> CANCELLED
 func (m *Machine) Refunded(ctx context.Context, e Refunded) error {
+	if m.rec == nil && m.state == StateRefunding {
+		m.state = StateCancelled
+		return nil
+	}
+	return m.fireRefunded(ctx, e)
+}
+
+// fireRefunded is the general path of Refunded: guards, recording and refusals.
+func (m *Machine) fireRefunded(ctx context.Context, e Refunded) error {
 	switch m.state {
 	case StateRefunding:
 		if m.rec != nil {
@@ -1007,7 +1098,23 @@ func (m *Machine) Refunded(ctx context.Context, e Refunded) error {
 //	AUTHORIZING -> FAILED
 //	RECORDING -> FAILED
 //	CAPTURING -> FAILED
+//
+// nextFailed maps each state to its target on Failed when that is the
+// state's only, unguarded, row; indexing it with a State needs no bounds check.
+var nextFailed = [256]State{noState, StateFailed, noState, StateFailed, StateFailed, noState, noState, noState, noState, noState, noState, noState}
+
 func (m *Machine) Failed(ctx context.Context, e Failed) error {
+	if m.rec == nil {
+		if to := nextFailed[m.state]; to != noState {
+			m.state = to
+			return nil
+		}
+	}
+	return m.fireFailed(ctx, e)
+}
+
+// fireFailed is the general path of Failed: guards, recording and refusals.
+func (m *Machine) fireFailed(ctx context.Context, e Failed) error {
 	switch m.state {
 	case StateAuthorizing:
 		if m.rec != nil {

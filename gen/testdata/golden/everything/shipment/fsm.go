@@ -61,6 +61,9 @@ const (
 	StateExpired
 )
 
+// noState is no state: the empty entry of the per-event transition tables.
+const noState State = 255
+
 var stateNames = [...]string{"BOOKED", "NOTE", "OUT", "DELIVERED", "LOST", "EXPIRED"}
 
 // String returns the state's name, its persisted form.
@@ -351,6 +354,8 @@ func (m *Machine) record(ctx context.Context, to State, e Event, outcome string)
 		Outcome: outcome,
 	})
 }
+
+//go:noinline
 func (m *Machine) illegal(event string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrIllegalTransition,
@@ -364,6 +369,15 @@ func (m *Machine) illegal(event string) error {
 //
 //	BOOKED -> NOTE
 func (m *Machine) PickedUp(ctx context.Context, e PickedUp) error {
+	if m.rec == nil && m.state == StateBooked {
+		m.state = StateNote
+		return nil
+	}
+	return m.firePickedUp(ctx, e)
+}
+
+// firePickedUp is the general path of PickedUp: guards, recording and refusals.
+func (m *Machine) firePickedUp(ctx context.Context, e PickedUp) error {
 	switch m.state {
 	case StateBooked:
 		if m.rec != nil {
@@ -381,6 +395,15 @@ func (m *Machine) PickedUp(ctx context.Context, e PickedUp) error {
 //
 //	NOTE -> OUT
 func (m *Machine) Dispatched(ctx context.Context, e Dispatched) error {
+	if m.rec == nil && m.state == StateNote {
+		m.state = StateOut
+		return nil
+	}
+	return m.fireDispatched(ctx, e)
+}
+
+// fireDispatched is the general path of Dispatched: guards, recording and refusals.
+func (m *Machine) fireDispatched(ctx context.Context, e Dispatched) error {
 	switch m.state {
 	case StateNote:
 		if m.rec != nil {
@@ -398,6 +421,15 @@ func (m *Machine) Dispatched(ctx context.Context, e Dispatched) error {
 //
 //	OUT -> DELIVERED
 func (m *Machine) Delivered(ctx context.Context, e Delivered) error {
+	if m.rec == nil && m.state == StateOut {
+		m.state = StateDelivered
+		return nil
+	}
+	return m.fireDelivered(ctx, e)
+}
+
+// fireDelivered is the general path of Delivered: guards, recording and refusals.
+func (m *Machine) fireDelivered(ctx context.Context, e Delivered) error {
 	switch m.state {
 	case StateOut:
 		if m.rec != nil {
@@ -415,7 +447,23 @@ func (m *Machine) Delivered(ctx context.Context, e Delivered) error {
 //
 //	NOTE -> LOST
 //	OUT -> LOST
+//
+// nextLost maps each state to its target on Lost when that is the
+// state's only, unguarded, row; indexing it with a State needs no bounds check.
+var nextLost = [256]State{noState, StateLost, StateLost, noState, noState, noState}
+
 func (m *Machine) Lost(ctx context.Context, e Lost) error {
+	if m.rec == nil {
+		if to := nextLost[m.state]; to != noState {
+			m.state = to
+			return nil
+		}
+	}
+	return m.fireLost(ctx, e)
+}
+
+// fireLost is the general path of Lost: guards, recording and refusals.
+func (m *Machine) fireLost(ctx context.Context, e Lost) error {
 	switch m.state {
 	case StateNote:
 		if m.rec != nil {
@@ -441,6 +489,15 @@ func (m *Machine) Lost(ctx context.Context, e Lost) error {
 //
 //	BOOKED -> EXPIRED
 func (m *Machine) Expire(ctx context.Context, e Expire) error {
+	if m.rec == nil && m.state == StateBooked {
+		m.state = StateExpired
+		return nil
+	}
+	return m.fireExpire(ctx, e)
+}
+
+// fireExpire is the general path of Expire: guards, recording and refusals.
+func (m *Machine) fireExpire(ctx context.Context, e Expire) error {
 	switch m.state {
 	case StateBooked:
 		if m.rec != nil {

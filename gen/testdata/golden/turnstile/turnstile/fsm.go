@@ -40,6 +40,9 @@ const (
 	StateBroken
 )
 
+// noState is no state: the empty entry of the per-event transition tables.
+const noState State = 255
+
 var stateNames = [...]string{"LOCKED", "UNLOCKED", "BROKEN"}
 
 // String returns the state's name, its persisted form.
@@ -293,6 +296,8 @@ func (m *Machine) record(ctx context.Context, to State, e Event, outcome string)
 		Outcome: outcome,
 	})
 }
+
+//go:noinline
 func (m *Machine) illegal(event string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrIllegalTransition,
@@ -301,6 +306,8 @@ func (m *Machine) illegal(event string) error {
 		State:   m.state.String(),
 	}
 }
+
+//go:noinline
 func (m *Machine) rejected(event string, guards ...string) error {
 	return &runtime.TransitionError{
 		Err:     runtime.ErrGuardRejected,
@@ -335,6 +342,15 @@ func (m *Machine) Coin(ctx context.Context, e Coin) error {
 //
 //	UNLOCKED -> LOCKED
 func (m *Machine) Push(ctx context.Context, e Push) error {
+	if m.rec == nil && m.state == StateUnlocked {
+		m.state = StateLocked
+		return nil
+	}
+	return m.firePush(ctx, e)
+}
+
+// firePush is the general path of Push: guards, recording and refusals.
+func (m *Machine) firePush(ctx context.Context, e Push) error {
 	switch m.state {
 	case StateUnlocked:
 		if m.rec != nil {
@@ -352,6 +368,15 @@ func (m *Machine) Push(ctx context.Context, e Push) error {
 //
 //	UNLOCKED -> LOCKED
 func (m *Machine) Timeout(ctx context.Context, e Timeout) error {
+	if m.rec == nil && m.state == StateUnlocked {
+		m.state = StateLocked
+		return nil
+	}
+	return m.fireTimeout(ctx, e)
+}
+
+// fireTimeout is the general path of Timeout: guards, recording and refusals.
+func (m *Machine) fireTimeout(ctx context.Context, e Timeout) error {
 	switch m.state {
 	case StateUnlocked:
 		if m.rec != nil {
@@ -369,7 +394,23 @@ func (m *Machine) Timeout(ctx context.Context, e Timeout) error {
 //
 //	LOCKED -> BROKEN
 //	UNLOCKED -> BROKEN
+//
+// nextSmash maps each state to its target on Smash when that is the
+// state's only, unguarded, row; indexing it with a State needs no bounds check.
+var nextSmash = [256]State{StateBroken, StateBroken, noState}
+
 func (m *Machine) Smash(ctx context.Context, e Smash) error {
+	if m.rec == nil {
+		if to := nextSmash[m.state]; to != noState {
+			m.state = to
+			return nil
+		}
+	}
+	return m.fireSmash(ctx, e)
+}
+
+// fireSmash is the general path of Smash: guards, recording and refusals.
+func (m *Machine) fireSmash(ctx context.Context, e Smash) error {
 	switch m.state {
 	case StateLocked:
 		if m.rec != nil {
