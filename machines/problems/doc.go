@@ -1,0 +1,100 @@
+// Package problems runs the problem-solving pipeline: the RetrieveOrGenerate
+// workflow on the machine of retrieve_or_generate.fsm, whose generated
+// package is problems/retrieveorgenerate.
+//
+// A user submits a problem (text, an upload or a URL). The workflow
+// normalizes it, serves a stored solution when one matches well enough
+// (outcome "hit"), and otherwise generates an HTML solution, registers it
+// and indexes it (outcome "new"), enqueueing its video in the background.
+//
+//	INITIATED -> INGESTING -> RETRIEVING -> SUCCEEDED (hit)
+//	                                     -> GENERATING_SOLUTION -> REGISTERING -> INDEXING -> SUCCEEDED (new)
+//
+// # Wiring
+//
+// Every external system is an interface: Normalizer (OCR and text
+// canonicalization), Retriever (hybrid search), Solver (the solve
+// sub-workflow), Registry (the asset registry), Indexer (the search index)
+// and PolicyEngine (the execution policy). Package problems/local
+// implements them all on PostgreSQL. Give them to New:
+//
+//	wf, err := problems.New(problems.Adapters{
+//		Policies: policies, Normalizer: normalizer, Retriever: retriever,
+//		Solver: solver, Registry: registry, Indexer: indexer,
+//	})
+//
+// The engine drives a run with the runtime.Driver that wf.Driver(run)
+// returns: the generated machine with wf's handlers and the guards of that
+// run. The guards are built per run because they read it: the policy
+// snapshot (thresholds, cost cap), the events recorded so far (the
+// retrieval miss a failed solve may fall back on) and the run's owner (who
+// may cancel it).
+//
+// # Starting a run
+//
+// The run's input is a SubmitProblem, its idempotency key
+// IdempotencyKey(signature, user, intent): the SHA-256 of the problem
+// signature, the user id and the intent. wf.Key computes it, normalizing
+// the content to get the signature. Before the run starts, the engine
+// resolves its execution policy with wf.PolicyFor(ctx, type, user, tier,
+// sensitivity) and stores the JSON snapshot on the run, where every handler
+// and guard reads it as run.Policy. A service does, in outline:
+//
+//	cmd := problems.SubmitProblem{Text: "Solve 2x + 3 = 7", MediaType: "text/plain"}
+//	key, err := wf.Key(ctx, userID, cmd)
+//	policy, err := wf.PolicyFor(ctx, retrieveorgenerate.Type, userID, "pro", "standard")
+//	// start the run of type retrieveorgenerate.Type with input cmd, key and policy
+//
+// # What each state does
+//
+//   - INITIATED checks the policy snapshot, logs it as step
+//     "policy_applied" and starts the run.
+//   - INGESTING normalizes the content and computes the problem signature
+//     (ProblemSignature: the SHA-256 of the normalized text, or of the
+//     pHash of an image without text): MediaNormalized, or MediaRejected
+//     with the normalizer's reason. It emits ingestion.MediaNormalized or
+//     ingestion.MediaRejected.
+//   - RETRIEVING searches stored solutions and applies the policy's
+//     threshold table (ExecutionPolicy.Threshold): exact pHash 1.0,
+//     near-duplicate pHash 0.95, exact normalized text 0.99, similarity
+//     the policy's retrieval_threshold (default 0.85), hybrid re-ranked
+//     retrieval_threshold - 0.02. The best admitted candidate is a
+//     RetrievalHit and the run succeeds with outcome "hit" and output
+//     {asset_version_id}; otherwise RetrievalMiss records the best
+//     candidate. It emits retrieval.RetrievalHit or retrieval.RetrievalMiss.
+//   - GENERATING_SOLUTION runs the solver with the policy's cost cap as
+//     budget: SolveSucceeded, or CostCapExceeded (the run fails). A failing
+//     solver is retried by the engine until the policy's retry_max (or the
+//     machine's limit, whichever is lower) is reached; the last attempt
+//     returns SolveFailed. Then, if the retrieval miss left a candidate
+//     that scored above 0.70 and the cost cap was not exceeded, the guard
+//     NearMissAvailable serves it: the run succeeds with outcome "hit" and
+//     output {asset_version_id, is_approximate: true}; otherwise it fails.
+//   - REGISTERING saves the problem and a new version of its HTML solution,
+//     and emits asset.ProblemRegistered and asset.AssetVersionCreated.
+//   - INDEXING writes the index and emits retrieval.DocumentIndexed. An
+//     index write that times out does not fail the run: IndexTimedOut, a
+//     background run of type "admin.reindex_asset" is enqueued, and step
+//     "index_deferred" is logged with {"reason":"timeout"}. Unless the
+//     policy's video_generation is "skip", a "video_generation" run is
+//     enqueued. The run succeeds with outcome "new", output
+//     {asset_version_id, video_pending, is_approximate: false} and the
+//     solution's cost.
+//
+// Any state can be cancelled by the run's owner: the guard UserOwnsRun
+// admits Cancel only from the user the run belongs to.
+//
+// # Effects
+//
+// Handlers act on the world through the adapters and through run.Effects:
+// LogStep, Emit (the outbox), Enqueue (background runs, idempotent by key:
+// "reindex:" or "video:" followed by the asset version id) and SetResult.
+// The engine writes effects in the transaction of the transition the
+// handler returns, and drops them when that transition is not recorded; the
+// adapters' own writes (registry, index) are idempotent so that a handler
+// run again after a crash finds them. Outside the engine run.Effects may be
+// nil, and the handlers then do their work without effects. When the
+// effects also implement ErrorSetter, the handlers set the result's error
+// code and detail on the failures they choose themselves (MediaRejected,
+// SolveFailed, CostCapExceeded, IndexFailed).
+package problems
