@@ -662,13 +662,13 @@ const scheduleRetry = `-- name: ScheduleRetry :one
 WITH upd AS (
     UPDATE workflow_runs w SET
         step_attempt = w.step_attempt + 1,
-        next_run_at = coalesce($5::timestamptz, now()) + $6::bigint * interval '1 microsecond',
+        next_run_at = coalesce($5::timestamptz, now()) + $4::bigint * interval '1 microsecond',
         lease_owner = NULL,
         lease_expires_at = NULL,
         last_error_code = $2::text,
         last_error = $3::text
-    WHERE w.id = $7 AND w.row_version = $8 AND w.step_attempt = $1
-      AND w.lease_owner = $9::text AND w.lease_epoch = $10
+    WHERE w.id = $6 AND w.row_version = $7 AND w.step_attempt = $1
+      AND w.lease_owner = $8::text AND w.lease_epoch = $9
       AND w.lease_expires_at > coalesce($5::timestamptz, now())
     RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at
 )
@@ -677,7 +677,7 @@ INSERT INTO workflow_step_logs (
     payload, occurred_at, kind, event, row_version, definition_version)
 SELECT upd.id, upd.workflow_type, upd.attempt_no, 'attempt_failed', upd.current_state, upd.current_state,
     jsonb_build_object('step_attempt', $1::int, 'error_code', $2::text,
-        'error', $3::text, 'delay_ms', $4, 'retry', true,
+        'error', $3::text, 'delay_ms', $4::bigint / 1000, 'retry', true,
         'next_run_at', upd.next_run_at),
     coalesce($5::timestamptz, now()), 'step', NULL, upd.row_version, upd.definition_version
 FROM upd
@@ -685,16 +685,15 @@ RETURNING occurred_at
 `
 
 type ScheduleRetryParams struct {
-	StepAttempt          int32
-	ErrorCode            pgtype.Text
-	ErrorDetail          string
-	DelayUspgCatalogint8 interface{}
-	Now                  pgtype.Timestamptz
-	DelayUs              int64
-	ID                   pgtype.UUID
-	RowVersion           int64
-	Owner                string
-	Epoch                int64
+	StepAttempt int32
+	ErrorCode   pgtype.Text
+	ErrorDetail string
+	DelayUs     int64
+	Now         pgtype.Timestamptz
+	ID          pgtype.UUID
+	RowVersion  int64
+	Owner       string
+	Epoch       int64
 }
 
 // Gives up a failed try of the current state: step_attempt + 1, due again
@@ -704,9 +703,8 @@ func (q *Queries) ScheduleRetry(ctx context.Context, arg ScheduleRetryParams) (p
 		arg.StepAttempt,
 		arg.ErrorCode,
 		arg.ErrorDetail,
-		arg.DelayUspgCatalogint8,
-		arg.Now,
 		arg.DelayUs,
+		arg.Now,
 		arg.ID,
 		arg.RowVersion,
 		arg.Owner,

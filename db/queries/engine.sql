@@ -146,7 +146,7 @@ INSERT INTO workflow_step_logs (
     payload, occurred_at, kind, event, row_version, definition_version)
 SELECT upd.id, upd.workflow_type, upd.attempt_no, 'attempt_failed', upd.current_state, upd.current_state,
     jsonb_build_object('step_attempt', @step_attempt::int, 'error_code', sqlc.narg('error_code')::text,
-        'error', @error_detail::text, 'delay_ms', @delay_us::bigint / 1000, 'retry', true,
+        'error', @error_detail::text, 'delay_ms', sqlc.arg('delay_us')::bigint / 1000, 'retry', true,
         'next_run_at', upd.next_run_at),
     coalesce(sqlc.narg('now')::timestamptz, now()), 'step', NULL, upd.row_version, upd.definition_version
 FROM upd

@@ -1,0 +1,568 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// errMoved reports that the run was moved by someone else (a signal, a
+// cancellation) while the session was working on it; the session let its
+// lease go and wrote nothing.
+var errMoved = errors.New("the run moved under the worker")
+
+// releaseTimeout bounds the writes that give a lease back after the
+// session's own context is done.
+const releaseTimeout = 10 * time.Second
+
+// recorder records the transitions a driver's Fire makes, through
+// store.Advance: fenced by the session's lease when there is one, else by
+// the row version alone.
+type recorder struct {
+	e       *Engine
+	reg     *registered
+	run     store.Run
+	lease   *store.Lease
+	result  *store.Result
+	effects *store.Effects
+
+	t    *runtime.Transition
+	adv  store.Advanced
+	keep bool
+}
+
+var _ runtime.Recorder = (*recorder)(nil)
+
+// Record implements runtime.Recorder.
+func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
+	to, ok := r.reg.def.State(t.To)
+	if !ok {
+		return fmt.Errorf("%w: %s", runtime.ErrUnknownState, t.To)
+	}
+	p := store.AdvanceParams{Lease: r.lease, RowVersion: r.run.RowVersion, Transition: t, Result: r.result, Effects: r.effects}
+	switch {
+	case to.Terminal():
+	case to.Wait:
+		p.Due = timerDue(to, 0)
+	case r.lease != nil:
+		p.KeepLease = true
+	default:
+		p.Due = store.DueIn(0)
+	}
+	adv, err := r.e.st.Advance(ctx, r.run.ID, p)
+	if err != nil {
+		return err
+	}
+	r.t, r.adv, r.keep = &t, adv, p.KeepLease
+	return nil
+}
+
+// after returns the run as the recorded transition left it.
+func (r *recorder) after() store.Run {
+	run := r.run
+	if r.t == nil {
+		return run
+	}
+	to, _ := r.reg.def.State(r.t.To)
+	run.State, run.Status, run.RowVersion, run.UpdatedAt = r.t.To, to.Status, r.adv.RowVersion, r.adv.At
+	if run.Status == "" {
+		run.Status = runtime.StatusRunning
+	}
+	run.StepAttempt, run.LastErrorCode, run.LastError, run.ParkedAt = 1, "", "", time.Time{}
+	if !r.keep {
+		run.LeaseOwner, run.LeaseExpiresAt = "", time.Time{}
+	}
+	return run
+}
+
+// timerDue is when a run that has spent elapsed in st is next due for one
+// of st's timers: NotDue when st has none.
+func timerDue(st runtime.StateSpec, elapsed time.Duration) store.Due {
+	if len(st.Timers) == 0 {
+		return store.NotDue
+	}
+	next := st.Timers[0].After
+	for _, t := range st.Timers[1:] {
+		next = min(next, t.After)
+	}
+	return store.DueIn(next - elapsed)
+}
+
+// effects collects what a handler asks of the runtime besides its event.
+type effects struct {
+	mu       sync.Mutex
+	steps    []store.StepEffect
+	messages []store.MessageEffect
+	starts   []store.StartEffect
+	output   any
+	cost     float64
+	result   bool
+}
+
+var _ runtime.Effects = (*effects)(nil)
+
+// LogStep implements runtime.Effects.
+func (f *effects) LogStep(name string, payload any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.steps = append(f.steps, store.StepEffect{Name: name, Payload: payload})
+}
+
+// Emit implements runtime.Effects.
+func (f *effects) Emit(topic string, payload any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.messages = append(f.messages, store.MessageEffect{Topic: topic, Payload: payload})
+}
+
+// Enqueue implements runtime.Effects.
+func (f *effects) Enqueue(workflowType, idempotencyKey string, input any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts = append(f.starts, store.StartEffect{Type: workflowType, IdempotencyKey: idempotencyKey, Input: input})
+}
+
+// SetResult implements runtime.Effects.
+func (f *effects) SetResult(output any, costUSD float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.output, f.cost, f.result = output, costUSD, true
+}
+
+// Child describes a child run for StartChild.
+type Child struct {
+	// Type is the child's machine type; the latest version registered in
+	// the database is started.
+	Type string
+	// IdempotencyKey identifies the child; default "<parent id>/<type>/<attempt>".
+	IdempotencyKey string
+	// Input is the child's input, encoded to JSON.
+	Input any
+	// Event is the parent's event fired when the child reaches a terminal
+	// state. Its payload is built from the child's outcome: the event's
+	// fields named childRunID, childType, state, status, outcome, output,
+	// costUSD, errorCode and errorDetail are filled in, others left zero.
+	Event string
+}
+
+// StartChild asks the engine to start a child run in the same transaction
+// as the transition that the calling handler returns, and to fire
+// c.Event on the parent when the child finishes. The handler then returns
+// an event leading to a state that waits: the parent stays parked there,
+// unclaimed, until the child's terminal transition makes it due, and the
+// worker that claims it fires c.Event. If the parent's transition is not
+// recorded, no child is started.
+func StartChild(run *runtime.Run, c Child) error {
+	f, ok := run.Effects.(*effects)
+	if !ok {
+		return fmt.Errorf("engine: start child %s: %w", c.Type, ErrNoEngine)
+	}
+	if c.Type == "" || c.Event == "" {
+		return fmt.Errorf("engine: start child: %w: a child needs a type and an event", store.ErrInvalidInput)
+	}
+	if c.IdempotencyKey == "" {
+		c.IdempotencyKey = fmt.Sprintf("%s/%s/%d", run.ID, c.Type, run.Attempt)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts = append(f.starts, store.StartEffect{Type: c.Type, IdempotencyKey: c.IdempotencyKey, Input: c.Input, ParentEvent: c.Event})
+	return nil
+}
+
+// build turns the collected effects into the store's, consulting the
+// policy functions of the types started, and the result record.
+func (f *effects) build(ctx context.Context, e *Engine, run store.Run) (*store.Effects, *store.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := &store.Effects{Steps: f.steps, Messages: f.messages, Starts: f.starts}
+	for i, s := range out.Starts {
+		e.mu.RLock()
+		r := e.kinds[store.Kind{Type: s.Type, Version: e.latest[s.Type]}]
+		e.mu.RUnlock()
+		if r == nil || r.policy == nil {
+			continue
+		}
+		snap, err := r.policy(ctx, StartParams{Type: s.Type, Version: r.def.Version, IdempotencyKey: s.IdempotencyKey,
+			TenantID: run.TenantID, UserID: run.UserID, CorrelationID: run.CorrelationID, Input: s.Input})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: start %s: %w", ErrPolicy, s.Type, err)
+		}
+		out.Starts[i].PolicySnapshot = snap
+	}
+	var res *store.Result
+	if f.result {
+		res = &store.Result{CostUSD: f.cost}
+		if f.output != nil {
+			raw, err := json.Marshal(f.output)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: result output of type %T: %w", store.ErrPayload, f.output, err)
+			}
+			res.Output = raw
+		}
+	}
+	return out, res, nil
+}
+
+// session is one worker's hold on one claimed run.
+type session struct {
+	e     *Engine
+	reg   *registered
+	run   store.Run
+	lease store.Lease
+	held  bool
+	// now is the database's time of the last claim or transition.
+	now    time.Time
+	events []runtime.Event
+	loaded bool
+	// stop closes when no new handler may start; hbase is the handlers'
+	// context, cancelled to abandon them.
+	stop  <-chan struct{}
+	hbase context.Context
+}
+
+// drive drives a claimed run until it is terminal, waits, is parked or
+// scheduled for a retry, the lease is lost, or stop closes. It returns the
+// run as the session last saw it.
+func (e *Engine) drive(c store.Claim, stop <-chan struct{}, hbase context.Context) (store.Run, error) {
+	s := &session{e: e, run: c.Run, lease: c.Lease, held: true, now: c.Now, stop: stop, hbase: hbase}
+	s.reg = e.lookup(c.Run.Type, c.Run.Version)
+	if s.reg == nil {
+		s.release(store.KeepDue)
+		return s.run, runErr("drive", c.Run.ID, fmt.Errorf("%w: %s v%d", ErrNotRegistered, c.Run.Type, c.Run.Version))
+	}
+	err := s.loop()
+	if s.held {
+		// Left with the lease in hand: a stop, an abandoned handler, an
+		// error. The run is due again at once, for another worker.
+		s.release(store.DueIn(0))
+		e.notify(context.Background(), s.run.Type)
+	}
+	return s.run, err
+}
+
+func (s *session) loop() error {
+	ctx := s.hbase
+	for {
+		if err := ctx.Err(); err != nil {
+			return runErr("drive", s.run.ID, err)
+		}
+		st, ok := s.reg.def.State(s.run.State)
+		if !ok {
+			return s.park(ctx, CodeNotDriven, fmt.Sprintf("state %q is not a state of %s v%d", s.run.State, s.run.Type, s.run.Version))
+		}
+		if st.Terminal() {
+			s.release(store.KeepDue)
+			return nil
+		}
+		if fired, err := s.fireDueTimer(ctx, st); fired || err != nil {
+			if err != nil || !s.held {
+				return err
+			}
+			continue
+		}
+		if st.Wait {
+			fired, err := s.deliverChild(ctx)
+			if err != nil || (fired && !s.held) {
+				return err
+			}
+			if fired {
+				continue
+			}
+			s.release(timerDue(st, s.now.Sub(s.run.UpdatedAt)))
+			return nil
+		}
+		pol := policyOf(st)
+		if s.run.StepAttempt > max(pol.MaxAttempts, s.e.cfg.RecoveryLimit) {
+			if err := s.exhausted(ctx, st, CodeLeaseExpired,
+				fmt.Sprintf("%d tries of %s were interrupted by expired leases", s.run.StepAttempt-1, st.Name)); err != nil || !s.held {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-s.stop:
+			return nil // released by drive, due at once
+		default:
+		}
+		if err := s.handle(ctx, st); err != nil || !s.held {
+			return err
+		}
+	}
+}
+
+// policyOf returns the state's retry policy: one try when it has none.
+func policyOf(st runtime.StateSpec) runtime.RetryPolicy {
+	if st.Retry == nil {
+		return runtime.RetryPolicy{MaxAttempts: 1}
+	}
+	return *st.Retry
+}
+
+// handle calls the state's handler once and records what came of it.
+func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
+	if !s.loaded {
+		logged, err := s.e.st.AttemptEvents(ctx, s.run.ID, s.run.Attempt)
+		if err != nil {
+			return err
+		}
+		for _, l := range logged {
+			ev, err := s.reg.driver.Decode(l.Name, l.Payload)
+			if err != nil {
+				s.e.log.Warn("a logged event does not decode; handlers will not see it", "run", s.run.ID, "event", l.Name, "err", err)
+				continue
+			}
+			s.events = append(s.events, ev)
+		}
+		s.loaded = true
+	}
+	rt := s.run.Runtime()
+	rt.Events = s.events
+	eff := &effects{}
+	rt.Effects = eff
+
+	hctx, cancel := context.WithCancelCause(ctx)
+	stopHeartbeat := s.heartbeat(hctx, cancel)
+	ev, herr := s.reg.driver.Handle(hctx, &rt, st.Name)
+	stopHeartbeat()
+	cause := context.Cause(hctx)
+	cancel(nil)
+
+	if cause != nil && errors.Is(cause, ErrLeaseLost) {
+		s.held = false
+		return cause
+	}
+	if err := ctx.Err(); err != nil {
+		return runErr("drive", s.run.ID, fmt.Errorf("handler of %s abandoned: %w", st.Name, err))
+	}
+	if herr != nil {
+		if errors.Is(herr, runtime.ErrNotDriven) {
+			return s.park(ctx, CodeNotDriven, herr.Error())
+		}
+		code := runtime.ErrorCode(herr)
+		if code == "" {
+			code = CodeHandlerError
+		}
+		return s.fail(ctx, st, code, herr.Error())
+	}
+	if ev == nil {
+		return s.fail(ctx, st, CodeHandlerError, fmt.Sprintf("the handler of %s returned no event and no error", st.Name))
+	}
+	effs, res, err := eff.build(ctx, s.e, s.run)
+	if err != nil {
+		return s.fail(ctx, st, CodeHandlerError, err.Error())
+	}
+	return s.fireOrFail(ctx, st, ev, res, effs)
+}
+
+// fireOrFail fires a handler's event; a refused event or a failed write
+// counts as a failed try of the state.
+func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runtime.Event, res *store.Result, effs *store.Effects) error {
+	err := s.fire(ctx, ev, res, effs)
+	if err == nil || s.settled(err) {
+		return s.outcome(err)
+	}
+	code := CodeHandlerError
+	var te *runtime.TransitionError
+	if errors.As(err, &te) {
+		code = CodeTransitionRefused
+	}
+	return s.fail(ctx, st, code, err.Error())
+}
+
+// fire applies ev to the run through the driver, with the session's lease.
+func (s *session) fire(ctx context.Context, ev runtime.Event, res *store.Result, effs *store.Effects) error {
+	rec := &recorder{e: s.e, reg: s.reg, run: s.run, lease: &s.lease, result: res, effects: effs}
+	if err := s.reg.driver.Fire(ctx, s.run.State, ev, rec); err != nil {
+		return err
+	}
+	if rec.t == nil {
+		return fmt.Errorf("engine: %s: Fire recorded nothing for %s in %s", s.run.Type, ev.EventName(), s.run.State)
+	}
+	s.run, s.now, s.held = rec.after(), rec.adv.At, rec.keep
+	s.events = append(s.events, ev)
+	return nil
+}
+
+// settled reports whether a write's error ends the session without
+// counting as a failure: the lease is lost, or the run moved.
+func (s *session) settled(err error) bool {
+	return errors.Is(err, ErrLeaseLost) || errors.Is(err, store.ErrConflict) || s.hbase.Err() != nil
+}
+
+// outcome turns a settled error into the session's result.
+func (s *session) outcome(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrLeaseLost):
+		s.held = false
+		return err
+	case errors.Is(err, store.ErrConflict):
+		// Someone else moved the run (a signal, a cancellation): let it go,
+		// keeping the schedule they set.
+		s.release(store.KeepDue)
+		return errMoved
+	}
+	return err
+}
+
+// fail handles a failed try: a retry scheduled by the state's policy, or
+// exhaustion.
+func (s *session) fail(ctx context.Context, st runtime.StateSpec, code, detail string) error {
+	pol := policyOf(st)
+	n := s.run.StepAttempt
+	if pol.Retryable(code, n) {
+		delay := pol.Jittered(pol.Delay(n), s.e.cfg.Jitter())
+		_, err := s.e.st.ScheduleRetry(ctx, s.lease, s.run.RowVersion, n, delay, code, detail)
+		if err != nil {
+			return s.outcome(err)
+		}
+		s.held = false
+		return nil
+	}
+	return s.exhausted(ctx, st, code, detail)
+}
+
+// exhausted fires the state's OnExhausted event with the error in the
+// run's result, or parks the run when the state names none (or it is
+// refused).
+func (s *session) exhausted(ctx context.Context, st runtime.StateSpec, code, detail string) error {
+	if st.OnExhausted != "" {
+		ev, err := s.reg.driver.Decode(st.OnExhausted, nil)
+		if err == nil {
+			err = s.fire(ctx, ev, &store.Result{ErrorCode: code, ErrorDetail: detail}, nil)
+			if err == nil || s.settled(err) {
+				return s.outcome(err)
+			}
+		}
+		detail = fmt.Sprintf("%s; %s not fired: %v", detail, st.OnExhausted, err)
+	}
+	return s.park(ctx, code, detail)
+}
+
+// park parks the run with its error for an operator.
+func (s *session) park(ctx context.Context, code, detail string) error {
+	if err := s.e.st.Park(ctx, s.lease, s.run.RowVersion, code, detail); err != nil {
+		return s.outcome(err)
+	}
+	s.held = false
+	s.run.ParkedAt, s.run.LastErrorCode, s.run.LastError = s.now, code, detail
+	s.e.log.Warn("run parked", "run", s.run.ID, "type", s.run.Type, "state", s.run.State, "code", code, "error", detail)
+	return nil
+}
+
+// fireDueTimer fires the first of the state's timers that is due.
+func (s *session) fireDueTimer(ctx context.Context, st runtime.StateSpec) (bool, error) {
+	elapsed := s.now.Sub(s.run.UpdatedAt)
+	var due *runtime.Timer
+	for i, t := range st.Timers {
+		if t.After <= elapsed && (due == nil || t.After < due.After) {
+			due = &st.Timers[i]
+		}
+	}
+	if due == nil {
+		return false, nil
+	}
+	ev, err := s.reg.driver.Decode(due.Event, nil)
+	if err == nil {
+		err = s.fire(ctx, ev, nil, nil)
+		if err == nil || s.settled(err) {
+			return true, s.outcome(err)
+		}
+	}
+	return true, s.park(ctx, CodeTransitionRefused, fmt.Sprintf("timer %s after %v: %v", due.Event, due.After, err))
+}
+
+// deliverChild fires the event of the first finished child not yet
+// delivered.
+func (s *session) deliverChild(ctx context.Context) (bool, error) {
+	children, err := s.e.st.FinishedChildren(ctx, s.run.ID)
+	if err != nil || len(children) == 0 {
+		return false, err
+	}
+	c := children[0]
+	fields := s.reg.fields[c.Event]
+	facts := map[string]any{
+		"childRunID": c.ID, "childType": c.Type, "state": c.State, "status": string(c.Status),
+	}
+	if c.Result != nil {
+		facts["outcome"], facts["costUSD"], facts["errorCode"], facts["errorDetail"] = c.Result.Outcome, c.Result.CostUSD, c.Result.ErrorCode, c.Result.ErrorDetail
+		if len(c.Result.Output) > 0 {
+			facts["output"] = c.Result.Output
+		}
+	}
+	payload := map[string]any{}
+	for k, v := range facts {
+		if fields[k] {
+			payload[k] = v
+		}
+	}
+	raw, err := json.Marshal(payload)
+	var ev runtime.Event
+	if err == nil {
+		ev, err = s.reg.driver.Decode(c.Event, raw)
+	}
+	if err == nil {
+		err = s.fire(ctx, ev, nil, &store.Effects{Delivered: []string{c.ID}})
+		if err == nil || s.settled(err) {
+			return true, s.outcome(err)
+		}
+	}
+	return true, s.park(ctx, CodeChildEvent, fmt.Sprintf("child %s (%s, %s): event %s: %v", c.ID, c.Type, c.Status, c.Event, err))
+}
+
+// heartbeat extends the lease every Heartbeat while a handler runs, and
+// cancels the handler's context with ErrLeaseLost when the lease is lost,
+// or when no extension succeeded for a whole lease.
+func (s *session) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.e.cfg.Heartbeat)
+		defer t.Stop()
+		lastOK := time.Now()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			l, err := s.e.st.ExtendLease(ctx, s.lease, s.e.cfg.Lease)
+			switch {
+			case err == nil:
+				s.lease, lastOK = l, time.Now()
+			case errors.Is(err, ErrLeaseLost):
+				cancel(err)
+				return
+			case time.Since(lastOK) >= s.e.cfg.Lease:
+				cancel(runErr("heartbeat", s.run.ID, fmt.Errorf("%w: no extension succeeded for %v: %w", ErrLeaseLost, s.e.cfg.Lease, err)))
+				return
+			default:
+				s.e.log.Warn("heartbeat failed", "run", s.run.ID, "err", err)
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// release gives the lease back, with a context of its own so that it
+// happens also when the session's context is done.
+func (s *session) release(due store.Due) {
+	if !s.held {
+		return
+	}
+	s.held = false
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.hbase), releaseTimeout)
+	defer cancel()
+	if err := s.e.st.ReleaseLease(ctx, s.lease, due); err != nil && !errors.Is(err, ErrLeaseLost) {
+		s.e.log.Warn("release failed; the lease will expire", "run", s.run.ID, "err", err)
+	}
+}

@@ -1,0 +1,388 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	mathrand "math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// Config tunes an Engine. Zero fields take the defaults documented on them.
+type Config struct {
+	// WorkerID identifies this engine in the leases it takes, readable by
+	// an operator: app:host:pid:suffix. Default DefaultWorkerID("fsmgen").
+	WorkerID string
+	// Lease is how long a claim holds a run without a heartbeat. Default 30s.
+	Lease time.Duration
+	// Heartbeat is how often a running handler's lease is extended by
+	// Lease. Default Lease/3.
+	Heartbeat time.Duration
+	// PollInterval is how often an idle worker looks for due runs when no
+	// notification wakes it. Default 1s.
+	PollInterval time.Duration
+	// Concurrency is the number of runs Work drives at once. Default 8.
+	Concurrency int
+	// ShutdownGrace is how long Work lets running handlers finish after its
+	// context is done; then their contexts are cancelled and their runs
+	// released. Default 10s.
+	ShutdownGrace time.Duration
+	// RecoveryLimit is the number of tries of a state, interrupted by
+	// expired leases, after which the state counts as exhausted even when
+	// its retry policy allows fewer tries. Default 3.
+	RecoveryLimit int
+	// DisableNotify turns LISTEN/NOTIFY off: workers find due runs by
+	// polling only.
+	DisableNotify bool
+	// Jitter returns numbers uniform in [0, 1) for retry jitter. Default
+	// math/rand/v2's Float64.
+	Jitter func() float64
+	// Logger receives the engine's reports. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.WorkerID == "" {
+		c.WorkerID = DefaultWorkerID("fsmgen")
+	}
+	if c.Lease <= 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = c.Lease / 3
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 8
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.RecoveryLimit <= 0 {
+		c.RecoveryLimit = 3
+	}
+	if c.Jitter == nil {
+		c.Jitter = mathrand.Float64
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// DefaultWorkerID returns a worker id of the form app:host:pid:suffix, the
+// suffix random, so that two engines of one process differ.
+func DefaultWorkerID(app string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s:%s:%d:%s", app, host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// StartParams says which run to start; see store.StartParams. A zero
+// Version means the latest version registered with the engine.
+type StartParams = store.StartParams
+
+// PolicyFunc resolves the execution policy of a run about to start. Start
+// calls it first, before anything is written; its result is stored on the
+// run as the policy snapshot that handlers read in runtime.Run.Policy. An
+// error refuses the start: it is returned wrapped in ErrPolicy.
+type PolicyFunc func(ctx context.Context, p StartParams) (json.RawMessage, error)
+
+// RegisterOption configures a registered definition.
+type RegisterOption func(*registered)
+
+// WithPolicy sets the policy function of the type being registered.
+func WithPolicy(f PolicyFunc) RegisterOption {
+	return func(r *registered) { r.policy = f }
+}
+
+type registered struct {
+	driver runtime.Driver
+	def    runtime.Definition
+	policy PolicyFunc
+	// cancel maps a state to the event that cancels runs in it.
+	cancel map[string]string
+	// fields maps an event to its payload fields.
+	fields map[string]map[string]bool
+}
+
+// Engine drives runs of registered machines durably. It is safe for
+// concurrent use; one process may run several.
+type Engine struct {
+	pool *pgxpool.Pool
+	st   *store.Store
+	cfg  Config
+	log  *slog.Logger
+
+	mu     sync.RWMutex
+	kinds  map[store.Kind]*registered
+	latest map[string]int
+
+	// listening is closed once Work's listener receives notifications;
+	// tests wait on it.
+	listenReady sync.Once
+	listening  chan struct{}
+}
+
+// New returns an engine on pool and st (a store on the same pool; give it
+// store.WithClock to stub the clock in tests). The schema must be migrated.
+func New(pool *pgxpool.Pool, st *store.Store, cfg Config) *Engine {
+	cfg = cfg.withDefaults()
+	return &Engine{
+		pool: pool, st: st, cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
+		kinds: make(map[store.Kind]*registered), latest: make(map[string]int),
+		listening: make(chan struct{}),
+	}
+}
+
+// WorkerID returns the id the engine's leases carry.
+func (e *Engine) WorkerID() string { return e.cfg.WorkerID }
+
+// Store returns the engine's store.
+func (e *Engine) Store() *store.Store { return e.st }
+
+// Register registers the machine d drives, in the store (see
+// store.Store.Register) and with the engine, so that Work, Drive, Signal
+// and Cancel can handle its runs. Registering the same (type, version)
+// again replaces its driver and options.
+func (e *Engine) Register(ctx context.Context, d runtime.Driver, opts ...RegisterOption) error {
+	def := d.Definition()
+	if err := e.st.Register(ctx, def); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	r := &registered{driver: d, def: def, cancel: map[string]string{}, fields: map[string]map[string]bool{}}
+	for _, o := range opts {
+		o(r)
+	}
+	for _, ev := range def.Events {
+		f := map[string]bool{}
+		for _, x := range ev.Fields {
+			f[x.Name] = true
+		}
+		r.fields[ev.Name] = f
+	}
+	for _, t := range def.Transitions {
+		if to, ok := def.State(t.To); ok && to.Status == runtime.StatusCancelled {
+			if _, seen := r.cancel[t.From]; !seen {
+				r.cancel[t.From] = t.Event
+			}
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.kinds[store.Kind{Type: def.Type, Version: def.Version}] = r
+	if def.Version > e.latest[def.Type] {
+		e.latest[def.Type] = def.Version
+	}
+	return nil
+}
+
+func (e *Engine) lookup(typ string, version int) *registered {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.kinds[store.Kind{Type: typ, Version: version}]
+}
+
+func (e *Engine) registeredKinds() []store.Kind {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]store.Kind, 0, len(e.kinds))
+	for k := range e.kinds {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (e *Engine) handles(typ string) bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	_, ok := e.latest[typ]
+	return ok
+}
+
+// Start starts a run idempotently (see store.Store.Start for the branches):
+// the type's PolicyFunc is consulted first and its snapshot stored on the
+// run, then the run is created, or restarted if it had failed, and idle
+// workers are notified. A policy error refuses the start and writes nothing.
+func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, error) {
+	op := fmt.Sprintf("start %s/%s", p.Type, p.IdempotencyKey)
+	e.mu.RLock()
+	if p.Version == 0 {
+		p.Version = e.latest[p.Type]
+	}
+	r := e.kinds[store.Kind{Type: p.Type, Version: p.Version}]
+	e.mu.RUnlock()
+	if r == nil {
+		return store.StartResult{}, runErr(op, "", fmt.Errorf("%w: %s v%d", ErrNotRegistered, p.Type, p.Version))
+	}
+	if r.policy != nil && p.PolicySnapshot == nil {
+		snap, err := r.policy(ctx, p)
+		if err != nil {
+			return store.StartResult{}, runErr(op, "", fmt.Errorf("%w: %w", ErrPolicy, err))
+		}
+		p.PolicySnapshot = snap
+	}
+	res, err := e.st.Start(ctx, p)
+	if err != nil {
+		return res, fmt.Errorf("engine: %w", err)
+	}
+	if res.Outcome == store.Created || res.Outcome == store.Restarted {
+		e.notify(ctx, p.Type)
+	}
+	return res, nil
+}
+
+func (e *Engine) notify(ctx context.Context, typ string) {
+	if e.cfg.DisableNotify {
+		return
+	}
+	if err := e.st.Notify(ctx, typ); err != nil {
+		e.log.Warn("notify failed; workers will find the run by polling", "type", typ, "err", err)
+	}
+}
+
+// Signal fires an external event on a run from any process: it is
+// checked against the run's current state with the workflow's guards and
+// recorded, fenced by the run's row version (not by a lease, which the
+// signaller does not hold). A run woken into a state with a handler becomes
+// due at once and idle workers are notified; a handler in flight for the
+// run's previous state finds its own transition refused. Signalling a
+// terminal run fails with ErrRunFinished; an event the state does not
+// accept fails with an error matching runtime.ErrIllegalTransition or
+// runtime.ErrGuardRejected.
+func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (store.Run, error) {
+	if ev == nil {
+		return store.Run{}, runErr("signal", runID, fmt.Errorf("%w: nil event", store.ErrInvalidInput))
+	}
+	return e.fireExternal(ctx, "signal "+ev.EventName(), runID, func(store.Run, *registered) (runtime.Event, *store.Result, error) {
+		return ev, nil, nil
+	})
+}
+
+// Cancel cancels a run on behalf of userID, from any process. Only the
+// run's owner may: another user gets ErrNotOwner, and so does the owner
+// when the workflow's guard refuses. The cancel event is the one whose
+// transition from the run's state leads to a cancelled state; it is fired
+// with the payload {"userID": userID} (fields the event does not declare
+// are left out). A terminal run is refused with ErrRunFinished. A handler
+// in flight for the run loses its lease: its context is cancelled at its
+// next heartbeat, and its transition, if it returns one, is refused, so it
+// writes nothing else.
+func (e *Engine) Cancel(ctx context.Context, runID, userID string) (store.Run, error) {
+	return e.fireExternal(ctx, "cancel", runID, func(run store.Run, r *registered) (runtime.Event, *store.Result, error) {
+		if run.UserID == "" || !strings.EqualFold(run.UserID, userID) {
+			return nil, nil, fmt.Errorf("%w: user %q may not cancel a run of user %q", ErrNotOwner, userID, run.UserID)
+		}
+		name, ok := r.cancel[run.State]
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: %s has no transition to a cancelled state from %s", ErrNoCancelEvent, run.Type, run.State)
+		}
+		payload := map[string]any{}
+		if r.fields[name]["userID"] {
+			payload["userID"] = userID
+		}
+		raw, err := json.Marshal(payload)
+		if err != nil {
+			return nil, nil, err
+		}
+		ev, err := r.driver.Decode(name, raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: cancel event %s: %w", store.ErrPayload, name, err)
+		}
+		return ev, &store.Result{ErrorCode: "CANCELLED", ErrorDetail: "cancelled by user " + userID}, nil
+	})
+}
+
+// maxExternalRounds bounds the read-fire loop of Signal and Cancel; each
+// round ends only because the run moved in between.
+const maxExternalRounds = 8
+
+func (e *Engine) fireExternal(ctx context.Context, op, runID string, build func(store.Run, *registered) (runtime.Event, *store.Result, error)) (store.Run, error) {
+	for range maxExternalRounds {
+		run, err := e.st.Get(ctx, runID)
+		if err != nil {
+			return run, fmt.Errorf("engine: %w", err)
+		}
+		if run.Terminal() {
+			return run, runErr(op, runID, fmt.Errorf("%w: it is %s in %s", ErrRunFinished, run.Status, run.State))
+		}
+		r := e.lookup(run.Type, run.Version)
+		if r == nil {
+			return run, runErr(op, runID, fmt.Errorf("%w: %s v%d", ErrNotRegistered, run.Type, run.Version))
+		}
+		ev, res, err := build(run, r)
+		if err != nil {
+			return run, runErr(op, runID, err)
+		}
+		rec := &recorder{e: e, reg: r, run: run, result: res}
+		err = r.driver.Fire(ctx, run.State, ev, rec)
+		switch {
+		case err == nil:
+			after, gerr := e.st.Get(ctx, runID)
+			if gerr != nil {
+				return rec.after(), nil
+			}
+			if st, ok := r.def.State(after.State); ok && !st.Wait && !st.Terminal() {
+				e.notify(ctx, after.Type)
+			}
+			return after, nil
+		case errors.Is(err, store.ErrConflict):
+			continue // the run moved: decide again
+		case op == "cancel" && errors.Is(err, runtime.ErrGuardRejected):
+			return run, runErr(op, runID, fmt.Errorf("%w: %w", ErrNotOwner, err))
+		default:
+			return run, runErr(op, runID, err)
+		}
+	}
+	return store.Run{}, runErr(op, runID, fmt.Errorf("%w: the run moved under %d consecutive tries", store.ErrConflict, maxExternalRounds))
+}
+
+// Resume makes a parked run due again, with a fresh attempt counter, and
+// notifies idle workers.
+func (e *Engine) Resume(ctx context.Context, runID string) error {
+	if err := e.st.Resume(ctx, runID); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if run, err := e.st.Get(ctx, runID); err == nil {
+		e.notify(ctx, run.Type)
+	}
+	return nil
+}
+
+// Wait waits until the run is terminal and returns it, or until ctx is done.
+func (e *Engine) Wait(ctx context.Context, runID string) (store.Run, error) {
+	delay := 5 * time.Millisecond
+	for {
+		run, err := e.st.Get(ctx, runID)
+		if err != nil {
+			return run, fmt.Errorf("engine: %w", err)
+		}
+		if run.Terminal() {
+			return run, nil
+		}
+		select {
+		case <-ctx.Done():
+			return run, runErr("wait", runID, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, e.cfg.PollInterval, 250*time.Millisecond)
+	}
+}

@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// The engine's sentinel errors. Errors about a run are *RunError values
+// naming the run and wrapping one of these (or a store sentinel, or a
+// context error); match them with errors.Is.
+var (
+	// ErrLeaseLost: the worker's lease on the run expired or another claim
+	// took the run over; nothing was written. It is store.ErrLeaseLost.
+	ErrLeaseLost = store.ErrLeaseLost
+	// ErrNotOwner: a cancellation by someone who does not own the run, or
+	// that the workflow's ownership guard refused. An authorization error.
+	ErrNotOwner = errors.New("not authorized: not the run's owner")
+	// ErrRunFinished: the run is in a terminal state; it can be neither
+	// signalled nor cancelled.
+	ErrRunFinished = errors.New("run is finished")
+	// ErrNotRegistered: the run's type and version are not registered with
+	// this engine.
+	ErrNotRegistered = errors.New("definition not registered with this engine")
+	// ErrPolicy: the policy function refused to start the run.
+	ErrPolicy = errors.New("policy refused the run")
+	// ErrNoCancelEvent: the run's state has no transition to a cancelled
+	// state.
+	ErrNoCancelEvent = errors.New("no cancel event")
+	// ErrNoEngine: StartChild was called with a run that the engine is not
+	// driving (its Effects are not the engine's).
+	ErrNoEngine = errors.New("run is not driven by an engine")
+)
+
+// RunError is an error about a run: what was done (Op), to which run
+// (RunID, empty when not known), and what went wrong (Err).
+type RunError struct {
+	Op    string
+	RunID string
+	Err   error
+}
+
+// Error implements error.
+func (e *RunError) Error() string {
+	if e.RunID == "" {
+		return fmt.Sprintf("engine: %s: %v", e.Op, e.Err)
+	}
+	return fmt.Sprintf("engine: %s run %s: %v", e.Op, e.RunID, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *RunError) Unwrap() error { return e.Err }
+
+func runErr(op, id string, err error) error {
+	return &RunError{Op: op, RunID: id, Err: err}
+}
+
+// Error codes the engine stores on runs (last_error_code, the result's
+// error_code) for failures that carry no code of their own.
+const (
+	// CodeHandlerError: a handler error without a code.
+	CodeHandlerError = "HANDLER_ERROR"
+	// CodeLeaseExpired: the state's tries were all interrupted by expired
+	// leases (the workers died or stalled).
+	CodeLeaseExpired = "LEASE_EXPIRED"
+	// CodeTransitionRefused: the event a handler returned was refused by
+	// the machine (no row, or guards said no).
+	CodeTransitionRefused = "TRANSITION_REFUSED"
+	// CodeNotDriven: the state has no handler and does not wait.
+	CodeNotDriven = "NOT_DRIVEN"
+	// CodeChildEvent: a finished child's event could not be fired on its
+	// parent.
+	CodeChildEvent = "CHILD_EVENT_REFUSED"
+)

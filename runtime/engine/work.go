@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// Work runs workers until ctx is done: it claims due runs of the registered
+// definitions, up to Concurrency at a time, and drives each until it is
+// terminal, waits, is parked or scheduled for a retry. It wakes up when a
+// notification says a run became due, when a run finishes, and every
+// PollInterval in any case: notifications make it quick, polling makes it
+// correct.
+//
+// When ctx is done Work stops claiming, lets running handlers finish for up
+// to ShutdownGrace (their transitions are recorded), then cancels the
+// contexts of those still running, releases their leases so that other
+// workers may take the runs at once, and returns nil.
+func (e *Engine) Work(ctx context.Context) error {
+	kinds := e.registeredKinds()
+	if len(kinds) == 0 {
+		return runErr("work", "", fmt.Errorf("%w: register a definition first", ErrNotRegistered))
+	}
+	wake := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	var listener sync.WaitGroup
+	if !e.cfg.DisableNotify {
+		listener.Add(1)
+		go func() {
+			defer listener.Done()
+			e.listen(ctx, poke)
+		}()
+	}
+
+	hbase, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
+	var (
+		running sync.WaitGroup
+		mu      sync.Mutex
+		busy    int
+	)
+	for ctx.Err() == nil {
+		mu.Lock()
+		free := e.cfg.Concurrency - busy
+		mu.Unlock()
+		claimed := 0
+		if free > 0 {
+			claims, err := e.st.Claim(ctx, store.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: free, TTL: e.cfg.Lease})
+			if err != nil && ctx.Err() == nil {
+				e.log.Warn("claim failed", "err", err)
+			}
+			claimed = len(claims)
+			mu.Lock()
+			busy += claimed
+			mu.Unlock()
+			for _, c := range claims {
+				running.Add(1)
+				go func() {
+					defer running.Done()
+					run, err := e.drive(c, ctx.Done(), hbase)
+					if err != nil && !errors.Is(err, errMoved) && hbase.Err() == nil {
+						e.log.Warn("run interrupted", "run", run.ID, "state", run.State, "err", err)
+					}
+					mu.Lock()
+					busy--
+					mu.Unlock()
+					poke()
+				}()
+			}
+			if claimed == free {
+				continue // there may be more
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-time.After(e.cfg.PollInterval):
+		}
+	}
+
+	done := make(chan struct{})
+	go func() { running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(e.cfg.ShutdownGrace):
+		abandon()
+		<-done
+	}
+	listener.Wait()
+	return nil
+}
+
+// listen LISTENs on store.NotifyChannel on a connection of its own and
+// pokes the worker loop for every notification about a type the engine
+// drives, reconnecting after errors, until ctx is done.
+func (e *Engine) listen(ctx context.Context, poke func()) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := e.listenConn(ctx, poke)
+		if ctx.Err() != nil {
+			return
+		}
+		e.log.Warn("listener lost; polling meanwhile", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (e *Engine) listenConn(ctx context.Context, poke func()) error {
+	conn, err := pgx.ConnectConfig(ctx, e.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.NotifyChannel}.Sanitize()); err != nil {
+		return err
+	}
+	e.markListening()
+	poke() // runs may have become due while the listener was away
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if e.handles(n.Payload) {
+			poke()
+		}
+	}
+}
+
+func (e *Engine) markListening() {
+	e.listenReady.Do(func() { close(e.listening) })
+}
+
+// Drive drives a run inline, in the caller's goroutine: it claims the run
+// with a lease (heartbeats included) and calls the handlers of its states
+// until the run is terminal, waits for an event or a timer, or is parked.
+// Retries are slept through (the run stays due in the database, so another
+// worker may take it meanwhile); while another worker holds the run, Drive
+// waits for it. It returns the run as it last saw it. When ctx is done the
+// handler's context is cancelled, the lease released and ctx's error
+// returned.
+func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
+	kinds := e.registeredKinds()
+	for {
+		claims, err := e.st.Claim(ctx, store.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: 1, TTL: e.cfg.Lease, RunID: runID})
+		if err != nil {
+			return store.Run{}, fmt.Errorf("engine: %w", err)
+		}
+		if len(claims) == 1 {
+			run, err := e.drive(claims[0], ctx.Done(), ctx)
+			switch {
+			case errors.Is(err, errMoved):
+			case err != nil:
+				return run, err
+			}
+		}
+		run, err := e.st.Get(ctx, runID)
+		if err != nil {
+			return run, fmt.Errorf("engine: %w", err)
+		}
+		r := e.lookup(run.Type, run.Version)
+		if r == nil {
+			return run, runErr("drive", runID, fmt.Errorf("%w: %s v%d", ErrNotRegistered, run.Type, run.Version))
+		}
+		st, _ := r.def.State(run.State)
+		if run.Terminal() || st.Wait || !run.ParkedAt.IsZero() || run.NextRunAt.IsZero() {
+			return run, nil
+		}
+		// Due later (a retry) or held by another worker: sleep until it may
+		// be claimed, checking at least every PollInterval.
+		now, err := e.st.Now(ctx)
+		if err != nil {
+			return run, fmt.Errorf("engine: %w", err)
+		}
+		wait := run.NextRunAt.Sub(now)
+		if run.LeaseOwner != "" {
+			wait = max(wait, run.LeaseExpiresAt.Sub(now))
+		}
+		wait = min(max(wait, time.Millisecond), e.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			return run, runErr("drive", runID, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// RunDue claims the runs that are due now, up to Concurrency, and drives
+// them one after the other in the caller's goroutine; it returns how many
+// it claimed. It is Work's single round without the waiting, for tests
+// (with a stubbed clock) and for callers that schedule workers themselves.
+func (e *Engine) RunDue(ctx context.Context) (int, error) {
+	claims, err := e.st.Claim(ctx, store.ClaimParams{Owner: e.cfg.WorkerID, Kinds: e.registeredKinds(), Limit: e.cfg.Concurrency, TTL: e.cfg.Lease})
+	if err != nil {
+		return 0, fmt.Errorf("engine: %w", err)
+	}
+	var errs []error
+	for i, c := range claims {
+		if ctx.Err() != nil {
+			// Give the rest back untouched.
+			for _, rest := range claims[i:] {
+				s := &session{e: e, run: rest.Run, lease: rest.Lease, held: true, hbase: ctx}
+				s.release(store.KeepDue)
+			}
+			break
+		}
+		if _, err := e.drive(c, ctx.Done(), ctx); err != nil && !errors.Is(err, errMoved) {
+			errs = append(errs, err)
+		}
+	}
+	return len(claims), errors.Join(errs...)
+}
