@@ -139,7 +139,7 @@ type Engine struct {
 	// listening is closed once Work's listener receives notifications;
 	// tests wait on it.
 	listenReady sync.Once
-	listening  chan struct{}
+	listening   chan struct{}
 }
 
 // New returns an engine on pool and st (a store on the same pool; give it
