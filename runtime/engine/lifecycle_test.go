@@ -1,0 +1,213 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+func TestCancelWhileHandlerRuns(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	started, release := make(chan string, 1), make(chan struct{})
+	d := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{
+		"QUEUED": constant(event("Begin")),
+		"WORKING": func(ctx context.Context, run *runtime.Run) (runtime.Event, error) {
+			run.Effects.LogStep("half_done", map[string]int{"n": 1})
+			run.Effects.Emit("job.finished", map[string]string{"id": run.ID})
+			run.Effects.Enqueue("job", "follow-up", nil)
+			started <- run.ID
+			<-release
+			return event("Finish"), nil
+		},
+	}}
+	// No heartbeat before the handler returns: it learns at its transition.
+	e := v.engine(t, engine.Config{Lease: time.Hour, Heartbeat: 30 * time.Minute, PollInterval: 10 * time.Millisecond}, d)
+	run := v.start(t, e, "job", "k")
+	driven := make(chan error, 1)
+	go func() { _, err := e.Drive(context.Background(), run.ID); driven <- err }()
+	<-started
+
+	ctx := context.Background()
+	if _, err := e.Cancel(ctx, run.ID, bob); !errors.Is(err, engine.ErrNotOwner) {
+		t.Errorf("Cancel by another user: %v, want ErrNotOwner", err)
+	}
+	got, err := e.Cancel(ctx, run.ID, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != "CANCELLED" || got.Result == nil || got.Result.Status != runtime.StatusCancelled || got.LeaseOwner != "" {
+		t.Errorf("cancelled run = %s %+v lease %q", got.State, got.Result, got.LeaseOwner)
+	}
+	close(release)
+	err = <-driven
+	if !errors.Is(err, engine.ErrLeaseLost) {
+		t.Errorf("Drive after the cancellation: %v, want ErrLeaseLost", err)
+	}
+	want := []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING", "transition Cancel WORKING->CANCELLED"}
+	if diff := cmp.Diff(want, v.moves(t, run.ID)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+	if out, err := v.st.Outbox(ctx, run.ID); err != nil || len(out) != 0 {
+		t.Errorf("outbox = %v, %v: the refused transition's message was written", out, err)
+	}
+	if runs, err := v.st.List(ctx, store.Filter{Type: "job"}); err != nil || len(runs) != 1 {
+		t.Errorf("%d runs (%v): the refused transition's enqueued run was written", len(runs), err)
+	}
+	if _, err := e.Cancel(ctx, run.ID, alice); !errors.Is(err, engine.ErrRunFinished) {
+		t.Errorf("Cancel of a cancelled run: %v, want ErrRunFinished", err)
+	}
+}
+
+func TestCancelRefusedByGuard(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	d := &driver{def: jobDef("job", nil, ""), guards: map[string]func(ev) bool{"UserOwnsRun": func(ev) bool { return false }}}
+	e := v.engine(t, engine.Config{}, d)
+	run := v.start(t, e, "job", "k")
+	if _, err := e.Cancel(context.Background(), run.ID, alice); !errors.Is(err, engine.ErrNotOwner) || !errors.Is(err, runtime.ErrGuardRejected) {
+		t.Errorf("Cancel refused by the guard: %v, want ErrNotOwner and ErrGuardRejected", err)
+	}
+	if got := v.get(t, run.ID); got.State != "QUEUED" {
+		t.Errorf("run moved to %s", got.State)
+	}
+}
+
+func TestHeartbeatKeepsLease(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	calls := 0
+	d := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{
+		"QUEUED": constant(event("Begin")),
+		"WORKING": func(ctx context.Context, run *runtime.Run) (runtime.Event, error) {
+			calls++
+			select {
+			case <-time.After(1200 * time.Millisecond): // four leases long
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+			return event("Finish"), nil
+		},
+	}}
+	cfg := engine.Config{Lease: 300 * time.Millisecond, Heartbeat: 50 * time.Millisecond, PollInterval: 10 * time.Millisecond}
+	e1 := v.engine(t, cfg, d)
+	run := v.start(t, e1, "job", "k")
+	e2 := v.engine(t, cfg, d) // a rival that would take an expired run
+	work(t, e1)
+	work(t, e2)
+	got := wait(t, e1, run.ID, 10*time.Second)
+	if got.State != "DONE" || calls != 1 {
+		t.Errorf("run in %s after %d handler calls, want DONE after 1", got.State, calls)
+	}
+	if s := v.steps(t, run.ID, "lease_expired"); len(s) != 0 {
+		t.Errorf("the lease expired while the handler ran: %v", s)
+	}
+}
+
+func TestLostLeaseCancelsHandler(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	causes := make(chan error, 1)
+	d := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{
+		"QUEUED": constant(event("Begin")),
+		"WORKING": func(ctx context.Context, run *runtime.Run) (runtime.Event, error) {
+			// Another claim takes the run over (as after an expiry).
+			if _, err := v.pool.Exec(context.Background(), "UPDATE workflow_runs SET lease_epoch = lease_epoch + 1 WHERE id = $1", run.ID); err != nil {
+				return nil, err
+			}
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return event("Finish"), nil
+		},
+	}}
+	e := v.engine(t, engine.Config{Lease: 5 * time.Second, Heartbeat: 20 * time.Millisecond}, d)
+	run := v.start(t, e, "job", "k")
+	_, err := e.Drive(context.Background(), run.ID)
+	if !errors.Is(err, engine.ErrLeaseLost) {
+		t.Errorf("Drive: %v, want ErrLeaseLost", err)
+	}
+	if cause := <-causes; !errors.Is(cause, engine.ErrLeaseLost) {
+		t.Errorf("the handler's context ended with %v, want ErrLeaseLost", cause)
+	}
+	want := []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING"}
+	if diff := cmp.Diff(want, v.moves(t, run.ID)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+}
+
+func TestShutdownReleasesLeases(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	started := make(chan struct{}, 4)
+	blocking := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{
+		"QUEUED": constant(event("Begin")),
+		"WORKING": func(ctx context.Context, run *runtime.Run) (runtime.Event, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	}}
+	e1 := v.engine(t, engine.Config{Lease: time.Hour, ShutdownGrace: 50 * time.Millisecond, PollInterval: 10 * time.Millisecond}, blocking)
+	a, b := v.start(t, e1, "job", "a"), v.start(t, e1, "job", "b")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e1.Work(ctx) }()
+	<-started
+	<-started
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{a.ID, b.ID} {
+		got := v.get(t, id)
+		if got.State != "WORKING" || got.LeaseOwner != "" || got.NextRunAt.IsZero() || got.StepAttempt != 1 {
+			t.Errorf("after shutdown: state %s, lease %q, next run %v, step attempt %d", got.State, got.LeaseOwner, got.NextRunAt, got.StepAttempt)
+		}
+	}
+	// Another worker takes them at once, without waiting for an expiry.
+	finishing := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{"WORKING": constant(event("Finish"))}}
+	e2 := v.engine(t, engine.Config{Lease: time.Hour}, finishing)
+	if n, err := e2.RunDue(context.Background()); err != nil || n != 2 {
+		t.Fatalf("RunDue after shutdown: %d, %v", n, err)
+	}
+	for _, id := range []string{a.ID, b.ID} {
+		want := []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING", "transition Finish WORKING->DONE"}
+		if diff := cmp.Diff(want, v.moves(t, id)); diff != "" {
+			t.Errorf("log (-want +got):\n%s", diff)
+		}
+	}
+}
+
+func TestShutdownLetsHandlerFinish(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	started := make(chan struct{}, 1)
+	d := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{
+		"QUEUED": constant(event("Begin")),
+		"WORKING": func(ctx context.Context, run *runtime.Run) (runtime.Event, error) {
+			started <- struct{}{}
+			time.Sleep(100 * time.Millisecond)
+			return event("Finish"), nil
+		},
+	}}
+	e := v.engine(t, engine.Config{ShutdownGrace: 5 * time.Second, PollInterval: 10 * time.Millisecond}, d)
+	run := v.start(t, e, "job", "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Work(ctx) }()
+	<-started
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := v.get(t, run.ID); got.State != "DONE" || got.LeaseOwner != "" {
+		t.Errorf("after a graceful shutdown: %s, lease %q", got.State, got.LeaseOwner)
+	}
+}
