@@ -28,7 +28,8 @@
 // run. The guards are built per run because they read it: the policy
 // snapshot (thresholds, cost cap), the events recorded so far (the
 // retrieval miss a failed solve may fall back on) and the run's owner (who
-// may cancel it).
+// may cancel it). They do no I/O and cannot fail; a run without a usable
+// policy gets guards that refuse every event that depends on it.
 //
 // # Starting a run
 //
@@ -97,4 +98,17 @@
 // effects also implement ErrorSetter, the handlers set the result's error
 // code and detail on the failures they choose themselves (MediaRejected,
 // SolveFailed, CostCapExceeded, IndexFailed).
+//
+// # Limits
+//
+// When the engine rather than the handler fires SolveFailed (its retries, or
+// its recoveries from expired leases, are exhausted), no handler runs to set
+// the result: NearMissAvailable still decides, so a near miss is served
+// with outcome "hit", but the result record lacks the approximate
+// asset_version_id. The handler avoids this on the tries it makes by
+// returning SolveFailed itself on the last one the policy and the machine
+// allow.
+//
+// The policy's retry_max can lower the number of tries of INGESTING and
+// GENERATING_SOLUTION below the machine's (4 and 3), never raise it.
 package problems

@@ -59,9 +59,10 @@ func New(a Adapters) (*Workflow, error) {
 }
 
 // Driver returns the runtime.Driver that drives run: the generated machine
-// with this workflow's handlers and the guards of run (see Guards). The
-// engine asks for one per run it handles or fires an event on; building one
-// costs a decode of the run's policy snapshot.
+// with this workflow's handlers and the guards of run (see Guards). An engine
+// asks for one per run it handles or fires an event on; building one costs a
+// decode of the run's policy snapshot. Definition and Decode do not depend on
+// the run, so Driver(nil) serves to register the machine.
 func (w *Workflow) Driver(run *runtime.Run) runtime.Driver {
 	return rog.NewDriver(w, w.Guards(run))
 }
@@ -266,9 +267,9 @@ func (w *Workflow) GeneratingSolution(ctx context.Context, run *runtime.Run) (ro
 		err = errors.New("the solver returned no stored HTML")
 	}
 	if err != nil {
-		max := p.attempts(machineAttempts(rog.StateGeneratingSolution))
-		if ctx.Err() != nil || run.StepAttempt < max {
-			return nil, fmt.Errorf("solve (attempt %d of %d): %w", run.StepAttempt, max, err)
+		limit := p.attempts(machineAttempts(rog.StateGeneratingSolution))
+		if ctx.Err() != nil || run.StepAttempt < limit {
+			return nil, fmt.Errorf("solve (attempt %d of %d): %w", run.StepAttempt, limit, err)
 		}
 		code := runtime.ErrorCode(err)
 		if code == "" {
