@@ -1,9 +1,15 @@
 package engine_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if dsn := os.Getenv(crashEnv); dsn != "" {
+		os.Exit(crashWorker(dsn))
+	}
+	pgtest.Main(m)
+}

@@ -1,0 +1,177 @@
+// Package engine drives runs of fsmgen-generated machines durably on
+// PostgreSQL: workers claim due runs with leases, call the handler of each
+// run's current state, record the transition the handler returns, and go
+// on until the run is terminal or waits. A run survives the death of its
+// worker, a late write of a worker that lost its lease is refused, failed
+// handlers are retried by the state's policy with the next try scheduled in
+// the database, and runs can be signalled, cancelled and timed out from any
+// process.
+//
+// # Setting up
+//
+// Migrate the schema (db.Migrate), make a store and an engine on the same
+// pool, and register every machine the process drives, with the handlers
+// and guards of its workflow:
+//
+//	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+//	if err != nil { ... }
+//	if err := db.Migrate(ctx, pool); err != nil { ... }
+//	e := engine.New(pool, store.New(pool), engine.Config{
+//		WorkerID: engine.DefaultWorkerID("solver"), // app:host:pid:suffix
+//	})
+//	err = e.Register(ctx, retrieveorgenerate.NewDriver(handlers, guards),
+//		engine.WithPolicy(policies.Resolve))
+//
+// Register records the definition in the database (see store.Register) and
+// tells the engine which driver runs it. WithPolicy sets the type's policy
+// function, which Start consults first.
+//
+// # Starting, working, driving inline
+//
+// Start starts a run idempotently per (type, idempotency key), with the
+// branches of store.Start (created, cached, running with an ETA, restarted
+// after a failure, cancelled). The policy function is called before
+// anything is written and its snapshot stored on the run; handlers read it
+// in runtime.Run.Policy. A new or restarted run wakes idle workers.
+//
+//	res, err := e.Start(ctx, engine.StartParams{
+//		Type: "retrieve_or_generate", IdempotencyKey: key, TenantID: tenant, UserID: user, Input: cmd,
+//	})
+//
+// Work runs workers in the background until its context is done:
+//
+//	go func() { errc <- e.Work(ctx) }()
+//
+// Drive drives one run inline, in the caller's goroutine, for a
+// synchronous request: it claims the run like a worker (lease and
+// heartbeats included) and returns once the run is terminal, waits for an
+// event or a timer, or is parked; it sleeps through retries.
+//
+//	res, err := e.Start(ctx, params)
+//	run, err := e.Drive(ctx, res.Run.ID)
+//	if run.Terminal() { return run.Result }
+//
+// Wait waits for a run to finish, whoever drives it. RunDue claims and
+// drives the runs due now once, in the caller's goroutine: useful in tests
+// with a stubbed clock.
+//
+// # Handlers
+//
+// The engine calls the generated Handle of the run's current state with a
+// runtime.Run: the run's identity, input, policy snapshot, attempt and
+// StepAttempt (the try of this state, from 1), the events recorded in this
+// attempt, and Effects. What a handler asks of Effects is written in the
+// same transaction as the transition it returns, and dropped if that
+// transition is not recorded:
+//
+//   - LogStep: an observable sub-step in the run's log;
+//   - Emit: a message in the outbox;
+//   - Enqueue: a background run of another type, started idempotently by
+//     key, with the run's tenant, user and correlation, without waiting;
+//   - SetResult: output and cost for the result record that a transition to
+//     a terminal state stores (with status, outcome, attempt, duration and
+//     error code and detail).
+//
+// StartChild starts a child run the same way and parks the parent until
+// the child finishes: the handler calls it and returns an event that leads
+// to a state that waits; when the child reaches a terminal state, the
+// parent becomes due, and the worker that claims it fires the named event
+// with a payload made of the child's id, status, outcome, output, cost and
+// error (the fields the event declares).
+//
+// A handler returns an event, or an error. An error is a failed try of the
+// state: runtime.WithCode gives it a code for the retry policy and the
+// run's record.
+//
+// # Retries and exhaustion
+//
+// A state's retry policy (from the .fsm file, seed presets such as
+// runtime.RetryDatabase, or seed 001's 1 s, 4 s, 16 s) decides what follows
+// a failed try n: if n < MaxAttempts and the code is not NonRetryable, the
+// run is released and due again after InitialInterval * Coefficient^(n-1),
+// capped at MaxInterval and spread by ±Jitter. The next try is a time in the
+// database (next_run_at), not a sleeping goroutine: any worker takes it.
+// Every failed try is logged as an attempt_failed step with its code, error,
+// delay and due time. A state without a policy is tried once.
+//
+// When the tries are used up, or the code is not retryable, the state's
+// OnExhausted event is fired with an empty payload, and the error's code and
+// detail go into the run's result. A state that names no such event parks
+// the run: it keeps its state, last_error_code and last_error, is claimed by
+// no worker and is logged as parked, until an operator calls Resume (a fresh
+// series of tries) or Cancel.
+//
+// # Leases, fencing and crash recovery
+//
+// A worker claims due runs with one statement (FOR UPDATE SKIP LOCKED, so
+// that concurrent workers never claim the same run) that sets lease_owner to
+// its WorkerID, lease_expires_at to the database's now plus Lease, and adds
+// one to lease_epoch. While a handler runs, a heartbeat extends the lease
+// every Heartbeat. Every write the worker makes under the lease (a
+// transition, a retry, a parking, a release) carries the lease's owner and
+// epoch and requires the lease to be live, in the same statement as the
+// write: a worker whose lease expired or was taken over writes nothing and
+// gets ErrLeaseLost, and its handler's context is cancelled with that cause
+// at the next heartbeat.
+//
+// A run whose worker died is claimed again once its lease has expired (never
+// because of the time it has spent in its state), and resumes in its last
+// recorded state: the interrupted try counts as a try (step_attempt + 1, a
+// lease_expired step in the log), the handler runs again, and its
+// transition is recorded once. A state interrupted more than
+// max(MaxAttempts, RecoveryLimit) times is exhausted with code
+// LEASE_EXPIRED. Handlers should therefore be idempotent, or check what
+// their previous try did.
+//
+// # Waking workers
+//
+// A new run, a run woken by a signal, a released run and a parent whose
+// child finished are announced with NOTIFY on store.NotifyChannel; Work
+// LISTENs on a connection of its own and claims at once. Notifications are
+// a shortcut only: every PollInterval a worker looks for due runs anyway,
+// so runs complete with notifications lost or turned off (DisableNotify).
+//
+// # Signals, cancellation and timers
+//
+// Signal fires an external event on a run from any process, checked by the
+// machine's table and guards, fenced by the run's row version (the
+// signaller holds no lease). If the run enters a state with a handler it is
+// due at once; a handler in flight for the previous state finds its own
+// transition refused and writes nothing.
+//
+// Cancel cancels a run on behalf of a user: a user who does not own the run
+// gets ErrNotOwner (an authorization error), as does an owner whom the
+// workflow's guard (UserOwnsRun) refuses; a terminal run gives
+// ErrRunFinished. The cancel event is found in the definition (the event
+// whose transition leads to a cancelled state) and fired with the payload
+// {"userID": ...}. The cancellation releases the run's lease, so a handler
+// in flight learns at its next heartbeat or transition and writes nothing
+// else.
+//
+// A state's timers are scheduled in the database when a run enters it: a
+// state that waits is due when its first timer is, and the worker that
+// claims it then fires the timer's event (FCHA's seven-day authorization
+// timeout). Timers count from the run's entry into the state (updated_at).
+//
+// # Shutdown
+//
+// When Work's context is done, no new handler starts; running handlers have
+// ShutdownGrace to finish and record their transitions; then their contexts
+// are cancelled, their leases released and their runs made due at once for
+// other workers. Drive releases its lease when its context is done.
+//
+// # Time
+//
+// Every time compared or stored comes from the database's clock: leases,
+// due times, timers, durations. A store made with store.WithClock
+// substitutes a clock of the test's, and the engine follows it.
+//
+// # Errors
+//
+// Errors about a run are *RunError values naming the operation and the run
+// and wrapping a sentinel (ErrLeaseLost, ErrNotOwner, ErrRunFinished,
+// ErrNotRegistered, ErrPolicy, ErrNoCancelEvent, ErrNoEngine) or an error
+// of the store (store.ErrConflict, store.ErrTransitionRefused, ...) or of
+// the machine (runtime.ErrIllegalTransition, runtime.ErrGuardRejected);
+// match them with errors.Is.
+package engine
