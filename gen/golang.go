@@ -751,18 +751,38 @@ func (g *goGen) driver() {
 	params := []jen.Code{jen.Id("h").Id("Handlers")}
 	fields := []jen.Code{jen.Id("h").Id("Handlers")}
 	vals := jen.Dict{jen.Id("h"): jen.Id("h")}
-	newArgs := []jen.Code{}
+	newMachine := []jen.Code{}
+	guardsFunc := jen.Func().Params(jen.Id("run").Op("*").Add(rt("Run"))).Id("Guards")
+	var fireBody []jen.Code
+	fireBody = append(fireBody,
+		jen.List(jen.Id("s"), jen.Err()).Op(":=").Id("ParseState").Call(jen.Id("state")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		jen.List(jen.Id("ev"), jen.Id("ok")).Op(":=").Id("e").Assert(jen.Id("Event")),
+		jen.If(jen.Op("!").Id("ok")).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: %w: %T is not an event of this machine"), jen.Id("Type"), rt("ErrUnknownEvent"), jen.Id("e"))),
+		),
+	)
 	if g.hasGuards() {
-		params = append(params, jen.Id("g").Id("Guards"))
-		fields = append(fields, jen.Id("g").Id("Guards"))
-		vals[jen.Id("g")] = jen.Id("g")
-		newArgs = append(newArgs, jen.Id("d").Dot("g"))
+		params = append(params, jen.Id("guards").Add(guardsFunc))
+		fields = append(fields, jen.Id("guards").Add(guardsFunc))
+		vals[jen.Id("guards")] = jen.Id("guards")
+		fireBody = append(fireBody,
+			jen.Var().Id("g").Id("Guards"),
+			jen.If(jen.Id("d").Dot("guards").Op("!=").Nil()).Block(jen.Id("g").Op("=").Id("d").Dot("guards").Call(jen.Id("run"))),
+			jen.If(jen.Id("g").Op("==").Nil()).Block(
+				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: no guards for the run"), jen.Id("Type"))),
+			),
+		)
+		newMachine = append(newMachine, jen.Id("g"))
 		g.f.Comment("NewDriver returns the runtime.Driver of the machine: the engine drives runs")
-		g.f.Comment(fmt.Sprintf("of type %q with the handlers h and the guards g.", m.Type))
+		g.f.Comment(fmt.Sprintf("of type %q with the handlers h, and fires each event with the guards", m.Type))
+		g.f.Comment("that guards returns for the run (guards often read the run: its owner, its")
+		g.f.Comment("policy, its earlier events).")
 	} else {
 		g.f.Comment("NewDriver returns the runtime.Driver of the machine: the engine drives runs")
 		g.f.Comment(fmt.Sprintf("of type %q with the handlers h.", m.Type))
 	}
+	fireBody = append(fireBody, jen.Return(jen.Id("New").Call(append(newMachine, jen.Id("WithState").Call(jen.Id("s")), jen.Id("WithRecorder").Call(jen.Id("rec")))...).Dot("Fire").Call(jen.Id("ctx"), jen.Id("ev"))))
 	g.f.Func().Id("NewDriver").Params(params...).Add(rt("Driver")).Block(
 		jen.Return(jen.Id("driver").Values(vals)),
 	)
@@ -783,16 +803,8 @@ func (g *goGen) driver() {
 		jen.Return(jen.Id("e"), jen.Nil()),
 	)
 	g.f.Func().Params(jen.Id("d").Id("driver")).Id("Fire").Params(
-		jen.Id("ctx").Qual("context", "Context"), jen.Id("state").String(), jen.Id("e").Add(rt("Event")), jen.Id("rec").Add(rt("Recorder")),
-	).Error().Block(
-		jen.List(jen.Id("s"), jen.Err()).Op(":=").Id("ParseState").Call(jen.Id("state")),
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
-		jen.List(jen.Id("ev"), jen.Id("ok")).Op(":=").Id("e").Assert(jen.Id("Event")),
-		jen.If(jen.Op("!").Id("ok")).Block(
-			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: %w: %T is not an event of this machine"), jen.Id("Type"), rt("ErrUnknownEvent"), jen.Id("e"))),
-		),
-		jen.Return(jen.Id("New").Call(append(newArgs, jen.Id("WithState").Call(jen.Id("s")), jen.Id("WithRecorder").Call(jen.Id("rec")))...).Dot("Fire").Call(jen.Id("ctx"), jen.Id("ev"))),
-	)
+		jen.Id("ctx").Qual("context", "Context"), jen.Id("run").Op("*").Add(rt("Run")), jen.Id("state").String(), jen.Id("e").Add(rt("Event")), jen.Id("rec").Add(rt("Recorder")),
+	).Error().Block(fireBody...)
 }
 
 func durationCode(d int64) *jen.Statement {

@@ -500,7 +500,7 @@ func (t *testGen) driver() {
 	f := t.f
 	args := []jen.Code{jen.Id("fsmgenHandlers").Values()}
 	if len(t.m.Guards) > 0 {
-		args = append(args, jen.Id("admit"))
+		args = append(args, jen.Func().Params(jen.Op("*").Qual(runtimePath, "Run")).Id("Guards").Block(jen.Return(jen.Id("admit"))))
 	}
 	f.Comment("TestFSMDriver fires every row through the runtime.Driver, by state name and")
 	f.Comment("decoded event, as the engine does.")
@@ -512,7 +512,7 @@ func (t *testGen) driver() {
 			jen.List(jen.Id("e"), jen.Id("err")).Op(":=").Id("d").Dot("Decode").Call(jen.Id("r").Dot("event"), jen.Nil()),
 			jen.If(jen.Id("err").Op("!=").Nil()).Block(jen.Id("t").Dot("Fatal").Call(jen.Id("err"))),
 			jen.Id("log").Op(":=").Op("&").Id("fsmgenLog").Values(),
-			jen.If(jen.Id("err").Op(":=").Id("d").Dot("Fire").Call(ctxBg(), jen.Id("r").Dot("from").Dot("String").Call(), jen.Id("e"), jen.Id("log")), jen.Id("err").Op("!=").Nil()).Block(
+			jen.If(jen.Id("err").Op(":=").Id("d").Dot("Fire").Call(ctxBg(), jen.Op("&").Qual(runtimePath, "Run").Values(), jen.Id("r").Dot("from").Dot("String").Call(), jen.Id("e"), jen.Id("log")), jen.Id("err").Op("!=").Nil()).Block(
 				jen.Id("t").Dot("Fatalf").Call(jen.Lit("row %d: %v"), jen.Id("i"), jen.Id("err")),
 			),
 			jen.If(jen.Len(jen.Id("log").Dot("got")).Op("!=").Lit(1).Op("||").Id("log").Dot("got").Index(jen.Lit(0)).Dot("To").Op("!=").Id("r").Dot("to").Dot("String").Call()).Block(
@@ -550,7 +550,7 @@ func (t *testGen) admitRow() jen.Code {
 func (t *testGen) driverArgs() []jen.Code {
 	args := []jen.Code{jen.Id("fsmgenHandlers").Values()}
 	if len(t.m.Guards) > 0 {
-		args = append(args, jen.Id("fsmgenGuards").Values())
+		args = append(args, jen.Func().Params(jen.Op("*").Qual(runtimePath, "Run")).Id("Guards").Block(jen.Return(jen.Id("fsmgenGuards").Values())))
 	}
 	return args
 }

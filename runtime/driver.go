@@ -21,8 +21,8 @@ type Driver interface {
 	Handle(ctx context.Context, run *Run, state string) (Event, error)
 	// Decode rebuilds the event named name from its JSON payload.
 	Decode(name string, payload []byte) (Event, error)
-	// Fire applies e to a machine in the state named state, with the
-	// workflow's guards, recording through rec before applying. A refused
-	// event returns a *TransitionError.
-	Fire(ctx context.Context, state string, e Event, rec Recorder) error
+	// Fire applies e to a machine of run in the state named state, with the
+	// workflow's guards for run, recording through rec before applying. A
+	// refused event returns a *TransitionError.
+	Fire(ctx context.Context, run *Run, state string, e Event, rec Recorder) error
 }

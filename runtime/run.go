@@ -52,9 +52,12 @@ type Effects interface {
 	// Enqueue starts a run of another machine type in the background,
 	// idempotently by key, without waiting for it.
 	Enqueue(workflowType, idempotencyKey string, input any)
-	// SetResult sets the output, cost and error fields of the run's result
-	// record, stored with the transition to a final state.
+	// SetResult sets the output and cost of the run's result record, stored
+	// with the transition to a final state.
 	SetResult(output any, costUSD float64)
+	// SetError sets the error code and detail of the run's result record,
+	// for a handler that chooses a failure event itself.
+	SetError(code, detail string)
 }
 
 // Last returns the most recent event of type E recorded in the run.

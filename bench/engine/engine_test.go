@@ -82,7 +82,7 @@ func (d driver) Decode(name string, _ []byte) (runtime.Event, error) {
 	return nil, runtime.ErrUnknownEvent
 }
 
-func (d driver) Fire(ctx context.Context, state string, e runtime.Event, rec runtime.Recorder) error {
+func (d driver) Fire(ctx context.Context, _ *runtime.Run, state string, e runtime.Event, rec runtime.Recorder) error {
 	for i, s := range states[:len(states)-1] {
 		if s == state {
 			to := states[i+1]

@@ -23,7 +23,7 @@
 //		Solver: solver, Registry: registry, Indexer: indexer,
 //	})
 //
-// The engine drives a run with the runtime.Driver that wf.Driver(run)
+// The engine drives a run with the runtime.Driver that wf.Driver()
 // returns: the generated machine with wf's handlers and the guards of that
 // run. The guards are built per run because they read it: the policy
 // snapshot (thresholds, cost cap), the events recorded so far (the
@@ -94,10 +94,10 @@
 // handler returns, and drops them when that transition is not recorded; the
 // adapters' own writes (registry, index) are idempotent so that a handler
 // run again after a crash finds them. Outside the engine run.Effects may be
-// nil, and the handlers then do their work without effects. When the
-// effects also implement ErrorSetter, the handlers set the result's error
-// code and detail on the failures they choose themselves (MediaRejected,
-// SolveFailed, CostCapExceeded, IndexFailed).
+// nil, and the handlers then do their work without effects. With SetError
+// the handlers set the result's error code and detail on the failures they
+// choose themselves (MediaRejected, SolveFailed, CostCapExceeded,
+// IndexFailed).
 //
 // # Limits
 //

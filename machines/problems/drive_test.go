@@ -66,7 +66,7 @@ func drive(t *testing.T, wf *problems.Workflow, p problems.ExecutionPolicy, cmd 
 		}
 		fx := &effects{}
 		run.Effects = fx
-		d := wf.Driver(run)
+		d := wf.Driver()
 		var ev runtime.Event
 		switch {
 		case state == o.cancelIn:
@@ -97,7 +97,7 @@ func drive(t *testing.T, wf *problems.Workflow, p problems.ExecutionPolicy, cmd 
 			}
 		}
 		var rec runtime.Transition
-		err := d.Fire(ctx, state, ev, runtime.RecorderFunc(func(_ context.Context, t runtime.Transition) error {
+		err := d.Fire(ctx, run, state, ev, runtime.RecorderFunc(func(_ context.Context, t runtime.Transition) error {
 			rec = t
 			return nil
 		}))
@@ -366,14 +366,14 @@ func TestDriveRefusesACancelByAnotherUser(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t)
 	run, _ := newRun(t, problems.DefaultPolicy(), textCmd, rog.Start{}, normalized)
-	d := fx.wf.Driver(run)
+	d := fx.wf.Driver()
 	recorded := 0
 	rec := runtime.RecorderFunc(func(context.Context, runtime.Transition) error { recorded++; return nil })
-	err := d.Fire(ctx, "RETRIEVING", rog.Cancel{UserID: "someone-else"}, rec)
+	err := d.Fire(ctx, run, "RETRIEVING", rog.Cancel{UserID: "someone-else"}, rec)
 	if !errors.Is(err, runtime.ErrGuardRejected) || recorded != 0 {
 		t.Errorf("cancel by another user: %v, %d recorded; want ErrGuardRejected, none", err, recorded)
 	}
-	if err := d.Fire(ctx, "RETRIEVING", rog.Cancel{UserID: userID}, rec); err != nil || recorded != 1 {
+	if err := d.Fire(ctx, run, "RETRIEVING", rog.Cancel{UserID: userID}, rec); err != nil || recorded != 1 {
 		t.Errorf("cancel by the owner: %v, %d recorded", err, recorded)
 	}
 }

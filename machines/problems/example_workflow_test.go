@@ -41,6 +41,6 @@ func ExampleWorkflow() {
 		log.Fatal(err)
 	}
 	// Start a run of type rog.Type with input cmd, idempotency key key and
-	// policy snapshot policy; the engine then drives it with wf.Driver(run).
+	// policy snapshot policy; the engine then drives it with wf.Driver().
 	_, _ = key, policy
 }

@@ -10,7 +10,7 @@ import (
 // Guards returns the guards of the machine for one run. The guards read the
 // run (its owner, its policy snapshot, its recorded events) besides the event
 // they are asked about, so they are built per run rather than once per
-// process; the engine gets them with Driver(run).
+// process; the driver asks for them for each run it fires an event on.
 //
 // The guards do no I/O and never fail: a run whose policy snapshot is
 // missing or invalid gets guards that refuse every policy-dependent event

@@ -46,7 +46,7 @@ type result struct {
 type coded struct{ Code, Detail string }
 
 // effects records what handlers ask of the runtime, and implements
-// problems.ErrorSetter as an engine may.
+// SetError, as the engine's do.
 type effects struct {
 	mu       sync.Mutex
 	Steps    []step

@@ -58,13 +58,11 @@ func New(a Adapters) (*Workflow, error) {
 	return &Workflow{a: a}, nil
 }
 
-// Driver returns the runtime.Driver that drives run: the generated machine
-// with this workflow's handlers and the guards of run (see Guards). An engine
-// asks for one per run it handles or fires an event on; building one costs a
-// decode of the run's policy snapshot. Definition and Decode do not depend on
-// the run, so Driver(nil) serves to register the machine.
-func (w *Workflow) Driver(run *runtime.Run) runtime.Driver {
-	return rog.NewDriver(w, w.Guards(run))
+// Driver returns the runtime.Driver of the workflow: the generated machine
+// with this workflow's handlers, firing every event with the guards of the
+// run it is fired on (see Guards). Register it with the engine.
+func (w *Workflow) Driver() runtime.Driver {
+	return rog.NewDriver(w, w.Guards)
 }
 
 // PolicyFor resolves the execution policy of a run about to start and
@@ -448,19 +446,8 @@ func machineAttempts(s rog.State) int {
 	return spec.Retry.MaxAttempts
 }
 
-// ErrorSetter is implemented by runtime effects that can set the error code
-// and detail of the run's result record. The workflow sets them, when the
-// effects allow it, on the transitions that fail the run by an event of its
-// own choosing (MediaRejected, SolveFailed, CostCapExceeded, IndexFailed)
-// rather than by an error.
-type ErrorSetter interface {
-	SetError(code, detail string)
-}
-
 func setError(fx runtime.Effects, code, detail string) {
-	if s, ok := fx.(ErrorSetter); ok {
-		s.SetError(code, detail)
-	}
+	fx.SetError(code, detail)
 }
 
 func effectsOf(run *runtime.Run) runtime.Effects {
@@ -476,4 +463,5 @@ type noEffects struct{}
 func (noEffects) LogStep(string, any)         {}
 func (noEffects) Emit(string, any)            {}
 func (noEffects) Enqueue(string, string, any) {}
+func (noEffects) SetError(string, string)     {}
 func (noEffects) SetResult(any, float64)      {}

@@ -103,6 +103,8 @@ type effects struct {
 	output   any
 	cost     float64
 	result   bool
+	code     string
+	detail   string
 }
 
 var _ runtime.Effects = (*effects)(nil)
@@ -133,6 +135,13 @@ func (f *effects) SetResult(output any, costUSD float64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.output, f.cost, f.result = output, costUSD, true
+}
+
+// SetError implements runtime.Effects.
+func (f *effects) SetError(code, detail string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.code, f.detail, f.result = code, detail, true
 }
 
 // Child describes a child run for StartChild.
@@ -197,7 +206,7 @@ func (f *effects) build(ctx context.Context, e *Engine, run store.Run) (*store.E
 	}
 	var res *store.Result
 	if f.result {
-		res = &store.Result{CostUSD: f.cost}
+		res = &store.Result{CostUSD: f.cost, ErrorCode: f.code, ErrorDetail: f.detail}
 		if f.output != nil {
 			raw, err := json.Marshal(f.output)
 			if err != nil {
@@ -306,20 +315,8 @@ func policyOf(st runtime.StateSpec) runtime.RetryPolicy {
 
 // handle calls the state's handler once and records what came of it.
 func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
-	if !s.loaded {
-		logged, err := s.e.st.AttemptEvents(ctx, s.run.ID, s.run.Attempt)
-		if err != nil {
-			return err
-		}
-		for _, l := range logged {
-			ev, err := s.reg.driver.Decode(l.Name, l.Payload)
-			if err != nil {
-				s.e.log.Warn("a logged event does not decode; handlers will not see it", "run", s.run.ID, "event", l.Name, "err", err)
-				continue
-			}
-			s.events = append(s.events, ev)
-		}
-		s.loaded = true
+	if err := s.loadEvents(ctx); err != nil {
+		return err
 	}
 	rt := s.run.Runtime()
 	rt.Events = s.events
@@ -360,6 +357,39 @@ func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
 	return s.fireOrFail(ctx, st, ev, res, effs)
 }
 
+// loadEvents reads and decodes, once per session, the events recorded in
+// the run's current attempt, which handlers and guards see as run.Events.
+func (s *session) loadEvents(ctx context.Context) error {
+	if s.loaded {
+		return nil
+	}
+	events, err := s.e.attemptEvents(ctx, s.reg, s.run)
+	if err != nil {
+		return err
+	}
+	s.events, s.loaded = events, true
+	return nil
+}
+
+// attemptEvents reads and decodes the events recorded in run's current
+// attempt; one that no longer decodes is left out, with a warning.
+func (e *Engine) attemptEvents(ctx context.Context, reg *registered, run store.Run) ([]runtime.Event, error) {
+	logged, err := e.st.AttemptEvents(ctx, run.ID, run.Attempt)
+	if err != nil {
+		return nil, err
+	}
+	var events []runtime.Event
+	for _, l := range logged {
+		ev, err := reg.driver.Decode(l.Name, l.Payload)
+		if err != nil {
+			e.log.Warn("a logged event does not decode; handlers will not see it", "run", run.ID, "event", l.Name, "err", err)
+			continue
+		}
+		events = append(events, ev)
+	}
+	return events, nil
+}
+
 // fireOrFail fires a handler's event; a refused event or a failed write
 // counts as a failed try of the state.
 func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runtime.Event, res *store.Result, effs *store.Effects) error {
@@ -377,8 +407,13 @@ func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runti
 
 // fire applies ev to the run through the driver, with the session's lease.
 func (s *session) fire(ctx context.Context, ev runtime.Event, res *store.Result, effs *store.Effects) error {
+	if err := s.loadEvents(ctx); err != nil {
+		return err
+	}
+	rt := s.run.Runtime()
+	rt.Events = s.events
 	rec := &recorder{e: s.e, reg: s.reg, run: s.run, lease: &s.lease, result: res, effects: effs}
-	if err := s.reg.driver.Fire(ctx, s.run.State, ev, rec); err != nil {
+	if err := s.reg.driver.Fire(ctx, &rt, s.run.State, ev, rec); err != nil {
 		return err
 	}
 	if rec.t == nil {

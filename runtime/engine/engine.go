@@ -332,8 +332,14 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID string, build func(
 		if err != nil {
 			return run, runErr(op, runID, err)
 		}
+		events, err := e.attemptEvents(ctx, r, run)
+		if err != nil {
+			return run, runErr(op, runID, err)
+		}
+		rt := run.Runtime()
+		rt.Events = events
 		rec := &recorder{e: e, reg: r, run: run, result: res}
-		err = r.driver.Fire(ctx, run.State, ev, rec)
+		err = r.driver.Fire(ctx, &rt, run.State, ev, rec)
 		switch {
 		case err == nil:
 			after, gerr := e.st.Get(ctx, runID)

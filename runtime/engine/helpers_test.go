@@ -72,7 +72,7 @@ func (d *driver) Decode(name string, payload []byte) (runtime.Event, error) {
 	return nil, fmt.Errorf("%s: %w", name, runtime.ErrUnknownEvent)
 }
 
-func (d *driver) Fire(ctx context.Context, state string, e runtime.Event, rec runtime.Recorder) error {
+func (d *driver) Fire(ctx context.Context, _ *runtime.Run, state string, e runtime.Event, rec runtime.Recorder) error {
 	x, ok := e.(ev)
 	if !ok {
 		return fmt.Errorf("%T: %w", e, runtime.ErrUnknownEvent)

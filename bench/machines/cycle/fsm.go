@@ -744,7 +744,7 @@ func (driver) Decode(name string, payload []byte) (runtime.Event, error) {
 	}
 	return e, nil
 }
-func (d driver) Fire(ctx context.Context, state string, e runtime.Event, rec runtime.Recorder) error {
+func (d driver) Fire(ctx context.Context, run *runtime.Run, state string, e runtime.Event, rec runtime.Recorder) error {
 	s, err := ParseState(state)
 	if err != nil {
 		return err

@@ -459,20 +459,24 @@ func TestFSMDriver(t *testing.T) {
 	t.Parallel()
 	for i, r := range fsmgenTable {
 		admit := fsmgenAdmitRow(i)
-		d := NewDriver(fsmgenHandlers{}, admit)
+		d := NewDriver(fsmgenHandlers{}, func(*runtime.Run) Guards {
+			return admit
+		})
 		e, err := d.Decode(r.event, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		log := &fsmgenLog{}
-		if err := d.Fire(context.Background(), r.from.String(), e, log); err != nil {
+		if err := d.Fire(context.Background(), &runtime.Run{}, r.from.String(), e, log); err != nil {
 			t.Fatalf("row %d: %v", i, err)
 		}
 		if len(log.got) != 1 || log.got[0].To != r.to.String() {
 			t.Errorf("row %d: recorded %+v, want a move to %s", i, log.got, r.to)
 		}
 	}
-	d := NewDriver(fsmgenHandlers{}, fsmgenGuards{})
+	d := NewDriver(fsmgenHandlers{}, func(*runtime.Run) Guards {
+		return fsmgenGuards{}
+	})
 	if d.Definition().Type != Type {
 		t.Errorf("driver's definition is of type %q", d.Definition().Type)
 	}

@@ -552,17 +552,19 @@ func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event
 }
 
 // NewDriver returns the runtime.Driver of the machine: the engine drives runs
-// of type "linear_chain_instance" with the handlers h and the guards g.
-func NewDriver(h Handlers, g Guards) runtime.Driver {
+// of type "linear_chain_instance" with the handlers h, and fires each event with the guards
+// that guards returns for the run (guards often read the run: its owner, its
+// policy, its earlier events).
+func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver {
 	return driver{
-		g: g,
-		h: h,
+		guards: guards,
+		h:      h,
 	}
 }
 
 type driver struct {
-	h Handlers
-	g Guards
+	h      Handlers
+	guards func(run *runtime.Run) Guards
 }
 
 func (driver) Definition() runtime.Definition {
@@ -586,7 +588,7 @@ func (driver) Decode(name string, payload []byte) (runtime.Event, error) {
 	}
 	return e, nil
 }
-func (d driver) Fire(ctx context.Context, state string, e runtime.Event, rec runtime.Recorder) error {
+func (d driver) Fire(ctx context.Context, run *runtime.Run, state string, e runtime.Event, rec runtime.Recorder) error {
 	s, err := ParseState(state)
 	if err != nil {
 		return err
@@ -595,7 +597,14 @@ func (d driver) Fire(ctx context.Context, state string, e runtime.Event, rec run
 	if !ok {
 		return fmt.Errorf("%s: %w: %T is not an event of this machine", Type, runtime.ErrUnknownEvent, e)
 	}
-	return New(d.g, WithState(s), WithRecorder(rec)).Fire(ctx, ev)
+	var g Guards
+	if d.guards != nil {
+		g = d.guards(run)
+	}
+	if g == nil {
+		return fmt.Errorf("%s: no guards for the run", Type)
+	}
+	return New(g, WithState(s), WithRecorder(rec)).Fire(ctx, ev)
 }
 
 // Definition returns the machine's definition as data: the transition table,

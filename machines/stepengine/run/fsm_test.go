@@ -419,7 +419,7 @@ func TestFSMDriver(t *testing.T) {
 			t.Fatal(err)
 		}
 		log := &fsmgenLog{}
-		if err := d.Fire(context.Background(), r.from.String(), e, log); err != nil {
+		if err := d.Fire(context.Background(), &runtime.Run{}, r.from.String(), e, log); err != nil {
 			t.Fatalf("row %d: %v", i, err)
 		}
 		if len(log.got) != 1 || log.got[0].To != r.to.String() {
