@@ -31,20 +31,43 @@
 // may cancel it). They do no I/O and cannot fail; a run without a usable
 // policy gets guards that refuse every event that depends on it.
 //
-// # Starting a run
+// # Running on the engine
 //
-// The run's input is a SubmitProblem, its idempotency key
-// IdempotencyKey(signature, user, intent): the SHA-256 of the problem
-// signature, the user id and the intent. wf.Key computes it, normalizing
-// the content to get the signature. Before the run starts, the engine
-// resolves its execution policy with wf.PolicyFor(ctx, type, user, tier,
-// sensitivity) and stores the JSON snapshot on the run, where every handler
-// and guard reads it as run.Policy. A service does, in outline:
+// Register registers the workflow with an engine (package runtime/engine):
+// the machine, with wf.Driver() and the policy function wf.StartPolicy, and
+// the background machines its runs enqueue. Submit then starts a run for a
+// submission, idempotently:
 //
-//	cmd := problems.SubmitProblem{Text: "Solve 2x + 3 = 7", MediaType: "text/plain"}
-//	key, err := wf.Key(ctx, userID, cmd)
-//	policy, err := wf.PolicyFor(ctx, retrieveorgenerate.Type, userID, "pro", "standard")
-//	// start the run of type retrieveorgenerate.Type with input cmd, key and policy
+//	eng := engine.New(pool, store.New(pool), engine.Config{})
+//	if err := wf.Register(ctx, eng); err != nil { ... }
+//	res, err := wf.Submit(ctx, eng, problems.SubmitRequest{
+//		UserID: userID, TenantID: tenantID,
+//		SubscriptionTier: problems.TierPro, Sensitivity: problems.SensitivityStandard,
+//		Problem: problems.SubmitProblem{Text: "Solve 2x + 3 = 7", MediaType: "text/plain"},
+//	})
+//	switch res.Outcome {
+//	case store.Created, store.Restarted:
+//		run, err := eng.Drive(ctx, res.Run.ID) // or let eng.Work's workers drive it
+//	case store.Cached: // solved before: res.Run.Result
+//	case store.Running: // under way: res.Run.State, res.ETA
+//	case store.Cancelled: // cancelled by its owner: final for this key
+//	}
+//
+// The run's idempotency key is IdempotencyKey(signature, user, intent):
+// the SHA-256 of the problem signature, the user id and the intent; wf.Key
+// computes it, normalizing the content to get the signature. The run's
+// input is a RunInput: the SubmitProblem and the subscription tier and
+// sensitivity the policy is resolved from. Policy first: before the run is
+// written, the engine calls wf.StartPolicy, which resolves the execution
+// policy through the PolicyEngine for the run's workflow type, tenant,
+// user, tier and sensitivity, and the engine stores its JSON snapshot on
+// the run, where every handler and guard reads it as run.Policy. A policy
+// engine that fails refuses the submission (engine.ErrPolicy) and writes
+// nothing. A failed run submitted again is restarted in place, attempt 2,
+// under a freshly resolved policy.
+//
+// Without the engine's Start, wf.PolicyFor(ctx, type, user, tier,
+// sensitivity) resolves the same snapshot for a run started by hand.
 //
 // # What each state does
 //

@@ -69,12 +69,16 @@ func (w *Workflow) Driver() runtime.Driver {
 // returns the snapshot to store on it, which the run's handlers and guards
 // read back as run.Policy.
 func (w *Workflow) PolicyFor(ctx context.Context, workflowType, userID, subscriptionTier, sensitivity string) (json.RawMessage, error) {
-	p, err := w.a.Policies.Policy(ctx, PolicyRequest{
+	return w.resolvePolicy(ctx, PolicyRequest{
 		WorkflowType:     workflowType,
 		UserID:           userID,
 		SubscriptionTier: subscriptionTier,
 		Sensitivity:      sensitivity,
 	})
+}
+
+func (w *Workflow) resolvePolicy(ctx context.Context, req PolicyRequest) (json.RawMessage, error) {
+	p, err := w.a.Policies.Policy(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("problems: resolve policy: %w", err)
 	}
