@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -18,9 +19,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// cluster is a throwaway PostgreSQL cluster in a temporary directory,
-// reachable only through a unix socket in that directory.
-type cluster struct {
+// Cluster is a throwaway PostgreSQL cluster in a temporary directory,
+// reachable only through a unix socket in that directory. The tests' own
+// cluster is one; StartCluster starts another for programs (a demonstration,
+// a local tool) that want a real server without setting one up.
+type Cluster struct {
 	dir    string
 	port   int
 	proc   *os.Process
@@ -33,6 +36,10 @@ const installHint = `pgtest: no PostgreSQL server to test against.
 Either install the PostgreSQL server binaries (Debian/Ubuntu: apt-get install -y postgresql; Fedora: dnf install postgresql-server; macOS: brew install postgresql),
 or set ` + EnvURL + ` to a server whose user may create databases, for example
 	` + EnvURL + `='postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable'`
+
+// ErrNoServerBinaries is matched by errors.Is on the error StartCluster
+// returns when it finds no PostgreSQL server binaries to run.
+var ErrNoServerBinaries = errors.New("no PostgreSQL server binaries were found")
 
 // findBinDir returns the directory holding initdb and postgres: the one on
 // PATH, else the one `pg_config --bindir` names, else the newest
@@ -69,7 +76,7 @@ func findBinDir() (string, error) {
 		}
 	}
 	looked = append(looked, "/usr/lib/postgresql/*/bin: no initdb and postgres")
-	return "", fmt.Errorf(installHint, EnvURL+" is not set, and no server binaries were found (looked at "+strings.Join(looked, "; ")+").")
+	return "", fmt.Errorf("%w (looked at %s)", ErrNoServerBinaries, strings.Join(looked, "; "))
 }
 
 func pgMajor(bindir string) float64 {
@@ -77,13 +84,44 @@ func pgMajor(bindir string) float64 {
 	return v
 }
 
-// startCluster runs initdb and starts postgres in a new temporary directory,
-// as the postgres system user when the process runs as root.
-func startCluster() (c *cluster, err error) {
+// StartCluster starts a throwaway cluster the way the tests do: it finds
+// the server binaries (initdb on PATH, then `pg_config --bindir`, then the
+// newest /usr/lib/postgresql/*/bin), runs initdb in a new temporary
+// directory, as the postgres system user when the process runs as root, and
+// starts postgres on a unix socket in that directory, without fsync. It
+// returns once the server accepts connections. The caller must call Stop,
+// which also removes the directory; if the process dies first, the server
+// follows it. Without binaries the error matches ErrNoServerBinaries.
+func StartCluster(ctx context.Context) (*Cluster, error) {
 	bindir, err := findBinDir()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pgtest: %w", err)
 	}
+	return startCluster(ctx, bindir)
+}
+
+// URL returns the connection URL of the cluster's postgres database, as
+// user postgres over the cluster's unix socket.
+func (c *Cluster) URL() string {
+	return fmt.Sprintf("postgres://postgres@/postgres?host=%s&port=%d&sslmode=disable", url.QueryEscape(c.dir), c.port)
+}
+
+// Dir returns the directory the cluster lives in: its data directory,
+// socket and log.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Stop shuts the server down (a fast shutdown, then a kill after 30 s) and
+// removes its directory.
+func (c *Cluster) Stop() error {
+	if err := c.stop(); err != nil {
+		return fmt.Errorf("pgtest: stop cluster: %w", err)
+	}
+	return nil
+}
+
+// startCluster runs initdb and starts postgres in a new temporary directory,
+// as the postgres system user when the process runs as root.
+func startCluster(ctx context.Context, bindir string) (c *Cluster, err error) {
 	sweepStale()
 	dir, err := os.MkdirTemp("", "fsmgen-pgtest-")
 	if err != nil {
@@ -109,9 +147,9 @@ func startCluster() (c *cluster, err error) {
 	}
 	data := filepath.Join(dir, "data")
 	logf := filepath.Join(dir, "postgres.log")
-	c = &cluster{dir: dir, port: 5432, exited: make(chan struct{}), logf: logf}
+	c = &Cluster{dir: dir, port: 5432, exited: make(chan struct{}), logf: logf}
 
-	initdb := exec.Command(filepath.Join(bindir, "initdb"), "-D", data, "-U", "postgres", "-A", "trust",
+	initdb := exec.CommandContext(ctx, filepath.Join(bindir, "initdb"), "-D", data, "-U", "postgres", "-A", "trust",
 		"-E", "UTF8", "--no-locale", "--no-sync")
 	initdb.Dir = dir
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
@@ -156,24 +194,24 @@ func startCluster() (c *cluster, err error) {
 		return nil, fmt.Errorf("pgtest: start postgres: %w", err)
 	}
 	c.proc = cmd.Process
-	if err := c.waitReady(60 * time.Second); err != nil {
+	if err := c.waitReady(ctx, 60*time.Second); err != nil {
 		_ = c.stop()
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *cluster) dsn(name string) string {
+func (c *Cluster) dsn(name string) string {
 	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", c.dir, c.port, name)
 }
 
-func (c *cluster) waitReady(limit time.Duration) error {
+func (c *Cluster) waitReady(ctx context.Context, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		conn, err := pgx.Connect(ctx, c.dsn("postgres"))
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		conn, err := pgx.Connect(cctx, c.dsn("postgres"))
 		if err == nil {
-			conn.Close(ctx)
+			conn.Close(cctx)
 			cancel()
 			return nil
 		}
@@ -181,16 +219,17 @@ func (c *cluster) waitReady(limit time.Duration) error {
 		select {
 		case <-c.exited:
 			return fmt.Errorf("pgtest: postgres exited during start-up:\n%s", c.logTail())
-		default:
+		case <-ctx.Done():
+			return fmt.Errorf("pgtest: wait for postgres: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("pgtest: postgres not ready after %v: %v\n%s", limit, err, c.logTail())
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-func (c *cluster) logTail() string {
+func (c *Cluster) logTail() string {
 	b, _ := os.ReadFile(c.logf)
 	if len(b) > 4000 {
 		b = b[len(b)-4000:]
@@ -200,7 +239,7 @@ func (c *cluster) logTail() string {
 
 // stop shuts the server down (fast shutdown, then a kill after 30 s) and
 // removes the directory.
-func (c *cluster) stop() error {
+func (c *Cluster) stop() error {
 	var errs []error
 	if c.proc != nil {
 		_ = c.proc.Signal(syscall.SIGINT)

@@ -41,7 +41,7 @@ type server struct {
 	base     string
 	admin    *pgxpool.Pool
 	template string
-	cluster  *cluster // nil when the server came from EnvURL
+	cluster  *Cluster // nil when the server came from EnvURL
 }
 
 // Main runs the tests of a package and stops the throwaway cluster, if one
@@ -98,7 +98,11 @@ func newServer() (*server, error) {
 	if u := os.Getenv(EnvURL); u != "" {
 		s.base = u
 	} else {
-		c, err := startCluster()
+		bindir, err := findBinDir()
+		if err != nil {
+			return nil, fmt.Errorf(installHint, EnvURL+" is not set, and "+err.Error()+".")
+		}
+		c, err := startCluster(context.Background(), bindir)
 		if err != nil {
 			return nil, err
 		}
