@@ -179,3 +179,24 @@ var ErrIndexTimeout = errors.New("index write timed out")
 type Indexer interface {
 	Upsert(ctx context.Context, doc IndexDocument) error
 }
+
+// VideoRequest asks a renderer for the video of a solution.
+type VideoRequest struct {
+	ProblemSignature       string
+	SolutionAssetVersionID string
+	VideoMode              VideoMode
+	// Attempt counts the tries of this request, from 1.
+	Attempt int
+}
+
+// Video is a rendered video, stored under StorageKey.
+type Video struct {
+	StorageKey string
+}
+
+// VideoRenderer renders and stores the video of a solution (the video
+// workflow's work). Render is idempotent: the same solution gives the same
+// video, since a step may run again after a crash.
+type VideoRenderer interface {
+	Render(ctx context.Context, req VideoRequest) (Video, error)
+}

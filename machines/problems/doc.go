@@ -14,13 +14,14 @@
 //
 // Every external system is an interface: Normalizer (OCR and text
 // canonicalization), Retriever (hybrid search), Solver (the solve
-// sub-workflow), Registry (the asset registry), Indexer (the search index)
-// and PolicyEngine (the execution policy). Package problems/local
-// implements them all on PostgreSQL. Give them to New:
+// sub-workflow), Registry (the asset registry), Indexer (the search index),
+// VideoRenderer (the video workflow's renderer) and PolicyEngine (the
+// execution policy). Package problems/local implements them all on
+// PostgreSQL. Give them to New:
 //
 //	wf, err := problems.New(problems.Adapters{
 //		Policies: policies, Normalizer: normalizer, Retriever: retriever,
-//		Solver: solver, Registry: registry, Indexer: indexer,
+//		Solver: solver, Registry: registry, Indexer: indexer, Videos: videos,
 //	})
 //
 // The engine drives a run with the runtime.Driver that wf.Driver()

@@ -155,9 +155,3 @@ func decodeRunInput(input any) (RunInput, error) {
 	}
 	return in, nil
 }
-
-// registerBackground registers the machines of the background runs the
-// workflow enqueues.
-func (w *Workflow) registerBackground(context.Context, *engine.Engine) error {
-	return nil
-}

@@ -49,9 +49,12 @@ type Output struct {
 
 // ReindexAsset is the input of a ReindexWorkflowType run.
 type ReindexAsset struct {
-	AssetVersionID   string `json:"asset_version_id"`
-	ProblemID        string `json:"problem_id"`
-	ProblemSignature string `json:"problem_signature"`
+	AssetVersionID   string   `json:"asset_version_id"`
+	ProblemID        string   `json:"problem_id"`
+	ProblemSignature string   `json:"problem_signature"`
+	NormalizedText   string   `json:"normalized_text"`
+	PHash            string   `json:"phash,omitempty"`
+	TopicTags        []string `json:"topic_tags"`
 }
 
 // GenerateVideo is the input of a VideoWorkflowType run.

@@ -392,7 +392,9 @@ func TestIndexing(t *testing.T) {
 	skip.VideoGeneration = problems.VideoSkip
 	video := enqueued{problems.VideoWorkflowType, "video:" + av, problems.GenerateVideo{ProblemSignature: textSig, SolutionAssetVersionID: av, VideoMode: "async"}}
 	indexedEvent := emitted{problems.TopicDocumentIndexed, problems.DocumentIndexedEvent{RunID: runID, ProblemID: pid, AssetVersionID: av, ProblemSignature: textSig}}
-	reindex := enqueued{problems.ReindexWorkflowType, "reindex:" + av, problems.ReindexAsset{AssetVersionID: av, ProblemID: pid, ProblemSignature: textSig}}
+	reindex := enqueued{problems.ReindexWorkflowType, "reindex:" + av, problems.ReindexAsset{
+		AssetVersionID: av, ProblemID: pid, ProblemSignature: textSig, NormalizedText: textNorm, TopicTags: textTags,
+	}}
 
 	tests := []struct {
 		name string

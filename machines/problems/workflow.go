@@ -20,6 +20,9 @@ type Adapters struct {
 	Solver     Solver
 	Registry   Registry
 	Indexer    Indexer
+	// Videos renders the videos of new solutions, in the background runs
+	// of type VideoWorkflowType.
+	Videos VideoRenderer
 }
 
 // Workflow is the RetrieveOrGenerate workflow: it implements the handlers of
@@ -51,6 +54,9 @@ func New(a Adapters) (*Workflow, error) {
 	}
 	if a.Indexer == nil {
 		missing = append(missing, "Indexer")
+	}
+	if a.Videos == nil {
+		missing = append(missing, "Videos")
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("problems: new workflow: missing adapters %v", missing)
@@ -402,6 +408,7 @@ func (w *Workflow) Indexing(ctx context.Context, run *runtime.Run) (rog.Indexing
 	case isTimeout(err):
 		fx.Enqueue(ReindexWorkflowType, "reindex:"+reg.AssetVersionID, ReindexAsset{
 			AssetVersionID: reg.AssetVersionID, ProblemID: reg.ProblemID, ProblemSignature: mn.ProblemSignature,
+			NormalizedText: mn.NormalizedText, PHash: mn.Phash, TopicTags: mn.TopicTags,
 		})
 		fx.LogStep("index_deferred", map[string]any{"reason": "timeout"})
 		ev = rog.IndexTimedOut{AssetVersionID: reg.AssetVersionID}

@@ -19,6 +19,7 @@
 //	problembank.asset_versions  versions of a problem's assets, numbered from 1 per asset type
 //	problembank.contents        solution pages, addressed by "sha256:" + the page's SHA-256
 //	problembank.problem_index   the search index: one document per problem, with a GIN trigram index
+//	problembank.videos          the videos the stub renderer recorded, one per solution asset version
 //
 // # The adapters
 //
@@ -45,6 +46,10 @@
 // the index, bounded by Timeout; its Delay simulates a slow index, so that
 // a Delay above the Timeout makes every write fail with
 // problems.ErrIndexTimeout.
+//
+// Videos is a stub video renderer: it records each request in
+// problembank.videos under the storage key "video:" + the solution's asset
+// version id, and fails on request through its Fail hook.
 //
 // Policies resolves the execution policy from the subscription tier (free,
 // pro, enterprise) and the content's sensitivity: private content never

@@ -53,3 +53,14 @@ CREATE TABLE IF NOT EXISTS problembank.problem_index (
 );
 CREATE INDEX IF NOT EXISTS problem_index_text_trgm_idx
     ON problembank.problem_index USING gin (normalized_text gin_trgm_ops);
+
+-- Videos of solutions, one per solution asset version, written by the
+-- local video renderer (a stub: it records the request and a storage key).
+CREATE TABLE IF NOT EXISTS problembank.videos (
+    solution_asset_version_id UUID PRIMARY KEY REFERENCES problembank.asset_versions (id),
+    problem_signature         TEXT NOT NULL,
+    video_mode                TEXT NOT NULL,
+    storage_key               TEXT NOT NULL,
+    renders                   INTEGER NOT NULL DEFAULT 1 CHECK (renders >= 1),
+    rendered_at               TIMESTAMPTZ NOT NULL DEFAULT now()
+);

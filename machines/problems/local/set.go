@@ -16,6 +16,7 @@ type Set struct {
 	Solver     *Solver
 	Registry   *Registry
 	Indexer    *Indexer
+	Videos     *Videos
 }
 
 // NewSet returns the local adapters on pool, whose database Migrate
@@ -28,6 +29,7 @@ func NewSet(pool *pgxpool.Pool, uploads Uploads) *Set {
 		Solver:     NewSolver(pool),
 		Registry:   NewRegistry(pool),
 		Indexer:    NewIndexer(pool),
+		Videos:     NewVideos(pool),
 	}
 }
 
@@ -40,5 +42,6 @@ func (s *Set) Adapters() problems.Adapters {
 		Solver:     s.Solver,
 		Registry:   s.Registry,
 		Indexer:    s.Indexer,
+		Videos:     s.Videos,
 	}
 }

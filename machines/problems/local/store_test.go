@@ -41,7 +41,7 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"asset_versions", "contents", "problem_index", "problems"}, tables); diff != "" {
+	if diff := cmp.Diff([]string{"asset_versions", "contents", "problem_index", "problems", "videos"}, tables); diff != "" {
 		t.Errorf("tables (-want +got):\n%s", diff)
 	}
 	var indexdef string
