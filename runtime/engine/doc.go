@@ -101,6 +101,12 @@
 // no worker and is logged as parked, until an operator calls Resume (a fresh
 // series of tries) or Cancel.
 //
+// A workflow that wants the exhausted event to carry a payload and a
+// result (a fallback answer, say) registers an ExhaustedFunc with
+// WithExhausted: the engine calls it with the run, the state and the last
+// error instead of firing the empty event, and writes what it asks of
+// run.Effects with the transition, as a handler's.
+//
 // # Leases, fencing and crash recovery
 //
 // A worker claims due runs with one statement (FOR UPDATE SKIP LOCKED, so

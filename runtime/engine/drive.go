@@ -469,9 +469,9 @@ func (s *session) fail(ctx context.Context, st runtime.StateSpec, code, detail s
 // refused).
 func (s *session) exhausted(ctx context.Context, st runtime.StateSpec, code, detail string) error {
 	if st.OnExhausted != "" {
-		ev, err := s.reg.driver.Decode(st.OnExhausted, nil)
+		ev, res, effs, err := s.exhaustedEvent(ctx, st, code, detail)
 		if err == nil {
-			err = s.fire(ctx, ev, &store.Result{ErrorCode: code, ErrorDetail: detail}, nil)
+			err = s.fire(ctx, ev, res, effs)
 			if err == nil || s.settled(err) {
 				return s.outcome(err)
 			}
@@ -479,6 +479,42 @@ func (s *session) exhausted(ctx context.Context, st runtime.StateSpec, code, det
 		detail = fmt.Sprintf("%s; %s not fired: %v", detail, st.OnExhausted, err)
 	}
 	return s.park(ctx, code, detail)
+}
+
+// exhaustedEvent returns the event to fire on an exhausted state, with the
+// result and effects to write with it: the registered ExhaustedFunc's, or
+// the state's OnExhausted event with an empty payload and the error in the
+// result.
+func (s *session) exhaustedEvent(ctx context.Context, st runtime.StateSpec, code, detail string) (runtime.Event, *store.Result, *store.Effects, error) {
+	res := &store.Result{ErrorCode: code, ErrorDetail: detail}
+	if s.reg.exhausted != nil {
+		if err := s.loadEvents(ctx); err != nil {
+			return nil, nil, nil, err
+		}
+		rt := s.run.Runtime()
+		rt.Events = s.events
+		eff := &effects{}
+		rt.Effects = eff
+		ev, err := s.reg.exhausted(ctx, &rt, st.Name, code, detail)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("exhausted %s: %w", st.Name, err)
+		}
+		if ev != nil {
+			effs, hres, err := eff.build(ctx, s.e, s.run)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if hres != nil {
+				res = hres
+			}
+			return ev, res, effs, nil
+		}
+	}
+	ev, err := s.reg.driver.Decode(st.OnExhausted, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ev, res, nil, nil
 }
 
 // park parks the run with its error for an operator.

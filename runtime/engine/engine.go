@@ -114,10 +114,32 @@ func WithPolicy(f PolicyFunc) RegisterOption {
 	return func(r *registered) { r.policy = f }
 }
 
+// ExhaustedFunc builds the event fired when the tries of a state are used
+// up (its retries, or its recoveries from expired leases), in place of the
+// state's OnExhausted event with an empty payload: a workflow gives it the
+// payload and the result record that a handler would have given on its
+// last try. It is called with the run as a handler sees it (events, policy,
+// Effects), the state's name, and the code and detail of the last error.
+//
+// What it asks of run.Effects is written with the transition, like a
+// handler's effects. When it calls neither SetResult nor SetError, the
+// run's result gets the last error's code and detail, as without it. When
+// it returns a nil event (for a state it leaves to the default), the
+// state's OnExhausted event is fired with an empty payload; when it
+// returns an error or an event the state refuses, the run is parked.
+type ExhaustedFunc func(ctx context.Context, run *runtime.Run, state, code, detail string) (runtime.Event, error)
+
+// WithExhausted sets the function that builds the events fired on
+// exhausted states of the type being registered.
+func WithExhausted(f ExhaustedFunc) RegisterOption {
+	return func(r *registered) { r.exhausted = f }
+}
+
 type registered struct {
-	driver runtime.Driver
-	def    runtime.Definition
-	policy PolicyFunc
+	driver    runtime.Driver
+	def       runtime.Definition
+	policy    PolicyFunc
+	exhausted ExhaustedFunc
 	// cancel maps a state to the event that cancels runs in it.
 	cancel map[string]string
 	// fields maps an event to its payload fields.
