@@ -109,6 +109,35 @@
 // Any state can be cancelled by the run's owner: the guard UserOwnsRun
 // admits Cancel only from the user the run belongs to.
 //
+// # Background runs
+//
+// The runs a RetrieveOrGenerate run enqueues are runs of two small machines
+// of their own, declared in background.fsm and registered by Register, so
+// that the engine's workers drive them like any run:
+//
+//   - "admin.reindex_asset" (package problems/reindexasset): REINDEXING
+//     writes the index document its input (a ReindexAsset) carries through
+//     the Indexer, retried 5 times (1 s, 4 s, 16 s, 1 min), then INDEXED
+//     with outcome "indexed", or FAILED.
+//   - "video_generation" (package problems/videogeneration): RENDERING
+//     renders the video its input (a GenerateVideo) asks for through the
+//     VideoRenderer, retried 3 times, then RENDERED with outcome
+//     "rendered" and output {solution_asset_version_id, storage_key}, or
+//     FAILED.
+//
+// They are started in the transaction of the transition that enqueues
+// them, with the run's tenant, user and correlation id, idempotently by
+// key ("reindex:" or "video:" and the asset version id).
+//
+// # Cancelling
+//
+// eng.Cancel(ctx, runID, userID) cancels a run from any process on behalf
+// of its owner: another user gets engine.ErrNotOwner, a finished run
+// engine.ErrRunFinished. A handler in flight (a long solve, say) has its
+// context cancelled at its next heartbeat and writes nothing; an eng.Drive
+// driving it returns engine.ErrLeaseLost. A cancelled run stays cancelled:
+// submitting the same problem again returns it (store.Cancelled).
+//
 // # Effects
 //
 // Handlers act on the world through the adapters and through run.Effects:
@@ -123,15 +152,18 @@
 // choose themselves (MediaRejected, SolveFailed, CostCapExceeded,
 // IndexFailed).
 //
-// # Limits
+// # Exhausted states
 //
-// When the engine rather than the handler fires SolveFailed (its retries, or
-// its recoveries from expired leases, are exhausted), no handler runs to set
-// the result: NearMissAvailable still decides, so a near miss is served
-// with outcome "hit", but the result record lacks the approximate
-// asset_version_id. The handler avoids this on the tries it makes by
-// returning SolveFailed itself on the last one the policy and the machine
-// allow.
+// When the engine rather than a handler gives up on a state (its retries,
+// or its recoveries from workers that died holding the run, are used up),
+// it asks wf.Exhausted, which Register installs, for the event to fire: in
+// GENERATING_SOLUTION the SolveFailed that the handler returns on its last
+// try, with the same result (the near miss with is_approximate, or the
+// error), and in INGESTING MediaRejected with reason "normalization_failed".
+// Other states fire the machine's else event with an empty payload and the
+// last error in the result.
+//
+// # Limits
 //
 // The policy's retry_max can lower the number of tries of INGESTING and
 // GENERATING_SOLUTION below the machine's (4 and 3), never raise it.

@@ -72,9 +72,7 @@ func drive(t *testing.T, wf *problems.Workflow, p problems.ExecutionPolicy, cmd 
 		case state == o.cancelIn:
 			ev = rog.Cancel{UserID: o.cancelBy}
 		case o.exhaust[state]:
-			if ev, err = d.Decode(spec.OnExhausted, nil); err != nil {
-				t.Fatal(err)
-			}
+			ev = exhausted(t, wf, run, spec, "LEASE_EXPIRED", "tries interrupted by expired leases")
 		default:
 			tr.Tries[state]++
 			ev, err = d.Handle(ctx, run, state)
@@ -91,9 +89,8 @@ func drive(t *testing.T, wf *problems.Workflow, p problems.ExecutionPolicy, cmd 
 					t.Fatalf("%s: the run would be parked: %v", state, err)
 				}
 				fx = &effects{}
-				if ev, err = d.Decode(spec.OnExhausted, nil); err != nil {
-					t.Fatal(err)
-				}
+				run.Effects = fx
+				ev = exhausted(t, wf, run, spec, runtime.ErrorCode(err), err.Error())
 			}
 		}
 		var rec runtime.Transition
@@ -118,6 +115,24 @@ func drive(t *testing.T, wf *problems.Workflow, p problems.ExecutionPolicy, cmd 
 	}
 	t.Fatal("the run did not end")
 	return tr
+}
+
+// exhausted returns the event the engine fires when the tries of spec are
+// used up: the workflow's Exhausted, else the state's else event with an
+// empty payload.
+func exhausted(t *testing.T, wf *problems.Workflow, run *runtime.Run, spec runtime.StateSpec, code, detail string) runtime.Event {
+	t.Helper()
+	ev, err := wf.Exhausted(context.Background(), run, spec.Name, code, detail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev != nil {
+		return ev
+	}
+	if ev, err = wf.Driver().Decode(spec.OnExhausted, nil); err != nil {
+		t.Fatal(err)
+	}
+	return ev
 }
 
 func topics(fx *effects) []string {
@@ -268,15 +283,16 @@ func TestDriveEveryBranch(t *testing.T) {
 			steps:   []string{"policy_applied", "near_miss_served"},
 			result:  &result{problems.Output{AssetVersionID: storedAV, IsApproximate: true}, 0},
 		}},
-		// Fired by the engine, SolveFailed runs no handler, so nothing sets
-		// the near miss's output: see the package manual.
+		// Fired by the engine, SolveFailed is built by Workflow.Exhausted,
+		// which sets the near miss's output as the handler would.
 		{name: "engine exhausts the solve, near miss", wf: fx.wf, p: async, cmd: near, o: driveOptions{exhaust: map[string]bool{"GENERATING_SOLUTION": true}}, want: expect{
 			states:  []string{"INITIATED", "INGESTING", "RETRIEVING", "GENERATING_SOLUTION", "SUCCEEDED"},
 			events:  []string{"Start", "MediaNormalized", "RetrievalMiss", "SolveFailed"},
 			outcome: "hit",
 			tries:   map[string]int{"INITIATED": 1, "INGESTING": 1, "RETRIEVING": 1},
 			emits:   []string{"ingestion.MediaNormalized", "retrieval.RetrievalMiss"},
-			steps:   []string{"policy_applied"},
+			steps:   []string{"policy_applied", "near_miss_served"},
+			result:  &result{problems.Output{AssetVersionID: storedAV, IsApproximate: true}, 0},
 		}},
 		{name: "engine exhausts the solve, no near miss", wf: fx.wf, p: async, cmd: farText, o: driveOptions{exhaust: map[string]bool{"GENERATING_SOLUTION": true}}, want: expect{
 			states: []string{"INITIATED", "INGESTING", "RETRIEVING", "GENERATING_SOLUTION", "FAILED"},
@@ -284,6 +300,8 @@ func TestDriveEveryBranch(t *testing.T) {
 			tries:  map[string]int{"INITIATED": 1, "INGESTING": 1, "RETRIEVING": 1},
 			emits:  []string{"ingestion.MediaNormalized", "retrieval.RetrievalMiss"},
 			steps:  []string{"policy_applied"},
+			result: &result{nil, 0},
+			errors: []coded{{"LEASE_EXPIRED", "tries interrupted by expired leases"}},
 		}},
 		{name: "cost cap exceeded", wf: expensive, p: async, cmd: near, want: expect{
 			states: []string{"INITIATED", "INGESTING", "RETRIEVING", "GENERATING_SOLUTION", "FAILED"},

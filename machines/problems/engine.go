@@ -42,15 +42,15 @@ type SubmitRequest struct {
 }
 
 // Register registers the workflow with eng: the RetrieveOrGenerate machine,
-// driven by w.Driver() and started under the policy that w.StartPolicy
-// resolves, and the background machines its runs enqueue (see
-// RegisterBackground). Call it once per engine, before Submit and before
-// the engine works.
+// driven by w.Driver(), started under the policy that w.StartPolicy
+// resolves, its exhausted states ended by w.Exhausted, and the background
+// machines its runs enqueue (w.ReindexDriver and w.VideoDriver). Call it
+// once per engine, before Submit and before the engine works.
 func (w *Workflow) Register(ctx context.Context, eng *engine.Engine) error {
 	if eng == nil {
 		return errors.New("problems: register: nil engine")
 	}
-	if err := eng.Register(ctx, w.Driver(), engine.WithPolicy(w.StartPolicy)); err != nil {
+	if err := eng.Register(ctx, w.Driver(), engine.WithPolicy(w.StartPolicy), engine.WithExhausted(w.Exhausted)); err != nil {
 		return fmt.Errorf("problems: register %s: %w", rog.Type, err)
 	}
 	if err := w.registerBackground(ctx, eng); err != nil {

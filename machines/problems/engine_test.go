@@ -3,14 +3,20 @@ package problems_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/fsmgen/fsmgen/machines/problems"
+	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -21,17 +27,77 @@ const tenant = "tenant-1"
 // transition is one transition row of a run's log.
 type transition struct{ From, To, Event string }
 
-// newEngine returns an engine on the fixture's pool with wf registered.
+// ended is what a run came to: its transitions and its result record.
+type ended struct {
+	Transitions []transition
+	State       string
+	Status      runtime.Status
+	Outcome     string
+	Attempt     int
+	Output      any // a problems.Output, problems.VideoOutput, ... or nil
+	CostUSD     float64
+	ErrorCode   string
+	ErrorDetail string
+}
+
+var (
+	hitPath = []transition{
+		{"INITIATED", "INGESTING", "Start"},
+		{"INGESTING", "RETRIEVING", "MediaNormalized"},
+		{"RETRIEVING", "SUCCEEDED", "RetrievalHit"},
+	}
+	toSolve = []transition{
+		{"INITIATED", "INGESTING", "Start"},
+		{"INGESTING", "RETRIEVING", "MediaNormalized"},
+		{"RETRIEVING", "GENERATING_SOLUTION", "RetrievalMiss"},
+	}
+	newPath = append(toSolve[:3:3],
+		transition{"GENERATING_SOLUTION", "REGISTERING", "SolveSucceeded"},
+		transition{"REGISTERING", "INDEXING", "AssetsRegistered"},
+		transition{"INDEXING", "SUCCEEDED", "DocumentIndexed"},
+	)
+	solveFailedTo = func(to string) []transition {
+		return append(toSolve[:3:3], transition{"GENERATING_SOLUTION", to, "SolveFailed"})
+	}
+)
+
+// clock is a settable clock for store.WithClock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newEngine returns an engine on the fixture's pool with wf registered. Its
+// retries are not jittered (Jitter 0.5 is the middle of the range).
 func newEngine(t *testing.T, fx *fixture, wf *problems.Workflow, cfg engine.Config, opts ...store.Option) *engine.Engine {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Logger = quiet
 	}
 	if cfg.Lease == 0 {
 		cfg.Lease = 10 * time.Second
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 20 * time.Millisecond
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = func() float64 { return 0.5 }
 	}
 	eng := engine.New(fx.pool, store.New(fx.pool, opts...), cfg)
 	if err := wf.Register(context.Background(), eng); err != nil {
@@ -57,43 +123,641 @@ func transitions(t *testing.T, eng *engine.Engine, runID string, attempt int) []
 	return out
 }
 
+// steps returns the payloads of the run's logged steps named name.
+func steps(t *testing.T, eng *engine.Engine, runID, name string) []map[string]any {
+	t.Helper()
+	h, err := eng.Store().History(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []map[string]any{}
+	for _, s := range h {
+		if s.Kind == store.KindStep && s.Name == name {
+			var m map[string]any
+			if err := json.Unmarshal(s.Payload, &m); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// end summarises a terminal run; output decodes the result's output.
+func end(t *testing.T, eng *engine.Engine, run store.Run, output func(json.RawMessage) (any, error)) ended {
+	t.Helper()
+	e := ended{Transitions: transitions(t, eng, run.ID, run.Attempt), State: run.State, Status: run.Status, Attempt: run.Attempt}
+	if run.Result == nil {
+		return e
+	}
+	r := run.Result
+	e.Outcome, e.CostUSD, e.ErrorCode, e.ErrorDetail = r.Outcome, r.CostUSD, r.ErrorCode, r.ErrorDetail
+	if r.Status != run.Status || r.RunID != run.ID || r.Attempt != run.Attempt {
+		t.Errorf("result %+v of run %s %s attempt %d", r, run.ID, run.Status, run.Attempt)
+	}
+	if len(r.Output) > 0 && string(r.Output) != "null" {
+		out, err := output(r.Output)
+		if err != nil {
+			t.Fatalf("output %s: %v", r.Output, err)
+		}
+		e.Output = out
+	}
+	return e
+}
+
+func decodeAs[T any](raw json.RawMessage) (any, error) {
+	var v T
+	err := json.Unmarshal(raw, &v)
+	return v, err
+}
+
+var workflowOutput = decodeAs[problems.Output]
+
 func submitReq(cmd problems.SubmitProblem, tier string) problems.SubmitRequest {
 	return problems.SubmitRequest{UserID: userID, TenantID: tenant, SubscriptionTier: tier, Problem: cmd}
 }
 
-func TestEngineSubmitDriveHit(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	fx := newFixture(t)
-	_, av := fx.stored(t, textNorm)
-	eng := newEngine(t, fx, fx.wf, engine.Config{})
-	res, err := fx.wf.Submit(ctx, eng, submitReq(textCmd, problems.TierPro))
+// submit submits cmd and requires a new run.
+func submit(t *testing.T, wf *problems.Workflow, eng *engine.Engine, cmd problems.SubmitProblem, tier string) store.Run {
+	t.Helper()
+	res, err := wf.Submit(context.Background(), eng, submitReq(cmd, tier))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Outcome != store.Created {
-		t.Fatalf("outcome %v, want created", res.Outcome)
+		t.Fatalf("submit: outcome %v, want created", res.Outcome)
 	}
-	run, err := eng.Drive(ctx, res.Run.ID)
+	return res.Run
+}
+
+// submitAndDrive submits cmd and drives its run inline to its end.
+func submitAndDrive(t *testing.T, wf *problems.Workflow, eng *engine.Engine, cmd problems.SubmitProblem, tier string) store.Run {
+	t.Helper()
+	run := submit(t, wf, eng, cmd, tier)
+	run, err := eng.Drive(context.Background(), run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []transition{
-		{"INITIATED", "INGESTING", "Start"},
-		{"INGESTING", "RETRIEVING", "MediaNormalized"},
-		{"RETRIEVING", "SUCCEEDED", "RetrievalHit"},
+	if !run.Terminal() {
+		t.Fatalf("Drive returned with the run in %s", run.State)
 	}
-	if diff := cmp.Diff(want, transitions(t, eng, run.ID, 1)); diff != "" {
-		t.Errorf("transitions (-want +got):\n%s", diff)
+	return run
+}
+
+// runDue drives run to its end with RunDue, moving clk to each retry's due
+// time, and returns it.
+func runDue(t *testing.T, eng *engine.Engine, clk *clock, runID string) store.Run {
+	t.Helper()
+	ctx := context.Background()
+	for range 30 {
+		if _, err := eng.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		run, err := eng.Store().Get(ctx, runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Terminal() {
+			return run
+		}
+		if !run.ParkedAt.IsZero() || run.NextRunAt.IsZero() {
+			t.Fatalf("run parked or waiting in %s: %s %s", run.State, run.LastErrorCode, run.LastError)
+		}
+		clk.Advance(run.NextRunAt.Sub(clk.Now()))
 	}
-	if run.Status != runtime.StatusSucceeded || run.Result == nil || run.Result.Outcome != "hit" {
-		t.Fatalf("run %s %s, result %+v", run.State, run.Status, run.Result)
+	t.Fatal("the run did not end")
+	return store.Run{}
+}
+
+// background returns the run of type typ started with key.
+func background(t *testing.T, eng *engine.Engine, typ, key string) store.Run {
+	t.Helper()
+	runs, err := eng.Store().List(context.Background(), store.Filter{Type: typ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.IdempotencyKey == key {
+			return r
+		}
+	}
+	t.Fatalf("no %s run with key %s among %d", typ, key, len(runs))
+	return store.Run{}
+}
+
+// flakyIndexer times out on its first n writes, then writes through inner.
+type flakyIndexer struct {
+	inner problems.Indexer
+	n     atomic.Int32
+}
+
+func (f *flakyIndexer) Upsert(ctx context.Context, doc problems.IndexDocument) error {
+	if f.n.Add(-1) >= 0 {
+		return fmt.Errorf("index %s: %w", doc.AssetVersionID, problems.ErrIndexTimeout)
+	}
+	return f.inner.Upsert(ctx, doc)
+}
+
+// switchSolver refuses every solve as over the cost cap while over is set.
+type switchSolver struct {
+	inner problems.Solver
+	over  atomic.Bool
+}
+
+func (s *switchSolver) Solve(ctx context.Context, req problems.SolveRequest) (problems.Solution, error) {
+	if s.over.Load() {
+		return problems.Solution{}, &problems.CostCapError{CapUSD: req.BudgetUSD, SpentUSD: 9}
+	}
+	return s.inner.Solve(ctx, req)
+}
+
+// blockingSolver blocks every solve until its context is done, telling
+// entered when it starts.
+type blockingSolver struct{ entered chan struct{} }
+
+func (b blockingSolver) Solve(ctx context.Context, _ problems.SolveRequest) (problems.Solution, error) {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return problems.Solution{}, context.Cause(ctx)
+}
+
+func TestEngineHit(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	_, av := fx.stored(t, textNorm)
+	eng := newEngine(t, fx, fx.wf, engine.Config{})
+	run := submitAndDrive(t, fx.wf, eng, textCmd, problems.TierPro)
+	want := ended{Transitions: hitPath, State: "SUCCEEDED", Status: runtime.StatusSucceeded, Outcome: "hit", Attempt: 1,
+		Output: problems.Output{AssetVersionID: av}}
+	if diff := cmp.Diff(want, end(t, eng, run, workflowOutput)); diff != "" {
+		t.Errorf("run (-want +got):\n%s", diff)
+	}
+	// Policy first: the snapshot on the run, and step policy_applied.
+	var pol problems.ExecutionPolicy
+	if err := json.Unmarshal(run.PolicySnapshot, &pol); err != nil {
+		t.Fatal(err)
+	}
+	wantPol := problems.ExecutionPolicy{RetrievalThreshold: 0.85, VideoGeneration: problems.VideoAsync, RetryMax: 3, CostCapUSD: 0.5,
+		SubscriptionTier: problems.TierPro, Sensitivity: problems.SensitivityStandard}
+	if diff := cmp.Diff(wantPol, pol); diff != "" {
+		t.Errorf("policy snapshot (-want +got):\n%s", diff)
+	}
+	applied := steps(t, eng, run.ID, "policy_applied")
+	wantApplied := []map[string]any{{"policy": map[string]any{"retrieval_threshold": 0.85, "video_generation": "async", "retry_max": 3.0,
+		"cost_cap_usd": 0.5, "subscription_tier": "pro", "sensitivity": "standard"}}}
+	if diff := cmp.Diff(wantApplied, applied); diff != "" {
+		t.Errorf("policy_applied steps (-want +got):\n%s", diff)
+	}
+}
+
+// The miss path on workers: the run and its video run are driven by Work.
+func TestEngineNewWithVideoOnWorkers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fx := newFixture(t)
+	eng := newEngine(t, fx, fx.wf, engine.Config{Concurrency: 4})
+	errc := make(chan error, 1)
+	go func() { errc <- eng.Work(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Work: %v", err)
+		}
+	}()
+
+	run := submit(t, fx.wf, eng, problems.SubmitProblem{Text: "Solve 3y - 4 = 11"}, problems.TierPro)
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	run, err := eng.Wait(wctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var out problems.Output
 	if err := json.Unmarshal(run.Result.Output, &out); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(problems.Output{AssetVersionID: av}, out); diff != "" {
-		t.Errorf("output (-want +got):\n%s", diff)
+	want := ended{Transitions: newPath, State: "SUCCEEDED", Status: runtime.StatusSucceeded, Outcome: "new", Attempt: 1,
+		Output: problems.Output{AssetVersionID: out.AssetVersionID, VideoPending: true}, CostUSD: 0.01}
+	if diff := cmp.Diff(want, end(t, eng, run, workflowOutput)); diff != "" {
+		t.Errorf("run (-want +got):\n%s", diff)
+	}
+	if _, ok, err := fx.set.Indexer.Indexed(ctx, mustProblem(t, fx, out.AssetVersionID)); err != nil || !ok {
+		t.Errorf("the new solution is not indexed (%v)", err)
+	}
+
+	video := background(t, eng, problems.VideoWorkflowType, "video:"+out.AssetVersionID)
+	if video.UserID != userID || video.TenantID != tenant || video.CorrelationID != run.CorrelationID {
+		t.Errorf("video run of %s/%s/%s, want the run's", video.UserID, video.TenantID, video.CorrelationID)
+	}
+	video, err = eng.Wait(wctx, video.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantVideo := ended{
+		Transitions: []transition{{"RENDERING", "RENDERED", "Rendered"}},
+		State:       "RENDERED", Status: runtime.StatusSucceeded, Outcome: "rendered", Attempt: 1,
+		Output: problems.VideoOutput{SolutionAssetVersionID: out.AssetVersionID, StorageKey: "video:" + out.AssetVersionID},
+	}
+	if diff := cmp.Diff(wantVideo, end(t, eng, video, decodeAs[problems.VideoOutput])); diff != "" {
+		t.Errorf("video run (-want +got):\n%s", diff)
+	}
+	key, renders, ok, err := fx.set.Videos.Rendered(ctx, out.AssetVersionID)
+	if err != nil || !ok || key != "video:"+out.AssetVersionID || renders != 1 {
+		t.Errorf("video row: %q, %d renders, %v, %v", key, renders, ok, err)
+	}
+}
+
+// mustProblem returns the problem of an asset version.
+func mustProblem(t *testing.T, fx *fixture, assetVersionID string) string {
+	t.Helper()
+	v, err := fx.set.Registry.Version(context.Background(), assetVersionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.ProblemID
+}
+
+func TestEngineVideoSkippedByPolicy(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	eng := newEngine(t, fx, fx.wf, engine.Config{})
+	run := submitAndDrive(t, fx.wf, eng, problems.SubmitProblem{Text: "Solve 5k + 2 = 12"}, problems.TierFree)
+	got := end(t, eng, run, workflowOutput)
+	av := got.Output.(problems.Output).AssetVersionID
+	want := ended{Transitions: newPath, State: "SUCCEEDED", Status: runtime.StatusSucceeded, Outcome: "new", Attempt: 1,
+		Output: problems.Output{AssetVersionID: av}, CostUSD: 0.01}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("run (-want +got):\n%s", diff)
+	}
+	runs, err := eng.Store().List(context.Background(), store.Filter{Type: problems.VideoWorkflowType})
+	if err != nil || len(runs) != 0 {
+		t.Errorf("video runs: %d (%v), want none", len(runs), err)
+	}
+}
+
+func TestEngineMediaRejected(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	eng := newEngine(t, fx, fx.wf, engine.Config{})
+	run := submitAndDrive(t, fx.wf, eng, problems.SubmitProblem{Text: "?!"}, problems.TierPro)
+	want := ended{
+		Transitions: []transition{{"INITIATED", "INGESTING", "Start"}, {"INGESTING", "FAILED", "MediaRejected"}},
+		State:       "FAILED", Status: runtime.StatusFailed, Attempt: 1,
+		ErrorCode: problems.CodeMediaRejected, ErrorDetail: "empty_content",
+	}
+	if diff := cmp.Diff(want, end(t, eng, run, workflowOutput)); diff != "" {
+		t.Errorf("run (-want +got):\n%s", diff)
+	}
+}
+
+// The solver fails on every try: the engine retries GENERATING_SOLUTION
+// after 1 s and 4 s (seed 001's backoff, unjittered), and the third try,
+// the last that the pro policy's retry_max and the machine allow, returns
+// SolveFailed.
+func TestEngineSolveFailsAfterRetries(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	_, storedAV := fx.stored(t, textNorm)
+	var calls atomic.Int32
+	failing := fx.with(t, func(a *problems.Adapters) {
+		s := *fx.set.Solver
+		s.Fail = func(problems.SolveRequest) error { calls.Add(1); return errors.New("model unavailable") }
+		a.Solver = &s
+	})
+	tests := []struct {
+		name  string
+		cmd   problems.SubmitProblem
+		want  ended
+		steps []map[string]any
+	}{
+		{
+			name: "no near miss: failed",
+			cmd:  problems.SubmitProblem{Text: "What is 6 * 7?"},
+			want: ended{Transitions: solveFailedTo("FAILED"), State: "FAILED", Status: runtime.StatusFailed, Attempt: 1,
+				ErrorCode: problems.CodeSolveFailed, ErrorDetail: "local: solve: model unavailable"},
+			steps: []map[string]any{},
+		},
+		{
+			// "Solve for x: 2x + 3 = 17" misses the stored "2x + 3 = 7"
+			// with a hybrid 0.818: under 0.83, above 0.70.
+			name: "near miss: served as an approximate hit",
+			cmd:  problems.SubmitProblem{Text: "Solve for x: 2x + 3 = 17"},
+			want: ended{Transitions: solveFailedTo("SUCCEEDED"), State: "SUCCEEDED", Status: runtime.StatusSucceeded, Outcome: "hit", Attempt: 1,
+				Output: problems.Output{AssetVersionID: storedAV, IsApproximate: true}},
+			steps: []map[string]any{{"asset_version_id": storedAV, "error_code": "SOLVE_FAILED"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			calls.Store(0)
+			clk := newClock()
+			eng := newEngine(t, fx, failing, engine.Config{}, store.WithClock(clk.Now))
+			run := submit(t, failing, eng, tc.cmd, problems.TierPro)
+			run = runDue(t, eng, clk, run.ID)
+			if diff := cmp.Diff(tc.want, end(t, eng, run, workflowOutput)); diff != "" {
+				t.Errorf("run (-want +got):\n%s", diff)
+			}
+			if n := calls.Load(); n != 3 {
+				t.Errorf("%d solves, want 3", n)
+			}
+			var delays []float64
+			for _, s := range steps(t, eng, run.ID, "attempt_failed") {
+				delays = append(delays, s["delay_ms"].(float64))
+			}
+			if diff := cmp.Diff([]float64{1000, 4000}, delays); diff != "" {
+				t.Errorf("retry delays (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.steps, steps(t, eng, run.ID, "near_miss_served")); diff != "" {
+				t.Errorf("near_miss_served (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The tries of GENERATING_SOLUTION are used up by workers that died
+// holding the run, so the engine rather than the handler ends the state:
+// Workflow.Exhausted still serves the near miss, with its output.
+func TestEngineSolveExhaustedByTheEngine(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	_, storedAV := fx.stored(t, textNorm)
+	failing := fx.with(t, func(a *problems.Adapters) {
+		s := *fx.set.Solver
+		s.Fail = func(problems.SolveRequest) error { return errors.New("model unavailable") }
+		a.Solver = &s
+	})
+	detail := "3 tries of GENERATING_SOLUTION were interrupted by expired leases"
+	tests := []struct {
+		name  string
+		cmd   problems.SubmitProblem
+		want  ended
+		steps []map[string]any
+	}{
+		{
+			name: "near miss: served as an approximate hit",
+			cmd:  problems.SubmitProblem{Text: "Solve for x: 2x + 3 = 17"},
+			want: ended{Transitions: solveFailedTo("SUCCEEDED"), State: "SUCCEEDED", Status: runtime.StatusSucceeded, Outcome: "hit", Attempt: 1,
+				Output: problems.Output{AssetVersionID: storedAV, IsApproximate: true}},
+			steps: []map[string]any{{"asset_version_id": storedAV, "error_code": "LEASE_EXPIRED"}},
+		},
+		{
+			name: "no near miss: failed",
+			cmd:  problems.SubmitProblem{Text: "What is 6 * 7?"},
+			want: ended{Transitions: solveFailedTo("FAILED"), State: "FAILED", Status: runtime.StatusFailed, Attempt: 1,
+				ErrorCode: "LEASE_EXPIRED", ErrorDetail: detail},
+			steps: []map[string]any{},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := newClock()
+			eng := newEngine(t, fx, failing, engine.Config{}, store.WithClock(clk.Now))
+			run := submit(t, failing, eng, tc.cmd, problems.TierPro)
+			// The first try fails and is scheduled again.
+			if _, err := eng.RunDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Two workers claim it in turn and die.
+			for range 2 {
+				clk.Advance(time.Minute)
+				claims, err := eng.Store().Claim(ctx, store.ClaimParams{Owner: "dead-worker", Kinds: []store.Kind{{Type: rog.Type, Version: rog.Version}},
+					Limit: 1, TTL: time.Second, RunID: run.ID})
+				if err != nil || len(claims) != 1 {
+					t.Fatalf("claim by a worker about to die: %d claims, %v", len(claims), err)
+				}
+			}
+			clk.Advance(time.Minute)
+			run = runDue(t, eng, clk, run.ID)
+			if diff := cmp.Diff(tc.want, end(t, eng, run, workflowOutput)); diff != "" {
+				t.Errorf("run (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.steps, steps(t, eng, run.ID, "near_miss_served")); diff != "" {
+				t.Errorf("near_miss_served (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEngineCostCapExceeded(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	expensive := fx.with(t, func(a *problems.Adapters) {
+		s := *fx.set.Solver
+		s.CostUSD = 0.75
+		a.Solver = &s
+	})
+	eng := newEngine(t, fx, expensive, engine.Config{})
+	run := submitAndDrive(t, expensive, eng, problems.SubmitProblem{Text: "Solve 9q - 1 = 8"}, problems.TierPro)
+	want := ended{
+		Transitions: append(toSolve[:3:3], transition{"GENERATING_SOLUTION", "FAILED", "CostCapExceeded"}),
+		State:       "FAILED", Status: runtime.StatusFailed, Attempt: 1, CostUSD: 0.75,
+		ErrorCode: problems.CodeCostCapExceeded, ErrorDetail: "solving needs 0.7500 USD, the cap is 0.5000 USD",
+	}
+	if diff := cmp.Diff(want, end(t, eng, run, workflowOutput)); diff != "" {
+		t.Errorf("run (-want +got):\n%s", diff)
+	}
+}
+
+// The index write times out: the run succeeds, and the reindex run it
+// enqueued writes the index in the background.
+func TestEngineIndexTimeoutReindexes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	ix := &flakyIndexer{inner: fx.set.Indexer}
+	ix.n.Store(1)
+	slow := fx.with(t, func(a *problems.Adapters) { a.Indexer = ix })
+	eng := newEngine(t, fx, slow, engine.Config{})
+	run := submitAndDrive(t, slow, eng, problems.SubmitProblem{Text: "Solve 7z + 1 = 50"}, problems.TierPro)
+	got := end(t, eng, run, workflowOutput)
+	av := got.Output.(problems.Output).AssetVersionID
+	want := ended{
+		Transitions: append(newPath[:5:5], transition{"INDEXING", "SUCCEEDED", "IndexTimedOut"}),
+		State:       "SUCCEEDED", Status: runtime.StatusSucceeded, Outcome: "new", Attempt: 1,
+		Output: problems.Output{AssetVersionID: av, VideoPending: true}, CostUSD: 0.01,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("run (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]map[string]any{{"reason": "timeout"}}, steps(t, eng, run.ID, "index_deferred")); diff != "" {
+		t.Errorf("index_deferred (-want +got):\n%s", diff)
+	}
+	pid := mustProblem(t, fx, av)
+	if _, ok, err := fx.set.Indexer.Indexed(ctx, pid); err != nil || ok {
+		t.Fatalf("indexed before the reindex run: %v, %v", ok, err)
+	}
+
+	reindex := background(t, eng, problems.ReindexWorkflowType, "reindex:"+av)
+	reindex, err := eng.Drive(ctx, reindex.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReindex := ended{
+		Transitions: []transition{{"REINDEXING", "INDEXED", "Reindexed"}},
+		State:       "INDEXED", Status: runtime.StatusSucceeded, Outcome: "indexed", Attempt: 1,
+		Output: problems.ReindexOutput{AssetVersionID: av},
+	}
+	if diff := cmp.Diff(wantReindex, end(t, eng, reindex, decodeAs[problems.ReindexOutput])); diff != "" {
+		t.Errorf("reindex run (-want +got):\n%s", diff)
+	}
+	if got, ok, err := fx.set.Indexer.Indexed(ctx, pid); err != nil || !ok || got != av {
+		t.Errorf("after the reindex run the index serves %q, %v (%v), want %s", got, ok, err, av)
+	}
+	// The solution is now found by retrieval: the same problem is a hit.
+	again := submitAndDrive(t, slow, eng, problems.SubmitProblem{Text: "Solve 7z + 1 = 50", Intent: "explain"}, problems.TierPro)
+	if diff := cmp.Diff(hitPath, transitions(t, eng, again.ID, 1)); diff != "" {
+		t.Errorf("the same problem again (-want +got):\n%s", diff)
+	}
+}
+
+func TestEngineIdempotentStart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	solver := &switchSolver{inner: fx.set.Solver}
+	wf := fx.with(t, func(a *problems.Adapters) { a.Solver = solver })
+	eng := newEngine(t, fx, wf, engine.Config{})
+	cmd := problems.SubmitProblem{Text: "Solve 4w + 4 = 20"}
+
+	t.Run("same problem, user and intent: the same run, then its cached result", func(t *testing.T) {
+		first := submit(t, wf, eng, cmd, problems.TierPro)
+		// Spelled differently, the same normalized problem.
+		res, err := wf.Submit(ctx, eng, submitReq(problems.SubmitProblem{Text: "  solve 4W + 4 = 20 "}, problems.TierPro))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome != store.Running || res.Run.ID != first.ID || res.Run.State != "INITIATED" {
+			t.Errorf("second submission: %v %s in %s, want running %s", res.Outcome, res.Run.ID, res.Run.State, first.ID)
+		}
+		run, err := eng.Drive(ctx, first.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err = wf.Submit(ctx, eng, submitReq(cmd, problems.TierPro))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome != store.Cached || res.Run.ID != first.ID {
+			t.Fatalf("after success: %v %s, want cached %s", res.Outcome, res.Run.ID, first.ID)
+		}
+		if diff := cmp.Diff(run.Result, res.Run.Result); diff != "" {
+			t.Errorf("cached result (-driven +cached):\n%s", diff)
+		}
+		if diff := cmp.Diff(newPath, transitions(t, eng, first.ID, 1)); diff != "" {
+			t.Errorf("transitions (-want +got):\n%s", diff)
+		}
+		// Another intent, or another user, is another run.
+		other := cmd
+		other.Intent = "explain"
+		if r := submit(t, wf, eng, other, problems.TierPro); r.ID == first.ID {
+			t.Error("another intent got the same run")
+		}
+	})
+
+	t.Run("failed: restarted in place as attempt 2", func(t *testing.T) {
+		cmd := problems.SubmitProblem{Text: "Solve 6m - 6 = 30"}
+		solver.over.Store(true)
+		failed := submitAndDrive(t, wf, eng, cmd, problems.TierPro)
+		if failed.State != "FAILED" || failed.Result.ErrorCode != problems.CodeCostCapExceeded {
+			t.Fatalf("first attempt: %s %+v", failed.State, failed.Result)
+		}
+		solver.over.Store(false)
+		res, err := wf.Submit(ctx, eng, submitReq(cmd, problems.TierPro))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome != store.Restarted || res.Run.ID != failed.ID || res.Run.Attempt != 2 || res.Run.State != "INITIATED" {
+			t.Fatalf("resubmitted: %v %s attempt %d in %s", res.Outcome, res.Run.ID, res.Run.Attempt, res.Run.State)
+		}
+		run, err := eng.Drive(ctx, res.Run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := end(t, eng, run, workflowOutput)
+		want := ended{Transitions: newPath, State: "SUCCEEDED", Status: runtime.StatusSucceeded, Outcome: "new", Attempt: 2,
+			Output: problems.Output{AssetVersionID: got.Output.(problems.Output).AssetVersionID, VideoPending: true}, CostUSD: 0.01}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("attempt 2 (-want +got):\n%s", diff)
+		}
+		wantFirst := append(toSolve[:3:3], transition{"GENERATING_SOLUTION", "FAILED", "CostCapExceeded"})
+		if diff := cmp.Diff(wantFirst, transitions(t, eng, run.ID, 1)); diff != "" {
+			t.Errorf("attempt 1 (-want +got):\n%s", diff)
+		}
+		if n := len(steps(t, eng, run.ID, "policy_applied")); n != 2 {
+			t.Errorf("%d policy_applied steps, want one per attempt", n)
+		}
+	})
+}
+
+func TestEngineCancel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	block := blockingSolver{entered: make(chan struct{}, 1)}
+	wf := fx.with(t, func(a *problems.Adapters) { a.Solver = block })
+	// A short lease: the handler learns of the cancellation at its next
+	// heartbeat, a third of it.
+	eng := newEngine(t, fx, wf, engine.Config{Lease: 600 * time.Millisecond})
+	run := submit(t, wf, eng, problems.SubmitProblem{Text: "Solve 2p + 2 = 8"}, problems.TierPro)
+	type driven struct {
+		run store.Run
+		err error
+	}
+	done := make(chan driven, 1)
+	go func() {
+		r, err := eng.Drive(ctx, run.ID)
+		done <- driven{r, err}
+	}()
+	select {
+	case <-block.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the solver was not called")
+	}
+
+	const stranger = "8a5f2c1e-0000-4000-8000-0000000000ff"
+	if _, err := eng.Cancel(ctx, run.ID, stranger); !errors.Is(err, engine.ErrNotOwner) {
+		t.Errorf("cancel by another user: %v, want ErrNotOwner", err)
+	}
+	cancelled, err := eng.Cancel(ctx, run.ID, userID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cancelled.State != "CANCELLED" {
+		t.Errorf("cancelled run in %s", cancelled.State)
+	}
+	var d driven
+	select {
+	case d = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Drive did not return after the cancellation")
+	}
+	// The handler in flight lost its lease and wrote nothing.
+	if d.err != nil && !errors.Is(d.err, engine.ErrLeaseLost) {
+		t.Errorf("Drive: %v", d.err)
+	}
+	run, err = eng.Store().Get(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ended{
+		Transitions: append(toSolve[:3:3], transition{"GENERATING_SOLUTION", "CANCELLED", "Cancel"}),
+		State:       "CANCELLED", Status: runtime.StatusCancelled, Attempt: 1,
+		ErrorCode: "CANCELLED", ErrorDetail: "cancelled by user " + userID,
+	}
+	if diff := cmp.Diff(want, end(t, eng, run, workflowOutput), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("run (-want +got):\n%s", diff)
+	}
+	if _, err := eng.Cancel(ctx, run.ID, userID); !errors.Is(err, engine.ErrRunFinished) {
+		t.Errorf("cancel of a cancelled run: %v, want ErrRunFinished", err)
+	}
+	// A cancellation is final for its key.
+	res, err := wf.Submit(ctx, eng, submitReq(problems.SubmitProblem{Text: "Solve 2p + 2 = 8"}, problems.TierPro))
+	if err != nil || res.Outcome != store.Cancelled || res.Run.ID != run.ID {
+		t.Errorf("resubmitted after the cancellation: %v %s (%v)", res.Outcome, res.Run.ID, err)
 	}
 }

@@ -69,8 +69,8 @@ func (g runGuards) HTMLAvailable(_ context.Context, e rog.SolveSucceeded) bool {
 // NearMissAvailable admits a failed solve when the run's retrieval miss
 // left a candidate that scored above NearMissConfidence and the solve did
 // not spend more than the cost cap. It decides alike whether the handler
-// returned SolveFailed or the engine fired it, with an empty payload, when
-// the retries ran out.
+// returned SolveFailed, Workflow.Exhausted built it, or an engine wired
+// without Exhausted fired it with an empty payload.
 func (g runGuards) NearMissAvailable(_ context.Context, e rog.SolveFailed) bool {
 	if !g.hasPolicy {
 		return false

@@ -283,19 +283,53 @@ func (w *Workflow) GeneratingSolution(ctx context.Context, run *runtime.Run) (ro
 		if code == "" {
 			code = CodeSolveFailed
 		}
-		failed := rog.SolveFailed{ErrorCode: code, ErrorDetail: err.Error()}
-		if out, ok := nearMiss(run, p, failed); ok {
-			fx.LogStep("near_miss_served", map[string]any{
-				"asset_version_id": out.AssetVersionID, "error_code": code,
-			})
-			fx.SetResult(out, 0)
-		} else {
-			fx.SetResult(nil, 0)
-			setError(fx, code, err.Error())
-		}
-		return failed, nil
+		return solveFailed(run, fx, p, code, err.Error()), nil
 	}
 	return rog.SolveSucceeded{StorageKey: sol.StorageKey, Provenance: sol.Provenance, CostUSD: sol.CostUSD}, nil
+}
+
+// solveFailed returns the SolveFailed that ends a solve whose tries are used
+// up, having set the run's result: the near miss (is_approximate) when
+// NearMissAvailable will admit it, else the error.
+func solveFailed(run *runtime.Run, fx runtime.Effects, p ExecutionPolicy, code, detail string) rog.SolveFailed {
+	failed := rog.SolveFailed{ErrorCode: code, ErrorDetail: detail}
+	if out, ok := nearMiss(run, p, failed); ok {
+		fx.LogStep("near_miss_served", map[string]any{
+			"asset_version_id": out.AssetVersionID, "error_code": code,
+		})
+		fx.SetResult(out, 0)
+	} else {
+		fx.SetResult(nil, 0)
+		setError(fx, code, detail)
+	}
+	return failed
+}
+
+// Exhausted is the engine.ExhaustedFunc of the workflow, which Register
+// installs: when the engine gives up on a state (its retries, or its
+// recoveries from expired leases, are used up) it builds the event a
+// handler would have returned on its last try, with its result. In
+// GENERATING_SOLUTION that is SolveFailed with the last error, serving the
+// near miss when there is one (outcome "hit", output {asset_version_id,
+// is_approximate: true}); in INGESTING it is MediaRejected with reason
+// "normalization_failed". Other states get the machine's event with an
+// empty payload (a nil event), and the last error in the result.
+func (w *Workflow) Exhausted(_ context.Context, run *runtime.Run, state, code, detail string) (runtime.Event, error) {
+	if run == nil {
+		return nil, errNilRun
+	}
+	fx := effectsOf(run)
+	switch state {
+	case rog.StateGeneratingSolution.String():
+		p, err := DecodePolicy(run.Policy)
+		if err != nil {
+			return nil, nil // the guards refuse a near miss without a policy
+		}
+		return solveFailed(run, fx, p, code, detail), nil
+	case rog.StateIngesting.String():
+		return w.reject(run, fx, "normalization_failed", code+": "+detail), nil
+	}
+	return nil, nil
 }
 
 func (w *Workflow) overCap(fx runtime.Effects, p ExecutionPolicy, spent float64) rog.CostCapExceeded {
