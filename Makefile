@@ -4,7 +4,7 @@
 GO ?= go
 FUZZTIME ?= 2m
 
-.PHONY: all generate sqlc test check-generated bench lint docs fuzz
+.PHONY: all generate sqlc test check-generated bench lint docs fuzz demo
 
 all: generate test
 
@@ -18,6 +18,11 @@ generate: sqlc
 # dependencies stay out of the main module.
 sqlc:
 	cd tools && $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc generate -f ../db/sqlc.yaml
+
+# Run the RetrieveOrGenerate demo on the PostgreSQL server DATABASE_URL
+# names, or on a throwaway local cluster when it is unset.
+demo:
+	$(GO) run ./cmd/fsmctl demo
 
 test:
 	$(GO) vet ./...

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// EnvDatabaseURL names the environment variable that holds the database's
+// connection string.
+const EnvDatabaseURL = "DATABASE_URL"
+
+// cli is what a command works with: where it writes and how it reads the
+// environment.
+type cli struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// command is one of fsmctl's commands.
+type command struct {
+	name     string // "runs list"
+	synopsis string // its arguments, after the name
+	summary  string // one line for the command list
+	details  string // the rest of its help
+	run      func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error
+	flags    func(fs *flag.FlagSet) // declares the command's flags; may be nil
+}
+
+// commands lists fsmctl's commands in the order help shows them.
+func commands() []*command {
+	return []*command{migrateCommand(), demoCommand(), runsListCommand(), runsShowCommand()}
+}
+
+// usageError is a command line fsmctl cannot act on: exit status 2.
+type usageError struct {
+	cmd *command // nil when no command was recognised
+	msg string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+// usagef returns a usage error; a command's run leaves cmd nil, and
+// dispatch fills it in.
+func usagef(cmd *command, format string, args ...any) error {
+	return &usageError{cmd: cmd, msg: fmt.Sprintf(format, args...)}
+}
+
+// run runs fsmctl with the given arguments (without the program's name)
+// and returns its exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := &cli{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return c.main(ctx, args)
+}
+
+func (c *cli) main(ctx context.Context, args []string) int {
+	err := c.dispatch(ctx, args)
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errReported):
+		return exitUsage
+	case errors.As(err, &ue):
+		if ue.cmd != nil {
+			fmt.Fprintf(c.stderr, "fsmctl %s: %s\nusage: fsmctl %s %s\nRun 'fsmctl help %s' for details.\n",
+				ue.cmd.name, ue.msg, ue.cmd.name, ue.cmd.synopsis, ue.cmd.name)
+		} else {
+			fmt.Fprintf(c.stderr, "fsmctl: %s\nRun 'fsmctl help' for usage.\n", ue.msg)
+		}
+		return exitUsage
+	default:
+		fmt.Fprintf(c.stderr, "fsmctl: %v\n", err)
+		return exitFailure
+	}
+}
+
+// errReported is a usage error the flag package has printed already.
+var errReported = errors.New("usage error reported")
+
+func (c *cli) dispatch(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		c.printUsage(c.stderr)
+		return errReported
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return c.help(args[1:])
+	}
+	cmd, rest, err := lookup(args)
+	if err != nil {
+		return err
+	}
+	fs := c.flagSet(cmd)
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errReported
+	}
+	err = cmd.run(ctx, c, fs, fs.Args())
+	var ue *usageError
+	if errors.As(err, &ue) && ue.cmd == nil {
+		ue.cmd = cmd
+	}
+	return err
+}
+
+// lookup finds the command args name and returns it with the arguments
+// that follow its name.
+func lookup(args []string) (*command, []string, error) {
+	for _, cmd := range commands() {
+		words := strings.Fields(cmd.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == cmd.name {
+			return cmd, args[len(words):], nil
+		}
+	}
+	if args[0] == "runs" {
+		if len(args) == 1 {
+			return nil, nil, usagef(nil, "runs needs a subcommand: list or show")
+		}
+		return nil, nil, usagef(nil, "unknown command %q: runs has list and show", "runs "+args[1])
+	}
+	return nil, nil, usagef(nil, "unknown command %q", args[0])
+}
+
+// flagSet returns the flag set of cmd, writing its errors and help to
+// stderr.
+func (c *cli) flagSet(cmd *command) *flag.FlagSet {
+	fs := flag.NewFlagSet("fsmctl "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	if cmd.flags != nil {
+		cmd.flags(fs)
+	}
+	fs.Usage = func() { c.printCommandHelp(c.stderr, cmd, fs) }
+	return fs
+}
+
+func (c *cli) help(args []string) error {
+	if len(args) == 0 {
+		c.printUsage(c.stdout)
+		return nil
+	}
+	cmd, rest, err := lookup(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef(nil, "help takes one command, not %q", strings.Join(args, " "))
+	}
+	c.printCommandHelp(c.stdout, cmd, c.flagSet(cmd))
+	return nil
+}
+
+func (c *cli) printUsage(w io.Writer) {
+	fmt.Fprint(w, `fsmctl operates the runs of fsmgen workflows stored in PostgreSQL.
+
+Usage:
+	fsmctl <command> [flags] [arguments]
+
+Commands:
+`)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, cmd := range commands() {
+		fmt.Fprintf(tw, "\t%s\t%s\n", cmd.name, cmd.summary)
+	}
+	fmt.Fprintf(tw, "\t%s\t%s\n", "help", "show this help, or a command's: fsmctl help runs list")
+	tw.Flush()
+	fmt.Fprint(w, `
+The database is the one `+EnvDatabaseURL+` names (postgres://user:password@host:5432/db?sslmode=disable,
+or a key=value connection string), or the -database flag of a command. Without
+either, demo starts a throwaway local cluster and stops it at the end.
+
+Exit status: 0 on success, 1 on failure, 2 on a usage error.
+`)
+}
+
+func (c *cli) printCommandHelp(w io.Writer, cmd *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: fsmctl %s %s\n\n%s\n", cmd.name, cmd.synopsis, cmd.details)
+	var any bool
+	fs.VisitAll(func(*flag.Flag) { any = true })
+	if any {
+		fmt.Fprint(w, "\nFlags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(c.stderr)
+	}
+}
+
+// addDatabaseFlag declares the -database flag every command that connects
+// has.
+func addDatabaseFlag(fs *flag.FlagSet) {
+	fs.String("database", "", "the database's connection string (default $"+EnvDatabaseURL+")")
+}
+
+// databaseURL returns the connection string the command is to use and
+// where it came from: the -database flag, else DATABASE_URL; both empty
+// when neither is set.
+func (c *cli) databaseURL(fs *flag.FlagSet) (conn, source string) {
+	if f := fs.Lookup("database"); f != nil && f.Value.String() != "" {
+		return f.Value.String(), "-database"
+	}
+	if v := c.getenv(EnvDatabaseURL); v != "" {
+		return v, EnvDatabaseURL
+	}
+	return "", ""
+}
+
+// needDatabase returns the command's connection string, or an error
+// saying how to give one.
+func (c *cli) needDatabase(fs *flag.FlagSet) (conn, source string, err error) {
+	conn, source = c.databaseURL(fs)
+	if conn == "" {
+		return "", "", fmt.Errorf("no database: set %s (for example postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) or pass -database", EnvDatabaseURL)
+	}
+	return conn, source, nil
+}

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/fsmgen/fsmgen/machines/problems"
+	"github.com/fsmgen/fsmgen/machines/problems/local"
+	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
+	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/pgtest"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// demoTenant is the tenant of the demo's runs.
+const demoTenant = "demo"
+
+func demoCommand() *command {
+	return &command{
+		name:     "demo",
+		synopsis: "[-database URL] [-seed N]",
+		summary:  "run the RetrieveOrGenerate demo and print each run and its history",
+		details: `Demo migrates the database, registers the RetrieveOrGenerate workflow with an
+engine, and submits four problems, each showing a branch of the workflow:
+
+  1. a new equation: normalized, not found, solved, registered and indexed (outcome new);
+  2. the same problem phrased differently, by another user: a retrieval hit (outcome hit);
+  3. an upload of an unsupported media type: rejected, the run fails;
+  4. the first submission again: idempotent, the same run and its stored result.
+
+Each new run is driven inline to its end (engine.Drive); then demo prints the
+run (id, state, status, outcome, output, attempt, cost, duration) and its
+history. The runs belong to tenant "demo" and stay in the database: see them
+with fsmctl runs list -tenant demo.
+
+Without -database and DATABASE_URL, demo starts a throwaway PostgreSQL cluster
+from the server binaries it finds (initdb on PATH, pg_config --bindir,
+/usr/lib/postgresql/*/bin), as the tests do, and stops and removes it at the
+end, also on an error or Ctrl-C.
+
+The users and the equation come from the seed: the same seed submits the same
+problems as the same users, so that against a database that has seen it
+before the first submission finds its earlier run.`,
+		flags: func(fs *flag.FlagSet) {
+			addDatabaseFlag(fs)
+			fs.Uint64("seed", 0, "choose the users and the equation (default: a random seed)")
+		},
+		run: runDemo,
+	}
+}
+
+// submission is one of the demo's submissions and what it should show.
+type submission struct {
+	title  string
+	who    string // the user's name in the output
+	user   string
+	tier   string
+	label  string // the content as printed
+	cmd    problems.SubmitProblem
+	again  int    // for a repeated submission, the number of the first one
+	expect string // the state and outcome it should end with
+}
+
+// demoScript returns the demo's submissions for seed, and the uploads they
+// refer to.
+func demoScript(seed uint64) ([]submission, *local.MemoryUploads) {
+	alice := fmt.Sprintf("a11ce000-0000-4000-8000-%012d", seed%1e12)
+	bob := fmt.Sprintf("b0b00000-0000-4000-8000-%012d", seed%1e12)
+	a, x, b := 2+seed%12, 1+seed/12%20, 1+seed/240%30
+	c := a*x + b
+	text := fmt.Sprintf("Solve %dx + %d = %d", a, b, c)
+	rephrased := fmt.Sprintf("solve %dx+%d=%d", a, b, c)
+	uploads := &local.MemoryUploads{}
+	upload := "upload-" + strconv.FormatUint(seed, 10) + "-homework.pdf"
+	uploads.Put(upload, "application/pdf", []byte("%PDF-1.7\n% a scanned worksheet\n"))
+	first := submission{
+		title: "A new equation: normalized, not found, solved, registered and indexed",
+		who:   "alice", user: alice, tier: problems.TierPro, label: strconv.Quote(text),
+		cmd:    problems.SubmitProblem{Text: text, MediaType: "text/plain"},
+		expect: "SUCCEEDED new",
+	}
+	again := first
+	again.title = "The first submission again: idempotent, the same run and its stored result"
+	again.again = 1
+	return []submission{
+		first,
+		{
+			title: "The same problem phrased differently, by another user: a retrieval hit",
+			who:   "bob", user: bob, tier: problems.TierFree, label: strconv.Quote(rephrased),
+			cmd:    problems.SubmitProblem{Text: rephrased, MediaType: "text/plain"},
+			expect: "SUCCEEDED hit",
+		},
+		{
+			title: "An upload of an unsupported media type: rejected, the run fails",
+			who:   "bob", user: bob, tier: problems.TierFree, label: "upload " + upload + " (application/pdf)",
+			cmd:    problems.SubmitProblem{UploadSessionID: upload, MediaType: "application/pdf"},
+			expect: "FAILED",
+		},
+		again,
+	}, uploads
+}
+
+func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err error) {
+	if len(args) > 0 {
+		return usagef(nil, "unexpected arguments %q", args)
+	}
+	seed := fs.Lookup("seed").Value.(flag.Getter).Get().(uint64)
+	if seed == 0 {
+		seed = 1 + rand.Uint64N(999_999)
+	}
+	w := c.stdout
+	conn, source := c.databaseURL(fs)
+	if conn == "" {
+		fmt.Fprintf(w, "%s is not set: starting a throwaway PostgreSQL cluster, as the tests do.\n", EnvDatabaseURL)
+		cluster, err := pgtest.StartCluster(ctx)
+		if errors.Is(err, pgtest.ErrNoServerBinaries) {
+			return fmt.Errorf("no database: %s is not set, and %w.\n"+
+				"Install the PostgreSQL server binaries (Debian/Ubuntu: apt-get install -y postgresql; macOS: brew install postgresql),\n"+
+				"or set %s to a server, for example postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", EnvDatabaseURL, err, EnvDatabaseURL)
+		}
+		if err != nil {
+			return fmt.Errorf("start a throwaway cluster: %w", err)
+		}
+		fmt.Fprintf(w, "The cluster lives in %s and is removed at the end.\n", cluster.Dir())
+		defer func() {
+			if serr := cluster.Stop(); serr != nil {
+				err = errors.Join(err, serr)
+				return
+			}
+			fmt.Fprintln(w, "\nStopped the throwaway cluster and removed its directory.")
+		}()
+		conn, source = cluster.URL(), "throwaway cluster URL"
+	}
+	cfg, err := parseConfig(source, conn)
+	if err != nil {
+		return err
+	}
+	if source != "throwaway cluster URL" {
+		fmt.Fprintf(w, "Using the %s that %s names.\n", describe(cfg), source)
+	}
+	pool, err := connect(ctx, source, conn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := migrate(ctx, pool, w); err != nil {
+		return err
+	}
+
+	script, uploads := demoScript(seed)
+	wf, err := problems.New(local.NewSet(pool, uploads).Adapters())
+	if err != nil {
+		return err
+	}
+	eng := engine.New(pool, store.New(pool), engine.Config{
+		WorkerID:     engine.DefaultWorkerID("fsmctl-demo"),
+		Lease:        30 * time.Second,
+		PollInterval: 50 * time.Millisecond,
+		Logger:       slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err := wf.Register(ctx, eng); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Registered %s version %d. Seed %d (fsmctl demo -seed %d submits the same problems as the same users).\n",
+		rog.Type, rog.Version, seed, seed)
+
+	type outcome struct {
+		start store.StartOutcome
+		run   store.Run
+	}
+	var results []outcome
+	var unexpected []string
+	shown := map[string]int{} // run id -> history rows printed
+	for i, s := range script {
+		fmt.Fprintf(w, "\n== %d. %s\n", i+1, s.title)
+		fmt.Fprintf(w, "%s (%s, tier %s) submits %s\n", s.who, s.user, s.tier, s.label)
+		res, err := wf.Submit(ctx, eng, problems.SubmitRequest{
+			UserID: s.user, TenantID: demoTenant, SubscriptionTier: s.tier, Problem: s.cmd,
+		})
+		if err != nil {
+			return fmt.Errorf("submission %d: %w", i+1, err)
+		}
+		run := res.Run
+		switch res.Outcome {
+		case store.Created, store.Restarted:
+			fmt.Fprintf(w, "%s run %s; driving it inline\n", res.Outcome, run.ID)
+			if run, err = eng.Drive(ctx, run.ID); err != nil {
+				return fmt.Errorf("submission %d: drive run %s: %w", i+1, res.Run.ID, err)
+			}
+		case store.Cached:
+			fmt.Fprintf(w, "cached: run %s succeeded before; its stored result is returned and nothing runs again\n", run.ID)
+		case store.Running:
+			fmt.Fprintf(w, "running: run %s is under way in state %s; not started again\n", run.ID, run.State)
+		default:
+			fmt.Fprintf(w, "%s: run %s\n", res.Outcome, run.ID)
+		}
+		if s.again > 0 && s.again <= len(results) {
+			if first := results[s.again-1].run.ID; first == run.ID {
+				fmt.Fprintf(w, "the same run as submission %d\n", s.again)
+			} else {
+				fmt.Fprintf(w, "not the run of submission %d (%s)\n", s.again, first)
+			}
+		}
+		fmt.Fprintln(w)
+		if err := printRun(w, run); err != nil {
+			return err
+		}
+		steps, err := eng.Store().History(ctx, run.ID)
+		if err != nil {
+			return fmt.Errorf("submission %d: %w", i+1, err)
+		}
+		fmt.Fprintln(w)
+		if prev, ok := shown[run.ID]; ok && prev == len(steps) {
+			fmt.Fprintf(w, "history: the same %d rows as above; nothing ran again\n", len(steps))
+		} else if err := printHistory(w, steps, false); err != nil {
+			return err
+		}
+		shown[run.ID] = len(steps)
+		results = append(results, outcome{res.Outcome, run})
+		if got := endOf(run); got != s.expect {
+			unexpected = append(unexpected, fmt.Sprintf("submission %d ended %s, expected %s", i+1, got, s.expect))
+		}
+	}
+
+	fmt.Fprintf(w, "\nSummary (tenant %q: fsmctl runs list -tenant %s; one run: fsmctl runs show ID)\n", demoTenant, demoTenant)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "#\tSUBMITTED\tSTART\tRUN\tSTATE\tOUTCOME")
+	for i, r := range results {
+		outcome := "-"
+		if r.run.Result != nil {
+			outcome = orDash(r.run.Result.Outcome)
+		}
+		fmt.Fprintf(tw, "%d\t%s: %s\t%s\t%s\t%s\t%s\n", i+1, script[i].who, script[i].label, r.start, r.run.ID, r.run.State, outcome)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, u := range unexpected {
+		fmt.Fprintln(w, "note:", u)
+	}
+	for i, r := range results {
+		if !r.run.Terminal() {
+			return fmt.Errorf("submission %d: run %s stopped in state %s (%s)", i+1, r.run.ID, r.run.State, orDash(r.run.LastError))
+		}
+	}
+	return nil
+}
+
+// endOf is a run's state and outcome, as the demo's expectations say them.
+func endOf(r store.Run) string {
+	if r.Result != nil && r.Result.Outcome != "" {
+		return r.State + " " + r.Result.Outcome
+	}
+	return r.State
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fsmgen/fsmgen/runtime/pgtest"
+)
+
+var (
+	uuidRE     = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	timeRE     = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z`)
+	durationRE = regexp.MustCompile(`(?m)^duration  \d+ ms$`)
+)
+
+// normalize makes the demo's output comparable: the run and asset ids the
+// database generates become <id1>, <id2>, ... in order of appearance (the
+// users' ids, which the seed fixes, stay), times become <time>, and
+// durations <n>. In a table cell (followed by two spaces) a placeholder
+// keeps the width of what it replaces, so that the columns stay aligned.
+func normalize(s string) string {
+	ids := map[string]string{}
+	var b strings.Builder
+	last := 0
+	for _, m := range uuidRE.FindAllStringIndex(s, -1) {
+		id := s[m[0]:m[1]]
+		b.WriteString(s[last:m[0]])
+		last = m[1]
+		if strings.HasPrefix(id, "a11ce000-") || strings.HasPrefix(id, "b0b00000-") {
+			b.WriteString(id)
+			continue
+		}
+		if _, ok := ids[id]; !ok {
+			ids[id] = fmt.Sprintf("<id%d>", len(ids)+1)
+		}
+		if strings.HasPrefix(s[m[1]:], "  ") {
+			fmt.Fprintf(&b, "%-36s", ids[id])
+		} else {
+			b.WriteString(ids[id])
+		}
+	}
+	b.WriteString(s[last:])
+	s = timeRE.ReplaceAllString(b.String(), fmt.Sprintf("%-24s", "<time>"))
+	s = durationRE.ReplaceAllString(s, "duration  <n> ms")
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	got := fsmctl(t, nil, "demo", "-database", url, "-seed", "7")
+	if got.Code != exitOK || got.Stderr != "" {
+		t.Fatalf("demo: exit %d, stderr:\n%s\nstdout:\n%s", got.Code, got.Stderr, got.Stdout)
+	}
+	first, rest, _ := strings.Cut(got.Stdout, "\n")
+	if !strings.HasPrefix(first, `Using the database "fsmgen_test_`) || !strings.HasSuffix(first, ` as user "postgres" that -database names.`) {
+		t.Errorf("first line %q does not name the database", first)
+	}
+	if diff := cmp.Diff(strings.Split(wantDemo, "\n"), strings.Split(normalize(rest), "\n")); diff != "" {
+		t.Errorf("demo output (-want +got):\n%s", diff)
+	}
+
+	// Run again with the same seed: the same users submit the same
+	// problems, so the first submission finds its run of the first demo.
+	again := fsmctl(t, nil, "demo", "-database", url, "-seed", "7")
+	if again.Code != exitOK {
+		t.Fatalf("second demo: exit %d, stderr:\n%s", again.Code, again.Stderr)
+	}
+	for _, want := range []string{
+		"runtime schema: 2 migrations, 0 applied now\n",
+		"\n== 1. A new equation: normalized, not found, solved, registered and indexed\n" +
+			`alice (a11ce000-0000-4000-8000-000000000007, tier pro) submits "Solve 9x + 1 = 10"` + "\n" +
+			"cached: run ",
+	} {
+		if !strings.Contains(again.Stdout, want) {
+			t.Errorf("second demo lacks %q:\n%s", want, again.Stdout)
+		}
+	}
+
+	// The runs are in the database for runs list and runs show.
+	list := withDB(t, url, "runs", "list", "-tenant", "demo", "-type", "retrieve_or_generate")
+	if n := strings.Count(list.Stdout, "\n"); list.Code != exitOK || n != 4 {
+		t.Errorf("runs list -tenant demo: exit %d, %d lines, want a header and 3 runs:\n%s", list.Code, n, list.Stdout)
+	}
+}
+
+func TestDemoWithoutDatabaseStartsAThrowawayCluster(t *testing.T) {
+	t.Parallel()
+	if os.Getenv(pgtest.EnvURL) != "" {
+		t.Skip(pgtest.EnvURL + " is set: the tests use that server, and may lack the binaries to start one")
+	}
+	got := fsmctl(t, nil, "demo", "-seed", "3")
+	if got.Code != exitOK || got.Stderr != "" {
+		t.Fatalf("demo: exit %d, stderr:\n%s\nstdout:\n%s", got.Code, got.Stderr, got.Stdout)
+	}
+	lines := strings.Split(strings.TrimSuffix(got.Stdout, "\n"), "\n")
+	if diff := cmp.Diff("DATABASE_URL is not set: starting a throwaway PostgreSQL cluster, as the tests do.", lines[0]); diff != "" {
+		t.Errorf("first line (-want +got):\n%s", diff)
+	}
+	dir, ok := strings.CutPrefix(lines[1], "The cluster lives in ")
+	dir, ok2 := strings.CutSuffix(dir, " and is removed at the end.")
+	if !ok || !ok2 {
+		t.Fatalf("second line %q does not say where the cluster lives", lines[1])
+	}
+	if diff := cmp.Diff("Stopped the throwaway cluster and removed its directory.", lines[len(lines)-1]); diff != "" {
+		t.Errorf("last line (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the cluster's directory %s is still there (stat: %v)", dir, err)
+	}
+	for _, want := range []string{"== 4. ", "the same run as submission 1\n"} {
+		if !strings.Contains(got.Stdout, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}
+
+// wantDemo is the normalized output of demo -seed 7 on a new database,
+// after the line naming the database.
+const wantDemo = `runtime schema: 2 migrations, 0 applied now
+problembank schema: up to date
+Registered retrieve_or_generate version 1. Seed 7 (fsmctl demo -seed 7 submits the same problems as the same users).
+
+== 1. A new equation: normalized, not found, solved, registered and indexed
+alice (a11ce000-0000-4000-8000-000000000007, tier pro) submits "Solve 9x + 1 = 10"
+created run <id1>; driving it inline
+
+run       <id1>
+type      retrieve_or_generate v1
+state     SUCCEEDED
+status    succeeded
+outcome   new
+tenant    demo
+user      a11ce000-0000-4000-8000-000000000007
+key       af3c86464fbd237d5a6f5596224b7c6b936c13caf22d43e3365fe041f9ffd07b
+attempt   1
+output    {"video_pending":true,"is_approximate":false,"asset_version_id":"<id2>"}
+cost      0.0100 USD
+duration  <n> ms
+created   <time>
+updated   <time>
+finished  <time>
+
+SEQ  TIME                      KIND        STEP/EVENT        STATE                              ATTEMPT
+1    <time>                    created     start             → INITIATED                        1
+2    <time>                    step        policy_applied    INITIATED                          1
+3    <time>                    transition  Start             INITIATED → INGESTING              1
+4    <time>                    transition  MediaNormalized   INGESTING → RETRIEVING             1
+5    <time>                    transition  RetrievalMiss     RETRIEVING → GENERATING_SOLUTION   1
+6    <time>                    transition  SolveSucceeded    GENERATING_SOLUTION → REGISTERING  1
+7    <time>                    transition  AssetsRegistered  REGISTERING → INDEXING             1
+8    <time>                    transition  DocumentIndexed   INDEXING → SUCCEEDED               1
+
+== 2. The same problem phrased differently, by another user: a retrieval hit
+bob (b0b00000-0000-4000-8000-000000000007, tier free) submits "solve 9x+1=10"
+created run <id3>; driving it inline
+
+run       <id3>
+type      retrieve_or_generate v1
+state     SUCCEEDED
+status    succeeded
+outcome   hit
+tenant    demo
+user      b0b00000-0000-4000-8000-000000000007
+key       c72bf64e52bf7af0755570f5804d0ae66dac37974d9132a03d2a23e03c51d37c
+attempt   1
+output    {"video_pending":false,"is_approximate":false,"asset_version_id":"<id2>"}
+cost      0.0000 USD
+duration  <n> ms
+created   <time>
+updated   <time>
+finished  <time>
+
+SEQ  TIME                      KIND        STEP/EVENT       STATE                   ATTEMPT
+1    <time>                    created     start            → INITIATED             1
+2    <time>                    step        policy_applied   INITIATED               1
+3    <time>                    transition  Start            INITIATED → INGESTING   1
+4    <time>                    transition  MediaNormalized  INGESTING → RETRIEVING  1
+5    <time>                    transition  RetrievalHit     RETRIEVING → SUCCEEDED  1
+
+== 3. An upload of an unsupported media type: rejected, the run fails
+bob (b0b00000-0000-4000-8000-000000000007, tier free) submits upload upload-7-homework.pdf (application/pdf)
+created run <id4>; driving it inline
+
+run       <id4>
+type      retrieve_or_generate v1
+state     FAILED
+status    failed
+outcome   -
+tenant    demo
+user      b0b00000-0000-4000-8000-000000000007
+key       1072e999fe968200ae1290498e81c70ba8f70c463e18ec133e877962da046e00
+attempt   1
+output    -
+cost      0.0000 USD
+duration  <n> ms
+error     MEDIA_REJECTED: unsupported_media_type
+created   <time>
+updated   <time>
+finished  <time>
+
+SEQ  TIME                      KIND        STEP/EVENT      STATE                  ATTEMPT
+1    <time>                    created     start           → INITIATED            1
+2    <time>                    step        policy_applied  INITIATED              1
+3    <time>                    transition  Start           INITIATED → INGESTING  1
+4    <time>                    transition  MediaRejected   INGESTING → FAILED     1
+
+== 4. The first submission again: idempotent, the same run and its stored result
+alice (a11ce000-0000-4000-8000-000000000007, tier pro) submits "Solve 9x + 1 = 10"
+cached: run <id1> succeeded before; its stored result is returned and nothing runs again
+the same run as submission 1
+
+run       <id1>
+type      retrieve_or_generate v1
+state     SUCCEEDED
+status    succeeded
+outcome   new
+tenant    demo
+user      a11ce000-0000-4000-8000-000000000007
+key       af3c86464fbd237d5a6f5596224b7c6b936c13caf22d43e3365fe041f9ffd07b
+attempt   1
+output    {"video_pending":true,"is_approximate":false,"asset_version_id":"<id2>"}
+cost      0.0100 USD
+duration  <n> ms
+created   <time>
+updated   <time>
+finished  <time>
+
+history: the same 8 rows as above; nothing ran again
+
+Summary (tenant "demo": fsmctl runs list -tenant demo; one run: fsmctl runs show ID)
+#  SUBMITTED                                            START    RUN                                   STATE      OUTCOME
+1  alice: "Solve 9x + 1 = 10"                           created  <id1>                                 SUCCEEDED  new
+2  bob: "solve 9x+1=10"                                 created  <id3>                                 SUCCEEDED  hit
+3  bob: upload upload-7-homework.pdf (application/pdf)  created  <id4>                                 FAILED     -
+4  alice: "Solve 9x + 1 = 10"                           cached   <id1>                                 SUCCEEDED  new
+`

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fsmgen/fsmgen/db"
+	"github.com/fsmgen/fsmgen/machines/problems/local"
+)
+
+func migrateCommand() *command {
+	return &command{
+		name:     "migrate",
+		synopsis: "[-database URL]",
+		summary:  "apply the runtime's and the demo workflow's migrations",
+		details: `Migrate applies the runtime's schema (workflow runs, their append-only log,
+definitions, outbox: package db) and the schema of the RetrieveOrGenerate
+workflow's local adapters (problembank). It is idempotent: migrations already
+applied are skipped, so it may run at every deployment.`,
+		flags: addDatabaseFlag,
+		run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+			if len(args) > 0 {
+				return usagef(nil, "unexpected arguments %q", args)
+			}
+			conn, source, err := c.needDatabase(fs)
+			if err != nil {
+				return err
+			}
+			pool, err := connect(ctx, source, conn)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			return migrate(ctx, pool, c.stdout)
+		},
+	}
+}
+
+// migrate applies both schemas and says what it did.
+func migrate(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
+	before, err := appliedMigrations(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if err := db.Migrate(ctx, pool); err != nil {
+		return fmt.Errorf("migrate the runtime schema: %w", err)
+	}
+	after, err := appliedMigrations(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if err := local.Migrate(ctx, pool); err != nil {
+		return fmt.Errorf("migrate the problembank schema: %w", err)
+	}
+	fmt.Fprintf(w, "runtime schema: %d migrations, %d applied now\n", after, after-before)
+	fmt.Fprintln(w, "problembank schema: up to date")
+	return nil
+}
+
+// appliedMigrations counts the runtime's recorded migrations, 0 before the
+// first.
+func appliedMigrations(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('fsmgen_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("count applied migrations: %w", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM fsmgen_migrations`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count applied migrations: %w", err)
+	}
+	return n, nil
+}

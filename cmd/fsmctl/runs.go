@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+const (
+	defaultListLimit = 50
+	maxListLimit     = 10000
+)
+
+// statuses are the generic statuses a run can have, for -status.
+var statuses = []string{
+	string(runtime.StatusRunning), string(runtime.StatusSucceeded),
+	string(runtime.StatusFailed), string(runtime.StatusCancelled),
+}
+
+func runsListCommand() *command {
+	return &command{
+		name:     "runs list",
+		synopsis: "[-database URL] [-type T] [-state S[,S...]] [-status S] [-tenant X] [-limit N] [-after ID]",
+		summary:  "list runs, filtered by type, state, status and tenant",
+		details: `List prints the runs that match every filter given, oldest first, as a table:
+id, type and version, state, status, outcome, tenant, attempt, and when the
+run was created and last changed (UTC). When more runs match than -limit, the
+last line says how to ask for the next page (-after the last id shown).`,
+		flags: func(fs *flag.FlagSet) {
+			addDatabaseFlag(fs)
+			fs.String("type", "", "only runs of this workflow type (retrieve_or_generate)")
+			fs.String("state", "", "only runs in one of these states, comma-separated (SUCCEEDED,FAILED)")
+			fs.String("status", "", "only runs with this status: "+strings.Join(statuses, ", "))
+			fs.String("tenant", "", "only runs of this tenant")
+			fs.Int("limit", defaultListLimit, fmt.Sprintf("at most this many runs, 1..%d", maxListLimit))
+			fs.String("after", "", "the runs after this run id (the last of the previous page)")
+		},
+		run: runsList,
+	}
+}
+
+func flagString(fs *flag.FlagSet, name string) string { return fs.Lookup(name).Value.String() }
+
+func runsList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	if len(args) > 0 {
+		return usagef(nil, "unexpected arguments %q (flags go before arguments)", args)
+	}
+	f := store.Filter{
+		Type:     flagString(fs, "type"),
+		TenantID: flagString(fs, "tenant"),
+		After:    flagString(fs, "after"),
+	}
+	if s := flagString(fs, "state"); s != "" {
+		for _, st := range strings.Split(s, ",") {
+			if st = strings.TrimSpace(st); st != "" {
+				f.States = append(f.States, st)
+			}
+		}
+	}
+	if s := flagString(fs, "status"); s != "" {
+		if !contains(statuses, s) {
+			return usagef(nil, "-status %q is not one of %s", s, strings.Join(statuses, ", "))
+		}
+		f.Status = runtime.Status(s)
+	}
+	limit := fs.Lookup("limit").Value.(flag.Getter).Get().(int)
+	if limit < 1 || limit > maxListLimit {
+		return usagef(nil, "-limit %d is not in 1..%d", limit, maxListLimit)
+	}
+	f.Limit = limit
+	if f.After != "" {
+		if err := checkRunID(f.After); err != nil {
+			return usagef(nil, "-after: %v", err)
+		}
+	}
+	conn, source, err := c.needDatabase(fs)
+	if err != nil {
+		return err
+	}
+	pool, err := connect(ctx, source, conn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	runs, err := store.New(pool).List(ctx, f)
+	if err != nil {
+		return fmt.Errorf("list runs: %w", noSchema(err))
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(c.stdout, "no runs match")
+		return nil
+	}
+	if err := printRunTable(c.stdout, runs); err != nil {
+		return err
+	}
+	if len(runs) == limit {
+		fmt.Fprintf(c.stdout, "(%d runs shown; more may match: add -after %s)\n", len(runs), runs[len(runs)-1].ID)
+	}
+	return nil
+}
+
+func runsShowCommand() *command {
+	return &command{
+		name:     "runs show",
+		synopsis: "[-database URL] [-payloads] ID",
+		summary:  "show a run and its full transition history",
+		details: `Show prints the run (type, state, status, outcome, tenant, user, idempotency key,
+attempt, result: output, cost, duration and error, times, lease and schedule
+while it runs) and then its whole append-only log, oldest first: the creation,
+every transition, restarts and logged steps, with their time (UTC), the
+states before and after, and the run's attempt.`,
+		flags: func(fs *flag.FlagSet) {
+			addDatabaseFlag(fs)
+			fs.Bool("payloads", false, "add each log row's payload (JSON) to the history")
+		},
+		run: runsShow,
+	}
+}
+
+func runsShow(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	switch {
+	case len(args) == 0:
+		return usagef(nil, "missing run id")
+	case len(args) > 1:
+		return usagef(nil, "want one run id, got %d arguments (flags go before the id)", len(args))
+	}
+	id := args[0]
+	if err := checkRunID(id); err != nil {
+		return usagef(nil, "%v", err)
+	}
+	conn, source, err := c.needDatabase(fs)
+	if err != nil {
+		return err
+	}
+	pool, err := connect(ctx, source, conn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st := store.New(pool)
+	run, err := st.Get(ctx, id)
+	if err != nil {
+		return runError(id, err)
+	}
+	steps, err := st.History(ctx, id)
+	if err != nil {
+		return runError(id, err)
+	}
+	if err := printRun(c.stdout, run); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout)
+	return printHistory(c.stdout, steps, fs.Lookup("payloads").Value.String() == "true")
+}
+
+// checkRunID reports a run id that is not a UUID.
+func checkRunID(id string) error {
+	var u pgtype.UUID
+	if err := u.Scan(id); err != nil {
+		return fmt.Errorf("run %q: malformed id: want a UUID such as 1b4e28ba-2fa1-4d2b-883f-0016d3cca427", id)
+	}
+	return nil
+}
+
+// runError words the store's errors about run id for an operator.
+func runError(id string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrRunNotFound):
+		return fmt.Errorf("run %s: not found", id)
+	case errors.Is(err, store.ErrInvalidID):
+		if e := checkRunID(id); e != nil {
+			return e
+		}
+	}
+	return fmt.Errorf("run %s: %w", id, noSchema(err))
+}
+
+// noSchema adds a hint to the error of a query on a database that was
+// never migrated.
+func noSchema(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table
+		return fmt.Errorf("%w (the database has no runtime schema: run fsmctl migrate)", err)
+	}
+	return err
+}
