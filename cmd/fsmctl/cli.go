@@ -75,6 +75,9 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		return exitOK
 	case errors.Is(err, errReported):
 		return exitUsage
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		fmt.Fprintln(c.stderr, "fsmctl: interrupted")
+		return exitFailure
 	case errors.As(err, &ue):
 		if ue.cmd != nil {
 			fmt.Fprintf(c.stderr, "fsmctl %s: %s\nusage: fsmctl %s %s\nRun 'fsmctl help %s' for details.\n",

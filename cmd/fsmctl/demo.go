@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
@@ -36,7 +37,8 @@ engine, and submits four problems, each showing a branch of the workflow:
 
 Each new run is driven inline to its end (engine.Drive); then demo prints the
 run (id, state, status, outcome, output, attempt, cost, duration) and its
-history. The runs belong to tenant "demo" and stay in the database: see them
+history. The background runs they enqueue (the video of a new solution) are
+driven by the engine's workers (engine.Work) until they end. The runs belong to tenant "demo" and stay in the database: see them
 with fsmctl runs list -tenant demo.
 
 Without -database and DATABASE_URL, demo starts a throwaway PostgreSQL cluster
@@ -170,6 +172,10 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 	fmt.Fprintf(w, "Registered %s version %d. Seed %d (fsmctl demo -seed %d submits the same problems as the same users).\n",
 		rog.Type, rog.Version, seed, seed)
 
+	since, err := eng.Store().Now(ctx)
+	if err != nil {
+		return err
+	}
 	type outcome struct {
 		start store.StartOutcome
 		run   store.Run
@@ -228,6 +234,10 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 		}
 	}
 
+	if err := driveBackground(ctx, w, eng, since); err != nil {
+		return err
+	}
+
 	fmt.Fprintf(w, "\nSummary (tenant %q: fsmctl runs list -tenant %s; one run: fsmctl runs show ID)\n", demoTenant, demoTenant)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "#\tSUBMITTED\tSTART\tRUN\tSTATE\tOUTCOME")
@@ -250,6 +260,48 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 		}
 	}
 	return nil
+}
+
+// driveBackground lets the engine's workers drive the background runs the
+// demo's runs enqueued (the video of a new solution) to their end, and
+// prints them.
+func driveBackground(ctx context.Context, w io.Writer, eng *engine.Engine, since time.Time) error {
+	all, err := eng.Store().List(ctx, store.Filter{TenantID: demoTenant, CreatedFrom: since})
+	if err != nil {
+		return fmt.Errorf("list background runs: %w", err)
+	}
+	var runs []store.Run
+	for _, r := range all {
+		if r.Type != rog.Type {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n== Background runs the runs above enqueued, driven by the engine's workers (Work)\n\n")
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- eng.Work(wctx) }()
+	var errs []error
+	for i, r := range runs {
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		run, err := eng.Wait(tctx, r.ID)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("wait for background run %s: %w", r.ID, err))
+			continue
+		}
+		runs[i] = run
+	}
+	stop()
+	if err := <-done; err != nil {
+		errs = append(errs, fmt.Errorf("work: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return printRunTable(w, runs)
 }
 
 // endOf is a run's state and outcome, as the demo's expectations say them.

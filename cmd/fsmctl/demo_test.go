@@ -237,6 +237,11 @@ finished  <time>
 
 history: the same 8 rows as above; nothing ran again
 
+== Background runs the runs above enqueued, driven by the engine's workers (Work)
+
+ID                                    TYPE                 STATE     STATUS     OUTCOME   TENANT  ATTEMPT  CREATED                   UPDATED
+<id5>                                 video_generation v1  RENDERED  succeeded  rendered  demo    1        <time>                    <time>
+
 Summary (tenant "demo": fsmctl runs list -tenant demo; one run: fsmctl runs show ID)
 #  SUBMITTED                                            START    RUN                                   STATE      OUTCOME
 1  alice: "Solve 9x + 1 = 10"                           created  <id1>                                 SUCCEEDED  new

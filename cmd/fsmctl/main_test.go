@@ -428,3 +428,16 @@ func TestRunsShowUnknownRun(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+func TestInterrupted(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // as Ctrl-C does through signal.NotifyContext
+	var out, errOut bytes.Buffer
+	c := &cli{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }}
+	code := c.main(ctx, []string{"demo", "-database", url})
+	if diff := cmp.Diff(result{Code: exitFailure, Stderr: "fsmctl: interrupted\n"}, result{Code: code, Stderr: errOut.String()}); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

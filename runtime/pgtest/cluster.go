@@ -154,6 +154,9 @@ func startCluster(ctx context.Context, bindir string) (c *Cluster, err error) {
 	initdb.Dir = dir
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("pgtest: initdb: %w", ctx.Err())
+		}
 		return nil, fmt.Errorf("pgtest: %s: %w\n%s", strings.Join(initdb.Args, " "), err, out)
 	}
 
