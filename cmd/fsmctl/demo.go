@@ -118,7 +118,8 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 	}
 	w := c.stdout
 	conn, source := c.databaseURL(fs)
-	if conn == "" {
+	throwaway := conn == ""
+	if throwaway {
 		fmt.Fprintf(w, "%s is not set: starting a throwaway PostgreSQL cluster, as the tests do.\n", EnvDatabaseURL)
 		cluster, err := pgtest.StartCluster(ctx)
 		if errors.Is(err, pgtest.ErrNoServerBinaries) {
@@ -143,7 +144,7 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 	if err != nil {
 		return err
 	}
-	if source != "throwaway cluster URL" {
+	if !throwaway {
 		fmt.Fprintf(w, "Using the %s that %s names.\n", describe(cfg), source)
 	}
 	pool, err := connect(ctx, source, conn)
@@ -238,7 +239,7 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 		return err
 	}
 
-	fmt.Fprintf(w, "\nSummary (tenant %q: fsmctl runs list -tenant %s; one run: fsmctl runs show ID)\n", demoTenant, demoTenant)
+	fmt.Fprintln(w, "\nSummary")
 	tw := newTable(w)
 	fmt.Fprintln(tw, "#\tSUBMITTED\tSTART\tRUN\tSTATE\tOUTCOME")
 	for i, r := range results {
@@ -250,6 +251,9 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if !throwaway {
+		fmt.Fprintf(w, "The runs stay in the database: fsmctl runs list -tenant %s; fsmctl runs show ID.\n", demoTenant)
 	}
 	for _, u := range unexpected {
 		fmt.Fprintln(w, "note:", u)

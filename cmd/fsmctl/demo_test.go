@@ -242,10 +242,11 @@ history: the same 8 rows as above; nothing ran again
 ID                                    TYPE                 STATE     STATUS     OUTCOME   TENANT  ATTEMPT  CREATED                   UPDATED
 <id5>                                 video_generation v1  RENDERED  succeeded  rendered  demo    1        <time>                    <time>
 
-Summary (tenant "demo": fsmctl runs list -tenant demo; one run: fsmctl runs show ID)
+Summary
 #  SUBMITTED                                            START    RUN                                   STATE      OUTCOME
 1  alice: "Solve 9x + 1 = 10"                           created  <id1>                                 SUCCEEDED  new
 2  bob: "solve 9x+1=10"                                 created  <id3>                                 SUCCEEDED  hit
 3  bob: upload upload-7-homework.pdf (application/pdf)  created  <id4>                                 FAILED     -
 4  alice: "Solve 9x + 1 = 10"                           cached   <id1>                                 SUCCEEDED  new
+The runs stay in the database: fsmctl runs list -tenant demo; fsmctl runs show ID.
 `
