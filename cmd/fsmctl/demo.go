@@ -15,7 +15,7 @@ import (
 	"github.com/fsmgen/fsmgen/machines/problems/local"
 	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
 	"github.com/fsmgen/fsmgen/runtime/engine"
-	"github.com/fsmgen/fsmgen/runtime/pgtest"
+	"github.com/fsmgen/fsmgen/runtime/pgcluster"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -121,8 +121,8 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 	throwaway := conn == ""
 	if throwaway {
 		fmt.Fprintf(w, "%s is not set: starting a throwaway PostgreSQL cluster, as the tests do.\n", EnvDatabaseURL)
-		cluster, err := pgtest.StartCluster(ctx)
-		if errors.Is(err, pgtest.ErrNoServerBinaries) {
+		cluster, err := pgcluster.Start(ctx)
+		if errors.Is(err, pgcluster.ErrNoServerBinaries) {
 			return fmt.Errorf("no database: %s is not set, and %w.\n"+
 				"Install the PostgreSQL server binaries (Debian/Ubuntu: apt-get install -y postgresql; macOS: brew install postgresql),\n"+
 				"or set %s to a server, for example postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", EnvDatabaseURL, err, EnvDatabaseURL)

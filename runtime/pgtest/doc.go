@@ -28,13 +28,8 @@
 // initdb refuses root. When neither is available, NewPool fails the test
 // with a message saying what to install or set.
 //
-// StartCluster starts such a cluster outside tests too, for a program that
-// wants a real server without setting one up (fsmctl demo does):
-//
-//	c, err := pgtest.StartCluster(ctx)
-//	if err != nil { ... } // errors.Is(err, pgtest.ErrNoServerBinaries): nothing to run
-//	defer c.Stop()
-//	pool, err := pgxpool.New(ctx, c.URL())
+// The cluster comes from runtime/pgcluster, which programs use directly
+// (fsmctl demo does) so that they need not link the testing package.
 //
 // # One database per test
 //

@@ -20,11 +20,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/db"
+	"github.com/fsmgen/fsmgen/runtime/pgcluster"
 )
 
 // EnvURL names the environment variable that points the tests at an existing
 // server instead of a throwaway cluster.
 const EnvURL = "FSMGEN_TEST_DATABASE_URL"
+
+const installHint = `pgtest: no PostgreSQL server to test against.
+%s
+Either install the PostgreSQL server binaries (Debian/Ubuntu: apt-get install -y postgresql; Fedora: dnf install postgresql-server; macOS: brew install postgresql),
+or set ` + EnvURL + ` to a server whose user may create databases, for example
+	` + EnvURL + `='postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable'`
 
 var (
 	mainRunning atomic.Bool
@@ -41,7 +48,7 @@ type server struct {
 	base     string
 	admin    *pgxpool.Pool
 	template string
-	cluster  *Cluster // nil when the server came from EnvURL
+	cluster  *pgcluster.Cluster // nil when the server came from EnvURL
 }
 
 // Main runs the tests of a package and stops the throwaway cluster, if one
@@ -81,7 +88,7 @@ func teardown() {
 			srv.admin.Close()
 		}
 		if srv.cluster != nil {
-			if err := srv.cluster.stop(); err != nil {
+			if err := srv.cluster.Stop(); err != nil {
 				fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 			}
 		}
@@ -98,16 +105,15 @@ func newServer() (*server, error) {
 	if u := os.Getenv(EnvURL); u != "" {
 		s.base = u
 	} else {
-		bindir, err := findBinDir()
-		if err != nil {
+		c, err := pgcluster.Start(context.Background())
+		if errors.Is(err, pgcluster.ErrNoServerBinaries) {
 			return nil, fmt.Errorf(installHint, EnvURL+" is not set, and "+err.Error()+".")
 		}
-		c, err := startCluster(context.Background(), bindir)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("pgtest: %w", err)
 		}
 		s.cluster = c
-		s.base = c.dsn("postgres")
+		s.base = c.DSN("postgres")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -148,14 +154,14 @@ func (s *server) fail() {
 		s.admin.Close()
 	}
 	if s.cluster != nil {
-		_ = s.cluster.stop()
+		_ = s.cluster.Stop()
 	}
 }
 
 // dsn returns the connection string of database name on the server.
 func (s *server) dsn(name string) string {
 	if s.cluster != nil {
-		return s.cluster.dsn(name)
+		return s.cluster.DSN(name)
 	}
 	return withDatabase(s.base, name)
 }

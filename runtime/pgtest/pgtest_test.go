@@ -2,12 +2,10 @@ package pgtest
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/fsmgen/fsmgen/db"
 )
@@ -82,43 +80,5 @@ func TestInstallHintSaysWhatToDo(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the hint does not mention %q:\n%s", want, msg)
 		}
-	}
-}
-
-func TestStartClusterServesItsURLUntilStopped(t *testing.T) {
-	t.Parallel()
-	if os.Getenv(EnvURL) != "" {
-		t.Skip(EnvURL + " is set: the tests use that server, and may lack the binaries to start one")
-	}
-	ctx := context.Background()
-	c, err := StartCluster(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = c.Stop()
-		}
-	}()
-	conn, err := pgx.Connect(ctx, c.URL())
-	if err != nil {
-		t.Fatalf("connect to %s: %v", c.URL(), err)
-	}
-	var user, dbname string
-	err = conn.QueryRow(ctx, "SELECT current_user, current_database()").Scan(&user, &dbname)
-	conn.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"postgres", "postgres"}, []string{user, dbname}); diff != "" {
-		t.Errorf("user and database mismatch (-want +got):\n%s", diff)
-	}
-	stopped = true
-	if err := c.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(c.Dir()); !os.IsNotExist(err) {
-		t.Errorf("the cluster's directory %s is still there after Stop (stat: %v)", c.Dir(), err)
 	}
 }

@@ -1,4 +1,4 @@
-package pgtest
+package pgcluster
 
 import (
 	"context"
@@ -20,9 +20,7 @@ import (
 )
 
 // Cluster is a throwaway PostgreSQL cluster in a temporary directory,
-// reachable only through a unix socket in that directory. The tests' own
-// cluster is one; StartCluster starts another for programs (a demonstration,
-// a local tool) that want a real server without setting one up.
+// reachable only through a unix socket in that directory.
 type Cluster struct {
 	dir    string
 	port   int
@@ -31,13 +29,7 @@ type Cluster struct {
 	logf   string
 }
 
-const installHint = `pgtest: no PostgreSQL server to test against.
-%s
-Either install the PostgreSQL server binaries (Debian/Ubuntu: apt-get install -y postgresql; Fedora: dnf install postgresql-server; macOS: brew install postgresql),
-or set ` + EnvURL + ` to a server whose user may create databases, for example
-	` + EnvURL + `='postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable'`
-
-// ErrNoServerBinaries is matched by errors.Is on the error StartCluster
+// ErrNoServerBinaries is matched by errors.Is on the error Start
 // returns when it finds no PostgreSQL server binaries to run.
 var ErrNoServerBinaries = errors.New("no PostgreSQL server binaries were found")
 
@@ -84,7 +76,7 @@ func pgMajor(bindir string) float64 {
 	return v
 }
 
-// StartCluster starts a throwaway cluster the way the tests do: it finds
+// Start starts a throwaway cluster: it finds
 // the server binaries (initdb on PATH, then `pg_config --bindir`, then the
 // newest /usr/lib/postgresql/*/bin), runs initdb in a new temporary
 // directory, as the postgres system user when the process runs as root, and
@@ -92,12 +84,12 @@ func pgMajor(bindir string) float64 {
 // returns once the server accepts connections. The caller must call Stop,
 // which also removes the directory; if the process dies first, the server
 // follows it. Without binaries the error matches ErrNoServerBinaries.
-func StartCluster(ctx context.Context) (*Cluster, error) {
+func Start(ctx context.Context) (*Cluster, error) {
 	bindir, err := findBinDir()
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: %w", err)
+		return nil, fmt.Errorf("pgcluster: %w", err)
 	}
-	return startCluster(ctx, bindir)
+	return start(ctx, bindir)
 }
 
 // URL returns the connection URL of the cluster's postgres database, as
@@ -114,18 +106,18 @@ func (c *Cluster) Dir() string { return c.dir }
 // removes its directory.
 func (c *Cluster) Stop() error {
 	if err := c.stop(); err != nil {
-		return fmt.Errorf("pgtest: stop cluster: %w", err)
+		return fmt.Errorf("pgcluster: stop cluster: %w", err)
 	}
 	return nil
 }
 
-// startCluster runs initdb and starts postgres in a new temporary directory,
+// start runs initdb and starts postgres in a new temporary directory,
 // as the postgres system user when the process runs as root.
-func startCluster(ctx context.Context, bindir string) (c *Cluster, err error) {
+func start(ctx context.Context, bindir string) (c *Cluster, err error) {
 	sweepStale()
-	dir, err := os.MkdirTemp("", "fsmgen-pgtest-")
+	dir, err := os.MkdirTemp("", "fsmgen-pgcluster-")
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: %w", err)
+		return nil, fmt.Errorf("pgcluster: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -136,12 +128,12 @@ func startCluster(ctx context.Context, bindir string) (c *Cluster, err error) {
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			return nil, fmt.Errorf(installHint, "The tests run as root, which initdb refuses, and there is no postgres system user to run the server as ("+err.Error()+").")
+			return nil, fmt.Errorf("pgcluster: %w: the process runs as root, which initdb refuses, and there is no postgres system user to run the server as (%v)", ErrNoServerBinaries, err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		if err := os.Chown(dir, uid, gid); err != nil {
-			return nil, fmt.Errorf("pgtest: hand %s to the postgres user: %w", dir, err)
+			return nil, fmt.Errorf("pgcluster: hand %s to the postgres user: %w", dir, err)
 		}
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
@@ -155,14 +147,14 @@ func startCluster(ctx context.Context, bindir string) (c *Cluster, err error) {
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("pgtest: initdb: %w", ctx.Err())
+			return nil, fmt.Errorf("pgcluster: initdb: %w", ctx.Err())
 		}
-		return nil, fmt.Errorf("pgtest: %s: %w\n%s", strings.Join(initdb.Args, " "), err, out)
+		return nil, fmt.Errorf("pgcluster: %s: %w\n%s", strings.Join(initdb.Args, " "), err, out)
 	}
 
 	logFile, err := os.Create(logf)
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: %w", err)
+		return nil, fmt.Errorf("pgcluster: %w", err)
 	}
 	defer logFile.Close()
 	cmd := exec.Command(filepath.Join(bindir, "postgres"), "-D", data,
@@ -194,7 +186,7 @@ func startCluster(ctx context.Context, bindir string) (c *Cluster, err error) {
 		runtime.UnlockOSThread()
 	}()
 	if err := <-started; err != nil {
-		return nil, fmt.Errorf("pgtest: start postgres: %w", err)
+		return nil, fmt.Errorf("pgcluster: start postgres: %w", err)
 	}
 	c.proc = cmd.Process
 	if err := c.waitReady(ctx, 60*time.Second); err != nil {
@@ -204,7 +196,9 @@ func startCluster(ctx context.Context, bindir string) (c *Cluster, err error) {
 	return c, nil
 }
 
-func (c *Cluster) dsn(name string) string {
+// DSN returns the connection string of database name on the cluster, as
+// user postgres over its unix socket.
+func (c *Cluster) DSN(name string) string {
 	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", c.dir, c.port, name)
 }
 
@@ -212,7 +206,7 @@ func (c *Cluster) waitReady(ctx context.Context, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		conn, err := pgx.Connect(cctx, c.dsn("postgres"))
+		conn, err := pgx.Connect(cctx, c.DSN("postgres"))
 		if err == nil {
 			conn.Close(cctx)
 			cancel()
@@ -221,13 +215,13 @@ func (c *Cluster) waitReady(ctx context.Context, limit time.Duration) error {
 		cancel()
 		select {
 		case <-c.exited:
-			return fmt.Errorf("pgtest: postgres exited during start-up:\n%s", c.logTail())
+			return fmt.Errorf("pgcluster: postgres exited during start-up:\n%s", c.logTail())
 		case <-ctx.Done():
-			return fmt.Errorf("pgtest: wait for postgres: %w", ctx.Err())
+			return fmt.Errorf("pgcluster: wait for postgres: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("pgtest: postgres not ready after %v: %v\n%s", limit, err, c.logTail())
+			return fmt.Errorf("pgcluster: postgres not ready after %v: %v\n%s", limit, err, c.logTail())
 		}
 	}
 }
@@ -264,7 +258,7 @@ func (c *Cluster) stop() error {
 // without stopping them (a panic, a kill): older than ten minutes, and with
 // no live server in them.
 func sweepStale() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "fsmgen-pgtest-*"))
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "fsmgen-pgcluster-*"))
 	for _, d := range dirs {
 		fi, err := os.Stat(d)
 		if err != nil || time.Since(fi.ModTime()) < 10*time.Minute {
