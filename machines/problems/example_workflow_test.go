@@ -2,26 +2,32 @@ package problems_test
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fsmgen/fsmgen/db"
 	"github.com/fsmgen/fsmgen/machines/problems"
 	"github.com/fsmgen/fsmgen/machines/problems/local"
-	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
+	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
-// A service wires the workflow to its adapters, computes the idempotency
-// key and the policy snapshot of a submission, and hands the engine the
-// driver of each run.
-func ExampleWorkflow() {
+// A service wires the workflow to its adapters, registers it with an
+// engine, submits problems idempotently and drives them: inline for the
+// synchronous answer, or with the engine's workers.
+func ExampleWorkflow_Submit() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer pool.Close()
+	if err := db.Migrate(ctx, pool); err != nil {
+		log.Fatal(err)
+	}
 	if err := local.Migrate(ctx, pool); err != nil {
 		log.Fatal(err)
 	}
@@ -29,18 +35,24 @@ func ExampleWorkflow() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	eng := engine.New(pool, store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("problems")})
+	if err := wf.Register(ctx, eng); err != nil {
+		log.Fatal(err)
+	}
 
-	const user = "8a5f2c1e-0000-4000-8000-000000000001"
-	cmd := problems.SubmitProblem{Text: "Solve 2x + 3 = 7", MediaType: "text/plain"}
-	key, err := wf.Key(ctx, user, cmd)
+	res, err := wf.Submit(ctx, eng, problems.SubmitRequest{
+		UserID:           "8a5f2c1e-0000-4000-8000-000000000001",
+		TenantID:         "acme",
+		SubscriptionTier: problems.TierPro,
+		Sensitivity:      problems.SensitivityStandard,
+		Problem:          problems.SubmitProblem{Text: "Solve 2x + 3 = 7", MediaType: "text/plain"},
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	policy, err := wf.PolicyFor(ctx, rog.Type, user, problems.TierPro, problems.SensitivityStandard)
+	run, err := eng.Drive(ctx, res.Run.ID) // returns once the HTML solution is ready
 	if err != nil {
 		log.Fatal(err)
 	}
-	// Start a run of type rog.Type with input cmd, idempotency key key and
-	// policy snapshot policy; the engine then drives it with wf.Driver().
-	_, _ = key, policy
+	fmt.Println(run.State, run.Status)
 }
