@@ -33,6 +33,9 @@ var fsmParser = participle.MustBuild[File](
 // given: pass a path relative to where the user works for readable errors.
 // A syntax error is returned as an ErrorList of one positioned Diagnostic.
 func Parse(filename string, src []byte) (*File, error) {
+	if pos, ok := invalidUTF8(filename, src); ok {
+		return nil, ErrorList{{Pos: pos, Message: "invalid UTF-8 encoding"}}
+	}
 	f, err := fsmParser.ParseBytes(filename, src)
 	if err != nil {
 		return nil, ErrorList{syntaxDiagnostic(filename, err)}
@@ -44,6 +47,28 @@ func Parse(filename string, src []byte) (*File, error) {
 	f.Comments = comments
 	attachDocs(f, lineStart)
 	return f, nil
+}
+
+// invalidUTF8 returns the position of the first byte of src that is not
+// valid UTF-8, if any. Columns count bytes, as the lexer's do.
+func invalidUTF8(filename string, src []byte) (lexer.Position, bool) {
+	if utf8.Valid(src) {
+		return lexer.Position{}, false
+	}
+	line, col := 1, 1
+	for i := 0; i < len(src); {
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return lexer.Position{Filename: filename, Offset: i, Line: line, Column: col}, true
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col += size
+		}
+		i += size
+	}
+	return lexer.Position{}, false
 }
 
 func syntaxDiagnostic(filename string, err error) Diagnostic {

@@ -45,6 +45,11 @@ func TestParseSyntaxErrors(t *testing.T) {
 			want: `t.fsm:2:5: syntax error: invalid character 'é'`,
 		},
 		{
+			name: "invalid UTF-8 in a comment",
+			src:  "machine M {\n    // caf\xe9\n    initial A\n}\n",
+			want: `t.fsm:2:11: invalid UTF-8 encoding`,
+		},
+		{
 			name: "unterminated string",
 			src:  "machine M {\n    type \"retrieve\n}\n",
 			want: `t.fsm:2:10: syntax error: string literal not terminated`,
