@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -33,9 +34,10 @@ var fsmParser = participle.MustBuild[File](
 // given: pass a path relative to where the user works for readable errors.
 // A syntax error is returned as an ErrorList of one positioned Diagnostic.
 func Parse(filename string, src []byte) (*File, error) {
-	if pos, ok := invalidUTF8(filename, src); ok {
-		return nil, ErrorList{{Pos: pos, Message: "invalid UTF-8 encoding"}}
+	if d, ok := badBytes(filename, src); ok {
+		return nil, ErrorList{d}
 	}
+	src = bytes.TrimPrefix(src, []byte("\uFEFF"))
 	f, err := fsmParser.ParseBytes(filename, src)
 	if err != nil {
 		return nil, ErrorList{syntaxDiagnostic(filename, err)}
@@ -49,17 +51,25 @@ func Parse(filename string, src []byte) (*File, error) {
 	return f, nil
 }
 
-// invalidUTF8 returns the position of the first byte of src that is not
-// valid UTF-8, if any. Columns count bytes, as the lexer's do.
-func invalidUTF8(filename string, src []byte) (lexer.Position, bool) {
-	if utf8.Valid(src) {
-		return lexer.Position{}, false
-	}
+// badBytes returns the position of the first byte sequence of src that a
+// .fsm file, like a Go source file, may not hold: invalid UTF-8, a NUL, or
+// a byte order mark anywhere but at the very start. Columns count bytes, as
+// the lexer's do.
+func badBytes(filename string, src []byte) (Diagnostic, bool) {
 	line, col := 1, 1
 	for i := 0; i < len(src); {
 		r, size := utf8.DecodeRune(src[i:])
-		if r == utf8.RuneError && size <= 1 {
-			return lexer.Position{Filename: filename, Offset: i, Line: line, Column: col}, true
+		msg := ""
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			msg = "invalid UTF-8 encoding"
+		case r == 0:
+			msg = "invalid NUL character"
+		case r == '\uFEFF' && i > 0:
+			msg = "invalid byte order mark in the middle of the file"
+		}
+		if msg != "" {
+			return Diagnostic{Pos: lexer.Position{Filename: filename, Offset: i, Line: line, Column: col}, Message: msg}, true
 		}
 		if r == '\n' {
 			line, col = line+1, 1
@@ -68,7 +78,7 @@ func invalidUTF8(filename string, src []byte) (lexer.Position, bool) {
 		}
 		i += size
 	}
-	return lexer.Position{}, false
+	return Diagnostic{}, false
 }
 
 func syntaxDiagnostic(filename string, err error) Diagnostic {

@@ -50,6 +50,16 @@ func TestParseSyntaxErrors(t *testing.T) {
 			want: `t.fsm:2:11: invalid UTF-8 encoding`,
 		},
 		{
+			name: "NUL in a comment",
+			src:  "machine M {\n    // a\x00b\n    initial A\n}\n",
+			want: `t.fsm:2:9: invalid NUL character`,
+		},
+		{
+			name: "byte order mark in the middle",
+			src:  "machine M {\n    // \uFEFF\n    initial A\n}\n",
+			want: `t.fsm:2:8: invalid byte order mark in the middle of the file`,
+		},
+		{
 			name: "unterminated string",
 			src:  "machine M {\n    type \"retrieve\n}\n",
 			want: `t.fsm:2:10: syntax error: string literal not terminated`,
