@@ -49,7 +49,7 @@
 //
 //	run, rec, err := st.Load(ctx, id, order.Definition())
 //	if err != nil { ... }
-//	state, err := order.Parse(run.State)
+//	state, err := order.ParseState(run.State)
 //	if err != nil { ... }
 //	m := order.New(guards, order.WithState(state), order.WithRecorder(rec))
 //	rec.SetResult(store.Result{Output: out, CostUSD: cost}) // for the terminal transition

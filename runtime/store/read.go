@@ -42,7 +42,7 @@ func (s *Store) get(ctx context.Context, op, runID string) (Run, error) {
 //
 //	run, rec, err := st.Load(ctx, id, mymachine.Definition())
 //	if err != nil { ... }
-//	state, err := mymachine.Parse(run.State)
+//	state, err := mymachine.ParseState(run.State)
 //	if err != nil { ... }
 //	m := mymachine.New(..., mymachine.WithState(state), mymachine.WithRecorder(rec))
 func (s *Store) Load(ctx context.Context, runID string, def runtime.Definition) (Run, *Recorder, error) {
