@@ -4,80 +4,12 @@ package payments
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"maps"
-	"reflect"
 	"testing"
 
 	"github.com/fsmgen/fsmgen/runtime"
-	"github.com/google/go-cmp/cmp"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 )
-
-// fsmgenRow is a row of the declared transition table.
-type fsmgenRow struct {
-	from    State
-	event   string
-	guard   string
-	negated bool
-	to      State
-	outcome string
-}
-
-// fsmgenTable is the table of Payment as declared, in the order rows are tried.
-var fsmgenTable = []fsmgenRow{
-	{StateValidating, "Submit", "", false, StateValidating, ""},
-	{StateValidating, "Validated", "Approved", false, StateAuthorizing, ""},
-	{StateValidating, "Validated", "Approved", true, StateDeclined, "declined"},
-	{StateAuthorizing, "Authorized", "Risky", false, StateChallenged, ""},
-	{StateAuthorizing, "Authorized", "", false, StateRecording, ""},
-	{StateAuthorizing, "Declined", "", false, StateDeclined, "declined"},
-	{StateChallenged, "ChallengePassed", "Risky", true, StateRecording, ""},
-	{StateChallenged, "ChallengePassed", "", false, StateDeclined, "declined"},
-	{StateChallenged, "Reminder", "", false, StateChallenged, ""},
-	{StateChallenged, "ChallengeExpired", "", false, StateFailed, "challenge expired"},
-	{StateRecording, "Recorded", "", false, StateCapturing, ""},
-	{StateCapturing, "Captured", "Large", false, StateNotifying, ""},
-	{StateCapturing, "Captured", "Small", false, StateNotifying, ""},
-	{StateCapturing, "Captured", "", false, StateArchiving, ""},
-	{StateCapturing, "CaptureTimedOut", "", false, StateRefunding, ""},
-	{StateNotifying, "Notified", "", false, StateArchiving, ""},
-	{StateArchiving, "Archived", "", false, StateSettled, "paid"},
-	{StateRefunding, "Refunded", "", false, StateCancelled, "refunded"},
-	{StateAuthorizing, "Failed", "", false, StateFailed, ""},
-	{StateRecording, "Failed", "", false, StateFailed, ""},
-	{StateCapturing, "Failed", "", false, StateFailed, ""},
-	{StateValidating, "Cancel", "Owner", false, StateCancelled, ""},
-	{StateAuthorizing, "Cancel", "Owner", false, StateCancelled, ""},
-	{StateChallenged, "Cancel", "Owner", false, StateCancelled, ""},
-	{StateRecording, "Cancel", "Owner", false, StateCancelled, ""},
-	{StateCapturing, "Cancel", "Owner", false, StateCancelled, ""},
-	{StateNotifying, "Cancel", "Owner", false, StateCancelled, ""},
-	{StateArchiving, "Cancel", "Owner", false, StateCancelled, ""},
-	{StateRefunding, "Cancel", "Owner", false, StateCancelled, ""},
-}
-
-// fsmgenEvents returns a value of every event.
-func fsmgenEvents() []Event {
-	return []Event{
-		Submit{},
-		Validated{},
-		Authorized{},
-		Declined{},
-		ChallengePassed{},
-		ChallengeExpired{},
-		Reminder{},
-		Recorded{},
-		Captured{},
-		CaptureTimedOut{},
-		Notified{},
-		Archived{},
-		Refunded{},
-		Failed{},
-		Cancel{},
-	}
-}
 
 // fsmgenGuards admits the events of the guards it maps to true.
 type fsmgenGuards map[string]bool
@@ -98,290 +30,95 @@ func (g fsmgenGuards) Owner(context.Context, Cancel) bool {
 	return g["Owner"]
 }
 
-// fsmgenExpect computes from the declared table alone what firing event in
-// state s does when exactly the guards in admit admit it: the state after,
-// the outcome, and the sentinel error of a refusal.
-func fsmgenExpect(s State, event string, admit fsmgenGuards) (State, string, error) {
-	matched := false
-	for _, r := range fsmgenTable {
-		if r.from != s || r.event != event {
-			continue
-		}
-		matched = true
-		if r.guard == "" || admit[r.guard] != r.negated {
-			return r.to, r.outcome, nil
-		}
-	}
-	if matched {
-		return s, "", runtime.ErrGuardRejected
-	}
-	return s, "", runtime.ErrIllegalTransition
+// fsmgenHandlers returns, in every driven state, the first event the state accepts.
+type fsmgenHandlers struct{}
+
+func (fsmgenHandlers) Validating(context.Context, *runtime.Run) (ValidatingEvent, error) {
+	return Submit{}, nil
+}
+func (fsmgenHandlers) Authorizing(context.Context, *runtime.Run) (AuthorizingEvent, error) {
+	return Authorized{}, nil
+}
+func (fsmgenHandlers) Recording(context.Context, *runtime.Run) (RecordingEvent, error) {
+	return Recorded{}, nil
+}
+func (fsmgenHandlers) Capturing(context.Context, *runtime.Run) (CapturingEvent, error) {
+	return Captured{}, nil
+}
+func (fsmgenHandlers) Notifying(context.Context, *runtime.Run) (NotifyingEvent, error) {
+	return Notified{}, nil
+}
+func (fsmgenHandlers) Archiving(context.Context, *runtime.Run) (ArchivingEvent, error) {
+	return Archived{}, nil
+}
+func (fsmgenHandlers) Refunding(context.Context, *runtime.Run) (RefundingEvent, error) {
+	return Refunded{}, nil
 }
 
-// fsmgenGuardsOf returns the distinct guards of the rows from s on event.
-func fsmgenGuardsOf(s State, event string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, r := range fsmgenTable {
-		if r.from == s && r.event == event && r.guard != "" && !seen[r.guard] {
-			seen[r.guard] = true
-			out = append(out, r.guard)
-		}
-	}
-	return out
+// fsmgenInstance is a Machine as fsmtest sees it.
+type fsmgenInstance struct {
+	m *Machine
 }
 
-// fsmgenAdmitRow returns guard outcomes under which row i is the row that
-// fires: every earlier guarded row of its (state, event) refuses, row i admits.
-func fsmgenAdmitRow(i int) fsmgenGuards {
-	r := fsmgenTable[i]
-	admit := fsmgenGuards{}
-	for _, p := range fsmgenTable[:i] {
-		if p.from == r.from && p.event == r.event && p.guard != "" {
-			admit[p.guard] = p.negated
-		}
-	}
-	if r.guard != "" {
-		admit[r.guard] = !r.negated
-	}
-	return admit
+func (i fsmgenInstance) Fire(ctx context.Context, e runtime.Event) error {
+	ev, _ := e.(Event)
+	return i.m.Fire(ctx, ev)
+}
+func (i fsmgenInstance) State() string {
+	return i.m.State().String()
 }
 
-// fsmgenEvent returns the value of the event named name.
-func fsmgenEvent(t *testing.T, name string) Event {
-	t.Helper()
-	for _, e := range fsmgenEvents() {
-		if e.EventName() == name {
-			return e
-		}
-	}
-	t.Fatalf("no event %s", name)
-	return nil
-}
-
-// fsmgenLog records transitions in memory.
-type fsmgenLog struct {
-	got []runtime.Transition
-}
-
-func (l *fsmgenLog) Record(_ context.Context, tr runtime.Transition) error {
-	l.got = append(l.got, tr)
-	return nil
-}
-
-// fsmgenCmp compares payloads whatever the visibility of their fields.
-var fsmgenCmp = cmp.Exporter(func(reflect.Type) bool {
-	return true
-})
-
-// TestFSMEveryStateEventAndGuardOutcome fires every event in every state under
-// every combination of its guards' outcomes and checks the machine against
-// the declared table: state after, error, and the transition recorded.
-func TestFSMEveryStateEventAndGuardOutcome(t *testing.T) {
-	t.Parallel()
-	for _, s := range States() {
-		for _, e := range fsmgenEvents() {
-			guards := fsmgenGuardsOf(s, e.EventName())
-			for mask := 0; mask < 1<<len(guards); mask++ {
-				admit := fsmgenGuards{}
-				for i, g := range guards {
-					admit[g] = mask&(1<<i) != 0
-				}
-				wantState, wantOutcome, wantErr := fsmgenExpect(s, e.EventName(), admit)
-				log := &fsmgenLog{}
-				m := New(admit, WithState(s), WithRecorder(log))
-				err := m.Fire(context.Background(), e)
-				name := fmt.Sprintf("%s on %s with guards %v", s, e.EventName(), admit)
-				if m.State() != wantState {
-					t.Errorf("%s: state %s, want %s", name, m.State(), wantState)
-				}
-				if wantErr != nil {
-					var te *runtime.TransitionError
-					if !errors.Is(err, wantErr) || !errors.As(err, &te) {
-						t.Errorf("%s: error %v, want a *runtime.TransitionError matching %v", name, err, wantErr)
-					} else if te.State != s.String() || te.Event != e.EventName() || te.Machine != Type {
-						t.Errorf("%s: error names %s/%s/%s", name, te.Machine, te.State, te.Event)
-					}
-					if len(log.got) != 0 {
-						t.Errorf("%s: refused event recorded %v", name, log.got)
-					}
-					continue
-				}
-				if err != nil {
-					t.Errorf("%s: %v", name, err)
-					continue
-				}
-				want := []runtime.Transition{{
-					Event:   e.EventName(),
-					From:    s.String(),
-					Machine: Type,
-					Outcome: wantOutcome,
-					Payload: e,
-					Status:  wantState.Status(),
-					To:      wantState.String(),
-					Version: Version,
-				}}
-				if diff := cmp.Diff(want, log.got, fsmgenCmp); diff != "" {
-					t.Errorf("%s: recorded (-want +got):\n%s", name, diff)
-				}
+// fsmgenMachine describes the machine to fsmtest.
+func fsmgenMachine() fsmtest.Machine {
+	return fsmtest.Machine{
+		Definition: Definition(),
+		Events: []runtime.Event{
+			Submit{},
+			Validated{},
+			Authorized{},
+			Declined{},
+			ChallengePassed{},
+			ChallengeExpired{},
+			Reminder{},
+			Recorded{},
+			Captured{},
+			CaptureTimedOut{},
+			Notified{},
+			Archived{},
+			Refunded{},
+			Failed{},
+			Cancel{},
+		},
+		New: func(state string, admit map[string]bool, rec runtime.Recorder) (fsmtest.Instance, error) {
+			s, err := ParseState(state)
+			if err != nil {
+				return nil, err
 			}
-		}
-	}
-}
-
-// TestFSMRecordsBeforeApplying checks, for every row, that a transition whose
-// recording fails is not applied and that the recorder's error comes back.
-func TestFSMRecordsBeforeApplying(t *testing.T) {
-	t.Parallel()
-	boom := errors.New("storage unavailable")
-	failing := runtime.RecorderFunc(func(context.Context, runtime.Transition) error {
-		return boom
-	})
-	for i, r := range fsmgenTable {
-		m := New(fsmgenAdmitRow(i), WithState(r.from), WithRecorder(failing))
-		if err := m.Fire(context.Background(), fsmgenEvent(t, r.event)); !errors.Is(err, boom) {
-			t.Errorf("row %d (%s on %s): error %v, want the recorder's", i, r.from, r.event, err)
-		}
-		if m.State() != r.from {
-			t.Errorf("row %d: state moved to %s although recording failed", i, m.State())
-		}
-	}
-}
-
-// TestFSMTerminalStatesRejectEveryEvent checks that no event leaves a final state.
-func TestFSMTerminalStatesRejectEveryEvent(t *testing.T) {
-	t.Parallel()
-	finals := 0
-	for _, s := range States() {
-		if !s.Terminal() {
-			continue
-		}
-		finals++
-		if s.Status() == runtime.StatusRunning {
-			t.Errorf("final state %s has status running", s)
-		}
-		for _, e := range fsmgenEvents() {
-			m := New(fsmgenGuards{}, WithState(s))
-			if err := m.Fire(context.Background(), e); !errors.Is(err, runtime.ErrIllegalTransition) {
-				t.Errorf("%s on %s: error %v, want ErrIllegalTransition", s, e.EventName(), err)
+			opts := []Option{WithState(s)}
+			if rec != nil {
+				opts = append(opts, WithRecorder(rec))
 			}
-			if m.State() != s {
-				t.Errorf("%s on %s: left the final state for %s", s, e.EventName(), m.State())
+			return fsmgenInstance{New(fsmgenGuards(admit), opts...)}, nil
+		},
+		Decode: func(name string, payload []byte) (runtime.Event, error) {
+			e, err := DecodeEvent(name, payload)
+			if err != nil {
+				return nil, err
 			}
-		}
+			return e, nil
+		},
+		Driver: func(admit map[string]bool) runtime.Driver {
+			return NewDriver(fsmgenHandlers{}, func(*runtime.Run) Guards {
+				return fsmgenGuards(admit)
+			})
+		},
 	}
-	if finals == 0 {
-		t.Error("no final state")
-	}
 }
 
-// fsmgenShortest holds a shortest path of rows from the initial state to every state.
-var fsmgenShortest = []struct {
-	target State
-	rows   []int
-}{
-	{StateValidating, []int{}},
-	{StateAuthorizing, []int{1}},
-	{StateChallenged, []int{1, 3}},
-	{StateRecording, []int{1, 4}},
-	{StateCapturing, []int{1, 4, 10}},
-	{StateNotifying, []int{1, 4, 10, 11}},
-	{StateArchiving, []int{1, 4, 10, 13}},
-	{StateRefunding, []int{1, 4, 10, 14}},
-	{StateSettled, []int{1, 4, 10, 13, 16}},
-	{StateDeclined, []int{2}},
-	{StateFailed, []int{1, 18}},
-	{StateCancelled, []int{21}},
-}
-
-// fsmgenCover holds paths of rows from the initial state that together take every row.
-var fsmgenCover = [][]int{
-	[]int{0},
-	[]int{1},
-	[]int{2},
-	[]int{1, 3},
-	[]int{1, 4},
-	[]int{1, 5},
-	[]int{1, 3, 6},
-	[]int{1, 3, 7},
-	[]int{1, 3, 8},
-	[]int{1, 3, 9},
-	[]int{1, 4, 10},
-	[]int{1, 4, 10, 11},
-	[]int{1, 4, 10, 12},
-	[]int{1, 4, 10, 13},
-	[]int{1, 4, 10, 14},
-	[]int{1, 4, 10, 11, 15},
-	[]int{1, 4, 10, 13, 16},
-	[]int{1, 4, 10, 14, 17},
-	[]int{1, 18},
-	[]int{1, 4, 19},
-	[]int{1, 4, 10, 20},
-	[]int{21},
-	[]int{1, 22},
-	[]int{1, 3, 23},
-	[]int{1, 4, 24},
-	[]int{1, 4, 10, 25},
-	[]int{1, 4, 10, 11, 26},
-	[]int{1, 4, 10, 13, 27},
-	[]int{1, 4, 10, 14, 28},
-}
-
-// fsmgenReplay fires the rows of a path from the initial state and checks
-// that each moves the machine where the table says.
-func fsmgenReplay(t *testing.T, rows []int) State {
-	t.Helper()
-	admit := fsmgenGuards{}
-	m := New(admit)
-	for _, i := range rows {
-		r := fsmgenTable[i]
-		maps.Copy(admit, fsmgenAdmitRow(i))
-		for g := range admit {
-			if _, ok := fsmgenAdmitRow(i)[g]; !ok {
-				admit[g] = false
-			}
-		}
-		if m.State() != r.from {
-			t.Fatalf("row %d starts in %s but the machine is in %s", i, r.from, m.State())
-		}
-		if err := m.Fire(context.Background(), fsmgenEvent(t, r.event)); err != nil {
-			t.Fatalf("row %d: %v", i, err)
-		}
-		if m.State() != r.to {
-			t.Fatalf("row %d: state %s, want %s", i, m.State(), r.to)
-		}
-	}
-	return m.State()
-}
-
-// TestFSMShortestPathToEveryState replays a shortest path to every state.
-func TestFSMShortestPathToEveryState(t *testing.T) {
+// TestFSM checks the machine's code against its definition; see runtime/fsmtest.
+func TestFSM(t *testing.T) {
 	t.Parallel()
-	if len(fsmgenShortest) != len(States()) {
-		t.Fatalf("%d paths for %d states", len(fsmgenShortest), len(States()))
-	}
-	for _, p := range fsmgenShortest {
-		if got := fsmgenReplay(t, p.rows); got != p.target {
-			t.Errorf("path to %s ends in %s", p.target, got)
-		}
-	}
-}
-
-// TestFSMPathsCoverEveryTransition replays paths that take every row.
-func TestFSMPathsCoverEveryTransition(t *testing.T) {
-	t.Parallel()
-	taken := make([]bool, len(fsmgenTable))
-	for _, p := range fsmgenCover {
-		fsmgenReplay(t, p)
-		for _, i := range p {
-			taken[i] = true
-		}
-	}
-	for i, ok := range taken {
-		if !ok {
-			t.Errorf("row %d (%v) is on no path", i, fsmgenTable[i])
-		}
-	}
+	fsmtest.Run(t, fsmgenMachine())
 }
 
 // TestFSMStateNames checks String, ParseState and the text encoding.
@@ -406,38 +143,6 @@ func TestFSMStateNames(t *testing.T) {
 	}
 	if got := State(255).String(); got != "State(255)" {
 		t.Errorf("String of an invalid state = %q", got)
-	}
-}
-
-// TestFSMDecodeEvent checks that every event survives a JSON round trip and
-// that bad payloads and names are errors.
-func TestFSMDecodeEvent(t *testing.T) {
-	t.Parallel()
-	for _, e := range fsmgenEvents() {
-		payload, err := json.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := DecodeEvent(e.EventName(), payload)
-		if err != nil {
-			t.Fatalf("DecodeEvent(%s): %v", e.EventName(), err)
-		}
-		if reflect.TypeOf(got) != reflect.TypeOf(e) {
-			t.Fatalf("DecodeEvent(%s) gave a %T", e.EventName(), got)
-		}
-		again, err := json.Marshal(got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(string(payload), string(again)); diff != "" {
-			t.Errorf("DecodeEvent(%s) does not give back the payload (-want +got):\n%s", e.EventName(), diff)
-		}
-		if _, err := DecodeEvent(e.EventName(), []byte("{\"fsmgenNoSuchField\":1}")); err == nil {
-			t.Errorf("DecodeEvent(%s) accepted an unknown field", e.EventName())
-		}
-	}
-	if _, err := DecodeEvent("NoSuchEvent", nil); !errors.Is(err, runtime.ErrUnknownEvent) {
-		t.Errorf("DecodeEvent of an unknown name: %v, want ErrUnknownEvent", err)
 	}
 }
 
@@ -503,124 +208,6 @@ func TestFSMViews(t *testing.T) {
 			if check(m) != (v == s) {
 				t.Errorf("in state %s, the accessor of %s says %v", s, v, check(m))
 			}
-		}
-	}
-}
-
-// fsmgenHandlers returns, in every driven state, the first event the state accepts.
-type fsmgenHandlers struct{}
-
-func (fsmgenHandlers) Validating(context.Context, *runtime.Run) (ValidatingEvent, error) {
-	return Submit{}, nil
-}
-func (fsmgenHandlers) Authorizing(context.Context, *runtime.Run) (AuthorizingEvent, error) {
-	return Authorized{}, nil
-}
-func (fsmgenHandlers) Recording(context.Context, *runtime.Run) (RecordingEvent, error) {
-	return Recorded{}, nil
-}
-func (fsmgenHandlers) Capturing(context.Context, *runtime.Run) (CapturingEvent, error) {
-	return Captured{}, nil
-}
-func (fsmgenHandlers) Notifying(context.Context, *runtime.Run) (NotifyingEvent, error) {
-	return Notified{}, nil
-}
-func (fsmgenHandlers) Archiving(context.Context, *runtime.Run) (ArchivingEvent, error) {
-	return Archived{}, nil
-}
-func (fsmgenHandlers) Refunding(context.Context, *runtime.Run) (RefundingEvent, error) {
-	return Refunded{}, nil
-}
-
-// TestFSMDispatch checks that Dispatch calls the handler of each driven state
-// and refuses the others.
-func TestFSMDispatch(t *testing.T) {
-	t.Parallel()
-	want := map[State]string{
-		StateValidating:  "Submit",
-		StateAuthorizing: "Authorized",
-		StateRecording:   "Recorded",
-		StateCapturing:   "Captured",
-		StateNotifying:   "Notified",
-		StateArchiving:   "Archived",
-		StateRefunding:   "Refunded",
-	}
-	for _, s := range States() {
-		e, err := Dispatch(context.Background(), fsmgenHandlers{}, s, &runtime.Run{})
-		name, driven := want[s]
-		switch {
-		case driven && (err != nil || e == nil || e.EventName() != name):
-			t.Errorf("Dispatch in %s = %v, %v; want %s", s, e, err, name)
-		case !driven && !errors.Is(err, runtime.ErrNotDriven):
-			t.Errorf("Dispatch in %s: error %v, want ErrNotDriven", s, err)
-		}
-	}
-}
-
-// TestFSMDriver fires every row through the runtime.Driver, by state name and
-// decoded event, as the engine does.
-func TestFSMDriver(t *testing.T) {
-	t.Parallel()
-	for i, r := range fsmgenTable {
-		admit := fsmgenAdmitRow(i)
-		d := NewDriver(fsmgenHandlers{}, func(*runtime.Run) Guards {
-			return admit
-		})
-		e, err := d.Decode(r.event, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		log := &fsmgenLog{}
-		if err := d.Fire(context.Background(), &runtime.Run{}, r.from.String(), e, log); err != nil {
-			t.Fatalf("row %d: %v", i, err)
-		}
-		if len(log.got) != 1 || log.got[0].To != r.to.String() {
-			t.Errorf("row %d: recorded %+v, want a move to %s", i, log.got, r.to)
-		}
-	}
-	d := NewDriver(fsmgenHandlers{}, func(*runtime.Run) Guards {
-		return fsmgenGuards{}
-	})
-	if d.Definition().Type != Type {
-		t.Errorf("driver's definition is of type %q", d.Definition().Type)
-	}
-	if _, err := d.Handle(context.Background(), &runtime.Run{}, "NO_SUCH_STATE"); !errors.Is(err, runtime.ErrUnknownState) {
-		t.Errorf("Handle in an unknown state: %v, want ErrUnknownState", err)
-	}
-	for _, s := range States() {
-		e, err := d.Handle(context.Background(), &runtime.Run{}, s.String())
-		want, werr := Dispatch(context.Background(), fsmgenHandlers{}, s, &runtime.Run{})
-		if (e == nil) != (want == nil) || (err == nil) != (werr == nil) {
-			t.Errorf("Handle in %s = %v, %v; Dispatch = %v, %v", s, e, err, want, werr)
-		}
-	}
-}
-
-// TestFSMDefinition checks the definition against the declared table.
-func TestFSMDefinition(t *testing.T) {
-	t.Parallel()
-	def := Definition()
-	if err := def.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	var want []runtime.TransitionSpec
-	for _, r := range fsmgenTable {
-		want = append(want, runtime.TransitionSpec{
-			Event:   r.event,
-			From:    r.from.String(),
-			Guard:   r.guard,
-			Negated: r.negated,
-			Outcome: r.outcome,
-			To:      r.to.String(),
-		})
-	}
-	if diff := cmp.Diff(want, def.Transitions); diff != "" {
-		t.Errorf("Definition().Transitions (-want +got):\n%s", diff)
-	}
-	for _, s := range States() {
-		spec, ok := def.State(s.String())
-		if !ok || spec.Status != s.Status() || spec.Outcome != s.Outcome() {
-			t.Errorf("state %s: definition %+v disagrees with the generated code", s, spec)
 		}
 	}
 }

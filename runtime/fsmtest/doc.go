@@ -1,0 +1,20 @@
+// Package fsmtest checks a generated state machine against its own
+// definition: the code the generator wrote (a switch per event, guards,
+// the recorder hook, views, handlers) against the transition table it
+// wrote as data, which the runtime and the database enforce.
+//
+// Every package fsmgen generates has a test that describes its machine
+// with a Machine and calls Run:
+//
+//	func TestFSM(t *testing.T) { fsmtest.Run(t, fsmgenMachine()) }
+//
+// Run fires every event in every state under every combination of the
+// outcomes of the guards involved and compares the state after, the error
+// and the recorded transition with what the table says; checks that a
+// transition whose recording fails is not applied; that final states
+// accept nothing; replays a shortest path from the initial state to every
+// state and paths that together take every row; decodes every event from
+// its JSON; and fires every row through the machine's runtime.Driver.
+// Check does the same and returns the failures, for callers that are not
+// tests.
+package fsmtest
