@@ -80,3 +80,25 @@ func ErrorCode(err error) string {
 	}
 	return ""
 }
+
+// RunError is an error about one run: the part of the runtime that reports
+// it (Component: "store", "engine"), what it was doing (Op), to which run
+// (RunID, empty when no run was known yet), and what went wrong (Err, which
+// wraps a sentinel of that component).
+type RunError struct {
+	Component string
+	Op        string
+	RunID     string
+	Err       error
+}
+
+// Error implements error: "store: start run 1b4e...: conflict: ...".
+func (e *RunError) Error() string {
+	if e.RunID == "" {
+		return fmt.Sprintf("%s: %s: %v", e.Component, e.Op, e.Err)
+	}
+	return fmt.Sprintf("%s: %s run %s: %v", e.Component, e.Op, e.RunID, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *RunError) Unwrap() error { return e.Err }

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -34,26 +34,12 @@ var (
 )
 
 // RunError is an error about a run: what was done (Op), to which run
-// (RunID, empty when not known), and what went wrong (Err).
-type RunError struct {
-	Op    string
-	RunID string
-	Err   error
-}
-
-// Error implements error.
-func (e *RunError) Error() string {
-	if e.RunID == "" {
-		return fmt.Sprintf("engine: %s: %v", e.Op, e.Err)
-	}
-	return fmt.Sprintf("engine: %s run %s: %v", e.Op, e.RunID, e.Err)
-}
-
-// Unwrap returns Err.
-func (e *RunError) Unwrap() error { return e.Err }
+// (RunID, empty when not known), and what went wrong (Err). It is
+// runtime.RunError, with Component "engine".
+type RunError = runtime.RunError
 
 func runErr(op, id string, err error) error {
-	return &RunError{Op: op, RunID: id, Err: err}
+	return &RunError{Component: "engine", Op: op, RunID: id, Err: err}
 }
 
 // Error codes the engine stores on runs (last_error_code, the result's

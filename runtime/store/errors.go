@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/puddle/v2"
 
 	"github.com/fsmgen/fsmgen/db"
+	"github.com/fsmgen/fsmgen/runtime"
 )
 
 // The sentinel errors of the store. Every error a Store method returns about a
@@ -67,26 +68,11 @@ var (
 
 // RunError is the error type of the store: what was done (Op), to which run
 // (RunID, empty when no run was known yet), and what went wrong (Err, which
-// wraps a sentinel).
-type RunError struct {
-	Op    string
-	RunID string
-	Err   error
-}
-
-// Error implements error.
-func (e *RunError) Error() string {
-	if e.RunID == "" {
-		return fmt.Sprintf("store: %s: %v", e.Op, e.Err)
-	}
-	return fmt.Sprintf("store: %s run %s: %v", e.Op, e.RunID, e.Err)
-}
-
-// Unwrap returns Err.
-func (e *RunError) Unwrap() error { return e.Err }
+// wraps a sentinel). It is runtime.RunError, with Component "store".
+type RunError = runtime.RunError
 
 func runErr(op, id string, err error) error {
-	return &RunError{Op: op, RunID: id, Err: err}
+	return &RunError{Component: "store", Op: op, RunID: id, Err: err}
 }
 
 // Translate maps an error from a query on the runtime's tables, including one
