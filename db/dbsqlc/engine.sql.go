@@ -87,10 +87,11 @@ type AdvanceRunRow struct {
 	OccurredAt pgtype.Timestamptz
 }
 
-// The engine's transition: RecordTransition plus the lease fence (when
-// fenced), the schedule of the state entered and the lease's fate, in one
-// statement. No row when the run is not where the caller thought it was or
-// the lease is lost.
+// Every transition, in one statement: moves the run from the state and row
+// version the caller read and logs the move; with finish, stores the result
+// record too; when fenced, only under the caller's live lease; sets the
+// schedule of the state entered and the lease's fate. No row when the run is
+// not where the caller thought it was or the lease is lost.
 func (q *Queries) AdvanceRun(ctx context.Context, arg AdvanceRunParams) (AdvanceRunRow, error) {
 	row := q.db.QueryRow(ctx, advanceRun,
 		arg.Event,

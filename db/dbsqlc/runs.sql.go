@@ -323,93 +323,6 @@ func (q *Queries) ListRuns(ctx context.Context, arg ListRunsParams) ([]WorkflowR
 	return items, nil
 }
 
-const recordTransition = `-- name: RecordTransition :one
-WITH moved AS (
-    UPDATE workflow_runs AS w SET
-        current_state = $3::text,
-        row_version = w.row_version + 1,
-        updated_at = coalesce($5::timestamptz, now()),
-        result = CASE WHEN $6::bool THEN jsonb_build_object(
-            'status', $7::text,
-            'outcome', $8::text,
-            'output', $9::jsonb,
-            'workflow_run_id', w.id,
-            'attempt_no', w.attempt_no,
-            'cost_usd', $10::float8,
-            'duration_ms', coalesce($11::bigint,
-                (extract(epoch FROM (coalesce($5::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
-            'error_code', $12::text,
-            'error_detail', $13::text) ELSE w.result END,
-        finished_at = CASE WHEN $6::bool THEN coalesce($5::timestamptz, now()) ELSE w.finished_at END,
-        next_run_at = CASE WHEN $6::bool THEN NULL ELSE w.next_run_at END,
-        lease_owner = CASE WHEN $6::bool THEN NULL ELSE w.lease_owner END,
-        lease_expires_at = CASE WHEN $6::bool THEN NULL ELSE w.lease_expires_at END
-    WHERE w.id = $14 AND w.current_state = $2::text AND w.row_version = $15
-        AND w.workflow_type = $16 AND w.definition_version = $17
-    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version
-)
-INSERT INTO workflow_step_logs (
-    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-    payload, occurred_at, kind, event, row_version, definition_version)
-SELECT moved.id, moved.workflow_type, moved.attempt_no, $1::text, $2::text, $3::text,
-    $4, moved.updated_at, 'transition', $1::text, moved.row_version, moved.definition_version
-FROM moved
-RETURNING row_version, occurred_at
-`
-
-type RecordTransitionParams struct {
-	Event             string
-	FromState         string
-	ToState           string
-	Payload           []byte
-	Now               pgtype.Timestamptz
-	Finish            bool
-	ResultStatus      string
-	Outcome           pgtype.Text
-	Output            []byte
-	CostUsd           float64
-	DurationMs        pgtype.Int8
-	ErrorCode         pgtype.Text
-	ErrorDetail       pgtype.Text
-	ID                pgtype.UUID
-	RowVersion        int64
-	WorkflowType      string
-	DefinitionVersion int32
-}
-
-type RecordTransitionRow struct {
-	RowVersion int64
-	OccurredAt pgtype.Timestamptz
-}
-
-// Moves a run from the state and row version the caller read and logs the
-// move, in one statement; with finish, stores the result record too. No row
-// comes back when the run is not where the caller thought it was.
-func (q *Queries) RecordTransition(ctx context.Context, arg RecordTransitionParams) (RecordTransitionRow, error) {
-	row := q.db.QueryRow(ctx, recordTransition,
-		arg.Event,
-		arg.FromState,
-		arg.ToState,
-		arg.Payload,
-		arg.Now,
-		arg.Finish,
-		arg.ResultStatus,
-		arg.Outcome,
-		arg.Output,
-		arg.CostUsd,
-		arg.DurationMs,
-		arg.ErrorCode,
-		arg.ErrorDetail,
-		arg.ID,
-		arg.RowVersion,
-		arg.WorkflowType,
-		arg.DefinitionVersion,
-	)
-	var i RecordTransitionRow
-	err := row.Scan(&i.RowVersion, &i.OccurredAt)
-	return i, err
-}
-
 const restartRun = `-- name: RestartRun :one
 WITH moved AS (
     UPDATE workflow_runs AS w SET
@@ -558,7 +471,7 @@ type TransitionOutcomeRow struct {
 	Applied           bool
 }
 
-// Tells, after RecordTransition moved nothing, where the run is and whether
+// Tells, after an unfenced AdvanceRun moved nothing, where the run is and whether
 // the very transition asked for was applied already.
 func (q *Queries) TransitionOutcome(ctx context.Context, arg TransitionOutcomeParams) (TransitionOutcomeRow, error) {
 	row := q.db.QueryRow(ctx, transitionOutcome,

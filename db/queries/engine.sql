@@ -71,10 +71,11 @@ UPDATE workflow_runs w SET
 WHERE w.id = @id AND w.lease_owner = @owner::text AND w.lease_epoch = @epoch;
 
 -- name: AdvanceRun :one
--- The engine's transition: RecordTransition plus the lease fence (when
--- fenced), the schedule of the state entered and the lease's fate, in one
--- statement. No row when the run is not where the caller thought it was or
--- the lease is lost.
+-- Every transition, in one statement: moves the run from the state and row
+-- version the caller read and logs the move; with finish, stores the result
+-- record too; when fenced, only under the caller's live lease; sets the
+-- schedule of the state entered and the lease's fate. No row when the run is
+-- not where the caller thought it was or the lease is lost.
 WITH moved AS (
     UPDATE workflow_runs AS w SET
         current_state = @to_state::text,

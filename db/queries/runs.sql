@@ -68,44 +68,8 @@ WITH moved AS (
 )
 SELECT moved.* FROM moved;
 
--- name: RecordTransition :one
--- Moves a run from the state and row version the caller read and logs the
--- move, in one statement; with finish, stores the result record too. No row
--- comes back when the run is not where the caller thought it was.
-WITH moved AS (
-    UPDATE workflow_runs AS w SET
-        current_state = @to_state::text,
-        row_version = w.row_version + 1,
-        updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-        result = CASE WHEN @finish::bool THEN jsonb_build_object(
-            'status', @result_status::text,
-            'outcome', sqlc.narg('outcome')::text,
-            'output', sqlc.narg('output')::jsonb,
-            'workflow_run_id', w.id,
-            'attempt_no', w.attempt_no,
-            'cost_usd', @cost_usd::float8,
-            'duration_ms', coalesce(sqlc.narg('duration_ms')::bigint,
-                (extract(epoch FROM (coalesce(sqlc.narg('now')::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
-            'error_code', sqlc.narg('error_code')::text,
-            'error_detail', sqlc.narg('error_detail')::text) ELSE w.result END,
-        finished_at = CASE WHEN @finish::bool THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE w.finished_at END,
-        next_run_at = CASE WHEN @finish::bool THEN NULL ELSE w.next_run_at END,
-        lease_owner = CASE WHEN @finish::bool THEN NULL ELSE w.lease_owner END,
-        lease_expires_at = CASE WHEN @finish::bool THEN NULL ELSE w.lease_expires_at END
-    WHERE w.id = @id AND w.current_state = @from_state::text AND w.row_version = @row_version
-        AND w.workflow_type = @workflow_type AND w.definition_version = @definition_version
-    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version
-)
-INSERT INTO workflow_step_logs (
-    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-    payload, occurred_at, kind, event, row_version, definition_version)
-SELECT moved.id, moved.workflow_type, moved.attempt_no, @event::text, @from_state::text, @to_state::text,
-    sqlc.narg('payload'), moved.updated_at, 'transition', @event::text, moved.row_version, moved.definition_version
-FROM moved
-RETURNING row_version, occurred_at;
-
 -- name: TransitionOutcome :one
--- Tells, after RecordTransition moved nothing, where the run is and whether
+-- Tells, after an unfenced AdvanceRun moved nothing, where the run is and whether
 -- the very transition asked for was applied already.
 SELECT r.current_state, r.row_version, r.workflow_type, r.definition_version,
     EXISTS (

@@ -247,48 +247,15 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 	}
 	fail := func(err error) (Advanced, error) { return Advanced{}, runErr(op, runID, err) }
 	t := p.Transition
-	d, err := s.definition(ctx, t.Machine, t.Version)
+	arg, _, err := s.transitionParams(ctx, id, p.RowVersion, t, p.Result)
 	if err != nil {
 		return fail(err)
 	}
-	if !d.moves[[3]string{t.From, t.Event, t.To}] {
-		return fail(fmt.Errorf("%w: %s v%d has no transition %s -> %s on %s", ErrTransitionRefused, t.Machine, t.Version, t.From, t.To, t.Event))
-	}
-	to := d.states[t.To]
-	payload, err := encodeJSON("payload of "+t.Event, t.Payload)
-	if err != nil {
-		return fail(err)
-	}
-	arg := dbsqlc.AdvanceRunParams{
-		Event: t.Event, FromState: t.From, ToState: t.To, Payload: payload, Now: s.now(),
-		KeepSchedule: p.KeepLease || p.Due.keep, NextDelayUs: p.Due.delayParam(), ReleaseLease: !p.KeepLease && p.Lease != nil,
-		ID: id, RowVersion: p.RowVersion, WorkflowType: t.Machine, DefinitionVersion: int32(t.Version),
-	}
+	arg.KeepSchedule = p.KeepLease || p.Due.keep
+	arg.NextDelayUs = p.Due.delayParam()
+	arg.ReleaseLease = !p.KeepLease && p.Lease != nil
 	if p.Lease != nil {
 		arg.Fenced, arg.Owner, arg.Epoch = true, p.Lease.Owner, p.Lease.Epoch
-	}
-	if statusOf(to).Terminal() {
-		arg.Finish = true
-		arg.ResultStatus = string(statusOf(to))
-		outcome := t.Outcome
-		if outcome == "" {
-			outcome = to.Outcome
-		}
-		if res := p.Result; res != nil {
-			if res.Outcome != "" {
-				outcome = res.Outcome
-			}
-			if len(res.Output) > 0 {
-				if arg.Output, err = encodeJSON("result output", res.Output); err != nil {
-					return fail(err)
-				}
-			}
-			arg.CostUsd = res.CostUSD
-			arg.DurationMs = pgtype.Int8{Int64: res.DurationMS, Valid: res.DurationMS != 0}
-			arg.ErrorCode = pgtype.Text{String: res.ErrorCode, Valid: res.ErrorCode != ""}
-			arg.ErrorDetail = pgtype.Text{String: res.ErrorDetail, Valid: res.ErrorDetail != ""}
-		}
-		arg.Outcome = pgtype.Text{String: outcome, Valid: outcome != ""}
 	}
 
 	var out Advanced

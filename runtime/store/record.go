@@ -72,51 +72,17 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 		return Recorded{}, err
 	}
 	fail := func(err error) (Recorded, error) { return Recorded{}, runErr(op, runID, err) }
-	d, err := s.definition(ctx, t.Machine, t.Version)
+	p, finish, err := s.transitionParams(ctx, id, rowVersion, t, res)
 	if err != nil {
 		return fail(err)
 	}
-	if !d.moves[[3]string{t.From, t.Event, t.To}] {
-		return fail(fmt.Errorf("%w: %s v%d has no transition %s -> %s on %s", ErrTransitionRefused, t.Machine, t.Version, t.From, t.To, t.Event))
-	}
-	to := d.states[t.To]
-	finish := statusOf(to).Terminal()
 	if mustFinish && !finish {
 		return fail(fmt.Errorf("%w: a result goes with a terminal state, and %s is not", ErrInvalidInput, t.To))
 	}
-	payload, err := encodeJSON("payload of "+t.Event, t.Payload)
-	if err != nil {
-		return fail(err)
-	}
-	p := dbsqlc.RecordTransitionParams{
-		Event: t.Event, FromState: t.From, ToState: t.To, Payload: payload, Now: s.now(),
-		ID: id, RowVersion: rowVersion, WorkflowType: t.Machine, DefinitionVersion: int32(t.Version),
-	}
-	if finish {
-		p.Finish = true
-		p.ResultStatus = string(statusOf(to))
-		outcome := t.Outcome
-		if outcome == "" {
-			outcome = to.Outcome
-		}
-		if res != nil {
-			if res.Outcome != "" {
-				outcome = res.Outcome
-			}
-			if len(res.Output) > 0 {
-				if p.Output, err = encodeJSON("result output", res.Output); err != nil {
-					return fail(err)
-				}
-			}
-			p.CostUsd = res.CostUSD
-			p.DurationMs = pgtype.Int8{Int64: res.DurationMS, Valid: res.DurationMS != 0}
-			p.ErrorCode = pgtype.Text{String: res.ErrorCode, Valid: res.ErrorCode != ""}
-			p.ErrorDetail = pgtype.Text{String: res.ErrorDetail, Valid: res.ErrorDetail != ""}
-		}
-		p.Outcome = pgtype.Text{String: outcome, Valid: outcome != ""}
-	}
+	// Unfenced, outside the engine: the run's schedule and lease stay as they are.
+	p.KeepSchedule = true
 	q := s.queries(tx)
-	row, err := q.RecordTransition(ctx, p)
+	row, err := q.AdvanceRun(ctx, p)
 	if err == nil {
 		return Recorded{RowVersion: row.RowVersion, At: row.OccurredAt.Time}, nil
 	}
@@ -125,7 +91,7 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 	}
 	// Nothing moved: find out why.
 	out, err := q.TransitionOutcome(ctx, dbsqlc.TransitionOutcomeParams{
-		RowVersion: rowVersion, FromState: t.From, ToState: t.To, Event: t.Event, Payload: payload, ID: id,
+		RowVersion: rowVersion, FromState: t.From, ToState: t.To, Event: t.Event, Payload: p.Payload, ID: id,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fail(ErrRunNotFound)
@@ -142,6 +108,55 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 	}
 	return fail(fmt.Errorf("%w: expected %s at row version %d, the run is in %s at row version %d",
 		ErrConflict, t.From, rowVersion, out.CurrentState, out.RowVersion))
+}
+
+// transitionParams checks t against its registered definition and builds
+// the statement that records it: the move, its log row and, when the target
+// is terminal, the result record (the outcome of res, else of the row, else
+// of the state). It reports whether the target is terminal. Callers set the
+// lease fence and the schedule.
+func (s *Store) transitionParams(ctx context.Context, id pgtype.UUID, rowVersion int64, t runtime.Transition, res *Result) (dbsqlc.AdvanceRunParams, bool, error) {
+	d, err := s.definition(ctx, t.Machine, t.Version)
+	if err != nil {
+		return dbsqlc.AdvanceRunParams{}, false, err
+	}
+	if !d.moves[[3]string{t.From, t.Event, t.To}] {
+		return dbsqlc.AdvanceRunParams{}, false, fmt.Errorf("%w: %s v%d has no transition %s -> %s on %s", ErrTransitionRefused, t.Machine, t.Version, t.From, t.To, t.Event)
+	}
+	payload, err := encodeJSON("payload of "+t.Event, t.Payload)
+	if err != nil {
+		return dbsqlc.AdvanceRunParams{}, false, err
+	}
+	p := dbsqlc.AdvanceRunParams{
+		Event: t.Event, FromState: t.From, ToState: t.To, Payload: payload, Now: s.now(),
+		ID: id, RowVersion: rowVersion, WorkflowType: t.Machine, DefinitionVersion: int32(t.Version),
+	}
+	to := d.states[t.To]
+	if !statusOf(to).Terminal() {
+		return p, false, nil
+	}
+	p.Finish = true
+	p.ResultStatus = string(statusOf(to))
+	outcome := t.Outcome
+	if outcome == "" {
+		outcome = to.Outcome
+	}
+	if res != nil {
+		if res.Outcome != "" {
+			outcome = res.Outcome
+		}
+		if len(res.Output) > 0 {
+			if p.Output, err = encodeJSON("result output", res.Output); err != nil {
+				return dbsqlc.AdvanceRunParams{}, false, err
+			}
+		}
+		p.CostUsd = res.CostUSD
+		p.DurationMs = pgtype.Int8{Int64: res.DurationMS, Valid: res.DurationMS != 0}
+		p.ErrorCode = pgtype.Text{String: res.ErrorCode, Valid: res.ErrorCode != ""}
+		p.ErrorDetail = pgtype.Text{String: res.ErrorDetail, Valid: res.ErrorDetail != ""}
+	}
+	p.Outcome = pgtype.Text{String: outcome, Valid: outcome != ""}
+	return p, true, nil
 }
 
 // Recorder is a runtime.Recorder bound to one run: hand it to a generated
