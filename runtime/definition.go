@@ -42,6 +42,9 @@ type Definition struct {
 	// Transitions holds one row per (from, event, guard) in the order the
 	// machine tries them: a FROM list or * is expanded to one row per state.
 	Transitions []TransitionSpec
+	// Cancel names the machine's cancel event, the one a run's owner fires to
+	// cancel it; empty when the machine declares none.
+	Cancel string
 }
 
 // StateSpec describes one state.
@@ -73,6 +76,10 @@ func (s StateSpec) Terminal() bool { return s.Status.Terminal() }
 type EventSpec struct {
 	Name   string
 	Fields []FieldSpec
+	// External marks an event that callers may signal even though the
+	// engine also fires it itself (as a timer or exhaustion event). Events
+	// the engine fires are refused from outside unless they are external.
+	External bool
 }
 
 // FieldSpec is one payload field: its JSON name and its Go type as written
