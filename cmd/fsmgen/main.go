@@ -18,6 +18,10 @@
 // nothing is written when any input has an error. Files are written
 // atomically and only when their content changes. fsmgen exits with 0 on
 // success, 1 when an input has errors and 2 on a usage error.
+//
+// The files of one run are also checked against each other, by check as by
+// generate: two machines may not generate the same package directory, nor
+// share a persisted type name and version. A file named twice is read once.
 package main
 
 import "os"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,5 +207,136 @@ func TestDiagram(t *testing.T) {
 	code, _, stderr = runCmd(t, dir, "", "diagram", "-machine", "Window", "good.fsm")
 	if code != exitInput || !strings.Contains(stderr, "has no machine Window (it has Door)") {
 		t.Errorf("diagram -machine Window: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestCheckAndGenerateAgreeAcrossFiles runs check and generate over sets of
+// files that only clash with each other: both commands must refuse them
+// with the same positioned errors, and generate must write nothing.
+func TestCheckAndGenerateAgreeAcrossFiles(t *testing.T) {
+	t.Parallel()
+	// gate.fsm declares another machine with its own package but Door's
+	// persisted type and version.
+	const gate = `machine Gate {
+    type "door"
+    initial SHUT
+    final   GONE failed
+    event Kick
+    SHUT -> GONE on Kick
+}
+`
+	// gate2.fsm has Door's type at another version: a new definition of the
+	// same type, which may live beside the old one.
+	gate2 := strings.Replace(gate, `type "door"`, "type \"door\"\n    version 2", 1)
+	// portal.fsm generates Door's package under another machine name.
+	portal := strings.Replace(strings.Replace(gate, "Gate", "Portal", 1), `type "door"`, "package door", 1)
+	tests := []struct {
+		name  string
+		files map[string]string
+		args  []string
+		want  func(dir string) string
+	}{
+		{
+			name:  "same machine in two files",
+			files: map[string]string{"a.fsm": good, "b.fsm": good},
+			args:  []string{"a.fsm", "b.fsm"},
+			want: func(dir string) string {
+				a, b := filepath.Join(dir, "a.fsm"), filepath.Join(dir, "b.fsm")
+				return b + ":1:1: machine Door declared twice; first declared at " + a + ":1:1\n"
+			},
+		},
+		{
+			name:  "same type and version in two files",
+			files: map[string]string{"door.fsm": good, "gate.fsm": gate},
+			args:  []string{"door.fsm", "gate.fsm"},
+			want: func(dir string) string {
+				door, gate := filepath.Join(dir, "door.fsm"), filepath.Join(dir, "gate.fsm")
+				return gate + `:1:1: machine Gate has type "door" version 1, as does machine Door; first declared at ` + door + ":1:1\n"
+			},
+		},
+		{
+			name:  "same package under another machine name",
+			files: map[string]string{"door.fsm": good, "portal.fsm": portal},
+			args:  []string{"door.fsm", "portal.fsm"},
+			want: func(dir string) string {
+				door, portal := filepath.Join(dir, "door.fsm"), filepath.Join(dir, "portal.fsm")
+				return portal + ":1:1: machine Portal would generate package door, as does machine Door; first declared at " + door + ":1:1\n"
+			},
+		},
+		{
+			name:  "same machine in two directories",
+			files: map[string]string{"a/door.fsm": good, "b/door.fsm": good},
+			args:  []string{"a/door.fsm", "b/door.fsm"},
+			want: func(dir string) string {
+				a, b := filepath.Join(dir, "a", "door.fsm"), filepath.Join(dir, "b", "door.fsm")
+				return b + `:1:1: machine Door has type "door" version 1, as does machine Door; first declared at ` + a + ":1:1\n"
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			for name, src := range tc.files {
+				if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				write(t, dir, name, src)
+			}
+			want := tc.want(dir)
+			for _, cmd := range []string{"check", "generate"} {
+				args := append([]string{cmd}, tc.args...)
+				code, stdout, stderr := runCmd(t, dir, "", args...)
+				if code != exitInput || stdout != "" {
+					t.Errorf("fsmgen %s: exit %d, stdout %q; want exit 1 and no output", cmd, code, stdout)
+				}
+				if diff := cmp.Diff(want, stderr); diff != "" {
+					t.Errorf("fsmgen %s: stderr (-want +got):\n%s", cmd, diff)
+				}
+			}
+			err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				if rel, _ := filepath.Rel(dir, path); tc.files[filepath.ToSlash(rel)] == "" {
+					t.Errorf("generate wrote %s although the inputs clash", rel)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+
+	// A type at another version is a new definition, not a clash.
+	t.Run("same type at another version", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		write(t, dir, "door.fsm", good)
+		write(t, dir, "gate.fsm", gate2)
+		for _, cmd := range []string{"check", "generate"} {
+			if code, _, stderr := runCmd(t, dir, "", cmd, "door.fsm", "gate.fsm"); code != exitOK || stderr != "" {
+				t.Errorf("fsmgen %s: exit %d, stderr %q; want exit 0", cmd, code, stderr)
+			}
+		}
+	})
+}
+
+// TestSameFileTwiceIsReadOnce names one file twice, under two spellings of
+// its path: check and generate treat it as one file.
+func TestSameFileTwiceIsReadOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, "door.fsm", good)
+	p := filepath.Join(dir, "door.fsm")
+	again := dir + string(filepath.Separator) + "." + string(filepath.Separator) + "door.fsm"
+	for _, cmd := range []string{"check", "generate"} {
+		if code, stdout, stderr := runCmd(t, "", "", cmd, p, again); code != exitOK || stdout != "" || stderr != "" {
+			t.Errorf("fsmgen %s %s %s: exit %d, stdout %q, stderr %q; want exit 0 and no output", cmd, p, again, code, stdout, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "door", "fsm.go")); err != nil {
+		t.Errorf("generate wrote no door/fsm.go: %v", err)
 	}
 }

@@ -74,12 +74,22 @@ type loaded struct {
 	spec *dsl.Spec
 }
 
-// loadAll reads and checks every file, prints every diagnostic, and
-// reports whether all of them are free of errors.
+// loadAll reads and checks every file, then checks the files against each
+// other, prints every diagnostic, and reports whether all of them are free
+// of errors. A file named twice (by the same cleaned path) is read once.
 func loadAll(paths []string, stderr io.Writer) ([]loaded, bool) {
 	var out []loaded
 	ok := true
+	seen := map[string]bool{}
 	for _, p := range paths {
+		key := filepath.Clean(p)
+		if abs, err := filepath.Abs(p); err == nil {
+			key = abs
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
 		src, err := os.ReadFile(p)
 		if err != nil {
 			fmt.Fprintf(stderr, "fsmgen: %v\n", err)
@@ -96,7 +106,60 @@ func loadAll(paths []string, stderr io.Writer) ([]loaded, bool) {
 		}
 		out = append(out, loaded{path: p, spec: spec})
 	}
+	for _, d := range crossCheck(out) {
+		fmt.Fprintln(stderr, d)
+		ok = false
+	}
 	return out, ok
+}
+
+// crossCheck reports what no single file can show: two machines, in
+// different files, that would generate the same package directory (each
+// file's packages go next to it), or that share a persisted type name and
+// version, which the runtime must tell apart. Each error is positioned at
+// the later declaration, in the order the files were given.
+func crossCheck(inputs []loaded) dsl.Diagnostics {
+	type first struct {
+		m    *dsl.Machine
+		file string
+	}
+	dirs := map[string]first{}
+	types := map[string]first{}
+	var diags dsl.Diagnostics
+	for _, in := range inputs {
+		for _, m := range in.spec.Machines {
+			dir := filepath.Join(filepath.Dir(in.path), m.Package)
+			if abs, err := filepath.Abs(dir); err == nil {
+				dir = abs
+			}
+			typ := fmt.Sprintf("%s\x00%d", m.Type, m.Version)
+			if prev, dup := dirs[dir]; dup && prev.file != in.path {
+				msg := fmt.Sprintf("machine %s would generate package %s, as does machine %s", m.Name, m.Package, prev.m.Name)
+				if prev.m.Name == m.Name {
+					msg = fmt.Sprintf("machine %s declared twice", m.Name)
+				}
+				diags = append(diags, dsl.Diagnostic{Pos: m.Pos, Message: msg + "; first declared at " + where(prev.m)})
+				if prev.m.Type == m.Type && prev.m.Version == m.Version {
+					continue // the same machine twice: one error is enough
+				}
+			} else if !dup {
+				dirs[dir] = first{m, in.path}
+			}
+			if prev, dup := types[typ]; dup && prev.file != in.path {
+				diags = append(diags, dsl.Diagnostic{Pos: m.Pos, Message: fmt.Sprintf(
+					"machine %s has type %q version %d, as does machine %s; first declared at %s",
+					m.Name, m.Type, m.Version, prev.m.Name, where(prev.m))})
+			} else if !dup {
+				types[typ] = first{m, in.path}
+			}
+		}
+	}
+	return diags
+}
+
+// where renders a machine's position as path:line:col.
+func where(m *dsl.Machine) string {
+	return fmt.Sprintf("%s:%d:%d", m.Pos.Filename, m.Pos.Line, m.Pos.Column)
 }
 
 func fileArgs(cmd string, args []string, stderr io.Writer) ([]string, int) {
