@@ -772,13 +772,6 @@ func (mc *machineChecker) unused() {
 	}
 }
 
-// reservedNames are the identifiers every generated package declares.
-var reservedNames = []string{
-	"Type", "Version", "State", "Event", "Guards", "Handlers", "Machine", "New",
-	"Option", "WithRecorder", "WithState", "ParseState", "States", "Events",
-	"Definition", "DecodeEvent", "Dispatch", "View", "Fire", "NewDriver",
-}
-
 // goNames reports declarations whose generated top-level Go identifiers
 // collide with each other or with the fixed ones.
 func (mc *machineChecker) goNames() {
@@ -808,11 +801,11 @@ func (mc *machineChecker) goNames() {
 	for _, s := range mc.m.States {
 		// One collision per state is enough: its other names derive from
 		// the same Go name.
-		if !claim("State"+s.GoName, "state "+s.Name, s.Pos) || !claim("In"+s.GoName, "the view of state "+s.Name, s.Pos) {
-			continue
-		}
-		if s.Driven() {
-			claim(s.GoName+"Event", "the event set of state "+s.Name, s.Pos)
+		whats := []string{"state " + s.Name, "the view of state " + s.Name, "the event set of state " + s.Name}
+		for i, ident := range StateGoNames(s) {
+			if !claim(ident, whats[i], s.Pos) {
+				break
+			}
 		}
 	}
 	for _, e := range mc.m.Events {

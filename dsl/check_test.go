@@ -999,6 +999,24 @@ func TestCheckNames(t *testing.T) {
 			},
 		},
 		{
+			name: "event named like a generated test",
+			src: `machine M {
+    initial A
+    final DONE succeeded
+    event TestFSM
+    event TestFSMViews
+    event TestFSMStateNames
+    A -> DONE on TestFSM
+    A -> DONE on TestFSMViews
+    A -> DONE on TestFSMStateNames
+}`,
+			want: []string{
+				"t.fsm:4:11: event TestFSM would be named TestFSM in Go, a name the generated package declares itself",
+				"t.fsm:5:11: event TestFSMViews would be named TestFSMViews in Go, a name the generated package declares itself",
+				"t.fsm:6:11: event TestFSMStateNames would be named TestFSMStateNames in Go, a name the generated package declares itself",
+			},
+		},
+		{
 			name: "event named like a state view",
 			src: `machine M {
     initial INGESTING

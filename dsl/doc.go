@@ -97,7 +97,8 @@
 // state can be reached, unused events and guards, timers on events their
 // state does not handle, invalid retry settings, unknown field types, and
 // two declarations whose generated Go names collide (with each other or
-// with the identifiers every generated package declares). A (state, event) pair
+// with the identifiers every generated package, tests included, declares:
+// [ReservedNames]; [GoNames] lists all of a machine's). A (state, event) pair
 // with two or more guarded alternatives and no unguarded fallback draws a
 // warning: when every guard refuses, the event is rejected at run time.
 //
