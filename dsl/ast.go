@@ -43,6 +43,7 @@ type Item struct {
 	Type       *TypeDecl       `parser:"  @@"`
 	Version    *VersionDecl    `parser:"| @@"`
 	Package    *PackageDecl    `parser:"| @@"`
+	Cancel     *CancelDecl     `parser:"| @@"`
 	State      *StateDecl      `parser:"| @@"`
 	Event      *EventDecl      `parser:"| @@"`
 	Guard      *GuardDecl      `parser:"| @@"`
@@ -65,6 +66,13 @@ type VersionDecl struct {
 type PackageDecl struct {
 	Pos  lexer.Position
 	Name string `parser:"'package' @Ident"`
+}
+
+// CancelDecl names the machine's cancel event, the one a run's owner fires
+// to cancel a run: cancel Cancel.
+type CancelDecl struct {
+	Pos   lexer.Position
+	Event *Name `parser:"'cancel' @@"`
 }
 
 // StateDecl declares a state:
@@ -117,9 +125,12 @@ type TimerOpt struct {
 
 // EventDecl declares an event and its payload fields:
 // event RetrievalHit { confidence float64; assetVersionID string }.
+// The flag external marks an event the runtime fires itself (a timer's or
+// a retry's else event) that callers may signal too: event Expired external.
 type EventDecl struct {
-	Pos  lexer.Position
-	Name *Name `parser:"'event' @@"`
+	Pos      lexer.Position
+	Name     *Name `parser:"'event' @@"`
+	External bool  `parser:"@'external'?"`
 	// Block records that the declaration had braces, even empty ones.
 	Block  bool     `parser:"( @'{'"`
 	Fields []*Field `parser:"  ( @@ ( ';' | ',' )? )* '}' )?"`

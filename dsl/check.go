@@ -95,6 +95,9 @@ type machineChecker struct {
 	used   struct{ events, guards map[string]bool }
 	// timerEvent is the position of each timer's event name.
 	timerEvent map[*Timer]lexer.Position
+	// rowEvents holds the events named by a transition row, including rows
+	// dropped for another error.
+	rowEvents map[*Event]bool
 	// skipGraph records an error that leaves the graph of states
 	// incomplete or ambiguous (a row naming an unknown state, event or
 	// guard, a row out of a final state, a second initial state): its
@@ -106,7 +109,7 @@ func (c *checker) machine(md *MachineDecl) *Machine {
 	m := &Machine{Pos: md.Pos, Name: md.Name, Doc: md.Doc, Version: 1}
 	mc := &machineChecker{checker: c, m: m,
 		states: map[string]*State{}, events: map[string]*Event{}, guards: map[string]*Guard{},
-		timerEvent: map[*Timer]lexer.Position{}}
+		timerEvent: map[*Timer]lexer.Position{}, rowEvents: map[*Event]bool{}}
 	mc.used.events, mc.used.guards = map[string]bool{}, map[string]bool{}
 	if !token.IsExported(md.Name) {
 		c.errorf(md.Pos, "machine name %s must start with an upper-case letter", md.Name)
@@ -142,6 +145,7 @@ func (c *checker) machine(md *MachineDecl) *Machine {
 	}
 	mc.groups()
 	mc.timers()
+	mc.cancel(md)
 	mc.graph()
 	mc.unused()
 	mc.goNames()
@@ -424,7 +428,7 @@ func (mc *machineChecker) declareEvent(ed *EventDecl, doc []string) {
 		mc.errorf(ed.Name.Pos, "event %s declared twice (first at %s)", name, short(prev.Pos))
 		return
 	}
-	e := &Event{Pos: ed.Name.Pos, Name: name, Doc: doc, GoName: goName(name)}
+	e := &Event{Pos: ed.Name.Pos, Name: name, Doc: doc, GoName: goName(name), External: ed.External}
 	if !token.IsExported(name) {
 		mc.errorf(ed.Name.Pos, "event name %s must start with an upper-case letter", name)
 	}
@@ -530,6 +534,9 @@ func (mc *machineChecker) lookupEvent(n *Name) *Event {
 func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 	to := mc.lookupState(td.To.Value, td.To.Pos)
 	ev := mc.lookupEvent(td.Event)
+	if ev != nil {
+		mc.rowEvents[ev] = true
+	}
 	var g *Guard
 	if td.Guard != nil {
 		mc.used.guards[td.Guard.Name.Value] = true
@@ -692,6 +699,79 @@ func (mc *machineChecker) timers() {
 			}
 		}
 	}
+}
+
+// cancel resolves the machine's cancel declaration: one at most, naming a
+// declared event that has a transition, whose userID field, if it has one,
+// is a string (the runtime fills it with the cancelling user's id). A
+// machine without one whose table leads into a cancelled state on two or
+// more events that callers fire draws a warning: which of them cancels a
+// run cannot be told without guessing.
+func (mc *machineChecker) cancel(md *MachineDecl) {
+	var first *Item
+	for _, it := range md.Items {
+		if it.Cancel == nil {
+			continue
+		}
+		if first != nil {
+			mc.errorf(it.Pos, "cancel declared twice (first at %s)", short(first.Pos))
+			continue
+		}
+		first = it
+		ev := mc.lookupEvent(it.Cancel.Event)
+		if ev == nil {
+			continue
+		}
+		mc.m.Cancel = ev
+		if !mc.rowEvents[ev] {
+			target := "CANCELLED"
+			for _, s := range mc.m.States {
+				if s.Status == "cancelled" {
+					target = s.Name
+					break
+				}
+			}
+			mc.errorf(it.Cancel.Event.Pos, "cancel event %s has no transition; add one, such as \"* -> %s on %s\"", ev.Name, target, ev.Name)
+		}
+		for _, f := range ev.Fields {
+			if f.Name == "userID" && f.Type != (Type{Name: "string"}) {
+				mc.errorf(f.Pos, "field userID of cancel event %s is %s; the runtime fills it with the cancelling user's id, a string", ev.Name, f.Type)
+			}
+		}
+	}
+	if first != nil || mc.skipGraph {
+		return
+	}
+	fired := map[*Event]bool{}
+	for _, s := range mc.m.States {
+		if s.Retry != nil && s.Retry.Exhausted != nil {
+			fired[s.Retry.Exhausted] = true
+		}
+		for _, tm := range s.Timers {
+			fired[tm.Event] = true
+		}
+	}
+	var candidates []*Event
+	for _, t := range mc.m.Transitions {
+		if t.To.Status == "cancelled" && !fired[t.Event] && !slices.Contains(candidates, t.Event) {
+			candidates = append(candidates, t.Event)
+		}
+	}
+	if len(candidates) >= 2 {
+		mc.warnf(md.Pos, "machine %s leads into a cancelled state on %s and declares no cancel event, so its runs cannot be cancelled by their owner; name the one that cancels with \"cancel EVENT\"", mc.m.Name, eventNames(candidates))
+	}
+}
+
+// eventNames lists events as "A, B and C".
+func eventNames(es []*Event) string {
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.Name
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // handles reports whether a row leaves s on e.

@@ -1208,6 +1208,166 @@ machine N {
 	}
 }
 
+// TestCheckCancel checks the cancel declaration, and the warning for a
+// machine that leaves its cancel event to guesswork.
+func TestCheckCancel(t *testing.T) {
+	t.Parallel()
+	runCheckCases(t, []checkCase{
+		{
+			name: "declared",
+			src: `machine M {
+    cancel Cancel
+    initial A
+    final DONE succeeded
+    final CANCELLED cancelled
+    event Go
+    event Cancel { userID string }
+    A -> DONE on Go
+    A -> CANCELLED on Cancel
+}`,
+		},
+		{
+			name: "leading to a state that is not cancelled",
+			src: `machine M {
+    initial A
+    state REFUNDING
+    final DONE succeeded
+    final CANCELLED cancelled
+    event Go
+    event Refunded
+    event Cancel
+    A -> DONE on Go
+    A -> REFUNDING on Cancel
+    REFUNDING -> CANCELLED on Refunded
+    cancel Cancel
+}`,
+		},
+		{
+			name: "unknown event",
+			src: `machine M {
+    cancel Cancle
+    initial A
+    final DONE succeeded
+    final CANCELLED cancelled
+    event Go
+    event Cancel
+    A -> DONE on Go
+    A -> CANCELLED on Cancel
+}`,
+			want: []string{"t.fsm:2:12: unknown event Cancle; did you mean Cancel?"},
+		},
+		{
+			name: "declared twice",
+			src: `machine M {
+    cancel Cancel
+    initial A
+    final DONE succeeded
+    final CANCELLED cancelled
+    event Go
+    event Cancel
+    A -> DONE on Go
+    A -> CANCELLED on Cancel
+    cancel Go
+}`,
+			want: []string{"t.fsm:10:5: cancel declared twice (first at 2:5)"},
+		},
+		{
+			name: "no transition",
+			src: `machine M {
+    cancel Stop
+    initial A
+    final DONE succeeded
+    final ABORTED cancelled
+    event Go
+    event Stop
+    event Abort
+    A -> DONE on Go
+    A -> ABORTED on Abort
+}`,
+			want: []string{"t.fsm:2:12: cancel event Stop has no transition; add one, such as \"* -> ABORTED on Stop\""},
+		},
+		{
+			name: "no transition and no cancelled state",
+			src: `machine M {
+    cancel Stop
+    initial A
+    final DONE succeeded
+    event Go
+    event Stop
+    A -> DONE on Go
+}`,
+			want: []string{"t.fsm:2:12: cancel event Stop has no transition; add one, such as \"* -> CANCELLED on Stop\""},
+		},
+		{
+			name: "userID not a string",
+			src: `machine M {
+    cancel Cancel
+    initial A
+    final DONE succeeded
+    final CANCELLED cancelled
+    event Go
+    event Cancel { userID int64 }
+    A -> DONE on Go
+    A -> CANCELLED on Cancel
+}`,
+			want: []string{"t.fsm:7:20: field userID of cancel event Cancel is int64; the runtime fills it with the cancelling user's id, a string"},
+		},
+		{
+			name: "undeclared with several events into cancelled states",
+			src: `machine Order {
+    initial PENDING_PAYMENT wait after 20s PaymentExpired
+    state REFUNDING retry 3
+    final DELIVERED succeeded
+    final CANCELLED cancelled
+    final REFUNDED cancelled outcome "refunded"
+    event Pay
+    event PaymentExpired
+    event Refunded
+    event Cancel { userID string }
+    PENDING_PAYMENT -> DELIVERED on Pay
+    PENDING_PAYMENT -> CANCELLED on PaymentExpired
+    PENDING_PAYMENT -> REFUNDING on Cancel
+    REFUNDING -> REFUNDED on Refunded
+    REFUNDING -> CANCELLED on Cancel
+}`,
+			want: []string{"t.fsm:1:1: warning: machine Order leads into a cancelled state on Refunded and Cancel and declares no cancel event, so its runs cannot be cancelled by their owner; name the one that cancels with \"cancel EVENT\""},
+		},
+		{
+			name: "undeclared with one event into a cancelled state besides a timer and an else event",
+			src: `machine M {
+    initial A wait after 1h Expire
+    state B retry 3 else GiveUp
+    final DONE succeeded
+    final CANCELLED cancelled
+    event Go
+    event Expire
+    event GiveUp
+    event Stop
+    A -> B on Go
+    B -> DONE on Go
+    A -> CANCELLED on Expire
+    B -> CANCELLED on GiveUp
+    * -> CANCELLED on Stop
+}`,
+		},
+		{
+			name: "undeclared, resolved by the declaration",
+			src: `machine M {
+    initial A
+    final DONE succeeded
+    final CANCELLED cancelled
+    event Go
+    event Stop
+    event Abort
+    A -> DONE on Go
+    A -> CANCELLED on Stop
+    A -> CANCELLED on Abort
+    cancel Abort
+}`,
+		},
+	})
+}
+
 func TestCheckWarningsOnlyGiveASpec(t *testing.T) {
 	t.Parallel()
 	src := `machine M {
@@ -1251,7 +1411,7 @@ machine Mach {
     final STOPPED cancelled
 
     event Go { id string; at time.Time; raw []byte; amount "example.com/money".Amount }
-    event Tick
+    event Tick external
     event Stop
     guard Ok
 
@@ -1261,6 +1421,7 @@ machine Mach {
     C -> WON on Go
     C -> LOST on Tick outcome "timeout"
     * -> STOPPED on Stop unless Ok
+    cancel Stop
 }
 `
 	spec, ds := Load("t.fsm", []byte(src))
@@ -1279,8 +1440,18 @@ machine Mach {
 		Fields              []string
 		GuardEvents         []string
 		Rows                []string
+		Cancel              string
+		External            []string
 	}
 	got := summary{Name: m.Name, Type: m.Type, Package: m.Package, Version: m.Version, Doc: m.Doc, Initial: m.Initial.Name, Retries: map[string]Retry{}}
+	if m.Cancel != nil {
+		got.Cancel = m.Cancel.Name
+	}
+	for _, e := range m.Events {
+		if e.External {
+			got.External = append(got.External, e.Name)
+		}
+	}
 	for _, s := range m.States {
 		got.States = append(got.States, s.GoName+"/"+s.Status+"/"+s.Outcome)
 		if s.Retry != nil {
@@ -1332,6 +1503,8 @@ machine Mach {
 			"B -> STOPPED on Stop when !Ok",
 			"C -> STOPPED on Stop when !Ok",
 		},
+		Cancel:   "Stop",
+		External: []string{"Tick"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("spec (-want +got):\n%s", diff)

@@ -14,6 +14,7 @@
 //	    type "retrieve_or_generate" // persisted type name (default: snake_case of the machine name)
 //	    version 1                   // definition version (default 1)
 //	    package rog                 // Go package name (default: the machine name in lower case)
+//	    cancel Cancel               // the event a run's owner cancels a run with (default: none)
 //
 //	    initial INITIATED
 //	    state   INGESTING  retry 3 backoff 1s factor 4 max 16s jitter 0.2 nonretryable "MEDIA_REJECTED"
@@ -29,7 +30,7 @@
 //	    event RetrievalHit { confidence float64; amount "example.com/money".Amount }
 //	    event Generated
 //	    event Reject       { reason string }
-//	    event Timeout
+//	    event Timeout      external
 //	    event Cancel       { userID string }
 //
 //	    guard AboveThreshold
@@ -69,6 +70,19 @@
 //
 // Durations are Go durations (500ms, 1m30s) plus d for days (7d).
 //
+// Cancellation. cancel EVENT names the event that the runtime's Cancel
+// fires when a run's owner cancels it: exactly that event, with its guards
+// asked, from whichever state the run is in, and only from states with a
+// transition on it (it may lead to any state: a cancelled final state, or
+// a state that refunds first). Its payload's userID field, if it has one,
+// is filled with the cancelling user's id and must be a string. A machine
+// that declares no cancel event cannot be cancelled through the runtime.
+//
+// External events. The runtime fires timer events and the else events of
+// retry policies itself, and refuses them from callers who signal a run,
+// unless the event is declared external: event Timeout external lets an
+// operator end the wait early as well.
+//
 // Events carry typed payload fields, separated by newlines, ; or ,. A field
 // type is a Go scalar (bool, string, int, int8 to int64, uint, uint8 to
 // uint64, float32, float64, byte, rune), time.Time, time.Duration, []T for
@@ -89,18 +103,27 @@
 // # Checks
 //
 // [Check] reports, each with its position: unknown names (with a "did you
-// mean" when a declared name is close), names declared twice, no or several
+// mean" when a declared name is close), names declared twice (the type,
+// version, package and cancel declarations included), no or several
 // initial states, a final state without a status, transitions out of a
 // terminal state, two unguarded transitions on one (state, event),
 // transitions that can never fire because an earlier one always wins,
 // states unreachable from the initial state, states from which no terminal
-// state can be reached, unused events and guards, timers on events their
+// state can be reached, unused events and guards, a cancel event without
+// a transition or whose userID field is not a string, timers on events their
 // state does not handle, invalid retry settings, unknown field types, and
 // two declarations whose generated Go names collide (with each other or
 // with the identifiers every generated package, tests included, declares:
 // [ReservedNames]; [GoNames] lists all of a machine's). A (state, event) pair
 // with two or more guarded alternatives and no unguarded fallback draws a
 // warning: when every guard refuses, the event is rejected at run time.
+//
+// A machine without a cancel declaration whose table leads into a
+// cancelled final state on two or more events that callers fire (events
+// that are neither timer nor retry else events) draws a warning too: which
+// of them cancels a run cannot be told without guessing, so the runtime
+// cancels none of its runs until "cancel EVENT" names one. With one such
+// event, or none, no warning is given.
 //
 // # Formatting
 //

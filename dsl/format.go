@@ -29,7 +29,7 @@ import (
 //
 // Events:
 //   - event Name when written without braces, event Name {} when written
-//     with empty ones.
+//     with empty ones; the flag external follows the name.
 //   - With fields: one line, event Name { a string; b float64 }, when the
 //     declaration was written on one line and that line (indentation
 //     included, alignment padding and trailing comment excluded) fits in
@@ -67,8 +67,8 @@ import (
 //     clause are padded, so that ->, on, the guard clause and outcome each
 //     start in one column (a transition without a guard leaves the guard
 //     column empty).
-//   - One-line events with braces: the name is padded so that the braces
-//     line up.
+//   - One-line events: the name, and the external flag when one of the
+//     run has it, are padded so that the braces line up.
 //   - Trailing comments of consecutive lines (comment lines between them
 //     are skipped over, as above) start one space after the longest of
 //     those lines; a line without a trailing comment, a blank line, or a
@@ -273,6 +273,8 @@ func (p *printer) item(it *Item) {
 		p.code("version", "version", it.Version.Number)
 	case it.Package != nil:
 		p.code("package", "package", it.Package.Name)
+	case it.Cancel != nil:
+		p.code("cancel", "cancel", name(it.Cancel.Event))
 	case it.State != nil:
 		p.code("state", stateCells(it.State)...)
 	case it.Event != nil:
@@ -287,7 +289,7 @@ func (p *printer) item(it *Item) {
 				braces = "{ " + oneLineFields(ev.Fields) + " }"
 			}
 		}
-		p.code("event", "event", name(ev.Name), braces)
+		p.code("event", "event", name(ev.Name), external(ev), braces)
 	case it.Guard != nil:
 		p.code("guard", "guard", name(it.Guard.Name))
 	case it.Transition != nil:
@@ -319,12 +321,12 @@ func (p *printer) eventBlock(it *Item) bool {
 			return false
 		}
 	} else if it.Pos.Line == it.EndPos.Line {
-		w := 4*p.indent + utf8.RuneCountInString("event "+name(ev.Name)+" { "+oneLineFields(ev.Fields)+" }")
+		w := 4*p.indent + utf8.RuneCountInString(eventHead(ev)+" { "+oneLineFields(ev.Fields)+" }")
 		if w <= maxOneLineEvent {
 			return false
 		}
 	}
-	p.code("", "event "+name(ev.Name)+" {")
+	p.code("", eventHead(ev)+" {")
 	p.open()
 	saved := p.displacedBlank
 	p.displacedBlank = false
@@ -357,6 +359,22 @@ func (p *printer) eventBlock(it *Item) bool {
 	p.displacedBlank = saved
 	p.close()
 	return true
+}
+
+// external returns the flag of an external event, or "".
+func external(ev *EventDecl) string {
+	if ev.External {
+		return "external"
+	}
+	return ""
+}
+
+// eventHead is an event declaration up to its braces: event Name [external].
+func eventHead(ev *EventDecl) string {
+	if ev.External {
+		return "event " + name(ev.Name) + " external"
+	}
+	return "event " + name(ev.Name)
 }
 
 func stateCells(s *StateDecl) []string {

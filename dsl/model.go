@@ -33,6 +33,10 @@ type Machine struct {
 	Events      []*Event
 	Guards      []*Guard
 	Transitions []*Transition
+
+	// Cancel is the event a run's owner fires to cancel a run, nil when the
+	// machine declares none (its runs cannot be cancelled by the runtime).
+	Cancel *Event
 }
 
 // State is a checked state.
@@ -94,6 +98,9 @@ type Event struct {
 	Doc    []string
 	GoName string
 	Fields []*PayloadField
+	// External marks an event that callers may signal although the runtime
+	// fires it itself (as a timer's or a retry's else event).
+	External bool
 }
 
 // PayloadField is a payload field of an event.
