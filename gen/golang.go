@@ -895,6 +895,9 @@ func (g *goGen) definition() {
 			}
 			d = append(d, kv("Fields", jen.Index().Add(rt("FieldSpec")).Values(fs...)))
 		}
+		if e.External {
+			d = append(d, kv("External", jen.True()))
+		}
 		events = append(events, jen.Values(d...))
 	}
 	for _, gd := range m.Guards {
@@ -928,6 +931,9 @@ func (g *goGen) definition() {
 		def = append(def, kv("Guards", jen.Index().String().Values(guards...)))
 	}
 	def = append(def, kv("Transitions", jen.Index().Add(rt("TransitionSpec")).Values(lines(rows)...)))
+	if m.Cancel != nil {
+		def = append(def, kv("Cancel", jen.Lit(m.Cancel.Name)))
+	}
 	g.f.Comment("Definition returns the machine's definition as data: the transition table,")
 	g.f.Comment("with the retry policies and timers of its states, for the runtime, the")
 	g.f.Comment("database and introspection. The value is shared; do not modify it.")

@@ -638,4 +638,5 @@ var definition = runtime.Definition{
 		{From: "RUNNING", To: "FAILED", Event: "StepDead"},
 		{From: "RUNNING", To: "CANCELED", Event: "Cancel"},
 	},
+	Cancel: "Cancel",
 }

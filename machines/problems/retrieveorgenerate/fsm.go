@@ -1636,4 +1636,5 @@ var definition = runtime.Definition{
 		{From: "REGISTERING", To: "CANCELLED", Event: "Cancel", Guard: "UserOwnsRun"},
 		{From: "INDEXING", To: "CANCELLED", Event: "Cancel", Guard: "UserOwnsRun"},
 	},
+	Cancel: "Cancel",
 }

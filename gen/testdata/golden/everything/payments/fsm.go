@@ -4,9 +4,10 @@
 // everything.fsm.
 //
 // Payment takes a card payment from validation to settlement. It uses
-// every option of the language: each retry preset, a retry policy written
-// out in full, timers, every kind of payload field, guards used with one
-// event and with several, negation, FROM lists, * and outcomes.
+// every option of the language: the cancel declaration, an external event,
+// each retry preset, a retry policy written out in full, timers, every kind
+// of payload field, guards used with one event and with several, negation,
+// FROM lists, * and outcomes.
 //
 // Its generated package does not compile on its own: it names a type from
 // example.com/money, which does not exist.
@@ -331,7 +332,7 @@ func (ChallengePassed) isEvent() {}
 
 // ChallengeExpired is event ChallengeExpired, accepted in CHALLENGED.
 //
-// The challenge was not answered in time.
+// The challenge was not answered in time; support may also expire it.
 type ChallengeExpired struct{}
 
 // EventName returns "ChallengeExpired".
@@ -1767,7 +1768,7 @@ func Definition() runtime.Definition {
 
 var definition = runtime.Definition{
 	Machine: "Payment",
-	Doc:     "Payment takes a card payment from validation to settlement. It uses\nevery option of the language: each retry preset, a retry policy written\nout in full, timers, every kind of payload field, guards used with one\nevent and with several, negation, FROM lists, * and outcomes.\n\nIts generated package does not compile on its own: it names a type from\nexample.com/money, which does not exist.",
+	Doc:     "Payment takes a card payment from validation to settlement. It uses\nevery option of the language: the cancel declaration, an external event,\neach retry preset, a retry policy written out in full, timers, every kind\nof payload field, guards used with one event and with several, negation,\nFROM lists, * and outcomes.\n\nIts generated package does not compile on its own: it names a type from\nexample.com/money, which does not exist.",
 	Type:    Type,
 	Version: Version,
 	Initial: "VALIDATING",
@@ -1791,7 +1792,7 @@ var definition = runtime.Definition{
 		{Name: "Authorized", Fields: []runtime.FieldSpec{{Name: "authCode", Type: "string"}, {Name: "amountCents", Type: "int64"}, {Name: "expiresAt", Type: "time.Time"}, {Name: "holdFor", Type: "time.Duration"}, {Name: "tags", Type: "[]string"}}},
 		{Name: "Declined"},
 		{Name: "ChallengePassed", Fields: []runtime.FieldSpec{{Name: "attempts", Type: "int8"}, {Name: "method", Type: "rune"}}},
-		{Name: "ChallengeExpired"},
+		{Name: "ChallengeExpired", External: true},
 		{Name: "Reminder"},
 		{Name: "Recorded", Fields: []runtime.FieldSpec{{Name: "ledgerID", Type: "uint64"}, {Name: "shard", Type: "uint16"}}},
 		{Name: "Captured", Fields: []runtime.FieldSpec{{Name: "cents", Type: "uint"}, {Name: "feeBasisPoints", Type: "uint32"}, {Name: "batch", Type: "int32"}, {Name: "sequence", Type: "int16"}, {Name: "checkDigit", Type: "byte"}, {Name: "rate", Type: "float64"}, {Name: "count", Type: "int"}}},
@@ -1834,4 +1835,5 @@ var definition = runtime.Definition{
 		{From: "ARCHIVING", To: "CANCELLED", Event: "Cancel", Guard: "Owner"},
 		{From: "REFUNDING", To: "CANCELLED", Event: "Cancel", Guard: "Owner"},
 	},
+	Cancel: "Cancel",
 }
