@@ -784,20 +784,14 @@ func (mc *machineChecker) handles(s *State, e *Event) bool {
 	return false
 }
 
-// graph checks that every state is reachable from the initial one and can
-// reach a final state.
+// graph checks that every state is reachable from the initial one, and
+// warns about a state from which no final state can be reached: a sink may
+// be intended (a run that reaches it waits there for good), so it is not an
+// error. A machine without final states never ends, which is legal: its runs
+// live until they are cancelled (when it names a cancel event) or deleted,
+// and no warning is given for it.
 func (mc *machineChecker) graph() {
 	m := mc.m
-	hasFinal := false
-	for _, s := range m.States {
-		if s.Terminal() {
-			hasFinal = true
-		}
-	}
-	if !hasFinal {
-		mc.errorf(m.Pos, "machine %s has no final state; declare one with \"final NAME succeeded|failed|cancelled\"", m.Name)
-		return
-	}
 	if m.Initial == nil || mc.skipGraph {
 		return
 	}
@@ -818,8 +812,8 @@ func (mc *machineChecker) graph() {
 	for _, s := range m.States {
 		if !reach[s] {
 			mc.errorf(s.Pos, "state %s is unreachable from the initial state %s", s.Name, m.Initial.Name)
-		} else if !coreach[s] {
-			mc.errorf(s.Pos, "no final state can be reached from state %s", s.Name)
+		} else if len(finals) > 0 && !coreach[s] {
+			mc.warnf(s.Pos, "no final state can be reached from state %s; a run that gets there never ends", s.Name)
 		}
 	}
 }

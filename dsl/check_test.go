@@ -407,14 +407,15 @@ func TestCheckStates(t *testing.T) {
 			},
 		},
 		{
-			name: "no final state",
+			name: "no final state is a machine that never ends",
 			src: `machine M {
     initial A
     state B
     event Go
+    event Back
     A -> B on Go
+    B -> A on Back
 }`,
-			want: []string{`t.fsm:1:1: machine M has no final state; declare one with "final NAME succeeded|failed|cancelled"`},
 		},
 		{
 			name: "unreachable state",
@@ -440,7 +441,7 @@ func TestCheckStates(t *testing.T) {
     A -> LOOP on Again
     LOOP -> LOOP on Again
 }`,
-			want: []string{"t.fsm:3:11: no final state can be reached from state LOOP"},
+			want: []string{"t.fsm:3:11: warning: no final state can be reached from state LOOP; a run that gets there never ends"},
 		},
 		{
 			name: "empty outcome",
@@ -1115,10 +1116,7 @@ func TestCheckOddInput(t *testing.T) {
 		{
 			name: "empty machine",
 			src:  `machine M {}`,
-			want: []string{
-				`t.fsm:1:1: machine M has no initial state; declare one with "initial NAME"`,
-				`t.fsm:1:1: machine M has no final state; declare one with "final NAME succeeded|failed|cancelled"`,
-			},
+			want: []string{`t.fsm:1:1: machine M has no initial state; declare one with "initial NAME"`},
 		},
 		{
 			name: "empty event braces",
@@ -1160,7 +1158,24 @@ func TestCheckOddInput(t *testing.T) {
     event Go
     A -> A on Go
 }`,
-			want: []string{`t.fsm:1:1: machine M has no final state; declare one with "final NAME succeeded|failed|cancelled"`},
+		},
+		{
+			name: "a sink next to final states warns, a state that cannot be reached is an error",
+			src: `machine M {
+    initial A
+    state SINK wait
+    state LOST
+    final DONE succeeded
+    event Go
+    event Drop
+    A -> DONE on Go
+    A -> SINK on Drop
+    LOST -> SINK on Drop
+}`,
+			want: []string{
+				"t.fsm:3:11: warning: no final state can be reached from state SINK; a run that gets there never ends",
+				"t.fsm:4:11: state LOST is unreachable from the initial state A",
+			},
 		},
 	})
 }

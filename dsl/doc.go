@@ -49,8 +49,10 @@
 // States. Exactly one state is declared with initial; plain states with
 // state; terminal states with final, followed by the generic status the
 // runtime knows (succeeded, failed or cancelled) and optionally the business
-// outcome the state stands for. A non-terminal state takes options, in any
-// number:
+// outcome the state stands for. A machine needs no final state: one without
+// any models an entity that lives for good (a subscription, a door, a
+// connection), whose runs never finish. A non-terminal state takes options,
+// in any number:
 //
 //   - wait: the state only waits for an external event or a timer; the
 //     runtime parks runs there and the generated Handlers interface has no
@@ -108,15 +110,18 @@
 // initial states, a final state without a status, transitions out of a
 // terminal state, two unguarded transitions on one (state, event),
 // transitions that can never fire because an earlier one always wins,
-// states unreachable from the initial state, states from which no terminal
-// state can be reached, unused events and guards, a cancel event without
-// a transition or whose userID field is not a string, timers on events their
-// state does not handle, invalid retry settings, unknown field types, and
-// two declarations whose generated Go names collide (with each other or
-// with the identifiers every generated package, tests included, declares:
-// [ReservedNames]; [GoNames] lists all of a machine's). A (state, event) pair
-// with two or more guarded alternatives and no unguarded fallback draws a
-// warning: when every guard refuses, the event is rejected at run time.
+// states unreachable from the initial state, unused events and guards, a
+// cancel event without a transition or whose userID field is not a string,
+// timers on events their state does not handle, invalid retry settings,
+// unknown field types, and two declarations whose generated Go names
+// collide (with each other or with the identifiers every generated
+// package, tests included, declares: [ReservedNames]; [GoNames] lists all
+// of a machine's). Two things draw a warning only, and do not stop
+// generation: a (state, event) pair with two or more guarded alternatives
+// and no unguarded fallback (when every guard refuses, the event is
+// rejected at run time), and, in a machine that has final states, a state
+// from which none of them can be reached (a sink: a run that gets there
+// never ends, which may be intended).
 //
 // A machine without a cancel declaration whose table leads into a
 // cancelled final state on two or more events that callers fire (events

@@ -330,6 +330,10 @@ func Page(source string, m *dsl.Machine, mermaid []byte) []byte {
 	}
 	fmt.Fprintf(&b, "Go package `%s`, persisted type `%s`, definition version %d; generated from [%s](../%s).\n\n",
 		m.Package, m.Type, m.Version, source, source)
+	if !hasFinal(m) {
+		b.WriteString("The machine has no final state: a run of it never finishes; it keeps the status `running`\n")
+		b.WriteString("and stores no result.\n\n")
+	}
 
 	b.WriteString("## Diagram\n\n")
 	b.WriteString("```mermaid\n")
@@ -406,6 +410,11 @@ func Page(source string, m *dsl.Machine, mermaid []byte) []byte {
 	b.WriteString("`go generate` in its directory, whose `//go:generate` line runs fsmgen on it:\n\n")
 	fmt.Fprintf(&b, "```sh\ngo run github.com/fsmgen/fsmgen/cmd/fsmgen %s\n```\n", source)
 	return b.Bytes()
+}
+
+// hasFinal reports whether m has a final state.
+func hasFinal(m *dsl.Machine) bool {
+	return slices.ContainsFunc(m.States, (*dsl.State).Terminal)
 }
 
 // stateKind is a state's kind for the page: initial, driven, wait, or final

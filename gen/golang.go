@@ -208,17 +208,26 @@ func (g *goGen) states() {
 		statusCases = append(statusCases, jen.Case(byStatus[st]...).Block(jen.Return(rt(statusConst(st)))))
 	}
 	g.f.Comment("Terminal reports whether s is a final state, one that no event leaves.")
-	g.f.Func().Params(jen.Id("s").Id("State")).Id("Terminal").Params().Bool().Block(
-		jen.Switch(jen.Id("s")).Block(
-			jen.Case(terminal...).Block(jen.Return(jen.True())),
-		),
-		jen.Return(jen.False()),
-	)
+	if len(terminal) == 0 {
+		// A machine without final states never ends.
+		g.f.Func().Params(jen.Id("s").Id("State")).Id("Terminal").Params().Bool().Block(jen.Return(jen.False()))
+	} else {
+		g.f.Func().Params(jen.Id("s").Id("State")).Id("Terminal").Params().Bool().Block(
+			jen.Switch(jen.Id("s")).Block(
+				jen.Case(terminal...).Block(jen.Return(jen.True())),
+			),
+			jen.Return(jen.False()),
+		)
+	}
 	g.f.Comment("Status returns the generic status of s: runtime.StatusRunning unless s is final.")
-	g.f.Func().Params(jen.Id("s").Id("State")).Id("Status").Params().Add(rt("Status")).Block(
-		jen.Switch(jen.Id("s")).Block(statusCases...),
-		jen.Return(rt("StatusRunning")),
-	)
+	if len(statusCases) == 0 {
+		g.f.Func().Params(jen.Id("s").Id("State")).Id("Status").Params().Add(rt("Status")).Block(jen.Return(rt("StatusRunning")))
+	} else {
+		g.f.Func().Params(jen.Id("s").Id("State")).Id("Status").Params().Add(rt("Status")).Block(
+			jen.Switch(jen.Id("s")).Block(statusCases...),
+			jen.Return(rt("StatusRunning")),
+		)
+	}
 	g.f.Comment("Outcome returns the business outcome that state s declares, or \"\".")
 	g.f.Comment("A transition may declare its own outcome for a final state; see Transition.Outcome.")
 	if len(outcomeCases) == 0 {

@@ -15,7 +15,9 @@
 //	//go:generate go run github.com/fsmgen/fsmgen/cmd/fsmgen machine.fsm
 //
 // Errors are printed as path:line:col: message, every one of them, and
-// nothing is written when any input has an error. Files are written
+// nothing is written when any input has an error. Warnings (path:line:col:
+// warning: message) are printed too, but neither stop generation nor
+// change the exit code. Files are written
 // atomically and only when their content changes. fsmgen exits with 0 on
 // success, 1 when an input has errors and 2 on a usage error.
 //

@@ -51,7 +51,9 @@
 //	run, err := e.Drive(ctx, res.Run.ID)
 //	if run.Terminal() { return run.Result }
 //
-// Wait waits for a run to finish, whoever drives it. RunDue claims and
+// Wait waits for a run to finish, whoever drives it (a run of a machine
+// without final states never finishes: Wait returns when its context is
+// done). RunDue claims and
 // drives the runs due now once, in the caller's goroutine: useful in tests
 // with a stubbed clock.
 //

@@ -396,6 +396,8 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 }
 
 // Wait waits until the run is terminal and returns it, or until ctx is done.
+// A run of a machine without final states never is: Wait on it returns only
+// when ctx is done, with ctx's error.
 func (e *Engine) Wait(ctx context.Context, runID string) (store.Run, error) {
 	delay := 5 * time.Millisecond
 	for {

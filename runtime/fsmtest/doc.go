@@ -12,7 +12,8 @@
 // outcomes of the guards involved and compares the state after, the error
 // and the recorded transition with what the table says; checks that a
 // transition whose recording fails is not applied; that final states
-// accept nothing; replays a shortest path from the initial state to every
+// accept nothing (a machine without final states, which never ends, has
+// none to check); replays a shortest path from the initial state to every
 // state and paths that together take every row; decodes every event from
 // its JSON; and fires every row through the machine's runtime.Driver.
 // Check does the same and returns the failures, for callers that are not

@@ -249,14 +249,15 @@ func checkRecordFirst(m Machine) []error {
 	return errs
 }
 
+// checkFinal checks that every final state refuses every event. A machine
+// without final states, whose runs never end, passes it with nothing to
+// check.
 func checkFinal(m Machine) []error {
 	var errs []error
-	finals := 0
 	for _, s := range m.Definition.States {
 		if !s.Terminal() {
 			continue
 		}
-		finals++
 		for _, e := range m.Events {
 			inst, err := m.New(s.Name, map[string]bool{}, nil)
 			if err != nil {
@@ -269,9 +270,6 @@ func checkFinal(m Machine) []error {
 				errs = append(errs, fmt.Errorf("%s on %s: left the final state for %s", s.Name, e.EventName(), got))
 			}
 		}
-	}
-	if finals == 0 {
-		errs = append(errs, errors.New("no final state"))
 	}
 	return errs
 }

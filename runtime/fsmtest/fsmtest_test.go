@@ -190,3 +190,90 @@ func TestCheckFindsEachBug(t *testing.T) {
 		})
 	}
 }
+
+// A light switch that is never done: OFF -> ON on Toggle, ON -> OFF on
+// Toggle, and no final state.
+var light = runtime.Definition{
+	Machine: "Light", Type: "light", Version: 1, Initial: "OFF",
+	States: []runtime.StateSpec{
+		{Name: "OFF", Initial: true, Status: runtime.StatusRunning},
+		{Name: "ON", Status: runtime.StatusRunning},
+	},
+	Events: []runtime.EventSpec{{Name: "Toggle"}},
+	Transitions: []runtime.TransitionSpec{
+		{From: "OFF", To: "ON", Event: "Toggle"},
+		{From: "ON", To: "OFF", Event: "Toggle"},
+	},
+}
+
+type toggle struct{}
+
+func (toggle) EventName() string { return "Toggle" }
+
+type lightMachine struct {
+	state string
+	rec   runtime.Recorder
+	stuck bool // ON stays ON
+}
+
+func (l *lightMachine) State() string { return l.state }
+
+func (l *lightMachine) Fire(ctx context.Context, e runtime.Event) error {
+	if e.EventName() != "Toggle" {
+		return &runtime.TransitionError{Machine: "light", State: l.state, Event: e.EventName(), Err: runtime.ErrIllegalTransition}
+	}
+	to := "ON"
+	if l.state == "ON" && !l.stuck {
+		to = "OFF"
+	}
+	if l.rec != nil {
+		if err := l.rec.Record(ctx, runtime.Transition{Machine: "light", Version: 1, From: l.state, To: to, Event: "Toggle", Payload: e, Status: runtime.StatusRunning}); err != nil {
+			return err
+		}
+	}
+	l.state = to
+	return nil
+}
+
+func lightSwitch(stuck bool) fsmtest.Machine {
+	return fsmtest.Machine{
+		Definition: light,
+		Events:     []runtime.Event{toggle{}},
+		New: func(state string, _ map[string]bool, rec runtime.Recorder) (fsmtest.Instance, error) {
+			return &lightMachine{state: state, rec: rec, stuck: stuck}, nil
+		},
+		Decode: func(name string, payload []byte) (runtime.Event, error) {
+			if name != "Toggle" {
+				return nil, fmt.Errorf("light: %w %q", runtime.ErrUnknownEvent, name)
+			}
+			if len(payload) > 0 && string(payload) != "{}" {
+				return nil, fmt.Errorf("light: event %s has no fields", name)
+			}
+			return toggle{}, nil
+		},
+	}
+}
+
+// TestCheckMachineWithoutFinalStates checks that a machine that never
+// ends passes, with nothing for the final-state check to reject, and that
+// a fault in it is still found.
+func TestCheckMachineWithoutFinalStates(t *testing.T) {
+	t.Parallel()
+	if errs := fsmtest.Check(lightSwitch(false)); len(errs) != 0 {
+		t.Fatalf("a correct machine without final states failed the checks:\n%v", errors.Join(errs...))
+	}
+	fsmtest.Run(t, lightSwitch(false))
+
+	got := map[string]bool{}
+	for _, err := range fsmtest.Check(lightSwitch(true)) {
+		got[err.Error()] = true
+	}
+	for _, want := range []string{
+		"EveryStateEventAndGuardOutcome: ON on Toggle with guards map[]: state ON, want OFF",
+		"PathsCoverEveryTransition: path through row 1: row 1: state ON, want OFF",
+	} {
+		if !got[want] {
+			t.Errorf("the checks of a stuck light did not report %q; they reported %v", want, got)
+		}
+	}
+}
