@@ -85,6 +85,13 @@
 // state: runtime.WithCode gives it a code for the retry policy and the
 // run's record.
 //
+// A panic in a handler, a guard, the driver's Decode or Fire, a PolicyFunc
+// or an ExhaustedFunc is recovered. In a worker it is a failed try of the
+// run's state with code PANIC (CodePanic), the panic's value and stack in
+// the run's log, counted by the state's retry policy like any other error;
+// the worker goes on with its other runs. From Start, Signal or Cancel it is
+// returned to the caller as a *PanicError, matching ErrPanic.
+//
 // # Retries and exhaustion
 //
 // A state's retry policy (from the .fsm file, seed presets such as
@@ -178,7 +185,7 @@
 //
 // Errors about a run are *RunError values naming the operation and the run
 // and wrapping a sentinel (ErrLeaseLost, ErrNotOwner, ErrRunFinished,
-// ErrNotRegistered, ErrPolicy, ErrNoCancelEvent, ErrNoEngine) or an error
+// ErrNotRegistered, ErrPolicy, ErrNoCancelEvent, ErrNoEngine, ErrPanic) or an error
 // of the store (store.ErrConflict, store.ErrTransitionRefused, ...) or of
 // the machine (runtime.ErrIllegalTransition, runtime.ErrGuardRejected);
 // match them with errors.Is.

@@ -197,7 +197,7 @@ func (f *effects) build(ctx context.Context, e *Engine, run store.Run) (*store.E
 		if r == nil || r.policy == nil {
 			continue
 		}
-		snap, err := r.policy(ctx, StartParams{Type: s.Type, Version: r.def.Version, IdempotencyKey: s.IdempotencyKey,
+		snap, err := callPolicy(ctx, r, StartParams{Type: s.Type, Version: r.def.Version, IdempotencyKey: s.IdempotencyKey,
 			TenantID: run.TenantID, UserID: run.UserID, CorrelationID: run.CorrelationID, Input: s.Input})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: start %s: %w", ErrPolicy, s.Type, err)
@@ -325,7 +325,12 @@ func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
 
 	hctx, cancel := context.WithCancelCause(ctx)
 	stopHeartbeat := s.heartbeat(hctx, cancel)
-	ev, herr := s.reg.driver.Handle(hctx, &rt, st.Name)
+	var ev runtime.Event
+	herr := protect("handler of "+st.Name, func() error {
+		var err error
+		ev, err = s.reg.driver.Handle(hctx, &rt, st.Name)
+		return err
+	})
 	stopHeartbeat()
 	cause := context.Cause(hctx)
 	cancel(nil)
@@ -341,20 +346,28 @@ func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
 		if errors.Is(herr, runtime.ErrNotDriven) {
 			return s.park(ctx, CodeNotDriven, herr.Error())
 		}
-		code := runtime.ErrorCode(herr)
-		if code == "" {
-			code = CodeHandlerError
-		}
-		return s.fail(ctx, st, code, herr.Error())
+		return s.fail(ctx, st, codeOf(herr, CodeHandlerError), errorDetail(herr))
 	}
 	if ev == nil {
 		return s.fail(ctx, st, CodeHandlerError, fmt.Sprintf("the handler of %s returned no event and no error", st.Name))
 	}
 	effs, res, err := eff.build(ctx, s.e, s.run)
 	if err != nil {
-		return s.fail(ctx, st, CodeHandlerError, err.Error())
+		return s.fail(ctx, st, codeOf(err, CodeHandlerError), errorDetail(err))
 	}
 	return s.fireOrFail(ctx, st, ev, res, effs)
+}
+
+// codeOf returns the code of a failure: CodePanic for a panic, else the
+// code attached with runtime.WithCode, else fallback.
+func codeOf(err error, fallback string) string {
+	if errors.Is(err, ErrPanic) {
+		return CodePanic
+	}
+	if code := runtime.ErrorCode(err); code != "" {
+		return code
+	}
+	return fallback
 }
 
 // loadEvents reads and decodes, once per session, the events recorded in
@@ -380,7 +393,7 @@ func (e *Engine) attemptEvents(ctx context.Context, reg *registered, run store.R
 	}
 	var events []runtime.Event
 	for _, l := range logged {
-		ev, err := reg.driver.Decode(l.Name, l.Payload)
+		ev, err := decode(reg, l.Name, l.Payload)
 		if err != nil {
 			e.log.Warn("a logged event does not decode; handlers will not see it", "run", run.ID, "event", l.Name, "err", err)
 			continue
@@ -388,6 +401,31 @@ func (e *Engine) attemptEvents(ctx context.Context, reg *registered, run store.R
 		events = append(events, ev)
 	}
 	return events, nil
+}
+
+// decode rebuilds an event with the driver, a panic in it made an error.
+func decode(reg *registered, name string, payload []byte) (runtime.Event, error) {
+	var ev runtime.Event
+	err := protect("Decode of "+name, func() error {
+		var err error
+		ev, err = reg.driver.Decode(name, payload)
+		return err
+	})
+	return ev, err
+}
+
+// fireEvent applies ev to run in its state through the driver, a panic in
+// the driver or a guard made an error.
+func fireEvent(ctx context.Context, reg *registered, rt *runtime.Run, state string, ev runtime.Event, rec *recorder) error {
+	err := protect(fmt.Sprintf("firing %s in %s", ev.EventName(), state), func() error {
+		return reg.driver.Fire(ctx, rt, state, ev, rec)
+	})
+	if err != nil && rec.t != nil && errors.Is(err, ErrPanic) {
+		// The transition was recorded before the panic: it stands.
+		rec.e.log.Error("panic after the transition was recorded", "run", rt.ID, "event", ev.EventName(), "state", state, "err", errorDetail(err))
+		return nil
+	}
+	return err
 }
 
 // fireOrFail fires a handler's event; a refused event or a failed write
@@ -402,7 +440,7 @@ func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runti
 	if errors.As(err, &te) {
 		code = CodeTransitionRefused
 	}
-	return s.fail(ctx, st, code, err.Error())
+	return s.fail(ctx, st, codeOf(err, code), errorDetail(err))
 }
 
 // fire applies ev to the run through the driver, with the session's lease.
@@ -413,7 +451,7 @@ func (s *session) fire(ctx context.Context, ev runtime.Event, res *store.Result,
 	rt := s.run.Runtime()
 	rt.Events = s.events
 	rec := &recorder{e: s.e, reg: s.reg, run: s.run, lease: &s.lease, result: res, effects: effs}
-	if err := s.reg.driver.Fire(ctx, &rt, s.run.State, ev, rec); err != nil {
+	if err := fireEvent(ctx, s.reg, &rt, s.run.State, ev, rec); err != nil {
 		return err
 	}
 	if rec.t == nil {
@@ -476,7 +514,7 @@ func (s *session) exhausted(ctx context.Context, st runtime.StateSpec, code, det
 				return s.outcome(err)
 			}
 		}
-		detail = fmt.Sprintf("%s; %s not fired: %v", detail, st.OnExhausted, err)
+		detail = fmt.Sprintf("%s; %s not fired: %s", detail, st.OnExhausted, errorDetail(err))
 	}
 	return s.park(ctx, code, detail)
 }
@@ -495,9 +533,18 @@ func (s *session) exhaustedEvent(ctx context.Context, st runtime.StateSpec, code
 		rt.Events = s.events
 		eff := &effects{}
 		rt.Effects = eff
-		ev, err := s.reg.exhausted(ctx, &rt, st.Name, code, detail)
+		var ev runtime.Event
+		err := protect("ExhaustedFunc of "+st.Name, func() error {
+			var err error
+			ev, err = s.reg.exhausted(ctx, &rt, st.Name, code, detail)
+			return err
+		})
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("exhausted %s: %w", st.Name, err)
+			var pe *PanicError
+			if !errors.As(err, &pe) {
+				err = fmt.Errorf("ExhaustedFunc of %s: %w", st.Name, err)
+			}
+			return nil, nil, nil, err
 		}
 		if ev != nil {
 			effs, hres, err := eff.build(ctx, s.e, s.run)
@@ -510,7 +557,7 @@ func (s *session) exhaustedEvent(ctx context.Context, st runtime.StateSpec, code
 			return ev, res, effs, nil
 		}
 	}
-	ev, err := s.reg.driver.Decode(st.OnExhausted, nil)
+	ev, err := decode(s.reg, st.OnExhausted, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -540,14 +587,14 @@ func (s *session) fireDueTimer(ctx context.Context, st runtime.StateSpec) (bool,
 	if due == nil {
 		return false, nil
 	}
-	ev, err := s.reg.driver.Decode(due.Event, nil)
+	ev, err := decode(s.reg, due.Event, nil)
 	if err == nil {
 		err = s.fire(ctx, ev, nil, nil)
 		if err == nil || s.settled(err) {
 			return true, s.outcome(err)
 		}
 	}
-	return true, s.park(ctx, CodeTransitionRefused, fmt.Sprintf("timer %s after %v: %v", due.Event, due.After, err))
+	return true, s.park(ctx, codeOf(err, CodeTransitionRefused), fmt.Sprintf("timer %s after %v: %s", due.Event, due.After, errorDetail(err)))
 }
 
 // deliverChild fires the event of the first finished child not yet
@@ -577,7 +624,7 @@ func (s *session) deliverChild(ctx context.Context) (bool, error) {
 	raw, err := json.Marshal(payload)
 	var ev runtime.Event
 	if err == nil {
-		ev, err = s.reg.driver.Decode(c.Event, raw)
+		ev, err = decode(s.reg, c.Event, raw)
 	}
 	if err == nil {
 		err = s.fire(ctx, ev, nil, &store.Effects{Delivered: []string{c.ID}})
@@ -585,7 +632,7 @@ func (s *session) deliverChild(ctx context.Context) (bool, error) {
 			return true, s.outcome(err)
 		}
 	}
-	return true, s.park(ctx, CodeChildEvent, fmt.Sprintf("child %s (%s, %s): event %s: %v", c.ID, c.Type, c.Status, c.Event, err))
+	return true, s.park(ctx, codeOf(err, CodeChildEvent), fmt.Sprintf("child %s (%s, %s): event %s: %s", c.ID, c.Type, c.Status, c.Event, errorDetail(err)))
 }
 
 // heartbeat extends the lease every Heartbeat while a handler runs, and

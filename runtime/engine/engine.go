@@ -256,7 +256,7 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, e
 		return store.StartResult{}, runErr(op, "", fmt.Errorf("%w: %s v%d", ErrNotRegistered, p.Type, p.Version))
 	}
 	if r.policy != nil && p.PolicySnapshot == nil {
-		snap, err := r.policy(ctx, p)
+		snap, err := callPolicy(ctx, r, p)
 		if err != nil {
 			return store.StartResult{}, runErr(op, "", fmt.Errorf("%w: %w", ErrPolicy, err))
 		}
@@ -270,6 +270,17 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, e
 		e.notify(ctx, p.Type)
 	}
 	return res, nil
+}
+
+// callPolicy calls the policy function of r, a panic in it made an error.
+func callPolicy(ctx context.Context, r *registered, p StartParams) (json.RawMessage, error) {
+	var snap json.RawMessage
+	err := protect("PolicyFunc of "+p.Type, func() error {
+		var err error
+		snap, err = r.policy(ctx, p)
+		return err
+	})
+	return snap, err
 }
 
 func (e *Engine) notify(ctx context.Context, typ string) {
@@ -350,7 +361,13 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID string, build func(
 		if r == nil {
 			return run, runErr(op, runID, fmt.Errorf("%w: %s v%d", ErrNotRegistered, run.Type, run.Version))
 		}
-		ev, res, err := build(run, r)
+		var ev runtime.Event
+		var res *store.Result
+		err = protect(op, func() error {
+			var err error
+			ev, res, err = build(run, r)
+			return err
+		})
 		if err != nil {
 			return run, runErr(op, runID, err)
 		}
@@ -361,7 +378,7 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID string, build func(
 		rt := run.Runtime()
 		rt.Events = events
 		rec := &recorder{e: e, reg: r, run: run, result: res}
-		err = r.driver.Fire(ctx, &rt, run.State, ev, rec)
+		err = fireEvent(ctx, r, &rt, run.State, ev, rec)
 		switch {
 		case err == nil:
 			after, gerr := e.st.Get(ctx, runID)

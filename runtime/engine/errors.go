@@ -31,6 +31,9 @@ var (
 	// ErrNoEngine: StartChild was called with a run that the engine is not
 	// driving (its Effects are not the engine's).
 	ErrNoEngine = errors.New("run is not driven by an engine")
+	// ErrPanic: workflow code the engine called panicked; the error is a
+	// *PanicError with the value and the stack.
+	ErrPanic = errors.New("panic")
 )
 
 // RunError is an error about a run: what was done (Op), to which run
@@ -47,6 +50,9 @@ func runErr(op, id string, err error) error {
 const (
 	// CodeHandlerError: a handler error without a code.
 	CodeHandlerError = "HANDLER_ERROR"
+	// CodePanic: a handler, a guard or other workflow code panicked; the
+	// panic's value and stack are in the run's log.
+	CodePanic = "PANIC"
 	// CodeLeaseExpired: the state's tries were all interrupted by expired
 	// leases (the workers died or stalled).
 	CodeLeaseExpired = "LEASE_EXPIRED"

@@ -11,5 +11,8 @@ func TestMain(m *testing.M) {
 	if dsn := os.Getenv(crashEnv); dsn != "" {
 		os.Exit(crashWorker(dsn))
 	}
+	if dsn := os.Getenv(panicEnv); dsn != "" {
+		os.Exit(panicWorker(dsn))
+	}
 	pgtest.Main(m)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -69,6 +70,17 @@ func (e *Engine) Work(ctx context.Context) error {
 				running.Add(1)
 				go func() {
 					defer running.Done()
+					defer func() {
+						// A panic in the engine itself: the worker goes on,
+						// and the run's lease expires.
+						if v := recover(); v != nil {
+							e.log.Error("panic while driving a run; its lease will expire", "run", c.Run.ID, "panic", v, "stack", string(debug.Stack()))
+							mu.Lock()
+							busy--
+							mu.Unlock()
+							poke()
+						}
+					}()
 					run, err := e.drive(c, ctx.Done(), hbase)
 					if err != nil && !errors.Is(err, errMoved) && hbase.Err() == nil {
 						e.log.Warn("run interrupted", "run", run.ID, "state", run.State, "err", err)
