@@ -1,6 +1,7 @@
 // Package db holds the runtime's database schema and queries: plain SQL
-// migrations embedded in the binary, the sqlc configuration and queries, and
-// (in package dbsqlc) the Go code sqlc generates from them.
+// migrations embedded in the binary, and the sqlc configuration and queries.
+// The Go code sqlc generates from them is internal to the runtime
+// (runtime/internal/dbsqlc).
 //
 // # Migrations
 //

@@ -16,9 +16,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/fsmgen/fsmgen/machines/problems"
-	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/enginetest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -525,10 +525,8 @@ func TestEngineSolveExhaustedByTheEngine(t *testing.T) {
 			// Two workers claim it in turn and die.
 			for range 2 {
 				clk.Advance(time.Minute)
-				claims, err := eng.Store().Claim(ctx, store.ClaimParams{Owner: "dead-worker", Kinds: []store.Kind{{Type: rog.Type, Version: rog.Version}},
-					Limit: 1, TTL: time.Second, RunID: run.ID})
-				if err != nil || len(claims) != 1 {
-					t.Fatalf("claim by a worker about to die: %d claims, %v", len(claims), err)
+				if _, err := enginetest.AbandonClaim(ctx, eng.Store(), "dead-worker", run.ID, time.Second); err != nil {
+					t.Fatalf("claim by a worker about to die: %v", err)
 				}
 			}
 			clk.Advance(time.Minute)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -77,7 +78,7 @@ func TestCrashRecovery(t *testing.T) {
 
 	// The run is started once the worker has registered the machine.
 	var e *engine.Engine
-	var lease store.Lease
+	var lease enginestore.Lease
 	var run store.Run
 	{
 		calls := 0
@@ -85,7 +86,7 @@ func TestCrashRecovery(t *testing.T) {
 			"WORKING": func(ctx context.Context, r *runtime.Run) (runtime.Event, error) {
 				calls++
 				// The dead worker's late write, with its stale lease: refused.
-				_, err := v.st.Advance(ctx, r.ID, store.AdvanceParams{Lease: &lease, RowVersion: run.RowVersion,
+				_, err := enginestore.New(v.st).Advance(ctx, r.ID, enginestore.AdvanceParams{Lease: &lease, RowVersion: run.RowVersion,
 					Transition: runtime.Transition{Machine: "job", Version: 1, From: "WORKING", To: "DONE", Event: "Finish", Status: runtime.StatusSucceeded}})
 				if !errors.Is(err, engine.ErrLeaseLost) {
 					t.Errorf("late write with a stale lease: %v, want ErrLeaseLost", err)
@@ -105,7 +106,7 @@ func TestCrashRecovery(t *testing.T) {
 		if held.State != "WORKING" || !strings.HasPrefix(held.LeaseOwner, "crashworker:") {
 			t.Fatalf("held run: %s by %q", held.State, held.LeaseOwner)
 		}
-		lease = store.Lease{RunID: run.ID, Owner: held.LeaseOwner, Epoch: held.LeaseEpoch}
+		lease = enginestore.Lease{RunID: run.ID, Owner: held.LeaseOwner, Epoch: held.LeaseEpoch}
 		run = held
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -28,12 +29,12 @@ type recorder struct {
 	e       *Engine
 	reg     *registered
 	run     store.Run
-	lease   *store.Lease
+	lease   *enginestore.Lease
 	result  *store.Result
-	effects *store.Effects
+	effects *enginestore.Effects
 
 	t    *runtime.Transition
-	adv  store.Advanced
+	adv  enginestore.Advanced
 	keep bool
 }
 
@@ -45,7 +46,7 @@ func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", runtime.ErrUnknownState, t.To)
 	}
-	p := store.AdvanceParams{Lease: r.lease, RowVersion: r.run.RowVersion, Transition: t, Result: r.result, Effects: r.effects}
+	p := enginestore.AdvanceParams{Lease: r.lease, RowVersion: r.run.RowVersion, Transition: t, Result: r.result, Effects: r.effects}
 	switch {
 	case to.Terminal():
 	case to.Wait:
@@ -53,9 +54,9 @@ func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 	case r.lease != nil:
 		p.KeepLease = true
 	default:
-		p.Due = store.DueIn(0)
+		p.Due = enginestore.DueIn(0)
 	}
-	adv, err := r.e.st.Advance(ctx, r.run.ID, p)
+	adv, err := r.e.es.Advance(ctx, r.run.ID, p)
 	if err != nil {
 		return err
 	}
@@ -83,23 +84,23 @@ func (r *recorder) after() store.Run {
 
 // timerDue is when a run that has spent elapsed in st is next due for one
 // of st's timers: NotDue when st has none.
-func timerDue(st runtime.StateSpec, elapsed time.Duration) store.Due {
+func timerDue(st runtime.StateSpec, elapsed time.Duration) enginestore.Due {
 	if len(st.Timers) == 0 {
-		return store.NotDue
+		return enginestore.NotDue
 	}
 	next := st.Timers[0].After
 	for _, t := range st.Timers[1:] {
 		next = min(next, t.After)
 	}
-	return store.DueIn(next - elapsed)
+	return enginestore.DueIn(next - elapsed)
 }
 
 // effects collects what a handler asks of the runtime besides its event.
 type effects struct {
 	mu       sync.Mutex
-	steps    []store.StepEffect
-	messages []store.MessageEffect
-	starts   []store.StartEffect
+	steps    []enginestore.StepEffect
+	messages []enginestore.MessageEffect
+	starts   []enginestore.StartEffect
 	output   any
 	cost     float64
 	result   bool
@@ -113,21 +114,21 @@ var _ runtime.Effects = (*effects)(nil)
 func (f *effects) LogStep(name string, payload any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.steps = append(f.steps, store.StepEffect{Name: name, Payload: payload})
+	f.steps = append(f.steps, enginestore.StepEffect{Name: name, Payload: payload})
 }
 
 // Emit implements runtime.Effects.
 func (f *effects) Emit(topic string, payload any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.messages = append(f.messages, store.MessageEffect{Topic: topic, Payload: payload})
+	f.messages = append(f.messages, enginestore.MessageEffect{Topic: topic, Payload: payload})
 }
 
 // Enqueue implements runtime.Effects.
 func (f *effects) Enqueue(workflowType, idempotencyKey string, input any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.starts = append(f.starts, store.StartEffect{Type: workflowType, IdempotencyKey: idempotencyKey, Input: input})
+	f.starts = append(f.starts, enginestore.StartEffect{Type: workflowType, IdempotencyKey: idempotencyKey, Input: input})
 }
 
 // SetResult implements runtime.Effects.
@@ -180,19 +181,19 @@ func StartChild(run *runtime.Run, c Child) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.starts = append(f.starts, store.StartEffect{Type: c.Type, IdempotencyKey: c.IdempotencyKey, Input: c.Input, ParentEvent: c.Event})
+	f.starts = append(f.starts, enginestore.StartEffect{Type: c.Type, IdempotencyKey: c.IdempotencyKey, Input: c.Input, ParentEvent: c.Event})
 	return nil
 }
 
 // build turns the collected effects into the store's, consulting the
 // policy functions of the types started, and the result record.
-func (f *effects) build(ctx context.Context, e *Engine, run store.Run) (*store.Effects, *store.Result, error) {
+func (f *effects) build(ctx context.Context, e *Engine, run store.Run) (*enginestore.Effects, *store.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := &store.Effects{Steps: f.steps, Messages: f.messages, Starts: f.starts}
+	out := &enginestore.Effects{Steps: f.steps, Messages: f.messages, Starts: f.starts}
 	for i, s := range out.Starts {
 		e.mu.RLock()
-		r := e.kinds[store.Kind{Type: s.Type, Version: e.latest[s.Type]}]
+		r := e.kinds[enginestore.Kind{Type: s.Type, Version: e.latest[s.Type]}]
 		e.mu.RUnlock()
 		if r == nil || r.policy == nil {
 			continue
@@ -223,7 +224,7 @@ type session struct {
 	e     *Engine
 	reg   *registered
 	run   store.Run
-	lease store.Lease
+	lease enginestore.Lease
 	held  bool
 	// now is the database's time of the last claim or transition.
 	now    time.Time
@@ -238,18 +239,18 @@ type session struct {
 // drive drives a claimed run until it is terminal, waits, is parked or
 // scheduled for a retry, the lease is lost, or stop closes. It returns the
 // run as the session last saw it.
-func (e *Engine) drive(c store.Claim, stop <-chan struct{}, hbase context.Context) (store.Run, error) {
+func (e *Engine) drive(c enginestore.Claim, stop <-chan struct{}, hbase context.Context) (store.Run, error) {
 	s := &session{e: e, run: c.Run, lease: c.Lease, held: true, now: c.Now, stop: stop, hbase: hbase}
 	s.reg = e.lookup(c.Run.Type, c.Run.Version)
 	if s.reg == nil {
-		s.release(store.KeepDue)
+		s.release(enginestore.KeepDue)
 		return s.run, runErr("drive", c.Run.ID, fmt.Errorf("%w: %s v%d", ErrNotRegistered, c.Run.Type, c.Run.Version))
 	}
 	err := s.loop()
 	if s.held {
 		// Left with the lease in hand: a stop, an abandoned handler, an
 		// error. The run is due again at once, for another worker.
-		s.release(store.DueIn(0))
+		s.release(enginestore.DueIn(0))
 		e.notify(context.Background(), s.run.Type)
 	}
 	return s.run, err
@@ -266,7 +267,7 @@ func (s *session) loop() error {
 			return s.park(ctx, CodeNotDriven, fmt.Sprintf("state %q is not a state of %s v%d", s.run.State, s.run.Type, s.run.Version))
 		}
 		if st.Terminal() {
-			s.release(store.KeepDue)
+			s.release(enginestore.KeepDue)
 			return nil
 		}
 		if fired, err := s.fireDueTimer(ctx, st); fired || err != nil {
@@ -387,7 +388,7 @@ func (s *session) loadEvents(ctx context.Context) error {
 // attemptEvents reads and decodes the events recorded in run's current
 // attempt; one that no longer decodes is left out, with a warning.
 func (e *Engine) attemptEvents(ctx context.Context, reg *registered, run store.Run) ([]runtime.Event, error) {
-	logged, err := e.st.AttemptEvents(ctx, run.ID, run.Attempt)
+	logged, err := e.es.AttemptEvents(ctx, run.ID, run.Attempt)
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +431,7 @@ func fireEvent(ctx context.Context, reg *registered, rt *runtime.Run, state stri
 
 // fireOrFail fires a handler's event; a refused event or a failed write
 // counts as a failed try of the state.
-func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runtime.Event, res *store.Result, effs *store.Effects) error {
+func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runtime.Event, res *store.Result, effs *enginestore.Effects) error {
 	err := s.fire(ctx, ev, res, effs)
 	if err == nil || s.settled(err) {
 		return s.outcome(err)
@@ -444,7 +445,7 @@ func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runti
 }
 
 // fire applies ev to the run through the driver, with the session's lease.
-func (s *session) fire(ctx context.Context, ev runtime.Event, res *store.Result, effs *store.Effects) error {
+func (s *session) fire(ctx context.Context, ev runtime.Event, res *store.Result, effs *enginestore.Effects) error {
 	if err := s.loadEvents(ctx); err != nil {
 		return err
 	}
@@ -479,7 +480,7 @@ func (s *session) outcome(err error) error {
 	case errors.Is(err, store.ErrConflict):
 		// Someone else moved the run (a signal, a cancellation): let it go,
 		// keeping the schedule they set.
-		s.release(store.KeepDue)
+		s.release(enginestore.KeepDue)
 		return errMoved
 	}
 	return err
@@ -492,7 +493,7 @@ func (s *session) fail(ctx context.Context, st runtime.StateSpec, code, detail s
 	n := s.run.StepAttempt
 	if pol.Retryable(code, n) {
 		delay := pol.Jittered(pol.Delay(n), s.e.cfg.Jitter())
-		_, err := s.e.st.ScheduleRetry(ctx, s.lease, s.run.RowVersion, n, delay, code, detail)
+		_, err := s.e.es.ScheduleRetry(ctx, s.lease, s.run.RowVersion, n, delay, code, detail)
 		if err != nil {
 			return s.outcome(err)
 		}
@@ -523,7 +524,7 @@ func (s *session) exhausted(ctx context.Context, st runtime.StateSpec, code, det
 // result and effects to write with it: the registered ExhaustedFunc's, or
 // the state's OnExhausted event with an empty payload and the error in the
 // result.
-func (s *session) exhaustedEvent(ctx context.Context, st runtime.StateSpec, code, detail string) (runtime.Event, *store.Result, *store.Effects, error) {
+func (s *session) exhaustedEvent(ctx context.Context, st runtime.StateSpec, code, detail string) (runtime.Event, *store.Result, *enginestore.Effects, error) {
 	res := &store.Result{ErrorCode: code, ErrorDetail: detail}
 	if s.reg.exhausted != nil {
 		if err := s.loadEvents(ctx); err != nil {
@@ -566,7 +567,7 @@ func (s *session) exhaustedEvent(ctx context.Context, st runtime.StateSpec, code
 
 // park parks the run with its error for an operator.
 func (s *session) park(ctx context.Context, code, detail string) error {
-	if err := s.e.st.Park(ctx, s.lease, s.run.RowVersion, code, detail); err != nil {
+	if err := s.e.es.Park(ctx, s.lease, s.run.RowVersion, code, detail); err != nil {
 		return s.outcome(err)
 	}
 	s.held = false
@@ -600,7 +601,7 @@ func (s *session) fireDueTimer(ctx context.Context, st runtime.StateSpec) (bool,
 // deliverChild fires the event of the first finished child not yet
 // delivered.
 func (s *session) deliverChild(ctx context.Context) (bool, error) {
-	children, err := s.e.st.FinishedChildren(ctx, s.run.ID)
+	children, err := s.e.es.FinishedChildren(ctx, s.run.ID)
 	if err != nil || len(children) == 0 {
 		return false, err
 	}
@@ -627,7 +628,7 @@ func (s *session) deliverChild(ctx context.Context) (bool, error) {
 		ev, err = decode(s.reg, c.Event, raw)
 	}
 	if err == nil {
-		err = s.fire(ctx, ev, nil, &store.Effects{Delivered: []string{c.ID}})
+		err = s.fire(ctx, ev, nil, &enginestore.Effects{Delivered: []string{c.ID}})
 		if err == nil || s.settled(err) {
 			return true, s.outcome(err)
 		}
@@ -653,7 +654,7 @@ func (s *session) heartbeat(ctx context.Context, cancel context.CancelCauseFunc)
 				return
 			case <-t.C:
 			}
-			l, err := s.e.st.ExtendLease(ctx, s.lease, s.e.cfg.Lease)
+			l, err := s.e.es.ExtendLease(ctx, s.lease, s.e.cfg.Lease)
 			switch {
 			case err == nil:
 				s.lease, lastOK = l, time.Now()
@@ -673,14 +674,14 @@ func (s *session) heartbeat(ctx context.Context, cancel context.CancelCauseFunc)
 
 // release gives the lease back, with a context of its own so that it
 // happens also when the session's context is done.
-func (s *session) release(due store.Due) {
+func (s *session) release(due enginestore.Due) {
 	if !s.held {
 		return
 	}
 	s.held = false
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.hbase), releaseTimeout)
 	defer cancel()
-	if err := s.e.st.ReleaseLease(ctx, s.lease, due); err != nil && !errors.Is(err, ErrLeaseLost) {
+	if err := s.e.es.ReleaseLease(ctx, s.lease, due); err != nil && !errors.Is(err, ErrLeaseLost) {
 		s.e.log.Warn("release failed; the lease will expire", "run", s.run.ID, "err", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -151,11 +152,12 @@ type registered struct {
 type Engine struct {
 	pool *pgxpool.Pool
 	st   *store.Store
+	es   *enginestore.Store
 	cfg  Config
 	log  *slog.Logger
 
 	mu     sync.RWMutex
-	kinds  map[store.Kind]*registered
+	kinds  map[enginestore.Kind]*registered
 	latest map[string]int
 
 	// listening is closed once Work's listener receives notifications;
@@ -169,8 +171,8 @@ type Engine struct {
 func New(pool *pgxpool.Pool, st *store.Store, cfg Config) *Engine {
 	cfg = cfg.withDefaults()
 	return &Engine{
-		pool: pool, st: st, cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
-		kinds: make(map[store.Kind]*registered), latest: make(map[string]int),
+		pool: pool, st: st, es: enginestore.New(st), cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
+		kinds: make(map[enginestore.Kind]*registered), latest: make(map[string]int),
 		listening: make(chan struct{}),
 	}
 }
@@ -210,7 +212,7 @@ func (e *Engine) Register(ctx context.Context, d runtime.Driver, opts ...Registe
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.kinds[store.Kind{Type: def.Type, Version: def.Version}] = r
+	e.kinds[enginestore.Kind{Type: def.Type, Version: def.Version}] = r
 	if def.Version > e.latest[def.Type] {
 		e.latest[def.Type] = def.Version
 	}
@@ -220,13 +222,13 @@ func (e *Engine) Register(ctx context.Context, d runtime.Driver, opts ...Registe
 func (e *Engine) lookup(typ string, version int) *registered {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	return e.kinds[store.Kind{Type: typ, Version: version}]
+	return e.kinds[enginestore.Kind{Type: typ, Version: version}]
 }
 
-func (e *Engine) registeredKinds() []store.Kind {
+func (e *Engine) registeredKinds() []enginestore.Kind {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	out := make([]store.Kind, 0, len(e.kinds))
+	out := make([]enginestore.Kind, 0, len(e.kinds))
 	for k := range e.kinds {
 		out = append(out, k)
 	}
@@ -250,7 +252,7 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, e
 	if p.Version == 0 {
 		p.Version = e.latest[p.Type]
 	}
-	r := e.kinds[store.Kind{Type: p.Type, Version: p.Version}]
+	r := e.kinds[enginestore.Kind{Type: p.Type, Version: p.Version}]
 	e.mu.RUnlock()
 	if r == nil {
 		return store.StartResult{}, runErr(op, "", fmt.Errorf("%w: %s v%d", ErrNotRegistered, p.Type, p.Version))

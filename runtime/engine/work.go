@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -58,7 +59,7 @@ func (e *Engine) Work(ctx context.Context) error {
 		mu.Unlock()
 		claimed := 0
 		if free > 0 {
-			claims, err := e.st.Claim(ctx, store.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: free, TTL: e.cfg.Lease})
+			claims, err := e.es.Claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: free, TTL: e.cfg.Lease})
 			if err != nil && ctx.Err() == nil {
 				e.log.Warn("claim failed", "err", err)
 			}
@@ -171,7 +172,7 @@ func (e *Engine) markListening() {
 func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 	kinds := e.registeredKinds()
 	for {
-		claims, err := e.st.Claim(ctx, store.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: 1, TTL: e.cfg.Lease, RunID: runID})
+		claims, err := e.es.Claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: 1, TTL: e.cfg.Lease, RunID: runID})
 		if err != nil {
 			return store.Run{}, fmt.Errorf("engine: %w", err)
 		}
@@ -219,7 +220,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 // it claimed. It is Work's single round without the waiting, for tests
 // (with a stubbed clock) and for callers that schedule workers themselves.
 func (e *Engine) RunDue(ctx context.Context) (int, error) {
-	claims, err := e.st.Claim(ctx, store.ClaimParams{Owner: e.cfg.WorkerID, Kinds: e.registeredKinds(), Limit: e.cfg.Concurrency, TTL: e.cfg.Lease})
+	claims, err := e.es.Claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: e.registeredKinds(), Limit: e.cfg.Concurrency, TTL: e.cfg.Lease})
 	if err != nil {
 		return 0, fmt.Errorf("engine: %w", err)
 	}
@@ -229,7 +230,7 @@ func (e *Engine) RunDue(ctx context.Context) (int, error) {
 			// Give the rest back untouched.
 			for _, rest := range claims[i:] {
 				s := &session{e: e, run: rest.Run, lease: rest.Lease, held: true, hbase: ctx}
-				s.release(store.KeepDue)
+				s.release(enginestore.KeepDue)
 			}
 			break
 		}

@@ -81,6 +81,15 @@
 //		return err
 //	})
 //
+// # Workers
+//
+// Durable driving (workers that claim due runs under leases, fenced
+// transitions, retries with backoff, parking, timers, child runs) is
+// package runtime/engine's. Its operations on the tables are internal to
+// the runtime; a program drives runs through an engine.Engine, and reaches
+// the same runs here to start, read and record them. Resume makes a parked
+// run due again, and NotifyChannel is where due runs are announced.
+//
 // # Reading
 //
 // Get reads a run, History its whole log oldest first (creation, transitions,

@@ -16,7 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fsmgen/fsmgen/db/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/storehook"
 	"github.com/fsmgen/fsmgen/runtime"
 )
 
@@ -228,4 +229,14 @@ func (s *Store) Definition(ctx context.Context, typ string, version int) (runtim
 		return runtime.Definition{}, runErr(fmt.Sprintf("definition %s v%d", typ, version), "", err)
 	}
 	return d.def, nil
+}
+
+func init() {
+	storehook.Of = func(st any) any {
+		s := st.(*Store)
+		return storehook.Internals[Run, Result]{
+			Pool: s.pool, Queries: s.q, Now: s.now, RunFromRow: runFromRow, TransitionParams: s.transitionParams,
+			ParseRunID: parseRunID, EncodeJSON: encodeJSON, RawJSON: rawJSON,
+		}
+	}
 }

@@ -1,4 +1,10 @@
-package store
+// Package enginestore holds the store operations that only the engine may
+// call: claims and leases, the fenced transition (Advance) with its
+// effects, retries, parking, and the reads the engine drives runs with. It
+// works on a *store.Store's pool, queries and definitions; users of the
+// runtime reach runs through package store and drive them through package
+// engine.
+package enginestore
 
 import (
 	"context"
@@ -10,14 +16,51 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/fsmgen/fsmgen/db/dbsqlc"
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/storehook"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
-// NotifyChannel is the channel on which the runtime announces, with the
-// run's type as payload, that a run became due: LISTEN on it to wake idle
-// workers.
-const NotifyChannel = "fsmgen_runs"
+// Store is the engine's access to a *store.Store.
+type Store struct {
+	st *store.Store
+	in storehook.Internals[store.Run, store.Result]
+	q  *dbsqlc.Queries
+}
+
+// New returns the engine's operations on st.
+func New(st *store.Store) *Store {
+	in := storehook.Of(st).(storehook.Internals[store.Run, store.Result])
+	return &Store{st: st, in: in, q: in.Queries}
+}
+
+// Store returns the store the operations work on.
+func (s *Store) Store() *store.Store { return s.st }
+
+func (s *Store) now() pgtype.Timestamptz { return s.in.Now() }
+
+func parseRunID(s *Store, op, id string) (pgtype.UUID, error) { return s.in.ParseRunID(op, id) }
+
+func runErr(op, id string, err error) error {
+	return &runtime.RunError{Component: "store", Op: op, RunID: id, Err: err}
+}
+
+// parseUUID parses a UUID; what names the parameter in the error.
+func parseUUID(what, s string) (pgtype.UUID, error) {
+	var u pgtype.UUID
+	if err := u.Scan(s); err != nil {
+		return u, fmt.Errorf("%s %q is not a UUID", what, s)
+	}
+	return u, nil
+}
+
+func uuidString(u pgtype.UUID) string {
+	if !u.Valid {
+		return ""
+	}
+	return u.String()
+}
 
 // Lease is a worker's claim on a run: who holds it, the epoch the claim
 // produced, and until when, by the database's clock. Every write made under
@@ -53,7 +96,7 @@ type ClaimParams struct {
 
 // Claim is a claimed run and its lease.
 type Claim struct {
-	Run   Run
+	Run   store.Run
 	Lease Lease
 	// Now is the database's time of the claim.
 	Now time.Time
@@ -68,7 +111,7 @@ type Claim struct {
 // its log: the interrupted try counts as a try.
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	if p.Owner == "" || p.TTL <= 0 {
-		return nil, runErr("claim", p.RunID, fmt.Errorf("%w: a claim needs an owner and a positive lease", ErrInvalidInput))
+		return nil, runErr("claim", p.RunID, fmt.Errorf("%w: a claim needs an owner and a positive lease", store.ErrInvalidInput))
 	}
 	kinds := make([]string, len(p.Kinds))
 	for i, k := range p.Kinds {
@@ -76,7 +119,7 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	}
 	arg := dbsqlc.ClaimRunsParams{Now: s.now(), Kinds: kinds, MaxRuns: int32(max(p.Limit, 1)), Owner: p.Owner, TtlUs: p.TTL.Microseconds()}
 	if p.RunID != "" {
-		id, err := parseRunID("claim", p.RunID)
+		id, err := parseRunID(s, "claim", p.RunID)
 		if err != nil {
 			return nil, err
 		}
@@ -84,11 +127,11 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	}
 	rows, err := s.q.ClaimRuns(ctx, arg)
 	if err != nil {
-		return nil, runErr("claim", p.RunID, Translate(err))
+		return nil, runErr("claim", p.RunID, store.Translate(err))
 	}
 	out := make([]Claim, 0, len(rows))
 	for _, r := range rows {
-		run, err := runFromRow(dbsqlc.WorkflowRun(r))
+		run, err := s.in.RunFromRow(dbsqlc.WorkflowRun(r))
 		if err != nil {
 			return out, runErr("claim", run.ID, err)
 		}
@@ -102,18 +145,18 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 }
 
 // ExtendLease extends a live lease to ttl from now. It fails with
-// ErrLeaseLost when the lease expired or another claim took the run over.
+// store.ErrLeaseLost when the lease expired or another claim took the run over.
 func (s *Store) ExtendLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
-	id, err := parseRunID("extend lease", l.RunID)
+	id, err := parseRunID(s, "extend lease", l.RunID)
 	if err != nil {
 		return l, err
 	}
 	at, err := s.q.ExtendLease(ctx, dbsqlc.ExtendLeaseParams{Now: s.now(), TtlUs: ttl.Microseconds(), ID: id, Owner: l.Owner, Epoch: l.Epoch})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return l, runErr("extend lease", l.RunID, fmt.Errorf("%w: epoch %d of %s", ErrLeaseLost, l.Epoch, l.Owner))
+		return l, runErr("extend lease", l.RunID, fmt.Errorf("%w: epoch %d of %s", store.ErrLeaseLost, l.Epoch, l.Owner))
 	}
 	if err != nil {
-		return l, runErr("extend lease", l.RunID, Translate(err))
+		return l, runErr("extend lease", l.RunID, store.Translate(err))
 	}
 	l.ExpiresAt = at.Time
 	return l, nil
@@ -144,19 +187,19 @@ func (d Due) delayParam() pgtype.Int8 {
 // ReleaseLease gives a lease up and sets when the run is due next. A run
 // with a finished child whose event was not fired yet is made due at once
 // whatever due says (unless KeepDue). Releasing a lease that is no longer
-// held fails with ErrLeaseLost.
+// held fails with store.ErrLeaseLost.
 func (s *Store) ReleaseLease(ctx context.Context, l Lease, due Due) error {
-	id, err := parseRunID("release lease", l.RunID)
+	id, err := parseRunID(s, "release lease", l.RunID)
 	if err != nil {
 		return err
 	}
 	n, err := s.q.ReleaseLease(ctx, dbsqlc.ReleaseLeaseParams{KeepSchedule: due.keep, Now: s.now(), NextDelayUs: due.delayParam(),
 		ID: id, Owner: l.Owner, Epoch: l.Epoch})
 	if err != nil {
-		return runErr("release lease", l.RunID, Translate(err))
+		return runErr("release lease", l.RunID, store.Translate(err))
 	}
 	if n == 0 {
-		return runErr("release lease", l.RunID, fmt.Errorf("%w: epoch %d of %s", ErrLeaseLost, l.Epoch, l.Owner))
+		return runErr("release lease", l.RunID, fmt.Errorf("%w: epoch %d of %s", store.ErrLeaseLost, l.Epoch, l.Owner))
 	}
 	return nil
 }
@@ -214,7 +257,7 @@ type AdvanceParams struct {
 	// Transition is what the machine records.
 	Transition runtime.Transition
 	// Result is stored with a transition to a terminal state (see Finish).
-	Result *Result
+	Result *store.Result
 	// KeepLease keeps the lease and the schedule: the worker goes on driving
 	// the run from the state entered. Otherwise the lease is released and
 	// Due says when the run is due next. A terminal state always releases
@@ -227,7 +270,7 @@ type AdvanceParams struct {
 
 // Advanced is what Advance did.
 type Advanced struct {
-	Recorded
+	store.Recorded
 	// Started are the ids of the runs Effects.Starts created or found, in
 	// order.
 	Started []string
@@ -235,19 +278,19 @@ type Advanced struct {
 
 // Advance records a transition of the engine: the state change and its log
 // row in one statement, as Record does, fenced by the lease when one is
-// given (ErrLeaseLost when it is no longer held), with the schedule of the
+// given (store.ErrLeaseLost when it is no longer held), with the schedule of the
 // state entered and the lease's fate folded into the same statement. Effects,
 // when there are any, are written in the same transaction: if the
 // transition is refused, none of them is.
 func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Advanced, error) {
 	const op = "advance"
-	id, err := parseRunID(op, runID)
+	id, err := parseRunID(s, op, runID)
 	if err != nil {
 		return Advanced{}, err
 	}
 	fail := func(err error) (Advanced, error) { return Advanced{}, runErr(op, runID, err) }
 	t := p.Transition
-	arg, _, err := s.transitionParams(ctx, id, p.RowVersion, t, p.Result)
+	arg, _, err := s.in.TransitionParams(ctx, id, p.RowVersion, t, p.Result)
 	if err != nil {
 		return fail(err)
 	}
@@ -266,19 +309,19 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			return out, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return fail(Translate(err))
+			return fail(store.Translate(err))
 		}
 		return fail(s.whyNot(ctx, id, p.Lease, t, p.RowVersion))
 	}
 
 	moved := false
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.in.Pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		for _, st := range p.Effects.Steps {
 			if st.Name == "" {
-				return fmt.Errorf("%w: empty step name", ErrInvalidInput)
+				return fmt.Errorf("%w: empty step name", store.ErrInvalidInput)
 			}
-			raw, err := encodeJSON("payload of step "+st.Name, st.Payload)
+			raw, err := s.in.EncodeJSON("payload of step "+st.Name, st.Payload)
 			if err != nil {
 				return err
 			}
@@ -297,9 +340,9 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 		out.RowVersion, out.At = row.RowVersion, row.OccurredAt.Time
 		for _, m := range p.Effects.Messages {
 			if m.Topic == "" {
-				return fmt.Errorf("%w: empty topic", ErrInvalidInput)
+				return fmt.Errorf("%w: empty topic", store.ErrInvalidInput)
 			}
-			raw, err := encodeJSON("payload of message "+m.Topic, m.Payload)
+			raw, err := s.in.EncodeJSON("payload of message "+m.Topic, m.Payload)
 			if err != nil {
 				return err
 			}
@@ -309,13 +352,13 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 		}
 		for _, st := range p.Effects.Starts {
 			if st.Type == "" || st.IdempotencyKey == "" {
-				return fmt.Errorf("%w: a started run needs a type and an idempotency key", ErrInvalidInput)
+				return fmt.Errorf("%w: a started run needs a type and an idempotency key", store.ErrInvalidInput)
 			}
-			input, err := encodeJSON("input of "+st.Type, st.Input)
+			input, err := s.in.EncodeJSON("input of "+st.Type, st.Input)
 			if err != nil {
 				return err
 			}
-			policy, err := encodeJSON("policy snapshot of "+st.Type, st.PolicySnapshot)
+			policy, err := s.in.EncodeJSON("policy snapshot of "+st.Type, st.PolicySnapshot)
 			if err != nil {
 				return err
 			}
@@ -327,21 +370,21 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 				return err
 			}
 			if !r.KnownType {
-				return fmt.Errorf("%w: start %s/%s: no version of %s is registered", ErrUnknownDefinition, st.Type, st.IdempotencyKey, st.Type)
+				return fmt.Errorf("%w: start %s/%s: no version of %s is registered", store.ErrUnknownDefinition, st.Type, st.IdempotencyKey, st.Type)
 			}
 			out.Started = append(out.Started, uuidString(r.RunID))
 		}
 		for _, child := range p.Effects.Delivered {
 			cid, err := parseUUID("child run id", child)
 			if err != nil {
-				return fmt.Errorf("%w: %w", ErrInvalidID, err)
+				return fmt.Errorf("%w: %w", store.ErrInvalidID, err)
 			}
 			n, err := q.MarkChildDelivered(ctx, dbsqlc.MarkChildDeliveredParams{Now: s.now(), ID: cid})
 			if err != nil {
 				return err
 			}
 			if n == 0 {
-				return fmt.Errorf("%w: the event of child %s was fired already", ErrConflict, child)
+				return fmt.Errorf("%w: the event of child %s was fired already", store.ErrConflict, child)
 			}
 		}
 		return nil
@@ -350,32 +393,32 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 		return fail(s.whyNot(ctx, id, p.Lease, t, p.RowVersion))
 	}
 	if err != nil {
-		return fail(Translate(err))
+		return fail(store.Translate(err))
 	}
 	return out, nil
 }
 
 var errNotMoved = errors.New("nothing moved")
 
-// whyNot tells why a fenced write moved nothing: ErrLeaseLost when the
-// lease is no longer held, ErrConflict when the run moved, ErrRunNotFound.
+// whyNot tells why a fenced write moved nothing: store.ErrLeaseLost when the
+// lease is no longer held, store.ErrConflict when the run moved, store.ErrRunNotFound.
 func (s *Store) whyNot(ctx context.Context, id pgtype.UUID, l *Lease, t runtime.Transition, rowVersion int64) error {
 	st, err := s.q.LeaseState(ctx, dbsqlc.LeaseStateParams{Now: s.now(), ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrRunNotFound
+		return store.ErrRunNotFound
 	}
 	if err != nil {
-		return Translate(err)
+		return store.Translate(err)
 	}
 	if l != nil && (st.LeaseOwner.String != l.Owner || st.LeaseEpoch != l.Epoch || !st.LeaseLive) {
 		return fmt.Errorf("%w: epoch %d of %s; the run is leased by %q at epoch %d (live: %t)",
-			ErrLeaseLost, l.Epoch, l.Owner, st.LeaseOwner.String, st.LeaseEpoch, st.LeaseLive)
+			store.ErrLeaseLost, l.Epoch, l.Owner, st.LeaseOwner.String, st.LeaseEpoch, st.LeaseLive)
 	}
 	if t.From == "" {
-		return fmt.Errorf("%w: expected row version %d, the run is in %s at row version %d", ErrConflict, rowVersion, st.CurrentState, st.RowVersion)
+		return fmt.Errorf("%w: expected row version %d, the run is in %s at row version %d", store.ErrConflict, rowVersion, st.CurrentState, st.RowVersion)
 	}
 	return fmt.Errorf("%w: expected %s at row version %d, the run is in %s at row version %d",
-		ErrConflict, t.From, rowVersion, st.CurrentState, st.RowVersion)
+		store.ErrConflict, t.From, rowVersion, st.CurrentState, st.RowVersion)
 }
 
 // ScheduleRetry gives up the failed try number stepAttempt of the run's
@@ -383,7 +426,7 @@ func (s *Store) whyNot(ctx context.Context, id pgtype.UUID, l *Lease, t runtime.
 // step_attempt grows by one and the error is kept on the run and logged
 // (an attempt_failed step with the delay and the time it is due).
 func (s *Store) ScheduleRetry(ctx context.Context, l Lease, rowVersion int64, stepAttempt int, delay time.Duration, code, detail string) (time.Time, error) {
-	id, err := parseRunID("schedule retry", l.RunID)
+	id, err := parseRunID(s, "schedule retry", l.RunID)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -395,7 +438,7 @@ func (s *Store) ScheduleRetry(ctx context.Context, l Lease, rowVersion int64, st
 		return time.Time{}, runErr("schedule retry", l.RunID, s.whyNot(ctx, id, &l, runtime.Transition{}, rowVersion))
 	}
 	if err != nil {
-		return time.Time{}, runErr("schedule retry", l.RunID, Translate(err))
+		return time.Time{}, runErr("schedule retry", l.RunID, store.Translate(err))
 	}
 	return at.Time, nil
 }
@@ -404,7 +447,7 @@ func (s *Store) ScheduleRetry(ctx context.Context, l Lease, rowVersion int64, st
 // error, unscheduled and unleased, until Resume or a cancellation; the
 // parking is logged.
 func (s *Store) Park(ctx context.Context, l Lease, rowVersion int64, code, detail string) error {
-	id, err := parseRunID("park", l.RunID)
+	id, err := parseRunID(s, "park", l.RunID)
 	if err != nil {
 		return err
 	}
@@ -414,24 +457,7 @@ func (s *Store) Park(ctx context.Context, l Lease, rowVersion int64, code, detai
 		return runErr("park", l.RunID, s.whyNot(ctx, id, &l, runtime.Transition{}, rowVersion))
 	}
 	if err != nil {
-		return runErr("park", l.RunID, Translate(err))
-	}
-	return nil
-}
-
-// Resume makes a parked run due again with a fresh attempt counter. It
-// fails with ErrConflict when the run is not parked.
-func (s *Store) Resume(ctx context.Context, runID string) error {
-	id, err := parseRunID("resume", runID)
-	if err != nil {
-		return err
-	}
-	n, err := s.q.ResumeRun(ctx, dbsqlc.ResumeRunParams{Now: s.now(), ID: id})
-	if err != nil {
-		return runErr("resume", runID, Translate(err))
-	}
-	if n == 0 {
-		return runErr("resume", runID, fmt.Errorf("%w: the run is not parked", ErrConflict))
+		return runErr("park", l.RunID, store.Translate(err))
 	}
 	return nil
 }
@@ -442,7 +468,7 @@ type Child struct {
 	Type   string
 	State  string
 	Status runtime.Status
-	Result *Result
+	Result *store.Result
 	// Event is the event to fire on the parent.
 	Event string
 }
@@ -450,21 +476,21 @@ type Child struct {
 // FinishedChildren returns the children of a run that reached a terminal
 // state and whose event was not fired on the run yet, first finished first.
 func (s *Store) FinishedChildren(ctx context.Context, runID string) ([]Child, error) {
-	id, err := parseRunID("finished children", runID)
+	id, err := parseRunID(s, "finished children", runID)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := s.q.FinishedChildren(ctx, id)
 	if err != nil {
-		return nil, runErr("finished children", runID, Translate(err))
+		return nil, runErr("finished children", runID, store.Translate(err))
 	}
 	out := make([]Child, 0, len(rows))
 	for _, r := range rows {
 		c := Child{ID: uuidString(r.ID), Type: r.WorkflowType, State: r.CurrentState, Status: runtime.Status(r.Status), Event: r.ParentEvent.String}
 		if len(r.Result) > 0 {
-			var res Result
+			var res store.Result
 			if err := json.Unmarshal(r.Result, &res); err != nil {
-				return nil, runErr("finished children", runID, fmt.Errorf("%w: result of child %s does not decode: %w", ErrPayload, c.ID, err))
+				return nil, runErr("finished children", runID, fmt.Errorf("%w: result of child %s does not decode: %w", store.ErrPayload, c.ID, err))
 			}
 			c.Result = &res
 		}
@@ -482,35 +508,17 @@ type LoggedEvent struct {
 // AttemptEvents returns the events recorded in the given attempt of a run,
 // oldest first.
 func (s *Store) AttemptEvents(ctx context.Context, runID string, attempt int) ([]LoggedEvent, error) {
-	id, err := parseRunID("attempt events", runID)
+	id, err := parseRunID(s, "attempt events", runID)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := s.q.AttemptEvents(ctx, dbsqlc.AttemptEventsParams{ID: id, AttemptNo: int32(attempt)})
 	if err != nil {
-		return nil, runErr("attempt events", runID, Translate(err))
+		return nil, runErr("attempt events", runID, store.Translate(err))
 	}
 	out := make([]LoggedEvent, len(rows))
 	for i, r := range rows {
-		out[i] = LoggedEvent{Name: r.Event.String, Payload: rawJSON(r.Payload)}
+		out[i] = LoggedEvent{Name: r.Event.String, Payload: s.in.RawJSON(r.Payload)}
 	}
 	return out, nil
-}
-
-// Notify announces on NotifyChannel that a run of type typ became due.
-func (s *Store) Notify(ctx context.Context, typ string) error {
-	if err := s.q.Notify(ctx, dbsqlc.NotifyParams{Channel: NotifyChannel, Payload: typ}); err != nil {
-		return runErr("notify "+typ, "", Translate(err))
-	}
-	return nil
-}
-
-// Now returns the current time of the store's clock: the database's, unless
-// WithClock replaced it.
-func (s *Store) Now(ctx context.Context) (time.Time, error) {
-	t, err := s.q.DBNow(ctx, s.now())
-	if err != nil {
-		return time.Time{}, runErr("now", "", Translate(err))
-	}
-	return t.Time, nil
 }

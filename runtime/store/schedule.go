@@ -1,0 +1,49 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+)
+
+// NotifyChannel is the channel on which the runtime announces, with the
+// run's type as payload, that a run became due: LISTEN on it to wake idle
+// workers.
+const NotifyChannel = "fsmgen_runs"
+
+// Resume makes a parked run due again with a fresh attempt counter. It
+// fails with ErrConflict when the run is not parked.
+func (s *Store) Resume(ctx context.Context, runID string) error {
+	id, err := parseRunID("resume", runID)
+	if err != nil {
+		return err
+	}
+	n, err := s.q.ResumeRun(ctx, dbsqlc.ResumeRunParams{Now: s.now(), ID: id})
+	if err != nil {
+		return runErr("resume", runID, Translate(err))
+	}
+	if n == 0 {
+		return runErr("resume", runID, fmt.Errorf("%w: the run is not parked", ErrConflict))
+	}
+	return nil
+}
+
+// Notify announces on NotifyChannel that a run of type typ became due.
+func (s *Store) Notify(ctx context.Context, typ string) error {
+	if err := s.q.Notify(ctx, dbsqlc.NotifyParams{Channel: NotifyChannel, Payload: typ}); err != nil {
+		return runErr("notify "+typ, "", Translate(err))
+	}
+	return nil
+}
+
+// Now returns the current time of the store's clock: the database's, unless
+// WithClock replaced it.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	t, err := s.q.DBNow(ctx, s.now())
+	if err != nil {
+		return time.Time{}, runErr("now", "", Translate(err))
+	}
+	return t.Time, nil
+}
