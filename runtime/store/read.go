@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 )
 
 // Get reads a run.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 )
 
 // Run is a run as stored: one row of workflow_runs.

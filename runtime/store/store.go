@@ -16,9 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 	"github.com/fsmgen/fsmgen/runtime/internal/storehook"
-	"github.com/fsmgen/fsmgen/runtime"
 )
 
 // Store persists runs of generated machines in Postgres. It is safe for
