@@ -181,7 +181,7 @@ func TestManyRunsManyWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		retries := 0
+		retries, exhausted := 0, 0
 		for _, s := range h {
 			if s.Kind != store.KindStep {
 				continue
@@ -190,15 +190,25 @@ func TestManyRunsManyWorkers(t *testing.T) {
 				t.Errorf("run %s: unexpected step %s", id, s.Name)
 				continue
 			}
-			retries++
 			var p struct {
 				StepAttempt int       `json:"step_attempt"`
+				ErrorCode   string    `json:"error_code"`
+				Retry       bool      `json:"retry"`
 				DelayMS     int64     `json:"delay_ms"`
 				NextRunAt   time.Time `json:"next_run_at"`
 			}
 			if err := s.Decode(&p); err != nil {
 				t.Fatal(err)
 			}
+			if !p.Retry {
+				// The last try, not retried: the state is exhausted.
+				if p.StepAttempt != pol.MaxAttempts || p.ErrorCode != "FLAKY" {
+					t.Errorf("run %s: failure not retried: %+v", id, p)
+				}
+				exhausted++
+				continue
+			}
+			retries++
 			base := pol.Delay(p.StepAttempt)
 			lo, hi := time.Duration(float64(base)*(1-pol.Jitter)), time.Duration(float64(base)*(1+pol.Jitter))
 			if d := time.Duration(p.DelayMS) * time.Millisecond; p.StepAttempt != retries || d < lo-time.Millisecond || d > hi {
@@ -215,12 +225,12 @@ func TestManyRunsManyWorkers(t *testing.T) {
 		switch got.State {
 		case "DONE":
 			done++
-			if n != retries+1 || last.Event != "Finish" || retries >= pol.MaxAttempts {
+			if n != retries+1 || last.Event != "Finish" || retries >= pol.MaxAttempts || exhausted != 0 {
 				t.Errorf("run %s: DONE after %d calls and %d retries", id, n, retries)
 			}
 		case "FAILED":
 			failed++
-			if n != pol.MaxAttempts || retries != pol.MaxAttempts-1 || last.Event != "GiveUp" || got.Result.ErrorCode != "FLAKY" {
+			if n != pol.MaxAttempts || retries != pol.MaxAttempts-1 || exhausted != 1 || last.Event != "GiveUp" || got.Result.ErrorCode != "FLAKY" {
 				t.Errorf("run %s: FAILED after %d calls and %d retries, result %+v", id, n, retries, got.Result)
 			}
 		default:

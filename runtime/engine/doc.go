@@ -100,8 +100,11 @@
 // run is released and due again after InitialInterval * Coefficient^(n-1),
 // capped at MaxInterval and spread by ±Jitter. The next try is a time in the
 // database (next_run_at), not a sleeping goroutine: any worker takes it.
-// Every failed try is logged as an attempt_failed step with its code, error,
-// delay and due time. A state without a policy is tried once.
+// Every failed try is logged as an attempt_failed step with its code and
+// error: a retried one with "retry": true, its delay and due time; the one
+// that exhausts the state with "retry": false, written with the event the
+// state then fires (or as the parked step), so that the log always tells
+// why a run left a state. A state without a policy is tried once.
 //
 // When the tries are used up, or the code is not retryable, the state's
 // OnExhausted event is fired with an empty payload, and the error's code and

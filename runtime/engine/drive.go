@@ -510,7 +510,7 @@ func (s *session) exhausted(ctx context.Context, st runtime.StateSpec, code, det
 	if st.OnExhausted != "" {
 		ev, res, effs, err := s.exhaustedEvent(ctx, st, code, detail)
 		if err == nil {
-			err = s.fire(ctx, ev, res, effs)
+			err = s.fire(ctx, ev, res, withFailure(effs, s.run.StepAttempt, code, detail))
 			if err == nil || s.settled(err) {
 				return s.outcome(err)
 			}
@@ -518,6 +518,21 @@ func (s *session) exhausted(ctx context.Context, st runtime.StateSpec, code, det
 		detail = fmt.Sprintf("%s; %s not fired: %s", detail, st.OnExhausted, errorDetail(err))
 	}
 	return s.park(ctx, code, detail)
+}
+
+// withFailure adds to effs, first, the log row of the failed try that
+// exhausted the state, as ScheduleRetry logs a retried one: so that every
+// failure, retried or not, leaves its code and message in the run's log.
+func withFailure(effs *enginestore.Effects, stepAttempt int, code, detail string) *enginestore.Effects {
+	out := &enginestore.Effects{}
+	if effs != nil {
+		*out = *effs
+	}
+	failed := enginestore.StepEffect{Name: "attempt_failed", Payload: map[string]any{
+		"step_attempt": stepAttempt, "error_code": code, "error": detail, "retry": false,
+	}}
+	out.Steps = append([]enginestore.StepEffect{failed}, out.Steps...)
+	return out
 }
 
 // exhaustedEvent returns the event to fire on an exhausted state, with the

@@ -185,10 +185,13 @@ func retryRun(t *testing.T, pol *runtime.RetryPolicy, onExhausted string, jitter
 	return v, run, v.steps(t, run.ID, "attempt_failed")
 }
 
+// delays returns the delays of the retried tries among attempt_failed steps.
 func delays(steps []map[string]any) []float64 {
 	var out []float64
 	for _, s := range steps {
-		out = append(out, s["delay_ms"].(float64))
+		if s["retry"] == true {
+			out = append(out, s["delay_ms"].(float64))
+		}
 	}
 	return out
 }
@@ -220,8 +223,14 @@ func TestRetryDelays(t *testing.T) {
 			if calls != tc.pol.MaxAttempts {
 				t.Errorf("%d calls, want %d", calls, tc.pol.MaxAttempts)
 			}
+			// Every try failed and is logged; the last one is not retried.
+			if len(steps) != tc.pol.MaxAttempts {
+				t.Fatalf("%d attempt_failed steps, want %d", len(steps), tc.pol.MaxAttempts)
+			}
 			for i, s := range steps {
-				if s["step_attempt"].(float64) != float64(i+1) || s["error_code"] != "FLAKY" {
+				retried := i < len(steps)-1
+				if s["step_attempt"].(float64) != float64(i+1) || s["error_code"] != "FLAKY" || s["retry"] != retried ||
+					s["error"] != fmt.Sprintf("FLAKY: try %d failed", i+1) {
 					t.Errorf("step %d = %v", i, s)
 				}
 			}
@@ -255,8 +264,13 @@ func TestNonRetryableCode(t *testing.T) {
 	calls := 0
 	pol := &runtime.RetryPolicy{MaxAttempts: 5, InitialInterval: time.Second, Coefficient: 2, NonRetryable: []string{"CARD_DECLINED"}}
 	_, run, steps := retryRun(t, pol, "GiveUp", 0.5, failing("CARD_DECLINED", -1, nil, &calls))
-	if calls != 1 || len(steps) != 0 || run.State != "FAILED" || run.Result.ErrorCode != "CARD_DECLINED" {
-		t.Errorf("calls %d, retries %d, run %s %+v", calls, len(steps), run.State, run.Result)
+	if calls != 1 || run.State != "FAILED" || run.Result.ErrorCode != "CARD_DECLINED" || run.Result.ErrorDetail != "CARD_DECLINED: try 1 failed" {
+		t.Errorf("calls %d, run %s %+v", calls, run.State, run.Result)
+	}
+	// The failure is logged, not retried.
+	want := []map[string]any{{"step_attempt": 1.0, "error_code": "CARD_DECLINED", "error": "CARD_DECLINED: try 1 failed", "retry": false}}
+	if diff := cmp.Diff(want, steps); diff != "" {
+		t.Errorf("attempt_failed steps (-want +got):\n%s", diff)
 	}
 }
 

@@ -153,8 +153,8 @@ func TestPanicKeepsWorkersAlive(t *testing.T) {
 		}
 	}
 	failed := v.steps(t, poison, "attempt_failed")
-	if len(failed) < poisonPolicy.MaxAttempts-1 {
-		t.Fatalf("poisoned run: %d attempt_failed rows, want at least %d", len(failed), poisonPolicy.MaxAttempts-1)
+	if len(failed) != poisonPolicy.MaxAttempts {
+		t.Fatalf("poisoned run: %d attempt_failed rows, want %d", len(failed), poisonPolicy.MaxAttempts)
 	}
 	for i, s := range failed {
 		detail, _ := s["error"].(string)
