@@ -227,11 +227,19 @@ func generate(args []string, _, stderr io.Writer) int {
 		}
 	}
 	sort.Slice(outs, func(i, j int) bool { return outs[i].path < outs[j].path })
-	for _, o := range outs {
-		if err := writeIfChanged(o.path, o.content); err != nil {
-			fmt.Fprintf(stderr, "fsmgen: %v\n", err)
-			return exitInput
-		}
+	// Write everything, and remove what earlier runs generated from these
+	// inputs and this one does not, all or nothing (see write.go).
+	var fsms []string
+	for _, in := range inputs {
+		fsms = append(fsms, in.path)
+	}
+	plan, err := planWrites(fsms, outs)
+	if err == nil {
+		err = apply(plan)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fsmgen: %v\n", err)
+		return exitInput
 	}
 	return exitOK
 }
