@@ -106,7 +106,10 @@ func BenchmarkEngine(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			typ := fmt.Sprintf("bench_chain_%d", round.Add(1))
 			var last atomic.Int64
-			e := engine.New(pool, st, engine.Config{Concurrency: workers, PollInterval: 5 * time.Millisecond, Logger: quiet})
+			e, err := engine.New(pool, st, engine.Config{Concurrency: workers, PollInterval: 5 * time.Millisecond, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
 			if err := e.Register(ctx, driver{def: chain(typ), last: &last}); err != nil {
 				b.Fatal(err)
 			}

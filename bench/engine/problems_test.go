@@ -69,7 +69,10 @@ func BenchmarkEngineRetrieveOrGenerate(b *testing.B) {
 				problembank.problems, problembank.contents`); err != nil {
 				b.Fatal(err)
 			}
-			e := engine.New(pool, st, engine.Config{Concurrency: workers, PollInterval: 5 * time.Millisecond, Logger: quiet})
+			e, err := engine.New(pool, st, engine.Config{Concurrency: workers, PollInterval: 5 * time.Millisecond, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
 			if err := wf.Register(ctx, e); err != nil {
 				b.Fatal(err)
 			}

@@ -161,12 +161,15 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 	if err != nil {
 		return err
 	}
-	eng := engine.New(pool, store.New(pool), engine.Config{
+	eng, err := engine.New(pool, store.New(pool), engine.Config{
 		WorkerID:     engine.DefaultWorkerID("fsmctl-demo"),
 		Lease:        30 * time.Second,
 		PollInterval: 50 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
+	if err != nil {
+		return err
+	}
 	if err := wf.Register(ctx, eng); err != nil {
 		return err
 	}

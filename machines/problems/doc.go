@@ -39,7 +39,8 @@
 // the background machines its runs enqueue. Submit then starts a run for a
 // submission, idempotently:
 //
-//	eng := engine.New(pool, store.New(pool), engine.Config{})
+//	eng, err := engine.New(pool, store.New(pool), engine.Config{})
+//	if err != nil { ... }
 //	if err := wf.Register(ctx, eng); err != nil { ... }
 //	res, err := wf.Submit(ctx, eng, problems.SubmitRequest{
 //		UserID: userID, TenantID: tenantID,

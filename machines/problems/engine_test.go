@@ -99,7 +99,10 @@ func newEngine(t *testing.T, fx *fixture, wf *problems.Workflow, cfg engine.Conf
 	if cfg.Jitter == nil {
 		cfg.Jitter = func() float64 { return 0.5 }
 	}
-	eng := engine.New(fx.pool, store.New(fx.pool, opts...), cfg)
+	eng, err := engine.New(fx.pool, store.New(fx.pool, opts...), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := wf.Register(context.Background(), eng); err != nil {
 		t.Fatal(err)
 	}

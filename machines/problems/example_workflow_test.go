@@ -35,7 +35,10 @@ func ExampleWorkflow_Submit() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	eng := engine.New(pool, store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("problems")})
+	eng, err := engine.New(pool, store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("problems")})
+	if err != nil {
+		log.Fatal(err)
+	}
 	if err := wf.Register(ctx, eng); err != nil {
 		log.Fatal(err)
 	}

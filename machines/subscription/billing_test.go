@@ -93,7 +93,10 @@ func newFixture(t *testing.T) *fixture {
 	clk := &clock{now: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)}
 	pool := pgtest.NewPool(t)
 	st := store.New(pool, store.WithClock(clk.Now))
-	e := engine.New(pool, st, engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e, err := engine.New(pool, st, engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	pay := &provider{byKey: map[string]string{}}
 	if err := e.Register(context.Background(), subscription.NewDriver(pay)); err != nil {
 		t.Fatal(err)

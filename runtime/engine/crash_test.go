@@ -43,8 +43,12 @@ func crashWorker(dsn string) int {
 			select {}
 		},
 	}}
-	e := engine.New(pool, store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("crashworker"),
+	e, err := engine.New(pool, store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("crashworker"),
 		Lease: time.Second, Heartbeat: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	if err := e.Register(ctx, d); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -16,9 +16,10 @@
 //	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 //	if err != nil { ... }
 //	if err := db.Migrate(ctx, pool); err != nil { ... }
-//	e := engine.New(pool, store.New(pool), engine.Config{
+//	e, err := engine.New(pool, store.New(pool), engine.Config{
 //		WorkerID: engine.DefaultWorkerID("solver"), // app:host:pid:suffix
 //	})
+//	if err != nil { ... } // ErrInvalidConfig: a Config that cannot work
 //	err = e.Register(ctx, retrieveorgenerate.NewDriver(handlers, guards),
 //		engine.WithPolicy(policies.Resolve))
 //

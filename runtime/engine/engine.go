@@ -21,7 +21,9 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
-// Config tunes an Engine. Zero fields take the defaults documented on them.
+// Config tunes an Engine. Zero fields take the defaults documented on them;
+// New refuses negative ones, and a Heartbeat that is not shorter than the
+// Lease.
 type Config struct {
 	// WorkerID identifies this engine in the leases it takes, readable by
 	// an operator: app:host:pid:suffix. Default DefaultWorkerID("fsmgen").
@@ -58,22 +60,22 @@ func (c Config) withDefaults() Config {
 	if c.WorkerID == "" {
 		c.WorkerID = DefaultWorkerID("fsmgen")
 	}
-	if c.Lease <= 0 {
+	if c.Lease == 0 {
 		c.Lease = 30 * time.Second
 	}
-	if c.Heartbeat <= 0 {
+	if c.Heartbeat == 0 {
 		c.Heartbeat = c.Lease / 3
 	}
-	if c.PollInterval <= 0 {
+	if c.PollInterval == 0 {
 		c.PollInterval = time.Second
 	}
-	if c.Concurrency <= 0 {
+	if c.Concurrency == 0 {
 		c.Concurrency = 8
 	}
-	if c.ShutdownGrace <= 0 {
+	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 10 * time.Second
 	}
-	if c.RecoveryLimit <= 0 {
+	if c.RecoveryLimit == 0 {
 		c.RecoveryLimit = 3
 	}
 	if c.Jitter == nil {
@@ -83,6 +85,40 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	return c
+}
+
+// validate checks a Config with its defaults filled in.
+func (c Config) validate(pool *pgxpool.Pool, st *store.Store) error {
+	var bad []string
+	switch {
+	case pool == nil:
+		bad = append(bad, "no pool")
+	case st == nil:
+		bad = append(bad, "no store")
+	case st.Pool() != pool:
+		bad = append(bad, "the store is on another pool")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"lease", c.Lease}, {"heartbeat", c.Heartbeat}, {"poll interval", c.PollInterval}, {"shutdown grace", c.ShutdownGrace}} {
+		if d.v < 0 {
+			bad = append(bad, fmt.Sprintf("negative %s %v", d.name, d.v))
+		}
+	}
+	if c.Concurrency < 0 {
+		bad = append(bad, fmt.Sprintf("negative concurrency %d", c.Concurrency))
+	}
+	if c.RecoveryLimit < 0 {
+		bad = append(bad, fmt.Sprintf("negative recovery limit %d", c.RecoveryLimit))
+	}
+	if c.Lease > 0 && c.Heartbeat >= c.Lease {
+		bad = append(bad, fmt.Sprintf("heartbeat %v is not shorter than the lease %v", c.Heartbeat, c.Lease))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("engine: %w: %s", ErrInvalidConfig, strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 // DefaultWorkerID returns a worker id of the form app:host:pid:suffix, the
@@ -168,13 +204,19 @@ type Engine struct {
 
 // New returns an engine on pool and st (a store on the same pool; give it
 // store.WithClock to stub the clock in tests). The schema must be migrated.
-func New(pool *pgxpool.Pool, st *store.Store, cfg Config) *Engine {
+// A Config that cannot work (a negative duration or count, a heartbeat not
+// shorter than the lease) is refused with an error matching
+// ErrInvalidConfig.
+func New(pool *pgxpool.Pool, st *store.Store, cfg Config) (*Engine, error) {
 	cfg = cfg.withDefaults()
+	if err := cfg.validate(pool, st); err != nil {
+		return nil, err
+	}
 	return &Engine{
 		pool: pool, st: st, es: enginestore.New(st), cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
 		kinds: make(map[enginestore.Kind]*registered), latest: make(map[string]int),
 		listening: make(chan struct{}),
-	}
+	}, nil
 }
 
 // WorkerID returns the id the engine's leases carry.

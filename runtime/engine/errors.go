@@ -31,6 +31,8 @@ var (
 	// ErrNoEngine: StartChild was called with a run that the engine is not
 	// driving (its Effects are not the engine's).
 	ErrNoEngine = errors.New("run is not driven by an engine")
+	// ErrInvalidConfig: New was given a Config that cannot work.
+	ErrInvalidConfig = errors.New("invalid config")
 	// ErrPanic: workflow code the engine called panicked; the error is a
 	// *PanicError with the value and the stack.
 	ErrPanic = errors.New("panic")

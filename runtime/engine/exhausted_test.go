@@ -75,7 +75,7 @@ func TestExhaustedFunc(t *testing.T) {
 			calls := 0
 			d := &driver{def: jobDef("job", &runtime.RetryPolicy{MaxAttempts: 1}, "GiveUp"), guards: ownerGuard(),
 				handlers: map[string]handler{"QUEUED": constant(event("Begin")), "WORKING": failing("BOOM", -1, nil, &calls)}}
-			e := engine.New(v.pool, v.st, engine.Config{Logger: quiet})
+			e := v.engine(t, engine.Config{})
 			var got seen
 			if err := e.Register(context.Background(), d, engine.WithExhausted(tc.hook(&got))); err != nil {
 				t.Fatal(err)

@@ -211,7 +211,10 @@ func (v env) engine(t *testing.T, cfg engine.Config, drivers ...runtime.Driver) 
 	if cfg.Logger == nil {
 		cfg.Logger = quiet
 	}
-	e := engine.New(v.pool, v.st, cfg)
+	e, err := engine.New(v.pool, v.st, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, d := range drivers {
 		if err := e.Register(context.Background(), d); err != nil {
 			t.Fatal(err)

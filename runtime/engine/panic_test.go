@@ -50,8 +50,12 @@ func panicWorker(dsn string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	e := engine.New(pool, store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("panicworker"),
+	e, err := engine.New(pool, store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("panicworker"),
 		Lease: 5 * time.Second, PollInterval: 20 * time.Millisecond, Concurrency: 4, Logger: quiet})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	if err := e.Register(ctx, poisonDriver()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
