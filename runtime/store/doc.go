@@ -16,8 +16,37 @@
 //
 // Register writes the definition's states and transition table to the
 // database, where a trigger checks every change of a run's current_state
-// against it. A changed table needs a new version: registering a different
-// table under an existing (type, version) fails with ErrDefinitionConflict.
+// against it, and the whole definition as JSON, with a digest of everything
+// in it that changes how runs behave or what is stored for them.
+//
+// # Versions
+//
+// A registered (type, version) is immutable. Registering it again with a
+// different definition, from this process or another, fails with
+// ErrDefinitionConflict and names what differs:
+//
+//	store: register order v1: registered definition differs: state WORK: retry 3 in the database, retry 1 here; bump the version
+//
+// Doc comments and the Go name may change freely; states, outcomes, wait
+// flags, retry policies, exhausted events, timers, event fields, external
+// flags, the cancel event and the transition rows (guards and order
+// included) may not. To ship a changed machine while runs of the old one
+// drain:
+//
+//  1. bump the version in the .fsm file and keep the old machine's generated
+//     package (copy it to, say, order/v1) until its runs are gone;
+//  2. register both versions in every process that drives runs; a run
+//     follows the version it was started with to its end, and a failed run
+//     started again follows the version given to Start;
+//  3. start new runs on the new version (engine.Engine.Start uses the latest
+//     version registered when none is given);
+//  4. when List shows no run of the old version in a non-terminal state,
+//     stop registering it and delete its package. Its definition stays in
+//     the database, for the history of its runs.
+//
+// Rolling deploys follow from this: a process of the old release registers
+// only v1 and keeps driving v1 runs; a process of the new release registers
+// both and drives either.
 //
 // # Starting a run
 //

@@ -51,7 +51,7 @@ var (
 	ErrInvalidDefinition = errors.New("invalid definition")
 	// ErrDefinitionConflict: the (type, version) is registered already with a
 	// different state or transition table. Bump the version.
-	ErrDefinitionConflict = errors.New("definition registered with a different table")
+	ErrDefinitionConflict = errors.New("registered definition differs")
 	// ErrDefinitionMismatch: the run follows another type or version than
 	// the definition or transition given for it.
 	ErrDefinitionMismatch = errors.New("run follows another definition")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -104,10 +105,14 @@ func TestRegister(t *testing.T) {
 	if states != 5 || moves != 6 {
 		t.Errorf("%d states and %d transitions registered, want 5 and 6", states, moves)
 	}
-	// Docs, guards and retry policies may change; the table may not.
+	// Docs and the Go name may change, and so may the order of the
+	// declarations, but not the rows' order within one (state, event).
 	same := orderDef(1)
 	same.Doc = "changed doc"
-	same.States[1].Retry = &runtime.RetryDatabase
+	same.Machine = "Renamed"
+	slices.Reverse(same.States)
+	slices.Reverse(same.Events)
+	same.Transitions = append(same.Transitions[4:], same.Transitions[:4]...)
 	if err := store.New(pool).Register(ctx, same); err != nil {
 		t.Errorf("register with a new doc: %v", err)
 	}
@@ -255,5 +260,87 @@ func TestListFilters(t *testing.T) {
 	}
 	if _, err := e.st.List(e.ctx, store.Filter{Limit: -1}); !errors.Is(err, store.ErrInvalidInput) {
 		t.Errorf("negative limit: %v, want ErrInvalidInput", err)
+	}
+}
+
+// A definition registered under a (type, version) can only be registered
+// again unchanged: whatever changes behaviour or the stored data is named.
+func TestRegisterConflictNamesWhatDiffers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	base := func() runtime.Definition {
+		d := orderDef(1)
+		d.States[1].Retry = &runtime.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Second, Coefficient: 2, MaxInterval: time.Minute}
+		d.States[1].OnExhausted = "Fail"
+		d.States[1].Timers = []runtime.Timer{{After: time.Minute, Event: "Cancel"}}
+		d.Events[0].Fields = []runtime.FieldSpec{{Name: "worker", Type: "string"}}
+		d.Cancel = "Cancel"
+		d.Type, d.Version = "changing", 1
+		return d
+	}
+	if err := e.st.Register(e.ctx, base()); err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "store: register changing v1: registered definition differs: "
+	tests := []struct {
+		name   string
+		change func(d *runtime.Definition)
+		want   string
+	}{
+		{"retry attempts", func(d *runtime.Definition) { d.States[1].Retry.MaxAttempts = 1 },
+			"state WORKING: retry 3 in the database, retry 1 here"},
+		{"retry interval", func(d *runtime.Definition) { d.States[1].Retry.InitialInterval = 2 * time.Second },
+			"state WORKING: retry 3 backoff 1s x2 max 1m0s jitter 0 in the database, retry 3 backoff 2s x2 max 1m0s jitter 0 here"},
+		{"no retry", func(d *runtime.Definition) { d.States[1].Retry = nil },
+			"state WORKING: retry 3 in the database, no retry here"},
+		{"non-retryable codes", func(d *runtime.Definition) { d.States[1].Retry.NonRetryable = []string{"BAD"} },
+			"state WORKING: retry 3 backoff 1s x2 max 1m0s jitter 0 in the database, retry 3 backoff 1s x2 max 1m0s jitter 0 nonretryable BAD here"},
+		{"wait flag", func(d *runtime.Definition) { d.States[1].Wait = true },
+			"state WORKING: wait false in the database, true here"},
+		{"exhausted event", func(d *runtime.Definition) { d.States[1].OnExhausted = "" },
+			"state WORKING: exhausted event Fail in the database, none here"},
+		{"timer", func(d *runtime.Definition) { d.States[1].Timers[0].After = time.Hour },
+			"state WORKING: timers after 1m0s Cancel in the database, after 1h0m0s Cancel here"},
+		{"outcome", func(d *runtime.Definition) { d.States[2].Outcome = "finished" },
+			"state SUCCEEDED: outcome done in the database, finished here"},
+		{"event field type", func(d *runtime.Definition) { d.Events[0].Fields[0].Type = "int" },
+			"event Begin: fields {worker string} in the database, {worker int} here"},
+		{"event field name", func(d *runtime.Definition) { d.Events[0].Fields[0].Name = "workerID" },
+			"event Begin: fields {worker string} in the database, {workerID string} here"},
+		{"external flag", func(d *runtime.Definition) { d.Events[3].External = true },
+			"event Cancel: external false in the database, true here"},
+		{"cancel event", func(d *runtime.Definition) { d.Cancel = "" },
+			"cancel event Cancel in the database, none here"},
+		{"row outcome", func(d *runtime.Definition) { d.Transitions[1].Outcome = "other" },
+			`transitions from WORKING on Finish: [WORKING -> SUCCEEDED on Finish outcome "done"] in the database, [WORKING -> SUCCEEDED on Finish outcome "other"] here`},
+		{"guard", func(d *runtime.Definition) { d.Transitions[0].Guard = "Ready" },
+			"transitions from INITIATED on Begin: [INITIATED -> WORKING on Begin] in the database, [INITIATED -> WORKING on Begin when Ready] here"},
+		{"new state", func(d *runtime.Definition) {
+			d.States = append(d.States, runtime.StateSpec{Name: "PAUSED", Status: runtime.StatusRunning})
+			d.Transitions = append(d.Transitions, runtime.TransitionSpec{From: "WORKING", To: "PAUSED", Event: "Begin"})
+		}, "state PAUSED: here, not in the database; transitions from WORKING on Begin: [] in the database, [WORKING -> PAUSED on Begin] here"},
+		{"two changes", func(d *runtime.Definition) {
+			d.States[1].Retry.MaxAttempts = 1
+			d.States[1].Wait = true
+		}, "state WORKING: wait false in the database, true here; state WORKING: retry 3 in the database, retry 1 here"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := base()
+			tt.change(&d)
+			// Another process (a store with nothing cached) registers it.
+			err := store.New(e.pool).Register(e.ctx, d)
+			if !errors.Is(err, store.ErrDefinitionConflict) {
+				t.Fatalf("register: %v, want ErrDefinitionConflict", err)
+			}
+			if diff := cmp.Diff(prefix+tt.want+"; bump the version", err.Error()); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The same definition again, from another process, is accepted.
+	if err := store.New(e.pool).Register(e.ctx, base()); err != nil {
+		t.Errorf("register the same definition again: %v", err)
 	}
 }

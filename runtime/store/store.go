@@ -2,13 +2,9 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,12 +37,13 @@ type defKey struct {
 // makes before it writes.
 type definition struct {
 	def    runtime.Definition
+	digest string
 	states map[string]runtime.StateSpec
 	moves  map[[3]string]bool // from, event, to
 }
 
-func newDefinition(def runtime.Definition) *definition {
-	d := &definition{def: def, states: make(map[string]runtime.StateSpec, len(def.States)), moves: make(map[[3]string]bool, len(def.Transitions))}
+func newDefinition(def runtime.Definition, digest string) *definition {
+	d := &definition{def: def, digest: digest, states: make(map[string]runtime.StateSpec, len(def.States)), moves: make(map[[3]string]bool, len(def.Transitions))}
 	for _, s := range def.States {
 		d.states[s.Name] = s
 	}
@@ -96,20 +93,27 @@ func (s *Store) queries(tx pgx.Tx) *dbsqlc.Queries {
 }
 
 // Register records a machine's definition (type, version, states with their
-// generic status, transition table) so that runs of it can be started and
-// the database can check their transitions. It is idempotent: registering
-// the same definition again, from any number of processes at once, is a
-// no-op. Registering a (type, version) that exists with a different state or
-// transition table fails with ErrDefinitionConflict: give the changed
-// machine a new version. Doc comments, guards, retry policies and timers are
-// not part of the comparison.
+// generic status, transition table, and the whole definition as JSON) so
+// that runs of it can be started and the database can check their
+// transitions. It is idempotent: registering the same definition again, from
+// any number of processes at once, is a no-op. Registering a (type, version)
+// that exists with a different definition fails with ErrDefinitionConflict,
+// naming what differs: give the changed machine a new version. Everything
+// that changes how runs behave or what is stored for them is compared:
+// states with their status, outcome, wait flag, retry policy, exhausted
+// event and timers; events with their payload fields and external flag;
+// the transition rows with their guards, outcomes and order; the initial
+// state and the cancel event. Doc comments and the Go name are not.
 func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
 	op := fmt.Sprintf("register %s v%d", def.Type, def.Version)
 	if err := def.Validate(); err != nil {
 		return runErr(op, "", fmt.Errorf("%w: %w", ErrInvalidDefinition, err))
 	}
-	digest := digestOf(def)
-	if d := s.cached(def.Type, def.Version); d != nil && digestOf(d.def) == digest {
+	digest, err := digestOf(def)
+	if err != nil {
+		return runErr(op, "", err)
+	}
+	if d := s.cached(def.Type, def.Version); d != nil && d.digest == digest {
 		return nil
 	}
 	raw, err := json.Marshal(def)
@@ -130,8 +134,14 @@ func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
 			if err != nil {
 				return err
 			}
-			if have.Digest != digest {
-				return fmt.Errorf("%w: the registered table differs from this one", ErrDefinitionConflict)
+			// Compare the canonical forms rather than the stored digests,
+			// so that rows written under an older digest compare right.
+			var stored runtime.Definition
+			if err := json.Unmarshal(have.Definition, &stored); err != nil {
+				return fmt.Errorf("%w: the registered definition does not decode: %w", ErrDefinitionConflict, err)
+			}
+			if sd, err := digestOf(stored); err != nil || sd != digest {
+				return conflict(stored, def)
 			}
 			return nil
 		}
@@ -158,7 +168,7 @@ func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
 		return runErr(op, "", Translate(err))
 	}
 	s.mu.Lock()
-	s.defs[defKey{def.Type, def.Version}] = newDefinition(def)
+	s.defs[defKey{def.Type, def.Version}] = newDefinition(def, digest)
 	s.mu.Unlock()
 	return nil
 }
@@ -168,27 +178,6 @@ func statusOf(st runtime.StateSpec) runtime.Status {
 		return runtime.StatusRunning
 	}
 	return st.Status
-}
-
-// digestOf hashes what the database enforces of a definition: its initial
-// state, its states with status and outcome, and its (from, event, to) rows.
-func digestOf(def runtime.Definition) string {
-	var lines []string
-	lines = append(lines, "initial\t"+def.Initial)
-	for _, st := range def.States {
-		lines = append(lines, "state\t"+st.Name+"\t"+string(statusOf(st))+"\t"+st.Outcome)
-	}
-	seen := map[string]bool{}
-	for _, t := range def.Transitions {
-		l := "move\t" + t.From + "\t" + t.Event + "\t" + t.To
-		if !seen[l] {
-			seen[l] = true
-			lines = append(lines, l)
-		}
-	}
-	sort.Strings(lines[1:])
-	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-	return hex.EncodeToString(sum[:])
 }
 
 func (s *Store) cached(typ string, version int) *definition {
@@ -214,7 +203,11 @@ func (s *Store) definition(ctx context.Context, typ string, version int) (*defin
 	if err := json.Unmarshal(row.Definition, &def); err != nil {
 		return nil, fmt.Errorf("%w: stored definition of %s v%d does not decode: %w", ErrUnknownDefinition, typ, version, err)
 	}
-	d := newDefinition(def)
+	digest, err := digestOf(def)
+	if err != nil {
+		return nil, fmt.Errorf("%w: stored definition of %s v%d: %w", ErrUnknownDefinition, typ, version, err)
+	}
+	d := newDefinition(def, digest)
 	s.mu.Lock()
 	s.defs[defKey{typ, version}] = d
 	s.mu.Unlock()

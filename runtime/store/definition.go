@@ -1,0 +1,254 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fsmgen/fsmgen/runtime"
+)
+
+// canonical is the part of a definition that changes how runs behave or
+// what is stored for them, in a canonical order: everything but the Go
+// name, the doc comments and the list of guard names (the rows name the
+// guards they ask). States and events are sorted by name; transitions by
+// (from, event), keeping the order in which the rows of one (from, event)
+// are tried.
+type canonical struct {
+	Initial     string                   `json:"initial"`
+	Cancel      string                   `json:"cancel,omitempty"`
+	States      []runtime.StateSpec      `json:"states"`
+	Events      []runtime.EventSpec      `json:"events"`
+	Transitions []runtime.TransitionSpec `json:"transitions"`
+}
+
+func canonicalOf(def runtime.Definition) canonical {
+	c := canonical{Initial: def.Initial, Cancel: def.Cancel}
+	for _, st := range def.States {
+		st.Status = statusOf(st)
+		st.Initial = st.Name == def.Initial
+		if st.Retry != nil {
+			r := *st.Retry
+			r.NonRetryable = slices.Sorted(slices.Values(r.NonRetryable))
+			if len(r.NonRetryable) == 0 {
+				r.NonRetryable = nil
+			}
+			st.Retry = &r
+		}
+		if len(st.Timers) == 0 {
+			st.Timers = nil
+		}
+		c.States = append(c.States, st)
+	}
+	slices.SortFunc(c.States, func(a, b runtime.StateSpec) int { return strings.Compare(a.Name, b.Name) })
+	for _, ev := range def.Events {
+		if len(ev.Fields) == 0 {
+			ev.Fields = nil
+		}
+		c.Events = append(c.Events, ev)
+	}
+	slices.SortFunc(c.Events, func(a, b runtime.EventSpec) int { return strings.Compare(a.Name, b.Name) })
+	c.Transitions = slices.Clone(def.Transitions)
+	slices.SortStableFunc(c.Transitions, func(a, b runtime.TransitionSpec) int {
+		if n := strings.Compare(a.From, b.From); n != 0 {
+			return n
+		}
+		return strings.Compare(a.Event, b.Event)
+	})
+	return c
+}
+
+// digestOf hashes the canonical form of a definition: two definitions with
+// the same digest drive runs the same way and store the same data.
+func digestOf(def runtime.Definition) (string, error) {
+	raw, err := json.Marshal(canonicalOf(def))
+	if err != nil { // a retry policy with a NaN, say
+		return "", fmt.Errorf("%w: encode: %w", ErrInvalidDefinition, err)
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// maxDifferences bounds the differences a conflict names.
+const maxDifferences = 5
+
+// differences names what differs between the registered definition (have,
+// "in the database") and the one given (want, "here"), in the order of the
+// canonical form.
+func differences(have, want runtime.Definition) []string {
+	h, w := canonicalOf(have), canonicalOf(want)
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	pair := func(what, a, b string) {
+		if a != b {
+			add("%s %s in the database, %s here", what, orNone(a), orNone(b))
+		}
+	}
+	pair("initial state", h.Initial, w.Initial)
+	pair("cancel event", h.Cancel, w.Cancel)
+
+	hs := indexBy(h.States, func(s runtime.StateSpec) string { return s.Name })
+	ws := indexBy(w.States, func(s runtime.StateSpec) string { return s.Name })
+	for _, name := range unionNames(hs, ws) {
+		a, inH := hs[name]
+		b, inW := ws[name]
+		switch {
+		case !inW:
+			add("state %s: in the database, not here", name)
+		case !inH:
+			add("state %s: here, not in the database", name)
+		default:
+			what := "state " + name + ":"
+			pair(what+" status", string(a.Status), string(b.Status))
+			pair(what+" outcome", a.Outcome, b.Outcome)
+			if a.Wait != b.Wait {
+				add("%s wait %t in the database, %t here", what, a.Wait, b.Wait)
+			}
+			if ra, rb := describeRetry(a.Retry), describeRetry(b.Retry); ra != rb {
+				if sa, sb := shortRetry(a.Retry), shortRetry(b.Retry); sa != sb {
+					ra, rb = sa, sb
+				}
+				add("%s %s in the database, %s here", what, ra, rb)
+			}
+			pair(what+" exhausted event", a.OnExhausted, b.OnExhausted)
+			pair(what+" timers", describeTimers(a.Timers), describeTimers(b.Timers))
+		}
+	}
+
+	he := indexBy(h.Events, func(e runtime.EventSpec) string { return e.Name })
+	we := indexBy(w.Events, func(e runtime.EventSpec) string { return e.Name })
+	for _, name := range unionNames(he, we) {
+		a, inH := he[name]
+		b, inW := we[name]
+		switch {
+		case !inW:
+			add("event %s: in the database, not here", name)
+		case !inH:
+			add("event %s: here, not in the database", name)
+		default:
+			pair("event "+name+": fields", describeFields(a.Fields), describeFields(b.Fields))
+			if a.External != b.External {
+				add("event %s: external %t in the database, %t here", name, a.External, b.External)
+			}
+		}
+	}
+
+	group := func(ts []runtime.TransitionSpec) map[string][]string {
+		g := map[string][]string{}
+		for _, t := range ts {
+			k := t.From + " on " + t.Event
+			g[k] = append(g[k], describeRow(t))
+		}
+		return g
+	}
+	hg, wg := group(h.Transitions), group(w.Transitions)
+	for _, k := range unionNames(hg, wg) {
+		a, b := hg[k], wg[k]
+		if !slices.Equal(a, b) {
+			add("transitions from %s: [%s] in the database, [%s] here", k, strings.Join(a, ", "), strings.Join(b, ", "))
+		}
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func indexBy[T any](xs []T, key func(T) string) map[string]T {
+	m := make(map[string]T, len(xs))
+	for _, x := range xs {
+		m[key(x)] = x
+	}
+	return m
+}
+
+func unionNames[A, B any](a map[string]A, b map[string]B) []string {
+	var names []string
+	for k := range a {
+		names = append(names, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func shortRetry(p *runtime.RetryPolicy) string {
+	if p == nil {
+		return "no retry"
+	}
+	return "retry " + strconv.Itoa(p.MaxAttempts)
+}
+
+func describeRetry(p *runtime.RetryPolicy) string {
+	if p == nil {
+		return "no retry"
+	}
+	s := fmt.Sprintf("retry %d backoff %s x%s max %s jitter %s", p.MaxAttempts, p.InitialInterval,
+		strconv.FormatFloat(p.Coefficient, 'g', -1, 64), p.MaxInterval, strconv.FormatFloat(p.Jitter, 'g', -1, 64))
+	if p.Name != "" {
+		s = "retry " + p.Name + " (" + strings.TrimPrefix(s, "retry ") + ")"
+	}
+	if len(p.NonRetryable) > 0 {
+		s += " nonretryable " + strings.Join(p.NonRetryable, " ")
+	}
+	return s
+}
+
+func describeTimers(ts []runtime.Timer) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = "after " + t.After.String() + " " + t.Event
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describeFields(fs []runtime.FieldSpec) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = f.Name + " " + f.Type
+	}
+	return "{" + strings.Join(parts, "; ") + "}"
+}
+
+func describeRow(t runtime.TransitionSpec) string {
+	s := t.From + " -> " + t.To + " on " + t.Event
+	if t.Guard != "" {
+		if t.Negated {
+			s += " unless " + t.Guard
+		} else {
+			s += " when " + t.Guard
+		}
+	}
+	if t.Outcome != "" {
+		s += " outcome " + strconv.Quote(t.Outcome)
+	}
+	return s
+}
+
+// conflict is the error of a registration that differs from the registered
+// definition of the same type and version.
+func conflict(have, want runtime.Definition) error {
+	diffs := differences(have, want)
+	if len(diffs) == 0 { // the digests differ, the canonical forms do not: cannot happen
+		diffs = []string{"the canonical forms differ"}
+	}
+	if len(diffs) > maxDifferences {
+		diffs = append(diffs[:maxDifferences], fmt.Sprintf("and %d more differences", len(diffs)-maxDifferences))
+	}
+	return fmt.Errorf("%w: %s; bump the version", ErrDefinitionConflict, strings.Join(diffs, "; "))
+}
