@@ -81,8 +81,11 @@ func TestSecondEngineWithChangedDefinitionIsRefused(t *testing.T) {
 	v.engine(t, engine.Config{}, versioned(1))
 	changed := versioned(1)
 	changed.def.States[1].Wait = true
-	other := engine.New(v.pool, store.New(v.pool), engine.Config{Logger: quiet})
-	err := other.Register(context.Background(), changed)
+	other, err := engine.New(v.pool, store.New(v.pool), engine.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = other.Register(context.Background(), changed)
 	if !errors.Is(err, store.ErrDefinitionConflict) {
 		t.Fatalf("register a changed v1 in a second engine: %v, want ErrDefinitionConflict", err)
 	}
