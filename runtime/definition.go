@@ -155,6 +155,9 @@ func (d *Definition) Validate() error {
 	for _, e := range d.Events {
 		events[e.Name] = true
 	}
+	if d.Cancel != "" && !events[d.Cancel] {
+		return fmt.Errorf("definition %s v%d: unknown cancel event %s", d.Type, d.Version, d.Cancel)
+	}
 	for _, t := range d.Transitions {
 		from, ok := states[t.From]
 		if !ok {

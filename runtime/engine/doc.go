@@ -158,14 +158,19 @@
 // due at once; a handler in flight for the previous state finds its own
 // transition refused and writes nothing.
 //
-// Cancel cancels a run on behalf of a user: a user who does not own the run
-// gets ErrNotOwner (an authorization error), as does an owner whom the
-// workflow's guard (UserOwnsRun) refuses; a terminal run gives
-// ErrRunFinished. The cancel event is found in the definition (the event
-// whose transition leads to a cancelled state) and fired with the payload
-// {"userID": ...}. The cancellation releases the run's lease, so a handler
-// in flight learns at its next heartbeat or transition and writes nothing
-// else.
+// Cancel cancels a run on behalf of a user by firing the machine's cancel
+// event, the one its .fsm file names with cancel EVENT
+// (runtime.Definition.Cancel), with the payload {"userID": ...}. It is
+// fired like any event: its guards are asked and its row from the run's
+// state decides where the run goes, a cancelled final state or a state
+// that undoes work first (an order being packed goes to REFUNDING, whose
+// handler refunds). A user who does not own the run gets ErrNotOwner (an
+// authorization error), as does an owner whom the workflow's guard
+// (UserOwnsRun) refuses; a machine that names no cancel event gives
+// ErrNoCancelEvent, a state without a row on it ErrNotCancellable (naming
+// the run, the state and the event), a terminal run ErrRunFinished. The
+// cancellation releases the run's lease, so a handler in flight learns at
+// its next heartbeat or transition and writes nothing else.
 //
 // A state's timers are scheduled in the database when a run enters it: a
 // state that waits is due when its first timer is, and the worker that
@@ -189,7 +194,8 @@
 //
 // Errors about a run are *RunError values naming the operation and the run
 // and wrapping a sentinel (ErrLeaseLost, ErrNotOwner, ErrRunFinished,
-// ErrNotRegistered, ErrPolicy, ErrNoCancelEvent, ErrNoEngine, ErrPanic) or an error
+// ErrNotRegistered, ErrPolicy, ErrNoCancelEvent, ErrNotCancellable,
+// ErrNoEngine, ErrPanic) or an error
 // of the store (store.ErrConflict, store.ErrTransitionRefused, ...) or of
 // the machine (runtime.ErrIllegalTransition, runtime.ErrGuardRejected);
 // match them with errors.Is.

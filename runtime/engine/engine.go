@@ -177,8 +177,6 @@ type registered struct {
 	def       runtime.Definition
 	policy    PolicyFunc
 	exhausted ExhaustedFunc
-	// cancel maps a state to the event that cancels runs in it.
-	cancel map[string]string
 	// fields maps an event to its payload fields.
 	fields map[string]map[string]bool
 }
@@ -234,7 +232,7 @@ func (e *Engine) Register(ctx context.Context, d runtime.Driver, opts ...Registe
 	if err := e.st.Register(ctx, def); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	r := &registered{driver: d, def: def, cancel: map[string]string{}, fields: map[string]map[string]bool{}}
+	r := &registered{driver: d, def: def, fields: map[string]map[string]bool{}}
 	for _, o := range opts {
 		o(r)
 	}
@@ -244,13 +242,6 @@ func (e *Engine) Register(ctx context.Context, d runtime.Driver, opts ...Registe
 			f[x.Name] = true
 		}
 		r.fields[ev.Name] = f
-	}
-	for _, t := range def.Transitions {
-		if to, ok := def.State(t.To); ok && to.Status == runtime.StatusCancelled {
-			if _, seen := r.cancel[t.From]; !seen {
-				r.cancel[t.From] = t.Event
-			}
-		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -356,21 +347,28 @@ func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (st
 
 // Cancel cancels a run on behalf of userID, from any process. Only the
 // run's owner may: another user gets ErrNotOwner, and so does the owner
-// when the workflow's guard refuses. The cancel event is the one whose
-// transition from the run's state leads to a cancelled state; it is fired
-// with the payload {"userID": userID} (fields the event does not declare
-// are left out). A terminal run is refused with ErrRunFinished. A handler
-// in flight for the run loses its lease: its context is cancelled at its
-// next heartbeat, and its transition, if it returns one, is refused, so it
-// writes nothing else.
+// when the workflow's guards refuse the cancel event. The cancel event is
+// the one the machine names in its definition (cancel EVENT in the .fsm
+// file); it is fired with the payload {"userID": userID} (fields the event
+// does not declare are left out) and checked like any event: with its
+// guards, from the run's state, to whichever state its row leads (a
+// cancelled final state, or a state that undoes work first). A machine that
+// names no cancel event fails with ErrNoCancelEvent; a run whose state has
+// no transition on it fails with ErrNotCancellable; a terminal run with
+// ErrRunFinished. A handler in flight for the run loses its lease: its
+// context is cancelled at its next heartbeat, and its transition, if it
+// returns one, is refused, so it writes nothing else.
 func (e *Engine) Cancel(ctx context.Context, runID, userID string) (store.Run, error) {
 	return e.fireExternal(ctx, "cancel", runID, func(run store.Run, r *registered) (runtime.Event, *store.Result, error) {
+		name := r.def.Cancel
+		if name == "" {
+			return nil, nil, fmt.Errorf("%w: %s v%d declares none", ErrNoCancelEvent, run.Type, run.Version)
+		}
 		if run.UserID == "" || !strings.EqualFold(run.UserID, userID) {
 			return nil, nil, fmt.Errorf("%w: user %q may not cancel a run of user %q", ErrNotOwner, userID, run.UserID)
 		}
-		name, ok := r.cancel[run.State]
-		if !ok {
-			return nil, nil, fmt.Errorf("%w: %s has no transition to a cancelled state from %s", ErrNoCancelEvent, run.Type, run.State)
+		if !r.accepts(run.State, name) {
+			return nil, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on the cancel event %s", ErrNotCancellable, run.State, run.Type, run.Version, name)
 		}
 		payload := map[string]any{}
 		if r.fields[name]["userID"] {
@@ -386,6 +384,16 @@ func (e *Engine) Cancel(ctx context.Context, runID, userID string) (store.Run, e
 		}
 		return ev, &store.Result{ErrorCode: "CANCELLED", ErrorDetail: "cancelled by user " + userID}, nil
 	})
+}
+
+// accepts reports whether the table has a row from state on event.
+func (r *registered) accepts(state, event string) bool {
+	for _, t := range r.def.Transitions {
+		if t.From == state && t.Event == event {
+			return true
+		}
+	}
+	return false
 }
 
 // maxExternalRounds bounds the read-fire loop of Signal and Cancel; each

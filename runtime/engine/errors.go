@@ -25,9 +25,12 @@ var (
 	ErrNotRegistered = errors.New("definition not registered with this engine")
 	// ErrPolicy: the policy function refused to start the run.
 	ErrPolicy = errors.New("policy refused the run")
-	// ErrNoCancelEvent: the run's state has no transition to a cancelled
-	// state.
-	ErrNoCancelEvent = errors.New("no cancel event")
+	// ErrNoCancelEvent: the run's machine names no cancel event (cancel
+	// EVENT in its .fsm file), so Cancel cannot cancel its runs.
+	ErrNoCancelEvent = errors.New("the machine has no cancel event")
+	// ErrNotCancellable: the run's state has no transition on the
+	// machine's cancel event.
+	ErrNotCancellable = errors.New("cannot be cancelled in its state")
 	// ErrNoEngine: StartChild was called with a run that the engine is not
 	// driving (its Effects are not the engine's).
 	ErrNoEngine = errors.New("run is not driven by an engine")

@@ -148,7 +148,7 @@ func final(name string, s runtime.Status) runtime.StateSpec {
 func jobDef(typ string, retry *runtime.RetryPolicy, onExhausted string) runtime.Definition {
 	working := running("WORKING")
 	working.Retry, working.OnExhausted = retry, onExhausted
-	return def(typ,
+	d := def(typ,
 		[]runtime.StateSpec{running("QUEUED"), working, final("DONE", runtime.StatusSucceeded),
 			final("FAILED", runtime.StatusFailed), final("CANCELLED", runtime.StatusCancelled)},
 		[]string{"QUEUED", "Begin", "WORKING"},
@@ -157,6 +157,8 @@ func jobDef(typ string, retry *runtime.RetryPolicy, onExhausted string) runtime.
 		[]string{"QUEUED", "Cancel", "CANCELLED", "UserOwnsRun"},
 		[]string{"WORKING", "Cancel", "CANCELLED", "UserOwnsRun"},
 	)
+	d.Cancel = "Cancel"
+	return d
 }
 
 func ownerGuard() map[string]func(ev) bool {
