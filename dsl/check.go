@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"errors"
 	"fmt"
 	"go/token"
 	"slices"
@@ -177,7 +178,11 @@ func (mc *machineChecker) header(md *MachineDecl) {
 				continue
 			}
 			ver = it
-			n, err := strconv.Atoi(it.Version.Number)
+			n, err := parseCount(it.Version.Number)
+			if errors.Is(err, errTooLarge) {
+				mc.errorf(it.Version.Pos, "version %v", err)
+				continue
+			}
 			if err != nil || n < 1 {
 				mc.errorf(it.Version.Pos, "version %s: want a whole number >= 1", it.Version.Number)
 				continue
@@ -361,8 +366,10 @@ func (mc *machineChecker) retryPolicy(r *RetryOpt) *Retry {
 	}
 	out := &Retry{Factor: 2, Initial: time.Second}
 	backoff := "the default backoff 1s"
-	n, err := strconv.Atoi(r.Attempts.Value)
-	if err != nil || n < 1 {
+	n, err := parseCount(r.Attempts.Value)
+	if errors.Is(err, errTooLarge) {
+		mc.errorf(r.Attempts.Pos, "retry %v", err)
+	} else if err != nil || n < 1 {
 		mc.errorf(r.Attempts.Pos, "retry %s: want a whole number of attempts >= 1", r.Attempts.Value)
 	}
 	out.MaxAttempts = n

@@ -779,8 +779,8 @@ func TestCheckStateOptions(t *testing.T) {
     B -> DONE on Go
 }`,
 			want: []string{
-				`t.fsm:2:26: invalid duration "9999999999h"`,
-				`t.fsm:3:29: duration "200000d" is too long`,
+				`t.fsm:2:26: duration "9999999999h" is too long; the longest is 2562047h (106751d)`,
+				`t.fsm:3:29: duration "200000d" is too long; the longest is 2562047h (106751d)`,
 			},
 		},
 		{

@@ -59,10 +59,11 @@
 //     method for it. Every other non-terminal state is driven: the runtime
 //     calls its handler, which does the work and returns the next event.
 //   - retry N [backoff D] [factor F] [max D] [jitter J] [nonretryable "CODE", ...] [else EVENT]:
-//     how the state's handler is retried: at most N attempts in all, the first
-//     wait D (default 1s), each following wait F times longer (default 2),
-//     capped at max (default: no cap), spread by ±J of itself (0 to 1,
-//     default 0); errors with a listed code are not retried. retry PRESET
+//     how the state's handler is retried, the options in this order: at
+//     most N attempts in all, the first wait D (default 1s), each following
+//     wait F times longer (default 2), capped at max (default: no cap),
+//     spread by ±J of itself (0 to 1, default 0); errors with a listed code
+//     are not retried. retry PRESET
 //     names one of the runtime's policies instead: validation, database,
 //     externalService, payment or background. else EVENT, after either form,
 //     names the event the runtime fires, with an empty payload, when the
@@ -70,7 +71,8 @@
 //   - after D EVENT: once a run has spent D in the state, EVENT fires. The
 //     event must carry no payload and the state must have a transition on it.
 //
-// Durations are Go durations (500ms, 1m30s) plus d for days (7d).
+// Durations are Go durations (500ms, 1m30s) plus d for days (7d), at most
+// 2562047h (106751d).
 //
 // Cancellation. cancel EVENT names the event that the runtime's Cancel
 // fires when a run's owner cancels it: exactly that event, with its guards
@@ -101,6 +103,17 @@
 // state. Several transitions may share a (state, event) pair only when
 // guards tell them apart; they are tried in the order written and the first
 // whose guard admits the event wins.
+//
+// # Syntax errors
+//
+// [Parse] reports each syntax error at the token that does not fit, saying
+// what the language expected there: a status after a final state, "on" in
+// a row, the order of retry options, a duration's unit, a supported field
+// type, or the "}" of a block left open and where that block opened. After
+// an error it resumes at the next declaration or row (a line that starts
+// with a declaration's keyword or holds ->), so one run reports every
+// broken declaration, sorted by position. A character the lexer cannot read
+// is reported and skipped, so it hides no error before or after it.
 //
 // # Checks
 //

@@ -318,8 +318,8 @@ func TestFormatSourceSyntaxError(t *testing.T) {
 	if !errors.As(err, &list) || len(list) != 1 {
 		t.Fatalf("FormatSource error = %v, want an ErrorList of one diagnostic", err)
 	}
-	if got := list[0].Pos; got.Filename != "bad.fsm" || got.Line != 3 {
-		t.Errorf("error position = %v, want bad.fsm:3", got)
+	if got := list[0].Pos; got.Filename != "bad.fsm" || got.Line != 2 {
+		t.Errorf("error position = %v, want bad.fsm:2", got)
 	}
 }
 

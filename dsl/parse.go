@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +33,9 @@ var fsmParser = participle.MustBuild[File](
 
 // Parse parses the .fsm source src. filename is used in positions only, as
 // given: pass a path relative to where the user works for readable errors.
-// A syntax error is returned as an ErrorList of one positioned Diagnostic.
+// Syntax errors are returned as an ErrorList of positioned Diagnostics,
+// sorted by position: after an error the parser resumes at the next
+// declaration or transition row, so one run reports several of them.
 func Parse(filename string, src []byte) (*File, error) {
 	if d, ok := badBytes(filename, src); ok {
 		return nil, ErrorList{d}
@@ -40,11 +43,11 @@ func Parse(filename string, src []byte) (*File, error) {
 	src = bytes.TrimPrefix(src, []byte("\uFEFF"))
 	f, err := fsmParser.ParseBytes(filename, src)
 	if err != nil {
-		return nil, ErrorList{syntaxDiagnostic(filename, err)}
+		return nil, ErrorList(diagnoseSyntax(filename, src, err))
 	}
 	comments, lineStart, err := lexComments(filename, src)
 	if err != nil {
-		return nil, ErrorList{syntaxDiagnostic(filename, err)}
+		return nil, ErrorList{participleDiagnostic(filename, src, err)}
 	}
 	f.Comments = comments
 	attachDocs(f, lineStart)
@@ -53,8 +56,8 @@ func Parse(filename string, src []byte) (*File, error) {
 
 // badBytes returns the position of the first byte sequence of src that a
 // .fsm file, like a Go source file, may not hold: invalid UTF-8, a NUL, or
-// a byte order mark anywhere but at the very start. Columns count bytes, as
-// the lexer's do.
+// a byte order mark anywhere but at the very start. Columns count
+// characters, as the lexer's do.
 func badBytes(filename string, src []byte) (Diagnostic, bool) {
 	line, col := 1, 1
 	for i := 0; i < len(src); {
@@ -74,77 +77,58 @@ func badBytes(filename string, src []byte) (Diagnostic, bool) {
 		if r == '\n' {
 			line, col = line+1, 1
 		} else {
-			col += size
+			col++
 		}
 		i += size
 	}
 	return Diagnostic{}, false
 }
 
-func syntaxDiagnostic(filename string, err error) Diagnostic {
-	var perr participle.Error
-	if errors.As(err, &perr) {
-		pos := perr.Position()
-		if pos.Filename == "" {
-			pos.Filename = filename
-		}
-		if pos.Line == 0 {
-			pos.Line, pos.Column = 1, 1
-		}
-		return Diagnostic{Pos: pos, Message: friendlySyntax(perr.Message())}
+// participleDiagnostic turns an error of the parser or its lexer into a
+// positioned diagnostic, reading the typed errors participle returns.
+func participleDiagnostic(filename string, src []byte, err error) Diagnostic {
+	d := Diagnostic{Pos: lexer.Position{Filename: filename, Line: 1, Column: 1}, Message: "syntax error: " + err.Error()}
+	var (
+		lexErr   *lexer.Error
+		tokenErr *participle.UnexpectedTokenError
+		parseErr participle.Error
+	)
+	switch {
+	case errors.As(err, &lexErr):
+		d.Pos = lexErr.Pos
+		d.Message, _ = badCharacter(src, lexErr.Pos.Offset)
+	case errors.As(err, &tokenErr):
+		d.Pos = tokenErr.Unexpected.Pos
+		d.Message = "syntax error: unexpected " + describeToken(tokenErr.Unexpected)
+	case errors.As(err, &parseErr):
+		d.Pos = parseErr.Position()
+		d.Message = "syntax error: " + parseErr.Message()
 	}
-	return Diagnostic{Pos: lexer.Position{Filename: filename, Line: 1, Column: 1}, Message: err.Error()}
+	if d.Pos.Filename == "" {
+		d.Pos.Filename = filename
+	}
+	if d.Pos.Line == 0 {
+		d.Pos.Line, d.Pos.Column = 1, 1
+	}
+	return d
 }
 
-// friendlySyntax rewrites participle's messages into plainer words: the
-// offending character rather than the rest of the file, and what was
-// expected next rather than the rest of the grammar rule.
-func friendlySyntax(msg string) string {
-	msg = strings.TrimPrefix(msg, "lexer: ")
-	if sample, ok := strings.CutPrefix(msg, "invalid input text "); ok {
-		if text, err := strconv.Unquote(sample); err == nil && text != "" {
-			r, _ := utf8.DecodeRuneInString(text)
-			if r == '"' {
-				return "syntax error: string literal not terminated"
-			}
-			return fmt.Sprintf("syntax error: invalid character %q", r)
+// badCharacter describes the text at offset of src, where the lexer found
+// no token, and returns how many bytes to skip to lex on: the rest of the
+// line for a string that is not terminated, else the one character.
+func badCharacter(src []byte, offset int) (string, int) {
+	if offset < 0 || offset >= len(src) {
+		return "syntax error: unexpected end of file", 0
+	}
+	r, size := utf8.DecodeRune(src[offset:])
+	if r == '"' {
+		n := bytes.IndexByte(src[offset:], '\n')
+		if n < 0 {
+			n = len(src) - offset
 		}
+		return "syntax error: string literal not terminated", n
 	}
-	msg = strings.Replace(msg, `unexpected token "<EOF>"`, "unexpected end of file", 1)
-	if i := strings.Index(msg, " (expected "); i >= 0 && strings.HasSuffix(msg, ")") {
-		want := expectedNext(msg[i+len(" (expected ") : len(msg)-1])
-		msg = msg[:i]
-		if want != "" {
-			msg += ", expected " + want
-		}
-	}
-	return "syntax error: " + msg
-}
-
-// expectedNext names the first element of a grammar expression as
-// participle prints it ("->" Name "on" Name GuardRef?), or returns "" when
-// that element is not a plain token or rule.
-func expectedNext(grammar string) string {
-	if strings.HasPrefix(grammar, `"`) {
-		if end := strings.Index(grammar[1:], `"`); end >= 0 {
-			return grammar[:end+2]
-		}
-		return ""
-	}
-	first, _, _ := strings.Cut(grammar, " ")
-	switch first {
-	case "<ident>", "Name":
-		return "a name"
-	case "StateRef":
-		return "a state name or *"
-	case "<string>", "StringLit":
-		return "a string"
-	case "<number>", "NumberLit":
-		return "a number"
-	case "<duration>", "DurationLit":
-		return "a duration"
-	}
-	return ""
+	return fmt.Sprintf("syntax error: invalid character %q", r), size
 }
 
 // lexComments returns every comment of src with its position, and the
@@ -227,48 +211,97 @@ func unquote(s string) (string, error) {
 	return v, nil
 }
 
+// maxDuration is the longest duration: about 2562047h, or 106751d.
+const maxDuration = time.Duration(1<<63 - 1)
+
+// durationUnits are the units of a duration and their lengths.
+var durationUnits = map[string]time.Duration{
+	"ns": time.Nanosecond,
+	"us": time.Microsecond,
+	"µs": time.Microsecond, // U+00B5 micro sign
+	"μs": time.Microsecond, // U+03BC Greek small letter mu
+	"ms": time.Millisecond,
+	"s":  time.Second,
+	"m":  time.Minute,
+	"h":  time.Hour,
+	"d":  24 * time.Hour,
+}
+
 // ParseDuration parses a duration as the .fsm language writes it: Go's
-// time.ParseDuration syntax plus the unit d for 24 hours (7d, 1d12h).
+// time.ParseDuration syntax plus the unit d for 24 hours (7d, 1d12h),
+// without a sign. A duration longer than the longest a time.Duration holds
+// (about 2562047h) is refused as too long.
 func ParseDuration(s string) (time.Duration, error) {
-	var total time.Duration
-	rest := s
-	if rest == "" {
-		return 0, fmt.Errorf("invalid duration %q", s)
+	invalid := fmt.Errorf("invalid duration %q", s)
+	tooLong := fmt.Errorf("duration %q is too long; the longest is 2562047h (106751d)", s)
+	if s == "" {
+		return 0, invalid
 	}
-	for rest != "" {
-		i := strings.IndexFunc(rest, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
-		if i <= 0 {
-			return 0, fmt.Errorf("invalid duration %q", s)
+	isDigit := func(c byte) bool { return c >= '0' && c <= '9' }
+	var total uint64
+	for rest := s; rest != ""; {
+		i := 0
+		for i < len(rest) && isDigit(rest[i]) {
+			i++
 		}
-		j := i
-		for j < len(rest) && ((rest[j] < '0' || rest[j] > '9') && rest[j] != '.') {
+		whole := rest[:i]
+		rest = rest[i:]
+		frac := ""
+		if rest != "" && rest[0] == '.' {
+			j := 1
+			for j < len(rest) && isDigit(rest[j]) {
+				j++
+			}
+			frac, rest = rest[1:j], rest[j:]
+		}
+		if whole == "" && frac == "" {
+			return 0, invalid
+		}
+		j := 0
+		for j < len(rest) && rest[j] != '.' && !isDigit(rest[j]) {
 			j++
 		}
-		num, unit := rest[:i], rest[i:j]
+		unit, ok := durationUnits[rest[:j]]
+		if !ok {
+			return 0, invalid
+		}
 		rest = rest[j:]
-		if unit == "d" {
-			f, err := strconv.ParseFloat(num, 64)
+		var v uint64
+		for k := 0; k < len(whole); k++ {
+			if v > uint64(maxDuration)/10 {
+				return 0, tooLong
+			}
+			v = v*10 + uint64(whole[k]-'0')
+		}
+		if v > uint64(maxDuration)/uint64(unit) {
+			return 0, tooLong
+		}
+		v *= uint64(unit)
+		if frac != "" {
+			f, err := strconv.ParseFloat("0."+frac, 64)
 			if err != nil {
-				return 0, fmt.Errorf("invalid duration %q", s)
+				return 0, invalid
 			}
-			d := time.Duration(f * float64(24*time.Hour))
-			if f > 100000 || d < 0 {
-				return 0, fmt.Errorf("duration %q is too long", s)
-			}
-			total += d
-			if total < 0 {
-				return 0, fmt.Errorf("duration %q is too long", s)
-			}
-			continue
+			v += uint64(f * float64(unit))
 		}
-		d, err := time.ParseDuration(num + unit)
-		if err != nil {
-			return 0, fmt.Errorf("invalid duration %q", s)
+		if v > uint64(maxDuration) || total > uint64(maxDuration)-v {
+			return 0, tooLong
 		}
-		total += d
-		if total < 0 {
-			return 0, fmt.Errorf("duration %q is too long", s)
-		}
+		total += v
 	}
-	return total, nil
+	return time.Duration(total), nil
+}
+
+// errTooLarge is the error of parseCount for a number too large to hold.
+var errTooLarge = errors.New("the number is too large")
+
+// parseCount parses a whole number as a .fsm file writes it (a version, a
+// number of attempts), telling a number too large to hold from one that
+// is not a whole number.
+func parseCount(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%s: %w; at most %d", s, errTooLarge, math.MaxInt)
+	}
+	return n, err
 }
