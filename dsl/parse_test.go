@@ -69,6 +69,16 @@ func TestParseSyntaxErrors(t *testing.T) {
 		},
 
 		{
+			name: "cancel without an event",
+			src:  door("initial OPEN", "cancel", "event Stop external { why string }"),
+			want: []string{`t.fsm:3:11: syntax error: unexpected end of line, expected the name of the event that cancels a run: cancel EVENT`},
+		},
+		{
+			name: "event flag misspelt",
+			src:  door("initial OPEN", "event Stop externel { why string }"),
+			want: []string{`t.fsm:3:16: syntax error: unexpected token "externel", expected external, "{" and the payload fields, or the end of the declaration`},
+		},
+		{
 			name: "missing closing brace",
 			src:  "machine M {\n    initial A\n",
 			want: []string{`t.fsm:3:1: syntax error: unexpected end of file, expected "}" to close machine M (opened at 1:11)`},

@@ -57,14 +57,14 @@ var (
 )
 
 // declKeywords are the words that start a declaration.
-var declKeywords = []string{"type", "version", "package", "initial", "state", "final", "event", "guard"}
+var declKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard"}
 
 // retryOptions are the options of a written-out retry policy, in the only
 // order they may be given.
 var retryOptions = []string{"backoff", "factor", "max", "jitter", "nonretryable"}
 
 const (
-	wantItem     = "a declaration (type, version, package, initial, state, final, event or guard) or a transition row (FROM -> TO on EVENT)"
+	wantItem     = "a declaration (type, version, package, cancel, initial, state, final, event or guard) or a transition row (FROM -> TO on EVENT)"
 	wantStatus   = "a status: succeeded, failed or cancelled"
 	wantUnits    = "ms, s, m, h or d"
 	wantRetry    = "the number of attempts or a retry policy: validation, database, externalService, payment or background"
@@ -273,7 +273,7 @@ func (s *syntaxScanner) endsFieldBlock(i int) bool {
 		return false
 	}
 	switch t.Value {
-	case "initial", "state", "final", "event", "guard":
+	case "cancel", "initial", "state", "final", "event", "guard":
 		// A field's type never starts with an upper-case letter.
 		r, _ := utf8.DecodeRuneInString(next.Value)
 		return next.Type == identToken && unicode.IsUpper(r)
@@ -522,6 +522,10 @@ func (r *recognizer) item() string {
 		r.take()
 		r.expect(identToken, "a Go package name")
 		return wantItem
+	case "cancel":
+		r.take()
+		r.expect(identToken, "the name of the event that cancels a run: cancel EVENT")
+		return wantItem
 	case "initial", "state", "final":
 		return r.state()
 	case "event":
@@ -718,8 +722,15 @@ func (r *recognizer) event() string {
 	if !r.expect(identToken, "an event name") {
 		return ""
 	}
+	external := isWord(r.peek(), "external") && !r.atEnd()
+	if external {
+		r.take()
+	}
 	if !isPunct(r.peek(), "{") || r.atEnd() {
-		return `"{" and the payload fields, or the end of the declaration`
+		if external {
+			return `"{" and the payload fields, or the end of the declaration`
+		}
+		return `external, "{" and the payload fields, or the end of the declaration`
 	}
 	open := r.take()
 	for !r.failed {
