@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -32,6 +33,9 @@ type recorder struct {
 	lease   *enginestore.Lease
 	result  *store.Result
 	effects *enginestore.Effects
+	// sess is the session recording under its lease; nil for Signal and
+	// Cancel.
+	sess *session
 
 	t    *runtime.Transition
 	adv  enginestore.Advanced
@@ -56,11 +60,20 @@ func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 	default:
 		p.Due = enginestore.DueIn(0)
 	}
-	adv, err := r.e.es.Advance(ctx, r.run.ID, p)
+	var (
+		adv  enginestore.Advanced
+		lost bool
+		err  error
+	)
+	if r.sess != nil {
+		adv, lost, err = r.sess.advance(ctx, p)
+	} else {
+		adv, err = r.e.es.Advance(ctx, r.run.ID, p)
+	}
 	if err != nil {
 		return err
 	}
-	r.t, r.adv, r.keep = &t, adv, p.KeepLease
+	r.t, r.adv, r.keep = &t, adv, p.KeepLease && !lost
 	return nil
 }
 
@@ -226,6 +239,10 @@ type session struct {
 	run   store.Run
 	lease enginestore.Lease
 	held  bool
+	// leaseUntil is when the lease expires unless extended, by the local
+	// clock: how long the session's statements are tried again after lost
+	// connections.
+	leaseUntil time.Time
 	// now is the database's time of the last claim or transition.
 	now    time.Time
 	events []runtime.Event
@@ -240,7 +257,7 @@ type session struct {
 // scheduled for a retry, the lease is lost, or stop closes. It returns the
 // run as the session last saw it.
 func (e *Engine) drive(c enginestore.Claim, stop <-chan struct{}, hbase context.Context) (store.Run, error) {
-	s := &session{e: e, run: c.Run, lease: c.Lease, held: true, now: c.Now, stop: stop, hbase: hbase}
+	s := &session{e: e, run: c.Run, lease: c.Lease, held: true, now: c.Now, stop: stop, hbase: hbase, leaseUntil: time.Now().Add(e.cfg.Lease)}
 	s.reg = e.lookup(c.Run.Type, c.Run.Version)
 	if s.reg == nil {
 		s.release(enginestore.KeepDue)
@@ -377,7 +394,12 @@ func (s *session) loadEvents(ctx context.Context) error {
 	if s.loaded {
 		return nil
 	}
-	events, err := s.e.attemptEvents(ctx, s.reg, s.run)
+	var events []runtime.Event
+	_, err := s.retry(ctx, "attempt events", func() error {
+		var err error
+		events, err = s.e.attemptEvents(ctx, s.reg, s.run)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -451,7 +473,7 @@ func (s *session) fire(ctx context.Context, ev runtime.Event, res *store.Result,
 	}
 	rt := s.run.Runtime()
 	rt.Events = s.events
-	rec := &recorder{e: s.e, reg: s.reg, run: s.run, lease: &s.lease, result: res, effects: effs}
+	rec := &recorder{e: s.e, reg: s.reg, run: s.run, lease: &s.lease, result: res, effects: effs, sess: s}
 	if err := fireEvent(ctx, s.reg, &rt, s.run.State, ev, rec); err != nil {
 		return err
 	}
@@ -464,9 +486,10 @@ func (s *session) fire(ctx context.Context, ev runtime.Event, res *store.Result,
 }
 
 // settled reports whether a write's error ends the session without
-// counting as a failure: the lease is lost, or the run moved.
+// counting as a failure: the lease is lost, the run moved, or the
+// connection was lost for as long as the lease held.
 func (s *session) settled(err error) bool {
-	return errors.Is(err, ErrLeaseLost) || errors.Is(err, store.ErrConflict) || s.hbase.Err() != nil
+	return errors.Is(err, ErrLeaseLost) || errors.Is(err, store.ErrConflict) || s.hbase.Err() != nil || pgerr.Connection(err)
 }
 
 // outcome turns a settled error into the session's result.
@@ -482,6 +505,11 @@ func (s *session) outcome(err error) error {
 		// keeping the schedule they set.
 		s.release(enginestore.KeepDue)
 		return errMoved
+	case pgerr.Connection(err):
+		// The engine's own statement, not the run, failed: drive gives
+		// the lease back if it can, and the run is tried again without
+		// counting this try.
+		return err
 	}
 	return err
 }
@@ -493,10 +521,15 @@ func (s *session) fail(ctx context.Context, st runtime.StateSpec, code, detail s
 	n := s.run.StepAttempt
 	if pol.Retryable(code, n) {
 		delay := pol.Jittered(pol.Delay(n), s.e.cfg.Jitter())
-		_, err := s.e.es.ScheduleRetry(ctx, s.lease, s.run.RowVersion, n, delay, code, detail)
-		if err != nil {
+		lostConn, err := s.retry(ctx, "schedule retry", func() error {
+			_, err := s.e.es.ScheduleRetry(ctx, s.lease, s.run.RowVersion, n, delay, code, detail)
+			return err
+		})
+		if err != nil && !(lostConn && errors.Is(err, ErrLeaseLost)) {
 			return s.outcome(err)
 		}
+		// Scheduled; or a try lost with its connection released the lease
+		// (or it expired meanwhile): the run is out of the session's hands.
 		s.held = false
 		return nil
 	}
@@ -511,9 +544,9 @@ func (s *session) exhausted(ctx context.Context, st runtime.StateSpec, code, det
 		ev, res, effs, err := s.exhaustedEvent(ctx, st, code, detail)
 		if err == nil {
 			err = s.fire(ctx, ev, res, withFailure(effs, s.run.StepAttempt, code, detail))
-			if err == nil || s.settled(err) {
-				return s.outcome(err)
-			}
+		}
+		if err == nil || s.settled(err) {
+			return s.outcome(err)
 		}
 		detail = fmt.Sprintf("%s; %s not fired: %s", detail, st.OnExhausted, errorDetail(err))
 	}
@@ -582,7 +615,16 @@ func (s *session) exhaustedEvent(ctx context.Context, st runtime.StateSpec, code
 
 // park parks the run with its error for an operator.
 func (s *session) park(ctx context.Context, code, detail string) error {
-	if err := s.e.es.Park(ctx, s.lease, s.run.RowVersion, code, detail); err != nil {
+	lostConn, err := s.retry(ctx, "park", func() error {
+		return s.e.es.Park(ctx, s.lease, s.run.RowVersion, code, detail)
+	})
+	if err != nil {
+		if lostConn && errors.Is(err, ErrLeaseLost) {
+			// A try lost with its connection parked the run, or the lease
+			// expired meanwhile: the run is out of the session's hands.
+			s.held = false
+			return nil
+		}
 		return s.outcome(err)
 	}
 	s.held = false
@@ -616,7 +658,12 @@ func (s *session) fireDueTimer(ctx context.Context, st runtime.StateSpec) (bool,
 // deliverChild fires the event of the first finished child not yet
 // delivered.
 func (s *session) deliverChild(ctx context.Context) (bool, error) {
-	children, err := s.e.es.FinishedChildren(ctx, s.run.ID)
+	var children []enginestore.Child
+	_, err := s.retry(ctx, "finished children", func() error {
+		var err error
+		children, err = s.e.es.FinishedChildren(ctx, s.run.ID)
+		return err
+	})
 	if err != nil || len(children) == 0 {
 		return false, err
 	}
@@ -655,7 +702,8 @@ func (s *session) deliverChild(ctx context.Context) (bool, error) {
 // cancels the handler's context with ErrLeaseLost when the lease is lost,
 // or when no extension succeeded for a whole lease.
 func (s *session) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
-	quit, done := make(chan struct{}), make(chan struct{})
+	ctx, quit := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		t := time.NewTicker(s.e.cfg.Heartbeat)
@@ -663,16 +711,27 @@ func (s *session) heartbeat(ctx context.Context, cancel context.CancelCauseFunc)
 		lastOK := time.Now()
 		for {
 			select {
-			case <-quit:
-				return
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			l, err := s.e.es.ExtendLease(ctx, s.lease, s.e.cfg.Lease)
+			began := time.Now()
+			var l enginestore.Lease
+			// Lost connections are tried again at once, up to the next tick.
+			err := s.e.retryConn(ctx, began.Add(s.e.cfg.Heartbeat), "extend lease", s.run.ID, func() error {
+				var err error
+				l, err = s.e.es.ExtendLease(ctx, s.lease, s.e.cfg.Lease)
+				return err
+			})
+			if ctx.Err() != nil {
+				return
+			}
+			if s.e.hooks.heartbeat != nil {
+				s.e.hooks.heartbeat(s.run.ID, err)
+			}
 			switch {
 			case err == nil:
-				s.lease, lastOK = l, time.Now()
+				s.lease, s.leaseUntil, lastOK = l, began.Add(s.e.cfg.Lease), time.Now()
 			case errors.Is(err, ErrLeaseLost):
 				cancel(err)
 				return
@@ -684,7 +743,7 @@ func (s *session) heartbeat(ctx context.Context, cancel context.CancelCauseFunc)
 			}
 		}
 	}()
-	return func() { close(quit); <-done }
+	return func() { quit(); <-done }
 }
 
 // release gives the lease back, with a context of its own so that it
@@ -696,7 +755,10 @@ func (s *session) release(due enginestore.Due) {
 	s.held = false
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.hbase), releaseTimeout)
 	defer cancel()
-	if err := s.e.es.ReleaseLease(ctx, s.lease, due); err != nil && !errors.Is(err, ErrLeaseLost) {
+	err := s.e.retryConn(ctx, time.Time{}, "release lease", s.run.ID, func() error {
+		return s.e.es.ReleaseLease(ctx, s.lease, due)
+	})
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		s.e.log.Warn("release failed; the lease will expire", "run", s.run.ID, "err", err)
 	}
 }

@@ -198,6 +198,8 @@ type Engine struct {
 	// tests wait on it.
 	listenReady sync.Once
 	listening   chan struct{}
+
+	hooks hooks
 }
 
 // New returns an engine on pool and st (a store on the same pool; give it
@@ -230,7 +232,7 @@ func (e *Engine) Store() *store.Store { return e.st }
 func (e *Engine) Register(ctx context.Context, d runtime.Driver, opts ...RegisterOption) error {
 	def := d.Definition()
 	if err := e.st.Register(ctx, def); err != nil {
-		return fmt.Errorf("engine: %w", err)
+		return err
 	}
 	r := &registered{driver: d, def: def, fields: map[string]map[string]bool{}}
 	for _, o := range opts {
@@ -299,7 +301,7 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, e
 	}
 	res, err := e.st.Start(ctx, p)
 	if err != nil {
-		return res, fmt.Errorf("engine: %w", err)
+		return res, err
 	}
 	if res.Outcome == store.Created || res.Outcome == store.Restarted {
 		e.notify(ctx, p.Type)
@@ -322,7 +324,10 @@ func (e *Engine) notify(ctx context.Context, typ string) {
 	if e.cfg.DisableNotify {
 		return
 	}
-	if err := e.st.Notify(ctx, typ); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyTimeout)
+	defer cancel()
+	err := e.retryConn(ctx, time.Time{}, "notify", "", func() error { return e.st.Notify(ctx, typ) })
+	if err != nil {
 		e.log.Warn("notify failed; workers will find the run by polling", "type", typ, "err", err)
 	}
 }
@@ -404,7 +409,7 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID string, build func(
 	for range maxExternalRounds {
 		run, err := e.st.Get(ctx, runID)
 		if err != nil {
-			return run, fmt.Errorf("engine: %w", err)
+			return run, err
 		}
 		if run.Terminal() {
 			return run, runErr(op, runID, fmt.Errorf("%w: it is %s in %s", ErrRunFinished, run.Status, run.State))
@@ -456,7 +461,7 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID string, build func(
 // notifies idle workers.
 func (e *Engine) Resume(ctx context.Context, runID string) error {
 	if err := e.st.Resume(ctx, runID); err != nil {
-		return fmt.Errorf("engine: %w", err)
+		return err
 	}
 	if run, err := e.st.Get(ctx, runID); err == nil {
 		e.notify(ctx, run.Type)
@@ -466,13 +471,19 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 
 // Wait waits until the run is terminal and returns it, or until ctx is done.
 // A run of a machine without final states never is: Wait on it returns only
-// when ctx is done, with ctx's error.
+// when ctx is done, with ctx's error. Wait rides out lost connections (a
+// restart of the server): it tries again until ctx is done.
 func (e *Engine) Wait(ctx context.Context, runID string) (store.Run, error) {
 	delay := 5 * time.Millisecond
 	for {
-		run, err := e.st.Get(ctx, runID)
+		var run store.Run
+		err := e.retryConn(ctx, time.Time{}, "wait", runID, func() error {
+			var err error
+			run, err = e.st.Get(ctx, runID)
+			return err
+		})
 		if err != nil {
-			return run, fmt.Errorf("engine: %w", err)
+			return run, err
 		}
 		if run.Terminal() {
 			return run, nil

@@ -46,7 +46,13 @@ var (
 // runtime.RunError, with Component "engine".
 type RunError = runtime.RunError
 
+// runErr wraps err as the engine's error about run id; an error that is a
+// *RunError already (of the store) is returned as it is, so that messages
+// name one component.
 func runErr(op, id string, err error) error {
+	if re, ok := err.(*RunError); ok {
+		return re
+	}
 	return &RunError{Component: "engine", Op: op, RunID: id, Err: err}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -172,21 +173,33 @@ func (e *Engine) markListening() {
 func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 	kinds := e.registeredKinds()
 	for {
-		claims, err := e.es.Claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: 1, TTL: e.cfg.Lease, RunID: runID})
+		var claims []enginestore.Claim
+		err := e.retryConn(ctx, time.Time{}, "claim", runID, func() error {
+			var err error
+			claims, err = e.es.Claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: 1, TTL: e.cfg.Lease, RunID: runID})
+			return err
+		})
 		if err != nil {
-			return store.Run{}, fmt.Errorf("engine: %w", err)
+			return store.Run{}, err
 		}
 		if len(claims) == 1 {
 			run, err := e.drive(claims[0], ctx.Done(), ctx)
 			switch {
 			case errors.Is(err, errMoved):
+			case pgerr.Connection(err) && ctx.Err() == nil:
+				// Lost for as long as the lease held: claim the run again.
 			case err != nil:
 				return run, err
 			}
 		}
-		run, err := e.st.Get(ctx, runID)
+		var run store.Run
+		err = e.retryConn(ctx, time.Time{}, "get", runID, func() error {
+			var err error
+			run, err = e.st.Get(ctx, runID)
+			return err
+		})
 		if err != nil {
-			return run, fmt.Errorf("engine: %w", err)
+			return run, err
 		}
 		r := e.lookup(run.Type, run.Version)
 		if r == nil {
@@ -198,9 +211,14 @@ func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 		}
 		// Due later (a retry) or held by another worker: sleep until it may
 		// be claimed, checking at least every PollInterval.
-		now, err := e.st.Now(ctx)
+		var now time.Time
+		err = e.retryConn(ctx, time.Time{}, "now", runID, func() error {
+			var err error
+			now, err = e.st.Now(ctx)
+			return err
+		})
 		if err != nil {
-			return run, fmt.Errorf("engine: %w", err)
+			return run, err
 		}
 		wait := run.NextRunAt.Sub(now)
 		if run.LeaseOwner != "" {
@@ -222,7 +240,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 func (e *Engine) RunDue(ctx context.Context) (int, error) {
 	claims, err := e.es.Claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: e.registeredKinds(), Limit: e.cfg.Concurrency, TTL: e.cfg.Lease})
 	if err != nil {
-		return 0, fmt.Errorf("engine: %w", err)
+		return 0, err
 	}
 	var errs []error
 	for i, c := range claims {

@@ -1,0 +1,10 @@
+package engine
+
+// hooks are the engine's test signals: functions it calls at the points
+// that tests wait for, instead of waiting for a time. Only tests set them
+// (export_test.go); they are nil otherwise.
+type hooks struct {
+	// heartbeat is called after each extension of a running handler's
+	// lease, with its error.
+	heartbeat func(runID string, err error)
+}

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// The backoff between tries of the engine's own statements after a lost
+// connection: from retryFirst, doubling, at most retryMax.
+const (
+	retryFirst = 10 * time.Millisecond
+	retryMax   = time.Second
+)
+
+// notifyTimeout bounds a notification, tries again included: it is a
+// shortcut, and polling finds the run anyway.
+const notifyTimeout = 2 * time.Second
+
+// retryConn calls op until it succeeds or fails otherwise than by a lost
+// connection (pgerr.Connection), backing off between tries, while ctx is
+// not done and, unless until is zero, until then. It returns op's last
+// error.
+func (e *Engine) retryConn(ctx context.Context, until time.Time, what, runID string, op func() error) error {
+	delay := retryFirst
+	for {
+		err := op()
+		if err == nil || !pgerr.Connection(err) || ctx.Err() != nil {
+			return err
+		}
+		wait := delay
+		if !until.IsZero() {
+			wait = min(wait, time.Until(until))
+			if wait <= 0 {
+				return err
+			}
+		}
+		e.log.Warn("connection lost; trying again", "op", what, "run", runID, "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, retryMax)
+	}
+}
+
+// retry runs one of the session's own statements with retryConn for as
+// long as its lease holds, and reports whether a try was lost with its
+// connection: such a try may have committed.
+func (s *session) retry(ctx context.Context, what string, op func() error) (lostConn bool, err error) {
+	err = s.e.retryConn(ctx, s.leaseUntil, what, s.run.ID, func() error {
+		err := op()
+		if pgerr.Connection(err) {
+			lostConn = true
+		}
+		return err
+	})
+	return lostConn, err
+}
+
+// advance records a transition under the session's lease, again on a new
+// connection when one is lost. When a try lost with its connection had
+// committed, the next try is refused as a conflict or a lost lease: advance
+// finds the transition in the run's log and reports it recorded, and
+// whether the lease is lost since.
+func (s *session) advance(ctx context.Context, p enginestore.AdvanceParams) (enginestore.Advanced, bool, error) {
+	var adv enginestore.Advanced
+	lostConn, err := s.retry(ctx, "advance", func() error {
+		var err error
+		adv, err = s.e.es.Advance(ctx, s.run.ID, p)
+		return err
+	})
+	if err == nil || !lostConn || !(errors.Is(err, ErrLeaseLost) || errors.Is(err, store.ErrConflict)) {
+		return adv, false, err
+	}
+	step, ok := s.logged(ctx, p.Transition, p.RowVersion)
+	if !ok {
+		return adv, false, err
+	}
+	s.e.log.Info("a transition lost with its connection had been recorded", "run", s.run.ID, "event", p.Transition.Event)
+	return enginestore.Advanced{Recorded: store.Recorded{RowVersion: step.RowVersion, At: step.At}}, errors.Is(err, ErrLeaseLost), nil
+}
+
+// logged finds transition t, recorded from row version rowVersion, in the
+// run's log.
+func (s *session) logged(ctx context.Context, t runtime.Transition, rowVersion int64) (store.Step, bool) {
+	var h []store.Step
+	_, err := s.retry(ctx, "history", func() error {
+		var err error
+		h, err = s.e.st.History(ctx, s.run.ID)
+		return err
+	})
+	if err != nil {
+		return store.Step{}, false
+	}
+	for i := len(h) - 1; i >= 0; i-- {
+		st := h[i]
+		if st.Kind == store.KindTransition && st.RowVersion == rowVersion+1 && st.Event == t.Event && st.From == t.From && st.To == t.To {
+			return st, true
+		}
+	}
+	return store.Step{}, false
+}
