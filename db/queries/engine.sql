@@ -261,3 +261,10 @@ SELECT pg_notify(@channel::text, @payload::text);
 
 -- name: DBNow :one
 SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now;
+
+-- name: ChildEventNamed :one
+-- Whether a child of the run, finished or not, names event as the one
+-- fired on the run when it finishes.
+SELECT EXISTS (
+    SELECT 1 FROM workflow_runs c WHERE c.parent_run_id = @id AND c.parent_event = @event::text
+)::bool AS named;

@@ -173,7 +173,12 @@
 // machine's table and guards, fenced by the run's row version (the
 // signaller holds no lease). If the run enters a state with a handler it is
 // due at once; a handler in flight for the previous state finds its own
-// transition refused and writes nothing.
+// transition refused and writes nothing. Signal refuses, with
+// ErrInternalEvent, the events that the engine fires itself, so that no
+// caller can forge them: the completion event of one of the run's
+// children, and the events of timers and exhausted states, unless the
+// machine declares them external (for a timeout that an operator may also
+// trigger, say).
 //
 // Cancel cancels a run on behalf of a user by firing the machine's cancel
 // event, the one its .fsm file names with cancel EVENT
@@ -212,8 +217,10 @@
 // Errors about a run are *RunError values naming the operation and the run
 // and wrapping a sentinel (ErrLeaseLost, ErrNotOwner, ErrRunFinished,
 // ErrNotRegistered, ErrPolicy, ErrNoCancelEvent, ErrNotCancellable,
-// ErrNoEngine, ErrPanic) or an error
-// of the store (store.ErrConflict, store.ErrTransitionRefused, ...) or of
-// the machine (runtime.ErrIllegalTransition, runtime.ErrGuardRejected);
-// match them with errors.Is.
+// ErrNoEngine, ErrPanic, ErrInternalEvent) or an error of the machine
+// (runtime.ErrIllegalTransition, runtime.ErrGuardRejected); match them
+// with errors.Is. Errors of the store (store.ErrConflict,
+// store.ErrRunNotFound, ...) are returned as the store reports them, so
+// that a message names one component. New refuses a Config that cannot
+// work with ErrInvalidConfig.
 package engine

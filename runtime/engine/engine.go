@@ -179,6 +179,9 @@ type registered struct {
 	exhausted ExhaustedFunc
 	// fields maps an event to its payload fields.
 	fields map[string]map[string]bool
+	// internal maps the events the engine fires as timers or on exhausted
+	// states, and that are not external, to a description of that.
+	internal map[string]string
 }
 
 // Engine drives runs of registered machines durably. It is safe for
@@ -234,7 +237,7 @@ func (e *Engine) Register(ctx context.Context, d runtime.Driver, opts ...Registe
 	if err := e.st.Register(ctx, def); err != nil {
 		return err
 	}
-	r := &registered{driver: d, def: def, fields: map[string]map[string]bool{}}
+	r := &registered{driver: d, def: def, fields: map[string]map[string]bool{}, internal: internalEvents(def)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -340,12 +343,18 @@ func (e *Engine) notify(ctx context.Context, typ string) {
 // run's previous state finds its own transition refused. Signalling a
 // terminal run fails with ErrRunFinished; an event the state does not
 // accept fails with an error matching runtime.ErrIllegalTransition or
-// runtime.ErrGuardRejected.
+// runtime.ErrGuardRejected. The events the engine fires itself are refused
+// with ErrInternalEvent: a child's completion event (see StartChild), and
+// a timer's or an exhausted state's event unless the machine declares it
+// external (runtime.EventSpec.External).
 func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (store.Run, error) {
 	if ev == nil {
 		return store.Run{}, runErr("signal", runID, fmt.Errorf("%w: nil event", store.ErrInvalidInput))
 	}
-	return e.fireExternal(ctx, "signal "+ev.EventName(), runID, func(store.Run, *registered) (runtime.Event, *store.Result, error) {
+	return e.fireExternal(ctx, "signal "+ev.EventName(), runID, func(run store.Run, r *registered) (runtime.Event, *store.Result, error) {
+		if err := e.signallable(ctx, r, run.ID, ev.EventName()); err != nil {
+			return nil, nil, err
+		}
 		return ev, nil, nil
 	})
 }

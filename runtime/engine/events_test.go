@@ -125,29 +125,7 @@ func TestTimer(t *testing.T) {
 func TestChildRun(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
-	wait := running("P_WAIT")
-	wait.Wait = true
-	parent := def("parent",
-		[]runtime.StateSpec{running("P_START"), wait, final("P_DONE", runtime.StatusSucceeded), final("P_FAILED", runtime.StatusFailed)},
-		[]string{"P_START", "Spawned", "P_WAIT"},
-		[]string{"P_WAIT", "KidDone", "P_DONE", "KidSucceeded"},
-		[]string{"P_WAIT", "KidDone", "P_FAILED"},
-	)
-	for i := range parent.Events {
-		if parent.Events[i].Name == "KidDone" {
-			parent.Events[i].Fields = []runtime.FieldSpec{{Name: "childRunID", Type: "string"}, {Name: "status", Type: "string"}, {Name: "outcome", Type: "string"}}
-		}
-	}
-	pd := &driver{def: parent, guards: map[string]func(ev) bool{"KidSucceeded": func(e ev) bool { return e.data["status"] == "succeeded" }},
-		handlers: map[string]handler{"P_START": func(_ context.Context, run *runtime.Run) (runtime.Event, error) {
-			if err := engine.StartChild(run, engine.Child{Type: "kid", Input: map[string]int{"n": 7}, Event: "KidDone"}); err != nil {
-				return nil, err
-			}
-			return event("Spawned"), nil
-		}}}
-	kidDef := def("kid", []runtime.StateSpec{running("K1"), final("KEND", runtime.StatusSucceeded)}, []string{"K1", "Next", "KEND"})
-	kidDef.States[1].Outcome = "solved"
-	kid := &driver{def: kidDef, handlers: map[string]handler{"K1": constant(event("Next"))}}
+	pd, kid := childDrivers()
 	e := v.engine(t, engine.Config{}, pd, kid)
 	run := v.start(t, e, "parent", "p")
 

@@ -161,6 +161,26 @@ func (q *Queries) AttemptEvents(ctx context.Context, arg AttemptEventsParams) ([
 	return items, nil
 }
 
+const childEventNamed = `-- name: ChildEventNamed :one
+SELECT EXISTS (
+    SELECT 1 FROM workflow_runs c WHERE c.parent_run_id = $1 AND c.parent_event = $2::text
+)::bool AS named
+`
+
+type ChildEventNamedParams struct {
+	ID    pgtype.UUID
+	Event string
+}
+
+// Whether a child of the run, finished or not, names event as the one
+// fired on the run when it finishes.
+func (q *Queries) ChildEventNamed(ctx context.Context, arg ChildEventNamedParams) (bool, error) {
+	row := q.db.QueryRow(ctx, childEventNamed, arg.ID, arg.Event)
+	var named bool
+	err := row.Scan(&named)
+	return named, err
+}
+
 const claimRuns = `-- name: ClaimRuns :many
 WITH picked AS (
     SELECT r.id, r.lease_owner AS prev_owner
