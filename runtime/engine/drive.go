@@ -458,6 +458,10 @@ func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runti
 	if err == nil || s.settled(err) {
 		return s.outcome(err)
 	}
+	if errors.Is(err, store.ErrInvalidInput) || errors.Is(err, store.ErrPayload) {
+		// Refused again on every try: not retried.
+		return s.exhausted(ctx, st, CodeInvalidInput, errorDetail(err))
+	}
 	code := CodeHandlerError
 	var te *runtime.TransitionError
 	if errors.As(err, &te) {

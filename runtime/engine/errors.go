@@ -79,4 +79,10 @@ const (
 	// CodeChildEvent: a finished child's event could not be fired on its
 	// parent.
 	CodeChildEvent = "CHILD_EVENT_REFUSED"
+	// CodeInvalidInput: the store refused the event a handler returned, or
+	// what came with it, as invalid input (store.ErrInvalidInput: a NUL
+	// character, invalid UTF-8, over a size limit) or as a payload that
+	// does not encode (store.ErrPayload). It is not retried: the same input
+	// would be refused again.
+	CodeInvalidInput = "INVALID_INPUT"
 )

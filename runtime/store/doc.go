@@ -136,6 +136,18 @@
 // raise errors with SQLSTATEs of class FS; Translate maps them (and a few
 // others) to the same sentinels for code that sends SQL itself.
 //
+// # Limits
+//
+// Every payload (a run's input and policy snapshot, an event's payload, a
+// step's or a message's, a result's output) and every key or name a caller
+// gives (idempotency key, type, tenant id, step name, topic, outcome) is
+// checked before it is written: a JSON document over Limits.MaxPayload
+// (1 MiB by default), a key over Limits.MaxKey (512 bytes), invalid UTF-8,
+// or a NUL character (a NUL byte in a key, \u0000 in a JSON string), none
+// of which PostgreSQL stores, fail with ErrInvalidInput and write nothing.
+// Set the limits with WithLimits. Error messages quote at most the first 32
+// bytes of an input. The engine does not retry an event refused this way.
+//
 // # Time
 //
 // Every time the store compares or writes comes from the database's clock.

@@ -156,7 +156,7 @@ func (s *Store) LogStepTx(ctx context.Context, tx pgx.Tx, runID, name string, pa
 }
 
 func (s *Store) logStep(ctx context.Context, tx pgx.Tx, runID, name string, payload any) (Step, error) {
-	op := "log step " + name
+	op := "log step " + short(name)
 	id, err := parseRunID(op, runID)
 	if err != nil {
 		return Step{}, err
@@ -164,7 +164,10 @@ func (s *Store) logStep(ctx context.Context, tx pgx.Tx, runID, name string, payl
 	if name == "" {
 		return Step{}, runErr(op, runID, fmt.Errorf("%w: empty step name", ErrInvalidInput))
 	}
-	raw, err := encodeJSON("payload of step "+name, payload)
+	if err := s.checkText("step name", name); err != nil {
+		return Step{}, runErr(op, runID, err)
+	}
+	raw, err := s.encodeJSON("payload of step "+short(name), payload)
 	if err != nil {
 		return Step{}, runErr(op, runID, err)
 	}
@@ -208,7 +211,7 @@ func (s *Store) EmitTx(ctx context.Context, tx pgx.Tx, runID, topic string, payl
 }
 
 func (s *Store) emit(ctx context.Context, tx pgx.Tx, runID, topic string, payload any) (Message, error) {
-	op := "emit " + topic
+	op := "emit " + short(topic)
 	id, err := parseRunID(op, runID)
 	if err != nil {
 		return Message{}, err
@@ -216,7 +219,10 @@ func (s *Store) emit(ctx context.Context, tx pgx.Tx, runID, topic string, payloa
 	if topic == "" {
 		return Message{}, runErr(op, runID, fmt.Errorf("%w: empty topic", ErrInvalidInput))
 	}
-	raw, err := encodeJSON("payload of message "+topic, payload)
+	if err := s.checkText("topic", topic); err != nil {
+		return Message{}, runErr(op, runID, err)
+	}
+	raw, err := s.encodeJSON("payload of message "+short(topic), payload)
 	if err != nil {
 		return Message{}, runErr(op, runID, err)
 	}

@@ -123,7 +123,7 @@ func (s *Store) transitionParams(ctx context.Context, id pgtype.UUID, rowVersion
 	if !d.moves[[3]string{t.From, t.Event, t.To}] {
 		return dbsqlc.AdvanceRunParams{}, false, fmt.Errorf("%w: %s v%d has no transition %s -> %s on %s", ErrTransitionRefused, t.Machine, t.Version, t.From, t.To, t.Event)
 	}
-	payload, err := encodeJSON("payload of "+t.Event, t.Payload)
+	payload, err := s.encodeJSON("payload of "+t.Event, t.Payload)
 	if err != nil {
 		return dbsqlc.AdvanceRunParams{}, false, err
 	}
@@ -146,14 +146,17 @@ func (s *Store) transitionParams(ctx context.Context, id pgtype.UUID, rowVersion
 			outcome = res.Outcome
 		}
 		if len(res.Output) > 0 {
-			if p.Output, err = encodeJSON("result output", res.Output); err != nil {
+			if p.Output, err = s.encodeJSON("result output", res.Output); err != nil {
 				return dbsqlc.AdvanceRunParams{}, false, err
 			}
 		}
 		p.CostUsd = res.CostUSD
 		p.DurationMs = pgtype.Int8{Int64: res.DurationMS, Valid: res.DurationMS != 0}
-		p.ErrorCode = pgtype.Text{String: res.ErrorCode, Valid: res.ErrorCode != ""}
-		p.ErrorDetail = pgtype.Text{String: res.ErrorDetail, Valid: res.ErrorDetail != ""}
+		p.ErrorCode = pgtype.Text{String: sanitize(res.ErrorCode), Valid: res.ErrorCode != ""}
+		p.ErrorDetail = pgtype.Text{String: sanitize(res.ErrorDetail), Valid: res.ErrorDetail != ""}
+	}
+	if err := s.checkText("outcome", outcome); err != nil {
+		return dbsqlc.AdvanceRunParams{}, false, err
 	}
 	p.Outcome = pgtype.Text{String: outcome, Valid: outcome != ""}
 	return p, true, nil

@@ -93,6 +93,8 @@ type Result struct {
 	// DurationMS is the attempt's duration; when left zero, the store
 	// computes it with the database's clock from the attempt's start.
 	DurationMS  int64  `json:"duration_ms"`
+	// ErrorCode and ErrorDetail describe a failure; invalid UTF-8 and NUL
+	// bytes in them are stored as U+FFFD.
 	ErrorCode   string `json:"error_code,omitempty"`
 	ErrorDetail string `json:"error_detail,omitempty"`
 }
@@ -158,7 +160,7 @@ func uuidString(u pgtype.UUID) string {
 func parseUUID(what, s string) (pgtype.UUID, error) {
 	var u pgtype.UUID
 	if err := u.Scan(s); err != nil {
-		return u, fmt.Errorf("%s %q is not a UUID", what, s)
+		return u, fmt.Errorf("%s %s is not a UUID", what, quote(s))
 	}
 	return u, nil
 }
@@ -166,14 +168,14 @@ func parseUUID(what, s string) (pgtype.UUID, error) {
 func parseRunID(op, id string) (pgtype.UUID, error) {
 	u, err := parseUUID("run id", id)
 	if err != nil {
-		return u, runErr(op, id, fmt.Errorf("%w: %w", ErrInvalidID, err))
+		return u, runErr(op, "", fmt.Errorf("%w: %w", ErrInvalidID, err))
 	}
 	return u, nil
 }
 
-// encodeJSON encodes v for a JSONB column: nil stays NULL, a
-// json.RawMessage or []byte must already be valid JSON.
-func encodeJSON(what string, v any) ([]byte, error) {
+// marshalJSON encodes v for a JSONB column: nil stays NULL, a
+// json.RawMessage must already be valid JSON.
+func marshalJSON(what string, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return nil, nil

@@ -106,10 +106,15 @@ const maxStartRounds = 16
 // DO NOTHING, then a read), and the row version decides who restarts a
 // failed run; every other caller sees the run the winner made.
 func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
-	op := fmt.Sprintf("start %s/%s", p.Type, p.IdempotencyKey)
+	op := fmt.Sprintf("start %s/%s", short(p.Type), short(p.IdempotencyKey))
 	fail := func(err error) (StartResult, error) { return StartResult{}, runErr(op, "", err) }
 	if p.Type == "" || p.IdempotencyKey == "" || p.TenantID == "" {
 		return fail(fmt.Errorf("%w: type, idempotency key and tenant id are required", ErrInvalidInput))
+	}
+	for _, f := range [...]struct{ what, v string }{{"type", p.Type}, {"idempotency key", p.IdempotencyKey}, {"tenant id", p.TenantID}} {
+		if err := s.checkText(f.what, f.v); err != nil {
+			return fail(err)
+		}
 	}
 	var userID, corrID pgtype.UUID
 	var err error
@@ -123,11 +128,11 @@ func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 			return fail(fmt.Errorf("%w: %w", ErrInvalidInput, err))
 		}
 	}
-	input, err := encodeJSON("input", p.Input)
+	input, err := s.encodeJSON("input", p.Input)
 	if err != nil {
 		return fail(err)
 	}
-	policy, err := encodeJSON("policy snapshot", p.PolicySnapshot)
+	policy, err := s.encodeJSON("policy snapshot", p.PolicySnapshot)
 	if err != nil {
 		return fail(err)
 	}

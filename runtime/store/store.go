@@ -20,9 +20,10 @@ import (
 // Store persists runs of generated machines in Postgres. It is safe for
 // concurrent use; create one per pool with New.
 type Store struct {
-	pool  *pgxpool.Pool
-	q     *dbsqlc.Queries
-	clock func() time.Time
+	pool   *pgxpool.Pool
+	q      *dbsqlc.Queries
+	clock  func() time.Time
+	limits Limits
 
 	mu   sync.RWMutex
 	defs map[defKey]*definition
@@ -66,7 +67,7 @@ func WithClock(now func() time.Time) Option {
 
 // New returns a Store on pool. The schema must be migrated (db.Migrate).
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool, q: dbsqlc.New(pool), defs: make(map[defKey]*definition)}
+	s := &Store{pool: pool, q: dbsqlc.New(pool), limits: defaultLimits, defs: make(map[defKey]*definition)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -229,7 +230,7 @@ func init() {
 		s := st.(*Store)
 		return storehook.Internals[Run, Result]{
 			Pool: s.pool, Queries: s.q, Now: s.now, RunFromRow: runFromRow, TransitionParams: s.transitionParams,
-			ParseRunID: parseRunID, EncodeJSON: encodeJSON, RawJSON: rawJSON,
+			ParseRunID: parseRunID, EncodeJSON: s.encodeJSON, CheckText: s.checkText, Quote: short, Sanitize: sanitize, RawJSON: rawJSON,
 		}
 	}
 }

@@ -321,7 +321,10 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			if st.Name == "" {
 				return fmt.Errorf("%w: empty step name", store.ErrInvalidInput)
 			}
-			raw, err := s.in.EncodeJSON("payload of step "+st.Name, st.Payload)
+			if err := s.in.CheckText("step name", st.Name); err != nil {
+				return err
+			}
+			raw, err := s.in.EncodeJSON("payload of step "+s.in.Quote(st.Name), st.Payload)
 			if err != nil {
 				return err
 			}
@@ -342,7 +345,10 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			if m.Topic == "" {
 				return fmt.Errorf("%w: empty topic", store.ErrInvalidInput)
 			}
-			raw, err := s.in.EncodeJSON("payload of message "+m.Topic, m.Payload)
+			if err := s.in.CheckText("topic", m.Topic); err != nil {
+				return err
+			}
+			raw, err := s.in.EncodeJSON("payload of message "+s.in.Quote(m.Topic), m.Payload)
 			if err != nil {
 				return err
 			}
@@ -354,11 +360,16 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			if st.Type == "" || st.IdempotencyKey == "" {
 				return fmt.Errorf("%w: a started run needs a type and an idempotency key", store.ErrInvalidInput)
 			}
-			input, err := s.in.EncodeJSON("input of "+st.Type, st.Input)
+			for _, f := range [...]struct{ what, v string }{{"type", st.Type}, {"idempotency key", st.IdempotencyKey}, {"parent event", st.ParentEvent}} {
+				if err := s.in.CheckText(f.what, f.v); err != nil {
+					return err
+				}
+			}
+			input, err := s.in.EncodeJSON("input of "+s.in.Quote(st.Type), st.Input)
 			if err != nil {
 				return err
 			}
-			policy, err := s.in.EncodeJSON("policy snapshot of "+st.Type, st.PolicySnapshot)
+			policy, err := s.in.EncodeJSON("policy snapshot of "+s.in.Quote(st.Type), st.PolicySnapshot)
 			if err != nil {
 				return err
 			}
@@ -370,7 +381,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 				return err
 			}
 			if !r.KnownType {
-				return fmt.Errorf("%w: start %s/%s: no version of %s is registered", store.ErrUnknownDefinition, st.Type, st.IdempotencyKey, st.Type)
+				return fmt.Errorf("%w: start %s/%s: no version of %s is registered", store.ErrUnknownDefinition, st.Type, s.in.Quote(st.IdempotencyKey), st.Type)
 			}
 			out.Started = append(out.Started, uuidString(r.RunID))
 		}
@@ -431,8 +442,8 @@ func (s *Store) ScheduleRetry(ctx context.Context, l Lease, rowVersion int64, st
 		return time.Time{}, err
 	}
 	at, err := s.q.ScheduleRetry(ctx, dbsqlc.ScheduleRetryParams{
-		Now: s.now(), DelayUs: max(delay, 0).Microseconds(), ErrorCode: pgtype.Text{String: code, Valid: code != ""},
-		ErrorDetail: detail, ID: id, RowVersion: rowVersion, StepAttempt: int32(stepAttempt), Owner: l.Owner, Epoch: l.Epoch,
+		Now: s.now(), DelayUs: max(delay, 0).Microseconds(), ErrorCode: pgtype.Text{String: s.in.Sanitize(code), Valid: code != ""},
+		ErrorDetail: s.in.Sanitize(detail), ID: id, RowVersion: rowVersion, StepAttempt: int32(stepAttempt), Owner: l.Owner, Epoch: l.Epoch,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, runErr("schedule retry", l.RunID, s.whyNot(ctx, id, &l, runtime.Transition{}, rowVersion))
@@ -451,8 +462,8 @@ func (s *Store) Park(ctx context.Context, l Lease, rowVersion int64, code, detai
 	if err != nil {
 		return err
 	}
-	_, err = s.q.ParkRun(ctx, dbsqlc.ParkRunParams{Now: s.now(), ErrorCode: pgtype.Text{String: code, Valid: code != ""},
-		ErrorDetail: detail, ID: id, RowVersion: rowVersion, Owner: l.Owner, Epoch: l.Epoch})
+	_, err = s.q.ParkRun(ctx, dbsqlc.ParkRunParams{Now: s.now(), ErrorCode: pgtype.Text{String: s.in.Sanitize(code), Valid: code != ""},
+		ErrorDetail: s.in.Sanitize(detail), ID: id, RowVersion: rowVersion, Owner: l.Owner, Epoch: l.Epoch})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return runErr("park", l.RunID, s.whyNot(ctx, id, &l, runtime.Transition{}, rowVersion))
 	}
