@@ -92,7 +92,7 @@ type Result struct {
 	CostUSD float64 `json:"cost_usd"`
 	// DurationMS is the attempt's duration; when left zero, the store
 	// computes it with the database's clock from the attempt's start.
-	DurationMS  int64  `json:"duration_ms"`
+	DurationMS int64 `json:"duration_ms"`
 	// ErrorCode and ErrorDetail describe a failure; invalid UTF-8 and NUL
 	// bytes in them are stored as U+FFFD.
 	ErrorCode   string `json:"error_code,omitempty"`
