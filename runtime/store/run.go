@@ -168,7 +168,7 @@ func parseUUID(what, s string) (pgtype.UUID, error) {
 func parseRunID(op, id string) (pgtype.UUID, error) {
 	u, err := parseUUID("run id", id)
 	if err != nil {
-		return u, runErr(op, "", fmt.Errorf("%w: %w", ErrInvalidID, err))
+		return u, runErr(op, short(id), fmt.Errorf("%w: %w", ErrInvalidID, err))
 	}
 	return u, nil
 }

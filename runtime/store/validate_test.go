@@ -53,7 +53,7 @@ func TestBadInputIsRefusedAtTheBoundary(t *testing.T) {
 		{"NUL in a topic", emitErr(e, run.ID, "to\x00pic", nil),
 			`store: emit "to\x00pic" run ` + run.ID + `: invalid input: topic holds a NUL byte, which PostgreSQL cannot store: "to\x00pic"`},
 		{"1 MB run id", getErr(e, bigKey),
-			`store: get: malformed run id: run id "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"… is not a UUID`},
+			`store: get run "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"…: malformed run id: run id "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"… is not a UUID`},
 	}
 	for _, tt := range tests {
 		if !errors.Is(tt.err, store.ErrInvalidInput) && !errors.Is(tt.err, store.ErrInvalidID) {
