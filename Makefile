@@ -14,10 +14,11 @@ generate: sqlc
 	$(GO) generate ./...
 	cd bench && $(GO) generate ./...
 
-# sqlc is pinned in tools/go.mod, a module of its own so that its
-# dependencies stay out of the main module.
+# sqlc is a tool of tools/go.mod, a module of its own so that its
+# dependencies stay out of the main module (see tools.go). fsmgen is a tool
+# of the main module's go.mod: the //go:generate lines run go tool fsmgen.
 sqlc:
-	cd tools && $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc generate -f ../db/sqlc.yaml
+	cd tools && $(GO) tool sqlc generate -f ../db/sqlc.yaml
 
 # Run the RetrieveOrGenerate demo on the PostgreSQL server DATABASE_URL
 # names, or on a throwaway local cluster when it is unset.
@@ -41,10 +42,15 @@ check-generated:
 bench:
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem ./...
 
+# Every module of the repository (the main one, bench, tools, ...) must be
+# tidy: go.mod lists what the code imports, direct requirements as direct.
+MODULES = $(shell find . -name go.mod -not -path './.git/*' -not -path '*/testdata/*' -exec dirname {} \; | sort)
+
 lint:
+	@for m in $(MODULES); do echo "go mod tidy -diff ($$m)"; (cd $$m && $(GO) mod tidy -diff) || exit 1; done
 	$(GO) vet ./...
 	@out=$$(gofmt -l . ) && if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
-	$(GO) run ./cmd/fsmgen fmt -l machines bench | (! grep .)
+	$(GO) tool fsmgen fmt -l machines bench | (! grep .)
 
 # Diagrams and machine pages are part of generate.
 docs:

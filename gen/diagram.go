@@ -409,8 +409,9 @@ func Page(source string, m *dsl.Machine, mermaid []byte) []byte {
 
 	b.WriteString("## Regenerating\n\n")
 	fmt.Fprintf(&b, "Every file in this directory is generated from [%s](../%s). Edit that file, then run\n", source, source)
-	b.WriteString("`go generate` in its directory, whose `//go:generate` line runs fsmgen on it:\n\n")
-	fmt.Fprintf(&b, "```sh\ngo run github.com/fsmgen/fsmgen/cmd/fsmgen %s\n```\n", source)
+	b.WriteString("`go generate` in its directory, whose `//go:generate` line runs fsmgen on it (a Go tool of the\n")
+	b.WriteString("module: `go get -tool github.com/fsmgen/fsmgen/cmd/fsmgen`):\n\n")
+	fmt.Fprintf(&b, "```go\n//go:generate go tool fsmgen %s\n```\n", source)
 	return b.Bytes()
 }
 

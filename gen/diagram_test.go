@@ -306,7 +306,7 @@ func TestPage(t *testing.T) {
 		"| `RETRIEVING` | driven | 3 attempts, backoff 1s ×2 | – |",
 		"| `SUCCEEDED` | final: succeeded | – | – |",
 		"| `RETRIEVING` | `RetrievalHit` | `AtOrAboveThreshold` | `SUCCEEDED` | `hit` |",
-		"go run github.com/fsmgen/fsmgen/cmd/fsmgen retrieve_or_generate.fsm\n",
+		"//go:generate go tool fsmgen retrieve_or_generate.fsm\n",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

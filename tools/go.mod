@@ -2,7 +2,7 @@ module github.com/fsmgen/fsmgen/tools
 
 go 1.26.0
 
-require github.com/sqlc-dev/sqlc v1.31.1
+require github.com/sqlc-dev/sqlc v1.31.1 // indirect
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -49,3 +49,5 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+tool github.com/sqlc-dev/sqlc/cmd/sqlc

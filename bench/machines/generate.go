@@ -2,4 +2,4 @@
 // the Cycle machine of cycle.fsm, whose generated package is machines/cycle.
 package machines
 
-//go:generate go run github.com/fsmgen/fsmgen/cmd/fsmgen cycle.fsm
+//go:generate go tool fsmgen cycle.fsm

@@ -9,10 +9,14 @@
 //
 // Each machine of FILE.fsm becomes a package in the directory named after
 // it, next to FILE.fsm: the machine (fsm.go), its exhaustive tests
-// (fsm_test.go), a Mermaid and a Graphviz diagram, and a README.md page. A
-// //go:generate line next to the .fsm file runs it:
+// (fsm_test.go), a Mermaid and a Graphviz diagram, and a README.md page.
+// Add fsmgen to a module as a Go tool, which pins its version in go.mod:
 //
-//	//go:generate go run github.com/fsmgen/fsmgen/cmd/fsmgen machine.fsm
+//	go get -tool github.com/fsmgen/fsmgen/cmd/fsmgen
+//
+// and put a //go:generate line next to the .fsm file:
+//
+//	//go:generate go tool fsmgen machine.fsm
 //
 // Errors are printed as path:line:col: message, every one of them, and
 // nothing is written when any input has an error. Warnings (path:line:col:

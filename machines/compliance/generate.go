@@ -11,4 +11,4 @@
 // queries by criteria.
 package compliance
 
-//go:generate go run github.com/fsmgen/fsmgen/cmd/fsmgen fcha.fsm
+//go:generate go tool fsmgen fcha.fsm

@@ -11,4 +11,4 @@
 // execute), result handling, wake-up, and the inbox and outbox.
 package linearchain
 
-//go:generate go run github.com/fsmgen/fsmgen/cmd/fsmgen linear_chain.fsm
+//go:generate go tool fsmgen linear_chain.fsm

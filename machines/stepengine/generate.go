@@ -11,4 +11,4 @@
 // and the audit export as JSON and CSV.
 package stepengine
 
-//go:generate go run github.com/fsmgen/fsmgen/cmd/fsmgen step_engine.fsm
+//go:generate go tool fsmgen step_engine.fsm

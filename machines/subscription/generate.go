@@ -1,3 +1,3 @@
 package subscription
 
-//go:generate go run github.com/fsmgen/fsmgen/cmd/fsmgen subscription.fsm
+//go:generate go tool fsmgen subscription.fsm
