@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,105 +13,6 @@ import (
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// The service's files: a machine that never ends, the line that generates
-// it, and a test that drives it on the store.
-var service = map[string]string{
-	"doors/door.fsm": `// Door opens, closes and locks for as long as it stands.
-machine Door {
-    initial CLOSED wait
-    state   OPEN   wait
-    state   LOCKED wait
-
-    event Open { by string }
-    event Close
-    event Lock
-    event Unlock
-
-    CLOSED -> OPEN   on Open
-    OPEN   -> CLOSED on Close
-    CLOSED -> LOCKED on Lock
-    LOCKED -> CLOSED on Unlock
-}
-`,
-	"doors/generate.go": `// Package doors keeps the doors of a building.
-package doors
-
-//go:generate go tool fsmgen door.fsm
-`,
-	"doors/doors_test.go": `package doors_test
-
-import (
-	"context"
-	"errors"
-	"os"
-	"slices"
-	"testing"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"example.com/doorsvc/doors/door"
-	"github.com/fsmgen/fsmgen/db"
-	"github.com/fsmgen/fsmgen/runtime"
-	"github.com/fsmgen/fsmgen/runtime/store"
-)
-
-func TestDoorOnTheStore(t *testing.T) {
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, os.Getenv("DOORSVC_DATABASE_URL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := db.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	st := store.New(pool)
-	if err := st.Register(ctx, door.Definition()); err != nil {
-		t.Fatal(err)
-	}
-	res, err := st.Start(ctx, store.StartParams{Type: door.Type, Version: door.Version, IdempotencyKey: "front-door", TenantID: "acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, rec, err := st.Load(ctx, res.Run.ID, door.Definition())
-	if err != nil {
-		t.Fatal(err)
-	}
-	state, err := door.ParseState(run.State)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := door.New(door.WithState(state), door.WithRecorder(rec))
-	for _, e := range []door.Event{door.Open{By: "ann"}, door.Close{}, door.Lock{}, door.Unlock{}, door.Open{By: "bob"}} {
-		if err := m.Fire(ctx, e); err != nil {
-			t.Fatalf("%s: %v", e.EventName(), err)
-		}
-	}
-	if err := m.Fire(ctx, door.Lock{}); !errors.Is(err, runtime.ErrIllegalTransition) {
-		t.Fatalf("Lock while OPEN: %v, want ErrIllegalTransition", err)
-	}
-	got, err := st.Get(ctx, res.Run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.State != "OPEN" || got.Status != runtime.StatusRunning || m.State() != door.StateOpen {
-		t.Fatalf("run in %s (%s), machine in %s; want OPEN, running", got.State, got.Status, m.State())
-	}
-	h, err := st.History(ctx, res.Run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var events []string
-	for _, s := range h {
-		events = append(events, s.Name)
-	}
-	if want := []string{"start", "Open", "Close", "Lock", "Unlock", "Open"}; !slices.Equal(events, want) {
-		t.Fatalf("history %v, want %v", events, want)
-	}
-}
-`,
-}
 
 // TestUsedFromAnotherModule follows the README's "Write a machine" in a
 // new module outside the repository.
@@ -173,8 +75,22 @@ func TestUsedFromAnotherModule(t *testing.T) {
 		}
 	}
 
-	for name, content := range service {
-		write(name, content)
+	// The service: a machine that never ends, the line that generates it,
+	// and a test that drives it on the store.
+	err = filepath.WalkDir(filepath.Join("testdata", "doorsvc"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(filepath.Join("testdata", "doorsvc"), p)
+		write(filepath.ToSlash(rel), string(b))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	gocmd("generate", "./...")
 	for _, f := range []string{"fsm.go", "fsm_test.go", "diagram.mmd", "diagram.dot", "README.md"} {
