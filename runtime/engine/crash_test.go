@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -85,10 +86,10 @@ func TestCrashRecovery(t *testing.T) {
 	var lease enginestore.Lease
 	var run store.Run
 	{
-		calls := 0
+		var calls atomic.Int32
 		finishing := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{
 			"WORKING": func(ctx context.Context, r *runtime.Run) (runtime.Event, error) {
-				calls++
+				calls.Add(1)
 				// The dead worker's late write, with its stale lease: refused.
 				_, err := enginestore.New(v.st).Advance(ctx, r.ID, enginestore.AdvanceParams{Lease: &lease, RowVersion: run.RowVersion,
 					Transition: runtime.Transition{Machine: "job", Version: 1, From: "WORKING", To: "DONE", Event: "Finish", Status: runtime.StatusSucceeded}})
@@ -120,8 +121,8 @@ func TestCrashRecovery(t *testing.T) {
 		// The second worker takes the run once the lease expired.
 		work(t, e)
 		got := wait(t, e, run.ID, 15*time.Second)
-		if got.State != "DONE" || calls != 1 {
-			t.Errorf("run in %s after %d calls", got.State, calls)
+		if got.State != "DONE" || calls.Load() != 1 {
+			t.Errorf("run in %s after %d calls", got.State, calls.Load())
 		}
 	}
 	want := []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING",

@@ -201,10 +201,15 @@
 //
 // # Shutdown
 //
-// When Work's context is done, no new handler starts; running handlers have
-// ShutdownGrace to finish and record their transitions; then their contexts
-// are cancelled, their leases released and their runs made due at once for
-// other workers. Drive releases its lease when its context is done.
+// When Work's context is done, no new handler starts, and Work returns
+// within ShutdownGrace. Running handlers have most of it (all but a
+// quarter, at most a second) to finish and record their transitions; then
+// their contexts are cancelled, their leases released and their runs made
+// due at once for other workers. A handler that ignores its context does
+// not hold Work up: it is left behind when the grace is up, its lease is no
+// longer extended, and once the lease has expired another worker resumes
+// the run, counting the interrupted try. Drive releases its lease when its
+// context is done.
 //
 // # Time
 //

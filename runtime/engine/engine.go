@@ -38,9 +38,11 @@ type Config struct {
 	PollInterval time.Duration
 	// Concurrency is the number of runs Work drives at once. Default 8.
 	Concurrency int
-	// ShutdownGrace is how long Work lets running handlers finish after its
-	// context is done; then their contexts are cancelled and their runs
-	// released. Default 10s.
+	// ShutdownGrace bounds how long Work takes to return after its context
+	// is done: running handlers may finish during its first part (all but
+	// a quarter of it, at most a second); then their contexts are
+	// cancelled and their runs released. A handler that ignores its
+	// context is left behind; its lease expires. Default 10s.
 	ShutdownGrace time.Duration
 	// RecoveryLimit is the number of tries of a state, interrupted by
 	// expired leases, after which the state counts as exhausted even when

@@ -79,24 +79,22 @@ func TestSignal(t *testing.T) {
 	}
 }
 
+// TestSignalWakesWorker: with an hour between polls, the notification of
+// the signal wakes the idle worker, which drives the run on.
 func TestSignalWakesWorker(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	e := v.engine(t, engine.Config{PollInterval: time.Hour}, approvalDriver())
+	run := v.start(t, e, "approval", "k")
+	if got, err := e.Drive(context.Background(), run.ID); err != nil || got.State != "AWAIT" {
+		t.Fatalf("Drive: %s, %v", got.State, err)
+	}
 	work(t, e)
 	<-e.Listening()
-	run := v.start(t, e, "approval", "k")
-	deadline := time.Now().Add(5 * time.Second)
-	for v.get(t, run.ID).State != "AWAIT" {
-		if time.Now().After(deadline) {
-			t.Fatal("the run did not reach AWAIT")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 	if _, err := e.Signal(context.Background(), run.ID, event("Approve")); err != nil {
 		t.Fatal(err)
 	}
-	if got := wait(t, e, run.ID, 3*time.Second); got.State != "DONE" {
+	if got := wait(t, e, run.ID, 30*time.Second); got.State != "DONE" {
 		t.Errorf("run in %s", got.State)
 	}
 }

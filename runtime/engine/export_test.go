@@ -2,3 +2,7 @@ package engine
 
 // Listening is closed once Work listens for notifications.
 func (e *Engine) Listening() <-chan struct{} { return e.listening }
+
+// OnHeartbeat sets a function called after each extension of a running
+// handler's lease, with its error. Set it before the engine works.
+func (e *Engine) OnHeartbeat(f func(runID string, err error)) { e.hooks.heartbeat = f }

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,31 +81,61 @@ func TestCancelRefusedByGuard(t *testing.T) {
 	}
 }
 
+// TestHeartbeatKeepsLease: while a handler runs for several leases, by the
+// database's clock, its heartbeats keep the lease, and a rival worker never
+// takes the run.
 func TestHeartbeatKeepsLease(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t)
-	calls := 0
+	clk := newClock()
+	v := newEnv(t, store.WithClock(clk.Now))
+	var calls atomic.Int32
+	started, release := make(chan struct{}, 1), make(chan struct{})
 	d := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{
 		"QUEUED": constant(event("Begin")),
 		"WORKING": func(ctx context.Context, run *runtime.Run) (runtime.Event, error) {
-			calls++
+			calls.Add(1)
+			started <- struct{}{}
 			select {
-			case <-time.After(1200 * time.Millisecond): // four leases long
+			case <-release:
 			case <-ctx.Done():
 				return nil, context.Cause(ctx)
 			}
 			return event("Finish"), nil
 		},
 	}}
-	cfg := engine.Config{Lease: 300 * time.Millisecond, Heartbeat: 50 * time.Millisecond, PollInterval: 10 * time.Millisecond}
+	const lease = time.Minute
+	cfg := engine.Config{Lease: lease, Heartbeat: 20 * time.Millisecond, PollInterval: 10 * time.Millisecond}
 	e1 := v.engine(t, cfg, d)
+	beats := make(chan error, 1024)
+	e1.OnHeartbeat(func(_ string, err error) {
+		select {
+		case beats <- err:
+		default:
+		}
+	})
 	run := v.start(t, e1, "job", "k")
-	e2 := v.engine(t, cfg, d) // a rival that would take an expired run
 	work(t, e1)
+	<-started
+	e2 := v.engine(t, cfg, d) // a rival that would take an expired run
 	work(t, e2)
-	got := wait(t, e1, run.ID, 10*time.Second)
-	if got.State != "DONE" || calls != 1 {
-		t.Errorf("run in %s after %d handler calls, want DONE after 1", got.State, calls)
+
+	// Five times two thirds of a lease pass on the database's clock; after
+	// each, the test waits for a heartbeat begun after it.
+	for range 5 {
+		clk.Advance(2 * lease / 3)
+		for len(beats) > 0 {
+			<-beats
+		}
+		for range 2 { // the first may have begun before the clock moved
+			if err := <-beats; err != nil {
+				t.Fatalf("heartbeat: %v", err)
+			}
+		}
+	}
+	close(release)
+	got := wait(t, e1, run.ID, 30*time.Second)
+	if got.State != "DONE" || calls.Load() != 1 {
+		t.Errorf("run in %s after %d handler calls, want DONE after 1", got.State, calls.Load())
 	}
 	if s := v.steps(t, run.ID, "lease_expired"); len(s) != 0 {
 		t.Errorf("the lease expired while the handler ran: %v", s)
@@ -154,7 +185,7 @@ func TestShutdownReleasesLeases(t *testing.T) {
 			return nil, ctx.Err()
 		},
 	}}
-	e1 := v.engine(t, engine.Config{Lease: time.Hour, ShutdownGrace: 50 * time.Millisecond, PollInterval: 10 * time.Millisecond}, blocking)
+	e1 := v.engine(t, engine.Config{Lease: time.Hour, ShutdownGrace: 2 * time.Second, PollInterval: 10 * time.Millisecond}, blocking)
 	a, b := v.start(t, e1, "job", "a"), v.start(t, e1, "job", "b")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -209,5 +240,57 @@ func TestShutdownLetsHandlerFinish(t *testing.T) {
 	}
 	if got := v.get(t, run.ID); got.State != "DONE" || got.LeaseOwner != "" {
 		t.Errorf("after a graceful shutdown: %s, lease %q", got.State, got.LeaseOwner)
+	}
+}
+
+// TestShutdownAbandonsStuckHandler: a handler that ignores its context
+// does not keep Work from returning within its grace; the run's lease, no
+// longer extended, expires, and another worker resumes the run.
+func TestShutdownAbandonsStuckHandler(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	v := newEnv(t, store.WithClock(clk.Now))
+	started, unblock := make(chan struct{}, 1), make(chan struct{})
+	t.Cleanup(func() { close(unblock) }) // lets the stuck goroutine end with the test
+	stuck := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{
+		"QUEUED": constant(event("Begin")),
+		"WORKING": func(context.Context, *runtime.Run) (runtime.Event, error) {
+			started <- struct{}{}
+			<-unblock // ignores its context
+			return nil, errors.New("too late")
+		},
+	}}
+	cfg := engine.Config{Lease: time.Hour, ShutdownGrace: 200 * time.Millisecond, PollInterval: 10 * time.Millisecond}
+	e1 := v.engine(t, cfg, stuck)
+	run := v.start(t, e1, "job", "k")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e1.Work(ctx) }()
+	<-started
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Work did not return with a handler that ignores its context")
+	}
+	held := v.get(t, run.ID)
+	if held.State != "WORKING" || held.LeaseOwner != e1.WorkerID() {
+		t.Fatalf("after the shutdown: %s, lease %q", held.State, held.LeaseOwner)
+	}
+
+	// Once the lease has expired, by the database's clock, another worker
+	// takes the run and finishes it; the interrupted try is counted.
+	finishing := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{"WORKING": constant(event("Finish"))}}
+	e2 := v.engine(t, engine.Config{Lease: time.Hour}, finishing)
+	runDue(t, e2, 0)
+	clk.Advance(time.Hour)
+	runDue(t, e2, 1)
+	want := []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING",
+		"step lease_expired WORKING->WORKING", "transition Finish WORKING->DONE"}
+	if diff := cmp.Diff(want, v.moves(t, run.ID)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
 	}
 }

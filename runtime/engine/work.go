@@ -22,10 +22,14 @@ import (
 // PollInterval in any case: notifications make it quick, polling makes it
 // correct.
 //
-// When ctx is done Work stops claiming, lets running handlers finish for up
-// to ShutdownGrace (their transitions are recorded), then cancels the
-// contexts of those still running, releases their leases so that other
-// workers may take the runs at once, and returns nil.
+// When ctx is done Work stops claiming and returns nil within
+// ShutdownGrace: running handlers have the first three quarters of it (up
+// to a second less) to finish, and their transitions are recorded; then
+// the contexts of those still running are cancelled and their leases
+// released, so that other workers may take the runs at once. A handler
+// that ignores its context is left behind when the grace is up: its lease
+// is no longer extended, and once it has expired another worker resumes
+// the run (the interrupted try counts as a try).
 func (e *Engine) Work(ctx context.Context) error {
 	kinds := e.registeredKinds()
 	if len(kinds) == 0 {
@@ -104,13 +108,29 @@ func (e *Engine) Work(ctx context.Context) error {
 		}
 	}
 
+	// Handlers have the grace but its last part to finish; then their
+	// contexts are cancelled, and the sessions have the last part to give
+	// their leases back. A handler that ignores its context is left behind
+	// when the grace is up: its heartbeat has stopped, so its lease
+	// expires and another worker resumes the run.
 	done := make(chan struct{})
 	go func() { running.Wait(); close(done) }()
+	grace := e.cfg.ShutdownGrace
+	last := min(grace/4, time.Second)
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
 	select {
 	case <-done:
-	case <-time.After(e.cfg.ShutdownGrace):
+	case <-time.After(grace - last):
 		abandon()
-		<-done
+		select {
+		case <-done:
+		case <-deadline.C:
+			mu.Lock()
+			n := busy
+			mu.Unlock()
+			e.log.Warn("shutdown grace is up; handlers that ignore their context are left behind, and their leases will expire", "runs", n)
+		}
 	}
 	listener.Wait()
 	return nil
