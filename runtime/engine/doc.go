@@ -202,8 +202,9 @@
 // # Shutdown
 //
 // When Work's context is done, no new handler starts, and Work returns
-// within ShutdownGrace. Running handlers have most of it (all but a
-// quarter, at most a second) to finish and record their transitions; then
+// within ShutdownGrace. Running handlers have until its last quarter, or
+// its last second when that is shorter, to finish and record their
+// transitions; then
 // their contexts are cancelled, their leases released and their runs made
 // due at once for other workers. A handler that ignores its context does
 // not hold Work up: it is left behind when the grace is up, its lease is no

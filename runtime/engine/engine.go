@@ -39,9 +39,9 @@ type Config struct {
 	// Concurrency is the number of runs Work drives at once. Default 8.
 	Concurrency int
 	// ShutdownGrace bounds how long Work takes to return after its context
-	// is done: running handlers may finish during its first part (all but
-	// a quarter of it, at most a second); then their contexts are
-	// cancelled and their runs released. A handler that ignores its
+	// is done: running handlers may finish until its last quarter, or its
+	// last second when that is shorter; then their contexts are cancelled
+	// and their runs released. A handler that ignores its
 	// context is left behind; its lease expires. Default 10s.
 	ShutdownGrace time.Duration
 	// RecoveryLimit is the number of tries of a state, interrupted by

@@ -23,13 +23,13 @@ import (
 // correct.
 //
 // When ctx is done Work stops claiming and returns nil within
-// ShutdownGrace: running handlers have the first three quarters of it (up
-// to a second less) to finish, and their transitions are recorded; then
-// the contexts of those still running are cancelled and their leases
-// released, so that other workers may take the runs at once. A handler
-// that ignores its context is left behind when the grace is up: its lease
-// is no longer extended, and once it has expired another worker resumes
-// the run (the interrupted try counts as a try).
+// ShutdownGrace: running handlers have until its last quarter, or its last
+// second when that is shorter, to finish, and their transitions are
+// recorded; then the contexts of those still running are cancelled and
+// their leases released, so that other workers may take the runs at once.
+// A handler that ignores its context is left behind when the grace is up:
+// its lease is no longer extended, and once it has expired another worker
+// resumes the run (the interrupted try counts as a try).
 func (e *Engine) Work(ctx context.Context) error {
 	kinds := e.registeredKinds()
 	if len(kinds) == 0 {
