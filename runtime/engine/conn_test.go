@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
@@ -152,5 +153,39 @@ func TestWaitRidesOutLostConnections(t *testing.T) {
 	}
 	if last.State != "DONE" {
 		t.Errorf("Wait returned the run in %s", last.State)
+	}
+}
+
+// TestLostAcknowledgement: transitions commit, but their acknowledgement
+// is lost with the connection. The engine's next try is refused (the run
+// moved, or the lease went with a final transition); the engine finds its
+// own transition in the log and goes on as if it had been acknowledged.
+func TestLostAcknowledgement(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	var calls, lost atomic.Int32
+	d := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{
+		"QUEUED": constant(event("Begin")),
+		"WORKING": func(context.Context, *runtime.Run) (runtime.Event, error) {
+			calls.Add(1)
+			return event("Finish"), nil
+		},
+	}}
+	e := v.engine(t, engine.Config{}, d)
+	e.OnAdvanced(func(string) error {
+		lost.Add(1)
+		return &pgconn.PgError{Severity: "FATAL", Code: "57P01", Message: "terminating connection due to administrator command"}
+	})
+	run := v.start(t, e, "job", "k")
+	got, err := e.Drive(context.Background(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != "DONE" || calls.Load() != 1 || lost.Load() != 2 {
+		t.Errorf("run in %s after %d calls and %d lost acknowledgements, want DONE after 1 and 2", got.State, calls.Load(), lost.Load())
+	}
+	want := []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING", "transition Finish WORKING->DONE"}
+	if diff := cmp.Diff(want, v.moves(t, run.ID)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
 	}
 }

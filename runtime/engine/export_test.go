@@ -6,3 +6,8 @@ func (e *Engine) Listening() <-chan struct{} { return e.listening }
 // OnHeartbeat sets a function called after each extension of a running
 // handler's lease, with its error. Set it before the engine works.
 func (e *Engine) OnHeartbeat(f func(runID string, err error)) { e.hooks.heartbeat = f }
+
+// OnAdvanced sets a function called after each transition a worker
+// records; an error it returns stands for the transition's. Set it before
+// the engine works.
+func (e *Engine) OnAdvanced(f func(runID string) error) { e.hooks.advanced = f }

@@ -7,4 +7,8 @@ type hooks struct {
 	// heartbeat is called after each extension of a running handler's
 	// lease, with its error.
 	heartbeat func(runID string, err error)
+	// advanced is called after each transition a worker records; an error
+	// it returns stands for the transition's: a test makes the
+	// acknowledgement of a committed transition look lost with it.
+	advanced func(runID string) error
 }

@@ -76,6 +76,9 @@ func (s *session) advance(ctx context.Context, p enginestore.AdvanceParams) (eng
 	lostConn, err := s.retry(ctx, "advance", func() error {
 		var err error
 		adv, err = s.e.es.Advance(ctx, s.run.ID, p)
+		if err == nil && s.e.hooks.advanced != nil {
+			err = s.e.hooks.advanced(s.run.ID)
+		}
 		return err
 	})
 	if err == nil || !lostConn || !(errors.Is(err, ErrLeaseLost) || errors.Is(err, store.ErrConflict)) {
