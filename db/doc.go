@@ -38,15 +38,26 @@
 // its sentinel errors:
 //
 //   - [SQLStateTransitionRefused]: current_state moved along a pair that the
-//     registered table of the run's type and version lacks, or a run inserted
-//     in a state other than the initial one;
+//     registered table of the run's type and version lacks (a transition
+//     from a state to itself included), or a run inserted in a state other
+//     than the initial one;
 //   - [SQLStateLogImmutable]: UPDATE, DELETE or TRUNCATE of workflow_step_logs;
 //   - [SQLStateRunImmutable]: a change of a run's id, type or idempotency key,
 //     or of its attempt number or definition version other than the reset of
-//     a failed run to its initial state with attempt_no + 1;
+//     a failed run to its initial state with attempt_no + 1; status or
+//     row_version set by hand; result or finished_at on a run in a running
+//     state;
 //   - [SQLStateDefinitionImmutable]: UPDATE or DELETE of a registered
-//     definition, state or transition.
+//     definition, state or transition, or an INSERT of a state or transition
+//     of a definition registered by an earlier transaction;
+//   - [SQLStateUnlogged]: a change of state without its log row (the row of
+//     the same run and row version, ending in the new state), or a log row
+//     of a change of state that did not happen. Write both in one statement,
+//     as the store does, or in one transaction after SET CONSTRAINTS
+//     workflow_runs_logged, workflow_step_logs_change DEFERRED.
 //
 // The triggers also keep workflow_runs.status equal to the generic status of
-// current_state and add one to row_version at every change of current_state.
+// current_state and add one to row_version at every change of state: a
+// raw UPDATE of current_state alone gets its row_version and status right,
+// and is then refused unless its log row is written with it.
 package db

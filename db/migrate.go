@@ -22,6 +22,7 @@ const (
 	SQLStateLogImmutable        = "FS002"
 	SQLStateRunImmutable        = "FS003"
 	SQLStateDefinitionImmutable = "FS004"
+	SQLStateUnlogged            = "FS005"
 )
 
 // migrationLockKey is the key of the advisory lock held while migrations are

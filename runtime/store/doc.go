@@ -133,8 +133,12 @@
 // ErrUnknownState, ErrPayload, ErrClosed, ...) or a context error; match them
 // with errors.Is. Nothing is half-written: a transition that fails, for any
 // reason, leaves the run and its log as they were. The database's own guards
-// raise errors with SQLSTATEs of class FS; Translate maps them (and a few
-// others) to the same sentinels for code that sends SQL itself.
+// raise errors with SQLSTATEs of class FS (see package db) for SQL that goes
+// around the store: a move the table lacks, a change of state without its
+// log row or a log row without its change (ErrUnlogged), status, row
+// version or result set by hand, a registered table extended; Translate maps
+// them (and a few others) to the same sentinels for code that sends SQL
+// itself.
 //
 // # Limits
 //

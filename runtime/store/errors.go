@@ -39,9 +39,15 @@ var (
 	// ErrLogImmutable: an UPDATE, DELETE or TRUNCATE of the step log.
 	ErrLogImmutable = errors.New("the step log is append-only")
 	// ErrRunImmutable: a change of a run's identity, attempt or definition
-	// version outside the reset of a failed run.
+	// version outside the reset of a failed run; status or row_version set
+	// by hand; a result or finished_at on a run in a running state.
 	ErrRunImmutable = errors.New("immutable run field")
-	// ErrDefinitionImmutable: an UPDATE or DELETE of a registered definition.
+	// ErrUnlogged: a change of a run's state without its log row, or a log
+	// row of a change of state that did not happen; raised by the database
+	// for SQL that writes one without the other.
+	ErrUnlogged = errors.New("state change and log row do not match")
+	// ErrDefinitionImmutable: an UPDATE or DELETE of a registered
+	// definition, or rows added to its states or transitions.
 	ErrDefinitionImmutable = errors.New("registered definitions are immutable")
 	// ErrUnknownDefinition: no definition of that type and version is
 	// registered.
@@ -78,7 +84,7 @@ func runErr(op, id string, err error) error {
 // Translate maps an error from a query on the runtime's tables, including one
 // the caller sent itself, to the store's sentinels: the SQLSTATEs of the
 // schema's triggers become ErrTransitionRefused, ErrLogImmutable,
-// ErrRunImmutable and ErrDefinitionImmutable, a foreign-key violation against
+// ErrRunImmutable, ErrDefinitionImmutable and ErrUnlogged, a foreign-key violation against
 // workflow_definitions becomes ErrUnknownDefinition, pgx.ErrNoRows becomes
 // ErrRunNotFound and a closed pool ErrClosed. The original error stays in the
 // chain. Other errors are returned unchanged.
@@ -98,6 +104,8 @@ func Translate(err error) error {
 			return fmt.Errorf("%w: %w", ErrRunImmutable, err)
 		case db.SQLStateDefinitionImmutable:
 			return fmt.Errorf("%w: %w", ErrDefinitionImmutable, err)
+		case db.SQLStateUnlogged:
+			return fmt.Errorf("%w: %w", ErrUnlogged, err)
 		case "23503": // foreign_key_violation
 			if pgErr.TableName == "workflow_runs" && pgErr.ConstraintName == "workflow_runs_workflow_type_definition_version_fkey" {
 				return fmt.Errorf("%w: %w", ErrUnknownDefinition, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -12,8 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fsmgen/fsmgen/db"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -256,8 +259,9 @@ func TestDatabaseRefusesRawSQL(t *testing.T) {
 			t.Errorf("%s: error %v, want %v", tt.sql, err, tt.want)
 		}
 	}
-	// A raw move along a registered pair is let through, and keeps
-	// row_version and status in step.
+	// A raw move along a registered pair is let through when its log row is
+	// written by the same statement, and keeps row_version and status in
+	// step.
 	tx, err := e.pool.Begin(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -265,11 +269,137 @@ func TestDatabaseRefusesRawSQL(t *testing.T) {
 	defer tx.Rollback(e.ctx)
 	var state, status string
 	var version int64
-	if err := tx.QueryRow(e.ctx, "UPDATE workflow_runs SET current_state = 'SUCCEEDED' WHERE id = $1 RETURNING current_state, status, row_version", run.ID).Scan(&state, &status, &version); err != nil {
+	if err := tx.QueryRow(e.ctx, rawMove, run.ID, "SUCCEEDED", "Finish").Scan(&state, &status, &version); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]any{"SUCCEEDED", "succeeded", int64(3)}, []any{state, status, version}); diff != "" {
 		t.Errorf("raw legal move mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// rawMove moves run $1 to state $2 on event $3 and logs it in the same
+// statement, as the store does.
+const rawMove = `WITH moved AS (
+    UPDATE workflow_runs SET current_state = $2, row_version = row_version + 1,
+        result = CASE WHEN $2 IN ('SUCCEEDED', 'FAILED', 'CANCELLED') THEN '{}'::jsonb END,
+        finished_at = CASE WHEN $2 IN ('SUCCEEDED', 'FAILED', 'CANCELLED') THEN now() END
+    WHERE id = $1
+    RETURNING id, workflow_type, attempt_no, current_state, status, row_version, definition_version
+), logged AS (
+    INSERT INTO workflow_step_logs (workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+        kind, event, row_version, definition_version)
+    SELECT m.id, m.workflow_type, m.attempt_no, $3, (SELECT r.current_state FROM workflow_runs r WHERE r.id = $1), m.current_state,
+        'transition', $3, m.row_version, m.definition_version
+    FROM moved m
+)
+SELECT current_state, status, row_version FROM moved`
+
+// Raw SQL that writes around the log, sets what the transitions set, or
+// extends a registered table is refused by the database with an FS
+// SQLSTATE, which Translate maps to the store's sentinels.
+func TestDatabaseRefusesWritesAroundTheLog(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	run := e.start(t, "k").Run
+	e.record(t, run, "INITIATED", "Begin", "WORKING")
+	const logRow = `INSERT INTO workflow_step_logs (workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+		kind, event, row_version, definition_version) VALUES ($1, 'order', 1, 'Finish', 'WORKING', 'SUCCEEDED', 'transition', 'Finish', %s, 1)`
+	tests := []struct {
+		name  string
+		sql   string
+		state string
+		want  error
+	}{
+		{"move along a registered pair without a log row",
+			"UPDATE workflow_runs SET current_state = 'SUCCEEDED', result = '{}', finished_at = now() WHERE id = $1", db.SQLStateUnlogged, store.ErrUnlogged},
+		{"forged log row of the next change", fmt.Sprintf(logRow, "3"), db.SQLStateUnlogged, store.ErrUnlogged},
+		{"forged log row of a past change", fmt.Sprintf(logRow, "2"), db.SQLStateUnlogged, store.ErrUnlogged},
+		{"status set by hand", "UPDATE workflow_runs SET status = 'succeeded' WHERE id = $1", db.SQLStateRunImmutable, store.ErrRunImmutable},
+		{"row_version set by hand", "UPDATE workflow_runs SET row_version = 7 WHERE id = $1", db.SQLStateRunImmutable, store.ErrRunImmutable},
+		{"row_version + 1 without a self transition", "UPDATE workflow_runs SET row_version = row_version + 1 WHERE id = $1", db.SQLStateTransitionRefused, store.ErrTransitionRefused},
+		{"result on a running run", `UPDATE workflow_runs SET result = '{"status":"succeeded"}' WHERE id = $1`, db.SQLStateRunImmutable, store.ErrRunImmutable},
+		{"finished_at on a running run", "UPDATE workflow_runs SET finished_at = now() WHERE id = $1", db.SQLStateRunImmutable, store.ErrRunImmutable},
+		{"transition added to a registered table",
+			"INSERT INTO workflow_transitions (workflow_type, version, from_state, event, to_state) VALUES ('order', 1, 'WORKING', 'Begin', 'INITIATED')",
+			db.SQLStateDefinitionImmutable, store.ErrDefinitionImmutable},
+		{"state added to a registered definition",
+			"INSERT INTO workflow_states (workflow_type, version, state, status) VALUES ('order', 1, 'LIMBO', 'running')",
+			db.SQLStateDefinitionImmutable, store.ErrDefinitionImmutable},
+	}
+	for _, tt := range tests {
+		var args []any
+		if strings.Contains(tt.sql, "$1") {
+			args = append(args, run.ID)
+		}
+		_, err := e.pool.Exec(e.ctx, tt.sql, args...)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != tt.state {
+			t.Errorf("%s: %v, want SQLSTATE %s", tt.name, err, tt.state)
+			continue
+		}
+		if !errors.Is(store.Translate(err), tt.want) {
+			t.Errorf("%s: %v translates to %v, want %v", tt.name, err, store.Translate(err), tt.want)
+		}
+	}
+	if got := e.get(t, run.ID); got.State != "WORKING" || got.RowVersion != 2 || got.Status != runtime.StatusRunning || got.Result != nil || !got.FinishedAt.IsZero() {
+		t.Errorf("run after the refused writes: %s/%s at row version %d, result %v, finished %v; want WORKING/running at 2, none",
+			got.State, got.Status, got.RowVersion, got.Result, got.FinishedAt)
+	}
+	// With the constraint triggers deferred, a transaction may move the run
+	// and log the move in two statements.
+	err := pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(e.ctx, "SET CONSTRAINTS workflow_runs_logged, workflow_step_logs_change DEFERRED"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(e.ctx, "UPDATE workflow_runs SET current_state = 'SUCCEEDED', result = '{}', finished_at = now() WHERE id = $1", run.ID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(e.ctx, fmt.Sprintf(logRow, "3"), run.ID)
+		return err
+	})
+	if err != nil {
+		t.Errorf("deferred move and log row: %v", err)
+	}
+	if got := e.get(t, run.ID); got.State != "SUCCEEDED" || got.RowVersion != 3 || got.Status != runtime.StatusSucceeded {
+		t.Errorf("run after the deferred move: %s/%s at row version %d, want SUCCEEDED/succeeded at 3", got.State, got.Status, got.RowVersion)
+	}
+}
+
+// A transition from a state to itself moves the row version (it used to be
+// undone by the trigger, and its log row then collided with the previous
+// one).
+func TestSelfTransition(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	def := orderDef(4)
+	def.Events = append(def.Events, runtime.EventSpec{Name: "Ping"})
+	def.Transitions = append(def.Transitions, runtime.TransitionSpec{From: "WORKING", To: "WORKING", Event: "Ping"})
+	e := newEnvPool(t, pool)
+	if err := e.st.Register(e.ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 4, IdempotencyKey: "self", TenantID: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(from, event, to string) runtime.Transition {
+		return runtime.Transition{Machine: "order", Version: 4, From: from, To: to, Event: event, Status: runtime.StatusRunning}
+	}
+	rec, err := e.st.Record(e.ctx, res.Run.ID, 1, at("INITIATED", "Begin", "WORKING"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if rec, err = e.st.Record(e.ctx, res.Run.ID, rec.RowVersion, at("WORKING", "Ping", "WORKING")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec.RowVersion != 4 {
+		t.Errorf("row version %d after two self transitions, want 4", rec.RowVersion)
+	}
+	want := []string{"created ->INITIATED/@1 a1", "transition INITIATED->WORKING/Begin@2 a1", "transition WORKING->WORKING/Ping@3 a1", "transition WORKING->WORKING/Ping@4 a1"}
+	if diff := cmp.Diff(want, moves(e.history(t, res.Run.ID))); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
 	}
 }
 
