@@ -14,15 +14,35 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// proxies returns the GOPROXY of the scratch module's go commands: the
+// proxies of the environment, each falling back on any error to the next,
+// and last off. The module cache of this repository's own build holds most
+// of what the scratch module needs; what it lacks (go.mod files of older
+// dependencies) comes from a proxy; and github.com/fsmgen/fsmgen itself,
+// which no proxy may know (or one may refuse), resolves through off to its
+// replacement, the checkout.
+func proxies(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOPROXY").Output()
+	if err != nil {
+		t.Fatalf("go env GOPROXY: %v", err)
+	}
+	var list []string
+	for _, p := range strings.FieldsFunc(strings.TrimSpace(string(out)), func(r rune) bool { return r == ',' || r == '|' }) {
+		if p != "direct" && p != "off" {
+			list = append(list, p)
+		}
+	}
+	return strings.Join(append(list, "off"), "|")
+}
+
 // TestUsedFromAnotherModule follows the README's "Write a machine" in a
 // new module outside the repository.
 //
-// The module's go.sum starts as a copy of the checkout's, and the go
-// command runs with GOPROXY=off and -mod=mod: every module it needs is one
-// this repository's own build has put in the module cache, so the test
-// needs no network and no proxy, and -mod=mod adds the requirements the
-// build needs (what go mod tidy does, without fetching the test
-// dependencies of every dependency, which the cache may not hold).
+// The module's go.sum starts as a copy of the checkout's, its GOPROXY is
+// what proxies returns, and -mod=mod adds the requirements the build
+// needs: what go mod tidy does, without fetching the test dependencies of
+// every dependency.
 func TestUsedFromAnotherModule(t *testing.T) {
 	t.Parallel()
 	checkout, err := filepath.Abs(filepath.Join("..", ".."))
@@ -48,7 +68,7 @@ func TestUsedFromAnotherModule(t *testing.T) {
 	write("go.sum", string(sum))
 
 	env := append(os.Environ(),
-		"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off",
+		"GOFLAGS=-mod=mod", "GOPROXY="+proxies(t), "GOWORK=off",
 		"DOORSVC_DATABASE_URL="+pgtest.NewDatabase(t),
 	)
 	gocmd := func(args ...string) string {
@@ -69,7 +89,7 @@ func TestUsedFromAnotherModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"\ntool github.com/fsmgen/fsmgen/cmd/fsmgen\n", "github.com/fsmgen/fsmgen v0.0.0-00010101000000-000000000000"} {
+	for _, want := range []string{"\ntool github.com/fsmgen/fsmgen/cmd/fsmgen\n", "github.com/fsmgen/fsmgen v"} {
 		if !strings.Contains(string(mod), want) {
 			t.Fatalf("go.mod after go get -tool lacks %q:\n%s", want, mod)
 		}
