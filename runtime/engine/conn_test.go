@@ -31,6 +31,29 @@ func killBackends(ctx context.Context, dsn string) (int, error) {
 	return n, err
 }
 
+// uncheckedEnv returns an env on a database of its own whose pool hands
+// out idle connections without checking them, so that a statement is made
+// on a lost connection however long it was idle; edit adjusts the pool's
+// config further. It returns the database's connection string too.
+func uncheckedEnv(t *testing.T, edit func(*pgxpool.Config)) (env, string) {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	if edit != nil {
+		edit(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return env{pool: pool, st: store.New(pool)}, dsn
+}
+
 // TestLostConnectionNotCharged: the handler's work is done, but the
 // connections the engine writes its transition on are lost. The engine
 // writes it again on a new one: the run goes on, and the lost connection is
@@ -46,8 +69,7 @@ func TestLostConnectionNotCharged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			v := newEnv(t)
-			dsn := v.pool.Config().ConnString()
+			v, dsn := uncheckedEnv(t, nil)
 			var calls, killed atomic.Int32
 			d := &driver{def: jobDef("job", tc.pol, "GiveUp"), guards: ownerGuard(), handlers: map[string]handler{
 				"QUEUED": constant(event("Begin")),
@@ -86,25 +108,16 @@ func TestLostConnectionNotCharged(t *testing.T) {
 func TestWaitRidesOutLostConnections(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := pgtest.NewDatabase(t)
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	connected := make(chan struct{}, 16)
-	cfg.AfterConnect = func(context.Context, *pgx.Conn) error {
-		select {
-		case connected <- struct{}{}:
-		default:
+	v, dsn := uncheckedEnv(t, func(cfg *pgxpool.Config) {
+		cfg.AfterConnect = func(context.Context, *pgx.Conn) error {
+			select {
+			case connected <- struct{}{}:
+			default:
+			}
+			return nil
 		}
-		return nil
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	v := env{pool: pool, st: store.New(pool)}
+	})
 	e := v.engine(t, engine.Config{PollInterval: 20 * time.Millisecond}, approvalDriver())
 	run := v.start(t, e, "approval", "k")
 	runDue(t, e, 1) // QUEUED -> AWAIT: waits for Approve
@@ -187,5 +200,22 @@ func TestLostAcknowledgement(t *testing.T) {
 	want := []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING", "transition Finish WORKING->DONE"}
 	if diff := cmp.Diff(want, v.moves(t, run.ID)); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
+	}
+}
+
+// TestWorkClaimsAfterLostConnections: Work's claim fails on connections
+// lost under it; it claims again at once instead of a poll interval later.
+func TestWorkClaimsAfterLostConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v, dsn := uncheckedEnv(t, nil)
+	e := v.engine(t, engine.Config{PollInterval: time.Hour, DisableNotify: true}, chainDriver("chain"))
+	run := v.start(t, e, "chain", "k")
+	if n, err := killBackends(ctx, dsn); err != nil || n == 0 {
+		t.Fatalf("killed %d connections: %v", n, err)
+	}
+	work(t, e)
+	if got := wait(t, e, run.ID, 30*time.Second); got.State != "END" {
+		t.Errorf("run in %s", got.State)
 	}
 }

@@ -57,15 +57,27 @@ func (e *Engine) Work(ctx context.Context) error {
 		running sync.WaitGroup
 		mu      sync.Mutex
 		busy    int
+		// reclaim is how soon to claim again after a lost connection.
+		reclaim = retryFirst
 	)
 	for ctx.Err() == nil {
+		idle := e.cfg.PollInterval
 		mu.Lock()
 		free := e.cfg.Concurrency - busy
 		mu.Unlock()
 		claimed := 0
 		if free > 0 {
 			claims, err := e.es.Claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: free, TTL: e.cfg.Lease})
-			if err != nil && ctx.Err() == nil {
+			switch {
+			case err == nil:
+				reclaim = retryFirst
+			case ctx.Err() != nil:
+			case pgerr.Connection(err):
+				// Try again soon rather than a poll interval later.
+				e.log.Warn("claim failed; trying again", "in", reclaim, "err", err)
+				idle = min(idle, reclaim)
+				reclaim = min(2*reclaim, retryMax)
+			default:
 				e.log.Warn("claim failed", "err", err)
 			}
 			claimed = len(claims)
@@ -104,7 +116,7 @@ func (e *Engine) Work(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-wake:
-		case <-time.After(e.cfg.PollInterval):
+		case <-time.After(idle):
 		}
 	}
 
