@@ -11,6 +11,8 @@ var reservedNames = []string{
 	"Type", "Version", "State", "Event", "Guards", "Handlers", "Machine", "New",
 	"Option", "WithRecorder", "WithState", "ParseState", "States", "Events",
 	"Definition", "DecodeEvent", "Dispatch", "View", "Fire", "NewDriver",
+	// runs.go
+	"Handle", "Runs", "Snapshot",
 	// fsm_test.go
 	"TestFSM", "TestFSMStateNames", "TestFSMViews",
 }

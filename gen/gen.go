@@ -33,6 +33,7 @@ const (
 	MermaidFile = "diagram.mmd"
 	DOTFile     = "diagram.dot"
 	PageFile    = "README.md"
+	RunsFile    = "runs.go"
 )
 
 // Generate renders every file of every machine of spec, in memory. It
@@ -50,8 +51,13 @@ func Generate(spec *dsl.Spec) ([]File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("machine %s tests: %w", m.Name, err)
 		}
+		runs, err := render(handleCode(source, m))
+		if err != nil {
+			return nil, fmt.Errorf("machine %s handle: %w", m.Name, err)
+		}
 		mmd := Mermaid(m)
 		out = append(out,
+			File{Path: path.Join(m.Package, RunsFile), Content: runs},
 			File{Path: path.Join(m.Package, GoFile), Content: code},
 			File{Path: path.Join(m.Package, TestFile), Content: test},
 			File{Path: path.Join(m.Package, MermaidFile), Content: mmd},

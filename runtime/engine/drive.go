@@ -51,15 +51,9 @@ func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 		return fmt.Errorf("%w: %s", runtime.ErrUnknownState, t.To)
 	}
 	p := enginestore.AdvanceParams{Lease: r.lease, RowVersion: r.run.RowVersion, Transition: t, Result: r.result, Effects: r.effects}
-	switch {
-	case to.Terminal():
-	case to.Wait:
-		p.Due = timerDue(to, 0)
-	case r.lease != nil:
-		p.KeepLease = true
-	default:
-		p.Due = enginestore.DueIn(0)
-	}
+	// A worker goes on driving the run in a state with a handler; the
+	// schedule of the state entered is the store's to set.
+	p.KeepLease = r.lease != nil && !to.Terminal() && !to.Wait
 	var (
 		adv  enginestore.Advanced
 		lost bool
@@ -89,6 +83,20 @@ func (r *recorder) after() store.Run {
 		run.Status = runtime.StatusRunning
 	}
 	run.StepAttempt, run.LastErrorCode, run.LastError, run.ParkedAt = 1, "", "", time.Time{}
+	// The schedule the store set for the state entered (see
+	// store.Store.Record): at once, at the first timer, or none.
+	run.NextRunAt = time.Time{}
+	switch {
+	case to.Terminal():
+	case !to.Wait:
+		run.NextRunAt = r.adv.At
+	case len(to.Timers) > 0:
+		next := to.Timers[0].After
+		for _, t := range to.Timers[1:] {
+			next = min(next, t.After)
+		}
+		run.NextRunAt = r.adv.At.Add(next)
+	}
 	if !r.keep {
 		run.LeaseOwner, run.LeaseExpiresAt = "", time.Time{}
 	}

@@ -119,6 +119,13 @@
 // the same runs here to start, read and record them. Resume makes a parked
 // run due again, and NotifyChannel is where due runs are announced.
 //
+// A transition recorded here leaves the run scheduled as the engine's own
+// do: due at once in a state with a handler, at the first timer of a state
+// that waits (counted from the entry into it), and not due in a state that
+// waits without a timer or in a terminal state. The schedule comes from the
+// registered definition, so a machine rebuilt with Load and moved through
+// its Recorder keeps no timer of the state it left.
+//
 // # Reading
 //
 // Get reads a run, History its whole log oldest first (creation, transitions,

@@ -41,6 +41,15 @@ type Recorded struct {
 // as Recorded{AlreadyApplied: true}, not as a conflict. A transition to a
 // terminal state also stores a result record built from t (see Finish to
 // give one).
+//
+// The same statement sets when the run is next due, from the registered
+// definition of the state entered, as every transition does whoever records
+// it (this, RecordTx, Finish, a Recorder, the engine): at once in a state
+// whose handler the engine runs, at its first timer, counted from the entry,
+// in a state that waits, and never in a state that waits without a timer
+// or in a terminal state; a timer of the state left no longer counts.
+// Workers find a run made due here by polling; the run's lease, if a worker
+// holds one, is left as it is, and that worker's own write is refused.
 func (s *Store) Record(ctx context.Context, runID string, rowVersion int64, t runtime.Transition) (Recorded, error) {
 	return s.record(ctx, nil, "record", runID, rowVersion, t, nil, false)
 }
@@ -79,8 +88,8 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 	if mustFinish && !finish {
 		return fail(fmt.Errorf("%w: a result goes with a terminal state, and %s is not", ErrInvalidInput, t.To))
 	}
-	// Unfenced, outside the engine: the run's schedule and lease stay as they are.
-	p.KeepSchedule = true
+	// Unfenced, outside the engine: the lease stays as it is (a worker
+	// holding it finds its own write refused); the schedule is the state's.
 	q := s.queries(tx)
 	row, err := q.AdvanceRun(ctx, p)
 	if err == nil {
@@ -111,10 +120,13 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 }
 
 // transitionParams checks t against its registered definition and builds
-// the statement that records it: the move, its log row and, when the target
-// is terminal, the result record (the outcome of res, else of the row, else
-// of the state). It reports whether the target is terminal. Callers set the
-// lease fence and the schedule.
+// the statement that records it: the move, its log row, the schedule of the
+// state entered (see entryDelay) and, when the target is terminal, the
+// result record (the outcome of res, else of the row, else of the state).
+// It reports whether the target is terminal. Callers set the lease fence.
+// Every transition, whoever records it (Record, RecordTx, Finish, a
+// Recorder, the engine), goes through here, so that the run's timers and
+// due time are always those of the state it enters.
 func (s *Store) transitionParams(ctx context.Context, id pgtype.UUID, rowVersion int64, t runtime.Transition, res *Result) (dbsqlc.AdvanceRunParams, bool, error) {
 	d, err := s.definition(ctx, t.Machine, t.Version)
 	if err != nil {
@@ -133,6 +145,7 @@ func (s *Store) transitionParams(ctx context.Context, id pgtype.UUID, rowVersion
 	}
 	to := d.states[t.To]
 	if !statusOf(to).Terminal() {
+		p.NextDelayUs = entryDelay(to)
 		return p, false, nil
 	}
 	p.Finish = true
@@ -160,6 +173,25 @@ func (s *Store) transitionParams(ctx context.Context, id pgtype.UUID, rowVersion
 	}
 	p.Outcome = pgtype.Text{String: outcome, Valid: outcome != ""}
 	return p, true, nil
+}
+
+// entryDelay is when a run that just entered st is next due, from the
+// moment it entered: at once for a state whose handler the engine runs;
+// after the shortest of its timers for a state that waits; never (NULL)
+// for a state that waits without a timer, which only an event moves. A
+// terminal state clears the schedule in the statement itself.
+func entryDelay(st runtime.StateSpec) pgtype.Int8 {
+	if !st.Wait {
+		return pgtype.Int8{Int64: 0, Valid: true}
+	}
+	if len(st.Timers) == 0 {
+		return pgtype.Int8{}
+	}
+	next := st.Timers[0].After
+	for _, t := range st.Timers[1:] {
+		next = min(next, t.After)
+	}
+	return pgtype.Int8{Int64: max(next, 0).Microseconds(), Valid: true}
 }
 
 // Recorder is a runtime.Recorder bound to one run: hand it to a generated

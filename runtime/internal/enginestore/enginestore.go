@@ -258,12 +258,13 @@ type AdvanceParams struct {
 	Transition runtime.Transition
 	// Result is stored with a transition to a terminal state (see Finish).
 	Result *store.Result
-	// KeepLease keeps the lease and the schedule: the worker goes on driving
-	// the run from the state entered. Otherwise the lease is released and
-	// Due says when the run is due next. A terminal state always releases
-	// the lease and clears the schedule.
+	// KeepLease keeps the lease: the worker goes on driving the run from
+	// the state entered. Otherwise the lease is released. A terminal state
+	// always releases the lease. The run's schedule is always the state
+	// entered's, computed by the store from the registered definition as
+	// for every transition: due at once for a driven state, at its first
+	// timer for a state that waits, never for one without timers.
 	KeepLease bool
-	Due       Due
 	// Effects commit in the transition's transaction.
 	Effects *Effects
 }
@@ -294,8 +295,6 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 	if err != nil {
 		return fail(err)
 	}
-	arg.KeepSchedule = p.KeepLease || p.Due.keep
-	arg.NextDelayUs = p.Due.delayParam()
 	arg.ReleaseLease = !p.KeepLease && p.Lease != nil
 	if p.Lease != nil {
 		arg.Fenced, arg.Owner, arg.Epoch = true, p.Lease.Owner, p.Lease.Epoch

@@ -1,0 +1,143 @@
+package gen
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/fsmgen/fsmgen/dsl"
+)
+
+// handleMethods are the methods every typed handle has; an event named like
+// one of them has no method of its own and is fired with Signal.
+var handleMethods = []string{"Start", "Signal", "Cancel", "Get", "Wait"}
+
+// handleCode emits the machine's typed handle on durable runs (runs.go):
+// Runs[In](r) over a runtime.Runner, with Start taking the input type In,
+// Signal taking the machine's Event, one method per event callers may
+// signal, Cancel when the machine names a cancel event, and Get and Wait
+// returning a Snapshot whose State is typed.
+func handleCode(source string, m *dsl.Machine) *jen.File {
+	f := jen.NewFile(m.Package)
+	f.HeaderComment(header(source))
+	f.ImportName(runtimePath, "runtime")
+	ctx := jen.Id("ctx").Qual("context", "Context")
+	handle := jen.Id("Handle").Types(jen.Id("In"))
+	recv := jen.Id("h").Add(handle)
+	result := []jen.Code{jen.Id("Snapshot"), jen.Error()}
+
+	comment(f, fmt.Sprintf("Handle is the typed handle on durable runs of %s, through an engine (a runtime.Runner such as *engine.Engine): it starts runs with an input of type In, fires the machine's events on them and reads them with their state typed. Its methods take this package's events only, so an event of another machine does not compile. A Handle is a value; copy it freely.", m.Name))
+	f.Type().Id("Handle").Types(jen.Id("In").Any()).Struct(jen.Id("r").Add(rt("Runner")))
+
+	comment(f, fmt.Sprintf("Runs returns the handle on runs of %s (type Type, version Version) through r, starting runs with inputs of type In.", m.Name))
+	f.Func().Id("Runs").Types(jen.Id("In").Any()).Params(jen.Id("r").Add(rt("Runner"))).Add(handle.Clone()).Block(
+		jen.Return(jen.Id("Handle").Types(jen.Id("In")).Values(jen.Dict{jen.Id("r"): jen.Id("r")})),
+	)
+
+	comment(f, fmt.Sprintf("Snapshot is a run of %s as its handle reads it: the run, with its state typed. The embedded RunInfo.State holds the state's name.", m.Name))
+	f.Type().Id("Snapshot").Struct(
+		rt("RunInfo"),
+		jen.Comment("State is the run's current state."),
+		jen.Id("State").Id("State"),
+	)
+
+	f.Comment("snapshot types the run a Runner returned, keeping err. A run of another")
+	f.Comment("machine is an error matched by errors.Is(err, runtime.ErrOtherMachine).")
+	f.Func().Id("snapshot").Params(jen.Id("info").Add(rt("RunInfo")), jen.Err().Error()).Params(result...).Block(
+		jen.Id("s").Op(":=").Id("Snapshot").Values(jen.Dict{jen.Id("RunInfo"): jen.Id("info")}),
+		jen.If(jen.Id("info").Dot("ID").Op("==").Lit("")).Block(jen.Return(jen.Id("s"), jen.Err())),
+		jen.If(jen.Id("info").Dot("Type").Op("!=").Id("Type")).Block(
+			jen.If(jen.Err().Op("==").Nil()).Block(
+				jen.Err().Op("=").Qual("fmt", "Errorf").Call(jen.Lit("%s: run %s is a run of %s: %w"), jen.Id("Type"), jen.Id("info").Dot("ID"), jen.Id("info").Dot("Type"), rt("ErrOtherMachine")),
+			),
+			jen.Return(jen.Id("s"), jen.Err()),
+		),
+		jen.List(jen.Id("st"), jen.Id("perr")).Op(":=").Id("ParseState").Call(jen.Id("info").Dot("State")),
+		jen.If(jen.Err().Op("==").Nil()).Block(jen.Err().Op("=").Id("perr")),
+		jen.Id("s").Dot("State").Op("=").Id("st"),
+		jen.Return(jen.Id("s"), jen.Err()),
+	)
+
+	comment(f, fmt.Sprintf("Start starts a run of %s idempotently: one run per key, whoever calls and however often, with input as its JSON input and owner as its tenant, user and correlation. The snapshot's Start says which branch was taken (created, cached, running with an ETA, restarted after a failure, or cancelled).", m.Name))
+	f.Func().Params(recv.Clone()).Id("Start").Params(ctx.Clone(), jen.Id("key").String(), jen.Id("input").Id("In"), jen.Id("owner").Add(rt("Owner"))).Params(result...).Block(
+		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("StartRun").Call(jen.Id("ctx"), rt("StartRequest").Values(
+			kv("Type", jen.Id("Type")), kv("Version", jen.Id("Version")), kv("IdempotencyKey", jen.Id("key")),
+			kv("Owner", jen.Id("owner")), kv("Input", jen.Id("input")),
+		)))),
+	)
+
+	f.Comment("Signal fires e on the run, from any process: it is checked against the")
+	f.Comment("run's state and guards and recorded, and the run's timers and due time are")
+	f.Comment("those of the state it enters. A refused event is an error matched by")
+	f.Comment("errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected.")
+	f.Func().Params(recv.Clone()).Id("Signal").Params(ctx.Clone(), jen.Id("runID").String(), jen.Id("e").Id("Event")).Params(result...).Block(
+		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("SignalRun").Call(jen.Id("ctx"), jen.Id("runID"), jen.Id("e")))),
+	)
+
+	fired := engineFired(m)
+	for _, e := range m.Events {
+		if e == m.Cancel || (fired[e] && !e.External) || slices.Contains(handleMethods, e.GoName) {
+			continue
+		}
+		states := stateNames(statesAccepting(m, e))
+		comment(f, fmt.Sprintf("%s fires %s on the run, as Signal does; %s is accepted in %s.", e.GoName, e.Name, e.Name, states))
+		f.Func().Params(recv.Clone()).Id(e.GoName).Params(ctx.Clone(), jen.Id("runID").String(), jen.Id("e").Id(e.GoName)).Params(result...).Block(
+			jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("SignalRun").Call(jen.Id("ctx"), jen.Id("runID"), jen.Id("e")))),
+		)
+	}
+
+	if m.Cancel != nil {
+		comment(f, fmt.Sprintf("Cancel cancels the run on behalf of userID, who must own it, by firing %s, the machine's cancel event, with its guards, from any state that has a transition on it (%s).", m.Cancel.Name, stateNames(statesAccepting(m, m.Cancel))))
+		f.Func().Params(recv.Clone()).Id("Cancel").Params(ctx.Clone(), jen.Id("runID").String(), jen.Id("userID").String()).Params(result...).Block(
+			jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("CancelRun").Call(jen.Id("ctx"), jen.Id("runID"), jen.Id("userID")))),
+		)
+	}
+
+	f.Comment("Get reads the run.")
+	f.Func().Params(recv.Clone()).Id("Get").Params(ctx.Clone(), jen.Id("runID").String()).Params(result...).Block(
+		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("GetRun").Call(jen.Id("ctx"), jen.Id("runID")))),
+	)
+	f.Comment("Wait waits until the run is terminal, or ctx is done, and returns it.")
+	f.Func().Params(recv.Clone()).Id("Wait").Params(ctx.Clone(), jen.Id("runID").String()).Params(result...).Block(
+		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("WaitRun").Call(jen.Id("ctx"), jen.Id("runID")))),
+	)
+	return f
+}
+
+// comment writes text as a doc comment wrapped at 76 columns.
+func comment(f *jen.File, text string) {
+	for _, l := range wrap(text, 76) {
+		f.Comment(l)
+	}
+}
+
+// engineFired returns the events the runtime fires itself: the timers'
+// and the retry policies' else events.
+func engineFired(m *dsl.Machine) map[*dsl.Event]bool {
+	out := map[*dsl.Event]bool{}
+	for _, s := range m.States {
+		for _, t := range s.Timers {
+			out[t.Event] = true
+		}
+		if s.Retry != nil && s.Retry.Exhausted != nil {
+			out[s.Retry.Exhausted] = true
+		}
+	}
+	return out
+}
+
+// statesAccepting returns the states with a transition on e, in
+// declaration order.
+func statesAccepting(m *dsl.Machine, e *dsl.Event) []*dsl.State {
+	var out []*dsl.State
+	for _, s := range m.States {
+		for _, t := range m.Transitions {
+			if t.From == s && t.Event == e {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
