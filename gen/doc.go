@@ -13,6 +13,11 @@
 //     one method per driven state returning one of that state's events, and
 //     Dispatch; NewDriver for the runtime's engine; Definition, the table,
 //     retry policies and timers as data.
+//   - runs.go: the typed handle on durable runs, Runs[In](r) over a
+//     runtime.Runner (an *engine.Engine): Start with an input of type In,
+//     Signal taking this machine's Event and one method per event callers
+//     may signal, Cancel when the machine names a cancel event, Get and
+//     Wait returning a Snapshot whose State is typed.
 //   - fsm_test.go: the machine described to runtime/fsmtest, which checks
 //     the code against the definition (every state, event and guard
 //     outcome; recording before applying; final states; paths to every

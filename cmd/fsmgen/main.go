@@ -8,9 +8,10 @@
 //	fsmgen diagram [-format mermaid|dot] [-machine NAME] FILE.fsm
 //
 // Each machine of FILE.fsm becomes a package in the directory named after
-// it, next to FILE.fsm: the machine (fsm.go), its exhaustive tests
-// (fsm_test.go), a Mermaid and a Graphviz diagram, and a README.md page.
-// Add fsmgen to a module as a Go tool, which pins its version in go.mod:
+// it, next to FILE.fsm: the machine (fsm.go), its typed handle on durable
+// runs (runs.go), its exhaustive tests (fsm_test.go), a Mermaid and a
+// Graphviz diagram, and a README.md page. Add fsmgen to a module as a Go
+// tool, which pins its version in go.mod:
 //
 //	go get -tool github.com/fsmgen/fsmgen/cmd/fsmgen
 //

@@ -125,7 +125,7 @@ func TestGenerateWritesAllOrNothing(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if diff := cmp.Diff([]string{"README.md", "diagram.dot", "diagram.mmd", "fsm.go", "fsm_test.go"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"README.md", "diagram.dot", "diagram.mmd", "fsm.go", "fsm_test.go", "runs.go"}, names); diff != "" {
 		t.Fatalf("generated files (-want +got):\n%s", diff)
 	}
 	code, err := os.ReadFile(filepath.Join(dir, "door", "fsm.go"))

@@ -276,7 +276,7 @@ func TestApplyRollsBackAFailedCommit(t *testing.T) {
 		steps = append(steps, "write "+o.path)
 	}
 	var wantStale []string
-	for _, f := range []string{"a/diagram.dot", "a/diagram.mmd", "a/fsm_test.go", "old/fsm.go"} {
+	for _, f := range []string{"a/diagram.dot", "a/diagram.mmd", "a/fsm_test.go", "a/runs.go", "old/fsm.go"} {
 		wantStale = append(wantStale, filepath.Join(root, filepath.FromSlash(f)))
 		steps = append(steps, "remove "+wantStale[len(wantStale)-1])
 	}
@@ -351,7 +351,7 @@ func TestGenerateRemovesStaleOutputs(t *testing.T) {
 	}
 	slices.Sort(removed)
 	slices.Sort(added)
-	gen := []string{"README.md", "diagram.dot", "diagram.mmd", "fsm.go", "fsm_test.go"}
+	gen := []string{"README.md", "diagram.dot", "diagram.mmd", "fsm.go", "fsm_test.go", "runs.go"}
 	var wantRemoved, wantAdded []string
 	for _, f := range gen {
 		wantRemoved = append(wantRemoved, "door/"+f)

@@ -30,10 +30,12 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
+	vg "github.com/fsmgen/fsmgen/machines/problems/videogeneration"
 )
 
 var _ = runtime.Run{}
 var _ = context.Background
+var _ = vg.Type
 
 ` + body
 	importMu.Lock()
@@ -78,7 +80,9 @@ func (handlers) Registering(context.Context, *runtime.Run) (rog.RegisteringEvent
 // the generated package makes to the compiler: a transition the table
 // forbids cannot be written against a typed view, a handler cannot return
 // an event its state does not accept, and forgetting a guard or a state's
-// handler does not compile, while the legal versions do.
+// handler does not compile, and the typed handle on durable runs takes
+// only the machine's events (each event method only its own event) and
+// the input type it was made for, while the legal versions compile.
 func TestGeneratedCodeRefusesIllegalProgramsAtCompileTime(t *testing.T) {
 	t.Parallel()
 	ownsRun := "func (guards) UserOwnsRun(context.Context, rog.Cancel) bool { return true }\n"
@@ -144,6 +148,61 @@ type h struct{}
 func (h) Ingesting(context.Context, *runtime.Run) (rog.IngestingEvent, error) { return rog.DocumentIndexed{}, nil }
 func main() {}`,
 			wantErr: "cannot use rog.DocumentIndexed{} (value of struct type retrieveorgenerate.DocumentIndexed) as retrieveorgenerate.IngestingEvent value in return statement: retrieveorgenerate.DocumentIndexed does not implement retrieveorgenerate.IngestingEvent (missing method ingestingEvent)",
+		},
+		{
+			name: "the typed handle with this machine's events",
+			body: `
+type input struct{ Problem string }
+func main() {
+	var r runtime.Runner
+	ctx := context.Background()
+	h := rog.Runs[input](r)
+	s, _ := h.Start(ctx, "key", input{Problem: "x"}, runtime.Owner{TenantID: "acme"})
+	var st rog.State = s.State
+	_ = st
+	_, _ = h.RetrievalHit(ctx, s.ID, rog.RetrievalHit{Confidence: 0.9})
+	_, _ = h.Signal(ctx, s.ID, rog.Start{})
+	_, _ = h.Cancel(ctx, s.ID, "user")
+	_, _ = h.Get(ctx, s.ID)
+	_, _ = h.Wait(ctx, s.ID)
+}`,
+		},
+		{
+			name: "the typed handle given an event of another machine",
+			body: `
+func main() {
+	var r runtime.Runner
+	_, _ = rog.Runs[struct{}](r).Signal(context.Background(), "id", vg.Rendered{})
+}`,
+			wantErr: "cannot use vg.Rendered{} (value of struct type videogeneration.Rendered) as retrieveorgenerate.Event value in argument to rog.Runs[struct{}](r).Signal: videogeneration.Rendered does not implement retrieveorgenerate.Event (unexported method isEvent)",
+		},
+		{
+			name: "the typed handle given another event of the same machine",
+			body: `
+func main() {
+	var r runtime.Runner
+	_, _ = rog.Runs[struct{}](r).RetrievalHit(context.Background(), "id", rog.RetrievalMiss{})
+}`,
+			wantErr: "cannot use rog.RetrievalMiss{} (value of struct type retrieveorgenerate.RetrievalMiss) as retrieveorgenerate.RetrievalHit value in argument to rog.Runs[struct{}](r).RetrievalHit",
+		},
+		{
+			name: "the typed handle started with the wrong input",
+			body: `
+type input struct{ Problem string }
+func main() {
+	var r runtime.Runner
+	_, _ = rog.Runs[input](r).Start(context.Background(), "key", "a string", runtime.Owner{})
+}`,
+			wantErr: "cannot use \"a string\" (untyped string constant) as input value in argument to rog.Runs[input](r).Start",
+		},
+		{
+			name: "the typed handle has no method for an event the engine fires",
+			body: `
+func main() {
+	var r runtime.Runner
+	_, _ = rog.Runs[struct{}](r).RetrievalFailed(context.Background(), "id", rog.RetrievalFailed{})
+}`,
+			wantErr: "rog.Runs[struct{}](r).RetrievalFailed undefined (type retrieveorgenerate.Handle[struct{}] has no field or method RetrievalFailed)",
 		},
 		{
 			name: "a guard left out",

@@ -132,9 +132,15 @@
 //
 // # Cancelling
 //
-// eng.Cancel(ctx, runID, userID) cancels a run from any process on behalf
-// of its owner by firing Cancel, the event retrieve_or_generate.fsm names
-// with "cancel Cancel": another user gets engine.ErrNotOwner, a finished run
+// The generated typed handle, retrieveorgenerate.Runs[problems.RunInput](eng),
+// cancels a run from any process on behalf of its owner by firing Cancel,
+// the event retrieve_or_generate.fsm names with "cancel Cancel", and reads
+// runs with their state typed:
+//
+//	runs := retrieveorgenerate.Runs[problems.RunInput](eng)
+//	run, err := runs.Cancel(ctx, runID, userID) // run.State == retrieveorgenerate.StateCancelled
+//
+// Another user gets engine.ErrNotOwner, a finished run
 // engine.ErrRunFinished. A handler in flight (a long solve, say) has its
 // context cancelled at its next heartbeat and writes nothing; an eng.Drive
 // driving it returns engine.ErrLeaseLost. A cancelled run stays cancelled:

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/fsmgen/fsmgen/machines/problems"
+	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/enginetest"
@@ -722,15 +723,17 @@ func TestEngineCancel(t *testing.T) {
 		t.Fatal("the solver was not called")
 	}
 
+	// The typed handle cancels through the engine and reads the state typed.
+	runs := rog.Runs[problems.RunInput](eng)
 	const stranger = "8a5f2c1e-0000-4000-8000-0000000000ff"
-	if _, err := eng.Cancel(ctx, run.ID, stranger); !errors.Is(err, engine.ErrNotOwner) {
+	if _, err := runs.Cancel(ctx, run.ID, stranger); !errors.Is(err, engine.ErrNotOwner) {
 		t.Errorf("cancel by another user: %v, want ErrNotOwner", err)
 	}
-	cancelled, err := eng.Cancel(ctx, run.ID, userID)
+	cancelled, err := runs.Cancel(ctx, run.ID, userID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cancelled.State != "CANCELLED" {
+	if cancelled.State != rog.StateCancelled {
 		t.Errorf("cancelled run in %s", cancelled.State)
 	}
 	var d driven
@@ -755,7 +758,7 @@ func TestEngineCancel(t *testing.T) {
 	if diff := cmp.Diff(want, end(t, eng, run, workflowOutput), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("run (-want +got):\n%s", diff)
 	}
-	if _, err := eng.Cancel(ctx, run.ID, userID); !errors.Is(err, engine.ErrRunFinished) {
+	if _, err := runs.Cancel(ctx, run.ID, userID); !errors.Is(err, engine.ErrRunFinished) {
 		t.Errorf("cancel of a cancelled run: %v, want ErrRunFinished", err)
 	}
 	// A cancellation is final for its key.

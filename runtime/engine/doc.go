@@ -198,6 +198,31 @@
 // state that waits is due when its first timer is, and the worker that
 // claims it then fires the timer's event (FCHA's seven-day authorization
 // timeout). Timers count from the run's entry into the state (updated_at).
+// The schedule is set by the store in the statement that records the
+// transition, from the registered definition, whoever fires the event: a
+// worker, Signal, Cancel, a typed handle, or a machine moved outside the
+// engine through store.Load and its Recorder. A state with a handler is due
+// at once; one that waits without a timer is not due until an event moves
+// it; a timer of the state left never fires in the next.
+//
+// # Typed handles
+//
+// Every generated package has a typed handle on its durable runs (runs.go)
+// over a runtime.Runner, which *Engine is: Runs[In](eng) starts runs with an
+// input of type In, fires the machine's events (one method per event callers
+// may signal, and Signal for any of them), cancels with the machine's cancel
+// event, and reads runs as a Snapshot whose State is the package's State:
+//
+//	orders := order.Runs[shop.Input](eng)
+//	o, err := orders.Start(ctx, "order-1042", shop.Input{TotalCents: 4200},
+//		runtime.Owner{TenantID: "acme", UserID: userID})
+//	o, err = orders.Pay(ctx, o.ID, order.Pay{PaymentRef: ref})
+//	if o.State == order.StatePacking { ... }
+//	o, err = orders.Cancel(ctx, o.ID, userID)
+//
+// An event of another machine does not compile. The Runner methods
+// (StartRun, SignalRun, CancelRun, GetRun, WaitRun) are Start, Signal,
+// Cancel, the store's Get and Wait in runtime's plain types.
 //
 // # Shutdown
 //
