@@ -11,7 +11,9 @@
 //     transition before applying it;
 //   - [TransitionError] with the sentinels [ErrIllegalTransition] and
 //     [ErrGuardRejected]: what a machine returns when an event cannot move it;
-//   - [Run]: what a per-state handler is told about the run it works on.
+//   - [Run]: what a per-state handler is told about the run it works on;
+//   - [Runner], with [StartRequest], [Owner] and [RunInfo]: the engine as
+//     the generated typed handle (Runs) calls it, and [ErrOtherMachine].
 //
 // Nothing in this package imports a generated machine, and generated code
 // never needs the generator at run time.
