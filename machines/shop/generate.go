@@ -1,3 +1,3 @@
 package shop
 
-//go:generate go run github.com/fsmgen/fsmgen/cmd/fsmgen shop.fsm
+//go:generate go tool fsmgen shop.fsm
