@@ -317,7 +317,7 @@ func TestGeneratedFiles(t *testing.T) {
 			slices.Sort(paths)
 			var want []string
 			for _, m := range spec.Machines {
-				for _, name := range []string{gen.GoFile, gen.TestFile, gen.MermaidFile, gen.DOTFile, gen.PageFile} {
+				for _, name := range []string{gen.GoFile, gen.RunsFile, gen.TestFile, gen.MermaidFile, gen.DOTFile, gen.PageFile} {
 					want = append(want, path.Join(m.Package, name))
 				}
 			}
