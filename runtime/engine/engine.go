@@ -31,7 +31,7 @@ type Config struct {
 	// Lease is how long a claim holds a run without a heartbeat. Default 30s.
 	Lease time.Duration
 	// Heartbeat is how often a running handler's lease is extended by
-	// Lease. Default Lease/3.
+	// Lease; it must be shorter than Lease. Default Lease/3.
 	Heartbeat time.Duration
 	// PollInterval is how often an idle worker looks for due runs when no
 	// notification wakes it. Default 1s.
