@@ -208,9 +208,15 @@ func TestUnmigratedDatabaseSaysToMigrate(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t, pgtest.Empty())
 	got := withDB(t, url, "runs", "list")
-	want := `(the database has no runtime schema: run fsmctl migrate)` + "\n"
-	if got.Code != exitFailure || !strings.HasSuffix(got.Stderr, want) {
-		t.Errorf("got %+v, want exit 1 and stderr ending %q", got, want)
+	want := result{Code: exitFailure,
+		Stderr: `fsmctl: list runs: the database has no runtime schema (relation "workflow_runs" does not exist): run fsmctl migrate` + "\n"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("runs list (-want +got):\n%s", diff)
+	}
+	got = withDB(t, url, "runs", "show", "1b4e28ba-2fa1-4d2b-883f-0016d3cca427")
+	want.Stderr = `fsmctl: run 1b4e28ba-2fa1-4d2b-883f-0016d3cca427: the database has no runtime schema (relation "workflow_runs" does not exist): run fsmctl migrate` + "\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("runs show (-want +got):\n%s", diff)
 	}
 }
 

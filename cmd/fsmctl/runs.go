@@ -92,7 +92,7 @@ func runsList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	defer pool.Close()
 	runs, err := store.New(pool).List(ctx, f)
 	if err != nil {
-		return fmt.Errorf("list runs: %w", noSchema(err))
+		return fmt.Errorf("list runs: %w", operatorError(err))
 	}
 	if len(runs) == 0 {
 		fmt.Fprintln(c.stdout, "no runs match")
@@ -180,15 +180,35 @@ func runError(id string, err error) error {
 			return e
 		}
 	}
-	return fmt.Errorf("run %s: %w", id, noSchema(err))
+	return fmt.Errorf("run %s: %w", id, operatorError(err))
 }
 
-// noSchema adds a hint to the error of a query on a database that was
-// never migrated.
-func noSchema(err error) error {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table
-		return fmt.Errorf("%w (the database has no runtime schema: run fsmctl migrate)", err)
+// operatorError words an error of the store for an operator, after the
+// command has said what it was doing and to which run: the store's own
+// prefix (component, operation, run), which would repeat that, is left
+// out, PostgreSQL's error is given by its message, and a database that was
+// never migrated says what to do. The chain stays intact for errors.Is.
+func operatorError(err error) error {
+	msg := err.Error()
+	var re *store.RunError
+	if errors.As(err, &re) {
+		msg = re.Err.Error()
 	}
-	return err
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		msg = pe.Message
+		if pe.Code == "42P01" { // undefined_table
+			msg = "the database has no runtime schema (" + pe.Message + "): run fsmctl migrate"
+		}
+	}
+	return &reworded{msg: msg, err: err}
 }
+
+// reworded is an error with its message replaced.
+type reworded struct {
+	msg string
+	err error
+}
+
+func (r *reworded) Error() string { return r.msg }
+func (r *reworded) Unwrap() error { return r.err }

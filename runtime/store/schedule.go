@@ -13,8 +13,9 @@ import (
 // workers.
 const NotifyChannel = "fsmgen_runs"
 
-// Resume makes a parked run due again with a fresh attempt counter. It
-// fails with ErrConflict when the run is not parked.
+// Resume makes a parked run due again with a fresh attempt counter, and
+// logs it (a resumed step). It fails with ErrConflict when the run is not
+// parked, and ErrRunNotFound when there is no such run.
 func (s *Store) Resume(ctx context.Context, runID string) error {
 	id, err := parseRunID("resume", runID)
 	if err != nil {
@@ -25,6 +26,13 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 		return runErr("resume", runID, Translate(err))
 	}
 	if n == 0 {
+		ok, err := s.q.RunExists(ctx, id)
+		switch {
+		case err != nil:
+			return runErr("resume", runID, Translate(err))
+		case !ok:
+			return runErr("resume", runID, ErrRunNotFound)
+		}
 		return runErr("resume", runID, fmt.Errorf("%w: the run is not parked", ErrConflict))
 	}
 	return nil

@@ -108,7 +108,8 @@ func (s *Store) queries(tx pgx.Tx) *dbsqlc.Queries {
 func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
 	op := fmt.Sprintf("register %s v%d", def.Type, def.Version)
 	if err := def.Validate(); err != nil {
-		return runErr(op, "", fmt.Errorf("%w: %w", ErrInvalidDefinition, err))
+		// Validate's message names the type and version.
+		return runErr("register", "", fmt.Errorf("%w: %w", ErrInvalidDefinition, err))
 	}
 	digest, err := digestOf(def)
 	if err != nil {
@@ -220,7 +221,7 @@ func (s *Store) definition(ctx context.Context, typ string, version int) (*defin
 func (s *Store) Definition(ctx context.Context, typ string, version int) (runtime.Definition, error) {
 	d, err := s.definition(ctx, typ, version)
 	if err != nil {
-		return runtime.Definition{}, runErr(fmt.Sprintf("definition %s v%d", typ, version), "", err)
+		return runtime.Definition{}, runErr("read definition", "", err)
 	}
 	return d.def, nil
 }
