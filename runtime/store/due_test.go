@@ -39,7 +39,7 @@ func shopDef() runtime.Definition {
 			{From: "PACKING", To: "IN_TRANSIT", Event: "Shipped"},
 			{From: "PACKING", To: "ON_HOLD", Event: "Hold"},
 			{From: "ON_HOLD", To: "PACKING", Event: "Pay"},
-			{From: "IN_TRANSIT", To: "DELIVERED", Event: "Late"},
+			{From: "IN_TRANSIT", To: "IN_TRANSIT", Event: "Late"},
 			{From: "IN_TRANSIT", To: "REFUNDING", Event: "Lost"},
 			{From: "IN_TRANSIT", To: "DELIVERED", Event: "Delivered"},
 			{From: "REFUNDING", To: "REFUNDED", Event: "Refunded"},
@@ -120,6 +120,7 @@ func TestEveryRecordSetsTheScheduleOfTheStateEntered(t *testing.T) {
 			steps := []struct{ from, event, to, want string }{
 				{"PENDING_PAYMENT", "Pay", "PACKING", "PACKING due +0s"},
 				{"PACKING", "Shipped", "IN_TRANSIT", "IN_TRANSIT due +48h0m0s"},
+				{"IN_TRANSIT", "Late", "IN_TRANSIT", "IN_TRANSIT due +48h0m0s"},
 				{"IN_TRANSIT", "Lost", "REFUNDING", "REFUNDING due +0s"},
 				{"REFUNDING", "Refunded", "REFUNDED", "REFUNDED not due"},
 			}
