@@ -1,0 +1,57 @@
+package enginetest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/enginetest"
+	"github.com/fsmgen/fsmgen/runtime/pgtest"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// clock is a settable clock for store.WithClock.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+func TestAbandonClaimLeavesALeaseTheNextClaimCharges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	st := store.New(pgtest.NewPool(t), store.WithClock(clk.Now))
+	def := runtime.Definition{Type: "job", Version: 1, Initial: "QUEUED",
+		States:      []runtime.StateSpec{{Name: "QUEUED", Initial: true}, {Name: "DONE", Status: runtime.StatusSucceeded}},
+		Events:      []runtime.EventSpec{{Name: "Finish"}},
+		Transitions: []runtime.TransitionSpec{{From: "QUEUED", To: "DONE", Event: "Finish"}}}
+	if err := st.Register(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Start(ctx, store.StartParams{Type: "job", Version: 1, IdempotencyKey: "k", TenantID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := enginetest.AbandonClaim(ctx, st, "dead-1", res.Run.ID, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.LeaseOwner != "dead-1" || run.LeaseEpoch != 1 || run.StepAttempt != 1 {
+		t.Errorf("claimed run: owner %q, epoch %d, step attempt %d; want dead-1, 1, 1", run.LeaseOwner, run.LeaseEpoch, run.StepAttempt)
+	}
+	// While the lease lives, nobody else claims the run.
+	if _, err := enginetest.AbandonClaim(ctx, st, "dead-2", res.Run.ID, time.Second); err == nil {
+		t.Error("a second claim while the lease lives succeeded")
+	}
+	// Once it expired, the next claim charges the interrupted try.
+	clk.now = clk.now.Add(2 * time.Second)
+	run, err = enginetest.AbandonClaim(ctx, st, "dead-2", res.Run.ID, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.LeaseOwner != "dead-2" || run.LeaseEpoch != 2 || run.StepAttempt != 2 {
+		t.Errorf("claimed again: owner %q, epoch %d, step attempt %d; want dead-2, 2, 2", run.LeaseOwner, run.LeaseEpoch, run.StepAttempt)
+	}
+}
