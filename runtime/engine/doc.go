@@ -229,13 +229,13 @@
 // When Work's context is done, no new handler starts, and Work returns
 // within ShutdownGrace. Running handlers have until its last quarter, or
 // its last second when that is shorter, to finish and record their
-// transitions; then
-// their contexts are cancelled, their leases released and their runs made
-// due at once for other workers. A handler that ignores its context does
-// not hold Work up: it is left behind when the grace is up, its lease is no
-// longer extended, and once the lease has expired another worker resumes
-// the run, counting the interrupted try. Drive releases its lease when its
-// context is done.
+// transitions; then their contexts are cancelled, their leases released
+// and their runs made due at once for other workers (a release still under
+// way when the grace is up is waited for, up to 10 s more). A handler that
+// ignores its context does not hold Work up: it is left behind when the
+// grace is up, its lease is no longer extended, and once the lease has
+// expired another worker resumes the run, counting the interrupted try.
+// Drive releases its lease when its context is done.
 //
 // # Time
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsmgen/fsmgen/runtime"
@@ -259,13 +260,15 @@ type session struct {
 	// context, cancelled to abandon them.
 	stop  <-chan struct{}
 	hbase context.Context
+	// handling, when not nil, counts Work's sessions inside a handler.
+	handling *atomic.Int32
 }
 
 // drive drives a claimed run until it is terminal, waits, is parked or
 // scheduled for a retry, the lease is lost, or stop closes. It returns the
 // run as the session last saw it.
-func (e *Engine) drive(c enginestore.Claim, stop <-chan struct{}, hbase context.Context) (store.Run, error) {
-	s := &session{e: e, run: c.Run, lease: c.Lease, held: true, now: c.Now, stop: stop, hbase: hbase, leaseUntil: time.Now().Add(e.cfg.Lease)}
+func (e *Engine) drive(c enginestore.Claim, stop <-chan struct{}, hbase context.Context, handling *atomic.Int32) (store.Run, error) {
+	s := &session{e: e, handling: handling, run: c.Run, lease: c.Lease, held: true, now: c.Now, stop: stop, hbase: hbase, leaseUntil: time.Now().Add(e.cfg.Lease)}
 	s.reg = e.lookup(c.Run.Type, c.Run.Version)
 	if s.reg == nil {
 		s.release(enginestore.KeepDue)
@@ -352,11 +355,17 @@ func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
 	hctx, cancel := context.WithCancelCause(ctx)
 	stopHeartbeat := s.heartbeat(hctx, cancel)
 	var ev runtime.Event
+	if s.handling != nil {
+		s.handling.Add(1)
+	}
 	herr := protect("handler of "+st.Name, func() error {
 		var err error
 		ev, err = s.reg.driver.Handle(hctx, &rt, st.Name)
 		return err
 	})
+	if s.handling != nil {
+		s.handling.Add(-1)
+	}
 	stopHeartbeat()
 	cause := context.Cause(hctx)
 	cancel(nil)

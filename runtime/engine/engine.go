@@ -38,11 +38,13 @@ type Config struct {
 	PollInterval time.Duration
 	// Concurrency is the number of runs Work drives at once. Default 8.
 	Concurrency int
-	// ShutdownGrace bounds how long Work takes to return after its context
-	// is done: running handlers may finish until its last quarter, or its
-	// last second when that is shorter; then their contexts are cancelled
-	// and their runs released. A handler that ignores its
-	// context is left behind; its lease expires. Default 10s.
+	// ShutdownGrace is how long Work takes to return after its context is
+	// done, at most: running handlers may finish until its last quarter,
+	// or its last second when that is shorter; then their contexts are
+	// cancelled and their runs released. A handler that ignores its
+	// context is left behind; its lease expires. Only a release still
+	// under way when the grace is up is waited for, up to 10s more.
+	// Default 10s.
 	ShutdownGrace time.Duration
 	// RecoveryLimit is the number of tries of a state, interrupted by
 	// expired leases, after which the state counts as exhausted even when

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,7 +30,8 @@ import (
 // their leases released, so that other workers may take the runs at once.
 // A handler that ignores its context is left behind when the grace is up:
 // its lease is no longer extended, and once it has expired another worker
-// resumes the run (the interrupted try counts as a try).
+// resumes the run (the interrupted try counts as a try). Only releases
+// still under way when the grace is up are waited for, up to 10 s more.
 func (e *Engine) Work(ctx context.Context) error {
 	kinds := e.registeredKinds()
 	if len(kinds) == 0 {
@@ -57,6 +59,8 @@ func (e *Engine) Work(ctx context.Context) error {
 		running sync.WaitGroup
 		mu      sync.Mutex
 		busy    int
+		// handling counts the sessions inside a handler.
+		handling atomic.Int32
 		// reclaim is how soon to claim again after a lost connection.
 		reclaim = retryFirst
 	)
@@ -99,7 +103,7 @@ func (e *Engine) Work(ctx context.Context) error {
 							poke()
 						}
 					}()
-					run, err := e.drive(c, ctx.Done(), hbase)
+					run, err := e.drive(c, ctx.Done(), hbase, &handling)
 					if err != nil && !errors.Is(err, errMoved) && hbase.Err() == nil {
 						e.log.Warn("run interrupted", "run", run.ID, "state", run.State, "err", err)
 					}
@@ -122,9 +126,11 @@ func (e *Engine) Work(ctx context.Context) error {
 
 	// Handlers have the grace but its last part to finish; then their
 	// contexts are cancelled, and the sessions have the last part to give
-	// their leases back. A handler that ignores its context is left behind
-	// when the grace is up: its heartbeat has stopped, so its lease
-	// expires and another worker resumes the run.
+	// their leases back. When the grace is up, Work waits only for the
+	// sessions that are giving their leases back (for releaseTimeout at
+	// most): a handler that ignores its context is left behind, its
+	// heartbeat has stopped, so its lease expires and another worker
+	// resumes the run.
 	done := make(chan struct{})
 	go func() { running.Wait(); close(done) }()
 	grace := e.cfg.ShutdownGrace
@@ -138,10 +144,27 @@ func (e *Engine) Work(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-deadline.C:
-			mu.Lock()
-			n := busy
-			mu.Unlock()
-			e.log.Warn("shutdown grace is up; handlers that ignore their context are left behind, and their leases will expire", "runs", n)
+			limit := time.NewTimer(releaseTimeout)
+			defer limit.Stop()
+		releasing:
+			for {
+				mu.Lock()
+				left := busy
+				mu.Unlock()
+				if left <= int(handling.Load()) {
+					break // the rest are stuck in handlers
+				}
+				select {
+				case <-done:
+					break releasing
+				case <-wake: // a session ended
+				case <-limit.C:
+					break releasing
+				}
+			}
+			if n := handling.Load(); n > 0 {
+				e.log.Warn("shutdown grace is up; handlers that ignore their context are left behind, and their leases will expire", "runs", n)
+			}
 		}
 	}
 	listener.Wait()
@@ -215,7 +238,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 			return store.Run{}, err
 		}
 		if len(claims) == 1 {
-			run, err := e.drive(claims[0], ctx.Done(), ctx)
+			run, err := e.drive(claims[0], ctx.Done(), ctx, nil)
 			switch {
 			case errors.Is(err, errMoved):
 			case pgerr.Connection(err) && ctx.Err() == nil:
@@ -284,7 +307,7 @@ func (e *Engine) RunDue(ctx context.Context) (int, error) {
 			}
 			break
 		}
-		if _, err := e.drive(c, ctx.Done(), ctx); err != nil && !errors.Is(err, errMoved) {
+		if _, err := e.drive(c, ctx.Done(), ctx, nil); err != nil && !errors.Is(err, errMoved) {
 			errs = append(errs, err)
 		}
 	}
