@@ -382,6 +382,16 @@ func Page(source string, m *dsl.Machine, mermaid []byte) []byte {
 	b.WriteString("\n")
 
 	b.WriteString("## Events\n\n")
+	var notes []string
+	if m.Cancel != nil {
+		notes = append(notes, fmt.Sprintf("A run's owner cancels it with `%s`, the machine's cancel event.", m.Cancel.Name))
+	}
+	if slices.ContainsFunc(m.Events, func(e *dsl.Event) bool { return e.External }) {
+		notes = append(notes, "An event marked external may be signalled by callers although the runtime fires it too.")
+	}
+	if len(notes) > 0 {
+		b.WriteString(strings.Join(notes, " ") + "\n\n")
+	}
 	b.WriteString("| Event | Payload | Description |\n")
 	b.WriteString("|---|---|---|\n")
 	for _, e := range m.Events {
@@ -389,7 +399,14 @@ func Page(source string, m *dsl.Machine, mermaid []byte) []byte {
 		for i, f := range e.Fields {
 			fields[i] = fmt.Sprintf("`%s %s`", f.Name, f.Type)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", e.Name, orDash(strings.Join(fields, ", ")), cell(e.Doc))
+		name := "`" + e.Name + "`"
+		switch {
+		case e == m.Cancel:
+			name += " (cancel)"
+		case e.External:
+			name += " (external)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", name, orDash(strings.Join(fields, ", ")), cell(e.Doc))
 	}
 	b.WriteString("\n")
 
