@@ -12,6 +12,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // shopDef is an e-commerce order: it waits 20s for the payment, packs,
@@ -187,5 +188,26 @@ func TestCancelWithoutCancelEvent(t *testing.T) {
 	}
 	if got := v.get(t, run.ID); got.State != "PENDING_PAYMENT" {
 		t.Errorf("run moved to %s", got.State)
+	}
+}
+
+// TestRegisterRefusesAnUnknownCancelEvent: a definition whose cancel event
+// is not one of its events is refused at registration.
+func TestRegisterRefusesAnUnknownCancelEvent(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	d := shopDef()
+	d.Cancel = "Cancle"
+	e, err := engine.New(v.pool, v.st, engine.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.Register(context.Background(), &driver{def: d})
+	if !errors.Is(err, store.ErrInvalidDefinition) {
+		t.Fatalf("Register: %v, want ErrInvalidDefinition", err)
+	}
+	const want = "store: register: invalid definition: definition shop v1: unknown cancel event Cancle"
+	if err.Error() != want {
+		t.Errorf("error:\n%s\nwant:\n%s", err, want)
 	}
 }
