@@ -68,8 +68,8 @@ func Check(f *File) (*Spec, Diagnostics) {
 }
 
 // maxStates is the most states a machine may have: a generated State is a
-// uint8 and one value is kept for "no state".
-const maxStates = 255
+// uint16, and its largest value is kept for "no state".
+const maxStates = 65535
 
 type checker struct {
 	diags Diagnostics

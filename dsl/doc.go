@@ -115,6 +115,14 @@
 // broken declaration, sorted by position. A character the lexer cannot read
 // is reported and skipped, so it hides no error before or after it.
 //
+// # Limits
+//
+// Names (of machines, states, events, guards and fields) are ASCII: a letter
+// or an underscore, then letters, digits and underscores; a string literal
+// (a type name, an outcome, a comment) may hold any UTF-8. A machine has at
+// most 65,535 states, since a generated State is a uint16; events, guards
+// and transitions have no limit of their own.
+//
 // # Checks
 //
 // [Check] reports, each with its position: unknown names (with a "did you

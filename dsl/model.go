@@ -167,7 +167,8 @@ type Transition struct {
 
 // goName turns a .fsm name into an exported Go identifier: UPPER_SNAKE and
 // lower_snake become CamelCase, lowerCamel gets its first letter raised,
-// and common initialisms stay upper case (ID, URL, HTML...).
+// and common initialisms stay upper case (ID, URL, HTML...), also inside a
+// lowerCamel name: workerId becomes WorkerID.
 func goName(s string) string {
 	parts := strings.FieldsFunc(s, func(r rune) bool { return r == '_' })
 	var b strings.Builder
@@ -179,17 +180,37 @@ func goName(s string) string {
 			}
 			p = strings.ToLower(p)
 		}
-		if up := strings.ToUpper(p); initialisms[up] {
-			b.WriteString(up)
-			continue
+		for _, w := range camelWords(p) {
+			if up := strings.ToUpper(w); initialisms[up] {
+				b.WriteString(up)
+				continue
+			}
+			b.WriteString(upperFirst(w))
 		}
-		b.WriteString(upperFirst(p))
 	}
 	out := b.String()
 	if out == "" || !unicode.IsLetter(rune(out[0])) {
 		out = "X" + out
 	}
 	return out
+}
+
+// camelWords splits a lowerCamel or CamelCase name into its words, so
+// that an initialism inside it is recognised: workerId -> worker Id,
+// HTMLAvailable -> HTML Available, costUSD -> cost USD.
+func camelWords(s string) []string {
+	rs := []rune(s)
+	var words []string
+	start := 0
+	for i := 1; i < len(rs); i++ {
+		lowerToUpper := !unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i])
+		acronymEnd := unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i]) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
+		if lowerToUpper || acronymEnd {
+			words = append(words, string(rs[start:i]))
+			start = i
+		}
+	}
+	return append(words, string(rs[start:]))
 }
 
 func upperFirst(s string) string {

@@ -16,7 +16,7 @@ const fsmtestPath = "github.com/fsmgen/fsmgen/runtime/fsmtest"
 // views, which are the package's own API, are checked here.
 func testCode(source string, m *dsl.Machine) *jen.File {
 	f := jen.NewFile(m.Package)
-	f.HeaderComment(header(source))
+	headerComments(f, source)
 	f.ImportName(runtimePath, "runtime")
 	f.ImportName(fsmtestPath, "fsmtest")
 	t := &testGen{f: f, m: m, g: &goGen{f: f, m: m}}
@@ -48,15 +48,19 @@ func (t *testGen) newMachine(g jen.Code, opts ...jen.Code) *jen.Statement {
 // adapters emits the guards, handlers and instance the checks use.
 func (t *testGen) adapters() {
 	f := t.f
-	f.Comment("fsmgenGuards admits the events of the guards it maps to true.")
-	f.Type().Id("fsmgenGuards").Map(jen.String()).Bool()
+	if len(t.m.Guards) > 0 {
+		f.Comment("fsmgenGuards admits the events of the guards it maps to true.")
+		f.Type().Id("fsmgenGuards").Map(jen.String()).Bool()
+	}
 	for _, gd := range t.m.Guards {
 		f.Func().Params(jen.Id("g").Id("fsmgenGuards")).Id(gd.GoName).Params(jen.Qual("context", "Context"), guardParam(gd)).Bool().Block(
 			jen.Return(jen.Id("g").Index(jen.Lit(gd.Name))),
 		)
 	}
-	f.Comment("fsmgenHandlers returns, in every driven state, the first event the state accepts.")
-	f.Type().Id("fsmgenHandlers").Struct()
+	if t.g.driven() {
+		f.Comment("fsmgenHandlers returns, in every driven state, the first event the state accepts.")
+		f.Type().Id("fsmgenHandlers").Struct()
+	}
 	for _, s := range t.m.States {
 		if !s.Driven() {
 			continue
@@ -85,7 +89,10 @@ func (t *testGen) machine() {
 		evs[i] = jen.Id(e.GoName).Values()
 	}
 	guardsArg := jen.Id("fsmgenGuards").Call(jen.Id("admit"))
-	driverArgs := []jen.Code{jen.Id("fsmgenHandlers").Values()}
+	var driverArgs []jen.Code
+	if t.g.driven() {
+		driverArgs = append(driverArgs, jen.Id("fsmgenHandlers").Values())
+	}
 	if len(t.m.Guards) > 0 {
 		driverArgs = append(driverArgs, jen.Func().Params(jen.Op("*").Qual(runtimePath, "Run")).Id("Guards").Block(jen.Return(guardsArg)))
 	}
@@ -140,7 +147,7 @@ func (t *testGen) names() {
 		jen.If(jen.List(jen.Id("_"), jen.Id("err")).Op(":=").Id("ParseState").Call(jen.Lit("NO_SUCH_STATE")), jen.Op("!").Qual("errors", "Is").Call(jen.Id("err"), jen.Qual(runtimePath, "ErrUnknownState"))).Block(
 			jen.Id("t").Dot("Errorf").Call(jen.Lit("ParseState of an unknown name: %v, want ErrUnknownState"), jen.Id("err")),
 		),
-		jen.If(jen.Id("got").Op(":=").Id("State").Call(jen.Lit(255)).Dot("String").Call(), jen.Id("got").Op("!=").Lit("State(255)")).Block(
+		jen.If(jen.Id("got").Op(":=").Id("State").Call(jen.Lit(65535)).Dot("String").Call(), jen.Id("got").Op("!=").Lit("State(65535)")).Block(
 			jen.Id("t").Dot("Errorf").Call(jen.Lit("String of an invalid state = %q"), jen.Id("got")),
 		),
 	)

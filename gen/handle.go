@@ -20,7 +20,7 @@ var handleMethods = []string{"Start", "Signal", "Cancel", "Get", "Wait"}
 // returning a Snapshot whose State is typed.
 func handleCode(source string, m *dsl.Machine) *jen.File {
 	f := jen.NewFile(m.Package)
-	f.HeaderComment(header(source))
+	headerComments(f, source)
 	f.ImportName(runtimePath, "runtime")
 	ctx := jen.Id("ctx").Qual("context", "Context")
 	handle := jen.Id("Handle").Types(jen.Id("In"))

@@ -13,7 +13,26 @@
 //     [ErrGuardRejected]: what a machine returns when an event cannot move it;
 //   - [Run]: what a per-state handler is told about the run it works on;
 //   - [Runner], with [StartRequest], [Owner] and [RunInfo]: the engine as
-//     the generated typed handle (Runs) calls it, and [ErrOtherMachine].
+//     the generated typed handle (Runs) calls it, and [ErrOtherMachine];
+//   - the helpers of machine.go ([Record], [Follow], [Refuse], [NewDecoder],
+//     [NewDriver], [ParseState] and the other state helpers), which hold
+//     what every generated machine does alike, so that a generated package
+//     keeps only what is particular to its machine.
+//
+// # Versions
+//
+// Generated code and this package agree on a contract, numbered
+// [GenVersion]. fsmgen writes its own version in the header of every
+// generated file (// versions: fsmgen vX.Y.Z) and, in fsm.go, a constant
+// that converts the contract's version into an [EnforceVersion]:
+//
+//	const _, _ = runtime.EnforceVersion(1 - runtime.MinGenVersion), runtime.EnforceVersion(runtime.GenVersion - 1)
+//
+// With a runtime too new ([MinGenVersion] above the generated version) or
+// too old ([GenVersion] below it) one of the values is negative, and the
+// package fails to compile with "constant -1 overflows EnforceVersion": run
+// the fsmgen of the module version you depend on again (go generate), or
+// upgrade the module.
 //
 // Nothing in this package imports a generated machine, and generated code
 // never needs the generator at run time.

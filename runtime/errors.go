@@ -22,7 +22,7 @@ type TransitionError struct {
 	Machine string
 	// State is the name of the state the machine was in.
 	State string
-	// Event is the name of the refused event.
+	// Event is the name of the refused event, "" for a nil event.
 	Event string
 	// Guards lists the guards that were evaluated and refused the event, in
 	// the order they were tried; empty for ErrIllegalTransition.
@@ -35,6 +35,9 @@ type TransitionError struct {
 func (e *TransitionError) Error() string {
 	if errors.Is(e.Err, ErrGuardRejected) {
 		return fmt.Sprintf("%s: event %s in state %s %s %v", e.Machine, e.Event, e.State, e.Err, e.Guards)
+	}
+	if e.Event == "" {
+		return fmt.Sprintf("%s: %s: nil event in state %s", e.Machine, e.Err, e.State)
 	}
 	return fmt.Sprintf("%s: %s: state %s has no transition on event %s", e.Machine, e.Err, e.State, e.Event)
 }

@@ -1,0 +1,33 @@
+package runtime
+
+import "slices"
+
+// Clone returns a deep copy of d: changing the copy's slices, retry
+// policies or timers leaves d as it was. A generated package's Definition
+// returns such a copy.
+func (d Definition) Clone() Definition {
+	c := d
+	c.States = slices.Clone(d.States)
+	for i := range c.States {
+		s := &c.States[i]
+		if s.Retry != nil {
+			s.Retry = s.Retry.Clone()
+		}
+		s.Timers = slices.Clone(s.Timers)
+	}
+	c.Events = slices.Clone(d.Events)
+	for i := range c.Events {
+		c.Events[i].Fields = slices.Clone(c.Events[i].Fields)
+	}
+	c.Guards = slices.Clone(d.Guards)
+	c.Transitions = slices.Clone(d.Transitions)
+	return c
+}
+
+// Clone returns a copy of p that shares nothing with it. A generated
+// definition holds a clone of the preset it names, so that changing one
+// never changes the preset or another machine.
+func (p RetryPolicy) Clone() *RetryPolicy {
+	p.NonRetryable = slices.Clone(p.NonRetryable)
+	return &p
+}
