@@ -122,8 +122,7 @@ func (g *goGen) constants() {
 		jen.Comment("Type is the machine's persisted type name.").Line().Id("Type").Op("=").Lit(g.m.Type),
 		jen.Comment("Version is the machine's definition version.").Line().Id("Version").Op("=").Lit(g.m.Version),
 	)
-	g.f.Comment(fmt.Sprintf("This code needs a runtime that supports generated code of version %d: with", runtimeVersion))
-	g.f.Comment("an older or newer one, runtime.EnforceVersion overflows and it does not compile.")
+	g.f.Comment(fmt.Sprintf("With a runtime that does not support generated code version %d, this fails.", runtimeVersion))
 	g.f.Const().List(jen.Id("_"), jen.Id("_")).Op("=").List(
 		rt("EnforceVersion").Call(jen.Lit(runtimeVersion).Op("-").Add(rt("MinGenVersion"))),
 		rt("EnforceVersion").Call(rt("GenVersion").Op("-").Lit(runtimeVersion)),
@@ -140,9 +139,8 @@ func eventSetMethod(s *dsl.State) string {
 
 func (g *goGen) states() {
 	m := g.m
-	g.f.Comment(fmt.Sprintf("State is a state of the %s machine. Its persisted form is its name,", m.Name))
-	g.f.Comment("as String returns it and ParseState reads it; its number, its index in the")
-	g.f.Comment("States of the Definition, may change between definition versions.")
+	g.f.Comment(fmt.Sprintf("State is a state of %s: its persisted form is its name; its number, its", m.Name))
+	g.f.Comment("index in the Definition's States, may change between versions.")
 	g.f.Type().Id("State").Uint16()
 	defs := make([]jen.Code, 0, len(m.States))
 	for i, s := range m.States {
@@ -174,8 +172,7 @@ func (g *goGen) states() {
 	sv := jen.Id("s")
 	g.f.Comment("String returns the state's name, its persisted form.")
 	g.f.Func().Params(jen.Id("s").Id("State")).Id("String").Params().String().Add(oneLine(jen.Return(rt("StateName").Call(def, sv))))
-	g.f.Comment("ParseState returns the state named name. An unknown name gives an error")
-	g.f.Comment("matched by errors.Is(err, runtime.ErrUnknownState).")
+	g.f.Comment("ParseState returns the state named name, or runtime.ErrUnknownState.")
 	g.f.Func().Id("ParseState").Params(jen.Id("name").String()).Params(jen.Id("State"), jen.Error()).Add(oneLine(
 		jen.Return(rt("ParseState").Types(jen.Id("State")).Call(def, jen.Id("name"))),
 	))
@@ -194,7 +191,6 @@ func (g *goGen) states() {
 		jen.Return(rt("StateSpecOf").Call(def, sv).Dot("Status")),
 	))
 	g.f.Comment("Outcome returns the business outcome that state s declares, or \"\".")
-	g.f.Comment("A transition may declare its own outcome for a final state; see Transition.Outcome.")
 	g.f.Func().Params(jen.Id("s").Id("State")).Id("Outcome").Params().String().Add(oneLine(
 		jen.Return(rt("StateSpecOf").Call(def, sv).Dot("Outcome")),
 	))
@@ -264,8 +260,7 @@ func (g *goGen) events() {
 	g.f.Comment(fmt.Sprintf("Event is an event of the %s machine. Only the event types of this", m.Name))
 	g.f.Comment("package implement it; the EventName of each returns the event's name.")
 	g.f.Type().Id("Event").Interface(
-		jen.Comment("EventName returns the event's name as the .fsm file writes it,"),
-		jen.Comment("its persisted form."),
+		jen.Comment("EventName returns the event's name, its persisted form."),
 		jen.Id("EventName").Params().String(),
 		jen.Comment("fire calls the method of the Machine named after the event."),
 		jen.Id("fire").Params(jen.Qual("context", "Context"), jen.Op("*").Id("Machine")).Error(),
@@ -310,10 +305,7 @@ func (g *goGen) events() {
 		values = append(values, jen.Id(e.GoName).Values())
 	}
 	g.f.Comment("DecodeEvent rebuilds the event named name from its JSON payload, as a")
-	g.f.Comment("recorder stored it. An empty or null payload gives the zero event; an unknown")
-	g.f.Comment("name gives an error matched by errors.Is(err, runtime.ErrUnknownEvent); a")
-	g.f.Comment("payload with fields the event lacks, of the wrong types, or followed by")
-	g.f.Comment("anything but white space is an error.")
+	g.f.Comment("recorder stored it, strictly: see runtime.Decoder.Decode.")
 	g.f.Func().Id("DecodeEvent").Params(jen.Id("name").String(), jen.Id("payload").Index().Byte()).Params(jen.Id("Event"), jen.Error()).Add(oneLine(
 		jen.Return(jen.Id("decoder").Dot("Decode").Call(jen.Id("name"), jen.Id("payload"))),
 	))
@@ -329,14 +321,6 @@ func eventOr(es []*dsl.Event) string {
 		return names[0]
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-func eventNames(es []*dsl.Event) string {
-	names := make([]string, len(es))
-	for i, e := range es {
-		names[i] = e.GoName
-	}
-	return joinAnd(names)
 }
 
 func stateNames(ss []*dsl.State) string {
@@ -373,11 +357,13 @@ func (g *goGen) guards() {
 	}
 	methods := make([]jen.Code, 0, len(m.Guards))
 	for _, gd := range m.Guards {
-		lead := fmt.Sprintf("%s reports whether the guard admits e.", gd.GoName)
-		methods = append(methods, comments(docLines(lead, gd.Doc)...), jen.Id(gd.GoName).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Add(guardParam(gd))).Bool())
+		doc := gd.Doc
+		if len(doc) == 0 {
+			doc = []string{fmt.Sprintf("%s reports whether the guard admits e.", gd.GoName)}
+		}
+		methods = append(methods, comments(doc...), jen.Id(gd.GoName).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Add(guardParam(gd))).Bool())
 	}
-	g.f.Comment(fmt.Sprintf("Guards are the conditions of the %s machine, implemented in Go. A", m.Name))
-	g.f.Comment("guard must not change anything: the machine may ask it without firing.")
+	g.f.Comment(fmt.Sprintf("Guards are the conditions of %s; each reports whether it admits e.", m.Name))
 	g.f.Type().Id("Guards").Interface(methods...)
 }
 
@@ -389,22 +375,18 @@ func (g *goGen) machine() {
 	if g.hasGuards() {
 		fields = append(fields, jen.Id("guards").Id("Guards"))
 	}
-	g.f.Comment(fmt.Sprintf("Machine is a %s machine: its current state, the guards it asks and", m.Name))
-	g.f.Comment("the recorder that persists its transitions. A Machine is not safe for")
-	g.f.Comment("concurrent use; the database, through the recorder, arbitrates between")
-	g.f.Comment("machines loaded from the same run.")
+	g.f.Comment(fmt.Sprintf("Machine is a %s machine: its state, guards and recorder. It is not", m.Name))
+	g.f.Comment("safe for concurrent use; the database, through the recorder, arbitrates.")
 	g.f.Type().Id("Machine").Struct(fields...)
 
 	mp := jen.Id("m").Op("*").Id("Machine")
 	g.f.Comment("Option configures a Machine built by New.")
 	g.f.Type().Id("Option").Func().Params(jen.Op("*").Id("Machine"))
-	g.f.Comment("WithRecorder makes the machine record every transition with r before")
-	g.f.Comment("applying it; a transition whose recording fails is not applied.")
+	g.f.Comment("WithRecorder records every transition with r before applying it.")
 	g.f.Func().Id("WithRecorder").Params(jen.Id("r").Add(rt("Recorder"))).Id("Option").Block(
 		jen.Return(jen.Func().Params(mp).Add(oneLine(jen.Id("m").Dot("rec").Op("=").Id("r")))),
 	)
-	g.f.Comment("WithState starts the machine in state s instead of the initial state, as")
-	g.f.Comment("when a run is loaded from storage.")
+	g.f.Comment("WithState starts the machine in state s, as when a run is loaded.")
 	g.f.Func().Id("WithState").Params(jen.Id("s").Id("State")).Id("Option").Block(
 		jen.Return(jen.Func().Params(mp).Add(oneLine(jen.Id("m").Dot("state").Op("=").Id("s")))),
 	)
@@ -417,8 +399,7 @@ func (g *goGen) machine() {
 			jen.Panic(jen.Lit(m.Package+".New: nil Guards")),
 		))
 		init = append(init, kv("guards", jen.Id("guards")))
-		g.f.Comment(fmt.Sprintf("New returns a machine in state %s that asks guards for its", m.Initial.Name))
-		g.f.Comment("conditions. It panics if guards is nil.")
+		g.f.Comment(fmt.Sprintf("New returns a machine in state %s; it panics if guards is nil.", m.Initial.Name))
 	} else {
 		g.f.Comment(fmt.Sprintf("New returns a machine in state %s.", m.Initial.Name))
 	}
@@ -433,11 +414,8 @@ func (g *goGen) machine() {
 	g.f.Comment("State returns the machine's current state.")
 	g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("State").Params().Id("State").Add(oneLine(jen.Return(jen.Id("m").Dot("state"))))
 
-	g.f.Comment("Fire applies event e: it finds the first row of the table from the current")
-	g.f.Comment("state on e whose guard admits it, records the transition and moves the")
-	g.f.Comment("machine. A refused event, or a nil one, returns a *runtime.TransitionError")
-	g.f.Comment("matched by errors.Is with runtime.ErrIllegalTransition or")
-	g.f.Comment("runtime.ErrGuardRejected, and leaves the state unchanged.")
+	g.f.Comment("Fire applies event e as the method named after it does; a nil e returns a")
+	g.f.Comment("*runtime.TransitionError matching runtime.ErrIllegalTransition.")
 	g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("Fire").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id("Event")).Error().Block(
 		jen.If(jen.Id("e").Op("==").Nil()).Block(jen.Return(jen.Id("m").Dot("refuse").Call(jen.Nil()))),
 		jen.Return(jen.Id("e").Dot("fire").Call(jen.Id("ctx"), jen.Id("m"))),
@@ -461,8 +439,7 @@ func (g *goGen) machine() {
 // call: an event without guards has one row per state and takes the fast
 // path or follow.
 func (g *goGen) moveHelpers(ctxP, def *jen.Statement) {
-	g.f.Comment("move applies a transition that a row allows: without a recorder it is a")
-	g.f.Comment("store that the compiler inlines into the caller.")
+	g.f.Comment("move applies a row: without a recorder, an inlined store.")
 	g.f.Func().Id("move").Types(jen.Id("E").Id("Event")).Params(ctxP, jen.Id("m").Op("*").Id("Machine"), jen.Id("to").Id("State"), jen.Id("e").Id("E"), jen.Id("outcome").String()).Error().Block(
 		jen.If(jen.Id("m").Dot("rec").Op("==").Nil()).Block(
 			jen.Id("m").Dot("state").Op("=").Id("to"),
@@ -624,12 +601,8 @@ func (g *goGen) perEvent() {
 				g.f.Comment(l)
 			}
 		} else {
-			for _, l := range wrap(fmt.Sprintf("%s fires event %s. The rows it follows, tried in order:", e.GoName, e.Name), 76) {
+			for _, l := range wrap(fmt.Sprintf("%s tries in order: %s.", e.GoName, strings.Join(summary, "; ")), 76) {
 				g.f.Comment(l)
-			}
-			g.f.Comment("")
-			for _, l := range summary {
-				g.f.Comment("\t" + l)
 			}
 		}
 		sig := jen.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id(e.GoName).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id(e.GoName)).Error()
@@ -700,11 +673,8 @@ func (g *goGen) perEvent() {
 
 func (g *goGen) views() {
 	m := g.m
-	g.f.Comment("View is the machine seen in its current state: switch on its dynamic type")
-	g.f.Comment("(InX for state X) to reach the transitions that state allows, and only")
-	g.f.Comment("those. A view's State returns its state, and its methods do what the")
-	g.f.Comment("Machine's methods of the same names do: firing through a view whose state")
-	g.f.Comment("the machine has left returns the same error as Fire would.")
+	g.f.Comment("View is the machine in its current state: InX for state X, whose methods")
+	g.f.Comment("are the transitions X allows and do what the Machine's methods do.")
 	g.f.Type().Id("View").Interface(
 		jen.Comment("State returns the state the view stands for."),
 		jen.Id("State").Params().Id("State"),
@@ -725,9 +695,9 @@ func (g *goGen) views() {
 	for _, s := range m.States {
 		v := viewType(s)
 		evs := g.eventsOf(s)
-		lead := fmt.Sprintf("%s is the machine in final state %s, where no event is accepted.", v, s.Name)
+		lead := fmt.Sprintf("%s is the machine in final state %s.", v, s.Name)
 		if !s.Terminal() {
-			lead = fmt.Sprintf("%s is the machine in state %s, whose events are its methods: %s.", v, s.Name, eventNames(evs))
+			lead = fmt.Sprintf("%s is the machine in state %s.", v, s.Name)
 		}
 		for _, l := range wrap(lead, 76) {
 			g.f.Comment(l)
@@ -778,15 +748,11 @@ func (g *goGen) handlers() {
 			jen.Return(jen.Id("h").Dot(s.GoName).Call(jen.Id("ctx"), jen.Id("run"))),
 		))
 	}
-	g.f.Comment(fmt.Sprintf("Handlers holds the work of every state of %s that the runtime drives:", m.Name))
-	g.f.Comment("one method per non-terminal state that does not wait. Each returns one of")
-	g.f.Comment("the events its state accepts, so a handler cannot return a transition the")
-	g.f.Comment("table forbids, and a type that forgets a state does not compile. An error")
-	g.f.Comment("a handler returns is retried by its state's policy.")
+	g.f.Comment(fmt.Sprintf("Handlers does the work of the states of %s the runtime drives, each", m.Name))
+	g.f.Comment("returning an event of its state; an error is retried by the state's policy.")
 	g.f.Type().Id("Handlers").Interface(methods...)
-	g.f.Comment("Dispatch calls the handler of state s and returns the event it chose. For a")
-	g.f.Comment("final state or one that waits it returns an error matched by")
-	g.f.Comment("errors.Is(err, runtime.ErrNotDriven).")
+	g.f.Comment("Dispatch calls the handler of state s; for a state that is not driven it")
+	g.f.Comment("returns an error matched by errors.Is(err, runtime.ErrNotDriven).")
 	g.f.Func().Id("Dispatch").Params(
 		jen.Id("ctx").Qual("context", "Context"), jen.Id("h").Id("Handlers"), jen.Id("s").Id("State"), jen.Id("run").Op("*").Add(rt("Run")),
 	).Params(jen.Id("Event"), jen.Error()).Block(
@@ -796,7 +762,6 @@ func (g *goGen) handlers() {
 }
 
 func (g *goGen) driver() {
-	m := g.m
 	ctxP := jen.Id("ctx").Qual("context", "Context")
 	runP := jen.Id("run").Op("*").Add(rt("Run"))
 	var params []jen.Code
@@ -827,19 +792,17 @@ func (g *goGen) driver() {
 	}
 	fire := jen.Func().Params(ctxP, runParam, jen.Id("s").Id("State"), jen.Id("e").Id("Event"), jen.Id("rec").Add(rt("Recorder"))).Error().Block(fireBody...)
 
-	g.f.Comment("NewDriver returns the runtime.Driver of the machine: the engine drives runs")
 	switch {
 	case g.driven() && g.hasGuards():
-		g.f.Comment(fmt.Sprintf("of type %q with the handlers h, and fires each event with the guards", m.Type))
-		g.f.Comment("that guards returns for the run (guards often read the run: its owner, its")
-		g.f.Comment("policy, its earlier events).")
+		g.f.Comment("NewDriver returns the engine's runtime.Driver: handlers h, and the guards")
+		g.f.Comment("that guards returns for each run.")
 	case g.driven():
-		g.f.Comment(fmt.Sprintf("of type %q with the handlers h.", m.Type))
+		g.f.Comment("NewDriver returns the engine's runtime.Driver, with the handlers h.")
 	case g.hasGuards():
-		g.f.Comment(fmt.Sprintf("of type %q, whose states all wait, and fires each event with the", m.Type))
-		g.f.Comment("guards that guards returns for the run.")
+		g.f.Comment("NewDriver returns the engine's runtime.Driver (every state waits), with the")
+		g.f.Comment("guards that guards returns for each run.")
 	default:
-		g.f.Comment(fmt.Sprintf("of type %q, whose states all wait.", m.Type))
+		g.f.Comment("NewDriver returns the engine's runtime.Driver (every state waits).")
 	}
 	g.f.Func().Id("NewDriver").Params(params...).Add(rt("Driver")).Block(
 		jen.Return(rt("NewDriver").Call(jen.Op("&").Id("definition"), handle, jen.Id("DecodeEvent"), fire)),
@@ -973,9 +936,8 @@ func (g *goGen) definition() {
 	if m.Cancel != nil {
 		def = append(def, kv("Cancel", jen.Lit(m.Cancel.Name)))
 	}
-	g.f.Comment("Definition returns the machine's definition as data: the transition table,")
-	g.f.Comment("with the retry policies and timers of its states, for the runtime, the")
-	g.f.Comment("database and introspection. Each call returns a new copy.")
+	g.f.Comment("Definition returns the machine's table, retry policies and timers as data:")
+	g.f.Comment("a new copy per call.")
 	g.f.Func().Id("Definition").Params().Add(rt("Definition")).Add(oneLine(jen.Return(jen.Id("definition").Dot("Clone").Call())))
 	g.f.Var().Id("definition").Op("=").Add(rt("Definition")).Values(lines(def)...)
 }

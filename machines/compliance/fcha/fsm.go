@@ -33,13 +33,11 @@ const (
 	Version = 1
 )
 
-// This code needs a runtime that supports generated code of version 1: with
-// an older or newer one, runtime.EnforceVersion overflows and it does not compile.
+// With a runtime that does not support generated code version 1, this fails.
 const _, _ = runtime.EnforceVersion(1 - runtime.MinGenVersion), runtime.EnforceVersion(runtime.GenVersion - 1)
 
-// State is a state of the FCHA machine. Its persisted form is its name,
-// as String returns it and ParseState reads it; its number, its index in the
-// States of the Definition, may change between definition versions.
+// State is a state of FCHA: its persisted form is its name; its number, its
+// index in the Definition's States, may change between versions.
 type State uint16
 
 const (
@@ -91,8 +89,7 @@ const (
 // String returns the state's name, its persisted form.
 func (s State) String() string { return runtime.StateName(&definition, s) }
 
-// ParseState returns the state named name. An unknown name gives an error
-// matched by errors.Is(err, runtime.ErrUnknownState).
+// ParseState returns the state named name, or runtime.ErrUnknownState.
 func ParseState(name string) (State, error) { return runtime.ParseState[State](&definition, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
@@ -108,7 +105,6 @@ func (s State) Terminal() bool { return s.Status().Terminal() }
 func (s State) Status() runtime.Status { return runtime.StateSpecOf(&definition, s).Status }
 
 // Outcome returns the business outcome that state s declares, or "".
-// A transition may declare its own outcome for a final state; see Transition.Outcome.
 func (s State) Outcome() string { return runtime.StateSpecOf(&definition, s).Outcome }
 
 // States returns every state in declaration order.
@@ -119,8 +115,7 @@ func States() []State {
 // Event is an event of the FCHA machine. Only the event types of this
 // package implement it; the EventName of each returns the event's name.
 type Event interface {
-	// EventName returns the event's name as the .fsm file writes it,
-	// its persisted form.
+	// EventName returns the event's name, its persisted form.
 	EventName() string
 	// fire calls the method of the Machine named after the event.
 	fire(context.Context, *Machine) error
@@ -225,35 +220,26 @@ func (e AssessmentCompleted) fire(c context.Context, m *Machine) error {
 func (AssessmentCompleted) individualizedAssessmentEvent() {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
-// recorder stored it. An empty or null payload gives the zero event; an unknown
-// name gives an error matched by errors.Is(err, runtime.ErrUnknownEvent); a
-// payload with fields the event lacks, of the wrong types, or followed by
-// anything but white space is an error.
+// recorder stored it, strictly: see runtime.Decoder.Decode.
 func DecodeEvent(name string, payload []byte) (Event, error) { return decoder.Decode(name, payload) }
 
 var decoder = runtime.NewDecoder[Event](&definition, PrequalificationCompleted{}, AuthorizationTimeout{}, BackgroundCheckAuthorizationSigned{}, BackgroundCheckCompleted{}, AssessmentCompleted{})
 
-// Guards are the conditions of the FCHA machine, implemented in Go. A
-// guard must not change anything: the machine may ask it without firing.
+// Guards are the conditions of FCHA; each reports whether it admits e.
 type Guards interface {
-	// PrequalFailed reports whether the guard admits e.
 	// PrequalFailed: [prequal failed], the application did not meet the
 	// prequalification criteria.
 	PrequalFailed(ctx context.Context, e PrequalificationCompleted) bool
-	// NoAdverseInfo reports whether the guard admits e.
 	// NoAdverseInfo: [no adverse info], the background check found no
 	// adverse information.
 	NoAdverseInfo(ctx context.Context, e BackgroundCheckCompleted) bool
-	// Approved reports whether the guard admits e.
 	// Approved: [approved], the individualized assessment approves the
 	// application; when it does not, the application is [denied].
 	Approved(ctx context.Context, e AssessmentCompleted) bool
 }
 
-// Machine is a FCHA machine: its current state, the guards it asks and
-// the recorder that persists its transitions. A Machine is not safe for
-// concurrent use; the database, through the recorder, arbitrates between
-// machines loaded from the same run.
+// Machine is a FCHA machine: its state, guards and recorder. It is not
+// safe for concurrent use; the database, through the recorder, arbitrates.
 type Machine struct {
 	state  State
 	rec    runtime.Recorder
@@ -263,20 +249,17 @@ type Machine struct {
 // Option configures a Machine built by New.
 type Option func(*Machine)
 
-// WithRecorder makes the machine record every transition with r before
-// applying it; a transition whose recording fails is not applied.
+// WithRecorder records every transition with r before applying it.
 func WithRecorder(r runtime.Recorder) Option {
 	return func(m *Machine) { m.rec = r }
 }
 
-// WithState starts the machine in state s instead of the initial state, as
-// when a run is loaded from storage.
+// WithState starts the machine in state s, as when a run is loaded.
 func WithState(s State) Option {
 	return func(m *Machine) { m.state = s }
 }
 
-// New returns a machine in state PREQUALIFICATION that asks guards for its
-// conditions. It panics if guards is nil.
+// New returns a machine in state PREQUALIFICATION; it panics if guards is nil.
 func New(guards Guards, opts ...Option) *Machine {
 	if guards == nil {
 		panic("fcha.New: nil Guards")
@@ -291,11 +274,8 @@ func New(guards Guards, opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e: it finds the first row of the table from the current
-// state on e whose guard admits it, records the transition and moves the
-// machine. A refused event, or a nil one, returns a *runtime.TransitionError
-// matched by errors.Is with runtime.ErrIllegalTransition or
-// runtime.ErrGuardRejected, and leaves the state unchanged.
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
 	if e == nil {
 		return m.refuse(nil)
@@ -303,8 +283,7 @@ func (m *Machine) Fire(ctx context.Context, e Event) error {
 	return e.fire(ctx, m)
 }
 
-// move applies a transition that a row allows: without a recorder it is a
-// store that the compiler inlines into the caller.
+// move applies a row: without a recorder, an inlined store.
 func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
@@ -324,11 +303,8 @@ func (m *Machine) follow(ctx context.Context, e Event) error {
 }
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
-// PrequalificationCompleted fires event PrequalificationCompleted. The rows it
-// follows, tried in order:
-//
-//	PREQUALIFICATION -> DENIED when PrequalFailed
-//	PREQUALIFICATION -> CONDITIONAL_OFFER
+// PrequalificationCompleted tries in order: PREQUALIFICATION -> DENIED when
+// PrequalFailed; PREQUALIFICATION -> CONDITIONAL_OFFER.
 func (m *Machine) PrequalificationCompleted(ctx context.Context, e PrequalificationCompleted) error {
 	if m.state == StatePrequalification {
 		if m.guards.PrequalFailed(ctx, e) {
@@ -358,11 +334,9 @@ func (m *Machine) BackgroundCheckAuthorizationSigned(ctx context.Context, e Back
 	return m.follow(ctx, e)
 }
 
-// BackgroundCheckCompleted fires event BackgroundCheckCompleted. The rows it
-// follows, tried in order:
-//
-//	BACKGROUND_CHECK_ALLOWED -> APPROVED when NoAdverseInfo
-//	BACKGROUND_CHECK_ALLOWED -> INDIVIDUALIZED_ASSESSMENT
+// BackgroundCheckCompleted tries in order: BACKGROUND_CHECK_ALLOWED ->
+// APPROVED when NoAdverseInfo; BACKGROUND_CHECK_ALLOWED ->
+// INDIVIDUALIZED_ASSESSMENT.
 func (m *Machine) BackgroundCheckCompleted(ctx context.Context, e BackgroundCheckCompleted) error {
 	if m.state == StateBackgroundCheckAllowed {
 		if m.guards.NoAdverseInfo(ctx, e) {
@@ -373,11 +347,8 @@ func (m *Machine) BackgroundCheckCompleted(ctx context.Context, e BackgroundChec
 	return m.refuse(e)
 }
 
-// AssessmentCompleted fires event AssessmentCompleted. The rows it follows,
-// tried in order:
-//
-//	INDIVIDUALIZED_ASSESSMENT -> APPROVED when Approved
-//	INDIVIDUALIZED_ASSESSMENT -> DENIED unless Approved
+// AssessmentCompleted tries in order: INDIVIDUALIZED_ASSESSMENT -> APPROVED
+// when Approved; INDIVIDUALIZED_ASSESSMENT -> DENIED unless Approved.
 func (m *Machine) AssessmentCompleted(ctx context.Context, e AssessmentCompleted) error {
 	if m.state == StateIndividualizedAssessment {
 		if m.guards.Approved(ctx, e) {
@@ -390,11 +361,8 @@ func (m *Machine) AssessmentCompleted(ctx context.Context, e AssessmentCompleted
 	return m.refuse(e)
 }
 
-// View is the machine seen in its current state: switch on its dynamic type
-// (InX for state X) to reach the transitions that state allows, and only
-// those. A view's State returns its state, and its methods do what the
-// Machine's methods of the same names do: firing through a view whose state
-// the machine has left returns the same error as Fire would.
+// View is the machine in its current state: InX for state X, whose methods
+// are the transitions X allows and do what the Machine's methods do.
 type View interface {
 	// State returns the state the view stands for.
 	State() State
@@ -418,8 +386,7 @@ var views = [...]func(*Machine) View{
 	func(m *Machine) View { return InDenied{m} },
 }
 
-// InPrequalification is the machine in state PREQUALIFICATION, whose events
-// are its methods: PrequalificationCompleted.
+// InPrequalification is the machine in state PREQUALIFICATION.
 type InPrequalification struct{ m *Machine }
 
 // InPrequalification returns the machine as InPrequalification and whether it is in that state.
@@ -432,9 +399,7 @@ func (v InPrequalification) PrequalificationCompleted(ctx context.Context, e Pre
 	return v.m.PrequalificationCompleted(ctx, e)
 }
 
-// InConditionalOffer is the machine in state CONDITIONAL_OFFER, whose events
-// are its methods: AuthorizationTimeout and
-// BackgroundCheckAuthorizationSigned.
+// InConditionalOffer is the machine in state CONDITIONAL_OFFER.
 type InConditionalOffer struct{ m *Machine }
 
 // InConditionalOffer returns the machine as InConditionalOffer and whether it is in that state.
@@ -450,8 +415,7 @@ func (v InConditionalOffer) BackgroundCheckAuthorizationSigned(ctx context.Conte
 	return v.m.BackgroundCheckAuthorizationSigned(ctx, e)
 }
 
-// InBackgroundCheckAllowed is the machine in state BACKGROUND_CHECK_ALLOWED,
-// whose events are its methods: BackgroundCheckCompleted.
+// InBackgroundCheckAllowed is the machine in state BACKGROUND_CHECK_ALLOWED.
 type InBackgroundCheckAllowed struct{ m *Machine }
 
 // InBackgroundCheckAllowed returns the machine as InBackgroundCheckAllowed and whether it is in that state.
@@ -465,8 +429,7 @@ func (v InBackgroundCheckAllowed) BackgroundCheckCompleted(ctx context.Context, 
 }
 
 // InIndividualizedAssessment is the machine in state
-// INDIVIDUALIZED_ASSESSMENT, whose events are its methods:
-// AssessmentCompleted.
+// INDIVIDUALIZED_ASSESSMENT.
 type InIndividualizedAssessment struct{ m *Machine }
 
 // InIndividualizedAssessment returns the machine as InIndividualizedAssessment and whether it is in that state.
@@ -479,8 +442,7 @@ func (v InIndividualizedAssessment) AssessmentCompleted(ctx context.Context, e A
 	return v.m.AssessmentCompleted(ctx, e)
 }
 
-// InApproved is the machine in final state APPROVED, where no event is
-// accepted.
+// InApproved is the machine in final state APPROVED.
 type InApproved struct{ m *Machine }
 
 // InApproved returns the machine as InApproved and whether it is in that state.
@@ -488,7 +450,7 @@ func (m *Machine) InApproved() (InApproved, bool) { return InApproved{m}, m.stat
 func (InApproved) State() State                   { return StateApproved }
 func (InApproved) isView()                        {}
 
-// InDenied is the machine in final state DENIED, where no event is accepted.
+// InDenied is the machine in final state DENIED.
 type InDenied struct{ m *Machine }
 
 // InDenied returns the machine as InDenied and whether it is in that state.
@@ -496,11 +458,8 @@ func (m *Machine) InDenied() (InDenied, bool) { return InDenied{m}, m.state == S
 func (InDenied) State() State                 { return StateDenied }
 func (InDenied) isView()                      {}
 
-// Handlers holds the work of every state of FCHA that the runtime drives:
-// one method per non-terminal state that does not wait. Each returns one of
-// the events its state accepts, so a handler cannot return a transition the
-// table forbids, and a type that forgets a state does not compile. An error
-// a handler returns is retried by its state's policy.
+// Handlers does the work of the states of FCHA the runtime drives, each
+// returning an event of its state; an error is retried by the state's policy.
 type Handlers interface {
 	// Prequalification does the work of state PREQUALIFICATION and returns
 	// PrequalificationCompleted.
@@ -513,9 +472,8 @@ type Handlers interface {
 	IndividualizedAssessment(ctx context.Context, run *runtime.Run) (IndividualizedAssessmentEvent, error)
 }
 
-// Dispatch calls the handler of state s and returns the event it chose. For a
-// final state or one that waits it returns an error matched by
-// errors.Is(err, runtime.ErrNotDriven).
+// Dispatch calls the handler of state s; for a state that is not driven it
+// returns an error matched by errors.Is(err, runtime.ErrNotDriven).
 func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event, error) {
 	switch s {
 	case StatePrequalification:
@@ -528,10 +486,8 @@ func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event
 	return nil, runtime.NotDriven(&definition, s.String())
 }
 
-// NewDriver returns the runtime.Driver of the machine: the engine drives runs
-// of type "nyc-application-compliance" with the handlers h, and fires each event with the guards
-// that guards returns for the run (guards often read the run: its owner, its
-// policy, its earlier events).
+// NewDriver returns the engine's runtime.Driver: handlers h, and the guards
+// that guards returns for each run.
 func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver {
 	return runtime.NewDriver(&definition, func(ctx context.Context, run *runtime.Run, s State) (runtime.Event, error) {
 		return Dispatch(ctx, h, s, run)
@@ -547,9 +503,8 @@ func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver 
 	})
 }
 
-// Definition returns the machine's definition as data: the transition table,
-// with the retry policies and timers of its states, for the runtime, the
-// database and introspection. Each call returns a new copy.
+// Definition returns the machine's table, retry policies and timers as data:
+// a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
 
 var definition = runtime.Definition{

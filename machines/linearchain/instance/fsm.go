@@ -26,13 +26,11 @@ const (
 	Version = 1
 )
 
-// This code needs a runtime that supports generated code of version 1: with
-// an older or newer one, runtime.EnforceVersion overflows and it does not compile.
+// With a runtime that does not support generated code version 1, this fails.
 const _, _ = runtime.EnforceVersion(1 - runtime.MinGenVersion), runtime.EnforceVersion(runtime.GenVersion - 1)
 
-// State is a state of the Instance machine. Its persisted form is its name,
-// as String returns it and ParseState reads it; its number, its index in the
-// States of the Definition, may change between definition versions.
+// State is a state of Instance: its persisted form is its name; its number, its
+// index in the Definition's States, may change between versions.
 type State uint16
 
 const (
@@ -59,8 +57,7 @@ const (
 // String returns the state's name, its persisted form.
 func (s State) String() string { return runtime.StateName(&definition, s) }
 
-// ParseState returns the state named name. An unknown name gives an error
-// matched by errors.Is(err, runtime.ErrUnknownState).
+// ParseState returns the state named name, or runtime.ErrUnknownState.
 func ParseState(name string) (State, error) { return runtime.ParseState[State](&definition, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
@@ -76,7 +73,6 @@ func (s State) Terminal() bool { return s.Status().Terminal() }
 func (s State) Status() runtime.Status { return runtime.StateSpecOf(&definition, s).Status }
 
 // Outcome returns the business outcome that state s declares, or "".
-// A transition may declare its own outcome for a final state; see Transition.Outcome.
 func (s State) Outcome() string { return runtime.StateSpecOf(&definition, s).Outcome }
 
 // States returns every state in declaration order.
@@ -87,8 +83,7 @@ func States() []State {
 // Event is an event of the Instance machine. Only the event types of this
 // package implement it; the EventName of each returns the event's name.
 type Event interface {
-	// EventName returns the event's name as the .fsm file writes it,
-	// its persisted form.
+	// EventName returns the event's name, its persisted form.
 	EventName() string
 	// fire calls the method of the Machine named after the event.
 	fire(context.Context, *Machine) error
@@ -129,18 +124,13 @@ func (Cancel) EventName() string                          { return "Cancel" }
 func (e Cancel) fire(c context.Context, m *Machine) error { return m.Cancel(c, e) }
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
-// recorder stored it. An empty or null payload gives the zero event; an unknown
-// name gives an error matched by errors.Is(err, runtime.ErrUnknownEvent); a
-// payload with fields the event lacks, of the wrong types, or followed by
-// anything but white space is an error.
+// recorder stored it, strictly: see runtime.Decoder.Decode.
 func DecodeEvent(name string, payload []byte) (Event, error) { return decoder.Decode(name, payload) }
 
 var decoder = runtime.NewDecoder[Event](&definition, StepCompleted{}, StepDead{}, Cancel{})
 
-// Guards are the conditions of the Instance machine, implemented in Go. A
-// guard must not change anything: the machine may ask it without firing.
+// Guards are the conditions of Instance; each reports whether it admits e.
 type Guards interface {
-	// NextStepExists reports whether the guard admits e.
 	// NextStepExists: a workflow_step(instance_id, nextSeq) row exists,
 	// nextSeq = stepSeq + 1. The runtime does not consult in-memory
 	// definitions: the existence of stepSeq + 1 in the DB determines whether
@@ -148,10 +138,8 @@ type Guards interface {
 	NextStepExists(ctx context.Context, e StepCompleted) bool
 }
 
-// Machine is a Instance machine: its current state, the guards it asks and
-// the recorder that persists its transitions. A Machine is not safe for
-// concurrent use; the database, through the recorder, arbitrates between
-// machines loaded from the same run.
+// Machine is a Instance machine: its state, guards and recorder. It is not
+// safe for concurrent use; the database, through the recorder, arbitrates.
 type Machine struct {
 	state  State
 	rec    runtime.Recorder
@@ -161,20 +149,17 @@ type Machine struct {
 // Option configures a Machine built by New.
 type Option func(*Machine)
 
-// WithRecorder makes the machine record every transition with r before
-// applying it; a transition whose recording fails is not applied.
+// WithRecorder records every transition with r before applying it.
 func WithRecorder(r runtime.Recorder) Option {
 	return func(m *Machine) { m.rec = r }
 }
 
-// WithState starts the machine in state s instead of the initial state, as
-// when a run is loaded from storage.
+// WithState starts the machine in state s, as when a run is loaded.
 func WithState(s State) Option {
 	return func(m *Machine) { m.state = s }
 }
 
-// New returns a machine in state RUNNING that asks guards for its
-// conditions. It panics if guards is nil.
+// New returns a machine in state RUNNING; it panics if guards is nil.
 func New(guards Guards, opts ...Option) *Machine {
 	if guards == nil {
 		panic("instance.New: nil Guards")
@@ -189,11 +174,8 @@ func New(guards Guards, opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e: it finds the first row of the table from the current
-// state on e whose guard admits it, records the transition and moves the
-// machine. A refused event, or a nil one, returns a *runtime.TransitionError
-// matched by errors.Is with runtime.ErrIllegalTransition or
-// runtime.ErrGuardRejected, and leaves the state unchanged.
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
 	if e == nil {
 		return m.refuse(nil)
@@ -201,8 +183,7 @@ func (m *Machine) Fire(ctx context.Context, e Event) error {
 	return e.fire(ctx, m)
 }
 
-// move applies a transition that a row allows: without a recorder it is a
-// store that the compiler inlines into the caller.
+// move applies a row: without a recorder, an inlined store.
 func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
@@ -222,11 +203,8 @@ func (m *Machine) follow(ctx context.Context, e Event) error {
 }
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
-// StepCompleted fires event StepCompleted. The rows it follows, tried in
-// order:
-//
-//	RUNNING -> COMPLETED unless NextStepExists
-//	RUNNING -> RUNNING
+// StepCompleted tries in order: RUNNING -> COMPLETED unless NextStepExists;
+// RUNNING -> RUNNING.
 func (m *Machine) StepCompleted(ctx context.Context, e StepCompleted) error {
 	if m.state == StateRunning {
 		if !m.guards.NextStepExists(ctx, e) {
@@ -255,11 +233,8 @@ func (m *Machine) Cancel(ctx context.Context, e Cancel) error {
 	return m.follow(ctx, e)
 }
 
-// View is the machine seen in its current state: switch on its dynamic type
-// (InX for state X) to reach the transitions that state allows, and only
-// those. A view's State returns its state, and its methods do what the
-// Machine's methods of the same names do: firing through a view whose state
-// the machine has left returns the same error as Fire would.
+// View is the machine in its current state: InX for state X, whose methods
+// are the transitions X allows and do what the Machine's methods do.
 type View interface {
 	// State returns the state the view stands for.
 	State() State
@@ -281,8 +256,7 @@ var views = [...]func(*Machine) View{
 	func(m *Machine) View { return InCanceled{m} },
 }
 
-// InRunning is the machine in state RUNNING, whose events are its methods:
-// StepCompleted, StepDead and Cancel.
+// InRunning is the machine in state RUNNING.
 type InRunning struct{ m *Machine }
 
 // InRunning returns the machine as InRunning and whether it is in that state.
@@ -295,8 +269,7 @@ func (v InRunning) StepCompleted(ctx context.Context, e StepCompleted) error {
 func (v InRunning) StepDead(ctx context.Context, e StepDead) error { return v.m.StepDead(ctx, e) }
 func (v InRunning) Cancel(ctx context.Context, e Cancel) error     { return v.m.Cancel(ctx, e) }
 
-// InCompleted is the machine in final state COMPLETED, where no event is
-// accepted.
+// InCompleted is the machine in final state COMPLETED.
 type InCompleted struct{ m *Machine }
 
 // InCompleted returns the machine as InCompleted and whether it is in that state.
@@ -304,7 +277,7 @@ func (m *Machine) InCompleted() (InCompleted, bool) { return InCompleted{m}, m.s
 func (InCompleted) State() State                    { return StateCompleted }
 func (InCompleted) isView()                         {}
 
-// InFailed is the machine in final state FAILED, where no event is accepted.
+// InFailed is the machine in final state FAILED.
 type InFailed struct{ m *Machine }
 
 // InFailed returns the machine as InFailed and whether it is in that state.
@@ -312,8 +285,7 @@ func (m *Machine) InFailed() (InFailed, bool) { return InFailed{m}, m.state == S
 func (InFailed) State() State                 { return StateFailed }
 func (InFailed) isView()                      {}
 
-// InCanceled is the machine in final state CANCELED, where no event is
-// accepted.
+// InCanceled is the machine in final state CANCELED.
 type InCanceled struct{ m *Machine }
 
 // InCanceled returns the machine as InCanceled and whether it is in that state.
@@ -321,9 +293,8 @@ func (m *Machine) InCanceled() (InCanceled, bool) { return InCanceled{m}, m.stat
 func (InCanceled) State() State                   { return StateCanceled }
 func (InCanceled) isView()                        {}
 
-// NewDriver returns the runtime.Driver of the machine: the engine drives runs
-// of type "linear_chain_instance", whose states all wait, and fires each event with the
-// guards that guards returns for the run.
+// NewDriver returns the engine's runtime.Driver (every state waits), with the
+// guards that guards returns for each run.
 func NewDriver(guards func(run *runtime.Run) Guards) runtime.Driver {
 	return runtime.NewDriver(&definition, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
 		var g Guards
@@ -337,9 +308,8 @@ func NewDriver(guards func(run *runtime.Run) Guards) runtime.Driver {
 	})
 }
 
-// Definition returns the machine's definition as data: the transition table,
-// with the retry policies and timers of its states, for the runtime, the
-// database and introspection. Each call returns a new copy.
+// Definition returns the machine's table, retry policies and timers as data:
+// a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
 
 var definition = runtime.Definition{

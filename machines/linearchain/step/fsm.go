@@ -30,13 +30,11 @@ const (
 	Version = 1
 )
 
-// This code needs a runtime that supports generated code of version 1: with
-// an older or newer one, runtime.EnforceVersion overflows and it does not compile.
+// With a runtime that does not support generated code version 1, this fails.
 const _, _ = runtime.EnforceVersion(1 - runtime.MinGenVersion), runtime.EnforceVersion(runtime.GenVersion - 1)
 
-// State is a state of the Step machine. Its persisted form is its name,
-// as String returns it and ParseState reads it; its number, its index in the
-// States of the Definition, may change between definition versions.
+// State is a state of Step: its persisted form is its name; its number, its
+// index in the Definition's States, may change between versions.
 type State uint16
 
 const (
@@ -78,8 +76,7 @@ const (
 // String returns the state's name, its persisted form.
 func (s State) String() string { return runtime.StateName(&definition, s) }
 
-// ParseState returns the state named name. An unknown name gives an error
-// matched by errors.Is(err, runtime.ErrUnknownState).
+// ParseState returns the state named name, or runtime.ErrUnknownState.
 func ParseState(name string) (State, error) { return runtime.ParseState[State](&definition, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
@@ -95,7 +92,6 @@ func (s State) Terminal() bool { return s.Status().Terminal() }
 func (s State) Status() runtime.Status { return runtime.StateSpecOf(&definition, s).Status }
 
 // Outcome returns the business outcome that state s declares, or "".
-// A transition may declare its own outcome for a final state; see Transition.Outcome.
 func (s State) Outcome() string { return runtime.StateSpecOf(&definition, s).Outcome }
 
 // States returns every state in declaration order.
@@ -106,8 +102,7 @@ func States() []State {
 // Event is an event of the Step machine. Only the event types of this
 // package implement it; the EventName of each returns the event's name.
 type Event interface {
-	// EventName returns the event's name as the .fsm file writes it,
-	// its persisted form.
+	// EventName returns the event's name, its persisted form.
 	EventName() string
 	// fire calls the method of the Machine named after the event.
 	fire(context.Context, *Machine) error
@@ -223,48 +218,36 @@ func (WakeUp) EventName() string                          { return "WakeUp" }
 func (e WakeUp) fire(c context.Context, m *Machine) error { return m.WakeUp(c, e) }
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
-// recorder stored it. An empty or null payload gives the zero event; an unknown
-// name gives an error matched by errors.Is(err, runtime.ErrUnknownEvent); a
-// payload with fields the event lacks, of the wrong types, or followed by
-// anything but white space is an error.
+// recorder stored it, strictly: see runtime.Decoder.Decode.
 func DecodeEvent(name string, payload []byte) (Event, error) { return decoder.Decode(name, payload) }
 
 var decoder = runtime.NewDecoder[Event](&definition, Activate{}, Claim{}, ClaimTimedOut{}, RecoverLease{}, Completed{}, Waiting{}, Retry{}, Dead{}, WakeUp{})
 
-// Guards are the conditions of the Step machine, implemented in Go. A
-// guard must not change anything: the machine may ask it without firing.
+// Guards are the conditions of Step; each reports whether it admits e.
 type Guards interface {
-	// Due reports whether the guard admits e.
 	// Due: next_run_at <= now.
 	Due(ctx context.Context, e Claim) bool
-	// DeadlinePassed reports whether the guard admits e.
 	// DeadlinePassed: deadline_at <= now.
 	DeadlinePassed(ctx context.Context, e ClaimTimedOut) bool
-	// LeaseExpired reports whether the guard admits e.
 	// LeaseExpired: locked_until < now.
 	LeaseExpired(ctx context.Context, e RecoverLease) bool
-	// LeaseHeld reports whether the guard admits e.
 	// LeaseHeld: the lease condition every RUNNING -> * write enforces:
 	// status = RUNNING, locked_by = thisWorkerId, locked_until >= now (or
 	// locked_until is null if you allow it). This prevents late writes from
 	// an expired worker from overwriting newer state.
 	LeaseHeld(ctx context.Context, e Event) bool
-	// AttemptsLeft reports whether the guard admits e.
 	// AttemptsLeft: the retry update may succeed. Retry must respect
 	// max_attempts: it is exhausted when (attempts + 1) >= max_attempts, so
 	// this admits (attempts + 1) < max_attempts. Being a RUNNING -> * write,
 	// the retry update also carries the lease condition of LeaseHeld; a
 	// transition takes one guard, so this guard checks both.
 	AttemptsLeft(ctx context.Context, e Retry) bool
-	// WaitingEventTypeMatches reports whether the guard admits e.
 	// WaitingEventTypeMatches: waiting_event_type == incomingEventType.
 	WaitingEventTypeMatches(ctx context.Context, e WakeUp) bool
 }
 
-// Machine is a Step machine: its current state, the guards it asks and
-// the recorder that persists its transitions. A Machine is not safe for
-// concurrent use; the database, through the recorder, arbitrates between
-// machines loaded from the same run.
+// Machine is a Step machine: its state, guards and recorder. It is not
+// safe for concurrent use; the database, through the recorder, arbitrates.
 type Machine struct {
 	state  State
 	rec    runtime.Recorder
@@ -274,20 +257,17 @@ type Machine struct {
 // Option configures a Machine built by New.
 type Option func(*Machine)
 
-// WithRecorder makes the machine record every transition with r before
-// applying it; a transition whose recording fails is not applied.
+// WithRecorder records every transition with r before applying it.
 func WithRecorder(r runtime.Recorder) Option {
 	return func(m *Machine) { m.rec = r }
 }
 
-// WithState starts the machine in state s instead of the initial state, as
-// when a run is loaded from storage.
+// WithState starts the machine in state s, as when a run is loaded.
 func WithState(s State) Option {
 	return func(m *Machine) { m.state = s }
 }
 
-// New returns a machine in state PENDING that asks guards for its
-// conditions. It panics if guards is nil.
+// New returns a machine in state PENDING; it panics if guards is nil.
 func New(guards Guards, opts ...Option) *Machine {
 	if guards == nil {
 		panic("step.New: nil Guards")
@@ -302,11 +282,8 @@ func New(guards Guards, opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e: it finds the first row of the table from the current
-// state on e whose guard admits it, records the transition and moves the
-// machine. A refused event, or a nil one, returns a *runtime.TransitionError
-// matched by errors.Is with runtime.ErrIllegalTransition or
-// runtime.ErrGuardRejected, and leaves the state unchanged.
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
 	if e == nil {
 		return m.refuse(nil)
@@ -314,8 +291,7 @@ func (m *Machine) Fire(ctx context.Context, e Event) error {
 	return e.fire(ctx, m)
 }
 
-// move applies a transition that a row allows: without a recorder it is a
-// store that the compiler inlines into the caller.
+// move applies a row: without a recorder, an inlined store.
 func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
@@ -384,10 +360,8 @@ func (m *Machine) Waiting(ctx context.Context, e Waiting) error {
 	return move(ctx, m, StateWaiting, e, "")
 }
 
-// Retry fires event Retry. The rows it follows, tried in order:
-//
-//	RUNNING -> READY when AttemptsLeft
-//	RUNNING -> DEAD when LeaseHeld
+// Retry tries in order: RUNNING -> READY when AttemptsLeft; RUNNING -> DEAD
+// when LeaseHeld.
 func (m *Machine) Retry(ctx context.Context, e Retry) error {
 	if m.state == StateRunning {
 		if m.guards.AttemptsLeft(ctx, e) {
@@ -416,11 +390,8 @@ func (m *Machine) WakeUp(ctx context.Context, e WakeUp) error {
 	return move(ctx, m, StateReady, e, "")
 }
 
-// View is the machine seen in its current state: switch on its dynamic type
-// (InX for state X) to reach the transitions that state allows, and only
-// those. A view's State returns its state, and its methods do what the
-// Machine's methods of the same names do: firing through a view whose state
-// the machine has left returns the same error as Fire would.
+// View is the machine in its current state: InX for state X, whose methods
+// are the transitions X allows and do what the Machine's methods do.
 type View interface {
 	// State returns the state the view stands for.
 	State() State
@@ -444,8 +415,7 @@ var views = [...]func(*Machine) View{
 	func(m *Machine) View { return InDead{m} },
 }
 
-// InPending is the machine in state PENDING, whose events are its methods:
-// Activate.
+// InPending is the machine in state PENDING.
 type InPending struct{ m *Machine }
 
 // InPending returns the machine as InPending and whether it is in that state.
@@ -454,7 +424,7 @@ func (InPending) State() State                                     { return Stat
 func (InPending) isView()                                          {}
 func (v InPending) Activate(ctx context.Context, e Activate) error { return v.m.Activate(ctx, e) }
 
-// InReady is the machine in state READY, whose events are its methods: Claim.
+// InReady is the machine in state READY.
 type InReady struct{ m *Machine }
 
 // InReady returns the machine as InReady and whether it is in that state.
@@ -463,8 +433,7 @@ func (InReady) State() State                               { return StateReady }
 func (InReady) isView()                                    {}
 func (v InReady) Claim(ctx context.Context, e Claim) error { return v.m.Claim(ctx, e) }
 
-// InRunning is the machine in state RUNNING, whose events are its methods:
-// RecoverLease, Completed, Waiting, Retry and Dead.
+// InRunning is the machine in state RUNNING.
 type InRunning struct{ m *Machine }
 
 // InRunning returns the machine as InRunning and whether it is in that state.
@@ -479,8 +448,7 @@ func (v InRunning) Waiting(ctx context.Context, e Waiting) error     { return v.
 func (v InRunning) Retry(ctx context.Context, e Retry) error         { return v.m.Retry(ctx, e) }
 func (v InRunning) Dead(ctx context.Context, e Dead) error           { return v.m.Dead(ctx, e) }
 
-// InWaiting is the machine in state WAITING, whose events are its methods:
-// ClaimTimedOut and WakeUp.
+// InWaiting is the machine in state WAITING.
 type InWaiting struct{ m *Machine }
 
 // InWaiting returns the machine as InWaiting and whether it is in that state.
@@ -492,7 +460,7 @@ func (v InWaiting) ClaimTimedOut(ctx context.Context, e ClaimTimedOut) error {
 }
 func (v InWaiting) WakeUp(ctx context.Context, e WakeUp) error { return v.m.WakeUp(ctx, e) }
 
-// InDone is the machine in final state DONE, where no event is accepted.
+// InDone is the machine in final state DONE.
 type InDone struct{ m *Machine }
 
 // InDone returns the machine as InDone and whether it is in that state.
@@ -500,7 +468,7 @@ func (m *Machine) InDone() (InDone, bool) { return InDone{m}, m.state == StateDo
 func (InDone) State() State               { return StateDone }
 func (InDone) isView()                    {}
 
-// InDead is the machine in final state DEAD, where no event is accepted.
+// InDead is the machine in final state DEAD.
 type InDead struct{ m *Machine }
 
 // InDead returns the machine as InDead and whether it is in that state.
@@ -508,20 +476,16 @@ func (m *Machine) InDead() (InDead, bool) { return InDead{m}, m.state == StateDe
 func (InDead) State() State               { return StateDead }
 func (InDead) isView()                    {}
 
-// Handlers holds the work of every state of Step that the runtime drives:
-// one method per non-terminal state that does not wait. Each returns one of
-// the events its state accepts, so a handler cannot return a transition the
-// table forbids, and a type that forgets a state does not compile. An error
-// a handler returns is retried by its state's policy.
+// Handlers does the work of the states of Step the runtime drives, each
+// returning an event of its state; an error is retried by the state's policy.
 type Handlers interface {
 	// Running does the work of state RUNNING and returns RecoverLease,
 	// Completed, Waiting, Retry or Dead.
 	Running(ctx context.Context, run *runtime.Run) (RunningEvent, error)
 }
 
-// Dispatch calls the handler of state s and returns the event it chose. For a
-// final state or one that waits it returns an error matched by
-// errors.Is(err, runtime.ErrNotDriven).
+// Dispatch calls the handler of state s; for a state that is not driven it
+// returns an error matched by errors.Is(err, runtime.ErrNotDriven).
 func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event, error) {
 	switch s {
 	case StateRunning:
@@ -530,10 +494,8 @@ func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event
 	return nil, runtime.NotDriven(&definition, s.String())
 }
 
-// NewDriver returns the runtime.Driver of the machine: the engine drives runs
-// of type "linear_chain_step" with the handlers h, and fires each event with the guards
-// that guards returns for the run (guards often read the run: its owner, its
-// policy, its earlier events).
+// NewDriver returns the engine's runtime.Driver: handlers h, and the guards
+// that guards returns for each run.
 func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver {
 	return runtime.NewDriver(&definition, func(ctx context.Context, run *runtime.Run, s State) (runtime.Event, error) {
 		return Dispatch(ctx, h, s, run)
@@ -549,9 +511,8 @@ func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver 
 	})
 }
 
-// Definition returns the machine's definition as data: the transition table,
-// with the retry policies and timers of its states, for the runtime, the
-// database and introspection. Each call returns a new copy.
+// Definition returns the machine's table, retry policies and timers as data:
+// a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
 
 var definition = runtime.Definition{

@@ -29,13 +29,11 @@ const (
 	Version = 1
 )
 
-// This code needs a runtime that supports generated code of version 1: with
-// an older or newer one, runtime.EnforceVersion overflows and it does not compile.
+// With a runtime that does not support generated code version 1, this fails.
 const _, _ = runtime.EnforceVersion(1 - runtime.MinGenVersion), runtime.EnforceVersion(runtime.GenVersion - 1)
 
-// State is a state of the RetrieveOrGenerate machine. Its persisted form is its name,
-// as String returns it and ParseState reads it; its number, its index in the
-// States of the Definition, may change between definition versions.
+// State is a state of RetrieveOrGenerate: its persisted form is its name; its number, its
+// index in the Definition's States, may change between versions.
 type State uint16
 
 const (
@@ -71,8 +69,7 @@ const (
 // String returns the state's name, its persisted form.
 func (s State) String() string { return runtime.StateName(&definition, s) }
 
-// ParseState returns the state named name. An unknown name gives an error
-// matched by errors.Is(err, runtime.ErrUnknownState).
+// ParseState returns the state named name, or runtime.ErrUnknownState.
 func ParseState(name string) (State, error) { return runtime.ParseState[State](&definition, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
@@ -88,7 +85,6 @@ func (s State) Terminal() bool { return s.Status().Terminal() }
 func (s State) Status() runtime.Status { return runtime.StateSpecOf(&definition, s).Status }
 
 // Outcome returns the business outcome that state s declares, or "".
-// A transition may declare its own outcome for a final state; see Transition.Outcome.
 func (s State) Outcome() string { return runtime.StateSpecOf(&definition, s).Outcome }
 
 // States returns every state in declaration order.
@@ -99,8 +95,7 @@ func States() []State {
 // Event is an event of the RetrieveOrGenerate machine. Only the event types of this
 // package implement it; the EventName of each returns the event's name.
 type Event interface {
-	// EventName returns the event's name as the .fsm file writes it,
-	// its persisted form.
+	// EventName returns the event's name, its persisted form.
 	EventName() string
 	// fire calls the method of the Machine named after the event.
 	fire(context.Context, *Machine) error
@@ -321,48 +316,34 @@ func (Cancel) registeringEvent()                          {}
 func (Cancel) indexingEvent()                             {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
-// recorder stored it. An empty or null payload gives the zero event; an unknown
-// name gives an error matched by errors.Is(err, runtime.ErrUnknownEvent); a
-// payload with fields the event lacks, of the wrong types, or followed by
-// anything but white space is an error.
+// recorder stored it, strictly: see runtime.Decoder.Decode.
 func DecodeEvent(name string, payload []byte) (Event, error) { return decoder.Decode(name, payload) }
 
 var decoder = runtime.NewDecoder[Event](&definition, Start{}, MediaNormalized{}, MediaRejected{}, RetrievalHit{}, RetrievalMiss{}, RetrievalFailed{}, SolveSucceeded{}, SolveFailed{}, CostCapExceeded{}, AssetsRegistered{}, RegistrationFailed{}, DocumentIndexed{}, IndexTimedOut{}, IndexFailed{}, Cancel{})
 
-// Guards are the conditions of the RetrieveOrGenerate machine, implemented in Go. A
-// guard must not change anything: the machine may ask it without firing.
+// Guards are the conditions of RetrieveOrGenerate; each reports whether it admits e.
 type Guards interface {
-	// IdempotencyCheckPassed reports whether the guard admits e.
 	// The idempotency check admitted this attempt.
 	IdempotencyCheckPassed(ctx context.Context, e Start) bool
-	// SignatureComputed reports whether the guard admits e.
 	// The problem signature was computed.
 	SignatureComputed(ctx context.Context, e MediaNormalized) bool
-	// AtOrAboveThreshold reports whether the guard admits e.
 	// The match's confidence is at least policy.retrieval_threshold.
 	AtOrAboveThreshold(ctx context.Context, e RetrievalHit) bool
-	// BelowThreshold reports whether the guard admits e.
 	// The best confidence is below policy.retrieval_threshold.
 	BelowThreshold(ctx context.Context, e RetrievalMiss) bool
-	// HTMLAvailable reports whether the guard admits e.
 	// The HTML content is available.
 	HTMLAvailable(ctx context.Context, e SolveSucceeded) bool
-	// NearMissAvailable reports whether the guard admits e.
 	// The top candidate scored above 0.70 and the cost cap was not exceeded:
 	// serve it as an approximate answer (is_approximate).
 	NearMissAvailable(ctx context.Context, e SolveFailed) bool
-	// AssetsPersisted reports whether the guard admits e.
 	// The problem and the asset version are persisted.
 	AssetsPersisted(ctx context.Context, e AssetsRegistered) bool
-	// UserOwnsRun reports whether the guard admits e.
 	// The user who cancels owns the run.
 	UserOwnsRun(ctx context.Context, e Cancel) bool
 }
 
-// Machine is a RetrieveOrGenerate machine: its current state, the guards it asks and
-// the recorder that persists its transitions. A Machine is not safe for
-// concurrent use; the database, through the recorder, arbitrates between
-// machines loaded from the same run.
+// Machine is a RetrieveOrGenerate machine: its state, guards and recorder. It is not
+// safe for concurrent use; the database, through the recorder, arbitrates.
 type Machine struct {
 	state  State
 	rec    runtime.Recorder
@@ -372,20 +353,17 @@ type Machine struct {
 // Option configures a Machine built by New.
 type Option func(*Machine)
 
-// WithRecorder makes the machine record every transition with r before
-// applying it; a transition whose recording fails is not applied.
+// WithRecorder records every transition with r before applying it.
 func WithRecorder(r runtime.Recorder) Option {
 	return func(m *Machine) { m.rec = r }
 }
 
-// WithState starts the machine in state s instead of the initial state, as
-// when a run is loaded from storage.
+// WithState starts the machine in state s, as when a run is loaded.
 func WithState(s State) Option {
 	return func(m *Machine) { m.state = s }
 }
 
-// New returns a machine in state INITIATED that asks guards for its
-// conditions. It panics if guards is nil.
+// New returns a machine in state INITIATED; it panics if guards is nil.
 func New(guards Guards, opts ...Option) *Machine {
 	if guards == nil {
 		panic("retrieveorgenerate.New: nil Guards")
@@ -400,11 +378,8 @@ func New(guards Guards, opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e: it finds the first row of the table from the current
-// state on e whose guard admits it, records the transition and moves the
-// machine. A refused event, or a nil one, returns a *runtime.TransitionError
-// matched by errors.Is with runtime.ErrIllegalTransition or
-// runtime.ErrGuardRejected, and leaves the state unchanged.
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
 	if e == nil {
 		return m.refuse(nil)
@@ -412,8 +387,7 @@ func (m *Machine) Fire(ctx context.Context, e Event) error {
 	return e.fire(ctx, m)
 }
 
-// move applies a transition that a row allows: without a recorder it is a
-// store that the compiler inlines into the caller.
+// move applies a row: without a recorder, an inlined store.
 func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
@@ -491,10 +465,8 @@ func (m *Machine) SolveSucceeded(ctx context.Context, e SolveSucceeded) error {
 	return move(ctx, m, StateRegistering, e, "")
 }
 
-// SolveFailed fires event SolveFailed. The rows it follows, tried in order:
-//
-//	GENERATING_SOLUTION -> SUCCEEDED when NearMissAvailable
-//	GENERATING_SOLUTION -> FAILED
+// SolveFailed tries in order: GENERATING_SOLUTION -> SUCCEEDED when
+// NearMissAvailable; GENERATING_SOLUTION -> FAILED.
 func (m *Machine) SolveFailed(ctx context.Context, e SolveFailed) error {
 	if m.state == StateGeneratingSolution {
 		if m.guards.NearMissAvailable(ctx, e) {
@@ -567,11 +539,8 @@ func (m *Machine) Cancel(ctx context.Context, e Cancel) error {
 	return move(ctx, m, StateCancelled, e, "")
 }
 
-// View is the machine seen in its current state: switch on its dynamic type
-// (InX for state X) to reach the transitions that state allows, and only
-// those. A view's State returns its state, and its methods do what the
-// Machine's methods of the same names do: firing through a view whose state
-// the machine has left returns the same error as Fire would.
+// View is the machine in its current state: InX for state X, whose methods
+// are the transitions X allows and do what the Machine's methods do.
 type View interface {
 	// State returns the state the view stands for.
 	State() State
@@ -598,8 +567,7 @@ var views = [...]func(*Machine) View{
 	func(m *Machine) View { return InCancelled{m} },
 }
 
-// InInitiated is the machine in state INITIATED, whose events are its methods:
-// Start and Cancel.
+// InInitiated is the machine in state INITIATED.
 type InInitiated struct{ m *Machine }
 
 // InInitiated returns the machine as InInitiated and whether it is in that state.
@@ -609,8 +577,7 @@ func (InInitiated) isView()                                      {}
 func (v InInitiated) Start(ctx context.Context, e Start) error   { return v.m.Start(ctx, e) }
 func (v InInitiated) Cancel(ctx context.Context, e Cancel) error { return v.m.Cancel(ctx, e) }
 
-// InIngesting is the machine in state INGESTING, whose events are its methods:
-// MediaNormalized, MediaRejected and Cancel.
+// InIngesting is the machine in state INGESTING.
 type InIngesting struct{ m *Machine }
 
 // InIngesting returns the machine as InIngesting and whether it is in that state.
@@ -625,8 +592,7 @@ func (v InIngesting) MediaRejected(ctx context.Context, e MediaRejected) error {
 }
 func (v InIngesting) Cancel(ctx context.Context, e Cancel) error { return v.m.Cancel(ctx, e) }
 
-// InRetrieving is the machine in state RETRIEVING, whose events are its
-// methods: RetrievalHit, RetrievalMiss, RetrievalFailed and Cancel.
+// InRetrieving is the machine in state RETRIEVING.
 type InRetrieving struct{ m *Machine }
 
 // InRetrieving returns the machine as InRetrieving and whether it is in that state.
@@ -646,9 +612,7 @@ func (v InRetrieving) RetrievalFailed(ctx context.Context, e RetrievalFailed) er
 }
 func (v InRetrieving) Cancel(ctx context.Context, e Cancel) error { return v.m.Cancel(ctx, e) }
 
-// InGeneratingSolution is the machine in state GENERATING_SOLUTION, whose
-// events are its methods: SolveSucceeded, SolveFailed, CostCapExceeded and
-// Cancel.
+// InGeneratingSolution is the machine in state GENERATING_SOLUTION.
 type InGeneratingSolution struct{ m *Machine }
 
 // InGeneratingSolution returns the machine as InGeneratingSolution and whether it is in that state.
@@ -668,8 +632,7 @@ func (v InGeneratingSolution) CostCapExceeded(ctx context.Context, e CostCapExce
 }
 func (v InGeneratingSolution) Cancel(ctx context.Context, e Cancel) error { return v.m.Cancel(ctx, e) }
 
-// InRegistering is the machine in state REGISTERING, whose events are its
-// methods: AssetsRegistered, RegistrationFailed and Cancel.
+// InRegistering is the machine in state REGISTERING.
 type InRegistering struct{ m *Machine }
 
 // InRegistering returns the machine as InRegistering and whether it is in that state.
@@ -686,8 +649,7 @@ func (v InRegistering) RegistrationFailed(ctx context.Context, e RegistrationFai
 }
 func (v InRegistering) Cancel(ctx context.Context, e Cancel) error { return v.m.Cancel(ctx, e) }
 
-// InIndexing is the machine in state INDEXING, whose events are its methods:
-// DocumentIndexed, IndexTimedOut, IndexFailed and Cancel.
+// InIndexing is the machine in state INDEXING.
 type InIndexing struct{ m *Machine }
 
 // InIndexing returns the machine as InIndexing and whether it is in that state.
@@ -705,8 +667,7 @@ func (v InIndexing) IndexFailed(ctx context.Context, e IndexFailed) error {
 }
 func (v InIndexing) Cancel(ctx context.Context, e Cancel) error { return v.m.Cancel(ctx, e) }
 
-// InSucceeded is the machine in final state SUCCEEDED, where no event is
-// accepted.
+// InSucceeded is the machine in final state SUCCEEDED.
 type InSucceeded struct{ m *Machine }
 
 // InSucceeded returns the machine as InSucceeded and whether it is in that state.
@@ -714,7 +675,7 @@ func (m *Machine) InSucceeded() (InSucceeded, bool) { return InSucceeded{m}, m.s
 func (InSucceeded) State() State                    { return StateSucceeded }
 func (InSucceeded) isView()                         {}
 
-// InFailed is the machine in final state FAILED, where no event is accepted.
+// InFailed is the machine in final state FAILED.
 type InFailed struct{ m *Machine }
 
 // InFailed returns the machine as InFailed and whether it is in that state.
@@ -722,8 +683,7 @@ func (m *Machine) InFailed() (InFailed, bool) { return InFailed{m}, m.state == S
 func (InFailed) State() State                 { return StateFailed }
 func (InFailed) isView()                      {}
 
-// InCancelled is the machine in final state CANCELLED, where no event is
-// accepted.
+// InCancelled is the machine in final state CANCELLED.
 type InCancelled struct{ m *Machine }
 
 // InCancelled returns the machine as InCancelled and whether it is in that state.
@@ -731,11 +691,8 @@ func (m *Machine) InCancelled() (InCancelled, bool) { return InCancelled{m}, m.s
 func (InCancelled) State() State                    { return StateCancelled }
 func (InCancelled) isView()                         {}
 
-// Handlers holds the work of every state of RetrieveOrGenerate that the runtime drives:
-// one method per non-terminal state that does not wait. Each returns one of
-// the events its state accepts, so a handler cannot return a transition the
-// table forbids, and a type that forgets a state does not compile. An error
-// a handler returns is retried by its state's policy.
+// Handlers does the work of the states of RetrieveOrGenerate the runtime drives, each
+// returning an event of its state; an error is retried by the state's policy.
 type Handlers interface {
 	// Initiated does the work of state INITIATED and returns Start or Cancel.
 	Initiated(ctx context.Context, run *runtime.Run) (InitiatedEvent, error)
@@ -756,9 +713,8 @@ type Handlers interface {
 	Indexing(ctx context.Context, run *runtime.Run) (IndexingEvent, error)
 }
 
-// Dispatch calls the handler of state s and returns the event it chose. For a
-// final state or one that waits it returns an error matched by
-// errors.Is(err, runtime.ErrNotDriven).
+// Dispatch calls the handler of state s; for a state that is not driven it
+// returns an error matched by errors.Is(err, runtime.ErrNotDriven).
 func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event, error) {
 	switch s {
 	case StateInitiated:
@@ -777,10 +733,8 @@ func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event
 	return nil, runtime.NotDriven(&definition, s.String())
 }
 
-// NewDriver returns the runtime.Driver of the machine: the engine drives runs
-// of type "retrieve_or_generate" with the handlers h, and fires each event with the guards
-// that guards returns for the run (guards often read the run: its owner, its
-// policy, its earlier events).
+// NewDriver returns the engine's runtime.Driver: handlers h, and the guards
+// that guards returns for each run.
 func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver {
 	return runtime.NewDriver(&definition, func(ctx context.Context, run *runtime.Run, s State) (runtime.Event, error) {
 		return Dispatch(ctx, h, s, run)
@@ -796,9 +750,8 @@ func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver 
 	})
 }
 
-// Definition returns the machine's definition as data: the transition table,
-// with the retry policies and timers of its states, for the runtime, the
-// database and introspection. Each call returns a new copy.
+// Definition returns the machine's table, retry policies and timers as data:
+// a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
 
 var definition = runtime.Definition{

@@ -25,13 +25,11 @@ const (
 	Version = 1
 )
 
-// This code needs a runtime that supports generated code of version 1: with
-// an older or newer one, runtime.EnforceVersion overflows and it does not compile.
+// With a runtime that does not support generated code version 1, this fails.
 const _, _ = runtime.EnforceVersion(1 - runtime.MinGenVersion), runtime.EnforceVersion(runtime.GenVersion - 1)
 
-// State is a state of the Order machine. Its persisted form is its name,
-// as String returns it and ParseState reads it; its number, its index in the
-// States of the Definition, may change between definition versions.
+// State is a state of Order: its persisted form is its name; its number, its
+// index in the Definition's States, may change between versions.
 type State uint16
 
 const (
@@ -63,8 +61,7 @@ const (
 // String returns the state's name, its persisted form.
 func (s State) String() string { return runtime.StateName(&definition, s) }
 
-// ParseState returns the state named name. An unknown name gives an error
-// matched by errors.Is(err, runtime.ErrUnknownState).
+// ParseState returns the state named name, or runtime.ErrUnknownState.
 func ParseState(name string) (State, error) { return runtime.ParseState[State](&definition, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
@@ -80,7 +77,6 @@ func (s State) Terminal() bool { return s.Status().Terminal() }
 func (s State) Status() runtime.Status { return runtime.StateSpecOf(&definition, s).Status }
 
 // Outcome returns the business outcome that state s declares, or "".
-// A transition may declare its own outcome for a final state; see Transition.Outcome.
 func (s State) Outcome() string { return runtime.StateSpecOf(&definition, s).Outcome }
 
 // States returns every state in declaration order.
@@ -91,8 +87,7 @@ func States() []State {
 // Event is an event of the Order machine. Only the event types of this
 // package implement it; the EventName of each returns the event's name.
 type Event interface {
-	// EventName returns the event's name as the .fsm file writes it,
-	// its persisted form.
+	// EventName returns the event's name, its persisted form.
 	EventName() string
 	// fire calls the method of the Machine named after the event.
 	fire(context.Context, *Machine) error
@@ -189,26 +184,19 @@ func (e Cancel) fire(c context.Context, m *Machine) error { return m.Cancel(c, e
 func (Cancel) packingEvent()                              {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
-// recorder stored it. An empty or null payload gives the zero event; an unknown
-// name gives an error matched by errors.Is(err, runtime.ErrUnknownEvent); a
-// payload with fields the event lacks, of the wrong types, or followed by
-// anything but white space is an error.
+// recorder stored it, strictly: see runtime.Decoder.Decode.
 func DecodeEvent(name string, payload []byte) (Event, error) { return decoder.Decode(name, payload) }
 
 var decoder = runtime.NewDecoder[Event](&definition, Pay{}, PaymentExpired{}, Packed{}, Delivered{}, Lost{}, Returned{}, ReturnWindowClosed{}, Refunded{}, Cancel{})
 
-// Guards are the conditions of the Order machine, implemented in Go. A
-// guard must not change anything: the machine may ask it without firing.
+// Guards are the conditions of Order; each reports whether it admits e.
 type Guards interface {
-	// UserOwnsRun reports whether the guard admits e.
 	// The user who cancels owns the order.
 	UserOwnsRun(ctx context.Context, e Cancel) bool
 }
 
-// Machine is a Order machine: its current state, the guards it asks and
-// the recorder that persists its transitions. A Machine is not safe for
-// concurrent use; the database, through the recorder, arbitrates between
-// machines loaded from the same run.
+// Machine is a Order machine: its state, guards and recorder. It is not
+// safe for concurrent use; the database, through the recorder, arbitrates.
 type Machine struct {
 	state  State
 	rec    runtime.Recorder
@@ -218,20 +206,17 @@ type Machine struct {
 // Option configures a Machine built by New.
 type Option func(*Machine)
 
-// WithRecorder makes the machine record every transition with r before
-// applying it; a transition whose recording fails is not applied.
+// WithRecorder records every transition with r before applying it.
 func WithRecorder(r runtime.Recorder) Option {
 	return func(m *Machine) { m.rec = r }
 }
 
-// WithState starts the machine in state s instead of the initial state, as
-// when a run is loaded from storage.
+// WithState starts the machine in state s, as when a run is loaded.
 func WithState(s State) Option {
 	return func(m *Machine) { m.state = s }
 }
 
-// New returns a machine in state PENDING_PAYMENT that asks guards for its
-// conditions. It panics if guards is nil.
+// New returns a machine in state PENDING_PAYMENT; it panics if guards is nil.
 func New(guards Guards, opts ...Option) *Machine {
 	if guards == nil {
 		panic("order.New: nil Guards")
@@ -246,11 +231,8 @@ func New(guards Guards, opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e: it finds the first row of the table from the current
-// state on e whose guard admits it, records the transition and moves the
-// machine. A refused event, or a nil one, returns a *runtime.TransitionError
-// matched by errors.Is with runtime.ErrIllegalTransition or
-// runtime.ErrGuardRejected, and leaves the state unchanged.
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
 	if e == nil {
 		return m.refuse(nil)
@@ -258,8 +240,7 @@ func (m *Machine) Fire(ctx context.Context, e Event) error {
 	return e.fire(ctx, m)
 }
 
-// move applies a transition that a row allows: without a recorder it is a
-// store that the compiler inlines into the caller.
+// move applies a row: without a recorder, an inlined store.
 func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
@@ -351,10 +332,8 @@ func (m *Machine) Refunded(ctx context.Context, e Refunded) error {
 	return m.follow(ctx, e)
 }
 
-// Cancel fires event Cancel. The rows it follows, tried in order:
-//
-//	PENDING_PAYMENT -> CANCELLED when UserOwnsRun
-//	PACKING -> REFUNDING when UserOwnsRun
+// Cancel tries in order: PENDING_PAYMENT -> CANCELLED when UserOwnsRun;
+// PACKING -> REFUNDING when UserOwnsRun.
 func (m *Machine) Cancel(ctx context.Context, e Cancel) error {
 	switch m.state {
 	case StatePendingPayment:
@@ -369,11 +348,8 @@ func (m *Machine) Cancel(ctx context.Context, e Cancel) error {
 	return m.refuse(e)
 }
 
-// View is the machine seen in its current state: switch on its dynamic type
-// (InX for state X) to reach the transitions that state allows, and only
-// those. A view's State returns its state, and its methods do what the
-// Machine's methods of the same names do: firing through a view whose state
-// the machine has left returns the same error as Fire would.
+// View is the machine in its current state: InX for state X, whose methods
+// are the transitions X allows and do what the Machine's methods do.
 type View interface {
 	// State returns the state the view stands for.
 	State() State
@@ -399,8 +375,7 @@ var views = [...]func(*Machine) View{
 	func(m *Machine) View { return InRefunded{m} },
 }
 
-// InPendingPayment is the machine in state PENDING_PAYMENT, whose events are
-// its methods: Pay, PaymentExpired and Cancel.
+// InPendingPayment is the machine in state PENDING_PAYMENT.
 type InPendingPayment struct{ m *Machine }
 
 // InPendingPayment returns the machine as InPendingPayment and whether it is in that state.
@@ -415,8 +390,7 @@ func (v InPendingPayment) PaymentExpired(ctx context.Context, e PaymentExpired) 
 }
 func (v InPendingPayment) Cancel(ctx context.Context, e Cancel) error { return v.m.Cancel(ctx, e) }
 
-// InPacking is the machine in state PACKING, whose events are its methods:
-// Packed and Cancel.
+// InPacking is the machine in state PACKING.
 type InPacking struct{ m *Machine }
 
 // InPacking returns the machine as InPacking and whether it is in that state.
@@ -426,8 +400,7 @@ func (InPacking) isView()                                      {}
 func (v InPacking) Packed(ctx context.Context, e Packed) error { return v.m.Packed(ctx, e) }
 func (v InPacking) Cancel(ctx context.Context, e Cancel) error { return v.m.Cancel(ctx, e) }
 
-// InInTransit is the machine in state IN_TRANSIT, whose events are its
-// methods: Delivered and Lost.
+// InInTransit is the machine in state IN_TRANSIT.
 type InInTransit struct{ m *Machine }
 
 // InInTransit returns the machine as InInTransit and whether it is in that state.
@@ -437,8 +410,7 @@ func (InInTransit) isView()                                            {}
 func (v InInTransit) Delivered(ctx context.Context, e Delivered) error { return v.m.Delivered(ctx, e) }
 func (v InInTransit) Lost(ctx context.Context, e Lost) error           { return v.m.Lost(ctx, e) }
 
-// InDelivered is the machine in state DELIVERED, whose events are its methods:
-// Returned and ReturnWindowClosed.
+// InDelivered is the machine in state DELIVERED.
 type InDelivered struct{ m *Machine }
 
 // InDelivered returns the machine as InDelivered and whether it is in that state.
@@ -450,8 +422,7 @@ func (v InDelivered) ReturnWindowClosed(ctx context.Context, e ReturnWindowClose
 	return v.m.ReturnWindowClosed(ctx, e)
 }
 
-// InRefunding is the machine in state REFUNDING, whose events are its methods:
-// Refunded.
+// InRefunding is the machine in state REFUNDING.
 type InRefunding struct{ m *Machine }
 
 // InRefunding returns the machine as InRefunding and whether it is in that state.
@@ -460,8 +431,7 @@ func (InRefunding) State() State                                     { return St
 func (InRefunding) isView()                                          {}
 func (v InRefunding) Refunded(ctx context.Context, e Refunded) error { return v.m.Refunded(ctx, e) }
 
-// InCompleted is the machine in final state COMPLETED, where no event is
-// accepted.
+// InCompleted is the machine in final state COMPLETED.
 type InCompleted struct{ m *Machine }
 
 // InCompleted returns the machine as InCompleted and whether it is in that state.
@@ -469,8 +439,7 @@ func (m *Machine) InCompleted() (InCompleted, bool) { return InCompleted{m}, m.s
 func (InCompleted) State() State                    { return StateCompleted }
 func (InCompleted) isView()                         {}
 
-// InCancelled is the machine in final state CANCELLED, where no event is
-// accepted.
+// InCancelled is the machine in final state CANCELLED.
 type InCancelled struct{ m *Machine }
 
 // InCancelled returns the machine as InCancelled and whether it is in that state.
@@ -478,8 +447,7 @@ func (m *Machine) InCancelled() (InCancelled, bool) { return InCancelled{m}, m.s
 func (InCancelled) State() State                    { return StateCancelled }
 func (InCancelled) isView()                         {}
 
-// InRefunded is the machine in final state REFUNDED, where no event is
-// accepted.
+// InRefunded is the machine in final state REFUNDED.
 type InRefunded struct{ m *Machine }
 
 // InRefunded returns the machine as InRefunded and whether it is in that state.
@@ -487,11 +455,8 @@ func (m *Machine) InRefunded() (InRefunded, bool) { return InRefunded{m}, m.stat
 func (InRefunded) State() State                   { return StateRefunded }
 func (InRefunded) isView()                        {}
 
-// Handlers holds the work of every state of Order that the runtime drives:
-// one method per non-terminal state that does not wait. Each returns one of
-// the events its state accepts, so a handler cannot return a transition the
-// table forbids, and a type that forgets a state does not compile. An error
-// a handler returns is retried by its state's policy.
+// Handlers does the work of the states of Order the runtime drives, each
+// returning an event of its state; an error is retried by the state's policy.
 type Handlers interface {
 	// Packing does the work of state PACKING and returns Packed or Cancel.
 	Packing(ctx context.Context, run *runtime.Run) (PackingEvent, error)
@@ -499,9 +464,8 @@ type Handlers interface {
 	Refunding(ctx context.Context, run *runtime.Run) (RefundingEvent, error)
 }
 
-// Dispatch calls the handler of state s and returns the event it chose. For a
-// final state or one that waits it returns an error matched by
-// errors.Is(err, runtime.ErrNotDriven).
+// Dispatch calls the handler of state s; for a state that is not driven it
+// returns an error matched by errors.Is(err, runtime.ErrNotDriven).
 func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event, error) {
 	switch s {
 	case StatePacking:
@@ -512,10 +476,8 @@ func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event
 	return nil, runtime.NotDriven(&definition, s.String())
 }
 
-// NewDriver returns the runtime.Driver of the machine: the engine drives runs
-// of type "shop_order" with the handlers h, and fires each event with the guards
-// that guards returns for the run (guards often read the run: its owner, its
-// policy, its earlier events).
+// NewDriver returns the engine's runtime.Driver: handlers h, and the guards
+// that guards returns for each run.
 func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver {
 	return runtime.NewDriver(&definition, func(ctx context.Context, run *runtime.Run, s State) (runtime.Event, error) {
 		return Dispatch(ctx, h, s, run)
@@ -531,9 +493,8 @@ func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver 
 	})
 }
 
-// Definition returns the machine's definition as data: the transition table,
-// with the retry policies and timers of its states, for the runtime, the
-// database and introspection. Each call returns a new copy.
+// Definition returns the machine's table, retry policies and timers as data:
+// a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
 
 var definition = runtime.Definition{

@@ -27,13 +27,11 @@ const (
 	Version = 1
 )
 
-// This code needs a runtime that supports generated code of version 1: with
-// an older or newer one, runtime.EnforceVersion overflows and it does not compile.
+// With a runtime that does not support generated code version 1, this fails.
 const _, _ = runtime.EnforceVersion(1 - runtime.MinGenVersion), runtime.EnforceVersion(runtime.GenVersion - 1)
 
-// State is a state of the Step machine. Its persisted form is its name,
-// as String returns it and ParseState reads it; its number, its index in the
-// States of the Definition, may change between definition versions.
+// State is a state of Step: its persisted form is its name; its number, its
+// index in the Definition's States, may change between versions.
 type State uint16
 
 const (
@@ -64,8 +62,7 @@ const (
 // String returns the state's name, its persisted form.
 func (s State) String() string { return runtime.StateName(&definition, s) }
 
-// ParseState returns the state named name. An unknown name gives an error
-// matched by errors.Is(err, runtime.ErrUnknownState).
+// ParseState returns the state named name, or runtime.ErrUnknownState.
 func ParseState(name string) (State, error) { return runtime.ParseState[State](&definition, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
@@ -81,7 +78,6 @@ func (s State) Terminal() bool { return s.Status().Terminal() }
 func (s State) Status() runtime.Status { return runtime.StateSpecOf(&definition, s).Status }
 
 // Outcome returns the business outcome that state s declares, or "".
-// A transition may declare its own outcome for a final state; see Transition.Outcome.
 func (s State) Outcome() string { return runtime.StateSpecOf(&definition, s).Outcome }
 
 // States returns every state in declaration order.
@@ -92,8 +88,7 @@ func States() []State {
 // Event is an event of the Step machine. Only the event types of this
 // package implement it; the EventName of each returns the event's name.
 type Event interface {
-	// EventName returns the event's name as the .fsm file writes it,
-	// its persisted form.
+	// EventName returns the event's name, its persisted form.
 	EventName() string
 	// fire calls the method of the Machine named after the event.
 	fire(context.Context, *Machine) error
@@ -152,26 +147,19 @@ func (e StepError) fire(c context.Context, m *Machine) error { return m.StepErro
 func (StepError) runningEvent()                              {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
-// recorder stored it. An empty or null payload gives the zero event; an unknown
-// name gives an error matched by errors.Is(err, runtime.ErrUnknownEvent); a
-// payload with fields the event lacks, of the wrong types, or followed by
-// anything but white space is an error.
+// recorder stored it, strictly: see runtime.Decoder.Decode.
 func DecodeEvent(name string, payload []byte) (Event, error) { return decoder.Decode(name, payload) }
 
 var decoder = runtime.NewDecoder[Event](&definition, StepStart{}, StepEnd{}, StepError{})
 
-// Guards are the conditions of the Step machine, implemented in Go. A
-// guard must not change anything: the machine may ask it without firing.
+// Guards are the conditions of Step; each reports whether it admits e.
 type Guards interface {
-	// ResultOK reports whether the guard admits e.
 	// ResultOK: the StepResult has ok=True.
 	ResultOK(ctx context.Context, e StepEnd) bool
 }
 
-// Machine is a Step machine: its current state, the guards it asks and
-// the recorder that persists its transitions. A Machine is not safe for
-// concurrent use; the database, through the recorder, arbitrates between
-// machines loaded from the same run.
+// Machine is a Step machine: its state, guards and recorder. It is not
+// safe for concurrent use; the database, through the recorder, arbitrates.
 type Machine struct {
 	state  State
 	rec    runtime.Recorder
@@ -181,20 +169,17 @@ type Machine struct {
 // Option configures a Machine built by New.
 type Option func(*Machine)
 
-// WithRecorder makes the machine record every transition with r before
-// applying it; a transition whose recording fails is not applied.
+// WithRecorder records every transition with r before applying it.
 func WithRecorder(r runtime.Recorder) Option {
 	return func(m *Machine) { m.rec = r }
 }
 
-// WithState starts the machine in state s instead of the initial state, as
-// when a run is loaded from storage.
+// WithState starts the machine in state s, as when a run is loaded.
 func WithState(s State) Option {
 	return func(m *Machine) { m.state = s }
 }
 
-// New returns a machine in state PENDING that asks guards for its
-// conditions. It panics if guards is nil.
+// New returns a machine in state PENDING; it panics if guards is nil.
 func New(guards Guards, opts ...Option) *Machine {
 	if guards == nil {
 		panic("step.New: nil Guards")
@@ -209,11 +194,8 @@ func New(guards Guards, opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e: it finds the first row of the table from the current
-// state on e whose guard admits it, records the transition and moves the
-// machine. A refused event, or a nil one, returns a *runtime.TransitionError
-// matched by errors.Is with runtime.ErrIllegalTransition or
-// runtime.ErrGuardRejected, and leaves the state unchanged.
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
 	if e == nil {
 		return m.refuse(nil)
@@ -221,8 +203,7 @@ func (m *Machine) Fire(ctx context.Context, e Event) error {
 	return e.fire(ctx, m)
 }
 
-// move applies a transition that a row allows: without a recorder it is a
-// store that the compiler inlines into the caller.
+// move applies a row: without a recorder, an inlined store.
 func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
@@ -251,10 +232,7 @@ func (m *Machine) StepStart(ctx context.Context, e StepStart) error {
 	return m.follow(ctx, e)
 }
 
-// StepEnd fires event StepEnd. The rows it follows, tried in order:
-//
-//	RUNNING -> OK when ResultOK
-//	RUNNING -> FAILED
+// StepEnd tries in order: RUNNING -> OK when ResultOK; RUNNING -> FAILED.
 func (m *Machine) StepEnd(ctx context.Context, e StepEnd) error {
 	if m.state == StateRunning {
 		if m.guards.ResultOK(ctx, e) {
@@ -274,11 +252,8 @@ func (m *Machine) StepError(ctx context.Context, e StepError) error {
 	return m.follow(ctx, e)
 }
 
-// View is the machine seen in its current state: switch on its dynamic type
-// (InX for state X) to reach the transitions that state allows, and only
-// those. A view's State returns its state, and its methods do what the
-// Machine's methods of the same names do: firing through a view whose state
-// the machine has left returns the same error as Fire would.
+// View is the machine in its current state: InX for state X, whose methods
+// are the transitions X allows and do what the Machine's methods do.
 type View interface {
 	// State returns the state the view stands for.
 	State() State
@@ -300,8 +275,7 @@ var views = [...]func(*Machine) View{
 	func(m *Machine) View { return InFailed{m} },
 }
 
-// InPending is the machine in state PENDING, whose events are its methods:
-// StepStart.
+// InPending is the machine in state PENDING.
 type InPending struct{ m *Machine }
 
 // InPending returns the machine as InPending and whether it is in that state.
@@ -310,8 +284,7 @@ func (InPending) State() State                                       { return St
 func (InPending) isView()                                            {}
 func (v InPending) StepStart(ctx context.Context, e StepStart) error { return v.m.StepStart(ctx, e) }
 
-// InRunning is the machine in state RUNNING, whose events are its methods:
-// StepEnd and StepError.
+// InRunning is the machine in state RUNNING.
 type InRunning struct{ m *Machine }
 
 // InRunning returns the machine as InRunning and whether it is in that state.
@@ -321,7 +294,7 @@ func (InRunning) isView()                                            {}
 func (v InRunning) StepEnd(ctx context.Context, e StepEnd) error     { return v.m.StepEnd(ctx, e) }
 func (v InRunning) StepError(ctx context.Context, e StepError) error { return v.m.StepError(ctx, e) }
 
-// InOk is the machine in final state OK, where no event is accepted.
+// InOk is the machine in final state OK.
 type InOk struct{ m *Machine }
 
 // InOk returns the machine as InOk and whether it is in that state.
@@ -329,7 +302,7 @@ func (m *Machine) InOk() (InOk, bool) { return InOk{m}, m.state == StateOk }
 func (InOk) State() State             { return StateOk }
 func (InOk) isView()                  {}
 
-// InFailed is the machine in final state FAILED, where no event is accepted.
+// InFailed is the machine in final state FAILED.
 type InFailed struct{ m *Machine }
 
 // InFailed returns the machine as InFailed and whether it is in that state.
@@ -337,19 +310,15 @@ func (m *Machine) InFailed() (InFailed, bool) { return InFailed{m}, m.state == S
 func (InFailed) State() State                 { return StateFailed }
 func (InFailed) isView()                      {}
 
-// Handlers holds the work of every state of Step that the runtime drives:
-// one method per non-terminal state that does not wait. Each returns one of
-// the events its state accepts, so a handler cannot return a transition the
-// table forbids, and a type that forgets a state does not compile. An error
-// a handler returns is retried by its state's policy.
+// Handlers does the work of the states of Step the runtime drives, each
+// returning an event of its state; an error is retried by the state's policy.
 type Handlers interface {
 	// Running does the work of state RUNNING and returns StepEnd or StepError.
 	Running(ctx context.Context, run *runtime.Run) (RunningEvent, error)
 }
 
-// Dispatch calls the handler of state s and returns the event it chose. For a
-// final state or one that waits it returns an error matched by
-// errors.Is(err, runtime.ErrNotDriven).
+// Dispatch calls the handler of state s; for a state that is not driven it
+// returns an error matched by errors.Is(err, runtime.ErrNotDriven).
 func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event, error) {
 	switch s {
 	case StateRunning:
@@ -358,10 +327,8 @@ func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event
 	return nil, runtime.NotDriven(&definition, s.String())
 }
 
-// NewDriver returns the runtime.Driver of the machine: the engine drives runs
-// of type "step_engine_step" with the handlers h, and fires each event with the guards
-// that guards returns for the run (guards often read the run: its owner, its
-// policy, its earlier events).
+// NewDriver returns the engine's runtime.Driver: handlers h, and the guards
+// that guards returns for each run.
 func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver {
 	return runtime.NewDriver(&definition, func(ctx context.Context, run *runtime.Run, s State) (runtime.Event, error) {
 		return Dispatch(ctx, h, s, run)
@@ -377,9 +344,8 @@ func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver 
 	})
 }
 
-// Definition returns the machine's definition as data: the transition table,
-// with the retry policies and timers of its states, for the runtime, the
-// database and introspection. Each call returns a new copy.
+// Definition returns the machine's table, retry policies and timers as data:
+// a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
 
 var definition = runtime.Definition{

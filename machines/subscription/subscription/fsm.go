@@ -25,13 +25,11 @@ const (
 	Version = 1
 )
 
-// This code needs a runtime that supports generated code of version 1: with
-// an older or newer one, runtime.EnforceVersion overflows and it does not compile.
+// With a runtime that does not support generated code version 1, this fails.
 const _, _ = runtime.EnforceVersion(1 - runtime.MinGenVersion), runtime.EnforceVersion(runtime.GenVersion - 1)
 
-// State is a state of the Subscription machine. Its persisted form is its name,
-// as String returns it and ParseState reads it; its number, its index in the
-// States of the Definition, may change between definition versions.
+// State is a state of Subscription: its persisted form is its name; its number, its
+// index in the Definition's States, may change between versions.
 type State uint16
 
 const (
@@ -54,8 +52,7 @@ const (
 // String returns the state's name, its persisted form.
 func (s State) String() string { return runtime.StateName(&definition, s) }
 
-// ParseState returns the state named name. An unknown name gives an error
-// matched by errors.Is(err, runtime.ErrUnknownState).
+// ParseState returns the state named name, or runtime.ErrUnknownState.
 func ParseState(name string) (State, error) { return runtime.ParseState[State](&definition, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
@@ -71,7 +68,6 @@ func (s State) Terminal() bool { return s.Status().Terminal() }
 func (s State) Status() runtime.Status { return runtime.StateSpecOf(&definition, s).Status }
 
 // Outcome returns the business outcome that state s declares, or "".
-// A transition may declare its own outcome for a final state; see Transition.Outcome.
 func (s State) Outcome() string { return runtime.StateSpecOf(&definition, s).Outcome }
 
 // States returns every state in declaration order.
@@ -82,8 +78,7 @@ func States() []State {
 // Event is an event of the Subscription machine. Only the event types of this
 // package implement it; the EventName of each returns the event's name.
 type Event interface {
-	// EventName returns the event's name as the .fsm file writes it,
-	// its persisted form.
+	// EventName returns the event's name, its persisted form.
 	EventName() string
 	// fire calls the method of the Machine named after the event.
 	fire(context.Context, *Machine) error
@@ -146,18 +141,13 @@ func (Resume) EventName() string                          { return "Resume" }
 func (e Resume) fire(c context.Context, m *Machine) error { return m.Resume(c, e) }
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
-// recorder stored it. An empty or null payload gives the zero event; an unknown
-// name gives an error matched by errors.Is(err, runtime.ErrUnknownEvent); a
-// payload with fields the event lacks, of the wrong types, or followed by
-// anything but white space is an error.
+// recorder stored it, strictly: see runtime.Decoder.Decode.
 func DecodeEvent(name string, payload []byte) (Event, error) { return decoder.Decode(name, payload) }
 
 var decoder = runtime.NewDecoder[Event](&definition, RenewalDue{}, PaymentSucceeded{}, PaymentFailed{}, CardUpdated{}, GraceExpired{}, Pause{}, Resume{})
 
-// Machine is a Subscription machine: its current state, the guards it asks and
-// the recorder that persists its transitions. A Machine is not safe for
-// concurrent use; the database, through the recorder, arbitrates between
-// machines loaded from the same run.
+// Machine is a Subscription machine: its state, guards and recorder. It is not
+// safe for concurrent use; the database, through the recorder, arbitrates.
 type Machine struct {
 	state State
 	rec   runtime.Recorder
@@ -166,14 +156,12 @@ type Machine struct {
 // Option configures a Machine built by New.
 type Option func(*Machine)
 
-// WithRecorder makes the machine record every transition with r before
-// applying it; a transition whose recording fails is not applied.
+// WithRecorder records every transition with r before applying it.
 func WithRecorder(r runtime.Recorder) Option {
 	return func(m *Machine) { m.rec = r }
 }
 
-// WithState starts the machine in state s instead of the initial state, as
-// when a run is loaded from storage.
+// WithState starts the machine in state s, as when a run is loaded.
 func WithState(s State) Option {
 	return func(m *Machine) { m.state = s }
 }
@@ -190,11 +178,8 @@ func New(opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e: it finds the first row of the table from the current
-// state on e whose guard admits it, records the transition and moves the
-// machine. A refused event, or a nil one, returns a *runtime.TransitionError
-// matched by errors.Is with runtime.ErrIllegalTransition or
-// runtime.ErrGuardRejected, and leaves the state unchanged.
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
 	if e == nil {
 		return m.refuse(nil)
@@ -271,11 +256,8 @@ func (m *Machine) Resume(ctx context.Context, e Resume) error {
 	return m.follow(ctx, e)
 }
 
-// View is the machine seen in its current state: switch on its dynamic type
-// (InX for state X) to reach the transitions that state allows, and only
-// those. A view's State returns its state, and its methods do what the
-// Machine's methods of the same names do: firing through a view whose state
-// the machine has left returns the same error as Fire would.
+// View is the machine in its current state: InX for state X, whose methods
+// are the transitions X allows and do what the Machine's methods do.
 type View interface {
 	// State returns the state the view stands for.
 	State() State
@@ -297,8 +279,7 @@ var views = [...]func(*Machine) View{
 	func(m *Machine) View { return InPaused{m} },
 }
 
-// InActive is the machine in state ACTIVE, whose events are its methods:
-// RenewalDue and Pause.
+// InActive is the machine in state ACTIVE.
 type InActive struct{ m *Machine }
 
 // InActive returns the machine as InActive and whether it is in that state.
@@ -308,8 +289,7 @@ func (InActive) isView()                                              {}
 func (v InActive) RenewalDue(ctx context.Context, e RenewalDue) error { return v.m.RenewalDue(ctx, e) }
 func (v InActive) Pause(ctx context.Context, e Pause) error           { return v.m.Pause(ctx, e) }
 
-// InCharging is the machine in state CHARGING, whose events are its methods:
-// PaymentSucceeded and PaymentFailed.
+// InCharging is the machine in state CHARGING.
 type InCharging struct{ m *Machine }
 
 // InCharging returns the machine as InCharging and whether it is in that state.
@@ -323,8 +303,7 @@ func (v InCharging) PaymentFailed(ctx context.Context, e PaymentFailed) error {
 	return v.m.PaymentFailed(ctx, e)
 }
 
-// InPastDue is the machine in state PAST_DUE, whose events are its methods:
-// CardUpdated, GraceExpired and Pause.
+// InPastDue is the machine in state PAST_DUE.
 type InPastDue struct{ m *Machine }
 
 // InPastDue returns the machine as InPastDue and whether it is in that state.
@@ -339,8 +318,7 @@ func (v InPastDue) GraceExpired(ctx context.Context, e GraceExpired) error {
 }
 func (v InPastDue) Pause(ctx context.Context, e Pause) error { return v.m.Pause(ctx, e) }
 
-// InPaused is the machine in state PAUSED, whose events are its methods:
-// Resume.
+// InPaused is the machine in state PAUSED.
 type InPaused struct{ m *Machine }
 
 // InPaused returns the machine as InPaused and whether it is in that state.
@@ -349,20 +327,16 @@ func (InPaused) State() State                                 { return StatePaus
 func (InPaused) isView()                                      {}
 func (v InPaused) Resume(ctx context.Context, e Resume) error { return v.m.Resume(ctx, e) }
 
-// Handlers holds the work of every state of Subscription that the runtime drives:
-// one method per non-terminal state that does not wait. Each returns one of
-// the events its state accepts, so a handler cannot return a transition the
-// table forbids, and a type that forgets a state does not compile. An error
-// a handler returns is retried by its state's policy.
+// Handlers does the work of the states of Subscription the runtime drives, each
+// returning an event of its state; an error is retried by the state's policy.
 type Handlers interface {
 	// Charging does the work of state CHARGING and returns PaymentSucceeded or
 	// PaymentFailed.
 	Charging(ctx context.Context, run *runtime.Run) (ChargingEvent, error)
 }
 
-// Dispatch calls the handler of state s and returns the event it chose. For a
-// final state or one that waits it returns an error matched by
-// errors.Is(err, runtime.ErrNotDriven).
+// Dispatch calls the handler of state s; for a state that is not driven it
+// returns an error matched by errors.Is(err, runtime.ErrNotDriven).
 func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event, error) {
 	switch s {
 	case StateCharging:
@@ -371,8 +345,7 @@ func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event
 	return nil, runtime.NotDriven(&definition, s.String())
 }
 
-// NewDriver returns the runtime.Driver of the machine: the engine drives runs
-// of type "subscription" with the handlers h.
+// NewDriver returns the engine's runtime.Driver, with the handlers h.
 func NewDriver(h Handlers) runtime.Driver {
 	return runtime.NewDriver(&definition, func(ctx context.Context, run *runtime.Run, s State) (runtime.Event, error) {
 		return Dispatch(ctx, h, s, run)
@@ -381,9 +354,8 @@ func NewDriver(h Handlers) runtime.Driver {
 	})
 }
 
-// Definition returns the machine's definition as data: the transition table,
-// with the retry policies and timers of its states, for the runtime, the
-// database and introspection. Each call returns a new copy.
+// Definition returns the machine's table, retry policies and timers as data:
+// a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
 
 var definition = runtime.Definition{

@@ -31,13 +31,11 @@ const (
 	Version = 2
 )
 
-// This code needs a runtime that supports generated code of version 1: with
-// an older or newer one, runtime.EnforceVersion overflows and it does not compile.
+// With a runtime that does not support generated code version 1, this fails.
 const _, _ = runtime.EnforceVersion(1 - runtime.MinGenVersion), runtime.EnforceVersion(runtime.GenVersion - 1)
 
-// State is a state of the Payment machine. Its persisted form is its name,
-// as String returns it and ParseState reads it; its number, its index in the
-// States of the Definition, may change between definition versions.
+// State is a state of Payment: its persisted form is its name; its number, its
+// index in the Definition's States, may change between versions.
 type State uint16
 
 const (
@@ -85,8 +83,7 @@ const (
 // String returns the state's name, its persisted form.
 func (s State) String() string { return runtime.StateName(&definition, s) }
 
-// ParseState returns the state named name. An unknown name gives an error
-// matched by errors.Is(err, runtime.ErrUnknownState).
+// ParseState returns the state named name, or runtime.ErrUnknownState.
 func ParseState(name string) (State, error) { return runtime.ParseState[State](&definition, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
@@ -102,7 +99,6 @@ func (s State) Terminal() bool { return s.Status().Terminal() }
 func (s State) Status() runtime.Status { return runtime.StateSpecOf(&definition, s).Status }
 
 // Outcome returns the business outcome that state s declares, or "".
-// A transition may declare its own outcome for a final state; see Transition.Outcome.
 func (s State) Outcome() string { return runtime.StateSpecOf(&definition, s).Outcome }
 
 // States returns every state in declaration order.
@@ -113,8 +109,7 @@ func States() []State {
 // Event is an event of the Payment machine. Only the event types of this
 // package implement it; the EventName of each returns the event's name.
 type Event interface {
-	// EventName returns the event's name as the .fsm file writes it,
-	// its persisted form.
+	// EventName returns the event's name, its persisted form.
 	EventName() string
 	// fire calls the method of the Machine named after the event.
 	fire(context.Context, *Machine) error
@@ -330,38 +325,27 @@ func (Cancel) archivingEvent()                            {}
 func (Cancel) refundingEvent()                            {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
-// recorder stored it. An empty or null payload gives the zero event; an unknown
-// name gives an error matched by errors.Is(err, runtime.ErrUnknownEvent); a
-// payload with fields the event lacks, of the wrong types, or followed by
-// anything but white space is an error.
+// recorder stored it, strictly: see runtime.Decoder.Decode.
 func DecodeEvent(name string, payload []byte) (Event, error) { return decoder.Decode(name, payload) }
 
 var decoder = runtime.NewDecoder[Event](&definition, Submit{}, Validated{}, Authorized{}, Declined{}, ChallengePassed{}, ChallengeExpired{}, Reminder{}, Recorded{}, Captured{}, CaptureTimedOut{}, Notified{}, Archived{}, Refunded{}, Failed{}, Cancel{})
 
-// Guards are the conditions of the Payment machine, implemented in Go. A
-// guard must not change anything: the machine may ask it without firing.
+// Guards are the conditions of Payment; each reports whether it admits e.
 type Guards interface {
-	// Approved reports whether the guard admits e.
 	// The request is valid.
 	Approved(ctx context.Context, e Validated) bool
-	// Risky reports whether the guard admits e.
 	// The payment needs a challenge, or a passed challenge looks wrong.
 	Risky(ctx context.Context, e Event) bool
-	// Large reports whether the guard admits e.
 	// A large capture: the merchant wants to know.
 	Large(ctx context.Context, e Captured) bool
-	// Small reports whether the guard admits e.
 	// A small capture from a new merchant.
 	Small(ctx context.Context, e Captured) bool
-	// Owner reports whether the guard admits e.
 	// The one who cancels owns the payment.
 	Owner(ctx context.Context, e Cancel) bool
 }
 
-// Machine is a Payment machine: its current state, the guards it asks and
-// the recorder that persists its transitions. A Machine is not safe for
-// concurrent use; the database, through the recorder, arbitrates between
-// machines loaded from the same run.
+// Machine is a Payment machine: its state, guards and recorder. It is not
+// safe for concurrent use; the database, through the recorder, arbitrates.
 type Machine struct {
 	state  State
 	rec    runtime.Recorder
@@ -371,20 +355,17 @@ type Machine struct {
 // Option configures a Machine built by New.
 type Option func(*Machine)
 
-// WithRecorder makes the machine record every transition with r before
-// applying it; a transition whose recording fails is not applied.
+// WithRecorder records every transition with r before applying it.
 func WithRecorder(r runtime.Recorder) Option {
 	return func(m *Machine) { m.rec = r }
 }
 
-// WithState starts the machine in state s instead of the initial state, as
-// when a run is loaded from storage.
+// WithState starts the machine in state s, as when a run is loaded.
 func WithState(s State) Option {
 	return func(m *Machine) { m.state = s }
 }
 
-// New returns a machine in state VALIDATING that asks guards for its
-// conditions. It panics if guards is nil.
+// New returns a machine in state VALIDATING; it panics if guards is nil.
 func New(guards Guards, opts ...Option) *Machine {
 	if guards == nil {
 		panic("payments.New: nil Guards")
@@ -399,11 +380,8 @@ func New(guards Guards, opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e: it finds the first row of the table from the current
-// state on e whose guard admits it, records the transition and moves the
-// machine. A refused event, or a nil one, returns a *runtime.TransitionError
-// matched by errors.Is with runtime.ErrIllegalTransition or
-// runtime.ErrGuardRejected, and leaves the state unchanged.
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
 	if e == nil {
 		return m.refuse(nil)
@@ -411,8 +389,7 @@ func (m *Machine) Fire(ctx context.Context, e Event) error {
 	return e.fire(ctx, m)
 }
 
-// move applies a transition that a row allows: without a recorder it is a
-// store that the compiler inlines into the caller.
+// move applies a row: without a recorder, an inlined store.
 func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
@@ -441,10 +418,8 @@ func (m *Machine) Submit(ctx context.Context, e Submit) error {
 	return m.follow(ctx, e)
 }
 
-// Validated fires event Validated. The rows it follows, tried in order:
-//
-//	VALIDATING -> AUTHORIZING when Approved
-//	VALIDATING -> DECLINED unless Approved
+// Validated tries in order: VALIDATING -> AUTHORIZING when Approved;
+// VALIDATING -> DECLINED unless Approved.
 func (m *Machine) Validated(ctx context.Context, e Validated) error {
 	if m.state == StateValidating {
 		if m.guards.Approved(ctx, e) {
@@ -457,10 +432,8 @@ func (m *Machine) Validated(ctx context.Context, e Validated) error {
 	return m.refuse(e)
 }
 
-// Authorized fires event Authorized. The rows it follows, tried in order:
-//
-//	AUTHORIZING -> CHALLENGED when Risky
-//	AUTHORIZING -> RECORDING
+// Authorized tries in order: AUTHORIZING -> CHALLENGED when Risky; AUTHORIZING
+// -> RECORDING.
 func (m *Machine) Authorized(ctx context.Context, e Authorized) error {
 	if m.state == StateAuthorizing {
 		if m.guards.Risky(ctx, e) {
@@ -480,11 +453,8 @@ func (m *Machine) Declined(ctx context.Context, e Declined) error {
 	return m.follow(ctx, e)
 }
 
-// ChallengePassed fires event ChallengePassed. The rows it follows, tried in
-// order:
-//
-//	CHALLENGED -> RECORDING unless Risky
-//	CHALLENGED -> DECLINED
+// ChallengePassed tries in order: CHALLENGED -> RECORDING unless Risky;
+// CHALLENGED -> DECLINED.
 func (m *Machine) ChallengePassed(ctx context.Context, e ChallengePassed) error {
 	if m.state == StateChallenged {
 		if !m.guards.Risky(ctx, e) {
@@ -522,11 +492,8 @@ func (m *Machine) Recorded(ctx context.Context, e Recorded) error {
 	return m.follow(ctx, e)
 }
 
-// Captured fires event Captured. The rows it follows, tried in order:
-//
-//	CAPTURING -> NOTIFYING when Large
-//	CAPTURING -> NOTIFYING when Small
-//	CAPTURING -> ARCHIVING
+// Captured tries in order: CAPTURING -> NOTIFYING when Large; CAPTURING ->
+// NOTIFYING when Small; CAPTURING -> ARCHIVING.
 func (m *Machine) Captured(ctx context.Context, e Captured) error {
 	if m.state == StateCapturing {
 		if m.guards.Large(ctx, e) {
@@ -594,11 +561,8 @@ func (m *Machine) Cancel(ctx context.Context, e Cancel) error {
 	return move(ctx, m, StateCancelled, e, "")
 }
 
-// View is the machine seen in its current state: switch on its dynamic type
-// (InX for state X) to reach the transitions that state allows, and only
-// those. A view's State returns its state, and its methods do what the
-// Machine's methods of the same names do: firing through a view whose state
-// the machine has left returns the same error as Fire would.
+// View is the machine in its current state: InX for state X, whose methods
+// are the transitions X allows and do what the Machine's methods do.
 type View interface {
 	// State returns the state the view stands for.
 	State() State
@@ -628,8 +592,7 @@ var views = [...]func(*Machine) View{
 	func(m *Machine) View { return InCancelled{m} },
 }
 
-// InValidating is the machine in state VALIDATING, whose events are its
-// methods: Submit, Validated and Cancel.
+// InValidating is the machine in state VALIDATING.
 type InValidating struct{ m *Machine }
 
 // InValidating returns the machine as InValidating and whether it is in that state.
@@ -642,8 +605,7 @@ func (v InValidating) Submit(ctx context.Context, e Submit) error       { return
 func (v InValidating) Validated(ctx context.Context, e Validated) error { return v.m.Validated(ctx, e) }
 func (v InValidating) Cancel(ctx context.Context, e Cancel) error       { return v.m.Cancel(ctx, e) }
 
-// InAuthorizing is the machine in state AUTHORIZING, whose events are its
-// methods: Authorized, Declined, Failed and Cancel.
+// InAuthorizing is the machine in state AUTHORIZING.
 type InAuthorizing struct{ m *Machine }
 
 // InAuthorizing returns the machine as InAuthorizing and whether it is in that state.
@@ -659,8 +621,7 @@ func (v InAuthorizing) Declined(ctx context.Context, e Declined) error { return 
 func (v InAuthorizing) Failed(ctx context.Context, e Failed) error     { return v.m.Failed(ctx, e) }
 func (v InAuthorizing) Cancel(ctx context.Context, e Cancel) error     { return v.m.Cancel(ctx, e) }
 
-// InChallenged is the machine in state CHALLENGED, whose events are its
-// methods: ChallengePassed, ChallengeExpired, Reminder and Cancel.
+// InChallenged is the machine in state CHALLENGED.
 type InChallenged struct{ m *Machine }
 
 // InChallenged returns the machine as InChallenged and whether it is in that state.
@@ -678,8 +639,7 @@ func (v InChallenged) ChallengeExpired(ctx context.Context, e ChallengeExpired) 
 func (v InChallenged) Reminder(ctx context.Context, e Reminder) error { return v.m.Reminder(ctx, e) }
 func (v InChallenged) Cancel(ctx context.Context, e Cancel) error     { return v.m.Cancel(ctx, e) }
 
-// InRecording is the machine in state RECORDING, whose events are its methods:
-// Recorded, Failed and Cancel.
+// InRecording is the machine in state RECORDING.
 type InRecording struct{ m *Machine }
 
 // InRecording returns the machine as InRecording and whether it is in that state.
@@ -690,8 +650,7 @@ func (v InRecording) Recorded(ctx context.Context, e Recorded) error { return v.
 func (v InRecording) Failed(ctx context.Context, e Failed) error     { return v.m.Failed(ctx, e) }
 func (v InRecording) Cancel(ctx context.Context, e Cancel) error     { return v.m.Cancel(ctx, e) }
 
-// InCapturing is the machine in state CAPTURING, whose events are its methods:
-// Captured, CaptureTimedOut, Failed and Cancel.
+// InCapturing is the machine in state CAPTURING.
 type InCapturing struct{ m *Machine }
 
 // InCapturing returns the machine as InCapturing and whether it is in that state.
@@ -705,8 +664,7 @@ func (v InCapturing) CaptureTimedOut(ctx context.Context, e CaptureTimedOut) err
 func (v InCapturing) Failed(ctx context.Context, e Failed) error { return v.m.Failed(ctx, e) }
 func (v InCapturing) Cancel(ctx context.Context, e Cancel) error { return v.m.Cancel(ctx, e) }
 
-// InNotifying is the machine in state NOTIFYING, whose events are its methods:
-// Notified and Cancel.
+// InNotifying is the machine in state NOTIFYING.
 type InNotifying struct{ m *Machine }
 
 // InNotifying returns the machine as InNotifying and whether it is in that state.
@@ -716,8 +674,7 @@ func (InNotifying) isView()                                          {}
 func (v InNotifying) Notified(ctx context.Context, e Notified) error { return v.m.Notified(ctx, e) }
 func (v InNotifying) Cancel(ctx context.Context, e Cancel) error     { return v.m.Cancel(ctx, e) }
 
-// InArchiving is the machine in state ARCHIVING, whose events are its methods:
-// Archived and Cancel.
+// InArchiving is the machine in state ARCHIVING.
 type InArchiving struct{ m *Machine }
 
 // InArchiving returns the machine as InArchiving and whether it is in that state.
@@ -727,8 +684,7 @@ func (InArchiving) isView()                                          {}
 func (v InArchiving) Archived(ctx context.Context, e Archived) error { return v.m.Archived(ctx, e) }
 func (v InArchiving) Cancel(ctx context.Context, e Cancel) error     { return v.m.Cancel(ctx, e) }
 
-// InRefunding is the machine in state REFUNDING, whose events are its methods:
-// Refunded and Cancel.
+// InRefunding is the machine in state REFUNDING.
 type InRefunding struct{ m *Machine }
 
 // InRefunding returns the machine as InRefunding and whether it is in that state.
@@ -738,7 +694,7 @@ func (InRefunding) isView()                                          {}
 func (v InRefunding) Refunded(ctx context.Context, e Refunded) error { return v.m.Refunded(ctx, e) }
 func (v InRefunding) Cancel(ctx context.Context, e Cancel) error     { return v.m.Cancel(ctx, e) }
 
-// InSettled is the machine in final state SETTLED, where no event is accepted.
+// InSettled is the machine in final state SETTLED.
 type InSettled struct{ m *Machine }
 
 // InSettled returns the machine as InSettled and whether it is in that state.
@@ -746,8 +702,7 @@ func (m *Machine) InSettled() (InSettled, bool) { return InSettled{m}, m.state =
 func (InSettled) State() State                  { return StateSettled }
 func (InSettled) isView()                       {}
 
-// InDeclined is the machine in final state DECLINED, where no event is
-// accepted.
+// InDeclined is the machine in final state DECLINED.
 type InDeclined struct{ m *Machine }
 
 // InDeclined returns the machine as InDeclined and whether it is in that state.
@@ -755,7 +710,7 @@ func (m *Machine) InDeclined() (InDeclined, bool) { return InDeclined{m}, m.stat
 func (InDeclined) State() State                   { return StateDeclined }
 func (InDeclined) isView()                        {}
 
-// InFailed is the machine in final state FAILED, where no event is accepted.
+// InFailed is the machine in final state FAILED.
 type InFailed struct{ m *Machine }
 
 // InFailed returns the machine as InFailed and whether it is in that state.
@@ -763,8 +718,7 @@ func (m *Machine) InFailed() (InFailed, bool) { return InFailed{m}, m.state == S
 func (InFailed) State() State                 { return StateFailed }
 func (InFailed) isView()                      {}
 
-// InCancelled is the machine in final state CANCELLED, where no event is
-// accepted.
+// InCancelled is the machine in final state CANCELLED.
 type InCancelled struct{ m *Machine }
 
 // InCancelled returns the machine as InCancelled and whether it is in that state.
@@ -772,11 +726,8 @@ func (m *Machine) InCancelled() (InCancelled, bool) { return InCancelled{m}, m.s
 func (InCancelled) State() State                    { return StateCancelled }
 func (InCancelled) isView()                         {}
 
-// Handlers holds the work of every state of Payment that the runtime drives:
-// one method per non-terminal state that does not wait. Each returns one of
-// the events its state accepts, so a handler cannot return a transition the
-// table forbids, and a type that forgets a state does not compile. An error
-// a handler returns is retried by its state's policy.
+// Handlers does the work of the states of Payment the runtime drives, each
+// returning an event of its state; an error is retried by the state's policy.
 type Handlers interface {
 	// Validating does the work of state VALIDATING and returns Submit,
 	// Validated or Cancel.
@@ -801,9 +752,8 @@ type Handlers interface {
 	Refunding(ctx context.Context, run *runtime.Run) (RefundingEvent, error)
 }
 
-// Dispatch calls the handler of state s and returns the event it chose. For a
-// final state or one that waits it returns an error matched by
-// errors.Is(err, runtime.ErrNotDriven).
+// Dispatch calls the handler of state s; for a state that is not driven it
+// returns an error matched by errors.Is(err, runtime.ErrNotDriven).
 func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event, error) {
 	switch s {
 	case StateValidating:
@@ -824,10 +774,8 @@ func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event
 	return nil, runtime.NotDriven(&definition, s.String())
 }
 
-// NewDriver returns the runtime.Driver of the machine: the engine drives runs
-// of type "payment_flow" with the handlers h, and fires each event with the guards
-// that guards returns for the run (guards often read the run: its owner, its
-// policy, its earlier events).
+// NewDriver returns the engine's runtime.Driver: handlers h, and the guards
+// that guards returns for each run.
 func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver {
 	return runtime.NewDriver(&definition, func(ctx context.Context, run *runtime.Run, s State) (runtime.Event, error) {
 		return Dispatch(ctx, h, s, run)
@@ -843,9 +791,8 @@ func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver 
 	})
 }
 
-// Definition returns the machine's definition as data: the transition table,
-// with the retry policies and timers of its states, for the runtime, the
-// database and introspection. Each call returns a new copy.
+// Definition returns the machine's table, retry policies and timers as data:
+// a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
 
 var definition = runtime.Definition{
