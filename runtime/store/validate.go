@@ -3,9 +3,10 @@ package store
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/fsmgen/fsmgen/runtime/internal/diag"
 )
 
 // Limits bounds what the store accepts from callers, so that a bad payload
@@ -42,30 +43,14 @@ func WithLimits(l Limits) Option {
 
 var defaultLimits = Limits{MaxPayload: DefaultMaxPayload, MaxKey: DefaultMaxKey}
 
-// quoteLen is how much of an input an error message quotes.
-const quoteLen = 32
-
-// quote quotes at most the first quoteLen bytes of s (whole runes), with
-// "…" after it when s is longer.
-func quote(s string) string {
-	if len(s) <= quoteLen {
-		return strconv.Quote(s)
-	}
-	cut := quoteLen
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "…"
-}
-
-// short is s for an error's operation name: as is when it is short and
-// plain, else quoted by quote.
-func short(s string) string {
-	if len(s) <= quoteLen && utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return s
-	}
-	return quote(s)
-}
+// quote, short and sanitize are package diag's Quote, Short and Sanitize,
+// which the engine shares: error messages quote at most the first
+// diag.QuoteLen bytes of an input.
+var (
+	quote    = diag.Quote
+	short    = diag.Short
+	sanitize = diag.Sanitize
+)
 
 // checkText checks a name or key the caller gives: no longer than
 // MaxKey, valid UTF-8, and free of NUL bytes, which PostgreSQL's text type
@@ -127,15 +112,4 @@ func nulEscape(b []byte) int {
 		}
 		i += 2 // skip the escaped character
 	}
-}
-
-// sanitize makes diagnostic text (an error's code or detail) storable as
-// it is: invalid UTF-8 and NUL bytes become U+FFFD. The store applies it to
-// Result.ErrorCode and Result.ErrorDetail, and the engine to the errors it
-// logs, rather than refuse a failure for the text of its error.
-func sanitize(s string) string {
-	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
-		return s
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
