@@ -105,7 +105,14 @@
 // error: a retried one with "retry": true, its delay and due time; the one
 // that exhausts the state with "retry": false, written with the event the
 // state then fires (or as the parked step), so that the log always tells
-// why a run left a state. A state without a policy is tried once.
+// why a run left a state. An error's code and text are logged with invalid
+// UTF-8 and NUL bytes made U+FFFD, which PostgreSQL can store. A state
+// without a policy is tried once.
+//
+// What a handler gives that the store cannot hold or encode (an event, a
+// result output or an effect's payload with a NUL character, over the
+// store's size limits, or that does not encode to JSON) is not retried: the
+// state is exhausted at once with code INVALID_INPUT (CodeInvalidInput).
 //
 // When the tries are used up, or the code is not retryable, the state's
 // OnExhausted event is fired with an empty payload, and the error's code and

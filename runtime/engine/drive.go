@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/diag"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -193,7 +194,7 @@ type Child struct {
 func StartChild(run *runtime.Run, c Child) error {
 	f, ok := run.Effects.(*effects)
 	if !ok {
-		return fmt.Errorf("engine: start child %s: %w", c.Type, ErrNoEngine)
+		return fmt.Errorf("engine: start child %s: %w", diag.Short(c.Type), ErrNoEngine)
 	}
 	if c.Type == "" || c.Event == "" {
 		return fmt.Errorf("engine: start child: %w: a child needs a type and an event", store.ErrInvalidInput)
@@ -223,7 +224,7 @@ func (f *effects) build(ctx context.Context, e *Engine, run store.Run) (*engines
 		snap, err := callPolicy(ctx, r, StartParams{Type: s.Type, Version: r.def.Version, IdempotencyKey: s.IdempotencyKey,
 			TenantID: run.TenantID, UserID: run.UserID, CorrelationID: run.CorrelationID, Input: s.Input})
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: start %s: %w", ErrPolicy, s.Type, err)
+			return nil, nil, fmt.Errorf("%w: start %s: %w", ErrPolicy, diag.Short(s.Type), err)
 		}
 		out.Starts[i].PolicySnapshot = snap
 	}
@@ -388,6 +389,10 @@ func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
 	}
 	effs, res, err := eff.build(ctx, s.e, s.run)
 	if err != nil {
+		if invalidInput(err) {
+			// A result output that does not encode: it would on no try.
+			return s.exhausted(ctx, st, CodeInvalidInput, errorDetail(err))
+		}
 		return s.fail(ctx, st, codeOf(err, CodeHandlerError), errorDetail(err))
 	}
 	return s.fireOrFail(ctx, st, ev, res, effs)
@@ -475,7 +480,7 @@ func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runti
 	if err == nil || s.settled(err) {
 		return s.outcome(err)
 	}
-	if errors.Is(err, store.ErrInvalidInput) || errors.Is(err, store.ErrPayload) {
+	if invalidInput(err) {
 		// Refused again on every try: not retried.
 		return s.exhausted(ctx, st, CodeInvalidInput, errorDetail(err))
 	}
@@ -485,6 +490,13 @@ func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runti
 		code = CodeTransitionRefused
 	}
 	return s.fail(ctx, st, codeOf(err, code), errorDetail(err))
+}
+
+// invalidInput reports whether err refuses what a handler gave (its event,
+// result or effects) as input the store cannot hold or encode, which no
+// further try would change.
+func invalidInput(err error) bool {
+	return errors.Is(err, store.ErrInvalidInput) || errors.Is(err, store.ErrPayload)
 }
 
 // fire applies ev to the run through the driver, with the session's lease.
@@ -536,8 +548,10 @@ func (s *session) outcome(err error) error {
 }
 
 // fail handles a failed try: a retry scheduled by the state's policy, or
-// exhaustion.
+// exhaustion. The error's code and detail are cleaned for storing first
+// (see diag.Sanitize), as for every failure the engine logs.
 func (s *session) fail(ctx context.Context, st runtime.StateSpec, code, detail string) error {
+	code, detail = diag.Sanitize(code), diag.Sanitize(detail)
 	pol := policyOf(st)
 	n := s.run.StepAttempt
 	if pol.Retryable(code, n) {
@@ -559,8 +573,11 @@ func (s *session) fail(ctx context.Context, st runtime.StateSpec, code, detail s
 
 // exhausted fires the state's OnExhausted event with the error in the
 // run's result, or parks the run when the state names none (or it is
-// refused).
+// refused). The error's code and detail are cleaned first (invalid UTF-8
+// and NUL bytes made U+FFFD), so that the log row of the failure is not
+// refused for the text of the error.
 func (s *session) exhausted(ctx context.Context, st runtime.StateSpec, code, detail string) error {
+	code, detail = diag.Sanitize(code), diag.Sanitize(detail)
 	if st.OnExhausted != "" {
 		ev, res, effs, err := s.exhaustedEvent(ctx, st, code, detail)
 		if err == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/diag"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -160,7 +161,8 @@ func WithPolicy(f PolicyFunc) RegisterOption {
 // state's OnExhausted event with an empty payload: a workflow gives it the
 // payload and the result record that a handler would have given on its
 // last try. It is called with the run as a handler sees it (events, policy,
-// Effects), the state's name, and the code and detail of the last error.
+// Effects), the state's name, and the code and detail of the last error
+// (with invalid UTF-8 and NUL bytes made U+FFFD).
 //
 // What it asks of run.Effects is written with the transition, like a
 // handler's effects. When it calls neither SetResult nor SetError, the
@@ -289,7 +291,7 @@ func (e *Engine) handles(typ string) bool {
 // run, then the run is created, or restarted if it had failed, and idle
 // workers are notified. A policy error refuses the start and writes nothing.
 func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, error) {
-	op := fmt.Sprintf("start %s/%s", p.Type, p.IdempotencyKey)
+	op := fmt.Sprintf("start %s/%s", diag.Short(p.Type), diag.Short(p.IdempotencyKey))
 	e.mu.RLock()
 	if p.Version == 0 {
 		p.Version = e.latest[p.Type]
@@ -297,7 +299,7 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, e
 	r := e.kinds[enginestore.Kind{Type: p.Type, Version: p.Version}]
 	e.mu.RUnlock()
 	if r == nil {
-		return store.StartResult{}, runErr(op, "", fmt.Errorf("%w: %s v%d", ErrNotRegistered, p.Type, p.Version))
+		return store.StartResult{}, runErr(op, "", fmt.Errorf("%w: %s v%d", ErrNotRegistered, diag.Short(p.Type), p.Version))
 	}
 	if r.policy != nil && p.PolicySnapshot == nil {
 		snap, err := callPolicy(ctx, r, p)
@@ -353,7 +355,7 @@ func (e *Engine) notify(ctx context.Context, typ string) {
 // external (runtime.EventSpec.External).
 func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (store.Run, error) {
 	if ev == nil {
-		return store.Run{}, runErr("signal", runID, fmt.Errorf("%w: nil event", store.ErrInvalidInput))
+		return store.Run{}, runErr("signal", diag.Short(runID), fmt.Errorf("%w: nil event", store.ErrInvalidInput))
 	}
 	return e.fireExternal(ctx, "signal "+ev.EventName(), runID, func(run store.Run, r *registered) (runtime.Event, *store.Result, error) {
 		if err := e.signallable(ctx, r, run.ID, ev.EventName()); err != nil {
@@ -383,7 +385,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, userID string) (store.Run, e
 			return nil, nil, fmt.Errorf("%w: %s v%d declares none", ErrNoCancelEvent, run.Type, run.Version)
 		}
 		if run.UserID == "" || !strings.EqualFold(run.UserID, userID) {
-			return nil, nil, fmt.Errorf("%w: user %q may not cancel a run of user %q", ErrNotOwner, userID, run.UserID)
+			return nil, nil, fmt.Errorf("%w: user %s may not cancel a run of user %q", ErrNotOwner, diag.Quote(userID), run.UserID)
 		}
 		if !r.accepts(run.State, name) {
 			return nil, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on the cancel event %s", ErrNotCancellable, run.State, run.Type, run.Version, name)

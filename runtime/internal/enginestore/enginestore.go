@@ -380,7 +380,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 				return err
 			}
 			if !r.KnownType {
-				return fmt.Errorf("%w: start %s/%s: no version of %s is registered", store.ErrUnknownDefinition, st.Type, s.in.Quote(st.IdempotencyKey), st.Type)
+				return fmt.Errorf("%w: start %s/%s: no version of %s is registered", store.ErrUnknownDefinition, s.in.Quote(st.Type), s.in.Quote(st.IdempotencyKey), s.in.Quote(st.Type))
 			}
 			out.Started = append(out.Started, uuidString(r.RunID))
 		}
