@@ -231,7 +231,7 @@ func init() {
 		s := st.(*Store)
 		return storehook.Internals[Run, Result]{
 			Pool: s.pool, Queries: s.q, Now: s.now, RunFromRow: runFromRow, TransitionParams: s.transitionParams,
-			ParseRunID: parseRunID, EncodeJSON: s.encodeJSON, CheckText: s.checkText, Quote: short, Sanitize: sanitize, RawJSON: rawJSON,
+			ParseRunID: parseRunID, EncodeJSON: s.encodeJSON, CheckText: s.checkText, RawJSON: rawJSON,
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/diag"
 	"github.com/fsmgen/fsmgen/runtime/internal/storehook"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -323,7 +324,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			if err := s.in.CheckText("step name", st.Name); err != nil {
 				return err
 			}
-			raw, err := s.in.EncodeJSON("payload of step "+s.in.Quote(st.Name), st.Payload)
+			raw, err := s.in.EncodeJSON("payload of step "+diag.Short(st.Name), st.Payload)
 			if err != nil {
 				return err
 			}
@@ -347,7 +348,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			if err := s.in.CheckText("topic", m.Topic); err != nil {
 				return err
 			}
-			raw, err := s.in.EncodeJSON("payload of message "+s.in.Quote(m.Topic), m.Payload)
+			raw, err := s.in.EncodeJSON("payload of message "+diag.Short(m.Topic), m.Payload)
 			if err != nil {
 				return err
 			}
@@ -364,11 +365,11 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 					return err
 				}
 			}
-			input, err := s.in.EncodeJSON("input of "+s.in.Quote(st.Type), st.Input)
+			input, err := s.in.EncodeJSON("input of "+diag.Short(st.Type), st.Input)
 			if err != nil {
 				return err
 			}
-			policy, err := s.in.EncodeJSON("policy snapshot of "+s.in.Quote(st.Type), st.PolicySnapshot)
+			policy, err := s.in.EncodeJSON("policy snapshot of "+diag.Short(st.Type), st.PolicySnapshot)
 			if err != nil {
 				return err
 			}
@@ -380,7 +381,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 				return err
 			}
 			if !r.KnownType {
-				return fmt.Errorf("%w: start %s/%s: no version of %s is registered", store.ErrUnknownDefinition, s.in.Quote(st.Type), s.in.Quote(st.IdempotencyKey), s.in.Quote(st.Type))
+				return fmt.Errorf("%w: start %s/%s: no version of %s is registered", store.ErrUnknownDefinition, diag.Short(st.Type), diag.Short(st.IdempotencyKey), diag.Short(st.Type))
 			}
 			out.Started = append(out.Started, uuidString(r.RunID))
 		}
@@ -441,8 +442,8 @@ func (s *Store) ScheduleRetry(ctx context.Context, l Lease, rowVersion int64, st
 		return time.Time{}, err
 	}
 	at, err := s.q.ScheduleRetry(ctx, dbsqlc.ScheduleRetryParams{
-		Now: s.now(), DelayUs: max(delay, 0).Microseconds(), ErrorCode: pgtype.Text{String: s.in.Sanitize(code), Valid: code != ""},
-		ErrorDetail: s.in.Sanitize(detail), ID: id, RowVersion: rowVersion, StepAttempt: int32(stepAttempt), Owner: l.Owner, Epoch: l.Epoch,
+		Now: s.now(), DelayUs: max(delay, 0).Microseconds(), ErrorCode: pgtype.Text{String: diag.Sanitize(code), Valid: code != ""},
+		ErrorDetail: diag.Sanitize(detail), ID: id, RowVersion: rowVersion, StepAttempt: int32(stepAttempt), Owner: l.Owner, Epoch: l.Epoch,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, runErr("schedule retry", l.RunID, s.whyNot(ctx, id, &l, runtime.Transition{}, rowVersion))
@@ -461,8 +462,8 @@ func (s *Store) Park(ctx context.Context, l Lease, rowVersion int64, code, detai
 	if err != nil {
 		return err
 	}
-	_, err = s.q.ParkRun(ctx, dbsqlc.ParkRunParams{Now: s.now(), ErrorCode: pgtype.Text{String: s.in.Sanitize(code), Valid: code != ""},
-		ErrorDetail: s.in.Sanitize(detail), ID: id, RowVersion: rowVersion, Owner: l.Owner, Epoch: l.Epoch})
+	_, err = s.q.ParkRun(ctx, dbsqlc.ParkRunParams{Now: s.now(), ErrorCode: pgtype.Text{String: diag.Sanitize(code), Valid: code != ""},
+		ErrorDetail: diag.Sanitize(detail), ID: id, RowVersion: rowVersion, Owner: l.Owner, Epoch: l.Epoch})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return runErr("park", l.RunID, s.whyNot(ctx, id, &l, runtime.Transition{}, rowVersion))
 	}

@@ -37,11 +37,6 @@ type Internals[Run, Result any] struct {
 	// CheckText checks a name or key against the store's limits and what
 	// PostgreSQL's text type can hold; what names it in errors.
 	CheckText func(what, v string) error
-	// Sanitize makes diagnostic text storable: invalid UTF-8 and NUL bytes
-	// become U+FFFD.
-	Sanitize func(string) string
-	// Quote shortens an input for an error message.
-	Quote func(string) string
 	// RawJSON maps an empty or null JSONB value to nil.
 	RawJSON func([]byte) json.RawMessage
 }
