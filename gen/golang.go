@@ -227,20 +227,6 @@ func fieldType(t dsl.Type) *jen.Statement {
 	return s.Qual(t.Path, t.Name)
 }
 
-// statesAccepting returns the non-terminal states with a row on e.
-func (g *goGen) statesAccepting(e *dsl.Event) []*dsl.State {
-	var out []*dsl.State
-	for _, s := range g.m.States {
-		for _, t := range g.m.Transitions {
-			if t.From == s && t.Event == e {
-				out = append(out, s)
-				break
-			}
-		}
-	}
-	return out
-}
-
 // eventsOf returns the events with a row from s, in declaration order.
 func (g *goGen) eventsOf(s *dsl.State) []*dsl.Event {
 	var out []*dsl.Event
@@ -279,7 +265,7 @@ func (g *goGen) events() {
 		)
 	}
 	for _, e := range m.Events {
-		accepting := g.statesAccepting(e)
+		accepting := statesAccepting(g.m, e)
 		lead := fmt.Sprintf("%s is event %s, accepted in %s.", e.GoName, e.Name, stateNames(accepting))
 		for _, l := range docLines(lead, e.Doc) {
 			g.f.Comment(l)
@@ -534,7 +520,7 @@ func rowsKey(rows []*dsl.Transition) string {
 func (g *goGen) arms(e *dsl.Event) []*arm {
 	var out []*arm
 	byKey := map[string]*arm{}
-	for _, s := range g.statesAccepting(e) {
+	for _, s := range statesAccepting(g.m, e) {
 		rows := g.rowsFrom(s, e)
 		k := rowsKey(rows)
 		if a, ok := byKey[k]; ok {
