@@ -694,14 +694,7 @@ func (mc *machineChecker) timers() {
 			mc.errorf(s.Retry.ExhaustedPos, "retries of state %s end with %s, but %s has no transition on %s", s.Name, s.Retry.Exhausted.Name, s.Name, s.Retry.Exhausted.Name)
 		}
 		for _, tm := range s.Timers {
-			handled := false
-			for _, t := range mc.m.Transitions {
-				if t.From == s && t.Event == tm.Event {
-					handled = true
-					break
-				}
-			}
-			if !handled {
+			if !mc.handles(s, tm.Event) {
 				mc.errorf(mc.timerEvent[tm], "timer fires %s in state %s, which has no transition on %s", tm.Event.Name, s.Name, tm.Event.Name)
 			}
 		}
@@ -749,15 +742,7 @@ func (mc *machineChecker) cancel(md *MachineDecl) {
 	if first != nil || mc.skipGraph {
 		return
 	}
-	fired := map[*Event]bool{}
-	for _, s := range mc.m.States {
-		if s.Retry != nil && s.Retry.Exhausted != nil {
-			fired[s.Retry.Exhausted] = true
-		}
-		for _, tm := range s.Timers {
-			fired[tm.Event] = true
-		}
-	}
+	fired := mc.m.RuntimeFired()
 	var candidates []*Event
 	for _, t := range mc.m.Transitions {
 		if t.To.Status == "cancelled" && !fired[t.Event] && !slices.Contains(candidates, t.Event) {

@@ -57,6 +57,22 @@ type State struct {
 	Index int
 }
 
+// RuntimeFired returns the events the runtime fires itself rather than a
+// caller: the events of the states' timers and of their retry policies'
+// else clauses.
+func (m *Machine) RuntimeFired() map[*Event]bool {
+	out := map[*Event]bool{}
+	for _, s := range m.States {
+		for _, tm := range s.Timers {
+			out[tm.Event] = true
+		}
+		if s.Retry != nil && s.Retry.Exhausted != nil {
+			out[s.Retry.Exhausted] = true
+		}
+	}
+	return out
+}
+
 // Terminal reports whether the state is final.
 func (s *State) Terminal() bool { return s.Status != "" }
 

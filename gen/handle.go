@@ -75,7 +75,7 @@ func handleCode(source string, m *dsl.Machine) *jen.File {
 		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("SignalRun").Call(jen.Id("ctx"), jen.Id("runID"), jen.Id("e")))),
 	)
 
-	fired := engineFired(m)
+	fired := m.RuntimeFired()
 	for _, e := range m.Events {
 		if e == m.Cancel || (fired[e] && !e.External) || slices.Contains(handleMethods, e.GoName) {
 			continue
@@ -110,21 +110,6 @@ func comment(f *jen.File, text string) {
 	for _, l := range wrap(text, 76) {
 		f.Comment(l)
 	}
-}
-
-// engineFired returns the events the runtime fires itself: the timers'
-// and the retry policies' else events.
-func engineFired(m *dsl.Machine) map[*dsl.Event]bool {
-	out := map[*dsl.Event]bool{}
-	for _, s := range m.States {
-		for _, t := range s.Timers {
-			out[t.Event] = true
-		}
-		if s.Retry != nil && s.Retry.Exhausted != nil {
-			out[s.Retry.Exhausted] = true
-		}
-	}
-	return out
 }
 
 // statesAccepting returns the states with a transition on e, in
