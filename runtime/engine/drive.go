@@ -355,14 +355,11 @@ func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
 
 	hctx, cancel := context.WithCancelCause(ctx)
 	stopHeartbeat := s.heartbeat(hctx, cancel)
-	var ev runtime.Event
 	if s.handling != nil {
 		s.handling.Add(1)
 	}
-	herr := protect("handler of "+st.Name, func() error {
-		var err error
-		ev, err = s.reg.driver.Handle(hctx, &rt, st.Name)
-		return err
+	ev, herr := protected("handler of "+st.Name, func() (runtime.Event, error) {
+		return s.reg.driver.Handle(hctx, &rt, st.Name)
 	})
 	if s.handling != nil {
 		s.handling.Add(-1)
@@ -416,11 +413,8 @@ func (s *session) loadEvents(ctx context.Context) error {
 	if s.loaded {
 		return nil
 	}
-	var events []runtime.Event
-	_, err := s.retry(ctx, "attempt events", func() error {
-		var err error
-		events, err = s.e.attemptEvents(ctx, s.reg, s.run)
-		return err
+	events, err := retried(ctx, s.e, s.leaseUntil, "attempt events", s.run.ID, func() ([]runtime.Event, error) {
+		return s.e.attemptEvents(ctx, s.reg, s.run)
 	})
 	if err != nil {
 		return err
@@ -450,13 +444,9 @@ func (e *Engine) attemptEvents(ctx context.Context, reg *registered, run store.R
 
 // decode rebuilds an event with the driver, a panic in it made an error.
 func decode(reg *registered, name string, payload []byte) (runtime.Event, error) {
-	var ev runtime.Event
-	err := protect("Decode of "+name, func() error {
-		var err error
-		ev, err = reg.driver.Decode(name, payload)
-		return err
+	return protected("Decode of "+name, func() (runtime.Event, error) {
+		return reg.driver.Decode(name, payload)
 	})
-	return ev, err
 }
 
 // fireEvent applies ev to run in its state through the driver, a panic in
@@ -620,11 +610,8 @@ func (s *session) exhaustedEvent(ctx context.Context, st runtime.StateSpec, code
 		rt.Events = s.events
 		eff := &effects{}
 		rt.Effects = eff
-		var ev runtime.Event
-		err := protect("ExhaustedFunc of "+st.Name, func() error {
-			var err error
-			ev, err = s.reg.exhausted(ctx, &rt, st.Name, code, detail)
-			return err
+		ev, err := protected("ExhaustedFunc of "+st.Name, func() (runtime.Event, error) {
+			return s.reg.exhausted(ctx, &rt, st.Name, code, detail)
 		})
 		if err != nil {
 			var pe *PanicError
@@ -696,11 +683,8 @@ func (s *session) fireDueTimer(ctx context.Context, st runtime.StateSpec) (bool,
 // deliverChild fires the event of the first finished child not yet
 // delivered.
 func (s *session) deliverChild(ctx context.Context) (bool, error) {
-	var children []enginestore.Child
-	_, err := s.retry(ctx, "finished children", func() error {
-		var err error
-		children, err = s.e.es.FinishedChildren(ctx, s.run.ID)
-		return err
+	children, err := retried(ctx, s.e, s.leaseUntil, "finished children", s.run.ID, func() ([]enginestore.Child, error) {
+		return s.e.es.FinishedChildren(ctx, s.run.ID)
 	})
 	if err != nil || len(children) == 0 {
 		return false, err
@@ -754,12 +738,9 @@ func (s *session) heartbeat(ctx context.Context, cancel context.CancelCauseFunc)
 			case <-t.C:
 			}
 			began := time.Now()
-			var l enginestore.Lease
 			// Lost connections are tried again at once, up to the next tick.
-			err := s.e.retryConn(ctx, began.Add(s.e.cfg.Heartbeat), "extend lease", s.run.ID, func() error {
-				var err error
-				l, err = s.e.es.ExtendLease(ctx, s.lease, s.e.cfg.Lease)
-				return err
+			l, err := retried(ctx, s.e, began.Add(s.e.cfg.Heartbeat), "extend lease", s.run.ID, func() (enginestore.Lease, error) {
+				return s.e.es.ExtendLease(ctx, s.lease, s.e.cfg.Lease)
 			})
 			if ctx.Err() != nil {
 				return

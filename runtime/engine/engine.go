@@ -320,13 +320,9 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, e
 
 // callPolicy calls the policy function of r, a panic in it made an error.
 func callPolicy(ctx context.Context, r *registered, p StartParams) (json.RawMessage, error) {
-	var snap json.RawMessage
-	err := protect("PolicyFunc of "+p.Type, func() error {
-		var err error
-		snap, err = r.policy(ctx, p)
-		return err
+	return protected("PolicyFunc of "+p.Type, func() (json.RawMessage, error) {
+		return r.policy(ctx, p)
 	})
-	return snap, err
 }
 
 func (e *Engine) notify(ctx context.Context, typ string) {
@@ -491,11 +487,8 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 func (e *Engine) Wait(ctx context.Context, runID string) (store.Run, error) {
 	delay := 5 * time.Millisecond
 	for {
-		var run store.Run
-		err := e.retryConn(ctx, time.Time{}, "wait", runID, func() error {
-			var err error
-			run, err = e.st.Get(ctx, runID)
-			return err
+		run, err := retried(ctx, e, time.Time{}, "wait", runID, func() (store.Run, error) {
+			return e.st.Get(ctx, runID)
 		})
 		if err != nil {
 			return run, err

@@ -43,6 +43,17 @@ func protect(where string, f func() error) (err error) {
 	return f()
 }
 
+// protected is protect for an f that returns a value.
+func protected[T any](where string, f func() (T, error)) (T, error) {
+	var v T
+	err := protect(where, func() error {
+		var err error
+		v, err = f()
+		return err
+	})
+	return v, err
+}
+
 // errorDetail is the detail kept in the run's log and record for a failed
 // try: the error's message, and for a panic its stack as well.
 func errorDetail(err error) string {

@@ -52,6 +52,17 @@ func (e *Engine) retryConn(ctx context.Context, until time.Time, what, runID str
 	}
 }
 
+// retried is retryConn for an op that returns a value.
+func retried[T any](ctx context.Context, e *Engine, until time.Time, what, runID string, op func() (T, error)) (T, error) {
+	var v T
+	err := e.retryConn(ctx, until, what, runID, func() error {
+		var err error
+		v, err = op()
+		return err
+	})
+	return v, err
+}
+
 // retry runs one of the session's own statements with retryConn for as
 // long as its lease holds, and reports whether a try was lost with its
 // connection: such a try may have committed.
@@ -95,11 +106,8 @@ func (s *session) advance(ctx context.Context, p enginestore.AdvanceParams) (eng
 // logged finds transition t, recorded from row version rowVersion, in the
 // run's log.
 func (s *session) logged(ctx context.Context, t runtime.Transition, rowVersion int64) (store.Step, bool) {
-	var h []store.Step
-	_, err := s.retry(ctx, "history", func() error {
-		var err error
-		h, err = s.e.st.History(ctx, s.run.ID)
-		return err
+	h, err := retried(ctx, s.e, s.leaseUntil, "history", s.run.ID, func() ([]store.Step, error) {
+		return s.e.st.History(ctx, s.run.ID)
 	})
 	if err != nil {
 		return store.Step{}, false

@@ -228,11 +228,8 @@ func (e *Engine) markListening() {
 func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 	kinds := e.registeredKinds()
 	for {
-		var claims []enginestore.Claim
-		err := e.retryConn(ctx, time.Time{}, "claim", runID, func() error {
-			var err error
-			claims, err = e.es.Claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: 1, TTL: e.cfg.Lease, RunID: runID})
-			return err
+		claims, err := retried(ctx, e, time.Time{}, "claim", runID, func() ([]enginestore.Claim, error) {
+			return e.es.Claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: 1, TTL: e.cfg.Lease, RunID: runID})
 		})
 		if err != nil {
 			return store.Run{}, err
@@ -247,11 +244,8 @@ func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 				return run, err
 			}
 		}
-		var run store.Run
-		err = e.retryConn(ctx, time.Time{}, "get", runID, func() error {
-			var err error
-			run, err = e.st.Get(ctx, runID)
-			return err
+		run, err := retried(ctx, e, time.Time{}, "get", runID, func() (store.Run, error) {
+			return e.st.Get(ctx, runID)
 		})
 		if err != nil {
 			return run, err
@@ -266,12 +260,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 		}
 		// Due later (a retry) or held by another worker: sleep until it may
 		// be claimed, checking at least every PollInterval.
-		var now time.Time
-		err = e.retryConn(ctx, time.Time{}, "now", runID, func() error {
-			var err error
-			now, err = e.st.Now(ctx)
-			return err
-		})
+		now, err := retried(ctx, e, time.Time{}, "now", runID, func() (time.Time, error) { return e.st.Now(ctx) })
 		if err != nil {
 			return run, err
 		}
