@@ -92,12 +92,10 @@ func (r *recorder) after() store.Run {
 	case to.Terminal():
 	case !to.Wait:
 		run.NextRunAt = r.adv.At
-	case len(to.Timers) > 0:
-		next := to.Timers[0].After
-		for _, t := range to.Timers[1:] {
-			next = min(next, t.After)
+	default:
+		if next, ok := firstTimer(to); ok {
+			run.NextRunAt = r.adv.At.Add(next)
 		}
-		run.NextRunAt = r.adv.At.Add(next)
 	}
 	if !r.keep {
 		run.LeaseOwner, run.LeaseExpiresAt = "", time.Time{}
@@ -108,14 +106,23 @@ func (r *recorder) after() store.Run {
 // timerDue is when a run that has spent elapsed in st is next due for one
 // of st's timers: NotDue when st has none.
 func timerDue(st runtime.StateSpec, elapsed time.Duration) enginestore.Due {
-	if len(st.Timers) == 0 {
+	next, ok := firstTimer(st)
+	if !ok {
 		return enginestore.NotDue
+	}
+	return enginestore.DueIn(next - elapsed)
+}
+
+// firstTimer returns the shortest of st's timers, and whether it has any.
+func firstTimer(st runtime.StateSpec) (time.Duration, bool) {
+	if len(st.Timers) == 0 {
+		return 0, false
 	}
 	next := st.Timers[0].After
 	for _, t := range st.Timers[1:] {
 		next = min(next, t.After)
 	}
-	return enginestore.DueIn(next - elapsed)
+	return next, true
 }
 
 // effects collects what a handler asks of the runtime besides its event.

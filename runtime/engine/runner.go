@@ -40,10 +40,7 @@ func (e *Engine) CancelRun(ctx context.Context, runID, userID string) (runtime.R
 // GetRun implements runtime.Runner: it reads the run from the store.
 func (e *Engine) GetRun(ctx context.Context, runID string) (runtime.RunInfo, error) {
 	run, err := e.st.Get(ctx, runID)
-	if err != nil {
-		return runInfo(run), err
-	}
-	return runInfo(run), nil
+	return runInfo(run), err
 }
 
 // WaitRun implements runtime.Runner with Wait.
