@@ -82,10 +82,7 @@ func loadAll(paths []string, stderr io.Writer) ([]loaded, bool) {
 	ok := true
 	seen := map[string]bool{}
 	for _, p := range paths {
-		key := filepath.Clean(p)
-		if abs, err := filepath.Abs(p); err == nil {
-			key = abs
-		}
+		key := absPath(p)
 		if seen[key] {
 			continue
 		}
@@ -128,10 +125,7 @@ func crossCheck(inputs []loaded) dsl.Diagnostics {
 	var diags dsl.Diagnostics
 	for _, in := range inputs {
 		for _, m := range in.spec.Machines {
-			dir := filepath.Join(filepath.Dir(in.path), m.Package)
-			if abs, err := filepath.Abs(dir); err == nil {
-				dir = abs
-			}
+			dir := absPath(filepath.Join(filepath.Dir(in.path), m.Package))
 			typ := fmt.Sprintf("%s\x00%d", m.Type, m.Version)
 			if prev, dup := dirs[dir]; dup && prev.file != in.path {
 				msg := fmt.Sprintf("machine %s would generate package %s, as does machine %s", m.Name, m.Package, prev.m.Name)
@@ -155,6 +149,16 @@ func crossCheck(inputs []loaded) dsl.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// absPath is p made absolute and clean, or only clean when the working
+// directory cannot be read: the key under which two names of one file or
+// directory compare equal.
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return filepath.Clean(p)
 }
 
 // where renders a machine's position as path:line:col.
