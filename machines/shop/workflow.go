@@ -37,7 +37,7 @@ type Workflow struct {
 
 // Driver returns the runtime.Driver to register with an engine.
 func (w *Workflow) Driver() runtime.Driver {
-	return order.NewDriver(handlers{w}, func(run *runtime.Run) order.Guards { return guards{run} })
+	return order.NewDriver(handlers{w}, Guards)
 }
 
 type handlers struct{ w *Workflow }
