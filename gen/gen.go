@@ -40,9 +40,9 @@ const (
 // returns the files sorted by path, or an error and no file at all.
 // Output depends only on spec: no time stamp, no absolute path.
 func Generate(spec *dsl.Spec) ([]File, error) {
-	source := filepath.Base(spec.Filename)
 	var out []File
 	for _, m := range spec.Machines {
+		source := sourceOf(m)
 		code, err := render(machineCode(source, m))
 		if err != nil {
 			return nil, fmt.Errorf("machine %s: %w", m.Name, err)
