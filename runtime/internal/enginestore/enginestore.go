@@ -51,7 +51,7 @@ func runErr(op, id string, err error) error {
 func parseUUID(what, s string) (pgtype.UUID, error) {
 	var u pgtype.UUID
 	if err := u.Scan(s); err != nil {
-		return u, fmt.Errorf("%s %q is not a UUID", what, s)
+		return u, fmt.Errorf("%s %s is not a UUID", what, diag.Quote(s))
 	}
 	return u, nil
 }
