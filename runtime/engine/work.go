@@ -97,20 +97,16 @@ func (e *Engine) Work(ctx context.Context) error {
 						// and the run's lease expires.
 						if v := recover(); v != nil {
 							e.log.Error("panic while driving a run; its lease will expire", "run", c.Run.ID, "panic", v, "stack", string(debug.Stack()))
-							mu.Lock()
-							busy--
-							mu.Unlock()
-							poke()
 						}
+						mu.Lock()
+						busy--
+						mu.Unlock()
+						poke()
 					}()
 					run, err := e.drive(c, ctx.Done(), hbase, &handling)
 					if err != nil && !errors.Is(err, errMoved) && hbase.Err() == nil {
 						e.log.Warn("run interrupted", "run", run.ID, "state", run.State, "err", err)
 					}
-					mu.Lock()
-					busy--
-					mu.Unlock()
-					poke()
 				}()
 			}
 			if claimed == free {
