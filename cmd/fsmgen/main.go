@@ -6,6 +6,7 @@
 //	fsmgen check FILE.fsm...               report errors and warnings, write nothing
 //	fsmgen fmt [-l] [-w] [PATH...]         format .fsm files (stdin when no PATH)
 //	fsmgen diagram [-format mermaid|dot] [-machine NAME] FILE.fsm
+//	fsmgen sql -table TABLE -column COLUMN [-key COLS] [-log TABLE] [-machine NAME] [-o FILE] FILE.fsm
 //
 // Each machine of FILE.fsm becomes a package in the directory named after
 // it, next to FILE.fsm: the machine (fsm.go), its typed handle on durable
@@ -40,6 +41,24 @@
 // Hand-written files, and files generated from other .fsm files or by
 // other tools, are never removed. A .fsm file deleted with its
 // //go:generate line is not read again: delete its packages with it.
+//
+// sql writes a migration (to standard output, or to the file -o names,
+// untouched when unchanged) that makes COLUMN of TABLE, a table of your
+// own, follow the machine in the database itself: a CHECK of the machine's
+// state names; a trigger that refuses, with SQLSTATE FS006 and a message
+// naming the machine, the column and both states, an INSERT in any state
+// but the initial one and an UPDATE between two states that no transition
+// joins; and an append-only log table (default TABLE_COLUMN_log; an
+// UPDATE, DELETE or TRUNCATE of it is refused with FS002) that the same
+// trigger writes in the same transaction: the row's key (the -key columns,
+// default id), from and to state, event, worker and time. When several
+// events join the same two states, the writer names the event with
+// set_config('fsmgen.event', EVENT, true), else the change is refused;
+// set_config('fsmgen.worker', WORKER, true) names the worker. An UPDATE that
+// leaves the column unchanged passes unchecked. Put it next to the .fsm
+// file as a //go:generate line, e.g.
+//
+//	//go:generate go tool fsmgen sql -table orders -column status -o migrations/0002_orders_status.sql order.fsm
 //
 // The files of one run are also checked against each other, by check as by
 // generate: two machines may not generate the same package directory, nor

@@ -28,6 +28,7 @@ const usage = `usage:
 	fsmgen check FILE.fsm...
 	fsmgen fmt [-l] [-w] [PATH...]
 	fsmgen diagram [-format mermaid|dot] [-machine NAME] FILE.fsm
+	fsmgen sql -table TABLE -column COLUMN [-key COLS] [-log TABLE] [-machine NAME] [-o FILE] FILE.fsm
 `
 
 // run is the whole command, testable: it reads its arguments and streams
@@ -46,6 +47,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return format(args[1:], stdin, stdout, stderr)
 	case "diagram":
 		return diagram(args[1:], stdout, stderr)
+	case "sql":
+		return sqlGuard(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

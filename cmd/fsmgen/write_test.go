@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fsmgen/fsmgen/runtime/pgtest"
 )
 
 // asMain makes the test binary run as fsmgen itself, for the tests that
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asMain) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m)
 }
 
 // machine is a never-ending two-state machine named name at a version.
