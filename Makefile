@@ -45,8 +45,15 @@ check-generated:
 	if diff -r -x .git . "$$tmp" >"$$tmp.diff"; then rm -f "$$tmp.diff"; echo "generated files are up to date"; \
 	else cat "$$tmp.diff"; rm -f "$$tmp.diff"; echo "generated files are stale: run make generate and commit the result" >&2; exit 1; fi
 
+# Run every benchmark of bench/, one package at a time, on a durable
+# PostgreSQL: the server FSMGEN_BENCH_DATABASE_URL names, or else a
+# throwaway cluster started with fsync, synchronous_commit and
+# full_page_writes on (see bench/internal/benchdb); a server that is not
+# durable is refused. BENCHFLAGS adds go test flags, for example
+# make bench BENCHFLAGS='-count 6 -benchtime 300x'.
+BENCHFLAGS ?=
 bench:
-	cd bench && $(GO) test -run '^$$' -bench . -benchmem ./...
+	cd bench && $(GO) test -p 1 -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./...
 
 # Every module of the repository (the main one, bench, tools, ...) must be
 # tidy: go.mod lists what the code imports, direct requirements as direct.

@@ -28,11 +28,13 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
-	"github.com/fsmgen/fsmgen/runtime/pgtest"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fsmgen/fsmgen/bench/internal/benchdb"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { benchdb.Main(m) }
 
 var states = []string{"S1", "S2", "S3", "S4", "S5", "END"}
 
@@ -96,71 +98,92 @@ func (d driver) Fire(ctx context.Context, _ *runtime.Run, state string, e runtim
 	return &runtime.TransitionError{Machine: d.def.Type, State: state, Event: e.EventName(), Err: runtime.ErrIllegalTransition}
 }
 
+// BenchmarkEngine drives b.N five-state chains per sub-benchmark with 1, 4
+// and 16 workers. Besides the throughput it reports the server's work per
+// transition over the measured stretch: statements (pg_stat_statements;
+// a statement is a round trip unless the client batched it), write
+// transactions and WAL bytes (server-wide).
 func BenchmarkEngine(b *testing.B) {
-	ctx := context.Background()
-	pool := pgtest.NewPool(b, pgtest.MaxConns(48), pgtest.SkipInvariants())
+	pool := benchdb.NewPool(b, benchdb.MaxConns(48))
 	st := store.New(pool)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var round atomic.Int64
 	for _, workers := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			typ := fmt.Sprintf("bench_chain_%d", round.Add(1))
-			var last atomic.Int64
-			e, err := engine.New(pool, st, engine.Config{Concurrency: workers, PollInterval: 5 * time.Millisecond, Logger: quiet})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := e.Register(ctx, driver{def: chain(typ), last: &last}); err != nil {
-				b.Fatal(err)
-			}
-			// The runs exist before the clock starts; starting is bench/store's.
-			var wg sync.WaitGroup
-			errs := make(chan error, 16)
-			for w := range 16 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := w; i < b.N; i += 16 {
-						if _, err := st.Start(ctx, store.StartParams{Type: typ, Version: 1, IdempotencyKey: fmt.Sprint(i), TenantID: "bench"}); err != nil {
-							errs <- err
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
-			}
-			wctx, stop := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			b.ResetTimer()
-			began := time.Now()
-			go func() { done <- e.Work(wctx) }()
-			for last.Load() < int64(b.N) {
-				time.Sleep(200 * time.Microsecond)
-			}
-			for {
-				var n int64
-				if err := pool.QueryRow(ctx, "SELECT count(*) FROM workflow_runs WHERE workflow_type = $1 AND status = 'succeeded'", typ).Scan(&n); err != nil {
-					b.Fatal(err)
-				}
-				if n == int64(b.N) {
-					break
-				}
-				time.Sleep(200 * time.Microsecond)
-			}
-			elapsed := time.Since(began)
-			b.StopTimer()
-			stop()
-			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-				b.Fatal(err)
-			}
-			transitions := float64(5 * b.N)
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
-			b.ReportMetric(transitions/elapsed.Seconds(), "transitions/s")
-			b.ReportMetric(elapsed.Seconds()*1e6*float64(workers)/transitions, "µs/transition")
+			driveChains(b, pool, st, workers, fmt.Sprintf("bench_chain_%d", round.Add(1)))
 		})
 	}
+}
+
+// driveChains starts b.N runs of a chain of type typ before the clock
+// starts, then has an engine with the given number of workers drive them
+// all to END, and reports runs/s, transitions/s, µs/transition and the
+// server's cost per transition.
+func driveChains(b *testing.B, pool *pgxpool.Pool, st *store.Store, workers int, typ string) {
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var last atomic.Int64
+	e, err := engine.New(pool, st, engine.Config{Concurrency: workers, PollInterval: 5 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.Register(ctx, driver{def: chain(typ), last: &last}); err != nil {
+		b.Fatal(err)
+	}
+	// The runs exist before the clock starts; starting is bench/store's.
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < b.N; i += 16 {
+				if _, err := st.Start(ctx, store.StartParams{Type: typ, Version: 1, IdempotencyKey: fmt.Sprint(i), TenantID: "bench"}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	before, err := benchdb.Take(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	b.ResetTimer()
+	began := time.Now()
+	go func() { done <- e.Work(wctx) }()
+	for last.Load() < int64(b.N) {
+		time.Sleep(200 * time.Microsecond)
+	}
+	for {
+		var n int64
+		if err := pool.QueryRow(ctx, benchdb.Mark+"SELECT count(*) FROM workflow_runs WHERE workflow_type = $1 AND status = 'succeeded'", typ).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		if n == int64(b.N) {
+			break
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	elapsed := time.Since(began)
+	b.StopTimer()
+	after, err := benchdb.Take(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stop()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		b.Fatal(err)
+	}
+	transitions := float64(5 * b.N)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+	b.ReportMetric(transitions/elapsed.Seconds(), "transitions/s")
+	b.ReportMetric(elapsed.Seconds()*1e6*float64(workers)/transitions, "µs/transition")
+	after.Since(before).Report(b, transitions, "transition")
 }

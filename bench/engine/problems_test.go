@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsmgen/fsmgen/bench/internal/benchdb"
 	"github.com/fsmgen/fsmgen/machines/problems"
 	"github.com/fsmgen/fsmgen/machines/problems/local"
 	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
 	"github.com/fsmgen/fsmgen/runtime/engine"
-	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -45,7 +45,7 @@ var problemSeq atomic.Int64
 // transition, adapters' work included).
 func BenchmarkEngineRetrieveOrGenerate(b *testing.B) {
 	ctx := context.Background()
-	pool := pgtest.NewPool(b, pgtest.MaxConns(48), pgtest.SkipInvariants())
+	pool := benchdb.NewPool(b, benchdb.MaxConns(48))
 	if err := local.Migrate(ctx, pool); err != nil {
 		b.Fatal(err)
 	}

@@ -20,12 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsmgen/fsmgen/bench/internal/benchdb"
 	"github.com/fsmgen/fsmgen/runtime"
-	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { benchdb.Main(m) }
 
 var pingPong = runtime.Definition{
 	Machine: "PingPong", Type: "bench_ping_pong", Version: 1, Initial: "PING",
@@ -48,7 +48,7 @@ var concurrencies = []int{1, 4, 16}
 
 func BenchmarkStore(b *testing.B) {
 	ctx := context.Background()
-	pool := pgtest.NewPool(b, pgtest.MaxConns(int32(slices.Max(concurrencies))), pgtest.SkipInvariants())
+	pool := benchdb.NewPool(b, benchdb.MaxConns(int32(slices.Max(concurrencies))))
 	st := store.New(pool)
 	if err := st.Register(ctx, pingPong); err != nil {
 		b.Fatal(err)
@@ -69,7 +69,7 @@ func BenchmarkStore(b *testing.B) {
 				}
 				recs[i], states[i] = st.Recorder(res.Run), res.Run.State
 			}
-			run(b, c, func(w, n int) error {
+			run(b, c, pool, func(w, n int) error {
 				to := "PONG"
 				if states[w] == "PONG" {
 					to = "PING"
@@ -83,7 +83,7 @@ func BenchmarkStore(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("op=floor/runs=%d", c), func(b *testing.B) {
-			run(b, c, func(w, n int) error {
+			run(b, c, pool, func(w, n int) error {
 				_, err := pool.Exec(ctx, "INSERT INTO bench_floor (v) VALUES ($1)", n)
 				return err
 			})
@@ -91,9 +91,15 @@ func BenchmarkStore(b *testing.B) {
 	}
 }
 
-// run spreads b.N operations over c goroutines and reports throughput and
-// latency percentiles.
-func run(b *testing.B, c int, op func(worker, n int) error) {
+// run spreads b.N operations over c goroutines and reports throughput,
+// latency percentiles and the server's work per operation (see
+// benchdb.Cost).
+func run(b *testing.B, c int, pool benchdb.Querier, op func(worker, n int) error) {
+	ctx := context.Background()
+	before, err := benchdb.Take(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
 	var next atomic.Int64
 	lat := make([][]time.Duration, c)
 	errs := make([]error, c)
@@ -121,6 +127,10 @@ func run(b *testing.B, c int, op func(worker, n int) error) {
 	wg.Wait()
 	elapsed := time.Since(began)
 	b.StopTimer()
+	after, err := benchdb.Take(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, err := range errs {
 		if err != nil {
 			b.Fatal(err)
@@ -134,4 +144,5 @@ func run(b *testing.B, c int, op func(worker, n int) error) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
+	after.Since(before).Report(b, float64(b.N), "op")
 }

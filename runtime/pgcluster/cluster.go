@@ -76,20 +76,48 @@ func pgMajor(bindir string) float64 {
 	return v
 }
 
+// Option changes how Start sets the cluster up.
+type Option func(*config)
+
+type config struct {
+	durable  bool
+	settings [][2]string
+}
+
+// Durable makes the cluster durable: initdb syncs the new data directory,
+// and the server runs with fsync, synchronous_commit and full_page_writes
+// on, PostgreSQL's defaults, so that a committed transaction survives a
+// crash of the machine. Without it the three are off, which is faster and
+// loses committed data on such a crash; tests want that, benchmarks want
+// Durable.
+func Durable() Option { return func(c *config) { c.durable = true } }
+
+// Setting passes a server setting on postgres's command line (-c
+// name=value), after the ones Start sets itself, so that it wins over them;
+// for example Setting("shared_preload_libraries", "pg_stat_statements").
+func Setting(name, value string) Option {
+	return func(c *config) { c.settings = append(c.settings, [2]string{name, value}) }
+}
+
 // Start starts a throwaway cluster: it finds
 // the server binaries (initdb on PATH, then `pg_config --bindir`, then the
 // newest /usr/lib/postgresql/*/bin), runs initdb in a new temporary
 // directory, as the postgres system user when the process runs as root, and
-// starts postgres on a unix socket in that directory, without fsync. It
-// returns once the server accepts connections. The caller must call Stop,
-// which also removes the directory; if the process dies first, the server
-// follows it. Without binaries the error matches ErrNoServerBinaries.
-func Start(ctx context.Context) (*Cluster, error) {
+// starts postgres on a unix socket in that directory, without fsync unless
+// [Durable] is given. It returns once the server accepts connections. The
+// caller must call Stop, which also removes the directory; if the process
+// dies first, the server follows it. Without binaries the error matches
+// ErrNoServerBinaries.
+func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
 	bindir, err := findBinDir()
 	if err != nil {
 		return nil, fmt.Errorf("pgcluster: %w", err)
 	}
-	return start(ctx, bindir)
+	return start(ctx, bindir, cfg)
 }
 
 // URL returns the connection URL of the cluster's postgres database, as
@@ -113,7 +141,7 @@ func (c *Cluster) Stop() error {
 
 // start runs initdb and starts postgres in a new temporary directory,
 // as the postgres system user when the process runs as root.
-func start(ctx context.Context, bindir string) (c *Cluster, err error) {
+func start(ctx context.Context, bindir string, cfg config) (c *Cluster, err error) {
 	sweepStale()
 	dir, err := os.MkdirTemp("", "fsmgen-pgcluster-")
 	if err != nil {
@@ -141,8 +169,11 @@ func start(ctx context.Context, bindir string) (c *Cluster, err error) {
 	logf := filepath.Join(dir, "postgres.log")
 	c = &Cluster{dir: dir, port: 5432, exited: make(chan struct{}), logf: logf}
 
-	initdb := exec.CommandContext(ctx, filepath.Join(bindir, "initdb"), "-D", data, "-U", "postgres", "-A", "trust",
-		"-E", "UTF8", "--no-locale", "--no-sync")
+	initArgs := []string{"-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale"}
+	if !cfg.durable {
+		initArgs = append(initArgs, "--no-sync")
+	}
+	initdb := exec.CommandContext(ctx, filepath.Join(bindir, "initdb"), initArgs...)
 	initdb.Dir = dir
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
@@ -157,13 +188,21 @@ func start(ctx context.Context, bindir string) (c *Cluster, err error) {
 		return nil, fmt.Errorf("pgcluster: %w", err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(filepath.Join(bindir, "postgres"), "-D", data,
+	durability := "off"
+	if cfg.durable {
+		durability = "on"
+	}
+	args := []string{"-D", data,
 		"-k", dir, "-p", strconv.Itoa(c.port),
 		"-c", "listen_addresses=",
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "fsync=" + durability, "-c", "synchronous_commit=" + durability, "-c", "full_page_writes=" + durability,
 		"-c", "max_connections=300",
 		"-c", "log_min_messages=warning",
-	)
+	}
+	for _, s := range cfg.settings {
+		args = append(args, "-c", s[0]+"="+s[1])
+	}
+	cmd := exec.Command(filepath.Join(bindir, "postgres"), args...)
 	cmd.Dir = dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
