@@ -1,6 +1,6 @@
 module github.com/fsmgen/fsmgen/bench
 
-go 1.26
+go 1.26.0
 
 replace github.com/fsmgen/fsmgen => ../
 
@@ -10,6 +10,8 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/looplab/fsm v1.0.3
 	github.com/qmuntal/stateless v1.7.2
+	github.com/riverqueue/river v0.51.1
+	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.1
 )
 
 require (
@@ -18,8 +20,15 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
+	github.com/riverqueue/river/riverdriver v0.51.1 // indirect
+	github.com/riverqueue/river/rivershared v0.51.1 // indirect
+	github.com/riverqueue/river/rivertype v0.51.1 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.2.0 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 )
 
 tool github.com/fsmgen/fsmgen/cmd/fsmgen

@@ -109,16 +109,20 @@ func BenchmarkEngine(b *testing.B) {
 	var round atomic.Int64
 	for _, workers := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			driveChains(b, pool, st, workers, fmt.Sprintf("bench_chain_%d", round.Add(1)))
+			elapsed, cost := driveChains(b, pool, st, workers, fmt.Sprintf("bench_chain_%d", round.Add(1)))
+			transitions := float64(5 * b.N)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+			b.ReportMetric(transitions/elapsed.Seconds(), "transitions/s")
+			b.ReportMetric(elapsed.Seconds()*1e6*float64(workers)/transitions, "µs/transition")
+			cost.Report(b, transitions, "transition")
 		})
 	}
 }
 
 // driveChains starts b.N runs of a chain of type typ before the clock
 // starts, then has an engine with the given number of workers drive them
-// all to END, and reports runs/s, transitions/s, µs/transition and the
-// server's cost per transition.
-func driveChains(b *testing.B, pool *pgxpool.Pool, st *store.Store, workers int, typ string) {
+// all to END. It returns the time that took and the server's work in it.
+func driveChains(b *testing.B, pool *pgxpool.Pool, st *store.Store, workers int, typ string) (time.Duration, benchdb.Cost) {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var last atomic.Int64
@@ -181,9 +185,5 @@ func driveChains(b *testing.B, pool *pgxpool.Pool, st *store.Store, workers int,
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		b.Fatal(err)
 	}
-	transitions := float64(5 * b.N)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
-	b.ReportMetric(transitions/elapsed.Seconds(), "transitions/s")
-	b.ReportMetric(elapsed.Seconds()*1e6*float64(workers)/transitions, "µs/transition")
-	after.Since(before).Report(b, transitions, "transition")
+	return elapsed, after.Since(before)
 }
