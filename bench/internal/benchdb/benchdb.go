@@ -512,10 +512,18 @@ func (c Cost) Report(b *testing.B, ops float64, unit string) {
 }
 
 // Storage returns the bytes the named tables take on disk, their indexes
-// and TOAST included (pg_total_relation_size).
+// and TOAST included (pg_total_relation_size); with no names, the bytes of
+// every table of the current schema.
 func Storage(ctx context.Context, q Querier, tables ...string) (int64, error) {
 	var n int64
-	err := q.QueryRow(ctx, Mark+`SELECT coalesce(sum(pg_total_relation_size(t::regclass)), 0)::bigint FROM unnest($1::text[]) t`, tables).Scan(&n)
+	var err error
+	if len(tables) == 0 {
+		err = q.QueryRow(ctx, Mark+`SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+			WHERE c.relkind IN ('r', 'p', 'm') AND c.relnamespace = current_schema()::regnamespace`).Scan(&n)
+		tables = []string{"every table of the current schema"}
+	} else {
+		err = q.QueryRow(ctx, Mark+`SELECT coalesce(sum(pg_total_relation_size(t::regclass)), 0)::bigint FROM unnest($1::text[]) t`, tables).Scan(&n)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("benchdb: size of %s: %w", strings.Join(tables, ", "), err)
 	}

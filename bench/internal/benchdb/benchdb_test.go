@@ -92,6 +92,13 @@ func TestCountersCountWhatRanBetween(t *testing.T) {
 	if full <= empty {
 		t.Errorf("Storage of t: %d bytes empty, %d with three rows; want it to grow", empty, full)
 	}
+	all, err := Storage(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all <= full {
+		t.Errorf("Storage of every table: %d bytes, not more than t's %d with the runtime's tables beside it", all, full)
+	}
 }
 
 func TestParseLSN(t *testing.T) {
