@@ -1,0 +1,109 @@
+package runfiles
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// The persisted types of the step engine's machines (machines/stepengine's
+// run and step packages; their tests check that these agree).
+const (
+	RunType  = "step_engine_run"
+	StepType = "step_engine_step"
+)
+
+// StepRunsLog is the name of the log row the engine writes on a run at the
+// start of each attempt, listing the runs of the step machine that hold the
+// attempt's steps (a StepRuns payload).
+const StepRunsLog = "steps"
+
+// StepRuns is the payload of the StepRunsLog row: the attempt and its steps
+// in order, each with the id of its run of the step machine.
+type StepRuns struct {
+	Attempt int       `json:"attempt"`
+	Steps   []StepRun `json:"steps"`
+}
+
+// StepRun is one step of a StepRuns row.
+type StepRun struct {
+	Index int    `json:"step_index"`
+	Name  string `json:"step_name"`
+	RunID string `json:"run_id"`
+}
+
+// ErrRunNotFinished: the run is still running (or was interrupted and not
+// run again), so it has no summary yet.
+var ErrRunNotFinished = errors.New("run has not finished")
+
+// FromStore reads the audit of the run runID from the database: run.json is
+// the run's result output, steps.json the result outputs of the step runs of
+// its last attempt that ran. It gives the audit that ReadSummaries gives
+// for the same run, so that AuditJSON and AuditCSV encode the same bytes.
+func FromStore(ctx context.Context, st *store.Store, runID string) (Audit, error) {
+	run, err := st.Get(ctx, runID)
+	if err != nil {
+		return Audit{}, err
+	}
+	if run.Type != RunType {
+		return Audit{}, fmt.Errorf("run %s is a run of %s, not of the step engine (%s)", runID, run.Type, RunType)
+	}
+	if !run.Terminal() || run.Result == nil || len(run.Result.Output) == 0 {
+		return Audit{}, fmt.Errorf("run %s: %w: it is %s", runID, ErrRunNotFinished, run.State)
+	}
+	var a Audit
+	if err := json.Unmarshal(run.Result.Output, &a.Run); err != nil {
+		return Audit{}, fmt.Errorf("run %s: result: %w: %v", runID, ErrSummaryCorrupt, err)
+	}
+	steps, err := StepRunsOf(ctx, st, runID, run.Attempt)
+	if err != nil {
+		return Audit{}, err
+	}
+	a.Steps = []StepSummary{}
+	for _, s := range steps.Steps {
+		sr, err := st.Get(ctx, s.RunID)
+		if err != nil {
+			return Audit{}, fmt.Errorf("run %s: step %d %s: %w", runID, s.Index, s.Name, err)
+		}
+		if !sr.Terminal() {
+			continue // PENDING: never ran
+		}
+		if sr.Result == nil || len(sr.Result.Output) == 0 {
+			continue // closed after an interruption: no summary
+		}
+		var sum StepSummary
+		if err := json.Unmarshal(sr.Result.Output, &sum); err != nil {
+			return Audit{}, fmt.Errorf("run %s: step run %s: result: %w: %v", runID, s.RunID, ErrSummaryCorrupt, err)
+		}
+		a.Steps = append(a.Steps, sum)
+	}
+	sort.SliceStable(a.Steps, func(i, j int) bool { return a.Steps[i].StepIndex < a.Steps[j].StepIndex })
+	if err := a.Check(runID); err != nil {
+		return Audit{}, fmt.Errorf("run %s in the database: %w", runID, err)
+	}
+	return a, nil
+}
+
+// StepRunsOf returns the StepRuns row of attempt of the run runID; a run
+// whose attempt has none (it was interrupted before it was written) has no
+// steps.
+func StepRunsOf(ctx context.Context, st *store.Store, runID string, attempt int) (StepRuns, error) {
+	hist, err := st.History(ctx, runID)
+	if err != nil {
+		return StepRuns{}, err
+	}
+	out := StepRuns{Attempt: attempt}
+	for _, h := range hist {
+		if h.Kind != store.KindStep || h.Name != StepRunsLog || h.Attempt != attempt {
+			continue
+		}
+		if err := json.Unmarshal(h.Payload, &out); err != nil {
+			return StepRuns{}, fmt.Errorf("run %s: log row %d (%s): %w: %v", runID, h.ID, StepRunsLog, ErrSummaryCorrupt, err)
+		}
+	}
+	return out, nil
+}

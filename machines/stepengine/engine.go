@@ -1,0 +1,624 @@
+package stepengine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/fsmgen/fsmgen/internal/runfiles"
+	"github.com/fsmgen/fsmgen/machines/stepengine/apiclient"
+	"github.com/fsmgen/fsmgen/machines/stepengine/run"
+	"github.com/fsmgen/fsmgen/machines/stepengine/step"
+	fsmruntime "github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// Errors of Run, matched with errors.Is.
+var (
+	// ErrInvalidWorkflow: the workflow has no name, a step without a name
+	// or function, two steps of one name, or a name unfit for a file name.
+	ErrInvalidWorkflow = errors.New("invalid workflow")
+	// ErrAlreadySucceeded: the run id given to Run names a run that
+	// succeeded; its result stands (the store returns it for its key), so
+	// it is not run again. Run the workflow under a new run id.
+	ErrAlreadySucceeded = errors.New("run already succeeded")
+	// ErrOtherRun: the run id given to Run names a run that is not a
+	// step-engine run of this workflow, or a cancelled one.
+	ErrOtherRun = errors.New("not a run of this workflow")
+)
+
+// DefaultTenant is the tenant of runs when WithTenant is not given.
+const DefaultTenant = "stepengine"
+
+// Engine runs workflows, persisting each run in PostgreSQL through
+// runtime/store and in its directory on disk.
+type Engine struct {
+	st     *store.Store
+	now    func() time.Time
+	tenant string
+	gitSHA string
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithClock sets the clock of the timestamps and durations in the run's
+// files (the database keeps its own clock for its rows).
+func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
+
+// WithTenant sets the tenant the engine's runs belong to in the database.
+func WithTenant(id string) Option { return func(e *Engine) { e.tenant = id } }
+
+// WithGitSHA sets run.json's git_sha; without it, the vcs.revision the
+// program was built from, when the build recorded one.
+func WithGitSHA(sha string) Option { return func(e *Engine) { e.gitSHA = sha } }
+
+// New returns an engine on st. Call Register once before Run.
+func New(st *store.Store, opts ...Option) *Engine {
+	e := &Engine{st: st, now: time.Now, tenant: DefaultTenant}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.gitSHA == "" {
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" {
+					e.gitSHA = s.Value
+				}
+			}
+		}
+	}
+	return e
+}
+
+// Register registers the run and step machines' definitions with the
+// store; it is idempotent.
+func (e *Engine) Register(ctx context.Context) error {
+	if err := e.st.Register(ctx, run.Definition()); err != nil {
+		return err
+	}
+	return e.st.Register(ctx, step.Definition())
+}
+
+// RunOptions says where a run's files go and which run it is.
+type RunOptions struct {
+	// RunsDir holds the runs' directories; "runs" when empty.
+	RunsDir string
+	// RunID, when set, runs the workflow again under the id of an earlier
+	// run of it that failed or was interrupted (its process died): the
+	// database restarts that run (attempt + 1) and its directory is
+	// replaced, file by file, with this run's. Empty starts a new run.
+	RunID string
+}
+
+// RunResult is how a run ended.
+type RunResult struct {
+	RunID  string
+	RunDir string
+	// Attempt is the run's attempt in the database, from 1.
+	Attempt int
+	// Status is OK or FAILED.
+	Status string
+	// Summary is run.json, Steps steps.json (the steps that ran).
+	Summary RunSummary
+	Steps   []StepSummary
+	// StepStates holds every step's final state, in the workflow's order:
+	// OK, FAILED, or PENDING for the steps after a failure, never started.
+	StepStates []string
+	// State is the RunState as context.json holds it.
+	State *RunState
+	// Failure describes the failed step; nil when Status is OK.
+	Failure *Failure
+}
+
+// Failure is a failed step: what its error artifact says.
+type Failure struct {
+	StepIndex int
+	StepName  string
+	// Type is the error type (ErrorTypeStepFailed, ErrorTypePanic, ...),
+	// Message its message.
+	Type    string
+	Message string
+	// Operation, StatusCode, Attempts and Reason are set for
+	// APIRetryExhausted.
+	Operation  string
+	StatusCode int
+	Attempts   int
+	Reason     string
+	// ArtifactPath is the error artifact's path in the run's directory.
+	ArtifactPath string
+	// Err is the step's error, or the panic's value as an error; nil for a
+	// returned failure.
+	Err error
+}
+
+// Run runs wf: it starts (or restarts) the run in the database, creates
+// runs/<run_id>/, runs the steps in order, each once, and stops at the
+// first that fails. A failed step is a result (Status FAILED, Failure), not
+// an error; Run returns an error when the run could not be carried out:
+// an invalid workflow, the database or the disk failing. Such a run is left
+// RUNNING in the database; run it again with its RunID.
+func (e *Engine) Run(ctx context.Context, wf Workflow, opts RunOptions) (RunResult, error) {
+	if err := checkWorkflow(wf); err != nil {
+		return RunResult{}, err
+	}
+	runsDir := opts.RunsDir
+	if runsDir == "" {
+		runsDir = "runs"
+	}
+	configHash := ""
+	if wf.Config != nil {
+		b, err := json.Marshal(wf.Config)
+		if err != nil {
+			return RunResult{}, fmt.Errorf("%w %s: config: %v", ErrInvalidWorkflow, wf.Name, err)
+		}
+		sum := sha256.Sum256(b)
+		configHash = hex.EncodeToString(sum[:])
+	}
+	dbRun, err := e.begin(ctx, wf, opts.RunID)
+	if err != nil {
+		return RunResult{}, err
+	}
+	r := &runner{e: e, wf: wf, runID: dbRun.ID, attempt: dbRun.Attempt, configHash: configHash}
+	return r.run(ctx, runsDir)
+}
+
+func checkWorkflow(wf Workflow) error {
+	if err := runfiles.CheckName(wf.Name); err != nil {
+		return fmt.Errorf("%w: workflow: %v", ErrInvalidWorkflow, err)
+	}
+	seen := map[string]bool{}
+	for i, s := range wf.Steps {
+		if err := runfiles.CheckName(s.Name); err != nil {
+			return fmt.Errorf("%w %s: step %d: %v", ErrInvalidWorkflow, wf.Name, i+1, err)
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("%w %s: step %d: a second step named %q", ErrInvalidWorkflow, wf.Name, i+1, s.Name)
+		}
+		seen[s.Name] = true
+		if s.Run == nil {
+			return fmt.Errorf("%w %s: step %d (%s) has no Run function", ErrInvalidWorkflow, wf.Name, i+1, s.Name)
+		}
+	}
+	return nil
+}
+
+// runInput is the input of a run in the database.
+type runInput struct {
+	Workflow string `json:"workflow"`
+}
+
+// begin returns the run to carry out, RUNNING in the database: a new one,
+// or runID restarted.
+func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (store.Run, error) {
+	if runID == "" {
+		res, err := e.st.Start(ctx, store.StartParams{
+			Type: run.Type, Version: run.Version, IdempotencyKey: rand.Text(),
+			TenantID: e.tenant, Input: runInput{Workflow: wf.Name},
+		})
+		if err != nil {
+			return store.Run{}, fmt.Errorf("start a run of %s: %w", wf.Name, err)
+		}
+		return res.Run, nil
+	}
+	prev, err := e.st.Get(ctx, runID)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
+	}
+	var in runInput
+	if prev.Type != run.Type || json.Unmarshal(prev.Input, &in) != nil || in.Workflow != wf.Name {
+		return store.Run{}, fmt.Errorf("rerun %s: %w %s: it is a run of %s (%s)", runID, ErrOtherRun, wf.Name, prev.Type, in.Workflow)
+	}
+	switch prev.Status {
+	case fsmruntime.StatusSucceeded:
+		return store.Run{}, fmt.Errorf("rerun %s: %w (attempt %d)", runID, ErrAlreadySucceeded, prev.Attempt)
+	case fsmruntime.StatusCancelled:
+		return store.Run{}, fmt.Errorf("rerun %s: %w: it was cancelled", runID, ErrOtherRun)
+	case fsmruntime.StatusRunning:
+		if err := e.closeInterrupted(ctx, prev); err != nil {
+			return store.Run{}, fmt.Errorf("rerun %s: close the interrupted attempt %d: %w", runID, prev.Attempt, err)
+		}
+	}
+	res, err := e.st.Start(ctx, store.StartParams{
+		Type: run.Type, Version: run.Version, IdempotencyKey: prev.IdempotencyKey, TenantID: prev.TenantID,
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
+	}
+	if res.Outcome != store.Restarted || res.Run.ID != runID {
+		return store.Run{}, fmt.Errorf("rerun %s: the store did not restart it (%v, state %s)", runID, res.Outcome, res.Run.State)
+	}
+	return res.Run, nil
+}
+
+// closeInterrupted ends, in the database, the attempt of a run whose
+// process stopped during it: its RUNNING step FAILED, the run FAILED, both
+// with ErrorTypeInterrupted and no summary.
+func (e *Engine) closeInterrupted(ctx context.Context, prev store.Run) error {
+	const msg = "the process running this attempt stopped before it finished; the run was run again"
+	steps, err := runfiles.StepRunsOf(ctx, e.st, prev.ID, prev.Attempt)
+	if err != nil {
+		return err
+	}
+	failed := run.StepFailed{ErrorType: ErrorTypeInterrupted, ErrorMessage: msg}
+	for _, s := range steps.Steps {
+		sr, rec, err := e.st.Load(ctx, s.RunID, step.Definition())
+		if err != nil {
+			return err
+		}
+		if sr.State != step.StateRunning.String() {
+			continue
+		}
+		rec.SetResult(store.Result{ErrorCode: ErrorTypeInterrupted, ErrorDetail: msg})
+		m := step.New(stepGuards{}, step.WithState(step.StateRunning), step.WithRecorder(rec))
+		if err := m.StepError(ctx, step.StepError{ErrorType: ErrorTypeInterrupted, ErrorMessage: msg}); err != nil {
+			return err
+		}
+		failed.StepIndex, failed.StepName = s.Index, s.Name
+	}
+	cur, rec, err := e.st.Load(ctx, prev.ID, run.Definition())
+	if err != nil {
+		return err
+	}
+	st, err := run.ParseState(cur.State)
+	if err != nil {
+		return err
+	}
+	rec.SetResult(store.Result{ErrorCode: ErrorTypeInterrupted, ErrorDetail: msg})
+	return run.New(run.WithState(st), run.WithRecorder(rec)).StepFailed(ctx, failed)
+}
+
+// stepGuards are the step machine's guards.
+type stepGuards struct{}
+
+// ResultOK admits a StepEnd whose result is OK.
+func (stepGuards) ResultOK(_ context.Context, e step.StepEnd) bool { return e.Ok }
+
+// runner carries out one attempt of a run.
+type runner struct {
+	e          *Engine
+	wf         Workflow
+	runID      string
+	attempt    int
+	configHash string
+
+	runDir  string
+	log     *Logger
+	state   *RunState
+	steps   []StepSummary
+	started time.Time
+}
+
+func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err error) {
+	e := r.e
+	// The database is written with a context that a cancelled caller does
+	// not cut short, so that what the files say is recorded too.
+	dbctx := context.WithoutCancel(ctx)
+	r.runDir = filepath.Join(runsDir, r.runID)
+	if err := os.MkdirAll(runsDir, 0o755); err != nil {
+		return res, fmt.Errorf("run %s: %w", r.runID, err)
+	}
+	// A rerun starts from an empty directory: nothing of the earlier
+	// attempt is left to be mistaken for this one's.
+	if err := os.RemoveAll(r.runDir); err != nil {
+		return res, fmt.Errorf("run %s: clear %s: %w", r.runID, r.runDir, err)
+	}
+	if err := os.MkdirAll(r.runDir, 0o755); err != nil {
+		return res, fmt.Errorf("run %s: %w", r.runID, err)
+	}
+	if err := runfiles.SyncDir(runsDir); err != nil {
+		return res, fmt.Errorf("run %s: %w", r.runID, err)
+	}
+	logsPath := filepath.Join(r.runDir, runfiles.LogsFile)
+	f, err := os.OpenFile(logsPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return res, fmt.Errorf("run %s: %w", r.runID, err)
+	}
+	defer func() {
+		if serr := f.Sync(); serr != nil && err == nil {
+			err = fmt.Errorf("run %s: sync %s: %w", r.runID, logsPath, serr)
+		}
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("run %s: %w", r.runID, cerr)
+		}
+	}()
+	r.log = &Logger{w: &logFile{f: f, now: e.now, runID: r.runID}, component: "engine"}
+	rc := RunContext{runID: r.runID, runDir: r.runDir, logsPath: logsPath, idx: &artifactIndex{now: e.now}}
+	r.state = &RunState{Data: map[string]any{}, StepOutputs: map[string]map[string]any{}}
+	r.started = e.now()
+
+	// Every step is a run of the step machine, created PENDING now, so
+	// that the steps a failure leaves unstarted stay PENDING in the
+	// database as in memory.
+	stepRuns := runfiles.StepRuns{Attempt: r.attempt, Steps: make([]runfiles.StepRun, len(r.wf.Steps))}
+	for i, s := range r.wf.Steps {
+		sr, err := e.st.Start(dbctx, store.StartParams{
+			Type: step.Type, Version: step.Version, TenantID: e.tenant, CorrelationID: r.runID,
+			IdempotencyKey: fmt.Sprintf("%s/%d/%d", r.runID, r.attempt, i+1),
+			Input:          map[string]any{"run_id": r.runID, "workflow": r.wf.Name, "step_index": i + 1, "step_name": s.Name},
+		})
+		if err != nil {
+			return res, fmt.Errorf("run %s: step %d %s: %w", r.runID, i+1, s.Name, err)
+		}
+		if sr.Outcome != store.Created {
+			return res, fmt.Errorf("run %s: step %d %s: its run %s exists already (%v)", r.runID, i+1, s.Name, sr.Run.ID, sr.Outcome)
+		}
+		stepRuns.Steps[i] = runfiles.StepRun{Index: i + 1, Name: s.Name, RunID: sr.Run.ID}
+	}
+	if _, err := e.st.LogStep(dbctx, r.runID, runfiles.StepRunsLog, stepRuns); err != nil {
+		return res, fmt.Errorf("run %s: %w", r.runID, err)
+	}
+	_, runRec, err := e.st.Load(dbctx, r.runID, run.Definition())
+	if err != nil {
+		return res, fmt.Errorf("run %s: %w", r.runID, err)
+	}
+	rm := run.New(run.WithState(run.StateRunning), run.WithRecorder(runRec))
+
+	if err := r.log.Log("run_start", map[string]any{"workflow": r.wf.Name, "steps": len(r.wf.Steps), "attempt": r.attempt}); err != nil {
+		return res, err
+	}
+	if err := r.writeContext(); err != nil {
+		return res, err
+	}
+	states := make([]string, len(r.wf.Steps))
+	for i := range states {
+		states[i] = runfiles.StatusPending
+	}
+	var failure *Failure
+	for i, s := range r.wf.Steps {
+		sum, fail, err := r.runStep(ctx, dbctx, rc, i+1, s, stepRuns.Steps[i].RunID)
+		if err != nil {
+			return res, err
+		}
+		states[i] = sum.Status
+		r.steps = append(r.steps, sum)
+		// After each step, and so after the failed one too.
+		if err := r.writeContext(); err != nil {
+			return res, err
+		}
+		if err := runfiles.WriteJSON(filepath.Join(r.runDir, runfiles.StepsFile), r.steps); err != nil {
+			return res, fmt.Errorf("run %s: %w", r.runID, err)
+		}
+		if fail != nil {
+			failure = fail
+			break
+		}
+		if err := rm.StepOK(dbctx, run.StepOK{StepIndex: i + 1, StepName: s.Name}); err != nil {
+			return res, fmt.Errorf("run %s: step %d %s: %w", r.runID, i+1, s.Name, err)
+		}
+	}
+
+	finished := e.now()
+	summary := RunSummary{
+		RunID: r.runID, WorkflowName: r.wf.Name, Status: runfiles.StatusOK,
+		StartedAt: runfiles.FormatTime(r.started), FinishedAt: runfiles.FormatTime(finished),
+		DurationMS: finished.Sub(r.started).Milliseconds(), ConfigHash: r.configHash, GitSHA: e.gitSHA,
+	}
+	result := store.Result{DurationMS: summary.DurationMS}
+	if failure != nil {
+		summary.Status = runfiles.StatusFailed
+		summary.ErrorSummary = fmt.Sprintf("step %d %s failed: %s: %s", failure.StepIndex, failure.StepName, failure.Type, failure.Message)
+		result.ErrorCode, result.ErrorDetail = failure.Type, summary.ErrorSummary
+	}
+	out, err := json.Marshal(summary)
+	if err != nil {
+		return res, fmt.Errorf("run %s: %w", r.runID, err)
+	}
+	result.Output = out
+	runRec.SetResult(result)
+	if failure != nil {
+		err = rm.StepFailed(dbctx, run.StepFailed{StepIndex: failure.StepIndex, StepName: failure.StepName, ErrorType: failure.Type, ErrorMessage: failure.Message})
+	} else {
+		err = rm.AllStepsOK(dbctx, run.AllStepsOK{})
+	}
+	if err != nil {
+		return res, fmt.Errorf("run %s: finish: %w", r.runID, err)
+	}
+	steps := r.steps
+	if steps == nil {
+		steps = []StepSummary{}
+	}
+	if err := runfiles.WriteJSON(filepath.Join(r.runDir, runfiles.StepsFile), steps); err != nil {
+		return res, fmt.Errorf("run %s: %w", r.runID, err)
+	}
+	if err := runfiles.WriteJSON(filepath.Join(r.runDir, runfiles.RunFile), summary); err != nil {
+		return res, fmt.Errorf("run %s: %w", r.runID, err)
+	}
+	audit, err := runfiles.AuditJSON(Audit{Run: summary, Steps: steps})
+	if err != nil {
+		return res, fmt.Errorf("run %s: %w", r.runID, err)
+	}
+	if err := runfiles.WriteFile(filepath.Join(r.runDir, runfiles.AuditFile), audit); err != nil {
+		return res, fmt.Errorf("run %s: %w", r.runID, err)
+	}
+	end := map[string]any{"status": summary.Status, "duration_ms": summary.DurationMS}
+	if summary.ErrorSummary != "" {
+		end["error_summary"] = summary.ErrorSummary
+	}
+	if err := r.log.Log("run_end", end); err != nil {
+		return res, err
+	}
+	return RunResult{
+		RunID: r.runID, RunDir: r.runDir, Attempt: r.attempt, Status: summary.Status,
+		Summary: summary, Steps: steps, StepStates: states, State: r.state, Failure: failure,
+	}, nil
+}
+
+func (r *runner) writeContext() error {
+	if err := runfiles.WriteJSON(filepath.Join(r.runDir, runfiles.ContextFile), r.state); err != nil {
+		return fmt.Errorf("run %s: context: %w", r.runID, err)
+	}
+	return nil
+}
+
+// apiDetails copies the API request's details of an exhausted request
+// into fail.
+func apiDetails(err error, fail *Failure) {
+	if x, ok := apiclient.IsRetryExhausted(err); ok {
+		fail.Type = ErrorTypeAPIRetryExhausted
+		fail.Operation, fail.StatusCode, fail.Attempts, fail.Reason = x.Operation, x.StatusCode, x.Attempts, x.Reason
+	}
+}
+
+// runStep carries out step number index (from 1): PENDING -> RUNNING ->
+// OK | FAILED on its run of the step machine, with its log lines, its
+// summary and, when it fails, its error artifact.
+func (r *runner) runStep(ctx, dbctx context.Context, rc RunContext, index int, s Step, stepRunID string) (StepSummary, *Failure, error) {
+	e := r.e
+	where := fmt.Sprintf("run %s: step %d %s", r.runID, index, s.Name)
+	_, rec, err := e.st.Load(dbctx, stepRunID, step.Definition())
+	if err != nil {
+		return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	m := step.New(stepGuards{}, step.WithState(step.StatePending), step.WithRecorder(rec))
+	started := e.now()
+	if err := m.StepStart(dbctx, step.StepStart{}); err != nil {
+		return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	fields := map[string]any{"step": s.Name, "step_index": index}
+	if err := r.log.Log("step_start", fields); err != nil {
+		return StepSummary{}, nil, err
+	}
+	stepLog := r.log.With("step", fields)
+	result, stepErr := call(ctx, s, rc, r.state, stepLog)
+	finished := e.now()
+
+	sum := StepSummary{
+		StepIndex: index, StepName: s.Name, Status: runfiles.StatusOK,
+		StartedAt: runfiles.FormatTime(started), FinishedAt: runfiles.FormatTime(finished),
+		DurationMS: finished.Sub(started).Milliseconds(),
+	}
+	var fail *Failure
+	var outputs, metrics json.RawMessage
+	switch {
+	case stepErr != nil:
+		fail = &Failure{Type: ErrorTypeError, Message: stepErr.Error(), Err: stepErr}
+		var p *panicError
+		var ex interface {
+			error
+			ErrorType() string
+		}
+		if errors.As(stepErr, &p) {
+			fail.Type, fail.Message = ErrorTypePanic, p.Error()
+		} else if errors.As(stepErr, &ex) {
+			fail.Type = ex.ErrorType()
+		}
+		apiDetails(stepErr, fail)
+	case !result.OK && result.Error == "":
+		fail = &Failure{Type: ErrorTypeInvalidResult, Message: "the step returned a zero or invalid StepResult: OK is false and Error is empty"}
+	default:
+		var err1, err2 error
+		outputs, err1 = json.Marshal(result.Outputs)
+		if result.Outputs == nil {
+			outputs = nil
+		}
+		if result.Metrics != nil {
+			var b []byte
+			b, err2 = json.Marshal(result.Metrics)
+			if err2 == nil {
+				metrics, err2 = runfiles.CompactJSON(b)
+			}
+		}
+		switch {
+		case err1 != nil:
+			fail = &Failure{Type: ErrorTypeInvalidResult, Message: "the step's outputs do not encode to JSON: " + err1.Error()}
+		case err2 != nil:
+			fail = &Failure{Type: ErrorTypeInvalidResult, Message: "the step's metrics do not encode to JSON: " + err2.Error()}
+		case !result.OK:
+			fail = &Failure{Type: ErrorTypeStepFailed, Message: result.Error}
+		}
+	}
+	sum.Metrics = metrics
+
+	if fail == nil {
+		out, err := json.Marshal(sum)
+		if err != nil {
+			return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
+		}
+		rec.SetResult(store.Result{Output: out, DurationMS: sum.DurationMS})
+		if err := m.StepEnd(dbctx, step.StepEnd{Ok: true, Outputs: outputs}); err != nil {
+			return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
+		}
+		if result.Outputs != nil {
+			r.state.StepOutputs[s.Name] = result.Outputs
+		}
+		if err := r.log.Log("step_end", map[string]any{"step": s.Name, "step_index": index, "status": sum.Status, "duration_ms": sum.DurationMS}); err != nil {
+			return StepSummary{}, nil, err
+		}
+		return sum, nil, nil
+	}
+
+	fail.StepIndex, fail.StepName = index, s.Name
+	fail.ArtifactPath = runfiles.ErrorArtifactPath(r.wf.Name, s.Name)
+	sum.Status = runfiles.StatusFailed
+	sum.ErrorCode, sum.ErrorMessage = fail.Type, fail.Message
+	art := ErrorArtifact{
+		RunID: r.runID, Workflow: r.wf.Name, Step: s.Name, Status: runfiles.StatusFailed,
+		ErrorType: fail.Type, ErrorMessage: fail.Message,
+		Operation: fail.Operation, StatusCode: fail.StatusCode, Attempts: fail.Attempts, Reason: fail.Reason,
+		TS: runfiles.FormatTime(finished),
+	}
+	artPath := filepath.Join(r.runDir, filepath.FromSlash(fail.ArtifactPath))
+	if err := os.MkdirAll(filepath.Dir(artPath), 0o755); err != nil {
+		return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := runfiles.WriteJSON(artPath, art); err != nil {
+		return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	out, err := json.Marshal(sum)
+	if err != nil {
+		return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	rec.SetResult(store.Result{Output: out, DurationMS: sum.DurationMS, ErrorCode: fail.Type, ErrorDetail: fail.Message})
+	if fail.Type == ErrorTypeStepFailed {
+		err = m.StepEnd(dbctx, step.StepEnd{Ok: false, Outputs: outputs, Error: fail.Message})
+	} else {
+		err = m.StepError(dbctx, step.StepError{
+			ErrorType: fail.Type, ErrorMessage: fail.Message, Operation: fail.Operation,
+			StatusCode: fail.StatusCode, Attempts: fail.Attempts, Reason: fail.Reason, ArtifactPath: fail.ArtifactPath,
+		})
+	}
+	if err != nil {
+		return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	details := map[string]any{
+		"step": s.Name, "step_index": index, "error_type": fail.Type, "error_message": fail.Message,
+		"artifact_path": fail.ArtifactPath,
+	}
+	if fail.Operation != "" || fail.StatusCode != 0 {
+		details["operation"], details["status_code"], details["attempts"] = fail.Operation, fail.StatusCode, fail.Attempts
+		if fail.Reason != "" {
+			details["reason"] = fail.Reason
+		}
+	}
+	if err := r.log.Log("step_error", details); err != nil {
+		return StepSummary{}, nil, err
+	}
+	if err := r.log.Log("step_end", map[string]any{"step": s.Name, "step_index": index, "status": sum.Status, "duration_ms": sum.DurationMS}); err != nil {
+		return StepSummary{}, nil, err
+	}
+	return sum, fail, nil
+}
+
+// panicError is a step's panic, as an error.
+type panicError struct{ v any }
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.v) }
+
+// call runs the step, turning a panic into a *panicError.
+func call(ctx context.Context, s Step, rc RunContext, state *RunState, log *Logger) (res StepResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = StepResult{}, &panicError{v: v}
+		}
+	}()
+	return s.Run(ctx, rc, state, log)
+}

@@ -1,0 +1,402 @@
+package stepengine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fsmgen/fsmgen/internal/runfiles"
+	"github.com/fsmgen/fsmgen/machines/stepengine"
+	"github.com/fsmgen/fsmgen/machines/stepengine/apiclient"
+	"github.com/fsmgen/fsmgen/machines/stepengine/run"
+	"github.com/fsmgen/fsmgen/machines/stepengine/step"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// threeSteps returns a workflow of three steps whose second is second:
+// extract puts rows in the state, load registers an artifact.
+func threeSteps(second stepengine.Step) stepengine.Workflow {
+	return stepengine.Workflow{
+		Name:   "report",
+		Config: map[string]any{"sheet": "Report", "limit": 10},
+		Steps: []stepengine.Step{
+			{Name: "extract", Run: func(ctx context.Context, rc stepengine.RunContext, st *stepengine.RunState, log *stepengine.Logger) (stepengine.StepResult, error) {
+				st.Data["rows"] = []string{"a", "b"}
+				if err := log.Log("extracted", map[string]any{"rows": 2}); err != nil {
+					return stepengine.StepResult{}, err
+				}
+				return stepengine.StepResult{OK: true, Outputs: map[string]any{"rows": 2}, Metrics: map[string]any{"rows_read": 2, "api_calls": 1}}, nil
+			}},
+			second,
+			{Name: "load", Run: func(ctx context.Context, rc stepengine.RunContext, st *stepengine.RunState, log *stepengine.Logger) (stepengine.StepResult, error) {
+				if err := os.WriteFile(filepath.Join(rc.RunDir(), "report.csv"), []byte("name\na\nb\n"), 0o644); err != nil {
+					return stepengine.StepResult{}, err
+				}
+				if _, err := rc.RegisterArtifact("report_csv", "csv", "report.csv", map[string]any{"rows": 2, "columns": []string{"name"}}); err != nil {
+					return stepengine.StepResult{}, err
+				}
+				return stepengine.StepResult{OK: true, Outputs: map[string]any{"path": "report.csv"}}, nil
+			}},
+		},
+	}
+}
+
+func transform(fn func(ctx context.Context) (stepengine.StepResult, error)) stepengine.Step {
+	return stepengine.Step{Name: "transform", Run: func(ctx context.Context, rc stepengine.RunContext, st *stepengine.RunState, log *stepengine.Logger) (stepengine.StepResult, error) {
+		st.Data["transformed"] = true
+		return fn(ctx)
+	}}
+}
+
+// scripted serves the statuses given, in order, one per request, the last
+// one for every request after; it counts the requests.
+func scripted(t *testing.T, statuses ...int) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := int(n.Add(1)) - 1
+		code := statuses[min(i, len(statuses)-1)]
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		switch code {
+		case http.StatusOK:
+			fmt.Fprint(w, `{"rows":[["a",1],["b",2]]}`)
+		case http.StatusForbidden:
+			fmt.Fprint(w, `{"error":{"code":403,"message":"Quota exceeded for quota metric 'Read requests'","errors":[{"reason":"rateLimitExceeded"}]}}`)
+		default:
+			fmt.Fprintf(w, `{"error":{"code":%d,"message":"The service is currently unavailable."}}`, code)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+// noSleep is a client's Sleep that records the delays and does not wait.
+type noSleep struct{ delays []time.Duration }
+
+func (s *noSleep) Sleep(_ context.Context, d time.Duration) error {
+	s.delays = append(s.delays, d)
+	return nil
+}
+
+// scenarios are the runs with golden files: one that succeeds, and one
+// failing at step 2 of 3 by each path.
+func scenarios(t *testing.T) map[string]stepengine.Step {
+	srv, _ := scripted(t, http.StatusTooManyRequests)
+	client := &apiclient.Client{HTTP: srv.Client(), Sleep: (&noSleep{}).Sleep, Rand: func() float64 { return 0.5 }}
+	return map[string]stepengine.Step{
+		"ok": transform(func(context.Context) (stepengine.StepResult, error) {
+			return stepengine.StepResult{OK: true, Outputs: map[string]any{"upper": []string{"A", "B"}}}, nil
+		}),
+		"returned_failure": transform(func(context.Context) (stepengine.StepResult, error) {
+			return stepengine.StepResult{OK: false, Error: "2 rows have no name"}, nil
+		}),
+		"error": transform(func(context.Context) (stepengine.StepResult, error) {
+			return stepengine.StepResult{}, fmt.Errorf("transform: open lookup table: %w", fs.ErrNotExist)
+		}),
+		"panic": transform(func(context.Context) (stepengine.StepResult, error) {
+			var m map[string]int
+			m["x"] = 1 // assignment to entry in nil map
+			return stepengine.StepResult{OK: true}, nil
+		}),
+		"invalid_result": transform(func(context.Context) (stepengine.StepResult, error) {
+			return stepengine.StepResult{}, nil
+		}),
+		"api_retry_exhausted": transform(func(ctx context.Context) (stepengine.StepResult, error) {
+			var v any
+			err := client.GetJSON(ctx, "sheets.spreadsheets.values.get", srv.URL+"/v4/values", &v)
+			return stepengine.StepResult{OK: true}, err
+		}),
+	}
+}
+
+// runFiles reads every file of a run's directory, by path relative to it,
+// with the run id replaced by RUN_ID.
+func runFiles(t *testing.T, dir, runID string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = strings.ReplaceAll(string(b), runID, "RUN_ID")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// checkGolden compares the files with testdata/golden/<name>/, or writes
+// them there with -update.
+func checkGolden(t *testing.T, name string, got map[string]string) {
+	t.Helper()
+	dir := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		for p, data := range got {
+			f := filepath.Join(dir, filepath.FromSlash(p))
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	want := runFiles(t, dir, "RUN_ID")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s: run files differ from testdata/golden/%s (-want +got); go test -update rewrites them:\n%s", name, name, diff)
+	}
+}
+
+func TestGoldenRuns(t *testing.T) {
+	t.Parallel()
+	for name, second := range scenarios(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e, st := newEngine(t)
+			ctx := context.Background()
+			runsDir := t.TempDir()
+			res, err := e.Run(ctx, threeSteps(second), stepengine.RunOptions{RunsDir: runsDir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, name, runFiles(t, res.RunDir, res.RunID))
+
+			wantStates := []string{"OK", "FAILED", "PENDING"}
+			if name == "ok" {
+				wantStates = []string{"OK", "OK", "OK"}
+			}
+			if diff := cmp.Diff(wantStates, res.StepStates); diff != "" {
+				t.Errorf("step states (-want +got):\n%s", diff)
+			}
+			checkDatabase(t, st, res, wantStates)
+		})
+	}
+}
+
+// checkDatabase checks that the database tells the run's story as its
+// directory does: the run's and steps' states, and the same audit.
+func checkDatabase(t *testing.T, st *store.Store, res stepengine.RunResult, wantStates []string) {
+	t.Helper()
+	ctx := context.Background()
+	dbRun, err := st.Get(ctx, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRun := run.StateOk.String()
+	if res.Status == "FAILED" {
+		wantRun = run.StateFailed.String()
+	}
+	if dbRun.Type != run.Type || dbRun.State != wantRun {
+		t.Errorf("run in the database: %s %s, want %s %s", dbRun.Type, dbRun.State, run.Type, wantRun)
+	}
+	steps, err := runfiles.StepRunsOf(ctx, st, res.RunID, dbRun.Attempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotStates []string
+	for _, s := range steps.Steps {
+		sr, err := st.Get(ctx, s.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sr.Type != step.Type {
+			t.Errorf("step run %s is a %s", s.RunID, sr.Type)
+		}
+		gotStates = append(gotStates, sr.State)
+	}
+	if diff := cmp.Diff(wantStates, gotStates); diff != "" {
+		t.Errorf("step states in the database (-want +got):\n%s", diff)
+	}
+	fromFiles, err := runfiles.ReadSummaries(filepath.Dir(res.RunDir), res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDB, err := runfiles.FromStore(ctx, st, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fromFiles, fromDB); diff != "" {
+		t.Errorf("audit from the database differs from the files' (-files +db):\n%s", diff)
+	}
+	audit, err := os.ReadFile(filepath.Join(res.RunDir, runfiles.AuditFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbAudit, err := runfiles.AuditJSON(fromDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(audit), string(dbAudit)); diff != "" {
+		t.Errorf("audit.json differs from the database's audit (-file +db):\n%s", diff)
+	}
+}
+
+func TestMachineTypesAgreeWithRunfiles(t *testing.T) {
+	t.Parallel()
+	if run.Type != runfiles.RunType || step.Type != runfiles.StepType {
+		t.Errorf("runfiles names %s and %s, the machines %s and %s", runfiles.RunType, runfiles.StepType, run.Type, step.Type)
+	}
+}
+
+func TestFailureDetails(t *testing.T) {
+	t.Parallel()
+	srv, requests := scripted(t, http.StatusServiceUnavailable, http.StatusForbidden)
+	sleeper := &noSleep{}
+	client := &apiclient.Client{HTTP: srv.Client(), Sleep: sleeper.Sleep, Rand: func() float64 { return 0 }}
+	e, _ := newEngine(t)
+	wf := threeSteps(transform(func(ctx context.Context) (stepengine.StepResult, error) {
+		var v any
+		return stepengine.StepResult{OK: true}, client.GetJSON(ctx, "sheets.spreadsheets.values.get", srv.URL, &v)
+	}))
+	res, err := e.Run(context.Background(), wf, stepengine.RunOptions{RunsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := requests.Load(); got != 6 {
+		t.Errorf("%d requests, want 6 (the initial one and 5 retries)", got)
+	}
+	f := res.Failure
+	if f == nil {
+		t.Fatal("no failure")
+	}
+	var x *apiclient.APIRetryExhausted
+	if !errors.As(f.Err, &x) {
+		t.Fatalf("failure's error %v is not an APIRetryExhausted", f.Err)
+	}
+	got := stepengine.Failure{StepIndex: f.StepIndex, StepName: f.StepName, Type: f.Type, Operation: f.Operation,
+		StatusCode: f.StatusCode, Attempts: f.Attempts, Reason: f.Reason, ArtifactPath: f.ArtifactPath}
+	want := stepengine.Failure{StepIndex: 2, StepName: "transform", Type: "APIRetryExhausted", Operation: "sheets.spreadsheets.values.get",
+		StatusCode: 403, Attempts: 6, Reason: "rateLimitExceeded", ArtifactPath: "errors/report__transform.json"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("failure (-want +got):\n%s", diff)
+	}
+}
+
+func TestInvalidWorkflows(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	noop := func(context.Context, stepengine.RunContext, *stepengine.RunState, *stepengine.Logger) (stepengine.StepResult, error) {
+		return stepengine.StepResult{OK: true}, nil
+	}
+	for _, tc := range []struct {
+		wf   stepengine.Workflow
+		want string
+	}{
+		{stepengine.Workflow{}, `invalid workflow: workflow: empty name`},
+		{stepengine.Workflow{Name: "a/b"}, `invalid workflow: workflow: name "a/b" has '/': use letters, digits, '.', '-' and '_'`},
+		{stepengine.Workflow{Name: "w", Steps: []stepengine.Step{{Name: "s", Run: noop}, {Name: "s", Run: noop}}}, `invalid workflow w: step 2: a second step named "s"`},
+		{stepengine.Workflow{Name: "w", Steps: []stepengine.Step{{Name: "s"}}}, `invalid workflow w: step 1 (s) has no Run function`},
+		{stepengine.Workflow{Name: "w", Steps: []stepengine.Step{{Name: "a__b", Run: noop}}}, `invalid workflow w: step 1: name "a__b": not a file name part (".", ".." and "__" are reserved)`},
+	} {
+		_, err := e.Run(context.Background(), tc.wf, stepengine.RunOptions{RunsDir: t.TempDir()})
+		if !errors.Is(err, stepengine.ErrInvalidWorkflow) || err.Error() != tc.want {
+			t.Errorf("Run(%+v) = %v, want %s", tc.wf.Name, err, tc.want)
+		}
+	}
+}
+
+func TestRerunAfterFailureOverwrites(t *testing.T) {
+	t.Parallel()
+	e, st := newEngine(t)
+	ctx := context.Background()
+	runsDir := t.TempDir()
+	fail := true
+	wf := threeSteps(transform(func(context.Context) (stepengine.StepResult, error) {
+		if fail {
+			return stepengine.StepResult{OK: false, Error: "first time"}, nil
+		}
+		return stepengine.StepResult{OK: true}, nil
+	}))
+	first, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail = false
+	second, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir, RunID: first.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.RunID != first.RunID || second.Attempt != 2 || second.Status != "OK" {
+		t.Fatalf("rerun: id %s attempt %d status %s; want %s, 2, OK", second.RunID, second.Attempt, second.Status, first.RunID)
+	}
+	// The directory holds the second attempt's files only: no error
+	// artifact of the first, one artifact record, logs of one attempt.
+	files := runFiles(t, second.RunDir, second.RunID)
+	if _, ok := files["errors/report__transform.json"]; ok {
+		t.Error("the first attempt's error artifact is still there")
+	}
+	var index []runfiles.ArtifactRecord
+	if err := json.Unmarshal([]byte(files["artifacts/index.json"]), &index); err != nil || len(index) != 1 {
+		t.Errorf("artifact index %s: %v, want one record", files["artifacts/index.json"], err)
+	}
+	if n := strings.Count(files["logs.jsonl"], `"event":"run_start"`); n != 1 {
+		t.Errorf("logs.jsonl has %d run_start lines, want 1", n)
+	}
+	checkDatabase(t, st, second, []string{"OK", "OK", "OK"})
+
+	// A rerun of a run that succeeded is refused; its files stay.
+	if _, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir, RunID: first.RunID}); !errors.Is(err, stepengine.ErrAlreadySucceeded) {
+		t.Errorf("rerun of a succeeded run: %v, want ErrAlreadySucceeded", err)
+	}
+	if diff := cmp.Diff(files, runFiles(t, second.RunDir, second.RunID)); diff != "" {
+		t.Errorf("refused rerun changed the files (-before +after):\n%s", diff)
+	}
+	// Another run gets another directory.
+	other, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.RunID == first.RunID || other.RunDir == first.RunDir {
+		t.Errorf("a new run reused %s", other.RunDir)
+	}
+}
+
+func TestRunContextIsReadOnlyAndRegisterArtifactChecksPaths(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	var errs []string
+	wf := stepengine.Workflow{Name: "w", Steps: []stepengine.Step{{Name: "s", Run: func(ctx context.Context, rc stepengine.RunContext, st *stepengine.RunState, log *stepengine.Logger) (stepengine.StepResult, error) {
+		for _, p := range []string{"", "../x", "/etc/passwd", "missing.csv"} {
+			if _, err := rc.RegisterArtifact("x", "csv", p, nil); err != nil {
+				errs = append(errs, strings.ReplaceAll(err.Error(), rc.RunDir(), "RUN_DIR"))
+			}
+		}
+		return stepengine.StepResult{OK: true}, nil
+	}}}}
+	if _, err := e.Run(context.Background(), wf, stepengine.RunOptions{RunsDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`register artifact "x": path "" is not inside the run's directory`,
+		`register artifact "x": path "../x" is not inside the run's directory`,
+		`register artifact "x": path "/etc/passwd" is not inside the run's directory`,
+		`register artifact "x": stat RUN_DIR/missing.csv: no such file or directory`,
+	}
+	if diff := cmp.Diff(want, errs); diff != "" {
+		t.Errorf("RegisterArtifact errors (-want +got):\n%s", diff)
+	}
+}

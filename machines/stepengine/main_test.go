@@ -1,0 +1,54 @@
+package stepengine_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fsmgen/fsmgen/machines/stepengine"
+	"github.com/fsmgen/fsmgen/runtime/pgtest"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+func TestMain(m *testing.M) {
+	if os.Getenv(crashChildEnv) != "" {
+		crashChild()
+		return
+	}
+	pgtest.Main(m)
+}
+
+// clock is a fake clock: every reading is one second after the one before,
+// from 2026-02-19T10:30:00Z, so that a run's files are the same bytes at
+// every run of a test.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 2, 19, 10, 30, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.t
+	c.t = c.t.Add(time.Second)
+	return now
+}
+
+// newEngine returns an engine on a fresh database, registered, with a fake
+// clock and a fixed git sha.
+func newEngine(t *testing.T) (*stepengine.Engine, *store.Store) {
+	t.Helper()
+	st := store.New(pgtest.NewPool(t))
+	e := stepengine.New(st, stepengine.WithClock(newClock().Now), stepengine.WithGitSHA("0123456789abcdef0123456789abcdef01234567"))
+	if err := e.Register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return e, st
+}
