@@ -1,0 +1,3 @@
+package chain_test
+
+func crashWorkerMain() bool { return false }
