@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+
+	"github.com/fsmgen/fsmgen/internal/runfiles"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+func exportCommand() *command {
+	return &command{
+		name:     "export",
+		synopsis: "<run_id> [--format json|csv] [--runs-dir DIR] [--out FILE] [--from-db [-database URL]]",
+		summary:  "export a step-engine run's audit as JSON or CSV",
+		details: `Export writes the audit of a run of the step engine (machines/stepengine) from
+the summaries it left in runs/<run_id>/: run.json and steps.json.
+
+  --format json  writes runs/<run_id>/audit.json: {"run": <run.json>, "steps": <steps.json>}
+  --format csv   writes runs/<run_id>/audit.csv: one row per step, the run's fields
+                 repeated on each, with the columns
+                 run_id, workflow_name, run_status, run_started_at, run_finished_at,
+                 run_duration_ms, step_index, step_name, step_status, step_started_at,
+                 step_finished_at, step_duration_ms, step_error_code, step_error_message,
+                 step_metrics_json (the step's metrics as compact JSON)
+
+--out FILE writes elsewhere (--out - to standard output). The file is written
+whole or not at all: a temporary file, synced, renamed over FILE.
+
+A missing run directory, and a missing or corrupt run.json or steps.json, is an
+error naming the directory or file (exit status 1); nothing is written then.
+
+--from-db reads the same summaries from the database (DATABASE_URL or
+-database) instead of the directory: the run's recorded result and those of its
+steps. The output is the same, byte for byte; without --out it goes to standard
+output. Flags may come before or after the run id.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.String("format", "json", "the audit's format: json or csv")
+			fs.String("runs-dir", "runs", "the directory that holds the runs' directories")
+			fs.String("out", "", "the file to write (- for standard output; default runs/<run_id>/audit.<format>)")
+			fs.Bool("from-db", false, "read the run from the database rather than from its directory")
+			addDatabaseFlag(fs)
+		},
+		run: runExport,
+	}
+}
+
+// parseInterspersed parses flags that may follow positional arguments, as
+// in export <run_id> --format csv, and returns the positional arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for len(args) > 0 {
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		if len(args[0]) > 1 && args[0][0] == '-' {
+			if err := fs.Parse(args); err != nil {
+				if errors.Is(err, flag.ErrHelp) {
+					return nil, err
+				}
+				return nil, errReported
+			}
+			args = fs.Args()
+			continue
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	return pos, nil
+}
+
+func runExport(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(args) == 0:
+		return usagef(nil, "missing run id")
+	case len(args) > 1:
+		return usagef(nil, "want one run id, got %d arguments: %q", len(args), args)
+	}
+	id := args[0]
+	format := fs.Lookup("format").Value.String()
+	if format != "json" && format != "csv" {
+		return usagef(nil, "--format %q: want json or csv", format)
+	}
+	if err := runfiles.CheckRunID(id); err != nil {
+		return usagef(nil, "%v", err)
+	}
+	runsDir := fs.Lookup("runs-dir").Value.String()
+	out := fs.Lookup("out").Value.String()
+	fromDB := fs.Lookup("from-db").Value.String() == "true"
+
+	var a runfiles.Audit
+	if fromDB {
+		if err := checkRunID(id); err != nil {
+			return usagef(nil, "%v", err)
+		}
+		conn, source, err := c.needDatabase(fs)
+		if err != nil {
+			return err
+		}
+		pool, err := connect(ctx, source, conn)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		a, err = runfiles.FromStore(ctx, store.New(pool), id)
+		if err != nil {
+			if errors.Is(err, store.ErrRunNotFound) || errors.Is(err, store.ErrInvalidID) {
+				return runError(id, err)
+			}
+			return fmt.Errorf("export %s: %w", id, operatorError(err))
+		}
+		if out == "" {
+			out = "-"
+		}
+	} else {
+		a, err = runfiles.ReadSummaries(runsDir, id)
+		if err != nil {
+			return fmt.Errorf("export %s: %w", id, err)
+		}
+		if out == "" {
+			name := runfiles.AuditFile
+			if format == "csv" {
+				name = runfiles.AuditCSVFile
+			}
+			out = filepath.Join(runsDir, id, name)
+		}
+	}
+	var data []byte
+	if format == "csv" {
+		data, err = runfiles.AuditCSV(a)
+	} else {
+		data, err = runfiles.AuditJSON(a)
+	}
+	if err != nil {
+		return fmt.Errorf("export %s: %w", id, err)
+	}
+	if out == "-" {
+		_, err := c.stdout.Write(data)
+		return err
+	}
+	if err := runfiles.WriteFile(out, data); err != nil {
+		return fmt.Errorf("export %s: %w", id, err)
+	}
+	fmt.Fprintf(c.stdout, "Wrote %s: run %s (%s, %s), %d steps.\n", out, id, a.Run.WorkflowName, a.Run.Status, len(a.Steps))
+	return nil
+}
