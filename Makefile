@@ -26,10 +26,12 @@ generate: sqlc
 sqlc:
 	cd tools && $(GO) tool sqlc generate -f ../db/sqlc.yaml
 
-# Run the RetrieveOrGenerate demo on the PostgreSQL server DATABASE_URL
-# names, or on a throwaway local cluster when it is unset.
+# Run the RetrieveOrGenerate demo, then the step engine's report workflow
+# against a scripted HTTP API, on the PostgreSQL server DATABASE_URL names,
+# or on a throwaway local cluster when it is unset.
 demo:
 	$(GO) run ./cmd/fsmctl demo
+	$(GO) run ./machines/stepengine/cmd/stepdemo
 
 test:
 	$(GO) vet ./...

@@ -1,0 +1,240 @@
+// Command stepdemo runs the step engine's report workflow
+// (machines/stepengine/report) against a scripted local HTTP API, on a real
+// PostgreSQL, and exports each run's audit as fsmctl export does.
+//
+// Usage:
+//
+//	stepdemo [-runs-dir DIR] [-database URL]
+//
+// It runs the workflow three times:
+//
+//  1. the API answers 503 once, then the sheet: the fetch retries and the
+//     run ends OK; report.csv is written and registered as an artifact;
+//  2. the API answers 429 to every request: the fetch's retries run out
+//     (APIRetryExhausted), the run ends FAILED at step 1 of 3 with its error
+//     artifact, and the other steps stay PENDING;
+//  3. the API is back: the failed run runs again under the same run id,
+//     attempt 2, and its directory is rewritten.
+//
+// The database is the one DATABASE_URL (or -database) names; without
+// either, stepdemo starts a throwaway cluster, as the tests do, and removes
+// it at the end. The runs' directories go under -runs-dir, by default a new
+// temporary directory that is kept, so that fsmctl export can be run on it
+// afterwards; the demo prints the command.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fsmgen/fsmgen/db"
+	"github.com/fsmgen/fsmgen/internal/runfiles"
+	"github.com/fsmgen/fsmgen/machines/stepengine"
+	"github.com/fsmgen/fsmgen/machines/stepengine/apiclient"
+	"github.com/fsmgen/fsmgen/machines/stepengine/report"
+	"github.com/fsmgen/fsmgen/runtime/pgcluster"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stepdemo:", err)
+		os.Exit(1)
+	}
+}
+
+// api is the scripted sheet API: it answers each request with the next
+// status of its script (200 serves the sheet), the last one for every
+// request after.
+type api struct {
+	mu     sync.Mutex
+	script []int
+	calls  int
+}
+
+func (a *api) set(script ...int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.script, a.calls = script, 0
+}
+
+func (a *api) requests() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls
+}
+
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	status := a.script[min(a.calls, len(a.script)-1)]
+	a.calls++
+	a.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if status == http.StatusOK {
+		fmt.Fprint(w, `{"values":[["region","amount"],["north","120.50"],["south","80"],["east","42.25"],["north","10"]]}`)
+		return
+	}
+	fmt.Fprintf(w, `{"error":{"code":%d,"message":"%s"}}`, status, http.StatusText(status))
+}
+
+func run(ctx context.Context, args []string, w io.Writer) (err error) {
+	fs := flag.NewFlagSet("stepdemo", flag.ContinueOnError)
+	runsDir := fs.String("runs-dir", "", "where the runs' directories go (default: a new temporary directory)")
+	conn := fs.String("database", os.Getenv("DATABASE_URL"), "the database's connection string (default $DATABASE_URL)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *runsDir == "" {
+		d, err := os.MkdirTemp("", "stepdemo-runs-")
+		if err != nil {
+			return err
+		}
+		*runsDir = d
+	}
+	if *conn == "" {
+		fmt.Fprintln(w, "DATABASE_URL is not set: starting a throwaway PostgreSQL cluster, as the tests do.")
+		cluster, err := pgcluster.Start(ctx)
+		if errors.Is(err, pgcluster.ErrNoServerBinaries) {
+			return fmt.Errorf("no database: DATABASE_URL is not set, and %w; install the PostgreSQL server binaries or set DATABASE_URL", err)
+		}
+		if err != nil {
+			return fmt.Errorf("start a throwaway cluster: %w", err)
+		}
+		defer func() { err = errors.Join(err, cluster.Stop()) }()
+		*conn = cluster.URL()
+	}
+	pool, err := pgxpool.New(ctx, *conn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := db.Migrate(ctx, pool); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	eng := stepengine.New(store.New(pool))
+	if err := eng.Register(ctx); err != nil {
+		return err
+	}
+
+	sheet := &api{}
+	srv := httptest.NewServer(sheet)
+	defer srv.Close()
+	client := &apiclient.Client{HTTP: srv.Client(), Retry: apiclient.RetryPolicy{
+		MaxRetries: 3, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, JitterRatio: 0.2,
+	}}
+	wf := report.Workflow(client, report.Config{BaseURL: srv.URL, Sheet: "Q1 sales"})
+	fmt.Fprintf(w, "Workflow %s: fetch (GET %s/v4/spreadsheets/Q1%%20sales/values), summarize, write_report.\n", wf.Name, srv.URL)
+	fmt.Fprintf(w, "Runs go under %s.\n", *runsDir)
+
+	fmt.Fprintln(w, "\n== 1. The API answers 503 once, then the sheet: the fetch retries, the run ends OK")
+	sheet.set(http.StatusServiceUnavailable, http.StatusOK)
+	ok, err := eng.Run(ctx, wf, stepengine.RunOptions{RunsDir: *runsDir})
+	if err != nil {
+		return err
+	}
+	if err := show(w, wf, ok, sheet.requests()); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w, "\n== 2. The API answers 429 to every request: retries run out, the run fails at step 1 of 3")
+	sheet.set(http.StatusTooManyRequests)
+	failed, err := eng.Run(ctx, wf, stepengine.RunOptions{RunsDir: *runsDir})
+	if err != nil {
+		return err
+	}
+	if err := show(w, wf, failed, sheet.requests()); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w, "\n== 3. The API is back: the failed run runs again under its run id")
+	sheet.set(http.StatusOK)
+	again, err := eng.Run(ctx, wf, stepengine.RunOptions{RunsDir: *runsDir, RunID: failed.RunID})
+	if err != nil {
+		return err
+	}
+	if err := show(w, wf, again, sheet.requests()); err != nil {
+		return err
+	}
+
+	if ok.Status != "OK" || failed.Status != "FAILED" || again.Status != "OK" || again.Attempt != 2 {
+		return fmt.Errorf("unexpected outcomes: %s, %s, %s (attempt %d); want OK, FAILED, OK (attempt 2)", ok.Status, failed.Status, again.Status, again.Attempt)
+	}
+	fmt.Fprintf(w, "\nExport a run again, from its files or from the database:\n")
+	fmt.Fprintf(w, "  go run ./cmd/fsmctl export %s --format csv --runs-dir %s --out -\n", ok.RunID, *runsDir)
+	if os.Getenv("DATABASE_URL") != "" {
+		fmt.Fprintf(w, "  go run ./cmd/fsmctl export %s --from-db --format json\n", ok.RunID)
+	}
+	return nil
+}
+
+// show prints a run: its status, steps, files, its export as CSV (written
+// to audit.csv, as fsmctl export does) and report.csv or the error
+// artifact.
+func show(w io.Writer, wf stepengine.Workflow, res stepengine.RunResult, calls int) error {
+	fmt.Fprintf(w, "run %s attempt %d: %s after %d API requests\n", res.RunID, res.Attempt, res.Status, calls)
+	for i, s := range res.StepStates {
+		fmt.Fprintf(w, "  step %d %-13s %s\n", i+1, wf.Steps[i].Name+":", s)
+	}
+	if res.Failure != nil {
+		fmt.Fprintf(w, "  error: %s\n", res.Summary.ErrorSummary)
+	}
+	var files []string
+	err := filepath.WalkDir(res.RunDir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(res.RunDir, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	a, err := runfiles.ReadSummaries(filepath.Dir(res.RunDir), res.RunID)
+	if err != nil {
+		return err
+	}
+	audit, err := runfiles.AuditCSV(a)
+	if err != nil {
+		return err
+	}
+	if err := runfiles.WriteFile(filepath.Join(res.RunDir, runfiles.AuditCSVFile), audit); err != nil {
+		return err
+	}
+	files = append(files, runfiles.AuditCSVFile+" (exported)")
+	sort.Strings(files)
+	fmt.Fprintf(w, "  files in %s:\n    %s\n", res.RunDir, strings.Join(files, "\n    "))
+	fmt.Fprintf(w, "  audit.csv:\n%s", indent(string(audit)))
+	name := "report.csv"
+	if res.Failure != nil {
+		name = res.Failure.ArtifactPath
+	}
+	data, err := os.ReadFile(filepath.Join(res.RunDir, filepath.FromSlash(name)))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  %s:\n%s", name, indent(string(data)))
+	return nil
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n    ") + "\n"
+}

@@ -1,0 +1,112 @@
+// Package report is an example workflow on the step engine: it fetches a
+// sheet of sales rows from an HTTP API (with apiclient's retries), totals
+// them by region, and writes report.csv into the run's directory,
+// registered in the run's artifact index as report_csv.
+//
+// Its steps follow the contract's rerun rules: report.csv has a fixed name
+// and is written whole (temporary file, rename), so a rerun under the same
+// run id replaces it rather than appending to it.
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/fsmgen/fsmgen/internal/runfiles"
+	"github.com/fsmgen/fsmgen/machines/stepengine"
+	"github.com/fsmgen/fsmgen/machines/stepengine/apiclient"
+)
+
+// Name is the workflow's name.
+const Name = "sales_report"
+
+// Operation names the API call in errors and error artifacts.
+const Operation = "sheets.spreadsheets.values.get"
+
+// Config is what the workflow reads: the API's base URL and the sheet's
+// name. Its JSON is hashed into run.json's config_hash.
+type Config struct {
+	BaseURL string `json:"base_url"`
+	Sheet   string `json:"sheet"`
+}
+
+// Values is the API's answer: a header row, then rows of region and
+// amount, as strings.
+type Values struct {
+	Values [][]string `json:"values"`
+}
+
+// Workflow returns the report workflow: fetch, summarize, write_report.
+func Workflow(client *apiclient.Client, cfg Config) stepengine.Workflow {
+	return stepengine.Workflow{
+		Name:   Name,
+		Config: cfg,
+		Steps: []stepengine.Step{
+			{Name: "fetch", Run: func(ctx context.Context, rc stepengine.RunContext, st *stepengine.RunState, log *stepengine.Logger) (stepengine.StepResult, error) {
+				var v Values
+				u := cfg.BaseURL + "/v4/spreadsheets/" + url.PathEscape(cfg.Sheet) + "/values"
+				if err := client.GetJSON(ctx, Operation, u, &v); err != nil {
+					return stepengine.StepResult{}, err
+				}
+				if len(v.Values) == 0 {
+					return stepengine.StepResult{OK: false, Error: "the sheet is empty: no header row"}, nil
+				}
+				rows := v.Values[1:]
+				st.Data["rows"] = rows
+				return stepengine.StepResult{OK: true, Outputs: map[string]any{"rows": len(rows)},
+					Metrics: map[string]any{"rows": len(rows), "columns": v.Values[0]}}, nil
+			}},
+			{Name: "summarize", Run: func(ctx context.Context, rc stepengine.RunContext, st *stepengine.RunState, log *stepengine.Logger) (stepengine.StepResult, error) {
+				rows, _ := st.Data["rows"].([][]string)
+				totals := map[string]float64{}
+				for i, r := range rows {
+					if len(r) != 2 {
+						return stepengine.StepResult{OK: false, Error: fmt.Sprintf("row %d has %d cells, want 2 (region, amount)", i+2, len(r))}, nil
+					}
+					amount, err := strconv.ParseFloat(r[1], 64)
+					if err != nil {
+						return stepengine.StepResult{OK: false, Error: fmt.Sprintf("row %d: amount %q is not a number", i+2, r[1])}, nil
+					}
+					totals[r[0]] += amount
+				}
+				st.Data["totals"] = totals
+				return stepengine.StepResult{OK: true, Outputs: map[string]any{"regions": len(totals)}, Metrics: map[string]any{"regions": len(totals)}}, nil
+			}},
+			{Name: "write_report", Run: func(ctx context.Context, rc stepengine.RunContext, st *stepengine.RunState, log *stepengine.Logger) (stepengine.StepResult, error) {
+				totals, _ := st.Data["totals"].(map[string]float64)
+				regions := make([]string, 0, len(totals))
+				for r := range totals {
+					regions = append(regions, r)
+				}
+				sort.Strings(regions)
+				var b bytes.Buffer
+				w := csv.NewWriter(&b)
+				w.Write([]string{"region", "total"})
+				for _, r := range regions {
+					w.Write([]string{r, strconv.FormatFloat(totals[r], 'f', 2, 64)})
+				}
+				w.Flush()
+				if err := w.Error(); err != nil {
+					return stepengine.StepResult{}, err
+				}
+				if err := runfiles.WriteFile(filepath.Join(rc.RunDir(), "report.csv"), b.Bytes()); err != nil {
+					return stepengine.StepResult{}, err
+				}
+				meta := map[string]any{"rows": len(regions), "columns": []string{"region", "total"}, "bytes": b.Len()}
+				if _, err := rc.RegisterArtifact("report_csv", "csv", "report.csv", meta); err != nil {
+					return stepengine.StepResult{}, err
+				}
+				if err := log.Log("report_written", map[string]any{"path": "report.csv", "rows": len(regions)}); err != nil {
+					return stepengine.StepResult{}, err
+				}
+				return stepengine.StepResult{OK: true, Outputs: map[string]any{"path": "report.csv"}, Metrics: meta}, nil
+			}},
+		},
+	}
+}

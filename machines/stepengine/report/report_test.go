@@ -1,0 +1,99 @@
+package report_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fsmgen/fsmgen/internal/runfiles"
+	"github.com/fsmgen/fsmgen/machines/stepengine"
+	"github.com/fsmgen/fsmgen/machines/stepengine/apiclient"
+	"github.com/fsmgen/fsmgen/machines/stepengine/report"
+	"github.com/fsmgen/fsmgen/runtime/pgtest"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const sheet = `{"values":[["region","amount"],["north","120.5"],["south","80"],["north","10"]]}`
+
+func TestReportFailsThenRerunsAndOverwrites(t *testing.T) {
+	t.Parallel()
+	var failing atomic.Bool
+	failing.Store(true)
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if r.URL.Path != "/v4/spreadsheets/Q1%20sales/values" && r.URL.Path != "/v4/spreadsheets/Q1 sales/values" {
+			http.NotFound(w, r)
+			return
+		}
+		if failing.Load() {
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprint(w, `{"error":{"code":429,"message":"Too many requests"}}`)
+			return
+		}
+		fmt.Fprint(w, sheet)
+	}))
+	t.Cleanup(srv.Close)
+	client := &apiclient.Client{HTTP: srv.Client(), Sleep: func(context.Context, time.Duration) error { return nil }}
+	e := stepengine.New(store.New(pgtest.NewPool(t)))
+	ctx := context.Background()
+	if err := e.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wf := report.Workflow(client, report.Config{BaseURL: srv.URL, Sheet: "Q1 sales"})
+	runsDir := t.TempDir()
+	first, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Status != "FAILED" || first.Failure.Type != "APIRetryExhausted" || first.Failure.Attempts != 6 || requests.Load() != 6 {
+		t.Fatalf("first run: %s %+v after %d requests; want FAILED by APIRetryExhausted after 6", first.Status, first.Failure, requests.Load())
+	}
+	var art runfiles.ErrorArtifact
+	data, err := os.ReadFile(filepath.Join(first.RunDir, "errors", "sales_report__fetch.json"))
+	if err != nil || json.Unmarshal(data, &art) != nil || art.StatusCode != 429 || art.Operation != report.Operation {
+		t.Fatalf("error artifact: %v %s", err, data)
+	}
+
+	failing.Store(false)
+	for i := range 2 {
+		// Twice: the second rerun is refused (the run succeeded), and
+		// leaves report.csv as it is.
+		res, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir, RunID: first.RunID})
+		if i == 1 {
+			if err == nil {
+				t.Fatal("a rerun of a run that succeeded was run")
+			}
+			break
+		}
+		if err != nil || res.Status != "OK" {
+			t.Fatalf("rerun: %v %s", err, res.Status)
+		}
+	}
+	got, err := os.ReadFile(filepath.Join(first.RunDir, "report.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("region,total\nnorth,130.50\nsouth,80.00\n", string(got)); diff != "" {
+		t.Errorf("report.csv (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(first.RunDir, "errors")); !os.IsNotExist(err) {
+		t.Errorf("the failed attempt's errors/ is still there: %v", err)
+	}
+	var index []runfiles.ArtifactRecord
+	data, _ = os.ReadFile(filepath.Join(first.RunDir, "artifacts", "index.json"))
+	if err := json.Unmarshal(data, &index); err != nil || len(index) != 1 || index[0].Name != "report_csv" || index[0].Path != "report.csv" {
+		t.Errorf("artifact index: %v %s", err, data)
+	}
+}
