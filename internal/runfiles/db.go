@@ -36,7 +36,7 @@ type StepRun struct {
 	RunID string `json:"run_id"`
 }
 
-// ErrRunNotFinished: the run is still running (or was interrupted and not
+// ErrRunNotFinished is the error of a run that is still running (or was interrupted and not
 // run again), so it has no summary yet.
 var ErrRunNotFinished = errors.New("run has not finished")
 
