@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fsmgen/fsmgen/machines/linearchain"
 	"github.com/fsmgen/fsmgen/machines/problems"
 	"github.com/fsmgen/fsmgen/machines/problems/local"
 	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
@@ -26,7 +27,7 @@ func demoCommand() *command {
 	return &command{
 		name:     "demo",
 		synopsis: "[-database URL] [-seed N]",
-		summary:  "run the RetrieveOrGenerate demo and print each run and its history",
+		summary:  "run the RetrieveOrGenerate and linear chain demos and print each run and its history",
 		details: `Demo migrates the database, registers the RetrieveOrGenerate workflow with an
 engine, and submits four problems, each showing a branch of the workflow:
 
@@ -40,6 +41,14 @@ run (id, state, status, outcome, output, attempt, cost, duration) and its
 history. The background runs they enqueue (the video of a new solution) are
 driven by the engine's workers (engine.Work) until they end. The runs belong to tenant "demo" and stay in the database: see them
 with fsmctl runs list -tenant demo.
+
+Then demo runs the linear chain example, order.process (VALIDATE -> RESERVE ->
+WAIT_PAYMENT -> SHIP -> NOTIFY, on the workflow_instance and workflow_step
+tables, package machines/linearchain): a good order woken by payment.captured
+(delivered twice: the second is a duplicate) ends COMPLETED; an order for no
+items fails at VALIDATE; an order never paid fails when WAIT_PAYMENT's
+deadline passes. It prints each instance's steps and history; see them again
+with fsmctl chains list and fsmctl chains show ID.
 
 Without -database and DATABASE_URL, demo starts a throwaway PostgreSQL cluster
 from the server binaries it finds (initdb on PATH, pg_config --bindir,
@@ -266,7 +275,7 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 			return fmt.Errorf("submission %d: run %s stopped in state %s (%s)", i+1, r.run.ID, r.run.State, orDash(r.run.LastError))
 		}
 	}
-	return nil
+	return linearchain.Demo(ctx, pool, w)
 }
 
 // driveBackground lets the engine's workers drive the background runs the

@@ -65,8 +65,63 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 	if !strings.HasPrefix(first, `Using the database "fsmgen_test_`) || !strings.HasSuffix(first, ` as user "postgres" that -database names.`) {
 		t.Errorf("first line %q does not name the database", first)
 	}
-	if diff := cmp.Diff(strings.Split(wantDemo, "\n"), strings.Split(normalize(rest), "\n")); diff != "" {
+	// The linear chain's part interleaves two workers' steps: its lines
+	// are checked, not its order.
+	rog, chainPart, found := strings.Cut(rest, "\n== Linear chain: ")
+	if !found {
+		t.Fatalf("demo output has no linear chain part:\n%s", rest)
+	}
+	if diff := cmp.Diff(strings.Split(wantDemo, "\n"), strings.Split(normalize(rog), "\n")); diff != "" {
 		t.Errorf("demo output (-want +got):\n%s", diff)
+	}
+	for _, want := range []string{
+		"order.process v1, VALIDATE -> RESERVE -> WAIT_PAYMENT -> SHIP -> NOTIFY\n",
+		"-> duplicate (first delivery: applied)\n",
+		": instance 1 COMPLETED, key A-",
+		": instance 2 FAILED, key B-",
+		": instance 3 FAILED, key C-",
+		"WAITING    -> RUNNING   ClaimTimedOut",
+		"fsmctl chains list -type order.process; fsmctl chains show ID.\n",
+	} {
+		if !strings.Contains(chainPart, want) {
+			t.Errorf("the linear chain demo lacks %q:\n%s", want, chainPart)
+		}
+	}
+
+	// fsmctl chains reads what the demo left.
+	chains := withDB(t, url, "chains", "list", "-type", "order.process", "-status", "FAILED")
+	if chains.Code != exitOK {
+		t.Fatalf("chains list: exit %d, stderr %s", chains.Code, chains.Stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(chains.Stdout), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID  TYPE") ||
+		!strings.HasPrefix(lines[1], "2   order.process v1  FAILED  0 VALIDATE      0/5") ||
+		!strings.HasPrefix(lines[2], "3   order.process v1  FAILED  2 WAIT_PAYMENT  2/5") {
+		t.Errorf("chains list -status FAILED:\n%s", chains.Stdout)
+	}
+	show := withDB(t, url, "chains", "show", "1")
+	if show.Code != exitOK {
+		t.Fatalf("chains show: exit %d, stderr %s", show.Code, show.Stderr)
+	}
+	for _, want := range []string{
+		"status     COMPLETED",
+		"1    RESERVE       DONE    1/3       warehouse busy",
+		"step 2    WAITING     READY      WakeUp         -",
+		"instance  RUNNING     COMPLETED  StepCompleted",
+		"payment.captured  2     applied",
+		`{"type": "payment.requested", "orderId": "A-`,
+	} {
+		if !strings.Contains(show.Stdout, want) {
+			t.Errorf("chains show 1 lacks %q:\n%s", want, show.Stdout)
+		}
+	}
+	for _, args := range [][]string{{"chains", "show", "x"}, {"chains", "show"}, {"chains", "list", "-status", "DONE"}, {"chains", "list", "-limit", "0"}} {
+		if got := withDB(t, url, args...); got.Code != exitUsage {
+			t.Errorf("fsmctl %v: exit %d, want 2", args, got.Code)
+		}
+	}
+	if got := withDB(t, url, "chains", "show", "99"); got.Code != exitFailure || !strings.Contains(got.Stderr, "instance 99: not found") {
+		t.Errorf("chains show 99: exit %d, stderr %q", got.Code, got.Stderr)
 	}
 
 	// Run again with the same seed: the same users submit the same

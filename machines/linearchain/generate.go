@@ -6,9 +6,12 @@
 //
 // The two state machines are declared in linear_chain.fsm; their generated
 // packages are instance (the workflow instance's status) and step (each
-// step's status). This package will hold the engine built on them: start
-// with full step pre-insert, the runner's tick (lease recovery, claim,
-// execute), result handling, wake-up, and the inbox and outbox.
+// step's status); fsmgen sql generates from them the guards of the
+// workflow_instance and workflow_step status columns (chain/migrations).
+// The engine built on them is package chain. This package holds the
+// example workflow, order.process (OrderProcess: VALIDATE -> RESERVE ->
+// WAIT_PAYMENT -> SHIP -> NOTIFY, waiting for payment.captured), and Demo,
+// which fsmctl demo runs.
 package linearchain
 
 //go:generate go tool fsmgen linear_chain.fsm

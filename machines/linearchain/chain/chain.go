@@ -113,6 +113,16 @@ type Task struct {
 	// WorkerID holds the lease until LockedUntil (by the database clock).
 	WorkerID    string
 	LockedUntil time.Time
+	// Event is the external event that last woke this step (Deliver), nil
+	// when none did.
+	Event *Event
+}
+
+// Event is an external event that woke a step, as its handler sees it.
+type Event struct {
+	ID      string
+	Type    string
+	Payload json.RawMessage
 }
 
 // Result is what a handler returns. Only Completed, Waiting, Retry and

@@ -390,7 +390,8 @@ func TestWakeUp(t *testing.T) {
 	}
 	deliver(chain.Inbound{ID: "evt-1", Type: "payment.captured", InstanceID: id}, chain.Delivery{Outcome: chain.Duplicate, InstanceID: id, First: chain.Woken})
 	task := claimOne(t, e, w1)
-	if task.StepSeq != 0 || task.TaskType != chain.TaskRun {
+	if task.StepSeq != 0 || task.TaskType != chain.TaskRun || task.Event == nil || task.Event.ID != "evt-1" ||
+		task.Event.Type != "payment.captured" || string(task.Event.Payload) != `{"amount": 12}` {
 		t.Fatalf("woken step claimed as %+v", task)
 	}
 	execute(t, e, task)

@@ -143,7 +143,7 @@ SELECT i.id, i.status, s.step_seq, s.status, s.waiting_event_type, coalesce(s.de
 FROM workflow_instance i
 JOIN workflow_step s ON s.instance_id = i.id AND s.step_seq = i.current_step_seq
 WHERE CASE WHEN $1 <> 0 THEN i.id = $1 ELSE i.workflow_type = $2 AND i.instance_key = $3 END
-FOR UPDATE`, ev.InstanceID, ev.WorkflowType, ev.InstanceKey).Scan(&d.InstanceID, &instStatus, &d.StepSeq, &stepStatus, &waiting, &passed)
+FOR UPDATE OF s`, ev.InstanceID, ev.WorkflowType, ev.InstanceKey).Scan(&d.InstanceID, &instStatus, &d.StepSeq, &stepStatus, &waiting, &passed)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			d = Delivery{Outcome: UnknownInstance}
@@ -284,4 +284,51 @@ FROM workflow_step WHERE instance_id = $1 ORDER BY step_seq`, instanceID)
 		return Instance{}, fmt.Errorf("chain: get instance %d steps: %w", instanceID, err)
 	}
 	return in, nil
+}
+
+// Change is one row of an instance's history: a status change of the
+// instance (Step nil) or of one of its steps, from the logs the generated
+// guards write.
+type Change struct {
+	At time.Time
+	// Step is the step's seq, nil for the instance itself.
+	Step *int
+	// From is "" for the row's insertion.
+	From, To string
+	// Event is the machine's event; "" for an insertion.
+	Event string
+	// Worker is the worker that wrote the change, "" for none (start,
+	// wake-up, cancel).
+	Worker string
+}
+
+// History reads the status changes of an instance and its steps through
+// q, oldest first; within one transaction, the instance's insertion first,
+// then its steps' changes, then the instance's other changes.
+func History(ctx context.Context, q Querier, instanceID int64) ([]Change, error) {
+	rows, err := q.Query(ctx, `
+SELECT at, NULL::int, coalesce(from_state, ''), to_state, coalesce(event, ''), coalesce(worker, ''),
+    CASE WHEN from_state IS NULL THEN 0 ELSE 2 END AS rank, id
+FROM workflow_instance_status_log WHERE row_key = jsonb_build_object('id', $1::bigint)
+UNION ALL
+SELECT at, (row_key->>'step_seq')::int, coalesce(from_state, ''), to_state, coalesce(event, ''), coalesce(worker, ''),
+    1, id
+FROM workflow_step_status_log
+WHERE row_key IN (SELECT jsonb_build_object('instance_id', instance_id, 'step_seq', step_seq)
+                  FROM workflow_step WHERE instance_id = $1)
+ORDER BY 1, 7, 8`, instanceID)
+	if err != nil {
+		return nil, fmt.Errorf("chain: history of instance %d: %w", instanceID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Change, error) {
+		var c Change
+		var rank int
+		var id int64
+		err := r.Scan(&c.At, &c.Step, &c.From, &c.To, &c.Event, &c.Worker, &rank, &id)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chain: history of instance %d: %w", instanceID, err)
+	}
+	return out, nil
 }

@@ -89,11 +89,12 @@ func (e *Engine) Claim(ctx context.Context, o ClaimOptions) (Claimed, error) {
 			seq, attempts, maxAttempts *int
 			version                    *int
 			stepType, taskType, typ    *string
-			waiting, key               *string
+			waiting, key, evID, evType *string
+			evPayload                  []byte
 			until                      *time.Time
 		)
 		if err := rows.Scan(&out.Recovered, &id, &seq, &stepType, &attempts, &maxAttempts, &until,
-			&taskType, &waiting, &typ, &version, &key, &t.Input); err != nil {
+			&taskType, &waiting, &typ, &version, &key, &t.Input, &evID, &evType, &evPayload); err != nil {
 			rows.Close()
 			return Claimed{}, fmt.Errorf("chain: claim by %s: %w", o.WorkerID, err)
 		}
@@ -105,6 +106,9 @@ func (e *Engine) Claim(ctx context.Context, o ClaimOptions) (Claimed, error) {
 		t.WorkflowType, t.WorkflowVersion, t.InstanceKey = *typ, *version, *key
 		if waiting != nil {
 			t.WaitingEventType = *waiting
+		}
+		if evID != nil {
+			t.Event = &Event{ID: *evID, Type: *evType, Payload: evPayload}
 		}
 		out.Tasks = append(out.Tasks, t)
 	}
@@ -162,10 +166,17 @@ WITH cfg AS (
     SELECT count(*)::int AS n FROM recovered
 )
 SELECT counted.n, c.instance_id, c.step_seq, c.step_type, c.attempts, c.max_attempts, c.locked_until,
-    c.task_type, c.waiting_event_type, i.workflow_type, i.workflow_version, i.instance_key, i.input
+    c.task_type, c.waiting_event_type, i.workflow_type, i.workflow_version, i.instance_key, i.input,
+    ev.event_id, ev.event_type, ev.payload
 FROM counted
 LEFT JOIN claimed c ON true
 LEFT JOIN workflow_instance i ON i.id = c.instance_id
+LEFT JOIN LATERAL (
+    SELECT x.event_id, x.event_type, x.payload FROM workflow_chain_inbox x
+    WHERE x.instance_id = c.instance_id AND x.step_seq = c.step_seq AND x.outcome = 'applied'
+    ORDER BY x.received_at DESC, x.event_id DESC
+    LIMIT 1
+) ev ON true
 ORDER BY c.instance_id, c.step_seq`
 
 // Applied is what a result did, as Apply and Execute report it.
