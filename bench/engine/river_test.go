@@ -118,7 +118,11 @@ func (w *chainWorker) Work(ctx context.Context, job *river.Job[chainArgs]) error
 //   - system=river: five no-op River jobs;
 //   - system=river-chain: one chain of five River jobs, each inserting the
 //     next with InsertTx and completing itself with JobCompleteTx in one
-//     transaction.
+//     transaction;
+//   - system=floor: five bare single-row INSERTs, each its own transaction,
+//     from as many goroutines as there are workers (bench/store's floor),
+//     so that the engine's transitions/s can be set beside it in the same
+//     run.
 //
 // The work exists before the clock starts (runs started, jobs and chain
 // heads inserted); the clock runs from starting the workers (engine.Work,
@@ -127,8 +131,9 @@ func (w *chainWorker) Work(ctx context.Context, job *river.Job[chainArgs]) error
 // as its documentation suggests for throughput: FetchCooldown 2 ms,
 // FetchPollInterval 20 ms, MaxWorkers the worker count.
 //
-// Reported: steps/s (transitions or jobs), chains/s (engine runs or River
-// chains) and the server's work per step (stmts, write-xacts, WAL-B).
+// Reported: steps/s (transitions, jobs or INSERTs), chains/s (engine runs,
+// River chains, five INSERTs) and the server's work per step (stmts,
+// write-xacts, WAL-B).
 // Compare with benchstat -col /system.
 func BenchmarkVersusRiver(b *testing.B) {
 	for _, workers := range []int{1, 4, 16} {
@@ -146,6 +151,11 @@ func BenchmarkVersusRiver(b *testing.B) {
 			b.Run("system=river-chain", func(b *testing.B) {
 				pool := benchdb.NewPool(b, benchdb.MaxConns(48), withRiver)
 				elapsed, cost := riverChains(b, pool, workers)
+				reportSteps(b, elapsed, cost)
+			})
+			b.Run("system=floor", func(b *testing.B) {
+				pool := benchdb.NewPool(b, benchdb.MaxConns(48), withRiver)
+				elapsed, cost := floorInserts(b, pool, workers)
 				reportSteps(b, elapsed, cost)
 			})
 		})
@@ -268,4 +278,48 @@ func riverChains(b *testing.B, pool *pgxpool.Pool, workers int) (time.Duration, 
 	w.client = c
 	insertJobs(b, c, b.N, chainArgs{Step: 1})
 	return runRiver(b, pool, c, func() bool { return done.Load() >= int64(b.N) }, nil)
+}
+
+// floorInserts runs 5*b.N bare single-row INSERTs from workers goroutines.
+func floorInserts(b *testing.B, pool *pgxpool.Pool, workers int) (time.Duration, benchdb.Cost) {
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, "CREATE TABLE bench_floor (id BIGSERIAL PRIMARY KEY, v BIGINT NOT NULL)"); err != nil {
+		b.Fatal(err)
+	}
+	before, err := benchdb.Take(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := int64(5 * b.N)
+	var next atomic.Int64
+	errs := make(chan error, workers)
+	b.ResetTimer()
+	began := time.Now()
+	for range workers {
+		go func() {
+			for {
+				n := next.Add(1)
+				if n > total {
+					errs <- nil
+					return
+				}
+				if _, err := pool.Exec(ctx, "INSERT INTO bench_floor (v) VALUES ($1)", n); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(began)
+	b.StopTimer()
+	after, err := benchdb.Take(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return elapsed, after.Since(before)
 }
