@@ -94,8 +94,11 @@ type RunOptions struct {
 	RunsDir string
 	// RunID, when set, runs the workflow again under the id of an earlier
 	// run of it that failed or was interrupted (its process died): the
-	// database restarts that run (attempt + 1) and its directory is
-	// replaced, file by file, with this run's. Empty starts a new run.
+	// database restarts that run (attempt + 1) and its directory is emptied
+	// and written afresh. Empty starts a new run. One process at a time
+	// runs a run id: a run still RUNNING in the database is taken to be
+	// interrupted, so a process still running it would find its next write
+	// refused as a conflict.
 	RunID string
 }
 
@@ -413,15 +416,10 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 		return res, fmt.Errorf("run %s: %w", r.runID, err)
 	}
 	result.Output = out
-	runRec.SetResult(result)
-	if failure != nil {
-		err = rm.StepFailed(dbctx, run.StepFailed{StepIndex: failure.StepIndex, StepName: failure.StepName, ErrorType: failure.Type, ErrorMessage: failure.Message})
-	} else {
-		err = rm.AllStepsOK(dbctx, run.AllStepsOK{})
-	}
-	if err != nil {
-		return res, fmt.Errorf("run %s: finish: %w", r.runID, err)
-	}
+	// The summaries are written before the run's last transition: a process
+	// that dies between the two leaves the run RUNNING in the database, and
+	// running it again rewrites the directory. In the other order, a run
+	// recorded OK whose files were never finished could not be run again.
 	steps := r.steps
 	if steps == nil {
 		steps = []StepSummary{}
@@ -438,6 +436,15 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 	}
 	if err := runfiles.WriteFile(filepath.Join(r.runDir, runfiles.AuditFile), audit); err != nil {
 		return res, fmt.Errorf("run %s: %w", r.runID, err)
+	}
+	runRec.SetResult(result)
+	if failure != nil {
+		err = rm.StepFailed(dbctx, run.StepFailed{StepIndex: failure.StepIndex, StepName: failure.StepName, ErrorType: failure.Type, ErrorMessage: failure.Message})
+	} else {
+		err = rm.AllStepsOK(dbctx, run.AllStepsOK{})
+	}
+	if err != nil {
+		return res, fmt.Errorf("run %s: finish: %w", r.runID, err)
 	}
 	end := map[string]any{"status": summary.Status, "duration_ms": summary.DurationMS}
 	if summary.ErrorSummary != "" {
