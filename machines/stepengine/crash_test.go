@@ -53,6 +53,33 @@ func crashWorkflow(block string) stepengine.Workflow {
 	return wf
 }
 
+// busySteps is the number of steps of busyWorkflow.
+const busySteps = 60
+
+// busyWorkflow has busySteps steps that each grow the state, write a file
+// and register it: a run spends its time writing its files. With announce,
+// each step prints its run id and number when it starts, and goes on.
+func busyWorkflow(announce bool) stepengine.Workflow {
+	wf := stepengine.Workflow{Name: "busy"}
+	for i := range busySteps {
+		name := fmt.Sprintf("s%03d", i+1)
+		wf.Steps = append(wf.Steps, stepengine.Step{Name: name, Run: func(ctx context.Context, rc stepengine.RunContext, st *stepengine.RunState, log *stepengine.Logger) (stepengine.StepResult, error) {
+			if announce {
+				fmt.Printf("%s %d\n", rc.RunID(), i+1)
+			}
+			st.Data[name] = strings.Repeat("x", 500)
+			if err := os.WriteFile(filepath.Join(rc.RunDir(), name+".txt"), []byte(name), 0o644); err != nil {
+				return stepengine.StepResult{}, err
+			}
+			if _, err := rc.RegisterArtifact(name, "txt", name+".txt", nil); err != nil {
+				return stepengine.StepResult{}, err
+			}
+			return stepengine.StepResult{OK: true, Outputs: map[string]any{"i": i + 1}, Metrics: map[string]any{"i": i + 1}}, nil
+		}})
+	}
+	return wf
+}
+
 // crashChild runs crashWorkflow, blocking at the step the parent chose.
 func crashChild() {
 	ctx := context.Background()
@@ -66,7 +93,11 @@ func crashChild() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	_, err = e.Run(ctx, crashWorkflow(os.Getenv(crashStopEnv)), stepengine.RunOptions{RunsDir: os.Getenv(crashDirEnv)})
+	wf := crashWorkflow(os.Getenv(crashStopEnv))
+	if os.Getenv(crashStopEnv) == "" {
+		wf = busyWorkflow(true)
+	}
+	_, err = e.Run(ctx, wf, stepengine.RunOptions{RunsDir: os.Getenv(crashDirEnv)})
 	fmt.Fprintln(os.Stderr, "the run returned:", err)
 	os.Exit(4)
 }
@@ -106,7 +137,7 @@ func TestCrashAndRerun(t *testing.T) {
 
 			dir := filepath.Join(runsDir, runID)
 			done := map[string]int{"one": 0, "three": 2, "four": 3}[stopAt]
-			checkWhole(t, dir)
+			checkWhole(t, dir, false)
 			var steps []runfiles.StepSummary
 			readJSONFile(t, filepath.Join(dir, runfiles.StepsFile), &steps, done > 0)
 			if len(steps) != done {
@@ -136,7 +167,7 @@ func TestCrashAndRerun(t *testing.T) {
 			if res.Status != "OK" || res.Attempt != 2 {
 				t.Fatalf("rerun: status %s attempt %d, want OK 2", res.Status, res.Attempt)
 			}
-			checkWhole(t, dir)
+			checkWhole(t, dir, false)
 			checkDatabase(t, st, res, []string{"OK", "OK", "OK", "OK"})
 			var index []runfiles.ArtifactRecord
 			readJSONFile(t, filepath.Join(dir, runfiles.IndexFile), &index, true)
@@ -187,8 +218,10 @@ func resultCode(r store.Run) string {
 }
 
 // checkWhole fails the test if a JSON file of dir does not decode, a line
-// of logs.jsonl is not a JSON object, or a temporary file is left.
-func checkWhole(t *testing.T, dir string) {
+// of logs.jsonl is not a JSON object, or, unless allowTemp, a temporary
+// file is left (a process killed while writing a file leaves its
+// temporary file behind; a rerun removes it).
+func checkWhole(t *testing.T, dir string, allowTemp bool) {
 	t.Helper()
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -200,7 +233,9 @@ func checkWhole(t *testing.T, dir string) {
 		}
 		switch {
 		case strings.Contains(d.Name(), ".tmp-"):
-			t.Errorf("temporary file %s left", p)
+			if !allowTemp {
+				t.Errorf("temporary file %s left", p)
+			}
 		case strings.HasSuffix(p, ".jsonl"):
 			for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
 				var v map[string]any
@@ -231,5 +266,76 @@ func readJSONFile(t *testing.T, name string, v any, mustExist bool) {
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Errorf("%s: %v", name, err)
+	}
+}
+
+// TestCrashWhileWriting kills a process (SIGKILL) while its run writes its
+// files: after the step it waits for has started, the child goes on, so the
+// kill falls at a point of the run that no one chose, most likely in the
+// middle of writing a file. Every file left is whole; a rerun under the
+// same run id finishes the run, and the directory and the database agree.
+func TestCrashWhileWriting(t *testing.T) {
+	t.Parallel()
+	for _, killAt := range []int{1, 20, 45} {
+		t.Run(fmt.Sprint(killAt), func(t *testing.T) {
+			t.Parallel()
+			url := pgtest.NewDatabase(t)
+			runsDir := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), crashChildEnv+"="+url, crashDirEnv+"="+runsDir, crashStopEnv+"=")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(out)
+			var runID string
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					cmd.Wait()
+					t.Fatalf("child: %v; stderr:\n%s", err, stderr.String())
+				}
+				var n int
+				if _, err := fmt.Sscanf(line, "%s %d", &runID, &n); err != nil {
+					t.Fatalf("child printed %q", line)
+				}
+				if n == killAt {
+					break
+				}
+			}
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+			dir := filepath.Join(runsDir, runID)
+			checkWhole(t, dir, true)
+
+			pool, err := pgxpool.New(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			st := store.New(pool)
+			res, err := stepengine.New(st).Run(context.Background(), busyWorkflow(false), stepengine.RunOptions{RunsDir: runsDir, RunID: runID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkWhole(t, dir, false)
+			want := make([]string, busySteps)
+			for i := range want {
+				want[i] = "OK"
+			}
+			checkDatabase(t, st, res, want)
+			var index []runfiles.ArtifactRecord
+			readJSONFile(t, filepath.Join(dir, runfiles.IndexFile), &index, true)
+			if len(index) != busySteps {
+				t.Errorf("%d artifact records after the rerun, want %d", len(index), busySteps)
+			}
+		})
 	}
 }
