@@ -152,6 +152,15 @@ func TestExportErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	const missing = "11111111-2222-4333-8444-555555555555"
+	// A run of the run machine that was started and never finished, as a
+	// process that died leaves it.
+	started, err := store.New(openPool(t, url)).Start(context.Background(), store.StartParams{
+		Type: "step_engine_run", Version: 1, IdempotencyKey: "unfinished", TenantID: "t", Input: map[string]string{"workflow": "report"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unfinished := started.Run.ID
 	for _, tc := range []struct {
 		name   string
 		change func(t *testing.T)
@@ -175,7 +184,7 @@ func TestExportErrors(t *testing.T) {
 			name: "run.json without a status", change: func(t *testing.T) {
 				write(t, dir, "run.json", bytes.Replace(runJSON, []byte(`"status": "FAILED"`), []byte(`"status": ""`), 1))
 			},
-			code: 1, stderr: "fsmctl: export ID: run.json: summary file corrupt: status \"\": want OK or FAILED\n",
+			code: 1, stderr: "fsmctl: export ID: RUNS/ID/run.json: summary file corrupt: status \"\": want OK or FAILED\n",
 		},
 		{
 			name: "missing steps.json", change: func(t *testing.T) { remove(t, dir, "steps.json") },
@@ -204,6 +213,10 @@ func TestExportErrors(t *testing.T) {
 		{
 			name: "unknown run in the database", args: []string{"export", missing, "--from-db"},
 			code: 1, stderr: "fsmctl: run " + missing + ": not found\n",
+		},
+		{
+			name: "unfinished run in the database", args: []string{"export", unfinished, "--from-db"},
+			code: 1, stderr: "fsmctl: export " + unfinished + ": run " + unfinished + ": run has not finished: it is RUNNING\n",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

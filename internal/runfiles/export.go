@@ -67,7 +67,7 @@ func ReadSummaries(runsDir, runID string) (Audit, error) {
 	if err := readJSON(filepath.Join(dir, StepsFile), &a.Steps); err != nil {
 		return Audit{}, err
 	}
-	if err := a.Check(runID); err != nil {
+	if err := a.check(runID, dir); err != nil {
 		return Audit{}, err
 	}
 	return a, nil
@@ -100,9 +100,15 @@ func readJSON(name string, v any) error {
 // field and the run id runID (when not empty), steps.json a list of steps
 // with theirs. Its errors name the file at fault and wrap
 // ErrSummaryCorrupt.
-func (a *Audit) Check(runID string) error {
+func (a *Audit) Check(runID string) error { return a.check(runID, "") }
+
+// check is Check, naming the files in dir.
+func (a *Audit) check(runID, dir string) error {
 	r := a.Run
 	bad := func(file, format string, args ...any) error {
+		if dir != "" {
+			file = filepath.Join(dir, file)
+		}
 		return fmt.Errorf("%s: %w: %s", file, ErrSummaryCorrupt, fmt.Sprintf(format, args...))
 	}
 	switch {
