@@ -1,19 +1,51 @@
 -- name: ClaimRuns :many
--- Leases up to max_runs due runs of the given kinds, "type:version" (or the
--- one run run_id) to owner: a new epoch, an expiry ttl_us from now. A run
--- whose previous lease expired gets step_attempt + 1 and a lease_expired row
--- in its log.
-WITH picked AS (
-    SELECT r.id, r.lease_owner AS prev_owner
-    FROM workflow_runs r
-    WHERE r.status = 'running'
-      AND r.next_run_at <= coalesce(sqlc.narg('now')::timestamptz, now())
-      AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
-      AND concat_ws('/', r.workflow_type, r.definition_version) = ANY (@kinds::text[])
-      AND (sqlc.narg('run_id')::uuid IS NULL OR r.id = sqlc.narg('run_id')::uuid)
-    ORDER BY r.next_run_at
-    LIMIT @max_runs
-    FOR UPDATE OF r SKIP LOCKED
+-- Leases up to max_runs due runs of the kinds (types[i], versions[i]), or
+-- the one run run_id, to owner: a new epoch, an expiry ttl_us from now. A
+-- run whose previous lease expired gets step_attempt + 1 and a lease_expired
+-- row in its log.
+--
+-- Each kind is read on its own from workflow_runs_claim_idx, oldest due
+-- first, and at most max_runs of its runs are locked; the oldest due of
+-- those across kinds are claimed. Due runs of other kinds are never read,
+-- so a claim costs the same however many of them wait.
+--
+-- With every run come the events recorded in its current attempt (names
+-- and payloads, oldest first) and the highest row version among the
+-- attempt's changes of state that the statement saw: when that is not the
+-- run's row version, a change committed while the claim waited for the
+-- run is missing from the events, and they must be read again.
+WITH kinds AS (
+    SELECT (@types::text[])[i] AS workflow_type, (@versions::int[])[i] AS version
+    FROM generate_subscripts(@types::text[], 1) AS i
+), picked AS (
+    SELECT one.id, one.prev_owner, one.next_run_at FROM (
+        SELECT r.id, r.lease_owner AS prev_owner, r.next_run_at
+        FROM workflow_runs r
+        WHERE r.id = sqlc.narg('run_id')::uuid
+          AND r.status = 'running'
+          AND r.next_run_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+          AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
+          AND (r.workflow_type, r.definition_version) IN (SELECT kinds.workflow_type, kinds.version FROM kinds)
+        FOR UPDATE OF r SKIP LOCKED
+    ) one
+    UNION ALL
+    SELECT due.id, due.prev_owner, due.next_run_at FROM (
+        SELECT per.id, per.prev_owner, per.next_run_at
+        FROM kinds CROSS JOIN LATERAL (
+            SELECT r.id, r.lease_owner AS prev_owner, r.next_run_at
+            FROM workflow_runs r
+            WHERE r.status = 'running'
+              AND r.workflow_type = kinds.workflow_type AND r.definition_version = kinds.version
+              AND r.next_run_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+              AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
+            ORDER BY r.next_run_at
+            LIMIT @max_runs
+            FOR UPDATE OF r SKIP LOCKED
+        ) per
+        WHERE sqlc.narg('run_id')::uuid IS NULL
+        ORDER BY per.next_run_at
+        LIMIT @max_runs
+    ) due
 ), claimed AS (
     UPDATE workflow_runs w SET
         lease_owner = @owner::text,
@@ -41,8 +73,18 @@ SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correla
     c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version,
     c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner,
     c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error,
-    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at
+    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at,
+    coalesce(ev.names, '{}')::text[] AS event_names,
+    coalesce(ev.payloads, '{}')::jsonb[] AS event_payloads,
+    coalesce(ev.logged_version, 0)::bigint AS logged_version
 FROM claimed c
+LEFT JOIN LATERAL (
+    SELECT array_agg(l.event ORDER BY l.id) FILTER (WHERE l.kind = 'transition') AS names,
+        array_agg(l.payload ORDER BY l.id) FILTER (WHERE l.kind = 'transition') AS payloads,
+        max(l.row_version) AS logged_version
+    FROM workflow_step_logs l
+    WHERE l.workflow_run_id = c.id AND l.attempt_no = c.attempt_no AND l.kind <> 'step'
+) ev ON true
 ORDER BY c.next_run_at;
 
 -- name: ExtendLease :one

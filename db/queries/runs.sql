@@ -1,6 +1,7 @@
 -- name: InsertRun :one
 -- Creates a run and its first log row, or does nothing when a run with the
--- same (type, key) exists.
+-- same (type, key) exists. A created run is announced on fsmgen_runs
+-- (store.NotifyChannel) with its type, at the commit of this statement.
 WITH ins AS (
     INSERT INTO workflow_runs (
         workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key,
@@ -22,8 +23,10 @@ WITH ins AS (
     SELECT ins.id, ins.workflow_type, ins.attempt_no, 'start', NULL, ins.current_state,
         NULL, ins.created_at, 'created', NULL, ins.row_version, ins.definition_version
     FROM ins
+), notified AS (
+    SELECT pg_notify('fsmgen_runs', ins.workflow_type) AS n FROM ins
 )
-SELECT ins.* FROM ins;
+SELECT ins.* FROM ins CROSS JOIN notified;
 
 -- name: GetRunByKey :one
 -- Reads a run by (type, key) with the median duration of the last 100
@@ -42,6 +45,8 @@ WHERE r.workflow_type = @workflow_type AND r.idempotency_key = @idempotency_key;
 -- name: RestartRun :one
 -- Resets a failed run to the initial state of the given version, with
 -- attempt_no + 1, and logs the reset; nothing when the run moved meanwhile.
+-- The restarted run is announced on fsmgen_runs as InsertRun announces a
+-- new one.
 WITH moved AS (
     UPDATE workflow_runs AS w SET
         attempt_no = w.attempt_no + 1,
@@ -65,8 +70,10 @@ WITH moved AS (
     SELECT moved.id, moved.workflow_type, moved.attempt_no, 'restart', @from_state::text, moved.current_state,
         NULL, moved.updated_at, 'restarted', NULL, moved.row_version, moved.definition_version
     FROM moved
+), notified AS (
+    SELECT pg_notify('fsmgen_runs', moved.workflow_type) AS n FROM moved
 )
-SELECT moved.* FROM moved;
+SELECT moved.* FROM moved CROSS JOIN notified;
 
 -- name: TransitionOutcome :one
 -- Tells, after an unfenced AdvanceRun moved nothing, where the run is and whether

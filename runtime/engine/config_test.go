@@ -26,6 +26,8 @@ func TestNewRefusesConfig(t *testing.T) {
 			"engine: invalid config: heartbeat 1m0s is not shorter than the lease 30s"},
 		{"negative values", v.st, engine.Config{Lease: -time.Second, PollInterval: -1, Concurrency: -2, ShutdownGrace: -time.Minute, RecoveryLimit: -3},
 			"engine: invalid config: negative lease -1s; negative heartbeat -333.333333ms; negative poll interval -1ns; negative shutdown grace -1m0s; negative concurrency -2; negative recovery limit -3"},
+		{"poll interval under a millisecond", v.st, engine.Config{PollInterval: time.Microsecond},
+			"engine: invalid config: poll interval 1µs is shorter than 1ms"},
 		{"no store", nil, engine.Config{}, "engine: invalid config: no store"},
 		{"a store on another pool", other, engine.Config{}, "engine: invalid config: the store is on another pool"},
 	}
@@ -38,7 +40,8 @@ func TestNewRefusesConfig(t *testing.T) {
 		})
 	}
 	// The defaults, and a heartbeat shorter than the lease, are fine.
-	for _, cfg := range []engine.Config{{}, {Lease: time.Second}, {Lease: time.Second, Heartbeat: 999 * time.Millisecond}} {
+	for _, cfg := range []engine.Config{{}, {Lease: time.Second}, {Lease: time.Second, Heartbeat: 999 * time.Millisecond},
+		{PollInterval: engine.MinPollInterval}, {DisableNotify: true}} {
 		if _, err := engine.New(v.pool, v.st, cfg); err != nil {
 			t.Errorf("New(%+v): %v", cfg, err)
 		}

@@ -169,10 +169,18 @@
 // # Waking workers
 //
 // A new run, a run woken by a signal, a released run and a parent whose
-// child finished are announced with NOTIFY on store.NotifyChannel; Work
-// LISTENs on a connection of its own and claims at once. Notifications are
-// a shortcut only: every PollInterval a worker looks for due runs anyway,
-// so runs complete with notifications lost or turned off (DisableNotify).
+// child finished are announced with NOTIFY on store.NotifyChannel (a start
+// does so in the statement that writes the run); Work LISTENs on a
+// connection of its own and claims at once. Notifications are a shortcut
+// only: every PollInterval a worker looks for due runs anyway, so runs
+// complete with notifications lost or turned off (DisableNotify). The
+// interval is DefaultPollInterval (1s) with notifications and
+// DefaultPollIntervalWithoutNotify (100ms) without, unless set.
+//
+// A claim reads each (type, version) the engine drives from an index of
+// its own, oldest due first, and brings the events of each run's current
+// attempt with it: its cost does not grow with the due runs of types other
+// workers drive.
 //
 // # Signals, cancellation and timers
 //

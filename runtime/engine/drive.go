@@ -264,6 +264,11 @@ type session struct {
 	now    time.Time
 	events []runtime.Event
 	loaded bool
+	// claimed holds the events the claim read with the run, when it could
+	// (see enginestore.Claim.Events); loadEvents decodes them rather than
+	// reading them again.
+	claimed   []enginestore.LoggedEvent
+	fromClaim bool
 	// stop closes when no new handler may start; hbase is the handlers'
 	// context, cancelled to abandon them.
 	stop  <-chan struct{}
@@ -276,7 +281,8 @@ type session struct {
 // scheduled for a retry, the lease is lost, or stop closes. It returns the
 // run as the session last saw it.
 func (e *Engine) drive(c enginestore.Claim, stop <-chan struct{}, hbase context.Context, handling *atomic.Int32) (store.Run, error) {
-	s := &session{e: e, handling: handling, run: c.Run, lease: c.Lease, held: true, now: c.Now, stop: stop, hbase: hbase, leaseUntil: time.Now().Add(e.cfg.Lease)}
+	s := &session{e: e, handling: handling, run: c.Run, lease: c.Lease, held: true, now: c.Now, stop: stop, hbase: hbase, leaseUntil: time.Now().Add(e.cfg.Lease),
+		claimed: c.Events, fromClaim: c.EventsRead}
 	s.reg = e.lookup(c.Run.Type, c.Run.Version)
 	if s.reg == nil {
 		s.release(enginestore.KeepDue)
@@ -415,9 +421,14 @@ func codeOf(err error, fallback string) string {
 }
 
 // loadEvents reads and decodes, once per session, the events recorded in
-// the run's current attempt, which handlers and guards see as run.Events.
+// the run's current attempt, which handlers and guards see as run.Events:
+// those the claim read with the run, or else from the log.
 func (s *session) loadEvents(ctx context.Context) error {
 	if s.loaded {
+		return nil
+	}
+	if s.fromClaim {
+		s.events, s.loaded, s.claimed = s.e.decodeEvents(s.reg, s.run, s.claimed), true, nil
 		return nil
 	}
 	events, err := retried(ctx, s.e, s.leaseUntil, "attempt events", s.run.ID, func() ([]runtime.Event, error) {
@@ -437,6 +448,12 @@ func (e *Engine) attemptEvents(ctx context.Context, reg *registered, run store.R
 	if err != nil {
 		return nil, err
 	}
+	return e.decodeEvents(reg, run, logged), nil
+}
+
+// decodeEvents decodes the logged events of run; one that no longer
+// decodes is left out, with a warning.
+func (e *Engine) decodeEvents(reg *registered, run store.Run, logged []enginestore.LoggedEvent) []runtime.Event {
 	var events []runtime.Event
 	for _, l := range logged {
 		ev, err := decode(reg, l.Name, l.Payload)
@@ -446,7 +463,7 @@ func (e *Engine) attemptEvents(ctx context.Context, reg *registered, run store.R
 		}
 		events = append(events, ev)
 	}
-	return events, nil
+	return events
 }
 
 // decode rebuilds an event with the driver, a panic in it made an error.

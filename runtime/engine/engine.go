@@ -23,8 +23,8 @@ import (
 )
 
 // Config tunes an Engine. Zero fields take the defaults documented on them;
-// New refuses negative ones, and a Heartbeat that is not shorter than the
-// Lease.
+// New refuses negative ones, a Heartbeat that is not shorter than the
+// Lease, and a PollInterval shorter than MinPollInterval.
 type Config struct {
 	// WorkerID identifies this engine in the leases it takes, readable by
 	// an operator: app:host:pid:suffix. Default DefaultWorkerID("fsmgen").
@@ -35,7 +35,13 @@ type Config struct {
 	// Lease; it must be shorter than Lease. Default Lease/3.
 	Heartbeat time.Duration
 	// PollInterval is how often an idle worker looks for due runs when no
-	// notification wakes it. Default 1s.
+	// notification wakes it: with notifications on, a safety net for a
+	// notification lost (DefaultPollInterval, 1s, by default); with
+	// DisableNotify, how late a new run is picked up at most
+	// (DefaultPollIntervalWithoutNotify, 100ms, by default). Each poll is
+	// one claim statement, which costs the same however many runs of other
+	// types are due. New refuses an interval shorter than
+	// MinPollInterval, 1ms.
 	PollInterval time.Duration
 	// Concurrency is the number of runs Work drives at once. Default 8.
 	Concurrency int
@@ -51,8 +57,11 @@ type Config struct {
 	// expired leases, after which the state counts as exhausted even when
 	// its retry policy allows fewer tries. Default 3.
 	RecoveryLimit int
-	// DisableNotify turns LISTEN/NOTIFY off: workers find due runs by
-	// polling only.
+	// DisableNotify turns LISTEN/NOTIFY off, for connections that cannot
+	// LISTEN (a pooler in transaction mode): workers find due runs by
+	// polling only, every PollInterval. The notifications the store sends
+	// within its own statements (a start, for one) are still sent, and
+	// cost nothing more without a listener.
 	DisableNotify bool
 	// Jitter returns numbers uniform in [0, 1) for retry jitter. Default
 	// math/rand/v2's Float64.
@@ -60,6 +69,14 @@ type Config struct {
 	// Logger receives the engine's reports. Default slog.Default().
 	Logger *slog.Logger
 }
+
+// The poll intervals New uses when Config.PollInterval is zero, and the
+// shortest it accepts.
+const (
+	DefaultPollInterval              = time.Second
+	DefaultPollIntervalWithoutNotify = 100 * time.Millisecond
+	MinPollInterval                  = time.Millisecond
+)
 
 func (c Config) withDefaults() Config {
 	if c.WorkerID == "" {
@@ -72,7 +89,10 @@ func (c Config) withDefaults() Config {
 		c.Heartbeat = c.Lease / 3
 	}
 	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
+		c.PollInterval = DefaultPollInterval
+		if c.DisableNotify {
+			c.PollInterval = DefaultPollIntervalWithoutNotify
+		}
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 8
@@ -110,6 +130,9 @@ func (c Config) validate(pool *pgxpool.Pool, st *store.Store) error {
 		if d.v < 0 {
 			bad = append(bad, fmt.Sprintf("negative %s %v", d.name, d.v))
 		}
+	}
+	if c.PollInterval > 0 && c.PollInterval < MinPollInterval {
+		bad = append(bad, fmt.Sprintf("poll interval %v is shorter than %v", c.PollInterval, MinPollInterval))
 	}
 	if c.Concurrency < 0 {
 		bad = append(bad, fmt.Sprintf("negative concurrency %d", c.Concurrency))
@@ -214,8 +237,8 @@ type Engine struct {
 // New returns an engine on pool and st (a store on the same pool; give it
 // store.WithClock to stub the clock in tests). The schema must be migrated.
 // A Config that cannot work (a negative duration or count, a heartbeat not
-// shorter than the lease) is refused with an error matching
-// ErrInvalidConfig.
+// shorter than the lease, a poll interval under MinPollInterval) is refused
+// with an error matching ErrInvalidConfig.
 func New(pool *pgxpool.Pool, st *store.Store, cfg Config) (*Engine, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(pool, st); err != nil {
@@ -308,14 +331,9 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, e
 		}
 		p.PolicySnapshot = snap
 	}
-	res, err := e.st.Start(ctx, p)
-	if err != nil {
-		return res, err
-	}
-	if res.Outcome == store.Created || res.Outcome == store.Restarted {
-		e.notify(ctx, p.Type)
-	}
-	return res, nil
+	// The store announces a created or restarted run in the statement
+	// that writes it.
+	return e.st.Start(ctx, p)
 }
 
 // callPolicy calls the policy function of r, a panic in it made an error.

@@ -182,21 +182,42 @@ func (q *Queries) ChildEventNamed(ctx context.Context, arg ChildEventNamedParams
 }
 
 const claimRuns = `-- name: ClaimRuns :many
-WITH picked AS (
-    SELECT r.id, r.lease_owner AS prev_owner
-    FROM workflow_runs r
-    WHERE r.status = 'running'
-      AND r.next_run_at <= coalesce($1::timestamptz, now())
-      AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce($1::timestamptz, now()))
-      AND concat_ws('/', r.workflow_type, r.definition_version) = ANY ($2::text[])
-      AND ($3::uuid IS NULL OR r.id = $3::uuid)
-    ORDER BY r.next_run_at
-    LIMIT $4
-    FOR UPDATE OF r SKIP LOCKED
+WITH kinds AS (
+    SELECT ($1::text[])[i] AS workflow_type, ($2::int[])[i] AS version
+    FROM generate_subscripts($1::text[], 1) AS i
+), picked AS (
+    SELECT one.id, one.prev_owner, one.next_run_at FROM (
+        SELECT r.id, r.lease_owner AS prev_owner, r.next_run_at
+        FROM workflow_runs r
+        WHERE r.id = $3::uuid
+          AND r.status = 'running'
+          AND r.next_run_at <= coalesce($4::timestamptz, now())
+          AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce($4::timestamptz, now()))
+          AND (r.workflow_type, r.definition_version) IN (SELECT kinds.workflow_type, kinds.version FROM kinds)
+        FOR UPDATE OF r SKIP LOCKED
+    ) one
+    UNION ALL
+    SELECT due.id, due.prev_owner, due.next_run_at FROM (
+        SELECT per.id, per.prev_owner, per.next_run_at
+        FROM kinds CROSS JOIN LATERAL (
+            SELECT r.id, r.lease_owner AS prev_owner, r.next_run_at
+            FROM workflow_runs r
+            WHERE r.status = 'running'
+              AND r.workflow_type = kinds.workflow_type AND r.definition_version = kinds.version
+              AND r.next_run_at <= coalesce($4::timestamptz, now())
+              AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce($4::timestamptz, now()))
+            ORDER BY r.next_run_at
+            LIMIT $5
+            FOR UPDATE OF r SKIP LOCKED
+        ) per
+        WHERE $3::uuid IS NULL
+        ORDER BY per.next_run_at
+        LIMIT $5
+    ) due
 ), claimed AS (
     UPDATE workflow_runs w SET
-        lease_owner = $5::text,
-        lease_expires_at = coalesce($1::timestamptz, now()) + $6::bigint * interval '1 microsecond',
+        lease_owner = $6::text,
+        lease_expires_at = coalesce($4::timestamptz, now()) + $7::bigint * interval '1 microsecond',
         lease_epoch = w.lease_epoch + 1,
         step_attempt = w.step_attempt + CASE WHEN picked.prev_owner IS NULL THEN 0 ELSE 1 END
     FROM picked
@@ -212,7 +233,7 @@ WITH picked AS (
         payload, occurred_at, kind, event, row_version, definition_version)
     SELECT c.id, c.workflow_type, c.attempt_no, 'lease_expired', c.current_state, c.current_state,
         jsonb_build_object('previous_owner', c.prev_owner, 'owner', c.lease_owner, 'step_attempt', c.step_attempt),
-        coalesce($1::timestamptz, now()), 'step', NULL, c.row_version, c.definition_version
+        coalesce($4::timestamptz, now()), 'step', NULL, c.row_version, c.definition_version
     FROM claimed c
     WHERE c.prev_owner IS NOT NULL
 )
@@ -220,18 +241,29 @@ SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correla
     c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version,
     c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner,
     c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error,
-    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at
+    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at,
+    coalesce(ev.names, '{}')::text[] AS event_names,
+    coalesce(ev.payloads, '{}')::jsonb[] AS event_payloads,
+    coalesce(ev.logged_version, 0)::bigint AS logged_version
 FROM claimed c
+LEFT JOIN LATERAL (
+    SELECT array_agg(l.event ORDER BY l.id) FILTER (WHERE l.kind = 'transition') AS names,
+        array_agg(l.payload ORDER BY l.id) FILTER (WHERE l.kind = 'transition') AS payloads,
+        max(l.row_version) AS logged_version
+    FROM workflow_step_logs l
+    WHERE l.workflow_run_id = c.id AND l.attempt_no = c.attempt_no AND l.kind <> 'step'
+) ev ON true
 ORDER BY c.next_run_at
 `
 
 type ClaimRunsParams struct {
-	Now     pgtype.Timestamptz
-	Kinds   []string
-	RunID   pgtype.UUID
-	MaxRuns int32
-	Owner   string
-	TtlUs   int64
+	Types    []string
+	Versions []int32
+	RunID    pgtype.UUID
+	Now      pgtype.Timestamptz
+	MaxRuns  int32
+	Owner    string
+	TtlUs    int64
 }
 
 type ClaimRunsRow struct {
@@ -264,17 +296,32 @@ type ClaimRunsRow struct {
 	ParentRunID       pgtype.UUID
 	ParentEvent       pgtype.Text
 	ParentDeliveredAt pgtype.Timestamptz
+	EventNames        []string
+	EventPayloads     [][]byte
+	LoggedVersion     int64
 }
 
-// Leases up to max_runs due runs of the given kinds, "type:version" (or the
-// one run run_id) to owner: a new epoch, an expiry ttl_us from now. A run
-// whose previous lease expired gets step_attempt + 1 and a lease_expired row
-// in its log.
+// Leases up to max_runs due runs of the kinds (types[i], versions[i]), or
+// the one run run_id, to owner: a new epoch, an expiry ttl_us from now. A
+// run whose previous lease expired gets step_attempt + 1 and a lease_expired
+// row in its log.
+//
+// Each kind is read on its own from workflow_runs_claim_idx, oldest due
+// first, and at most max_runs of its runs are locked; the oldest due of
+// those across kinds are claimed. Due runs of other kinds are never read,
+// so a claim costs the same however many of them wait.
+//
+// With every run come the events recorded in its current attempt (names
+// and payloads, oldest first) and the highest row version among the
+// attempt's changes of state that the statement saw: when that is not the
+// run's row version, a change committed while the claim waited for the
+// run is missing from the events, and they must be read again.
 func (q *Queries) ClaimRuns(ctx context.Context, arg ClaimRunsParams) ([]ClaimRunsRow, error) {
 	rows, err := q.db.Query(ctx, claimRuns,
-		arg.Now,
-		arg.Kinds,
+		arg.Types,
+		arg.Versions,
 		arg.RunID,
+		arg.Now,
 		arg.MaxRuns,
 		arg.Owner,
 		arg.TtlUs,
@@ -316,6 +363,9 @@ func (q *Queries) ClaimRuns(ctx context.Context, arg ClaimRunsParams) ([]ClaimRu
 			&i.ParentRunID,
 			&i.ParentEvent,
 			&i.ParentDeliveredAt,
+			&i.EventNames,
+			&i.EventPayloads,
+			&i.LoggedVersion,
 		); err != nil {
 			return nil, err
 		}

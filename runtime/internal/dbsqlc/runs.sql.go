@@ -140,8 +140,10 @@ WITH ins AS (
     SELECT ins.id, ins.workflow_type, ins.attempt_no, 'start', NULL, ins.current_state,
         NULL, ins.created_at, 'created', NULL, ins.row_version, ins.definition_version
     FROM ins
+), notified AS (
+    SELECT pg_notify('fsmgen_runs', ins.workflow_type) AS n FROM ins
 )
-SELECT ins.id, ins.workflow_type, ins.current_state, ins.tenant_id, ins.user_id, ins.correlation_id, ins.idempotency_key, ins.attempt_no, ins.policy_snapshot, ins.result, ins.created_at, ins.updated_at, ins.definition_version, ins.row_version, ins.status, ins.input, ins.attempt_started_at, ins.finished_at, ins.lease_owner, ins.lease_expires_at, ins.lease_epoch, ins.next_run_at, ins.step_attempt, ins.last_error_code, ins.last_error, ins.parked_at, ins.parent_run_id, ins.parent_event, ins.parent_delivered_at FROM ins
+SELECT ins.id, ins.workflow_type, ins.current_state, ins.tenant_id, ins.user_id, ins.correlation_id, ins.idempotency_key, ins.attempt_no, ins.policy_snapshot, ins.result, ins.created_at, ins.updated_at, ins.definition_version, ins.row_version, ins.status, ins.input, ins.attempt_started_at, ins.finished_at, ins.lease_owner, ins.lease_expires_at, ins.lease_epoch, ins.next_run_at, ins.step_attempt, ins.last_error_code, ins.last_error, ins.parked_at, ins.parent_run_id, ins.parent_event, ins.parent_delivered_at FROM ins CROSS JOIN notified
 `
 
 type InsertRunParams struct {
@@ -190,7 +192,8 @@ type InsertRunRow struct {
 }
 
 // Creates a run and its first log row, or does nothing when a run with the
-// same (type, key) exists.
+// same (type, key) exists. A created run is announced on fsmgen_runs
+// (store.NotifyChannel) with its type, at the commit of this statement.
 func (q *Queries) InsertRun(ctx context.Context, arg InsertRunParams) (InsertRunRow, error) {
 	row := q.db.QueryRow(ctx, insertRun,
 		arg.WorkflowType,
@@ -347,8 +350,10 @@ WITH moved AS (
     SELECT moved.id, moved.workflow_type, moved.attempt_no, 'restart', $7::text, moved.current_state,
         NULL, moved.updated_at, 'restarted', NULL, moved.row_version, moved.definition_version
     FROM moved
+), notified AS (
+    SELECT pg_notify('fsmgen_runs', moved.workflow_type) AS n FROM moved
 )
-SELECT moved.id, moved.workflow_type, moved.current_state, moved.tenant_id, moved.user_id, moved.correlation_id, moved.idempotency_key, moved.attempt_no, moved.policy_snapshot, moved.result, moved.created_at, moved.updated_at, moved.definition_version, moved.row_version, moved.status, moved.input, moved.attempt_started_at, moved.finished_at, moved.lease_owner, moved.lease_expires_at, moved.lease_epoch, moved.next_run_at, moved.step_attempt, moved.last_error_code, moved.last_error, moved.parked_at, moved.parent_run_id, moved.parent_event, moved.parent_delivered_at FROM moved
+SELECT moved.id, moved.workflow_type, moved.current_state, moved.tenant_id, moved.user_id, moved.correlation_id, moved.idempotency_key, moved.attempt_no, moved.policy_snapshot, moved.result, moved.created_at, moved.updated_at, moved.definition_version, moved.row_version, moved.status, moved.input, moved.attempt_started_at, moved.finished_at, moved.lease_owner, moved.lease_expires_at, moved.lease_epoch, moved.next_run_at, moved.step_attempt, moved.last_error_code, moved.last_error, moved.parked_at, moved.parent_run_id, moved.parent_event, moved.parent_delivered_at FROM moved CROSS JOIN notified
 `
 
 type RestartRunParams struct {
@@ -395,6 +400,8 @@ type RestartRunRow struct {
 
 // Resets a failed run to the initial state of the given version, with
 // attempt_no + 1, and logs the reset; nothing when the run moved meanwhile.
+// The restarted run is announced on fsmgen_runs as InsertRun announces a
+// new one.
 func (q *Queries) RestartRun(ctx context.Context, arg RestartRunParams) (RestartRunRow, error) {
 	row := q.db.QueryRow(ctx, restartRun,
 		arg.InitialState,

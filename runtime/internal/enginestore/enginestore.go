@@ -101,24 +101,35 @@ type Claim struct {
 	Lease Lease
 	// Now is the database's time of the claim.
 	Now time.Time
+	// Events are the events recorded in the run's current attempt, oldest
+	// first, read by the claim's statement, when EventsRead is set: when the
+	// statement saw every change of state of the attempt. Otherwise a change
+	// was committed while the claim waited for the run's lock, and the
+	// events must be read with AttemptEvents.
+	Events     []LoggedEvent
+	EventsRead bool
 }
 
 // Claim leases due runs to a worker in one statement: runs in a
 // non-terminal state whose next_run_at has come and that no live lease
-// holds, oldest due first, locked with FOR UPDATE SKIP LOCKED so that
-// concurrent workers never claim the same run. Each claim adds one to the
-// run's lease epoch. A run whose previous lease expired unreleased (its
-// worker died or stalled) gets step_attempt + 1 and a lease_expired row in
-// its log: the interrupted try counts as a try.
+// holds, oldest due first across the kinds, locked with FOR UPDATE SKIP
+// LOCKED so that concurrent workers never claim the same run. Each kind is
+// read on its own from an index of (type, version, next_run_at), so that
+// due runs of kinds the worker does not drive cost nothing. Each claim adds
+// one to the run's lease epoch. A run whose previous lease expired
+// unreleased (its worker died or stalled) gets step_attempt + 1 and a
+// lease_expired row in its log: the interrupted try counts as a try. The
+// events of each run's current attempt come with it (see Claim.Events).
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	if p.Owner == "" || p.TTL <= 0 {
 		return nil, runErr("claim", p.RunID, fmt.Errorf("%w: a claim needs an owner and a positive lease", store.ErrInvalidInput))
 	}
-	kinds := make([]string, len(p.Kinds))
+	types := make([]string, len(p.Kinds))
+	versions := make([]int32, len(p.Kinds))
 	for i, k := range p.Kinds {
-		kinds[i] = fmt.Sprintf("%s/%d", k.Type, k.Version)
+		types[i], versions[i] = k.Type, int32(k.Version)
 	}
-	arg := dbsqlc.ClaimRunsParams{Now: s.now(), Kinds: kinds, MaxRuns: int32(max(p.Limit, 1)), Owner: p.Owner, TtlUs: p.TTL.Microseconds()}
+	arg := dbsqlc.ClaimRunsParams{Now: s.now(), Types: types, Versions: versions, MaxRuns: int32(max(p.Limit, 1)), Owner: p.Owner, TtlUs: p.TTL.Microseconds()}
 	if p.RunID != "" {
 		id, err := parseRunID(s, "claim", p.RunID)
 		if err != nil {
@@ -132,17 +143,39 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	}
 	out := make([]Claim, 0, len(rows))
 	for _, r := range rows {
-		run, err := s.in.RunFromRow(dbsqlc.WorkflowRun(r))
+		run, err := s.in.RunFromRow(claimedRun(r))
 		if err != nil {
 			return out, runErr("claim", run.ID, err)
 		}
-		out = append(out, Claim{
+		c := Claim{
 			Run:   run,
 			Lease: Lease{RunID: run.ID, Owner: p.Owner, Epoch: run.LeaseEpoch, ExpiresAt: run.LeaseExpiresAt},
 			Now:   run.LeaseExpiresAt.Add(-time.Duration(arg.TtlUs) * time.Microsecond),
-		})
+		}
+		if r.LoggedVersion == r.RowVersion && len(r.EventNames) == len(r.EventPayloads) {
+			c.EventsRead = true
+			c.Events = make([]LoggedEvent, len(r.EventNames))
+			for i, name := range r.EventNames {
+				c.Events[i] = LoggedEvent{Name: name, Payload: s.in.RawJSON(r.EventPayloads[i])}
+			}
+		}
+		out = append(out, c)
 	}
 	return out, nil
+}
+
+// claimedRun returns the run columns of a claimed row.
+func claimedRun(r dbsqlc.ClaimRunsRow) dbsqlc.WorkflowRun {
+	return dbsqlc.WorkflowRun{
+		ID: r.ID, WorkflowType: r.WorkflowType, CurrentState: r.CurrentState, TenantID: r.TenantID, UserID: r.UserID,
+		CorrelationID: r.CorrelationID, IdempotencyKey: r.IdempotencyKey, AttemptNo: r.AttemptNo,
+		PolicySnapshot: r.PolicySnapshot, Result: r.Result, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		DefinitionVersion: r.DefinitionVersion, RowVersion: r.RowVersion, Status: r.Status, Input: r.Input,
+		AttemptStartedAt: r.AttemptStartedAt, FinishedAt: r.FinishedAt, LeaseOwner: r.LeaseOwner,
+		LeaseExpiresAt: r.LeaseExpiresAt, LeaseEpoch: r.LeaseEpoch, NextRunAt: r.NextRunAt, StepAttempt: r.StepAttempt,
+		LastErrorCode: r.LastErrorCode, LastError: r.LastError, ParkedAt: r.ParkedAt, ParentRunID: r.ParentRunID,
+		ParentEvent: r.ParentEvent, ParentDeliveredAt: r.ParentDeliveredAt,
+	}
 }
 
 // ExtendLease extends a live lease to ttl from now. It fails with
