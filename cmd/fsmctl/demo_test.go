@@ -131,7 +131,7 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 		t.Fatalf("second demo: exit %d, stderr:\n%s", again.Code, again.Stderr)
 	}
 	for _, want := range []string{
-		"runtime schema: 3 migrations, 0 applied now\n",
+		"runtime schema: 4 migrations, 0 applied now\n",
 		"\n== 1. A new equation: normalized, not found, solved, registered and indexed\n" +
 			`alice (a11ce000-0000-4000-8000-000000000007, tier pro) submits "Solve 9x + 1 = 10"` + "\n" +
 			"cached: run ",
@@ -181,7 +181,7 @@ func TestDemoWithoutDatabaseStartsAThrowawayCluster(t *testing.T) {
 
 // wantDemo is the normalized output of demo -seed 7 on a new database,
 // after the line naming the database.
-const wantDemo = `runtime schema: 3 migrations, 0 applied now
+const wantDemo = `runtime schema: 4 migrations, 0 applied now
 problembank schema: up to date
 Registered retrieve_or_generate version 1. Seed 7 (fsmctl demo -seed 7 submits the same problems as the same users).
 

@@ -194,11 +194,11 @@ func TestUnreachableDatabaseSaysWhichAndHidesThePassword(t *testing.T) {
 func TestMigrateTwice(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t, pgtest.Empty())
-	want := result{Code: exitOK, Stdout: "runtime schema: 3 migrations, 3 applied now\nproblembank schema: up to date\n"}
+	want := result{Code: exitOK, Stdout: "runtime schema: 4 migrations, 4 applied now\nproblembank schema: up to date\n"}
 	if diff := cmp.Diff(want, withDB(t, url, "migrate")); diff != "" {
 		t.Errorf("first migrate (-want +got):\n%s", diff)
 	}
-	want.Stdout = "runtime schema: 3 migrations, 0 applied now\nproblembank schema: up to date\n"
+	want.Stdout = "runtime schema: 4 migrations, 0 applied now\nproblembank schema: up to date\n"
 	if diff := cmp.Diff(want, withDB(t, url, "migrate")); diff != "" {
 		t.Errorf("second migrate (-want +got):\n%s", diff)
 	}
