@@ -248,8 +248,8 @@ func (g *goGen) events() {
 	g.f.Type().Id("Event").Interface(
 		jen.Comment("EventName returns the event's name, its persisted form."),
 		jen.Id("EventName").Params().String(),
-		jen.Comment("fire calls the method of the Machine named after the event."),
-		jen.Id("fire").Params(jen.Qual("context", "Context"), jen.Op("*").Id("Machine")).Error(),
+		jen.Comment("isEvent seals the interface: only this package's event types implement it."),
+		jen.Id("isEvent").Params(),
 	)
 	for _, s := range m.States {
 		if !s.Driven() {
@@ -276,9 +276,7 @@ func (g *goGen) events() {
 		}
 		g.f.Type().Id(e.GoName).Struct(fields...)
 		g.f.Func().Params(jen.Id(e.GoName)).Id("EventName").Params().String().Add(oneLine(jen.Return(jen.Lit(e.Name))))
-		g.f.Func().Params(jen.Id("e").Id(e.GoName)).Id("fire").Params(jen.Id("c").Qual("context", "Context"), jen.Id("m").Op("*").Id("Machine")).Error().Add(oneLine(
-			jen.Return(jen.Id("m").Dot(e.GoName).Call(jen.Id("c"), jen.Id("e"))),
-		))
+		g.f.Func().Params(jen.Id(e.GoName)).Id("isEvent").Params().Block()
 		for _, s := range accepting {
 			if s.Driven() {
 				g.f.Func().Params(jen.Id(e.GoName)).Id(eventSetMethod(s)).Params().Block()
@@ -400,12 +398,21 @@ func (g *goGen) machine() {
 	g.f.Comment("State returns the machine's current state.")
 	g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("State").Params().Id("State").Add(oneLine(jen.Return(jen.Id("m").Dot("state"))))
 
+	// Fire switches on the event's type and calls the event's method
+	// directly, which the compiler inlines when it is a fast path: one call
+	// for Fire, where an interface method per event would add a second.
+	cases := make([]jen.Code, 0, len(m.Events))
+	for _, e := range m.Events {
+		cases = append(cases, jen.Case(jen.Id(e.GoName)).Block(jen.Return(jen.Id("m").Dot(e.GoName).Call(jen.Id("ctx"), jen.Id("e")))))
+	}
 	g.f.Comment("Fire applies event e as the method named after it does; a nil e returns a")
 	g.f.Comment("*runtime.TransitionError matching runtime.ErrIllegalTransition.")
-	g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("Fire").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id("Event")).Error().Block(
-		jen.If(jen.Id("e").Op("==").Nil()).Block(jen.Return(jen.Id("m").Dot("refuse").Call(jen.Nil()))),
-		jen.Return(jen.Id("e").Dot("fire").Call(jen.Id("ctx"), jen.Id("m"))),
-	)
+	var fire []jen.Code
+	if len(cases) > 0 {
+		fire = append(fire, jen.Switch(jen.Id("e").Op(":=").Id("e").Assert(jen.Type())).Block(cases...))
+	}
+	fire = append(fire, jen.Return(jen.Id("m").Dot("refuse").Call(jen.Nil())))
+	g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("Fire").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id("Event")).Error().Block(fire...)
 
 	ctxP := jen.Id("ctx").Qual("context", "Context")
 	def := jen.Op("&").Id("definition")
@@ -416,6 +423,9 @@ func (g *goGen) machine() {
 	g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("follow").Params(ctxP, jen.Id("e").Id("Event")).Error().Block(
 		jen.Return(rt("Follow").Call(jen.Id("ctx"), def, jen.Id("m").Dot("rec"), jen.Op("&").Id("m").Dot("state"), jen.Id("e"))),
 	)
+	// refuse is kept out of line: inlined, its error building would grow
+	// the frame of every method that can refuse.
+	g.f.Comment("//go:noinline")
 	g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("refuse").Params(jen.Id("e").Id("Event")).Error().Add(oneLine(
 		jen.Return(rt("Refuse").Call(def, jen.Id("m").Dot("state"), jen.Id("e"))),
 	))
@@ -424,9 +434,13 @@ func (g *goGen) machine() {
 // moveHelpers emits move and record, which the methods of guarded events
 // call: an event without guards has one row per state and takes the fast
 // path or follow.
+//
+// Both take the event by pointer: inlined into a method, move would
+// otherwise copy the event (up to the size of its payload) on every
+// transition, recorder or not, only to pass it to record.
 func (g *goGen) moveHelpers(ctxP, def *jen.Statement) {
 	g.f.Comment("move applies a row: without a recorder, an inlined store.")
-	g.f.Func().Id("move").Types(jen.Id("E").Id("Event")).Params(ctxP, jen.Id("m").Op("*").Id("Machine"), jen.Id("to").Id("State"), jen.Id("e").Id("E"), jen.Id("outcome").String()).Error().Block(
+	g.f.Func().Id("move").Types(jen.Id("E").Id("Event")).Params(ctxP, jen.Id("m").Op("*").Id("Machine"), jen.Id("to").Id("State"), jen.Id("e").Op("*").Id("E"), jen.Id("outcome").String()).Error().Block(
 		jen.If(jen.Id("m").Dot("rec").Op("==").Nil()).Block(
 			jen.Id("m").Dot("state").Op("=").Id("to"),
 			jen.Return(jen.Nil()),
@@ -434,8 +448,8 @@ func (g *goGen) moveHelpers(ctxP, def *jen.Statement) {
 		jen.Return(jen.Id("record").Call(jen.Id("ctx"), jen.Id("m"), jen.Id("to"), jen.Id("e"), jen.Id("outcome"))),
 	)
 	g.f.Comment("//go:noinline")
-	g.f.Func().Id("record").Types(jen.Id("E").Id("Event")).Params(ctxP, jen.Id("m").Op("*").Id("Machine"), jen.Id("to").Id("State"), jen.Id("e").Id("E"), jen.Id("outcome").String()).Error().Block(
-		jen.Return(rt("Record").Call(jen.Id("ctx"), def, jen.Id("m").Dot("rec"), jen.Op("&").Id("m").Dot("state"), jen.Id("to"), jen.Id("e"), jen.Id("outcome"))),
+	g.f.Func().Id("record").Types(jen.Id("E").Id("Event")).Params(ctxP, jen.Id("m").Op("*").Id("Machine"), jen.Id("to").Id("State"), jen.Id("e").Op("*").Id("E"), jen.Id("outcome").String()).Error().Block(
+		jen.Return(rt("Record").Call(jen.Id("ctx"), def, jen.Id("m").Dot("rec"), jen.Op("&").Id("m").Dot("state"), jen.Id("to"), jen.Op("*").Id("e"), jen.Id("outcome"))),
 	)
 }
 
@@ -455,7 +469,7 @@ func mState() *jen.Statement { return jen.Id("m").Dot("state") }
 
 // moveCode is the code that records and applies row t.
 func moveCode(t *dsl.Transition) jen.Code {
-	return jen.Return(jen.Id("move").Call(jen.Id("ctx"), jen.Id("m"), jen.Id(stateConst(t.To)), jen.Id("e"), jen.Lit(t.Outcome)))
+	return jen.Return(jen.Id("move").Call(jen.Id("ctx"), jen.Id("m"), jen.Id(stateConst(t.To)), jen.Op("&").Id("e"), jen.Lit(t.Outcome)))
 }
 
 func guardCall(t *dsl.Transition) *jen.Statement {
@@ -617,19 +631,14 @@ func (g *goGen) perEvent() {
 			}
 		case len(arms) == 1 && len(arms[0].rows) == 1:
 			// One guarded row, from one state or several alike.
+			// The condition reads "in the state and admitted", the move
+			// inside the if: written as "not in the state or refused",
+			// the compiler materializes the condition as a boolean.
 			a := arms[0]
 			t := a.rows[0]
-			notIn := jen.Add(mState()).Op("!=").Id(stateConst(a.from[0]))
-			if len(a.from) > 1 {
-				notIn = jen.Op("!").Parens(inState(a.from))
-			}
-			refused := jen.Op("!").Add(guardCall(t))
-			if t.Negated {
-				refused = jen.Id("m").Dot("guards").Dot(t.Guard.GoName).Call(jen.Id("ctx"), jen.Id("e"))
-			}
 			body = []jen.Code{
-				jen.If(notIn.Op("||").Add(refused)).Block(refuse),
-				moveCode(t),
+				jen.If(parensIf(len(a.from) > 1, inState(a.from)).Op("&&").Add(guardCall(t))).Block(moveCode(t)),
+				refuse,
 			}
 		default:
 			armCode := func(a *arm) []jen.Code {

@@ -174,7 +174,7 @@ func main() {
 	var r runtime.Runner
 	_, _ = rog.Runs[struct{}](r).Signal(context.Background(), "id", vg.Rendered{})
 }`,
-			wantErr: "cannot use vg.Rendered{} (value of struct type videogeneration.Rendered) as retrieveorgenerate.Event value in argument to rog.Runs[struct{}](r).Signal: videogeneration.Rendered does not implement retrieveorgenerate.Event (unexported method fire)",
+			wantErr: "cannot use vg.Rendered{} (value of struct type videogeneration.Rendered) as retrieveorgenerate.Event value in argument to rog.Runs[struct{}](r).Signal: videogeneration.Rendered does not implement retrieveorgenerate.Event (unexported method isEvent)",
 		},
 		{
 			name: "the typed handle given another event of the same machine",

@@ -72,8 +72,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // AEvent is an event state A accepts, as its handler returns it: ToB or Stop.
@@ -103,40 +103,40 @@ type DEvent interface {
 // ToB is event ToB, accepted in A.
 type ToB struct{}
 
-func (ToB) EventName() string                          { return "ToB" }
-func (e ToB) fire(c context.Context, m *Machine) error { return m.ToB(c, e) }
-func (ToB) aEvent()                                    {}
+func (ToB) EventName() string { return "ToB" }
+func (ToB) isEvent()          {}
+func (ToB) aEvent()           {}
 
 // ToC is event ToC, accepted in B.
 type ToC struct{}
 
-func (ToC) EventName() string                          { return "ToC" }
-func (e ToC) fire(c context.Context, m *Machine) error { return m.ToC(c, e) }
-func (ToC) bEvent()                                    {}
+func (ToC) EventName() string { return "ToC" }
+func (ToC) isEvent()          {}
+func (ToC) bEvent()           {}
 
 // ToD is event ToD, accepted in C.
 type ToD struct{}
 
-func (ToD) EventName() string                          { return "ToD" }
-func (e ToD) fire(c context.Context, m *Machine) error { return m.ToD(c, e) }
-func (ToD) cEvent()                                    {}
+func (ToD) EventName() string { return "ToD" }
+func (ToD) isEvent()          {}
+func (ToD) cEvent()           {}
 
 // ToA is event ToA, accepted in D.
 type ToA struct{}
 
-func (ToA) EventName() string                          { return "ToA" }
-func (e ToA) fire(c context.Context, m *Machine) error { return m.ToA(c, e) }
-func (ToA) dEvent()                                    {}
+func (ToA) EventName() string { return "ToA" }
+func (ToA) isEvent()          {}
+func (ToA) dEvent()           {}
 
 // Stop is event Stop, accepted in A, B, C and D.
 type Stop struct{}
 
-func (Stop) EventName() string                          { return "Stop" }
-func (e Stop) fire(c context.Context, m *Machine) error { return m.Stop(c, e) }
-func (Stop) aEvent()                                    {}
-func (Stop) bEvent()                                    {}
-func (Stop) cEvent()                                    {}
-func (Stop) dEvent()                                    {}
+func (Stop) EventName() string { return "Stop" }
+func (Stop) isEvent()          {}
+func (Stop) aEvent()           {}
+func (Stop) bEvent()           {}
+func (Stop) cEvent()           {}
+func (Stop) dEvent()           {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -179,16 +179,27 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case ToB:
+		return m.ToB(ctx, e)
+	case ToC:
+		return m.ToC(ctx, e)
+	case ToD:
+		return m.ToD(ctx, e)
+	case ToA:
+		return m.ToA(ctx, e)
+	case Stop:
+		return m.Stop(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // ToB moves A -> B.

@@ -117,8 +117,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // PrequalificationEvent is an event state PREQUALIFICATION accepts, as its
@@ -152,10 +152,8 @@ type PrequalificationCompleted struct {
 	Reason string `json:"reason"`
 }
 
-func (PrequalificationCompleted) EventName() string { return "PrequalificationCompleted" }
-func (e PrequalificationCompleted) fire(c context.Context, m *Machine) error {
-	return m.PrequalificationCompleted(c, e)
-}
+func (PrequalificationCompleted) EventName() string      { return "PrequalificationCompleted" }
+func (PrequalificationCompleted) isEvent()               {}
 func (PrequalificationCompleted) prequalificationEvent() {}
 
 // AuthorizationTimeout is event AuthorizationTimeout, accepted in
@@ -165,9 +163,7 @@ func (PrequalificationCompleted) prequalificationEvent() {}
 type AuthorizationTimeout struct{}
 
 func (AuthorizationTimeout) EventName() string { return "AuthorizationTimeout" }
-func (e AuthorizationTimeout) fire(c context.Context, m *Machine) error {
-	return m.AuthorizationTimeout(c, e)
-}
+func (AuthorizationTimeout) isEvent()          {}
 
 // BackgroundCheckAuthorizationSigned is event
 // BackgroundCheckAuthorizationSigned, accepted in CONDITIONAL_OFFER.
@@ -183,9 +179,7 @@ type BackgroundCheckAuthorizationSigned struct {
 func (BackgroundCheckAuthorizationSigned) EventName() string {
 	return "BackgroundCheckAuthorizationSigned"
 }
-func (e BackgroundCheckAuthorizationSigned) fire(c context.Context, m *Machine) error {
-	return m.BackgroundCheckAuthorizationSigned(c, e)
-}
+func (BackgroundCheckAuthorizationSigned) isEvent() {}
 
 // BackgroundCheckCompleted is event BackgroundCheckCompleted, accepted in
 // BACKGROUND_CHECK_ALLOWED.
@@ -197,10 +191,8 @@ type BackgroundCheckCompleted struct {
 	Findings    []string `json:"findings"`
 }
 
-func (BackgroundCheckCompleted) EventName() string { return "BackgroundCheckCompleted" }
-func (e BackgroundCheckCompleted) fire(c context.Context, m *Machine) error {
-	return m.BackgroundCheckCompleted(c, e)
-}
+func (BackgroundCheckCompleted) EventName() string            { return "BackgroundCheckCompleted" }
+func (BackgroundCheckCompleted) isEvent()                     {}
 func (BackgroundCheckCompleted) backgroundCheckAllowedEvent() {}
 
 // AssessmentCompleted is event AssessmentCompleted, accepted in
@@ -213,10 +205,8 @@ type AssessmentCompleted struct {
 	Rationale string   `json:"rationale"`
 }
 
-func (AssessmentCompleted) EventName() string { return "AssessmentCompleted" }
-func (e AssessmentCompleted) fire(c context.Context, m *Machine) error {
-	return m.AssessmentCompleted(c, e)
-}
+func (AssessmentCompleted) EventName() string              { return "AssessmentCompleted" }
+func (AssessmentCompleted) isEvent()                       {}
 func (AssessmentCompleted) individualizedAssessmentEvent() {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
@@ -277,14 +267,23 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case PrequalificationCompleted:
+		return m.PrequalificationCompleted(ctx, e)
+	case AuthorizationTimeout:
+		return m.AuthorizationTimeout(ctx, e)
+	case BackgroundCheckAuthorizationSigned:
+		return m.BackgroundCheckAuthorizationSigned(ctx, e)
+	case BackgroundCheckCompleted:
+		return m.BackgroundCheckCompleted(ctx, e)
+	case AssessmentCompleted:
+		return m.AssessmentCompleted(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 // move applies a row: without a recorder, an inlined store.
-func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
+func move[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
 		return nil
@@ -293,14 +292,16 @@ func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome strin
 }
 
 //go:noinline
-func record[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
-	return runtime.Record(ctx, &definition, m.rec, &m.state, to, e, outcome)
+func record[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
+	return runtime.Record(ctx, &definition, m.rec, &m.state, to, *e, outcome)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // PrequalificationCompleted tries in order: PREQUALIFICATION -> DENIED when
@@ -308,9 +309,9 @@ func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.s
 func (m *Machine) PrequalificationCompleted(ctx context.Context, e PrequalificationCompleted) error {
 	if m.state == StatePrequalification {
 		if m.guards.PrequalFailed(ctx, e) {
-			return move(ctx, m, StateDenied, e, "denied")
+			return move(ctx, m, StateDenied, &e, "denied")
 		}
-		return move(ctx, m, StateConditionalOffer, e, "")
+		return move(ctx, m, StateConditionalOffer, &e, "")
 	}
 	return m.refuse(e)
 }
@@ -340,9 +341,9 @@ func (m *Machine) BackgroundCheckAuthorizationSigned(ctx context.Context, e Back
 func (m *Machine) BackgroundCheckCompleted(ctx context.Context, e BackgroundCheckCompleted) error {
 	if m.state == StateBackgroundCheckAllowed {
 		if m.guards.NoAdverseInfo(ctx, e) {
-			return move(ctx, m, StateApproved, e, "approved")
+			return move(ctx, m, StateApproved, &e, "approved")
 		}
-		return move(ctx, m, StateIndividualizedAssessment, e, "")
+		return move(ctx, m, StateIndividualizedAssessment, &e, "")
 	}
 	return m.refuse(e)
 }
@@ -352,10 +353,10 @@ func (m *Machine) BackgroundCheckCompleted(ctx context.Context, e BackgroundChec
 func (m *Machine) AssessmentCompleted(ctx context.Context, e AssessmentCompleted) error {
 	if m.state == StateIndividualizedAssessment {
 		if m.guards.Approved(ctx, e) {
-			return move(ctx, m, StateApproved, e, "approved")
+			return move(ctx, m, StateApproved, &e, "approved")
 		}
 		if !m.guards.Approved(ctx, e) {
-			return move(ctx, m, StateDenied, e, "denied")
+			return move(ctx, m, StateDenied, &e, "denied")
 		}
 	}
 	return m.refuse(e)

@@ -85,8 +85,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // StepCompleted is event StepCompleted, accepted in RUNNING.
@@ -98,8 +98,8 @@ type StepCompleted struct {
 	StepType string `json:"stepType"`
 }
 
-func (StepCompleted) EventName() string                          { return "StepCompleted" }
-func (e StepCompleted) fire(c context.Context, m *Machine) error { return m.StepCompleted(c, e) }
+func (StepCompleted) EventName() string { return "StepCompleted" }
+func (StepCompleted) isEvent()          {}
 
 // StepDead is event StepDead, accepted in RUNNING.
 // StepDead: the current step went RUNNING -> DEAD, on Dead(lastError) or
@@ -110,8 +110,8 @@ type StepDead struct {
 	LastError string `json:"lastError"`
 }
 
-func (StepDead) EventName() string                          { return "StepDead" }
-func (e StepDead) fire(c context.Context, m *Machine) error { return m.StepDead(c, e) }
+func (StepDead) EventName() string { return "StepDead" }
+func (StepDead) isEvent()          {}
 
 // Cancel is event Cancel, accepted in RUNNING.
 // Cancel: the instance is cancelled (CANCELED is reserved; optional
@@ -120,8 +120,8 @@ type Cancel struct {
 	Reason string `json:"reason"`
 }
 
-func (Cancel) EventName() string                          { return "Cancel" }
-func (e Cancel) fire(c context.Context, m *Machine) error { return m.Cancel(c, e) }
+func (Cancel) EventName() string { return "Cancel" }
+func (Cancel) isEvent()          {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -177,14 +177,19 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case StepCompleted:
+		return m.StepCompleted(ctx, e)
+	case StepDead:
+		return m.StepDead(ctx, e)
+	case Cancel:
+		return m.Cancel(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 // move applies a row: without a recorder, an inlined store.
-func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
+func move[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
 		return nil
@@ -193,14 +198,16 @@ func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome strin
 }
 
 //go:noinline
-func record[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
-	return runtime.Record(ctx, &definition, m.rec, &m.state, to, e, outcome)
+func record[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
+	return runtime.Record(ctx, &definition, m.rec, &m.state, to, *e, outcome)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // StepCompleted tries in order: RUNNING -> COMPLETED unless NextStepExists;
@@ -208,9 +215,9 @@ func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.s
 func (m *Machine) StepCompleted(ctx context.Context, e StepCompleted) error {
 	if m.state == StateRunning {
 		if !m.guards.NextStepExists(ctx, e) {
-			return move(ctx, m, StateCompleted, e, "")
+			return move(ctx, m, StateCompleted, &e, "")
 		}
-		return move(ctx, m, StateRunning, e, "")
+		return move(ctx, m, StateRunning, &e, "")
 	}
 	return m.refuse(e)
 }

@@ -104,8 +104,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // RunningEvent is an event state RUNNING accepts, as its handler returns it:
@@ -120,8 +120,8 @@ type RunningEvent interface {
 // step_seq = 0, and by A) Completed for the next step (nextSeq).
 type Activate struct{}
 
-func (Activate) EventName() string                          { return "Activate" }
-func (e Activate) fire(c context.Context, m *Machine) error { return m.Activate(c, e) }
+func (Activate) EventName() string { return "Activate" }
+func (Activate) isEvent()          {}
 
 // Claim is event Claim, accepted in READY.
 // Claim: the runner selected the READY row (status = READY &&
@@ -132,8 +132,8 @@ type Claim struct {
 	Lease    time.Duration `json:"lease"`
 }
 
-func (Claim) EventName() string                          { return "Claim" }
-func (e Claim) fire(c context.Context, m *Machine) error { return m.Claim(c, e) }
+func (Claim) EventName() string { return "Claim" }
+func (Claim) isEvent()          {}
 
 // ClaimTimedOut is event ClaimTimedOut, accepted in WAITING.
 // ClaimTimedOut: claim timed-out WAITING steps (optional, if enabled):
@@ -145,8 +145,8 @@ type ClaimTimedOut struct {
 	Lease    time.Duration `json:"lease"`
 }
 
-func (ClaimTimedOut) EventName() string                          { return "ClaimTimedOut" }
-func (e ClaimTimedOut) fire(c context.Context, m *Machine) error { return m.ClaimTimedOut(c, e) }
+func (ClaimTimedOut) EventName() string { return "ClaimTimedOut" }
+func (ClaimTimedOut) isEvent()          {}
 
 // RecoverLease is event RecoverLease, accepted in RUNNING.
 // RecoverLease: lease recovery releases an expired RUNNING lease:
@@ -154,17 +154,17 @@ func (e ClaimTimedOut) fire(c context.Context, m *Machine) error { return m.Clai
 // locked_by/locked_until cleared.
 type RecoverLease struct{}
 
-func (RecoverLease) EventName() string                          { return "RecoverLease" }
-func (e RecoverLease) fire(c context.Context, m *Machine) error { return m.RecoverLease(c, e) }
-func (RecoverLease) runningEvent()                              {}
+func (RecoverLease) EventName() string { return "RecoverLease" }
+func (RecoverLease) isEvent()          {}
+func (RecoverLease) runningEvent()     {}
 
 // Completed is event Completed, accepted in RUNNING.
 // Completed: the handler returned Completed.
 type Completed struct{}
 
-func (Completed) EventName() string                          { return "Completed" }
-func (e Completed) fire(c context.Context, m *Machine) error { return m.Completed(c, e) }
-func (Completed) runningEvent()                              {}
+func (Completed) EventName() string { return "Completed" }
+func (Completed) isEvent()          {}
+func (Completed) runningEvent()     {}
 
 // Waiting is event Waiting, accepted in RUNNING.
 // Waiting: the handler returned Waiting(waitingEventType, timeout,
@@ -178,9 +178,9 @@ type Waiting struct {
 	OutboundEvents   []json.RawMessage `json:"outboundEvents"`
 }
 
-func (Waiting) EventName() string                          { return "Waiting" }
-func (e Waiting) fire(c context.Context, m *Machine) error { return m.Waiting(c, e) }
-func (Waiting) runningEvent()                              {}
+func (Waiting) EventName() string { return "Waiting" }
+func (Waiting) isEvent()          {}
+func (Waiting) runningEvent()     {}
 
 // Retry is event Retry, accepted in RUNNING.
 // Retry: the handler returned Retry(backoff, lastError). Scheduled:
@@ -191,9 +191,9 @@ type Retry struct {
 	LastError string        `json:"lastError"`
 }
 
-func (Retry) EventName() string                          { return "Retry" }
-func (e Retry) fire(c context.Context, m *Machine) error { return m.Retry(c, e) }
-func (Retry) runningEvent()                              {}
+func (Retry) EventName() string { return "Retry" }
+func (Retry) isEvent()          {}
+func (Retry) runningEvent()     {}
 
 // Dead is event Dead, accepted in RUNNING.
 // Dead: the handler returned Dead(lastError): attempts += 1, last_error
@@ -202,9 +202,9 @@ type Dead struct {
 	LastError string `json:"lastError"`
 }
 
-func (Dead) EventName() string                          { return "Dead" }
-func (e Dead) fire(c context.Context, m *Machine) error { return m.Dead(c, e) }
-func (Dead) runningEvent()                              {}
+func (Dead) EventName() string { return "Dead" }
+func (Dead) isEvent()          {}
+func (Dead) runningEvent()     {}
 
 // WakeUp is event WakeUp, accepted in WAITING.
 // WakeUp: an external event of type eventType (incomingEventType)
@@ -214,8 +214,8 @@ type WakeUp struct {
 	EventType string `json:"eventType"`
 }
 
-func (WakeUp) EventName() string                          { return "WakeUp" }
-func (e WakeUp) fire(c context.Context, m *Machine) error { return m.WakeUp(c, e) }
+func (WakeUp) EventName() string { return "WakeUp" }
+func (WakeUp) isEvent()          {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -285,14 +285,31 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case Activate:
+		return m.Activate(ctx, e)
+	case Claim:
+		return m.Claim(ctx, e)
+	case ClaimTimedOut:
+		return m.ClaimTimedOut(ctx, e)
+	case RecoverLease:
+		return m.RecoverLease(ctx, e)
+	case Completed:
+		return m.Completed(ctx, e)
+	case Waiting:
+		return m.Waiting(ctx, e)
+	case Retry:
+		return m.Retry(ctx, e)
+	case Dead:
+		return m.Dead(ctx, e)
+	case WakeUp:
+		return m.WakeUp(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 // move applies a row: without a recorder, an inlined store.
-func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
+func move[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
 		return nil
@@ -301,14 +318,16 @@ func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome strin
 }
 
 //go:noinline
-func record[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
-	return runtime.Record(ctx, &definition, m.rec, &m.state, to, e, outcome)
+func record[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
+	return runtime.Record(ctx, &definition, m.rec, &m.state, to, *e, outcome)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // Activate moves PENDING -> READY.
@@ -322,42 +341,42 @@ func (m *Machine) Activate(ctx context.Context, e Activate) error {
 
 // Claim moves READY -> RUNNING when Due.
 func (m *Machine) Claim(ctx context.Context, e Claim) error {
-	if m.state != StateReady || !m.guards.Due(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateReady && m.guards.Due(ctx, e) {
+		return move(ctx, m, StateRunning, &e, "")
 	}
-	return move(ctx, m, StateRunning, e, "")
+	return m.refuse(e)
 }
 
 // ClaimTimedOut moves WAITING -> RUNNING when DeadlinePassed.
 func (m *Machine) ClaimTimedOut(ctx context.Context, e ClaimTimedOut) error {
-	if m.state != StateWaiting || !m.guards.DeadlinePassed(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateWaiting && m.guards.DeadlinePassed(ctx, e) {
+		return move(ctx, m, StateRunning, &e, "")
 	}
-	return move(ctx, m, StateRunning, e, "")
+	return m.refuse(e)
 }
 
 // RecoverLease moves RUNNING -> READY when LeaseExpired.
 func (m *Machine) RecoverLease(ctx context.Context, e RecoverLease) error {
-	if m.state != StateRunning || !m.guards.LeaseExpired(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateRunning && m.guards.LeaseExpired(ctx, e) {
+		return move(ctx, m, StateReady, &e, "")
 	}
-	return move(ctx, m, StateReady, e, "")
+	return m.refuse(e)
 }
 
 // Completed moves RUNNING -> DONE when LeaseHeld.
 func (m *Machine) Completed(ctx context.Context, e Completed) error {
-	if m.state != StateRunning || !m.guards.LeaseHeld(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateRunning && m.guards.LeaseHeld(ctx, e) {
+		return move(ctx, m, StateDone, &e, "")
 	}
-	return move(ctx, m, StateDone, e, "")
+	return m.refuse(e)
 }
 
 // Waiting moves RUNNING -> WAITING when LeaseHeld.
 func (m *Machine) Waiting(ctx context.Context, e Waiting) error {
-	if m.state != StateRunning || !m.guards.LeaseHeld(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateRunning && m.guards.LeaseHeld(ctx, e) {
+		return move(ctx, m, StateWaiting, &e, "")
 	}
-	return move(ctx, m, StateWaiting, e, "")
+	return m.refuse(e)
 }
 
 // Retry tries in order: RUNNING -> READY when AttemptsLeft; RUNNING -> DEAD
@@ -365,10 +384,10 @@ func (m *Machine) Waiting(ctx context.Context, e Waiting) error {
 func (m *Machine) Retry(ctx context.Context, e Retry) error {
 	if m.state == StateRunning {
 		if m.guards.AttemptsLeft(ctx, e) {
-			return move(ctx, m, StateReady, e, "")
+			return move(ctx, m, StateReady, &e, "")
 		}
 		if m.guards.LeaseHeld(ctx, e) {
-			return move(ctx, m, StateDead, e, "")
+			return move(ctx, m, StateDead, &e, "")
 		}
 	}
 	return m.refuse(e)
@@ -376,18 +395,18 @@ func (m *Machine) Retry(ctx context.Context, e Retry) error {
 
 // Dead moves RUNNING -> DEAD when LeaseHeld.
 func (m *Machine) Dead(ctx context.Context, e Dead) error {
-	if m.state != StateRunning || !m.guards.LeaseHeld(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateRunning && m.guards.LeaseHeld(ctx, e) {
+		return move(ctx, m, StateDead, &e, "")
 	}
-	return move(ctx, m, StateDead, e, "")
+	return m.refuse(e)
 }
 
 // WakeUp moves WAITING -> READY when WaitingEventTypeMatches.
 func (m *Machine) WakeUp(ctx context.Context, e WakeUp) error {
-	if m.state != StateWaiting || !m.guards.WaitingEventTypeMatches(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateWaiting && m.guards.WaitingEventTypeMatches(ctx, e) {
+		return move(ctx, m, StateReady, &e, "")
 	}
-	return move(ctx, m, StateReady, e, "")
+	return m.refuse(e)
 }
 
 // View is the machine in its current state: InX for state X, whose methods

@@ -74,8 +74,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // ReindexingEvent is an event state REINDEXING accepts, as its handler returns
@@ -91,9 +91,9 @@ type Reindexed struct {
 	AssetVersionID string `json:"assetVersionID"`
 }
 
-func (Reindexed) EventName() string                          { return "Reindexed" }
-func (e Reindexed) fire(c context.Context, m *Machine) error { return m.Reindexed(c, e) }
-func (Reindexed) reindexingEvent()                           {}
+func (Reindexed) EventName() string { return "Reindexed" }
+func (Reindexed) isEvent()          {}
+func (Reindexed) reindexingEvent()  {}
 
 // ReindexFailed is event ReindexFailed, accepted in REINDEXING.
 // The index write failed and its retries are exhausted.
@@ -102,9 +102,9 @@ type ReindexFailed struct {
 	ErrorDetail string `json:"errorDetail"`
 }
 
-func (ReindexFailed) EventName() string                          { return "ReindexFailed" }
-func (e ReindexFailed) fire(c context.Context, m *Machine) error { return m.ReindexFailed(c, e) }
-func (ReindexFailed) reindexingEvent()                           {}
+func (ReindexFailed) EventName() string { return "ReindexFailed" }
+func (ReindexFailed) isEvent()          {}
+func (ReindexFailed) reindexingEvent()  {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -147,16 +147,21 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case Reindexed:
+		return m.Reindexed(ctx, e)
+	case ReindexFailed:
+		return m.ReindexFailed(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // Reindexed moves REINDEXING -> INDEXED.

@@ -97,8 +97,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // InitiatedEvent is an event state INITIATED accepts, as its handler returns
@@ -148,9 +148,9 @@ type IndexingEvent interface {
 // The workflow was started.
 type Start struct{}
 
-func (Start) EventName() string                          { return "Start" }
-func (e Start) fire(c context.Context, m *Machine) error { return m.Start(c, e) }
-func (Start) initiatedEvent()                            {}
+func (Start) EventName() string { return "Start" }
+func (Start) isEvent()          {}
+func (Start) initiatedEvent()   {}
 
 // MediaNormalized is event MediaNormalized, accepted in INGESTING.
 // ingestion.MediaNormalized: the media is normalized and the problem signature computed.
@@ -161,9 +161,9 @@ type MediaNormalized struct {
 	TopicTags        []string `json:"topicTags"`
 }
 
-func (MediaNormalized) EventName() string                          { return "MediaNormalized" }
-func (e MediaNormalized) fire(c context.Context, m *Machine) error { return m.MediaNormalized(c, e) }
-func (MediaNormalized) ingestingEvent()                            {}
+func (MediaNormalized) EventName() string { return "MediaNormalized" }
+func (MediaNormalized) isEvent()          {}
+func (MediaNormalized) ingestingEvent()   {}
 
 // MediaRejected is event MediaRejected, accepted in INGESTING.
 // ingestion.MediaRejected: the media cannot be used.
@@ -171,9 +171,9 @@ type MediaRejected struct {
 	Reason string `json:"reason"`
 }
 
-func (MediaRejected) EventName() string                          { return "MediaRejected" }
-func (e MediaRejected) fire(c context.Context, m *Machine) error { return m.MediaRejected(c, e) }
-func (MediaRejected) ingestingEvent()                            {}
+func (MediaRejected) EventName() string { return "MediaRejected" }
+func (MediaRejected) isEvent()          {}
+func (MediaRejected) ingestingEvent()   {}
 
 // RetrievalHit is event RetrievalHit, accepted in RETRIEVING.
 // retrieval.RetrievalHit: a stored solution matches.
@@ -183,9 +183,9 @@ type RetrievalHit struct {
 	Method         string  `json:"method"`
 }
 
-func (RetrievalHit) EventName() string                          { return "RetrievalHit" }
-func (e RetrievalHit) fire(c context.Context, m *Machine) error { return m.RetrievalHit(c, e) }
-func (RetrievalHit) retrievingEvent()                           {}
+func (RetrievalHit) EventName() string { return "RetrievalHit" }
+func (RetrievalHit) isEvent()          {}
+func (RetrievalHit) retrievingEvent()  {}
 
 // RetrievalMiss is event RetrievalMiss, accepted in RETRIEVING.
 // retrieval.RetrievalMiss: nothing stored matches well enough.
@@ -194,9 +194,9 @@ type RetrievalMiss struct {
 	CandidateAssetVersionID string  `json:"candidateAssetVersionID"`
 }
 
-func (RetrievalMiss) EventName() string                          { return "RetrievalMiss" }
-func (e RetrievalMiss) fire(c context.Context, m *Machine) error { return m.RetrievalMiss(c, e) }
-func (RetrievalMiss) retrievingEvent()                           {}
+func (RetrievalMiss) EventName() string { return "RetrievalMiss" }
+func (RetrievalMiss) isEvent()          {}
+func (RetrievalMiss) retrievingEvent()  {}
 
 // RetrievalFailed is event RetrievalFailed, accepted in RETRIEVING.
 // Retrieval failed after its retries.
@@ -205,9 +205,9 @@ type RetrievalFailed struct {
 	ErrorDetail string `json:"errorDetail"`
 }
 
-func (RetrievalFailed) EventName() string                          { return "RetrievalFailed" }
-func (e RetrievalFailed) fire(c context.Context, m *Machine) error { return m.RetrievalFailed(c, e) }
-func (RetrievalFailed) retrievingEvent()                           {}
+func (RetrievalFailed) EventName() string { return "RetrievalFailed" }
+func (RetrievalFailed) isEvent()          {}
+func (RetrievalFailed) retrievingEvent()  {}
 
 // SolveSucceeded is event SolveSucceeded, accepted in GENERATING_SOLUTION.
 // The solve sub-workflow returned success.
@@ -217,9 +217,9 @@ type SolveSucceeded struct {
 	CostUSD    float64 `json:"costUSD"`
 }
 
-func (SolveSucceeded) EventName() string                          { return "SolveSucceeded" }
-func (e SolveSucceeded) fire(c context.Context, m *Machine) error { return m.SolveSucceeded(c, e) }
-func (SolveSucceeded) generatingSolutionEvent()                   {}
+func (SolveSucceeded) EventName() string        { return "SolveSucceeded" }
+func (SolveSucceeded) isEvent()                 {}
+func (SolveSucceeded) generatingSolutionEvent() {}
 
 // SolveFailed is event SolveFailed, accepted in GENERATING_SOLUTION.
 // The solve sub-workflow failed and its retries are exhausted.
@@ -229,9 +229,9 @@ type SolveFailed struct {
 	CostUSD     float64 `json:"costUSD"`
 }
 
-func (SolveFailed) EventName() string                          { return "SolveFailed" }
-func (e SolveFailed) fire(c context.Context, m *Machine) error { return m.SolveFailed(c, e) }
-func (SolveFailed) generatingSolutionEvent()                   {}
+func (SolveFailed) EventName() string        { return "SolveFailed" }
+func (SolveFailed) isEvent()                 {}
+func (SolveFailed) generatingSolutionEvent() {}
 
 // CostCapExceeded is event CostCapExceeded, accepted in GENERATING_SOLUTION.
 // The run's cost cap was exceeded while solving.
@@ -240,9 +240,9 @@ type CostCapExceeded struct {
 	SpentUSD float64 `json:"spentUSD"`
 }
 
-func (CostCapExceeded) EventName() string                          { return "CostCapExceeded" }
-func (e CostCapExceeded) fire(c context.Context, m *Machine) error { return m.CostCapExceeded(c, e) }
-func (CostCapExceeded) generatingSolutionEvent()                   {}
+func (CostCapExceeded) EventName() string        { return "CostCapExceeded" }
+func (CostCapExceeded) isEvent()                 {}
+func (CostCapExceeded) generatingSolutionEvent() {}
 
 // AssetsRegistered is event AssetsRegistered, accepted in REGISTERING.
 // asset.ProblemRegistered + asset.AssetVersionCreated: both assets are saved.
@@ -251,9 +251,9 @@ type AssetsRegistered struct {
 	AssetVersionID string `json:"assetVersionID"`
 }
 
-func (AssetsRegistered) EventName() string                          { return "AssetsRegistered" }
-func (e AssetsRegistered) fire(c context.Context, m *Machine) error { return m.AssetsRegistered(c, e) }
-func (AssetsRegistered) registeringEvent()                          {}
+func (AssetsRegistered) EventName() string { return "AssetsRegistered" }
+func (AssetsRegistered) isEvent()          {}
+func (AssetsRegistered) registeringEvent() {}
 
 // RegistrationFailed is event RegistrationFailed, accepted in REGISTERING.
 // Registration failed after its retries.
@@ -263,9 +263,7 @@ type RegistrationFailed struct {
 }
 
 func (RegistrationFailed) EventName() string { return "RegistrationFailed" }
-func (e RegistrationFailed) fire(c context.Context, m *Machine) error {
-	return m.RegistrationFailed(c, e)
-}
+func (RegistrationFailed) isEvent()          {}
 func (RegistrationFailed) registeringEvent() {}
 
 // DocumentIndexed is event DocumentIndexed, accepted in INDEXING.
@@ -274,9 +272,9 @@ type DocumentIndexed struct {
 	AssetVersionID string `json:"assetVersionID"`
 }
 
-func (DocumentIndexed) EventName() string                          { return "DocumentIndexed" }
-func (e DocumentIndexed) fire(c context.Context, m *Machine) error { return m.DocumentIndexed(c, e) }
-func (DocumentIndexed) indexingEvent()                             {}
+func (DocumentIndexed) EventName() string { return "DocumentIndexed" }
+func (DocumentIndexed) isEvent()          {}
+func (DocumentIndexed) indexingEvent()    {}
 
 // IndexTimedOut is event IndexTimedOut, accepted in INDEXING.
 // The index write timed out; a background reindex is enqueued.
@@ -284,9 +282,9 @@ type IndexTimedOut struct {
 	AssetVersionID string `json:"assetVersionID"`
 }
 
-func (IndexTimedOut) EventName() string                          { return "IndexTimedOut" }
-func (e IndexTimedOut) fire(c context.Context, m *Machine) error { return m.IndexTimedOut(c, e) }
-func (IndexTimedOut) indexingEvent()                             {}
+func (IndexTimedOut) EventName() string { return "IndexTimedOut" }
+func (IndexTimedOut) isEvent()          {}
+func (IndexTimedOut) indexingEvent()    {}
 
 // IndexFailed is event IndexFailed, accepted in INDEXING.
 // The index write failed with an error other than a timeout.
@@ -295,9 +293,9 @@ type IndexFailed struct {
 	ErrorDetail string `json:"errorDetail"`
 }
 
-func (IndexFailed) EventName() string                          { return "IndexFailed" }
-func (e IndexFailed) fire(c context.Context, m *Machine) error { return m.IndexFailed(c, e) }
-func (IndexFailed) indexingEvent()                             {}
+func (IndexFailed) EventName() string { return "IndexFailed" }
+func (IndexFailed) isEvent()          {}
+func (IndexFailed) indexingEvent()    {}
 
 // Cancel is event Cancel, accepted in INITIATED, INGESTING, RETRIEVING,
 // GENERATING_SOLUTION, REGISTERING and INDEXING.
@@ -306,14 +304,14 @@ type Cancel struct {
 	UserID string `json:"userID"`
 }
 
-func (Cancel) EventName() string                          { return "Cancel" }
-func (e Cancel) fire(c context.Context, m *Machine) error { return m.Cancel(c, e) }
-func (Cancel) initiatedEvent()                            {}
-func (Cancel) ingestingEvent()                            {}
-func (Cancel) retrievingEvent()                           {}
-func (Cancel) generatingSolutionEvent()                   {}
-func (Cancel) registeringEvent()                          {}
-func (Cancel) indexingEvent()                             {}
+func (Cancel) EventName() string        { return "Cancel" }
+func (Cancel) isEvent()                 {}
+func (Cancel) initiatedEvent()          {}
+func (Cancel) ingestingEvent()          {}
+func (Cancel) retrievingEvent()         {}
+func (Cancel) generatingSolutionEvent() {}
+func (Cancel) registeringEvent()        {}
+func (Cancel) indexingEvent()           {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -381,14 +379,43 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case Start:
+		return m.Start(ctx, e)
+	case MediaNormalized:
+		return m.MediaNormalized(ctx, e)
+	case MediaRejected:
+		return m.MediaRejected(ctx, e)
+	case RetrievalHit:
+		return m.RetrievalHit(ctx, e)
+	case RetrievalMiss:
+		return m.RetrievalMiss(ctx, e)
+	case RetrievalFailed:
+		return m.RetrievalFailed(ctx, e)
+	case SolveSucceeded:
+		return m.SolveSucceeded(ctx, e)
+	case SolveFailed:
+		return m.SolveFailed(ctx, e)
+	case CostCapExceeded:
+		return m.CostCapExceeded(ctx, e)
+	case AssetsRegistered:
+		return m.AssetsRegistered(ctx, e)
+	case RegistrationFailed:
+		return m.RegistrationFailed(ctx, e)
+	case DocumentIndexed:
+		return m.DocumentIndexed(ctx, e)
+	case IndexTimedOut:
+		return m.IndexTimedOut(ctx, e)
+	case IndexFailed:
+		return m.IndexFailed(ctx, e)
+	case Cancel:
+		return m.Cancel(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 // move applies a row: without a recorder, an inlined store.
-func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
+func move[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
 		return nil
@@ -397,30 +424,32 @@ func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome strin
 }
 
 //go:noinline
-func record[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
-	return runtime.Record(ctx, &definition, m.rec, &m.state, to, e, outcome)
+func record[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
+	return runtime.Record(ctx, &definition, m.rec, &m.state, to, *e, outcome)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // Start moves INITIATED -> INGESTING when IdempotencyCheckPassed.
 func (m *Machine) Start(ctx context.Context, e Start) error {
-	if m.state != StateInitiated || !m.guards.IdempotencyCheckPassed(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateInitiated && m.guards.IdempotencyCheckPassed(ctx, e) {
+		return move(ctx, m, StateIngesting, &e, "")
 	}
-	return move(ctx, m, StateIngesting, e, "")
+	return m.refuse(e)
 }
 
 // MediaNormalized moves INGESTING -> RETRIEVING when SignatureComputed.
 func (m *Machine) MediaNormalized(ctx context.Context, e MediaNormalized) error {
-	if m.state != StateIngesting || !m.guards.SignatureComputed(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateIngesting && m.guards.SignatureComputed(ctx, e) {
+		return move(ctx, m, StateRetrieving, &e, "")
 	}
-	return move(ctx, m, StateRetrieving, e, "")
+	return m.refuse(e)
 }
 
 // MediaRejected moves INGESTING -> FAILED.
@@ -434,18 +463,18 @@ func (m *Machine) MediaRejected(ctx context.Context, e MediaRejected) error {
 
 // RetrievalHit moves RETRIEVING -> SUCCEEDED when AtOrAboveThreshold.
 func (m *Machine) RetrievalHit(ctx context.Context, e RetrievalHit) error {
-	if m.state != StateRetrieving || !m.guards.AtOrAboveThreshold(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateRetrieving && m.guards.AtOrAboveThreshold(ctx, e) {
+		return move(ctx, m, StateSucceeded, &e, "hit")
 	}
-	return move(ctx, m, StateSucceeded, e, "hit")
+	return m.refuse(e)
 }
 
 // RetrievalMiss moves RETRIEVING -> GENERATING_SOLUTION when BelowThreshold.
 func (m *Machine) RetrievalMiss(ctx context.Context, e RetrievalMiss) error {
-	if m.state != StateRetrieving || !m.guards.BelowThreshold(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateRetrieving && m.guards.BelowThreshold(ctx, e) {
+		return move(ctx, m, StateGeneratingSolution, &e, "")
 	}
-	return move(ctx, m, StateGeneratingSolution, e, "")
+	return m.refuse(e)
 }
 
 // RetrievalFailed moves RETRIEVING -> FAILED.
@@ -459,10 +488,10 @@ func (m *Machine) RetrievalFailed(ctx context.Context, e RetrievalFailed) error 
 
 // SolveSucceeded moves GENERATING_SOLUTION -> REGISTERING when HTMLAvailable.
 func (m *Machine) SolveSucceeded(ctx context.Context, e SolveSucceeded) error {
-	if m.state != StateGeneratingSolution || !m.guards.HTMLAvailable(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateGeneratingSolution && m.guards.HTMLAvailable(ctx, e) {
+		return move(ctx, m, StateRegistering, &e, "")
 	}
-	return move(ctx, m, StateRegistering, e, "")
+	return m.refuse(e)
 }
 
 // SolveFailed tries in order: GENERATING_SOLUTION -> SUCCEEDED when
@@ -470,9 +499,9 @@ func (m *Machine) SolveSucceeded(ctx context.Context, e SolveSucceeded) error {
 func (m *Machine) SolveFailed(ctx context.Context, e SolveFailed) error {
 	if m.state == StateGeneratingSolution {
 		if m.guards.NearMissAvailable(ctx, e) {
-			return move(ctx, m, StateSucceeded, e, "hit")
+			return move(ctx, m, StateSucceeded, &e, "hit")
 		}
-		return move(ctx, m, StateFailed, e, "")
+		return move(ctx, m, StateFailed, &e, "")
 	}
 	return m.refuse(e)
 }
@@ -488,10 +517,10 @@ func (m *Machine) CostCapExceeded(ctx context.Context, e CostCapExceeded) error 
 
 // AssetsRegistered moves REGISTERING -> INDEXING when AssetsPersisted.
 func (m *Machine) AssetsRegistered(ctx context.Context, e AssetsRegistered) error {
-	if m.state != StateRegistering || !m.guards.AssetsPersisted(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateRegistering && m.guards.AssetsPersisted(ctx, e) {
+		return move(ctx, m, StateIndexing, &e, "")
 	}
-	return move(ctx, m, StateIndexing, e, "")
+	return m.refuse(e)
 }
 
 // RegistrationFailed moves REGISTERING -> FAILED.
@@ -533,10 +562,10 @@ func (m *Machine) IndexFailed(ctx context.Context, e IndexFailed) error {
 // Cancel moves INITIATED, INGESTING, RETRIEVING, GENERATING_SOLUTION,
 // REGISTERING, INDEXING -> CANCELLED when UserOwnsRun.
 func (m *Machine) Cancel(ctx context.Context, e Cancel) error {
-	if !(m.state == StateInitiated || m.state == StateIngesting || m.state == StateRetrieving || m.state == StateGeneratingSolution || m.state == StateRegistering || m.state == StateIndexing) || !m.guards.UserOwnsRun(ctx, e) {
-		return m.refuse(e)
+	if (m.state == StateInitiated || m.state == StateIngesting || m.state == StateRetrieving || m.state == StateGeneratingSolution || m.state == StateRegistering || m.state == StateIndexing) && m.guards.UserOwnsRun(ctx, e) {
+		return move(ctx, m, StateCancelled, &e, "")
 	}
-	return move(ctx, m, StateCancelled, e, "")
+	return m.refuse(e)
 }
 
 // View is the machine in its current state: InX for state X, whose methods

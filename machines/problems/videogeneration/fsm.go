@@ -75,8 +75,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // RenderingEvent is an event state RENDERING accepts, as its handler returns
@@ -92,9 +92,9 @@ type Rendered struct {
 	StorageKey string `json:"storageKey"`
 }
 
-func (Rendered) EventName() string                          { return "Rendered" }
-func (e Rendered) fire(c context.Context, m *Machine) error { return m.Rendered(c, e) }
-func (Rendered) renderingEvent()                            {}
+func (Rendered) EventName() string { return "Rendered" }
+func (Rendered) isEvent()          {}
+func (Rendered) renderingEvent()   {}
 
 // RenderFailed is event RenderFailed, accepted in RENDERING.
 // Rendering failed and its retries are exhausted.
@@ -103,9 +103,9 @@ type RenderFailed struct {
 	ErrorDetail string `json:"errorDetail"`
 }
 
-func (RenderFailed) EventName() string                          { return "RenderFailed" }
-func (e RenderFailed) fire(c context.Context, m *Machine) error { return m.RenderFailed(c, e) }
-func (RenderFailed) renderingEvent()                            {}
+func (RenderFailed) EventName() string { return "RenderFailed" }
+func (RenderFailed) isEvent()          {}
+func (RenderFailed) renderingEvent()   {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -148,16 +148,21 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case Rendered:
+		return m.Rendered(ctx, e)
+	case RenderFailed:
+		return m.RenderFailed(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // Rendered moves RENDERING -> RENDERED.

@@ -89,8 +89,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // PackingEvent is an event state PACKING accepts, as its handler returns it:
@@ -113,15 +113,15 @@ type Pay struct {
 	PaymentRef string `json:"paymentRef"`
 }
 
-func (Pay) EventName() string                          { return "Pay" }
-func (e Pay) fire(c context.Context, m *Machine) error { return m.Pay(c, e) }
+func (Pay) EventName() string { return "Pay" }
+func (Pay) isEvent()          {}
 
 // PaymentExpired is event PaymentExpired, accepted in PENDING_PAYMENT.
 // Twenty seconds passed without a payment.
 type PaymentExpired struct{}
 
-func (PaymentExpired) EventName() string                          { return "PaymentExpired" }
-func (e PaymentExpired) fire(c context.Context, m *Machine) error { return m.PaymentExpired(c, e) }
+func (PaymentExpired) EventName() string { return "PaymentExpired" }
+func (PaymentExpired) isEvent()          {}
 
 // Packed is event Packed, accepted in PACKING.
 // The parcel is packed and handed to the carrier.
@@ -129,39 +129,37 @@ type Packed struct {
 	ParcelID string `json:"parcelID"`
 }
 
-func (Packed) EventName() string                          { return "Packed" }
-func (e Packed) fire(c context.Context, m *Machine) error { return m.Packed(c, e) }
-func (Packed) packingEvent()                              {}
+func (Packed) EventName() string { return "Packed" }
+func (Packed) isEvent()          {}
+func (Packed) packingEvent()     {}
 
 // Delivered is event Delivered, accepted in IN_TRANSIT.
 // The carrier delivered the parcel.
 type Delivered struct{}
 
-func (Delivered) EventName() string                          { return "Delivered" }
-func (e Delivered) fire(c context.Context, m *Machine) error { return m.Delivered(c, e) }
+func (Delivered) EventName() string { return "Delivered" }
+func (Delivered) isEvent()          {}
 
 // Lost is event Lost, accepted in IN_TRANSIT.
 // The parcel is lost: the carrier says so, or three days pass.
 type Lost struct{}
 
-func (Lost) EventName() string                          { return "Lost" }
-func (e Lost) fire(c context.Context, m *Machine) error { return m.Lost(c, e) }
+func (Lost) EventName() string { return "Lost" }
+func (Lost) isEvent()          {}
 
 // Returned is event Returned, accepted in DELIVERED.
 // The customer sent the parcel back.
 type Returned struct{}
 
-func (Returned) EventName() string                          { return "Returned" }
-func (e Returned) fire(c context.Context, m *Machine) error { return m.Returned(c, e) }
+func (Returned) EventName() string { return "Returned" }
+func (Returned) isEvent()          {}
 
 // ReturnWindowClosed is event ReturnWindowClosed, accepted in DELIVERED.
 // The return window closed.
 type ReturnWindowClosed struct{}
 
 func (ReturnWindowClosed) EventName() string { return "ReturnWindowClosed" }
-func (e ReturnWindowClosed) fire(c context.Context, m *Machine) error {
-	return m.ReturnWindowClosed(c, e)
-}
+func (ReturnWindowClosed) isEvent()          {}
 
 // Refunded is event Refunded, accepted in REFUNDING.
 // The payment was refunded.
@@ -169,9 +167,9 @@ type Refunded struct {
 	RefundRef string `json:"refundRef"`
 }
 
-func (Refunded) EventName() string                          { return "Refunded" }
-func (e Refunded) fire(c context.Context, m *Machine) error { return m.Refunded(c, e) }
-func (Refunded) refundingEvent()                            {}
+func (Refunded) EventName() string { return "Refunded" }
+func (Refunded) isEvent()          {}
+func (Refunded) refundingEvent()   {}
 
 // Cancel is event Cancel, accepted in PENDING_PAYMENT and PACKING.
 // The owner cancels the order.
@@ -179,9 +177,9 @@ type Cancel struct {
 	UserID string `json:"userID"`
 }
 
-func (Cancel) EventName() string                          { return "Cancel" }
-func (e Cancel) fire(c context.Context, m *Machine) error { return m.Cancel(c, e) }
-func (Cancel) packingEvent()                              {}
+func (Cancel) EventName() string { return "Cancel" }
+func (Cancel) isEvent()          {}
+func (Cancel) packingEvent()     {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -234,14 +232,31 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case Pay:
+		return m.Pay(ctx, e)
+	case PaymentExpired:
+		return m.PaymentExpired(ctx, e)
+	case Packed:
+		return m.Packed(ctx, e)
+	case Delivered:
+		return m.Delivered(ctx, e)
+	case Lost:
+		return m.Lost(ctx, e)
+	case Returned:
+		return m.Returned(ctx, e)
+	case ReturnWindowClosed:
+		return m.ReturnWindowClosed(ctx, e)
+	case Refunded:
+		return m.Refunded(ctx, e)
+	case Cancel:
+		return m.Cancel(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 // move applies a row: without a recorder, an inlined store.
-func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
+func move[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
 		return nil
@@ -250,14 +265,16 @@ func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome strin
 }
 
 //go:noinline
-func record[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
-	return runtime.Record(ctx, &definition, m.rec, &m.state, to, e, outcome)
+func record[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
+	return runtime.Record(ctx, &definition, m.rec, &m.state, to, *e, outcome)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // Pay moves PENDING_PAYMENT -> PACKING.
@@ -338,11 +355,11 @@ func (m *Machine) Cancel(ctx context.Context, e Cancel) error {
 	switch m.state {
 	case StatePendingPayment:
 		if m.guards.UserOwnsRun(ctx, e) {
-			return move(ctx, m, StateCancelled, e, "")
+			return move(ctx, m, StateCancelled, &e, "")
 		}
 	case StatePacking:
 		if m.guards.UserOwnsRun(ctx, e) {
-			return move(ctx, m, StateRefunding, e, "")
+			return move(ctx, m, StateRefunding, &e, "")
 		}
 	}
 	return m.refuse(e)

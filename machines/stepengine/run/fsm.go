@@ -78,8 +78,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // RunningEvent is an event state RUNNING accepts, as its handler returns it:
@@ -97,17 +97,17 @@ type StepOK struct {
 	StepName  string `json:"stepName"`
 }
 
-func (StepOK) EventName() string                          { return "StepOK" }
-func (e StepOK) fire(c context.Context, m *Machine) error { return m.StepOK(c, e) }
-func (StepOK) runningEvent()                              {}
+func (StepOK) EventName() string { return "StepOK" }
+func (StepOK) isEvent()          {}
+func (StepOK) runningEvent()     {}
 
 // AllStepsOK is event AllStepsOK, accepted in RUNNING.
 // AllStepsOK: no step is left to execute and every step is OK.
 type AllStepsOK struct{}
 
-func (AllStepsOK) EventName() string                          { return "AllStepsOK" }
-func (e AllStepsOK) fire(c context.Context, m *Machine) error { return m.AllStepsOK(c, e) }
-func (AllStepsOK) runningEvent()                              {}
+func (AllStepsOK) EventName() string { return "AllStepsOK" }
+func (AllStepsOK) isEvent()          {}
+func (AllStepsOK) runningEvent()     {}
 
 // StepFailed is event StepFailed, accepted in RUNNING.
 // StepFailed: the step at stepIndex, named stepName, finished FAILED,
@@ -119,9 +119,9 @@ type StepFailed struct {
 	ErrorMessage string `json:"errorMessage"`
 }
 
-func (StepFailed) EventName() string                          { return "StepFailed" }
-func (e StepFailed) fire(c context.Context, m *Machine) error { return m.StepFailed(c, e) }
-func (StepFailed) runningEvent()                              {}
+func (StepFailed) EventName() string { return "StepFailed" }
+func (StepFailed) isEvent()          {}
+func (StepFailed) runningEvent()     {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -164,16 +164,23 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case StepOK:
+		return m.StepOK(ctx, e)
+	case AllStepsOK:
+		return m.AllStepsOK(ctx, e)
+	case StepFailed:
+		return m.StepFailed(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // StepOK moves RUNNING -> RUNNING.

@@ -90,8 +90,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // RunningEvent is an event state RUNNING accepts, as its handler returns it:
@@ -105,8 +105,8 @@ type RunningEvent interface {
 // StepStart: step_start, the engine starts the step.
 type StepStart struct{}
 
-func (StepStart) EventName() string                          { return "StepStart" }
-func (e StepStart) fire(c context.Context, m *Machine) error { return m.StepStart(c, e) }
+func (StepStart) EventName() string { return "StepStart" }
+func (StepStart) isEvent()          {}
 
 // StepEnd is event StepEnd, accepted in RUNNING.
 // StepEnd: step_end, the step returned its StepResult: ok is True for
@@ -119,9 +119,9 @@ type StepEnd struct {
 	Error   string          `json:"error"`
 }
 
-func (StepEnd) EventName() string                          { return "StepEnd" }
-func (e StepEnd) fire(c context.Context, m *Machine) error { return m.StepEnd(c, e) }
-func (StepEnd) runningEvent()                              {}
+func (StepEnd) EventName() string { return "StepEnd" }
+func (StepEnd) isEvent()          {}
+func (StepEnd) runningEvent()     {}
 
 // StepError is event StepError, accepted in RUNNING.
 // StepError: step_error, the step raised an exception (including
@@ -142,9 +142,9 @@ type StepError struct {
 	ArtifactPath string `json:"artifactPath"`
 }
 
-func (StepError) EventName() string                          { return "StepError" }
-func (e StepError) fire(c context.Context, m *Machine) error { return m.StepError(c, e) }
-func (StepError) runningEvent()                              {}
+func (StepError) EventName() string { return "StepError" }
+func (StepError) isEvent()          {}
+func (StepError) runningEvent()     {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -197,14 +197,19 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case StepStart:
+		return m.StepStart(ctx, e)
+	case StepEnd:
+		return m.StepEnd(ctx, e)
+	case StepError:
+		return m.StepError(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 // move applies a row: without a recorder, an inlined store.
-func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
+func move[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
 		return nil
@@ -213,14 +218,16 @@ func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome strin
 }
 
 //go:noinline
-func record[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
-	return runtime.Record(ctx, &definition, m.rec, &m.state, to, e, outcome)
+func record[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
+	return runtime.Record(ctx, &definition, m.rec, &m.state, to, *e, outcome)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // StepStart moves PENDING -> RUNNING.
@@ -236,9 +243,9 @@ func (m *Machine) StepStart(ctx context.Context, e StepStart) error {
 func (m *Machine) StepEnd(ctx context.Context, e StepEnd) error {
 	if m.state == StateRunning {
 		if m.guards.ResultOK(ctx, e) {
-			return move(ctx, m, StateOk, e, "")
+			return move(ctx, m, StateOk, &e, "")
 		}
-		return move(ctx, m, StateFailed, e, "")
+		return move(ctx, m, StateFailed, &e, "")
 	}
 	return m.refuse(e)
 }

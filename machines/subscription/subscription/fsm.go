@@ -80,8 +80,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // ChargingEvent is an event state CHARGING accepts, as its handler returns it:
@@ -94,8 +94,8 @@ type ChargingEvent interface {
 // RenewalDue is event RenewalDue, accepted in ACTIVE.
 type RenewalDue struct{}
 
-func (RenewalDue) EventName() string                          { return "RenewalDue" }
-func (e RenewalDue) fire(c context.Context, m *Machine) error { return m.RenewalDue(c, e) }
+func (RenewalDue) EventName() string { return "RenewalDue" }
+func (RenewalDue) isEvent()          {}
 
 // PaymentSucceeded is event PaymentSucceeded, accepted in CHARGING.
 type PaymentSucceeded struct {
@@ -103,42 +103,42 @@ type PaymentSucceeded struct {
 	AmountCents int64  `json:"amountCents"`
 }
 
-func (PaymentSucceeded) EventName() string                          { return "PaymentSucceeded" }
-func (e PaymentSucceeded) fire(c context.Context, m *Machine) error { return m.PaymentSucceeded(c, e) }
-func (PaymentSucceeded) chargingEvent()                             {}
+func (PaymentSucceeded) EventName() string { return "PaymentSucceeded" }
+func (PaymentSucceeded) isEvent()          {}
+func (PaymentSucceeded) chargingEvent()    {}
 
 // PaymentFailed is event PaymentFailed, accepted in CHARGING.
 type PaymentFailed struct{}
 
-func (PaymentFailed) EventName() string                          { return "PaymentFailed" }
-func (e PaymentFailed) fire(c context.Context, m *Machine) error { return m.PaymentFailed(c, e) }
-func (PaymentFailed) chargingEvent()                             {}
+func (PaymentFailed) EventName() string { return "PaymentFailed" }
+func (PaymentFailed) isEvent()          {}
+func (PaymentFailed) chargingEvent()    {}
 
 // CardUpdated is event CardUpdated, accepted in PAST_DUE.
 type CardUpdated struct{}
 
-func (CardUpdated) EventName() string                          { return "CardUpdated" }
-func (e CardUpdated) fire(c context.Context, m *Machine) error { return m.CardUpdated(c, e) }
+func (CardUpdated) EventName() string { return "CardUpdated" }
+func (CardUpdated) isEvent()          {}
 
 // GraceExpired is event GraceExpired, accepted in PAST_DUE.
 type GraceExpired struct{}
 
-func (GraceExpired) EventName() string                          { return "GraceExpired" }
-func (e GraceExpired) fire(c context.Context, m *Machine) error { return m.GraceExpired(c, e) }
+func (GraceExpired) EventName() string { return "GraceExpired" }
+func (GraceExpired) isEvent()          {}
 
 // Pause is event Pause, accepted in ACTIVE and PAST_DUE.
 type Pause struct {
 	Reason string `json:"reason"`
 }
 
-func (Pause) EventName() string                          { return "Pause" }
-func (e Pause) fire(c context.Context, m *Machine) error { return m.Pause(c, e) }
+func (Pause) EventName() string { return "Pause" }
+func (Pause) isEvent()          {}
 
 // Resume is event Resume, accepted in PAUSED.
 type Resume struct{}
 
-func (Resume) EventName() string                          { return "Resume" }
-func (e Resume) fire(c context.Context, m *Machine) error { return m.Resume(c, e) }
+func (Resume) EventName() string { return "Resume" }
+func (Resume) isEvent()          {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -181,16 +181,31 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case RenewalDue:
+		return m.RenewalDue(ctx, e)
+	case PaymentSucceeded:
+		return m.PaymentSucceeded(ctx, e)
+	case PaymentFailed:
+		return m.PaymentFailed(ctx, e)
+	case CardUpdated:
+		return m.CardUpdated(ctx, e)
+	case GraceExpired:
+		return m.GraceExpired(ctx, e)
+	case Pause:
+		return m.Pause(ctx, e)
+	case Resume:
+		return m.Resume(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // RenewalDue moves ACTIVE -> CHARGING.

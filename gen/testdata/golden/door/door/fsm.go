@@ -72,41 +72,41 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // Open is event Open, accepted in CLOSED.
 type Open struct{}
 
-func (Open) EventName() string                          { return "Open" }
-func (e Open) fire(c context.Context, m *Machine) error { return m.Open(c, e) }
+func (Open) EventName() string { return "Open" }
+func (Open) isEvent()          {}
 
 // Close is event Close, accepted in OPEN.
 type Close struct{}
 
-func (Close) EventName() string                          { return "Close" }
-func (e Close) fire(c context.Context, m *Machine) error { return m.Close(c, e) }
+func (Close) EventName() string { return "Close" }
+func (Close) isEvent()          {}
 
 // AutoClose is event AutoClose, accepted in OPEN.
 type AutoClose struct{}
 
-func (AutoClose) EventName() string                          { return "AutoClose" }
-func (e AutoClose) fire(c context.Context, m *Machine) error { return m.AutoClose(c, e) }
+func (AutoClose) EventName() string { return "AutoClose" }
+func (AutoClose) isEvent()          {}
 
 // Lock is event Lock, accepted in CLOSED.
 type Lock struct{}
 
-func (Lock) EventName() string                          { return "Lock" }
-func (e Lock) fire(c context.Context, m *Machine) error { return m.Lock(c, e) }
+func (Lock) EventName() string { return "Lock" }
+func (Lock) isEvent()          {}
 
 // Unlock is event Unlock, accepted in LOCKED.
 type Unlock struct {
 	Code string `json:"code"`
 }
 
-func (Unlock) EventName() string                          { return "Unlock" }
-func (e Unlock) fire(c context.Context, m *Machine) error { return m.Unlock(c, e) }
+func (Unlock) EventName() string { return "Unlock" }
+func (Unlock) isEvent()          {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -159,14 +159,23 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case Open:
+		return m.Open(ctx, e)
+	case Close:
+		return m.Close(ctx, e)
+	case AutoClose:
+		return m.AutoClose(ctx, e)
+	case Lock:
+		return m.Lock(ctx, e)
+	case Unlock:
+		return m.Unlock(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 // move applies a row: without a recorder, an inlined store.
-func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
+func move[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
 		return nil
@@ -175,14 +184,16 @@ func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome strin
 }
 
 //go:noinline
-func record[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
-	return runtime.Record(ctx, &definition, m.rec, &m.state, to, e, outcome)
+func record[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
+	return runtime.Record(ctx, &definition, m.rec, &m.state, to, *e, outcome)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // Open moves CLOSED -> OPEN.
@@ -223,10 +234,10 @@ func (m *Machine) Lock(ctx context.Context, e Lock) error {
 
 // Unlock moves LOCKED -> CLOSED when CodeMatches.
 func (m *Machine) Unlock(ctx context.Context, e Unlock) error {
-	if m.state != StateLocked || !m.guards.CodeMatches(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateLocked && m.guards.CodeMatches(ctx, e) {
+		return move(ctx, m, StateClosed, &e, "")
 	}
-	return move(ctx, m, StateClosed, e, "")
+	return m.refuse(e)
 }
 
 // View is the machine in its current state: InX for state X, whose methods

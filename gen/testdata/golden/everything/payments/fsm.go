@@ -111,8 +111,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // ValidatingEvent is an event state VALIDATING accepts, as its handler returns
@@ -173,9 +173,9 @@ type Submit struct {
 	Card     []byte         `json:"card"`
 }
 
-func (Submit) EventName() string                          { return "Submit" }
-func (e Submit) fire(c context.Context, m *Machine) error { return m.Submit(c, e) }
-func (Submit) validatingEvent()                           {}
+func (Submit) EventName() string { return "Submit" }
+func (Submit) isEvent()          {}
+func (Submit) validatingEvent()  {}
 
 // Validated is event Validated, accepted in VALIDATING.
 // The request passed or failed validation.
@@ -185,9 +185,9 @@ type Validated struct {
 	RiskBand uint8   `json:"riskBand"`
 }
 
-func (Validated) EventName() string                          { return "Validated" }
-func (e Validated) fire(c context.Context, m *Machine) error { return m.Validated(c, e) }
-func (Validated) validatingEvent()                           {}
+func (Validated) EventName() string { return "Validated" }
+func (Validated) isEvent()          {}
+func (Validated) validatingEvent()  {}
 
 // Authorized is event Authorized, accepted in AUTHORIZING.
 // The card network reserved the funds.
@@ -199,17 +199,17 @@ type Authorized struct {
 	Tags        []string      `json:"tags"`
 }
 
-func (Authorized) EventName() string                          { return "Authorized" }
-func (e Authorized) fire(c context.Context, m *Machine) error { return m.Authorized(c, e) }
-func (Authorized) authorizingEvent()                          {}
+func (Authorized) EventName() string { return "Authorized" }
+func (Authorized) isEvent()          {}
+func (Authorized) authorizingEvent() {}
 
 // Declined is event Declined, accepted in AUTHORIZING.
 // The network refused the card.
 type Declined struct{}
 
-func (Declined) EventName() string                          { return "Declined" }
-func (e Declined) fire(c context.Context, m *Machine) error { return m.Declined(c, e) }
-func (Declined) authorizingEvent()                          {}
+func (Declined) EventName() string { return "Declined" }
+func (Declined) isEvent()          {}
+func (Declined) authorizingEvent() {}
 
 // ChallengePassed is event ChallengePassed, accepted in CHALLENGED.
 // The cardholder passed the challenge.
@@ -218,22 +218,22 @@ type ChallengePassed struct {
 	Method   rune `json:"method"`
 }
 
-func (ChallengePassed) EventName() string                          { return "ChallengePassed" }
-func (e ChallengePassed) fire(c context.Context, m *Machine) error { return m.ChallengePassed(c, e) }
+func (ChallengePassed) EventName() string { return "ChallengePassed" }
+func (ChallengePassed) isEvent()          {}
 
 // ChallengeExpired is event ChallengeExpired, accepted in CHALLENGED.
 // The challenge was not answered in time; support may also expire it.
 type ChallengeExpired struct{}
 
-func (ChallengeExpired) EventName() string                          { return "ChallengeExpired" }
-func (e ChallengeExpired) fire(c context.Context, m *Machine) error { return m.ChallengeExpired(c, e) }
+func (ChallengeExpired) EventName() string { return "ChallengeExpired" }
+func (ChallengeExpired) isEvent()          {}
 
 // Reminder is event Reminder, accepted in CHALLENGED.
 // Time to remind the cardholder.
 type Reminder struct{}
 
-func (Reminder) EventName() string                          { return "Reminder" }
-func (e Reminder) fire(c context.Context, m *Machine) error { return m.Reminder(c, e) }
+func (Reminder) EventName() string { return "Reminder" }
+func (Reminder) isEvent()          {}
 
 // Recorded is event Recorded, accepted in RECORDING.
 // The ledger entry is written.
@@ -242,9 +242,9 @@ type Recorded struct {
 	Shard    uint16 `json:"shard"`
 }
 
-func (Recorded) EventName() string                          { return "Recorded" }
-func (e Recorded) fire(c context.Context, m *Machine) error { return m.Recorded(c, e) }
-func (Recorded) recordingEvent()                            {}
+func (Recorded) EventName() string { return "Recorded" }
+func (Recorded) isEvent()          {}
+func (Recorded) recordingEvent()   {}
 
 // Captured is event Captured, accepted in CAPTURING.
 // The funds are captured.
@@ -258,41 +258,41 @@ type Captured struct {
 	Count          int     `json:"count"`
 }
 
-func (Captured) EventName() string                          { return "Captured" }
-func (e Captured) fire(c context.Context, m *Machine) error { return m.Captured(c, e) }
-func (Captured) capturingEvent()                            {}
+func (Captured) EventName() string { return "Captured" }
+func (Captured) isEvent()          {}
+func (Captured) capturingEvent()   {}
 
 // CaptureTimedOut is event CaptureTimedOut, accepted in CAPTURING.
 // The capture did not finish in time.
 type CaptureTimedOut struct{}
 
-func (CaptureTimedOut) EventName() string                          { return "CaptureTimedOut" }
-func (e CaptureTimedOut) fire(c context.Context, m *Machine) error { return m.CaptureTimedOut(c, e) }
-func (CaptureTimedOut) capturingEvent()                            {}
+func (CaptureTimedOut) EventName() string { return "CaptureTimedOut" }
+func (CaptureTimedOut) isEvent()          {}
+func (CaptureTimedOut) capturingEvent()   {}
 
 // Notified is event Notified, accepted in NOTIFYING.
 // The merchant acknowledged.
 type Notified struct{}
 
-func (Notified) EventName() string                          { return "Notified" }
-func (e Notified) fire(c context.Context, m *Machine) error { return m.Notified(c, e) }
-func (Notified) notifyingEvent()                            {}
+func (Notified) EventName() string { return "Notified" }
+func (Notified) isEvent()          {}
+func (Notified) notifyingEvent()   {}
 
 // Archived is event Archived, accepted in ARCHIVING.
 // The receipts are archived.
 type Archived struct{}
 
-func (Archived) EventName() string                          { return "Archived" }
-func (e Archived) fire(c context.Context, m *Machine) error { return m.Archived(c, e) }
-func (Archived) archivingEvent()                            {}
+func (Archived) EventName() string { return "Archived" }
+func (Archived) isEvent()          {}
+func (Archived) archivingEvent()   {}
 
 // Refunded is event Refunded, accepted in REFUNDING.
 // The refund went through.
 type Refunded struct{}
 
-func (Refunded) EventName() string                          { return "Refunded" }
-func (e Refunded) fire(c context.Context, m *Machine) error { return m.Refunded(c, e) }
-func (Refunded) refundingEvent()                            {}
+func (Refunded) EventName() string { return "Refunded" }
+func (Refunded) isEvent()          {}
+func (Refunded) refundingEvent()   {}
 
 // Failed is event Failed, accepted in AUTHORIZING, RECORDING and CAPTURING.
 // A handler failed for good.
@@ -301,11 +301,11 @@ type Failed struct {
 	Detail string `json:"detail"`
 }
 
-func (Failed) EventName() string                          { return "Failed" }
-func (e Failed) fire(c context.Context, m *Machine) error { return m.Failed(c, e) }
-func (Failed) authorizingEvent()                          {}
-func (Failed) recordingEvent()                            {}
-func (Failed) capturingEvent()                            {}
+func (Failed) EventName() string { return "Failed" }
+func (Failed) isEvent()          {}
+func (Failed) authorizingEvent() {}
+func (Failed) recordingEvent()   {}
+func (Failed) capturingEvent()   {}
 
 // Cancel is event Cancel, accepted in VALIDATING, AUTHORIZING, CHALLENGED,
 // RECORDING, CAPTURING, NOTIFYING, ARCHIVING and REFUNDING.
@@ -314,15 +314,15 @@ type Cancel struct {
 	UserID string `json:"userID"`
 }
 
-func (Cancel) EventName() string                          { return "Cancel" }
-func (e Cancel) fire(c context.Context, m *Machine) error { return m.Cancel(c, e) }
-func (Cancel) validatingEvent()                           {}
-func (Cancel) authorizingEvent()                          {}
-func (Cancel) recordingEvent()                            {}
-func (Cancel) capturingEvent()                            {}
-func (Cancel) notifyingEvent()                            {}
-func (Cancel) archivingEvent()                            {}
-func (Cancel) refundingEvent()                            {}
+func (Cancel) EventName() string { return "Cancel" }
+func (Cancel) isEvent()          {}
+func (Cancel) validatingEvent()  {}
+func (Cancel) authorizingEvent() {}
+func (Cancel) recordingEvent()   {}
+func (Cancel) capturingEvent()   {}
+func (Cancel) notifyingEvent()   {}
+func (Cancel) archivingEvent()   {}
+func (Cancel) refundingEvent()   {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -383,14 +383,43 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case Submit:
+		return m.Submit(ctx, e)
+	case Validated:
+		return m.Validated(ctx, e)
+	case Authorized:
+		return m.Authorized(ctx, e)
+	case Declined:
+		return m.Declined(ctx, e)
+	case ChallengePassed:
+		return m.ChallengePassed(ctx, e)
+	case ChallengeExpired:
+		return m.ChallengeExpired(ctx, e)
+	case Reminder:
+		return m.Reminder(ctx, e)
+	case Recorded:
+		return m.Recorded(ctx, e)
+	case Captured:
+		return m.Captured(ctx, e)
+	case CaptureTimedOut:
+		return m.CaptureTimedOut(ctx, e)
+	case Notified:
+		return m.Notified(ctx, e)
+	case Archived:
+		return m.Archived(ctx, e)
+	case Refunded:
+		return m.Refunded(ctx, e)
+	case Failed:
+		return m.Failed(ctx, e)
+	case Cancel:
+		return m.Cancel(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 // move applies a row: without a recorder, an inlined store.
-func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
+func move[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
 		return nil
@@ -399,14 +428,16 @@ func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome strin
 }
 
 //go:noinline
-func record[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
-	return runtime.Record(ctx, &definition, m.rec, &m.state, to, e, outcome)
+func record[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
+	return runtime.Record(ctx, &definition, m.rec, &m.state, to, *e, outcome)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // Submit moves VALIDATING -> VALIDATING.
@@ -423,10 +454,10 @@ func (m *Machine) Submit(ctx context.Context, e Submit) error {
 func (m *Machine) Validated(ctx context.Context, e Validated) error {
 	if m.state == StateValidating {
 		if m.guards.Approved(ctx, e) {
-			return move(ctx, m, StateAuthorizing, e, "")
+			return move(ctx, m, StateAuthorizing, &e, "")
 		}
 		if !m.guards.Approved(ctx, e) {
-			return move(ctx, m, StateDeclined, e, "declined")
+			return move(ctx, m, StateDeclined, &e, "declined")
 		}
 	}
 	return m.refuse(e)
@@ -437,9 +468,9 @@ func (m *Machine) Validated(ctx context.Context, e Validated) error {
 func (m *Machine) Authorized(ctx context.Context, e Authorized) error {
 	if m.state == StateAuthorizing {
 		if m.guards.Risky(ctx, e) {
-			return move(ctx, m, StateChallenged, e, "")
+			return move(ctx, m, StateChallenged, &e, "")
 		}
-		return move(ctx, m, StateRecording, e, "")
+		return move(ctx, m, StateRecording, &e, "")
 	}
 	return m.refuse(e)
 }
@@ -458,9 +489,9 @@ func (m *Machine) Declined(ctx context.Context, e Declined) error {
 func (m *Machine) ChallengePassed(ctx context.Context, e ChallengePassed) error {
 	if m.state == StateChallenged {
 		if !m.guards.Risky(ctx, e) {
-			return move(ctx, m, StateRecording, e, "")
+			return move(ctx, m, StateRecording, &e, "")
 		}
-		return move(ctx, m, StateDeclined, e, "declined")
+		return move(ctx, m, StateDeclined, &e, "declined")
 	}
 	return m.refuse(e)
 }
@@ -497,12 +528,12 @@ func (m *Machine) Recorded(ctx context.Context, e Recorded) error {
 func (m *Machine) Captured(ctx context.Context, e Captured) error {
 	if m.state == StateCapturing {
 		if m.guards.Large(ctx, e) {
-			return move(ctx, m, StateNotifying, e, "")
+			return move(ctx, m, StateNotifying, &e, "")
 		}
 		if m.guards.Small(ctx, e) {
-			return move(ctx, m, StateNotifying, e, "")
+			return move(ctx, m, StateNotifying, &e, "")
 		}
-		return move(ctx, m, StateArchiving, e, "")
+		return move(ctx, m, StateArchiving, &e, "")
 	}
 	return m.refuse(e)
 }
@@ -555,10 +586,10 @@ func (m *Machine) Failed(ctx context.Context, e Failed) error {
 // Cancel moves VALIDATING, AUTHORIZING, CHALLENGED, RECORDING, CAPTURING,
 // NOTIFYING, ARCHIVING, REFUNDING -> CANCELLED when Owner.
 func (m *Machine) Cancel(ctx context.Context, e Cancel) error {
-	if !(m.state == StateValidating || m.state == StateAuthorizing || m.state == StateChallenged || m.state == StateRecording || m.state == StateCapturing || m.state == StateNotifying || m.state == StateArchiving || m.state == StateRefunding) || !m.guards.Owner(ctx, e) {
-		return m.refuse(e)
+	if (m.state == StateValidating || m.state == StateAuthorizing || m.state == StateChallenged || m.state == StateRecording || m.state == StateCapturing || m.state == StateNotifying || m.state == StateArchiving || m.state == StateRefunding) && m.guards.Owner(ctx, e) {
+		return move(ctx, m, StateCancelled, &e, "")
 	}
-	return move(ctx, m, StateCancelled, e, "")
+	return m.refuse(e)
 }
 
 // View is the machine in its current state: InX for state X, whose methods

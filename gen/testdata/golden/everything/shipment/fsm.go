@@ -85,8 +85,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // OutEvent is an event state OUT accepts, as its handler returns it: Delivered
@@ -102,15 +102,15 @@ type PickedUp struct {
 	Carrier string `json:"carrier"`
 }
 
-func (PickedUp) EventName() string                          { return "PickedUp" }
-func (e PickedUp) fire(c context.Context, m *Machine) error { return m.PickedUp(c, e) }
+func (PickedUp) EventName() string { return "PickedUp" }
+func (PickedUp) isEvent()          {}
 
 // Dispatched is event Dispatched, accepted in NOTE.
 // The parcel left the depot.
 type Dispatched struct{}
 
-func (Dispatched) EventName() string                          { return "Dispatched" }
-func (e Dispatched) fire(c context.Context, m *Machine) error { return m.Dispatched(c, e) }
+func (Dispatched) EventName() string { return "Dispatched" }
+func (Dispatched) isEvent()          {}
 
 // Delivered is event Delivered, accepted in OUT.
 // The parcel was handed over.
@@ -118,24 +118,24 @@ type Delivered struct {
 	At time.Time `json:"at"`
 }
 
-func (Delivered) EventName() string                          { return "Delivered" }
-func (e Delivered) fire(c context.Context, m *Machine) error { return m.Delivered(c, e) }
-func (Delivered) outEvent()                                  {}
+func (Delivered) EventName() string { return "Delivered" }
+func (Delivered) isEvent()          {}
+func (Delivered) outEvent()         {}
 
 // Lost is event Lost, accepted in NOTE and OUT.
 // The carrier lost the parcel.
 type Lost struct{}
 
-func (Lost) EventName() string                          { return "Lost" }
-func (e Lost) fire(c context.Context, m *Machine) error { return m.Lost(c, e) }
-func (Lost) outEvent()                                  {}
+func (Lost) EventName() string { return "Lost" }
+func (Lost) isEvent()          {}
+func (Lost) outEvent()         {}
 
 // Expire is event Expire, accepted in BOOKED.
 // Nobody picked the parcel up.
 type Expire struct{}
 
-func (Expire) EventName() string                          { return "Expire" }
-func (e Expire) fire(c context.Context, m *Machine) error { return m.Expire(c, e) }
+func (Expire) EventName() string { return "Expire" }
+func (Expire) isEvent()          {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -178,16 +178,27 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case PickedUp:
+		return m.PickedUp(ctx, e)
+	case Dispatched:
+		return m.Dispatched(ctx, e)
+	case Delivered:
+		return m.Delivered(ctx, e)
+	case Lost:
+		return m.Lost(ctx, e)
+	case Expire:
+		return m.Expire(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // PickedUp moves BOOKED -> NOTE.

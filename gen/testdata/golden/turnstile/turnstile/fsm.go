@@ -71,8 +71,8 @@ func States() []State {
 type Event interface {
 	// EventName returns the event's name, its persisted form.
 	EventName() string
-	// fire calls the method of the Machine named after the event.
-	fire(context.Context, *Machine) error
+	// isEvent seals the interface: only this package's event types implement it.
+	isEvent()
 }
 
 // Coin is event Coin, accepted in LOCKED.
@@ -80,26 +80,26 @@ type Coin struct {
 	Cents int `json:"cents"`
 }
 
-func (Coin) EventName() string                          { return "Coin" }
-func (e Coin) fire(c context.Context, m *Machine) error { return m.Coin(c, e) }
+func (Coin) EventName() string { return "Coin" }
+func (Coin) isEvent()          {}
 
 // Push is event Push, accepted in UNLOCKED.
 type Push struct{}
 
-func (Push) EventName() string                          { return "Push" }
-func (e Push) fire(c context.Context, m *Machine) error { return m.Push(c, e) }
+func (Push) EventName() string { return "Push" }
+func (Push) isEvent()          {}
 
 // Timeout is event Timeout, accepted in UNLOCKED.
 type Timeout struct{}
 
-func (Timeout) EventName() string                          { return "Timeout" }
-func (e Timeout) fire(c context.Context, m *Machine) error { return m.Timeout(c, e) }
+func (Timeout) EventName() string { return "Timeout" }
+func (Timeout) isEvent()          {}
 
 // Smash is event Smash, accepted in LOCKED and UNLOCKED.
 type Smash struct{}
 
-func (Smash) EventName() string                          { return "Smash" }
-func (e Smash) fire(c context.Context, m *Machine) error { return m.Smash(c, e) }
+func (Smash) EventName() string { return "Smash" }
+func (Smash) isEvent()          {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
@@ -152,14 +152,21 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	if e == nil {
-		return m.refuse(nil)
+	switch e := e.(type) {
+	case Coin:
+		return m.Coin(ctx, e)
+	case Push:
+		return m.Push(ctx, e)
+	case Timeout:
+		return m.Timeout(ctx, e)
+	case Smash:
+		return m.Smash(ctx, e)
 	}
-	return e.fire(ctx, m)
+	return m.refuse(nil)
 }
 
 // move applies a row: without a recorder, an inlined store.
-func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
+func move[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
 	if m.rec == nil {
 		m.state = to
 		return nil
@@ -168,22 +175,24 @@ func move[E Event](ctx context.Context, m *Machine, to State, e E, outcome strin
 }
 
 //go:noinline
-func record[E Event](ctx context.Context, m *Machine, to State, e E, outcome string) error {
-	return runtime.Record(ctx, &definition, m.rec, &m.state, to, e, outcome)
+func record[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
+	return runtime.Record(ctx, &definition, m.rec, &m.state, to, *e, outcome)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
 	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
 }
+
+//go:noinline
 func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
 
 // Coin moves LOCKED -> UNLOCKED when EnoughCoins.
 func (m *Machine) Coin(ctx context.Context, e Coin) error {
-	if m.state != StateLocked || !m.guards.EnoughCoins(ctx, e) {
-		return m.refuse(e)
+	if m.state == StateLocked && m.guards.EnoughCoins(ctx, e) {
+		return move(ctx, m, StateUnlocked, &e, "")
 	}
-	return move(ctx, m, StateUnlocked, e, "")
+	return m.refuse(e)
 }
 
 // Push moves UNLOCKED -> LOCKED.
