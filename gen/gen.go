@@ -9,9 +9,11 @@ import (
 	"go/token"
 	"path"
 	"path/filepath"
+	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dave/jennifer/jen"
 
@@ -38,32 +40,62 @@ const (
 
 // Generate renders every file of every machine of spec, in memory. It
 // returns the files sorted by path, or an error and no file at all.
-// Output depends only on spec: no time stamp, no absolute path.
+// Output depends only on spec: no time stamp, no absolute path. The files
+// are rendered concurrently, on at most GOMAXPROCS goroutines.
 func Generate(spec *dsl.Spec) ([]File, error) {
-	var out []File
+	type job struct {
+		m     *dsl.Machine
+		what  string // after the machine's name in errors
+		run   func() ([]File, error)
+		files []File
+		err   error
+	}
+	var jobs []*job
 	for _, m := range spec.Machines {
 		source := sourceOf(m)
-		code, err := render(machineCode(source, m))
-		if err != nil {
-			return nil, fmt.Errorf("machine %s: %w", m.Name, err)
+		goJob := func(what, name string, code func(string, *dsl.Machine) *jen.File) *job {
+			return &job{m: m, what: what, run: func() ([]File, error) {
+				b, err := render(code(source, m))
+				return []File{{Path: path.Join(m.Package, name), Content: b}}, err
+			}}
 		}
-		test, err := render(testCode(source, m))
-		if err != nil {
-			return nil, fmt.Errorf("machine %s tests: %w", m.Name, err)
-		}
-		runs, err := render(handleCode(source, m))
-		if err != nil {
-			return nil, fmt.Errorf("machine %s handle: %w", m.Name, err)
-		}
-		mmd := Mermaid(m)
-		out = append(out,
-			File{Path: path.Join(m.Package, RunsFile), Content: runs},
-			File{Path: path.Join(m.Package, GoFile), Content: code},
-			File{Path: path.Join(m.Package, TestFile), Content: test},
-			File{Path: path.Join(m.Package, MermaidFile), Content: mmd},
-			File{Path: path.Join(m.Package, DOTFile), Content: DOT(m)},
-			File{Path: path.Join(m.Package, PageFile), Content: Page(source, m, mmd)},
+		// The largest first: the machine's code, then its tests.
+		jobs = append(jobs,
+			goJob("", GoFile, machineCode),
+			goJob(" tests", TestFile, testCode),
+			goJob(" handle", RunsFile, handleCode),
+			&job{m: m, run: func() ([]File, error) {
+				mmd := Mermaid(m)
+				return []File{
+					{Path: path.Join(m.Package, MermaidFile), Content: mmd},
+					{Path: path.Join(m.Package, DOTFile), Content: DOT(m)},
+					{Path: path.Join(m.Package, PageFile), Content: Page(source, m, mmd)},
+				}, nil
+			}},
 		)
+	}
+	next := make(chan *job, len(jobs))
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(goruntime.GOMAXPROCS(0), len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				j.files, j.err = j.run()
+			}
+		}()
+	}
+	wg.Wait()
+	var out []File
+	for _, j := range jobs {
+		if j.err != nil {
+			return nil, fmt.Errorf("machine %s%s: %w", j.m.Name, j.what, j.err)
+		}
+		out = append(out, j.files...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
@@ -116,7 +148,10 @@ func GeneratedFrom(content []byte) (source string, ok bool) {
 	return "", false
 }
 
+// render writes f as Go source, formatted once: jennifer writes it
+// unformatted, and groupImports formats it after grouping the imports.
 func render(f *jen.File) ([]byte, error) {
+	f.NoFormat = true
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
 		return nil, err

@@ -229,13 +229,16 @@ func fieldType(t dsl.Type) *jen.Statement {
 
 // eventsOf returns the events with a row from s, in declaration order.
 func (g *goGen) eventsOf(s *dsl.State) []*dsl.Event {
+	has := map[*dsl.Event]bool{}
+	for _, t := range g.m.Transitions {
+		if t.From == s {
+			has[t.Event] = true
+		}
+	}
 	var out []*dsl.Event
 	for _, e := range g.m.Events {
-		for _, t := range g.m.Transitions {
-			if t.From == s && t.Event == e {
-				out = append(out, e)
-				break
-			}
+		if has[e] {
+			out = append(out, e)
 		}
 	}
 	return out
@@ -453,17 +456,6 @@ func (g *goGen) moveHelpers(ctxP, def *jen.Statement) {
 	)
 }
 
-// rowsFrom returns the rows from s on e, in order.
-func (g *goGen) rowsFrom(s *dsl.State, e *dsl.Event) []*dsl.Transition {
-	var out []*dsl.Transition
-	for _, t := range g.m.Transitions {
-		if t.From == s && t.Event == e {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
 // mState is m.state, the generated Machine's current state.
 func mState() *jen.Statement { return jen.Id("m").Dot("state") }
 
@@ -534,8 +526,15 @@ func rowsKey(rows []*dsl.Transition) string {
 func (g *goGen) arms(e *dsl.Event) []*arm {
 	var out []*arm
 	byKey := map[string]*arm{}
+	// The rows on e from each state, in order, in one pass over the table.
+	rowsFrom := map[*dsl.State][]*dsl.Transition{}
+	for _, t := range g.m.Transitions {
+		if t.Event == e {
+			rowsFrom[t.From] = append(rowsFrom[t.From], t)
+		}
+	}
 	for _, s := range statesAccepting(g.m, e) {
-		rows := g.rowsFrom(s, e)
+		rows := rowsFrom[s]
 		k := rowsKey(rows)
 		if a, ok := byKey[k]; ok {
 			a.from = append(a.from, s)

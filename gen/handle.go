@@ -115,13 +115,16 @@ func comment(f *jen.File, text string) {
 // statesAccepting returns the states with a transition on e, in
 // declaration order.
 func statesAccepting(m *dsl.Machine, e *dsl.Event) []*dsl.State {
+	has := map[*dsl.State]bool{}
+	for _, t := range m.Transitions {
+		if t.Event == e {
+			has[t.From] = true
+		}
+	}
 	var out []*dsl.State
 	for _, s := range m.States {
-		for _, t := range m.Transitions {
-			if t.From == s && t.Event == e {
-				out = append(out, s)
-				break
-			}
+		if has[s] {
+			out = append(out, s)
 		}
 	}
 	return out
