@@ -14,17 +14,6 @@ import (
 	"github.com/alecthomas/participle/v2/lexer"
 )
 
-var fsmLexer = lexer.MustSimple([]lexer.SimpleRule{
-	{Name: "Comment", Pattern: `//[^\n]*`},
-	{Name: "String", Pattern: `"(\\.|[^"\\\n])*"`},
-	{Name: "Duration", Pattern: `[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h|d)([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h|d))*`},
-	{Name: "Number", Pattern: `[0-9]+(\.[0-9]+)?`},
-	{Name: "Ident", Pattern: `[A-Za-z_][A-Za-z0-9_]*`},
-	{Name: "Arrow", Pattern: `->`},
-	{Name: "Punct", Pattern: `[{}\[\];,.*!]`},
-	{Name: "Whitespace", Pattern: `[ \t\r\n]+`},
-})
-
 var fsmParser = participle.MustBuild[File](
 	participle.Lexer(fsmLexer),
 	participle.Elide("Whitespace", "Comment"),
