@@ -1,0 +1,255 @@
+// Package chain_test measures the linear chain engine of seed 002
+// (machines/linearchain/chain) beside River on the same durable database.
+package chain_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/fsmgen/fsmgen/bench/internal/benchdb"
+	"github.com/fsmgen/fsmgen/machines/linearchain/chain"
+)
+
+func TestMain(m *testing.M) { benchdb.Main(m) }
+
+// riverSchema holds River's tables, beside the chain's in the same database.
+const riverSchema = "river"
+
+// The River client's tuning, as bench/engine's: it fetches again 2 ms after
+// a fetch at the soonest, and polls every 20 ms besides LISTEN/NOTIFY.
+const (
+	riverFetchCooldown     = 2 * time.Millisecond
+	riverFetchPollInterval = 20 * time.Millisecond
+)
+
+// withChainAndRiver adds the chain's tables (chain.Migrate) and River's
+// schema (rivermigrate, latest version) to the template.
+var withChainAndRiver = benchdb.Setup("chain+river", func(ctx context.Context, conn *pgx.Conn) error {
+	pool, err := pgxpool.New(ctx, conn.Config().ConnString())
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := chain.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+riverSchema); err != nil {
+		return err
+	}
+	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: riverSchema,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	return nil
+})
+
+var stepTypes = []string{"S1", "S2", "S3", "S4", "S5"}
+
+// BenchmarkChainVersusRiver runs five-step chains to their end with 1, 4
+// and 16 workers, in one run, every sub-benchmark on a fresh copy of the
+// same database. One iteration is one chain of five steps:
+//
+//   - system=chain: an instance of a five-step linear workflow whose
+//     handlers return Completed, driven by chain.Engine.Run's workers
+//     (batch claim of up to 16 steps, FOR UPDATE SKIP LOCKED, one
+//     transaction per result);
+//   - system=river: a chain of five River jobs, each inserting the next
+//     with InsertTx and completing itself with JobCompleteTx in one
+//     transaction (as bench/engine's river-chain).
+//
+// The work exists before the clock starts (instances started, chain heads
+// inserted); the clock runs from starting the workers until the last chain
+// is done. Reported: steps/s, chains/s and the server's work per step.
+// Compare with benchstat -col /system.
+func BenchmarkChainVersusRiver(b *testing.B) {
+	for _, workers := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			b.Run("system=chain", func(b *testing.B) {
+				pool := benchdb.NewPool(b, benchdb.MaxConns(48), withChainAndRiver)
+				elapsed, cost := runChains(b, pool, workers)
+				report(b, elapsed, cost)
+			})
+			b.Run("system=river", func(b *testing.B) {
+				pool := benchdb.NewPool(b, benchdb.MaxConns(48), withChainAndRiver)
+				elapsed, cost := riverChains(b, pool, workers)
+				report(b, elapsed, cost)
+			})
+		})
+	}
+}
+
+func report(b *testing.B, elapsed time.Duration, cost benchdb.Cost) {
+	steps := float64(len(stepTypes) * b.N)
+	b.ReportMetric(steps/elapsed.Seconds(), "steps/s")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "chains/s")
+	cost.Report(b, steps, "step")
+}
+
+func runChains(b *testing.B, pool *pgxpool.Pool, workers int) (time.Duration, benchdb.Cost) {
+	b.Helper()
+	ctx := context.Background()
+	e := chain.New(pool)
+	d := chain.Definition{Type: "bench", Version: 1}
+	for _, t := range stepTypes {
+		d.Steps = append(d.Steps, chain.Step{Type: t, Handler: func(context.Context, chain.Task) chain.Result { return chain.Completed() }})
+	}
+	if err := e.Register(d); err != nil {
+		b.Fatal(err)
+	}
+	for i := range b.N {
+		if _, err := e.Start(ctx, "bench", 1, strconv.Itoa(i), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var completed atomic.Int64
+	finished := make(chan struct{})
+	errs := make(chan error, 1)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	before, err := benchdb.Take(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	began := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = e.Run(runCtx, chain.RunOptions{App: "bench", Workers: workers, Batch: 16, Poll: 20 * time.Millisecond,
+			OnApplied: func(a chain.Applied) {
+				if a.Instance == "COMPLETED" && completed.Add(1) == int64(b.N) {
+					close(finished)
+				}
+			},
+			OnError: func(err error) {
+				select {
+				case errs <- err:
+				default:
+				}
+			}})
+	}()
+	select {
+	case <-finished:
+	case err := <-errs:
+		b.Fatal(err)
+	}
+	elapsed := time.Since(began)
+	b.StopTimer()
+	after, err := benchdb.Take(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stop()
+	<-done
+	return elapsed, after.Since(before)
+}
+
+type chainArgs struct {
+	Step int `json:"step"`
+}
+
+func (chainArgs) Kind() string { return "bench_chain" }
+
+// chainWorker works one step of a five-job chain: in one transaction it
+// inserts the next step (unless this is the fifth) and marks its own job
+// completed, then commits.
+type chainWorker struct {
+	river.WorkerDefaults[chainArgs]
+	pool   *pgxpool.Pool
+	client *river.Client[pgx.Tx]
+	done   *atomic.Int64
+	all    chan struct{}
+	n      int64
+}
+
+func (w *chainWorker) Work(ctx context.Context, job *river.Job[chainArgs]) error {
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if job.Args.Step < len(stepTypes) {
+		if _, err := w.client.InsertTx(ctx, tx, chainArgs{Step: job.Args.Step + 1}, nil); err != nil {
+			return err
+		}
+	}
+	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	if job.Args.Step == len(stepTypes) && w.done.Add(1) == w.n {
+		close(w.all)
+	}
+	return nil
+}
+
+func riverChains(b *testing.B, pool *pgxpool.Pool, workers int) (time.Duration, benchdb.Cost) {
+	b.Helper()
+	ctx := context.Background()
+	ws := river.NewWorkers()
+	w := &chainWorker{pool: pool, done: new(atomic.Int64), all: make(chan struct{}), n: int64(b.N)}
+	river.AddWorker(ws, w)
+	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Schema:            riverSchema,
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+		Workers:           ws,
+		FetchCooldown:     riverFetchCooldown,
+		FetchPollInterval: riverFetchPollInterval,
+		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.client = c
+	for n := b.N; n > 0; {
+		k := min(n, 1000)
+		params := make([]river.InsertManyParams, k)
+		for i := range params {
+			params[i] = river.InsertManyParams{Args: chainArgs{Step: 1}}
+		}
+		if _, err := c.InsertManyFast(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+		n -= k
+	}
+	before, err := benchdb.Take(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	began := time.Now()
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	<-w.all
+	elapsed := time.Since(began)
+	b.StopTimer()
+	after, err := benchdb.Take(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := c.Stop(sctx); err != nil {
+		b.Fatal(err)
+	}
+	return elapsed, after.Since(before)
+}
