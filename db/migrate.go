@@ -25,6 +25,18 @@ const (
 	SQLStateUnlogged            = "FS005"
 )
 
+// The constraints whose violations stand for a guard's SQLSTATE.
+const (
+	// ConstraintMove is the foreign key of workflow_runs to the registered
+	// moves: a violation (23503) is a move the registered table lacks, or a
+	// status that is not the state's, as SQLStateTransitionRefused is.
+	ConstraintMove = "workflow_runs_move_fkey"
+	// ConstraintLoggedChange is the unique index of the log's change rows
+	// (one per run and row version): a violation (23505) is a second log
+	// row of a change of state, as SQLStateUnlogged is.
+	ConstraintLoggedChange = "workflow_step_logs_change_idx"
+)
+
 // migrationLockKey is the key of the advisory lock held while migrations are
 // applied ("fsmgen" in ASCII).
 const migrationLockKey int64 = 0x66736d67656e

@@ -58,7 +58,7 @@ WITH kinds AS (
         w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version,
         w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner,
         w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error,
-        w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, picked.prev_owner
+        w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, picked.prev_owner
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -73,7 +73,7 @@ SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correla
     c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version,
     c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner,
     c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error,
-    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at,
+    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at, c.previous_state,
     coalesce(ev.names, '{}')::text[] AS event_names,
     coalesce(ev.payloads, '{}')::jsonb[] AS event_payloads,
     coalesce(ev.logged_version, 0)::bigint AS logged_version
@@ -121,6 +121,8 @@ WHERE w.id = @id AND w.lease_owner = @owner::text AND w.lease_epoch = @epoch;
 WITH moved AS (
     UPDATE workflow_runs AS w SET
         current_state = @to_state::text,
+        previous_state = w.current_state,
+        status = @to_status::text,
         row_version = w.row_version + 1,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
         step_attempt = 1,
@@ -310,3 +312,78 @@ SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now;
 SELECT EXISTS (
     SELECT 1 FROM workflow_runs c WHERE c.parent_run_id = @id AND c.parent_event = @event::text
 )::bool AS named;
+
+-- name: AdvanceRuns :many
+-- Fenced transitions of many runs (each at most once) in one statement:
+-- item n moves run ids[n] from from_states[n] at row_versions[n] to
+-- to_states[n], logging the move, only under the live lease (owners[n],
+-- epochs[n]), as AdvanceRun does for one. next_delays_us[n] < 0 leaves the
+-- run unscheduled; with finishes[n] the result record is stored, from
+-- result_statuses[n], outcomes[n], outputs[n], costs_usd[n], durations_ms[n]
+-- (0: from the database's clock), error_codes[n] and error_details[n] (an
+-- empty text is NULL). A row comes back for each run that moved; a run that
+-- did not is not where its caller thought, or the lease is lost.
+WITH i AS (
+    SELECT unnest(@ids::uuid[]) AS id,
+        unnest(@from_states::text[]) AS from_state,
+        unnest(@to_states::text[]) AS to_state,
+        unnest(@to_statuses::text[]) AS to_status,
+        unnest(@row_versions::bigint[]) AS row_version,
+        unnest(@workflow_types::text[]) AS workflow_type,
+        unnest(@definition_versions::int[]) AS definition_version,
+        unnest(@events::text[]) AS event,
+        unnest(@payloads::jsonb[]) AS payload,
+        unnest(@next_delays_us::bigint[]) AS next_delay_us,
+        unnest(@release_leases::bool[]) AS release_lease,
+        unnest(@owners::text[]) AS owner,
+        unnest(@epochs::bigint[]) AS epoch,
+        unnest(@finishes::bool[]) AS finish,
+        unnest(@result_statuses::text[]) AS result_status,
+        unnest(@outcomes::text[]) AS outcome,
+        unnest(@outputs::jsonb[]) AS output,
+        unnest(@costs_usd::float8[]) AS cost_usd,
+        unnest(@durations_ms::bigint[]) AS duration_ms,
+        unnest(@error_codes::text[]) AS error_code,
+        unnest(@error_details::text[]) AS error_detail
+), moved AS (
+    UPDATE workflow_runs AS w SET
+        current_state = i.to_state,
+        previous_state = w.current_state,
+        status = i.to_status,
+        row_version = w.row_version + 1,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        step_attempt = 1,
+        last_error_code = NULL,
+        last_error = NULL,
+        parked_at = NULL,
+        result = CASE WHEN i.finish THEN jsonb_build_object(
+            'status', i.result_status,
+            'outcome', nullif(i.outcome, ''),
+            'output', i.output,
+            'workflow_run_id', w.id,
+            'attempt_no', w.attempt_no,
+            'cost_usd', i.cost_usd,
+            'duration_ms', coalesce(nullif(i.duration_ms, 0),
+                (extract(epoch FROM (coalesce(sqlc.narg('now')::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
+            'error_code', nullif(i.error_code, ''),
+            'error_detail', nullif(i.error_detail, '')) ELSE w.result END,
+        finished_at = CASE WHEN i.finish THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE w.finished_at END,
+        next_run_at = CASE WHEN i.finish OR i.next_delay_us < 0 THEN NULL
+            ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + i.next_delay_us * interval '1 microsecond' END,
+        lease_owner = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_owner END,
+        lease_expires_at = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_expires_at END
+    FROM i
+    WHERE w.id = i.id AND w.current_state = i.from_state AND w.row_version = i.row_version
+        AND w.workflow_type = i.workflow_type AND w.definition_version = i.definition_version
+        AND w.lease_owner = i.owner AND w.lease_epoch = i.epoch
+        AND w.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version,
+        i.event, i.from_state, i.to_state, i.payload
+)
+INSERT INTO workflow_step_logs (
+    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+    payload, occurred_at, kind, event, row_version, definition_version)
+SELECT moved.id, moved.workflow_type, moved.attempt_no, moved.event, moved.from_state, moved.to_state,
+    moved.payload, moved.updated_at, 'transition', moved.event, moved.row_version, moved.definition_version
+FROM moved
+RETURNING workflow_run_id, row_version, occurred_at;

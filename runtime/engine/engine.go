@@ -68,6 +68,21 @@ type Config struct {
 	Jitter func() float64
 	// Logger receives the engine's reports. Default slog.Default().
 	Logger *slog.Logger
+	// BatchSize is the most transitions of Work's sessions committed
+	// together, in one statement and one transaction (group commit): the
+	// transitions recorded while a batch is being written are written by
+	// the next one, each with its own compare-and-set of state, row version
+	// and lease, and each session is answered after the commit. A
+	// transition with effects (steps, messages, started runs, a delivered
+	// child) is written alone in its own transaction, as are Signal's and
+	// Cancel's. 1 writes every transition alone. Default 64.
+	BatchSize int
+	// BatchWindow is how long a batch that holds more than one
+	// transition, but fewer than BatchSize, waits for more before it is
+	// written. A transition that finds no other waiting is written at once,
+	// whatever the window. Default 0: no waiting beyond the batch being
+	// written.
+	BatchWindow time.Duration
 }
 
 // The poll intervals New uses when Config.PollInterval is zero, and the
@@ -109,6 +124,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 64
+	}
 	return c
 }
 
@@ -136,6 +154,12 @@ func (c Config) validate(pool *pgxpool.Pool, st *store.Store) error {
 	}
 	if c.Concurrency < 0 {
 		bad = append(bad, fmt.Sprintf("negative concurrency %d", c.Concurrency))
+	}
+	if c.BatchSize < 0 {
+		bad = append(bad, fmt.Sprintf("negative batch size %d", c.BatchSize))
+	}
+	if c.BatchWindow < 0 {
+		bad = append(bad, fmt.Sprintf("negative batch window %v", c.BatchWindow))
 	}
 	if c.RecoveryLimit < 0 {
 		bad = append(bad, fmt.Sprintf("negative recovery limit %d", c.RecoveryLimit))
@@ -232,6 +256,8 @@ type Engine struct {
 	listening   chan struct{}
 
 	hooks hooks
+	// batch commits the sessions' transitions together.
+	batch *batcher
 }
 
 // New returns an engine on pool and st (a store on the same pool; give it
@@ -244,11 +270,13 @@ func New(pool *pgxpool.Pool, st *store.Store, cfg Config) (*Engine, error) {
 	if err := cfg.validate(pool, st); err != nil {
 		return nil, err
 	}
-	return &Engine{
+	e := &Engine{
 		pool: pool, st: st, es: enginestore.New(st), cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
 		kinds: make(map[enginestore.Kind]*registered), latest: make(map[string]int),
 		listening: make(chan struct{}),
-	}, nil
+	}
+	e.batch = newBatcher(e)
+	return e, nil
 }
 
 // WorkerID returns the id the engine's leases carry.

@@ -86,7 +86,7 @@ func (s *session) advance(ctx context.Context, p enginestore.AdvanceParams) (eng
 	var adv enginestore.Advanced
 	lostConn, err := s.retry(ctx, "advance", func() error {
 		var err error
-		adv, err = s.e.es.Advance(ctx, s.run.ID, p)
+		adv, err = s.e.batch.advance(ctx, s.run.ID, p)
 		if err == nil && s.e.hooks.advanced != nil {
 			err = s.e.hooks.advanced(s.run.ID)
 		}

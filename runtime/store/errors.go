@@ -85,7 +85,9 @@ func runErr(op, id string, err error) error {
 // the caller sent itself, to the store's sentinels: the SQLSTATEs of the
 // schema's triggers become ErrTransitionRefused, ErrLogImmutable,
 // ErrRunImmutable, ErrDefinitionImmutable and ErrUnlogged, a foreign-key violation against
-// workflow_definitions becomes ErrUnknownDefinition, pgx.ErrNoRows becomes
+// workflow_definitions becomes ErrUnknownDefinition, one against the
+// registered moves (db.ConstraintMove) ErrTransitionRefused, a second log row
+// of the same change of state (db.ConstraintLoggedChange) ErrUnlogged, pgx.ErrNoRows becomes
 // ErrRunNotFound and a closed pool ErrClosed. The original error stays in the
 // chain. Other errors are returned unchanged.
 func Translate(err error) error {
@@ -109,6 +111,15 @@ func Translate(err error) error {
 		case "23503": // foreign_key_violation
 			if pgErr.TableName == "workflow_runs" && pgErr.ConstraintName == "workflow_runs_workflow_type_definition_version_fkey" {
 				return fmt.Errorf("%w: %w", ErrUnknownDefinition, err)
+			}
+			if pgErr.TableName == "workflow_runs" && pgErr.ConstraintName == db.ConstraintMove {
+				// The key names the type, version, from, to and status.
+				return fmt.Errorf("%w: the registered table has no such move (%s): %w", ErrTransitionRefused, pgErr.Detail, err)
+			}
+		case "23505": // unique_violation
+			if pgErr.ConstraintName == db.ConstraintLoggedChange {
+				// The key names the run and the row version.
+				return fmt.Errorf("%w: a change of state is logged already at that row version (%s): %w", ErrUnlogged, pgErr.Detail, err)
 			}
 		}
 	case errors.Is(err, pgx.ErrNoRows):

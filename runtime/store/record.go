@@ -144,6 +144,7 @@ func (s *Store) transitionParams(ctx context.Context, id pgtype.UUID, rowVersion
 		ID: id, RowVersion: rowVersion, WorkflowType: t.Machine, DefinitionVersion: int32(t.Version),
 	}
 	to := d.states[t.To]
+	p.ToStatus = string(statusOf(to))
 	if !statusOf(to).Terminal() {
 		p.NextDelayUs = entryDelay(to)
 		return p, false, nil

@@ -313,7 +313,16 @@ func TestDatabaseRefusesWritesAroundTheLog(t *testing.T) {
 		{"move along a registered pair without a log row",
 			"UPDATE workflow_runs SET current_state = 'SUCCEEDED', result = '{}', finished_at = now() WHERE id = $1", db.SQLStateUnlogged, store.ErrUnlogged},
 		{"forged log row of the next change", fmt.Sprintf(logRow, "3"), db.SQLStateUnlogged, store.ErrUnlogged},
-		{"forged log row of a past change", fmt.Sprintf(logRow, "2"), db.SQLStateUnlogged, store.ErrUnlogged},
+		// The unique index of the change rows refuses it (no trigger
+		// repeats the index); the store reports it as FS005.
+		{"forged log row of a past change", fmt.Sprintf(logRow, "2"), "23505", store.ErrUnlogged},
+		{"move along a registered pair with a wrong status",
+			"UPDATE workflow_runs SET current_state = 'SUCCEEDED', previous_state = current_state, status = 'failed', row_version = row_version + 1, result = '{}', finished_at = now() WHERE id = $1",
+			"23503", store.ErrTransitionRefused},
+		{"move the registered table lacks, written as the runtime writes one",
+			"UPDATE workflow_runs SET current_state = 'INITIATED', previous_state = current_state, row_version = row_version + 1 WHERE id = $1",
+			"23503", store.ErrTransitionRefused},
+		{"previous_state set by hand", "UPDATE workflow_runs SET previous_state = 'SUCCEEDED' WHERE id = $1", db.SQLStateRunImmutable, store.ErrRunImmutable},
 		{"status set by hand", "UPDATE workflow_runs SET status = 'succeeded' WHERE id = $1", db.SQLStateRunImmutable, store.ErrRunImmutable},
 		{"row_version set by hand", "UPDATE workflow_runs SET row_version = 7 WHERE id = $1", db.SQLStateRunImmutable, store.ErrRunImmutable},
 		{"row_version + 1 without a self transition", "UPDATE workflow_runs SET row_version = row_version + 1 WHERE id = $1", db.SQLStateTransitionRefused, store.ErrTransitionRefused},

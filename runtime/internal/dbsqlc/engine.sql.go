@@ -15,36 +15,38 @@ const advanceRun = `-- name: AdvanceRun :one
 WITH moved AS (
     UPDATE workflow_runs AS w SET
         current_state = $3::text,
+        previous_state = w.current_state,
+        status = $5::text,
         row_version = w.row_version + 1,
-        updated_at = coalesce($5::timestamptz, now()),
+        updated_at = coalesce($6::timestamptz, now()),
         step_attempt = 1,
         last_error_code = NULL,
         last_error = NULL,
         parked_at = NULL,
-        result = CASE WHEN $6::bool THEN jsonb_build_object(
-            'status', $7::text,
-            'outcome', $8::text,
-            'output', $9::jsonb,
+        result = CASE WHEN $7::bool THEN jsonb_build_object(
+            'status', $8::text,
+            'outcome', $9::text,
+            'output', $10::jsonb,
             'workflow_run_id', w.id,
             'attempt_no', w.attempt_no,
-            'cost_usd', $10::float8,
-            'duration_ms', coalesce($11::bigint,
-                (extract(epoch FROM (coalesce($5::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
-            'error_code', $12::text,
-            'error_detail', $13::text) ELSE w.result END,
-        finished_at = CASE WHEN $6::bool THEN coalesce($5::timestamptz, now()) ELSE w.finished_at END,
+            'cost_usd', $11::float8,
+            'duration_ms', coalesce($12::bigint,
+                (extract(epoch FROM (coalesce($6::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
+            'error_code', $13::text,
+            'error_detail', $14::text) ELSE w.result END,
+        finished_at = CASE WHEN $7::bool THEN coalesce($6::timestamptz, now()) ELSE w.finished_at END,
         next_run_at = CASE
-            WHEN $6::bool THEN NULL
-            WHEN $14::bool THEN w.next_run_at
-            WHEN $15::bigint IS NULL THEN NULL
-            ELSE coalesce($5::timestamptz, now()) + $15::bigint * interval '1 microsecond'
+            WHEN $7::bool THEN NULL
+            WHEN $15::bool THEN w.next_run_at
+            WHEN $16::bigint IS NULL THEN NULL
+            ELSE coalesce($6::timestamptz, now()) + $16::bigint * interval '1 microsecond'
         END,
-        lease_owner = CASE WHEN $6::bool OR $16::bool THEN NULL ELSE w.lease_owner END,
-        lease_expires_at = CASE WHEN $6::bool OR $16::bool THEN NULL ELSE w.lease_expires_at END
-    WHERE w.id = $17 AND w.current_state = $2::text AND w.row_version = $18
-        AND w.workflow_type = $19 AND w.definition_version = $20
-        AND (NOT $21::bool OR (w.lease_owner = $22::text AND w.lease_epoch = $23
-             AND w.lease_expires_at > coalesce($5::timestamptz, now())))
+        lease_owner = CASE WHEN $7::bool OR $17::bool THEN NULL ELSE w.lease_owner END,
+        lease_expires_at = CASE WHEN $7::bool OR $17::bool THEN NULL ELSE w.lease_expires_at END
+    WHERE w.id = $18 AND w.current_state = $2::text AND w.row_version = $19
+        AND w.workflow_type = $20 AND w.definition_version = $21
+        AND (NOT $22::bool OR (w.lease_owner = $23::text AND w.lease_epoch = $24
+             AND w.lease_expires_at > coalesce($6::timestamptz, now())))
     RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version
 )
 INSERT INTO workflow_step_logs (
@@ -61,6 +63,7 @@ type AdvanceRunParams struct {
 	FromState         string
 	ToState           string
 	Payload           []byte
+	ToStatus          string
 	Now               pgtype.Timestamptz
 	Finish            bool
 	ResultStatus      string
@@ -98,6 +101,7 @@ func (q *Queries) AdvanceRun(ctx context.Context, arg AdvanceRunParams) (Advance
 		arg.FromState,
 		arg.ToState,
 		arg.Payload,
+		arg.ToStatus,
 		arg.Now,
 		arg.Finish,
 		arg.ResultStatus,
@@ -121,6 +125,156 @@ func (q *Queries) AdvanceRun(ctx context.Context, arg AdvanceRunParams) (Advance
 	var i AdvanceRunRow
 	err := row.Scan(&i.RowVersion, &i.OccurredAt)
 	return i, err
+}
+
+const advanceRuns = `-- name: AdvanceRuns :many
+WITH i AS (
+    SELECT unnest($1::uuid[]) AS id,
+        unnest($2::text[]) AS from_state,
+        unnest($3::text[]) AS to_state,
+        unnest($4::text[]) AS to_status,
+        unnest($5::bigint[]) AS row_version,
+        unnest($6::text[]) AS workflow_type,
+        unnest($7::int[]) AS definition_version,
+        unnest($8::text[]) AS event,
+        unnest($9::jsonb[]) AS payload,
+        unnest($10::bigint[]) AS next_delay_us,
+        unnest($11::bool[]) AS release_lease,
+        unnest($12::text[]) AS owner,
+        unnest($13::bigint[]) AS epoch,
+        unnest($14::bool[]) AS finish,
+        unnest($15::text[]) AS result_status,
+        unnest($16::text[]) AS outcome,
+        unnest($17::jsonb[]) AS output,
+        unnest($18::float8[]) AS cost_usd,
+        unnest($19::bigint[]) AS duration_ms,
+        unnest($20::text[]) AS error_code,
+        unnest($21::text[]) AS error_detail
+), moved AS (
+    UPDATE workflow_runs AS w SET
+        current_state = i.to_state,
+        previous_state = w.current_state,
+        status = i.to_status,
+        row_version = w.row_version + 1,
+        updated_at = coalesce($22::timestamptz, now()),
+        step_attempt = 1,
+        last_error_code = NULL,
+        last_error = NULL,
+        parked_at = NULL,
+        result = CASE WHEN i.finish THEN jsonb_build_object(
+            'status', i.result_status,
+            'outcome', nullif(i.outcome, ''),
+            'output', i.output,
+            'workflow_run_id', w.id,
+            'attempt_no', w.attempt_no,
+            'cost_usd', i.cost_usd,
+            'duration_ms', coalesce(nullif(i.duration_ms, 0),
+                (extract(epoch FROM (coalesce($22::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
+            'error_code', nullif(i.error_code, ''),
+            'error_detail', nullif(i.error_detail, '')) ELSE w.result END,
+        finished_at = CASE WHEN i.finish THEN coalesce($22::timestamptz, now()) ELSE w.finished_at END,
+        next_run_at = CASE WHEN i.finish OR i.next_delay_us < 0 THEN NULL
+            ELSE coalesce($22::timestamptz, now()) + i.next_delay_us * interval '1 microsecond' END,
+        lease_owner = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_owner END,
+        lease_expires_at = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_expires_at END
+    FROM i
+    WHERE w.id = i.id AND w.current_state = i.from_state AND w.row_version = i.row_version
+        AND w.workflow_type = i.workflow_type AND w.definition_version = i.definition_version
+        AND w.lease_owner = i.owner AND w.lease_epoch = i.epoch
+        AND w.lease_expires_at > coalesce($22::timestamptz, now())
+    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version,
+        i.event, i.from_state, i.to_state, i.payload
+)
+INSERT INTO workflow_step_logs (
+    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+    payload, occurred_at, kind, event, row_version, definition_version)
+SELECT moved.id, moved.workflow_type, moved.attempt_no, moved.event, moved.from_state, moved.to_state,
+    moved.payload, moved.updated_at, 'transition', moved.event, moved.row_version, moved.definition_version
+FROM moved
+RETURNING workflow_run_id, row_version, occurred_at
+`
+
+type AdvanceRunsParams struct {
+	Ids                []pgtype.UUID
+	FromStates         []string
+	ToStates           []string
+	ToStatuses         []string
+	RowVersions        []int64
+	WorkflowTypes      []string
+	DefinitionVersions []int32
+	Events             []string
+	Payloads           [][]byte
+	NextDelaysUs       []int64
+	ReleaseLeases      []bool
+	Owners             []string
+	Epochs             []int64
+	Finishes           []bool
+	ResultStatuses     []string
+	Outcomes           []string
+	Outputs            [][]byte
+	CostsUsd           []float64
+	DurationsMs        []int64
+	ErrorCodes         []string
+	ErrorDetails       []string
+	Now                pgtype.Timestamptz
+}
+
+type AdvanceRunsRow struct {
+	WorkflowRunID pgtype.UUID
+	RowVersion    int64
+	OccurredAt    pgtype.Timestamptz
+}
+
+// Fenced transitions of many runs (each at most once) in one statement:
+// item n moves run ids[n] from from_states[n] at row_versions[n] to
+// to_states[n], logging the move, only under the live lease (owners[n],
+// epochs[n]), as AdvanceRun does for one. next_delays_us[n] < 0 leaves the
+// run unscheduled; with finishes[n] the result record is stored, from
+// result_statuses[n], outcomes[n], outputs[n], costs_usd[n], durations_ms[n]
+// (0: from the database's clock), error_codes[n] and error_details[n] (an
+// empty text is NULL). A row comes back for each run that moved; a run that
+// did not is not where its caller thought, or the lease is lost.
+func (q *Queries) AdvanceRuns(ctx context.Context, arg AdvanceRunsParams) ([]AdvanceRunsRow, error) {
+	rows, err := q.db.Query(ctx, advanceRuns,
+		arg.Ids,
+		arg.FromStates,
+		arg.ToStates,
+		arg.ToStatuses,
+		arg.RowVersions,
+		arg.WorkflowTypes,
+		arg.DefinitionVersions,
+		arg.Events,
+		arg.Payloads,
+		arg.NextDelaysUs,
+		arg.ReleaseLeases,
+		arg.Owners,
+		arg.Epochs,
+		arg.Finishes,
+		arg.ResultStatuses,
+		arg.Outcomes,
+		arg.Outputs,
+		arg.CostsUsd,
+		arg.DurationsMs,
+		arg.ErrorCodes,
+		arg.ErrorDetails,
+		arg.Now,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AdvanceRunsRow{}
+	for rows.Next() {
+		var i AdvanceRunsRow
+		if err := rows.Scan(&i.WorkflowRunID, &i.RowVersion, &i.OccurredAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const attemptEvents = `-- name: AttemptEvents :many
@@ -226,7 +380,7 @@ WITH kinds AS (
         w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version,
         w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner,
         w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error,
-        w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, picked.prev_owner
+        w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, picked.prev_owner
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -241,7 +395,7 @@ SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correla
     c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version,
     c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner,
     c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error,
-    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at,
+    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at, c.previous_state,
     coalesce(ev.names, '{}')::text[] AS event_names,
     coalesce(ev.payloads, '{}')::jsonb[] AS event_payloads,
     coalesce(ev.logged_version, 0)::bigint AS logged_version
@@ -296,6 +450,7 @@ type ClaimRunsRow struct {
 	ParentRunID       pgtype.UUID
 	ParentEvent       pgtype.Text
 	ParentDeliveredAt pgtype.Timestamptz
+	PreviousState     pgtype.Text
 	EventNames        []string
 	EventPayloads     [][]byte
 	LoggedVersion     int64
@@ -363,6 +518,7 @@ func (q *Queries) ClaimRuns(ctx context.Context, arg ClaimRunsParams) ([]ClaimRu
 			&i.ParentRunID,
 			&i.ParentEvent,
 			&i.ParentDeliveredAt,
+			&i.PreviousState,
 			&i.EventNames,
 			&i.EventPayloads,
 			&i.LoggedVersion,
@@ -410,7 +566,7 @@ WITH d AS (
         CASE WHEN $7::text IS NULL THEN NULL ELSE p.id END, $7::text
     FROM d, p
     ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
-    RETURNING id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at
+    RETURNING id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -616,7 +772,7 @@ WITH upd AS (
     WHERE w.id = $4 AND w.row_version = $5
       AND w.lease_owner = $6::text AND w.lease_epoch = $7
       AND w.lease_expires_at > coalesce($3::timestamptz, now())
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state
 )
 INSERT INTO workflow_step_logs (
     workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -705,7 +861,7 @@ WITH upd AS (
         step_attempt = 1,
         next_run_at = coalesce($1::timestamptz, now())
     WHERE w.id = $2 AND w.parked_at IS NOT NULL AND w.status = 'running'
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state
 )
 INSERT INTO workflow_step_logs (
     workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -741,7 +897,7 @@ WITH upd AS (
     WHERE w.id = $6 AND w.row_version = $7 AND w.step_attempt = $1
       AND w.lease_owner = $8::text AND w.lease_epoch = $9
       AND w.lease_expires_at > coalesce($5::timestamptz, now())
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state
 )
 INSERT INTO workflow_step_logs (
     workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,

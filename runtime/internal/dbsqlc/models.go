@@ -17,6 +17,14 @@ type WorkflowDefinition struct {
 	CreatedAt    pgtype.Timestamptz
 }
 
+type WorkflowMove struct {
+	WorkflowType string
+	Version      int32
+	FromState    string
+	ToState      string
+	ToStatus     string
+}
+
 type WorkflowOutbox struct {
 	ID            int64
 	WorkflowRunID pgtype.UUID
@@ -58,6 +66,7 @@ type WorkflowRun struct {
 	ParentRunID       pgtype.UUID
 	ParentEvent       pgtype.Text
 	ParentDeliveredAt pgtype.Timestamptz
+	PreviousState     pgtype.Text
 }
 
 type WorkflowState struct {

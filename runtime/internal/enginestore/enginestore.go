@@ -174,7 +174,7 @@ func claimedRun(r dbsqlc.ClaimRunsRow) dbsqlc.WorkflowRun {
 		AttemptStartedAt: r.AttemptStartedAt, FinishedAt: r.FinishedAt, LeaseOwner: r.LeaseOwner,
 		LeaseExpiresAt: r.LeaseExpiresAt, LeaseEpoch: r.LeaseEpoch, NextRunAt: r.NextRunAt, StepAttempt: r.StepAttempt,
 		LastErrorCode: r.LastErrorCode, LastError: r.LastError, ParkedAt: r.ParkedAt, ParentRunID: r.ParentRunID,
-		ParentEvent: r.ParentEvent, ParentDeliveredAt: r.ParentDeliveredAt,
+		ParentEvent: r.ParentEvent, ParentDeliveredAt: r.ParentDeliveredAt, PreviousState: r.PreviousState,
 	}
 }
 

@@ -1,0 +1,137 @@
+package enginestore
+
+import (
+	"context"
+	"slices"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// BatchItem is one transition of AdvanceBatch.
+type BatchItem struct {
+	RunID  string
+	Params AdvanceParams
+}
+
+// BatchResult is what AdvanceBatch did with one item: what Advance would
+// have returned for it.
+type BatchResult struct {
+	Advanced Advanced
+	Err      error
+}
+
+// Batchable reports whether AdvanceBatch writes p in its shared statement:
+// a transition under a lease, without effects. Others are written by
+// Advance, one by one.
+func Batchable(p AdvanceParams) bool { return p.Lease != nil && p.Effects.empty() }
+
+// AdvanceBatch records the transitions of items, of different runs, as
+// Advance records each: the batchable ones (see Batchable) in one statement
+// and one transaction, each with its own compare-and-set of state, row
+// version and lease, so that one committed write holds them all; the others,
+// and any item whose run appears earlier in items, with Advance after it.
+// Result n is item n's, known only once its transaction committed (or
+// failed).
+//
+// An item that does not move (its run moved, or its lease is lost) gets the
+// error Advance gives it. When the shared statement fails as a whole with
+// an error of the statement (a trigger or a constraint refusing one of the
+// rows), nothing of it is written, and every item is written again alone
+// with Advance so that the error goes to the item that caused it. When the
+// connection is lost, every item of the statement gets that error: the
+// statement may or may not have committed, as for Advance.
+func (s *Store) AdvanceBatch(ctx context.Context, items []BatchItem) []BatchResult {
+	out := make([]BatchResult, len(items))
+	var (
+		arg    dbsqlc.AdvanceRunsParams
+		shared []int // indexes of the items in the statement
+		alone  []int
+		seen   = make(map[pgtype.UUID]bool, len(items))
+		ids    = make([]pgtype.UUID, len(items))
+	)
+	for n, it := range items {
+		if !Batchable(it.Params) {
+			alone = append(alone, n)
+			continue
+		}
+		id, err := parseRunID(s, "advance", it.RunID)
+		if err != nil {
+			out[n].Err = err
+			continue
+		}
+		if seen[id] {
+			alone = append(alone, n)
+			continue
+		}
+		p := it.Params
+		t := p.Transition
+		a, _, err := s.in.TransitionParams(ctx, id, p.RowVersion, t, p.Result)
+		if err != nil {
+			out[n].Err = runErr("advance", it.RunID, err)
+			continue
+		}
+		seen[id], ids[n] = true, id
+		shared = append(shared, n)
+		arg.Ids = append(arg.Ids, id)
+		arg.FromStates = append(arg.FromStates, a.FromState)
+		arg.ToStates = append(arg.ToStates, a.ToState)
+		arg.ToStatuses = append(arg.ToStatuses, a.ToStatus)
+		arg.RowVersions = append(arg.RowVersions, a.RowVersion)
+		arg.WorkflowTypes = append(arg.WorkflowTypes, a.WorkflowType)
+		arg.DefinitionVersions = append(arg.DefinitionVersions, a.DefinitionVersion)
+		arg.Events = append(arg.Events, a.Event)
+		arg.Payloads = append(arg.Payloads, a.Payload)
+		delay := int64(-1)
+		if a.NextDelayUs.Valid {
+			delay = max(a.NextDelayUs.Int64, 0)
+		}
+		arg.NextDelaysUs = append(arg.NextDelaysUs, delay)
+		arg.ReleaseLeases = append(arg.ReleaseLeases, !p.KeepLease)
+		arg.Owners = append(arg.Owners, p.Lease.Owner)
+		arg.Epochs = append(arg.Epochs, p.Lease.Epoch)
+		arg.Finishes = append(arg.Finishes, a.Finish)
+		arg.ResultStatuses = append(arg.ResultStatuses, a.ResultStatus)
+		arg.Outcomes = append(arg.Outcomes, a.Outcome.String)
+		arg.Outputs = append(arg.Outputs, a.Output)
+		arg.CostsUsd = append(arg.CostsUsd, a.CostUsd)
+		arg.DurationsMs = append(arg.DurationsMs, a.DurationMs.Int64)
+		arg.ErrorCodes = append(arg.ErrorCodes, a.ErrorCode.String)
+		arg.ErrorDetails = append(arg.ErrorDetails, a.ErrorDetail.String)
+	}
+	if len(shared) > 0 {
+		arg.Now = s.now()
+		rows, err := s.q.AdvanceRuns(ctx, arg)
+		switch {
+		case err == nil:
+			moved := make(map[pgtype.UUID]dbsqlc.AdvanceRunsRow, len(rows))
+			for _, r := range rows {
+				moved[r.WorkflowRunID] = r
+			}
+			for _, n := range shared {
+				if r, ok := moved[ids[n]]; ok {
+					out[n].Advanced.RowVersion, out[n].Advanced.At = r.RowVersion, r.OccurredAt.Time
+					continue
+				}
+				p := items[n].Params
+				out[n].Err = runErr("advance", items[n].RunID, s.whyNot(ctx, ids[n], p.Lease, p.Transition, p.RowVersion))
+			}
+		case pgerr.Connection(err) || ctx.Err() != nil:
+			for _, n := range shared {
+				out[n].Err = runErr("advance", items[n].RunID, store.Translate(err))
+			}
+		default:
+			// One row was refused, and the statement with it: write each
+			// alone to tell which.
+			alone = append(alone, shared...)
+			slices.Sort(alone) // a run's later item after its earlier one
+		}
+	}
+	for _, n := range alone {
+		out[n].Advanced, out[n].Err = s.Advance(ctx, items[n].RunID, items[n].Params)
+	}
+	return out
+}
