@@ -71,7 +71,8 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 	if !found {
 		t.Fatalf("demo output has no linear chain part:\n%s", rest)
 	}
-	if diff := cmp.Diff(strings.Split(wantDemo, "\n"), strings.Split(normalize(rog), "\n")); diff != "" {
+	wantOut := strings.Replace(wantDemo, "runtime schema: 4 migrations", fmt.Sprintf("runtime schema: %d migrations", migrationCount(t)), 1)
+	if diff := cmp.Diff(strings.Split(wantOut, "\n"), strings.Split(normalize(rog), "\n")); diff != "" {
 		t.Errorf("demo output (-want +got):\n%s", diff)
 	}
 	for _, want := range []string{
@@ -131,7 +132,7 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 		t.Fatalf("second demo: exit %d, stderr:\n%s", again.Code, again.Stderr)
 	}
 	for _, want := range []string{
-		"runtime schema: 4 migrations, 0 applied now\n",
+		fmt.Sprintf("runtime schema: %d migrations, 0 applied now\n", migrationCount(t)),
 		"\n== 1. A new equation: normalized, not found, solved, registered and indexed\n" +
 			`alice (a11ce000-0000-4000-8000-000000000007, tier pro) submits "Solve 9x + 1 = 10"` + "\n" +
 			"cached: run ",

@@ -314,15 +314,17 @@ SELECT EXISTS (
 )::bool AS named;
 
 -- name: AdvanceRuns :many
--- Fenced transitions of many runs (each at most once) in one statement:
--- item n moves run ids[n] from from_states[n] at row_versions[n] to
--- to_states[n], logging the move, only under the live lease (owners[n],
+-- Transitions of many runs (each at most once) in one statement: item n
+-- moves run ids[n] from from_states[n] at row_versions[n] to to_states[n],
+-- logging the move, when fenced[n] only under the live lease (owners[n],
 -- epochs[n]), as AdvanceRun does for one. next_delays_us[n] < 0 leaves the
 -- run unscheduled; with finishes[n] the result record is stored, from
 -- result_statuses[n], outcomes[n], outputs[n], costs_usd[n], durations_ms[n]
 -- (0: from the database's clock), error_codes[n] and error_details[n] (an
--- empty text is NULL). A row comes back for each run that moved; a run that
--- did not is not where its caller thought, or the lease is lost.
+-- empty text is NULL). A row comes back for each run that moved, and a busy
+-- one for each run another transaction holds locked, which is skipped
+-- rather than waited for; a run that has no row is not where its caller
+-- thought, or the lease is lost.
 WITH i AS (
     SELECT unnest(@ids::uuid[]) AS id,
         unnest(@from_states::text[]) AS from_state,
@@ -334,6 +336,7 @@ WITH i AS (
         unnest(@events::text[]) AS event,
         unnest(@payloads::jsonb[]) AS payload,
         unnest(@next_delays_us::bigint[]) AS next_delay_us,
+        unnest(@fenced::bool[]) AS fenced,
         unnest(@release_leases::bool[]) AS release_lease,
         unnest(@owners::text[]) AS owner,
         unnest(@epochs::bigint[]) AS epoch,
@@ -345,6 +348,9 @@ WITH i AS (
         unnest(@durations_ms::bigint[]) AS duration_ms,
         unnest(@error_codes::text[]) AS error_code,
         unnest(@error_details::text[]) AS error_detail
+), locked AS MATERIALIZED (
+    SELECT w.id FROM workflow_runs w WHERE w.id = ANY (@ids::uuid[])
+    FOR UPDATE OF w SKIP LOCKED
 ), moved AS (
     UPDATE workflow_runs AS w SET
         current_state = i.to_state,
@@ -372,18 +378,22 @@ WITH i AS (
             ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + i.next_delay_us * interval '1 microsecond' END,
         lease_owner = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_owner END,
         lease_expires_at = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_expires_at END
-    FROM i
+    FROM i JOIN locked l ON l.id = i.id
     WHERE w.id = i.id AND w.current_state = i.from_state AND w.row_version = i.row_version
         AND w.workflow_type = i.workflow_type AND w.definition_version = i.definition_version
-        AND w.lease_owner = i.owner AND w.lease_epoch = i.epoch
-        AND w.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+        AND (NOT i.fenced OR (w.lease_owner = i.owner AND w.lease_epoch = i.epoch
+             AND w.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())))
     RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version,
         i.event, i.from_state, i.to_state, i.payload
+), logged AS (
+    INSERT INTO workflow_step_logs (
+        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+        payload, occurred_at, kind, event, row_version, definition_version)
+    SELECT moved.id, moved.workflow_type, moved.attempt_no, moved.event, moved.from_state, moved.to_state,
+        moved.payload, moved.updated_at, 'transition', moved.event, moved.row_version, moved.definition_version
+    FROM moved
+    RETURNING workflow_run_id, row_version, occurred_at
 )
-INSERT INTO workflow_step_logs (
-    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-    payload, occurred_at, kind, event, row_version, definition_version)
-SELECT moved.id, moved.workflow_type, moved.attempt_no, moved.event, moved.from_state, moved.to_state,
-    moved.payload, moved.updated_at, 'transition', moved.event, moved.row_version, moved.definition_version
-FROM moved
-RETURNING workflow_run_id, row_version, occurred_at;
+SELECT logged.workflow_run_id AS id, logged.row_version, logged.occurred_at, false AS busy FROM logged
+UNION ALL
+SELECT i.id, 0::bigint, NULL::timestamptz, true FROM i WHERE i.id NOT IN (SELECT l.id FROM locked l);

@@ -14,6 +14,11 @@ var (
 	// ErrLeaseLost: the worker's lease on the run expired or another claim
 	// took the run over; nothing was written. It is store.ErrLeaseLost.
 	ErrLeaseLost = store.ErrLeaseLost
+	// ErrOutcomeUnknown: the context of a transition ended while its group
+	// commit (see Config.BatchSize) was under way: it may be recorded, or
+	// not. It is store.ErrOutcomeUnknown, and comes with the context's
+	// error.
+	ErrOutcomeUnknown = store.ErrOutcomeUnknown
 	// ErrNotOwner: a cancellation by someone who does not own the run, or
 	// that the workflow's ownership guard refused. An authorization error.
 	ErrNotOwner = errors.New("not authorized: not the run's owner")

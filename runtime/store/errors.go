@@ -68,6 +68,13 @@ var (
 	// expired or was taken over by another claim (the lease epoch moved on).
 	// Nothing was written; the worker must stop working on the run.
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrOutcomeUnknown: the caller's context ended after its transition
+	// was handed to a group commit (see WithGroupCommit) and before that
+	// commit was over: the transition may be recorded, or not. Recording it
+	// again tells: Record reports a recorded one as AlreadyApplied, a
+	// fenced write gets ErrConflict or ErrLeaseLost. It comes with the
+	// context's error.
+	ErrOutcomeUnknown = errors.New("outcome unknown: the transition was sent and may be recorded")
 	// ErrClosed: the pool the store uses is closed.
 	ErrClosed = errors.New("store's pool is closed")
 )

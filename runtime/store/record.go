@@ -11,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/batch"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
 )
 
 // Recorded is what a recorded transition left behind.
@@ -91,7 +93,26 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 	// Unfenced, outside the engine: the lease stays as it is (a worker
 	// holding it finds its own write refused); the schedule is the state's.
 	q := s.queries(tx)
-	row, err := q.AdvanceRun(ctx, p)
+	var row dbsqlc.AdvanceRunRow
+	var busy bool
+	if tx == nil && s.batch != nil {
+		r, out := s.batch.Do(ctx, p, func() advanceResult {
+			row, err := q.AdvanceRun(ctx, p)
+			return advanceResult{row: row, err: err}
+		})
+		switch out {
+		case batch.Withdrawn:
+			return fail(ctx.Err())
+		case batch.Unknown:
+			return fail(fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err()))
+		}
+		row, err, busy = r.row, r.err, r.busy
+	}
+	if tx != nil || s.batch == nil || busy {
+		// Alone: in the caller's transaction, or waiting for the lock
+		// that another transaction holds on the run.
+		row, err = q.AdvanceRun(ctx, p)
+	}
 	if err == nil {
 		return Recorded{RowVersion: row.RowVersion, At: row.OccurredAt.Time}, nil
 	}
@@ -249,4 +270,68 @@ func (r *Recorder) RowVersion() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.rowVersion
+}
+
+// advanceResult is what one transition of a group commit gave:
+// pgx.ErrNoRows when the run did not move.
+type advanceResult struct {
+	row dbsqlc.AdvanceRunRow
+	err error
+	// busy: another transaction holds the run's row; the caller writes
+	// the transition alone.
+	busy bool
+}
+
+// groupCommitTimeout bounds the statement of a group commit, whose
+// callers wait for it whatever their contexts say.
+const groupCommitTimeout = 30 * time.Second
+
+// advanceBatch writes the transitions of a group commit (of different
+// runs) in one statement, dbsqlc.AdvanceRuns, each with its own
+// compare-and-set, or with AdvanceRun when there is one. When the statement
+// fails as a whole with its own error (one row refused), each is written
+// again alone, so that the error goes to the transition that caused it; a
+// lost connection goes to all. A run another transaction holds locked is
+// not waited for: its caller writes it alone (busy).
+// Those of a statement refused as a whole are written again with
+// AdvanceRun, which waits for such a lock.
+func (s *Store) advanceBatch(ctx context.Context, items []dbsqlc.AdvanceRunParams) []advanceResult {
+	out := make([]advanceResult, len(items))
+	alone := func() []advanceResult {
+		for n, a := range items {
+			out[n].row, out[n].err = s.q.AdvanceRun(ctx, a)
+		}
+		return out
+	}
+	var arg dbsqlc.AdvanceRunsParams
+	for _, a := range items {
+		batch.Append(&arg, a)
+	}
+	arg.Now = s.now()
+	rows, err := s.q.AdvanceRuns(ctx, arg)
+	switch {
+	case err == nil:
+		moved := make(map[pgtype.UUID]dbsqlc.AdvanceRunsRow, len(rows))
+		for _, r := range rows {
+			moved[r.ID] = r
+		}
+		for n, a := range items {
+			r, ok := moved[a.ID]
+			switch {
+			case !ok:
+				out[n].err = pgx.ErrNoRows
+			case r.Busy:
+				out[n].busy = true
+			default:
+				out[n].row = dbsqlc.AdvanceRunRow{RowVersion: r.RowVersion, OccurredAt: r.OccurredAt}
+			}
+		}
+		return out
+	case pgerr.Connection(err) || ctx.Err() != nil:
+		for n := range out {
+			out[n].err = err
+		}
+		return out
+	}
+	return alone()
 }

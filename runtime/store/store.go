@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/batch"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 	"github.com/fsmgen/fsmgen/runtime/internal/storehook"
 )
@@ -27,6 +28,12 @@ type Store struct {
 
 	mu   sync.RWMutex
 	defs map[defKey]*definition
+
+	// batchSize and batchWindow configure batch, the group commit of
+	// Record and Finish.
+	batchSize   int
+	batchWindow time.Duration
+	batch       *batch.Batcher[dbsqlc.AdvanceRunParams, advanceResult]
 }
 
 type defKey struct {
@@ -65,11 +72,32 @@ func WithClock(now func() time.Time) Option {
 	return func(s *Store) { s.clock = now }
 }
 
+// WithGroupCommit sets the group commit of Record and Finish (not of
+// RecordTx and FinishTx, which write in the caller's transaction): the
+// transitions of different runs recorded concurrently through the store are
+// written together, at most size at once, in one statement and one
+// transaction, each with its own compare-and-set, and each caller is
+// answered once that transaction is over. A transition that finds no other
+// waiting is written at once; a batch of more than one transition, but
+// fewer than size, waits up to window for more. Size 1 writes every
+// transition alone. Default: size 64, window 0.
+//
+// A caller whose context ends before its transition is taken into a batch
+// gets the context's error, and nothing is written; once taken, the
+// transition is written and the caller waits for the outcome (at most 30s).
+func WithGroupCommit(size int, window time.Duration) Option {
+	return func(s *Store) { s.batchSize, s.batchWindow = size, max(window, 0) }
+}
+
 // New returns a Store on pool. The schema must be migrated (db.Migrate).
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool, q: dbsqlc.New(pool), limits: defaultLimits, defs: make(map[defKey]*definition)}
+	s := &Store{pool: pool, q: dbsqlc.New(pool), limits: defaultLimits, defs: make(map[defKey]*definition), batchSize: 64}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.batchSize > 1 {
+		key := func(a dbsqlc.AdvanceRunParams) string { return string(a.ID.Bytes[:]) }
+		s.batch = batch.New(s.batchSize, s.batchWindow, groupCommitTimeout, key, s.advanceBatch)
 	}
 	return s
 }

@@ -139,24 +139,28 @@ WITH i AS (
         unnest($8::text[]) AS event,
         unnest($9::jsonb[]) AS payload,
         unnest($10::bigint[]) AS next_delay_us,
-        unnest($11::bool[]) AS release_lease,
-        unnest($12::text[]) AS owner,
-        unnest($13::bigint[]) AS epoch,
-        unnest($14::bool[]) AS finish,
-        unnest($15::text[]) AS result_status,
-        unnest($16::text[]) AS outcome,
-        unnest($17::jsonb[]) AS output,
-        unnest($18::float8[]) AS cost_usd,
-        unnest($19::bigint[]) AS duration_ms,
-        unnest($20::text[]) AS error_code,
-        unnest($21::text[]) AS error_detail
+        unnest($11::bool[]) AS fenced,
+        unnest($12::bool[]) AS release_lease,
+        unnest($13::text[]) AS owner,
+        unnest($14::bigint[]) AS epoch,
+        unnest($15::bool[]) AS finish,
+        unnest($16::text[]) AS result_status,
+        unnest($17::text[]) AS outcome,
+        unnest($18::jsonb[]) AS output,
+        unnest($19::float8[]) AS cost_usd,
+        unnest($20::bigint[]) AS duration_ms,
+        unnest($21::text[]) AS error_code,
+        unnest($22::text[]) AS error_detail
+), locked AS MATERIALIZED (
+    SELECT w.id FROM workflow_runs w WHERE w.id = ANY ($1::uuid[])
+    FOR UPDATE OF w SKIP LOCKED
 ), moved AS (
     UPDATE workflow_runs AS w SET
         current_state = i.to_state,
         previous_state = w.current_state,
         status = i.to_status,
         row_version = w.row_version + 1,
-        updated_at = coalesce($22::timestamptz, now()),
+        updated_at = coalesce($23::timestamptz, now()),
         step_attempt = 1,
         last_error_code = NULL,
         last_error = NULL,
@@ -169,29 +173,33 @@ WITH i AS (
             'attempt_no', w.attempt_no,
             'cost_usd', i.cost_usd,
             'duration_ms', coalesce(nullif(i.duration_ms, 0),
-                (extract(epoch FROM (coalesce($22::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
+                (extract(epoch FROM (coalesce($23::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
             'error_code', nullif(i.error_code, ''),
             'error_detail', nullif(i.error_detail, '')) ELSE w.result END,
-        finished_at = CASE WHEN i.finish THEN coalesce($22::timestamptz, now()) ELSE w.finished_at END,
+        finished_at = CASE WHEN i.finish THEN coalesce($23::timestamptz, now()) ELSE w.finished_at END,
         next_run_at = CASE WHEN i.finish OR i.next_delay_us < 0 THEN NULL
-            ELSE coalesce($22::timestamptz, now()) + i.next_delay_us * interval '1 microsecond' END,
+            ELSE coalesce($23::timestamptz, now()) + i.next_delay_us * interval '1 microsecond' END,
         lease_owner = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_owner END,
         lease_expires_at = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_expires_at END
-    FROM i
+    FROM i JOIN locked l ON l.id = i.id
     WHERE w.id = i.id AND w.current_state = i.from_state AND w.row_version = i.row_version
         AND w.workflow_type = i.workflow_type AND w.definition_version = i.definition_version
-        AND w.lease_owner = i.owner AND w.lease_epoch = i.epoch
-        AND w.lease_expires_at > coalesce($22::timestamptz, now())
+        AND (NOT i.fenced OR (w.lease_owner = i.owner AND w.lease_epoch = i.epoch
+             AND w.lease_expires_at > coalesce($23::timestamptz, now())))
     RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version,
         i.event, i.from_state, i.to_state, i.payload
+), logged AS (
+    INSERT INTO workflow_step_logs (
+        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+        payload, occurred_at, kind, event, row_version, definition_version)
+    SELECT moved.id, moved.workflow_type, moved.attempt_no, moved.event, moved.from_state, moved.to_state,
+        moved.payload, moved.updated_at, 'transition', moved.event, moved.row_version, moved.definition_version
+    FROM moved
+    RETURNING workflow_run_id, row_version, occurred_at
 )
-INSERT INTO workflow_step_logs (
-    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-    payload, occurred_at, kind, event, row_version, definition_version)
-SELECT moved.id, moved.workflow_type, moved.attempt_no, moved.event, moved.from_state, moved.to_state,
-    moved.payload, moved.updated_at, 'transition', moved.event, moved.row_version, moved.definition_version
-FROM moved
-RETURNING workflow_run_id, row_version, occurred_at
+SELECT logged.workflow_run_id AS id, logged.row_version, logged.occurred_at, false AS busy FROM logged
+UNION ALL
+SELECT i.id, 0::bigint, NULL::timestamptz, true FROM i WHERE i.id NOT IN (SELECT l.id FROM locked l)
 `
 
 type AdvanceRunsParams struct {
@@ -205,6 +213,7 @@ type AdvanceRunsParams struct {
 	Events             []string
 	Payloads           [][]byte
 	NextDelaysUs       []int64
+	Fenced             []bool
 	ReleaseLeases      []bool
 	Owners             []string
 	Epochs             []int64
@@ -220,20 +229,23 @@ type AdvanceRunsParams struct {
 }
 
 type AdvanceRunsRow struct {
-	WorkflowRunID pgtype.UUID
-	RowVersion    int64
-	OccurredAt    pgtype.Timestamptz
+	ID         pgtype.UUID
+	RowVersion int64
+	OccurredAt pgtype.Timestamptz
+	Busy       bool
 }
 
-// Fenced transitions of many runs (each at most once) in one statement:
-// item n moves run ids[n] from from_states[n] at row_versions[n] to
-// to_states[n], logging the move, only under the live lease (owners[n],
+// Transitions of many runs (each at most once) in one statement: item n
+// moves run ids[n] from from_states[n] at row_versions[n] to to_states[n],
+// logging the move, when fenced[n] only under the live lease (owners[n],
 // epochs[n]), as AdvanceRun does for one. next_delays_us[n] < 0 leaves the
 // run unscheduled; with finishes[n] the result record is stored, from
 // result_statuses[n], outcomes[n], outputs[n], costs_usd[n], durations_ms[n]
 // (0: from the database's clock), error_codes[n] and error_details[n] (an
-// empty text is NULL). A row comes back for each run that moved; a run that
-// did not is not where its caller thought, or the lease is lost.
+// empty text is NULL). A row comes back for each run that moved, and a busy
+// one for each run another transaction holds locked, which is skipped
+// rather than waited for; a run that has no row is not where its caller
+// thought, or the lease is lost.
 func (q *Queries) AdvanceRuns(ctx context.Context, arg AdvanceRunsParams) ([]AdvanceRunsRow, error) {
 	rows, err := q.db.Query(ctx, advanceRuns,
 		arg.Ids,
@@ -246,6 +258,7 @@ func (q *Queries) AdvanceRuns(ctx context.Context, arg AdvanceRunsParams) ([]Adv
 		arg.Events,
 		arg.Payloads,
 		arg.NextDelaysUs,
+		arg.Fenced,
 		arg.ReleaseLeases,
 		arg.Owners,
 		arg.Epochs,
@@ -266,7 +279,12 @@ func (q *Queries) AdvanceRuns(ctx context.Context, arg AdvanceRunsParams) ([]Adv
 	items := []AdvanceRunsRow{}
 	for rows.Next() {
 		var i AdvanceRunsRow
-		if err := rows.Scan(&i.WorkflowRunID, &i.RowVersion, &i.OccurredAt); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.RowVersion,
+			&i.OccurredAt,
+			&i.Busy,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

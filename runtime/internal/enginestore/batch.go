@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/fsmgen/fsmgen/runtime/internal/batch"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -22,6 +23,10 @@ type BatchItem struct {
 type BatchResult struct {
 	Advanced Advanced
 	Err      error
+	// Busy: another transaction holds the run's row locked; the item was
+	// skipped rather than waited for, and nothing is written. Write it
+	// with Advance.
+	Busy bool
 }
 
 // Batchable reports whether AdvanceBatch writes p in its shared statement:
@@ -43,7 +48,8 @@ func Batchable(p AdvanceParams) bool { return p.Lease != nil && p.Effects.empty(
 // rows), nothing of it is written, and every item is written again alone
 // with Advance so that the error goes to the item that caused it. When the
 // connection is lost, every item of the statement gets that error: the
-// statement may or may not have committed, as for Advance.
+// statement may or may not have committed, as for Advance. A run whose row
+// another transaction holds locked is skipped, not waited for (Busy).
 func (s *Store) AdvanceBatch(ctx context.Context, items []BatchItem) []BatchResult {
 	out := make([]BatchResult, len(items))
 	var (
@@ -68,39 +74,15 @@ func (s *Store) AdvanceBatch(ctx context.Context, items []BatchItem) []BatchResu
 			continue
 		}
 		p := it.Params
-		t := p.Transition
-		a, _, err := s.in.TransitionParams(ctx, id, p.RowVersion, t, p.Result)
+		a, _, err := s.in.TransitionParams(ctx, id, p.RowVersion, p.Transition, p.Result)
 		if err != nil {
 			out[n].Err = runErr("advance", it.RunID, err)
 			continue
 		}
+		a.Fenced, a.Owner, a.Epoch, a.ReleaseLease = true, p.Lease.Owner, p.Lease.Epoch, !p.KeepLease
 		seen[id], ids[n] = true, id
 		shared = append(shared, n)
-		arg.Ids = append(arg.Ids, id)
-		arg.FromStates = append(arg.FromStates, a.FromState)
-		arg.ToStates = append(arg.ToStates, a.ToState)
-		arg.ToStatuses = append(arg.ToStatuses, a.ToStatus)
-		arg.RowVersions = append(arg.RowVersions, a.RowVersion)
-		arg.WorkflowTypes = append(arg.WorkflowTypes, a.WorkflowType)
-		arg.DefinitionVersions = append(arg.DefinitionVersions, a.DefinitionVersion)
-		arg.Events = append(arg.Events, a.Event)
-		arg.Payloads = append(arg.Payloads, a.Payload)
-		delay := int64(-1)
-		if a.NextDelayUs.Valid {
-			delay = max(a.NextDelayUs.Int64, 0)
-		}
-		arg.NextDelaysUs = append(arg.NextDelaysUs, delay)
-		arg.ReleaseLeases = append(arg.ReleaseLeases, !p.KeepLease)
-		arg.Owners = append(arg.Owners, p.Lease.Owner)
-		arg.Epochs = append(arg.Epochs, p.Lease.Epoch)
-		arg.Finishes = append(arg.Finishes, a.Finish)
-		arg.ResultStatuses = append(arg.ResultStatuses, a.ResultStatus)
-		arg.Outcomes = append(arg.Outcomes, a.Outcome.String)
-		arg.Outputs = append(arg.Outputs, a.Output)
-		arg.CostsUsd = append(arg.CostsUsd, a.CostUsd)
-		arg.DurationsMs = append(arg.DurationsMs, a.DurationMs.Int64)
-		arg.ErrorCodes = append(arg.ErrorCodes, a.ErrorCode.String)
-		arg.ErrorDetails = append(arg.ErrorDetails, a.ErrorDetail.String)
+		batch.Append(&arg, a)
 	}
 	if len(shared) > 0 {
 		arg.Now = s.now()
@@ -109,11 +91,15 @@ func (s *Store) AdvanceBatch(ctx context.Context, items []BatchItem) []BatchResu
 		case err == nil:
 			moved := make(map[pgtype.UUID]dbsqlc.AdvanceRunsRow, len(rows))
 			for _, r := range rows {
-				moved[r.WorkflowRunID] = r
+				moved[r.ID] = r
 			}
 			for _, n := range shared {
 				if r, ok := moved[ids[n]]; ok {
-					out[n].Advanced.RowVersion, out[n].Advanced.At = r.RowVersion, r.OccurredAt.Time
+					if r.Busy {
+						out[n].Busy = true
+					} else {
+						out[n].Advanced.RowVersion, out[n].Advanced.At = r.RowVersion, r.OccurredAt.Time
+					}
 					continue
 				}
 				p := items[n].Params
@@ -127,9 +113,9 @@ func (s *Store) AdvanceBatch(ctx context.Context, items []BatchItem) []BatchResu
 			// One row was refused, and the statement with it: write each
 			// alone to tell which.
 			alone = append(alone, shared...)
-			slices.Sort(alone) // a run's later item after its earlier one
 		}
 	}
+	slices.Sort(alone) // a run's later item after its earlier one
 	for _, n := range alone {
 		out[n].Advanced, out[n].Err = s.Advance(ctx, items[n].RunID, items[n].Params)
 	}

@@ -215,3 +215,34 @@ func TestAdvanceBatchConnectionLost(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvanceBatchBusy: a run whose row another transaction holds locked
+// is skipped (Busy), not waited for, and the others commit.
+func TestAdvanceBatchBusy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cs := e.claimed(t, 3)
+	locker, err := e.pool.Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Rollback(e.ctx)
+	if _, err := locker.Exec(e.ctx, "SELECT 1 FROM workflow_runs WHERE id = $1 FOR UPDATE", cs[1].Run.ID); err != nil {
+		t.Fatal(err)
+	}
+	res := e.es.AdvanceBatch(e.ctx, []enginestore.BatchItem{next(cs[0]), next(cs[1]), next(cs[2])})
+	got := []string{}
+	for _, r := range res {
+		got = append(got, fmt.Sprintf("busy %t err %v row version %d", r.Busy, r.Err, r.Advanced.RowVersion))
+	}
+	want := []string{"busy false err <nil> row version 2", "busy true err <nil> row version 0", "busy false err <nil> row version 2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if err := locker.Rollback(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.state(t, cs[1].Run.ID); got != `A/running@1 lease "w1"` {
+		t.Errorf("the busy run: %s", got)
+	}
+}
