@@ -116,6 +116,9 @@ type Task struct {
 	// Event is the external event that last woke this step (Deliver), nil
 	// when none did.
 	Event *Event
+
+	// deadline is LockedUntil on this process's clock (Execute).
+	deadline time.Time
 }
 
 // Event is an external event that woke a step, as its handler sees it.

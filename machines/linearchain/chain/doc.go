@@ -84,7 +84,8 @@
 // ClaimTimedOut, claims WAITING steps past deadline_at, whose handler runs
 // with TaskType WAITING_TIMEOUT; then Execute runs each task's handler and
 // applies its result. Claim and Execute are exported for callers that
-// drive their own loop. A lease must outlast a batch's handlers.
+// drive their own loop. A handler's context ends when its lease does;
+// a lease must outlast a batch's handlers.
 //
 // # External events, cancellation, reading
 //

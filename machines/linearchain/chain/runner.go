@@ -77,6 +77,7 @@ func (e *Engine) Claim(ctx context.Context, o ClaimOptions) (Claimed, error) {
 	if o.WorkerID == "" {
 		return Claimed{}, errors.New("chain: claim: no worker id")
 	}
+	claimed := time.Now()
 	rows, err := e.pool.Query(ctx, claimSQL, o.WorkerID, o.Lease.Microseconds(), o.Batch, o.ClaimTimedOut)
 	if err != nil {
 		return Claimed{}, fmt.Errorf("chain: claim by %s: %w", o.WorkerID, translate(err))
@@ -92,9 +93,10 @@ func (e *Engine) Claim(ctx context.Context, o ClaimOptions) (Claimed, error) {
 			waiting, key, evID, evType *string
 			evPayload                  []byte
 			until                      *time.Time
+			dbNow                      time.Time
 		)
 		if err := rows.Scan(&out.Recovered, &id, &seq, &stepType, &attempts, &maxAttempts, &until,
-			&taskType, &waiting, &typ, &version, &key, &t.Input, &evID, &evType, &evPayload); err != nil {
+			&taskType, &waiting, &typ, &version, &key, &t.Input, &evID, &evType, &evPayload, &dbNow); err != nil {
 			rows.Close()
 			return Claimed{}, fmt.Errorf("chain: claim by %s: %w", o.WorkerID, err)
 		}
@@ -110,6 +112,9 @@ func (e *Engine) Claim(ctx context.Context, o ClaimOptions) (Claimed, error) {
 		if evID != nil {
 			t.Event = &Event{ID: *evID, Type: *evType, Payload: evPayload}
 		}
+		// The lease's end on this process's clock: as far from now as
+		// locked_until is from the database's now.
+		t.deadline = claimed.Add(t.LockedUntil.Sub(dbNow))
 		out.Tasks = append(out.Tasks, t)
 	}
 	if err := rows.Err(); err != nil {
@@ -167,7 +172,7 @@ WITH cfg AS (
 )
 SELECT counted.n, c.instance_id, c.step_seq, c.step_type, c.attempts, c.max_attempts, c.locked_until,
     c.task_type, c.waiting_event_type, i.workflow_type, i.workflow_version, i.instance_key, i.input,
-    ev.event_id, ev.event_type, ev.payload
+    ev.event_id, ev.event_type, ev.payload, workflow_now()
 FROM counted
 LEFT JOIN claimed c ON true
 LEFT JOIN workflow_instance i ON i.id = c.instance_id
@@ -413,15 +418,23 @@ var (
 )
 
 // Execute runs the handler of the claimed task t and applies its result
-// (Apply). A task whose workflow type, version or step type has no
-// registered handler is retried with last_error saying so.
+// (Apply). The handler's context ends when the lease does (on this
+// process's clock, measured from the claim), so a handler that watches it
+// stops when its result could no longer be written. A task whose workflow
+// type, version or step type has no registered handler is retried with
+// last_error saying so.
 func (e *Engine) Execute(ctx context.Context, t Task) (Applied, error) {
 	h := e.handler(t.WorkflowType, t.WorkflowVersion, t.StepType)
 	var r Result
 	if h == nil {
 		r = Retry(DefaultRetryBackoff, fmt.Sprintf("no handler for %s v%d step %s", t.WorkflowType, t.WorkflowVersion, t.StepType))
 	} else {
-		r = call(ctx, h, t)
+		hctx, cancel := ctx, context.CancelFunc(func() {})
+		if !t.deadline.IsZero() {
+			hctx, cancel = context.WithDeadline(ctx, t.deadline)
+		}
+		r = call(hctx, h, t)
+		cancel()
 	}
 	return e.Apply(ctx, t, r)
 }
