@@ -43,7 +43,12 @@
 // files (the standard line) and DOT diagrams (//), the page's first line as
 // an HTML comment, the Mermaid diagram's second line (%%). [GeneratedFrom]
 // reads it: fsmgen generate removes the files that carry the marker of an
-// input but that it no longer generates from it. Go files are gofmt-clean, with imports grouped as goimports does. A per-event
-// method whose row in the current state is unguarded is, without a
-// recorder, a table lookup the compiler inlines into its caller.
+// input but that it no longer generates from it. Go files are gofmt-clean,
+// with imports grouped as goimports does; Generate renders a machine's
+// files concurrently.
+//
+// A per-event method whose rows are all unguarded is, without a recorder,
+// a comparison and a store that the compiler inlines into its caller; a
+// guarded one asks its guard and, without a recorder, stores the new state
+// in place. Fire switches on the event's type and calls the event's method.
 package gen
