@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/diag"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
@@ -131,6 +133,7 @@ type effects struct {
 	steps    []enginestore.StepEffect
 	messages []enginestore.MessageEffect
 	starts   []enginestore.StartEffect
+	txs      []enginestore.TxFunc
 	output   any
 	cost     float64
 	result   bool
@@ -215,12 +218,46 @@ func StartChild(run *runtime.Run, c Child) error {
 	return nil
 }
 
+// Committed identifies the transition in whose transaction an InTx
+// function is called.
+type Committed struct {
+	// RunID is the run that moved.
+	RunID string
+	// RowVersion is the run's row version after the transition.
+	RowVersion int64
+	// At is when the run moved, by the store's clock (the database's unless
+	// the store was made with store.WithClock).
+	At time.Time
+}
+
+// InTx asks the engine to call fn in the transaction of the transition
+// that the calling handler returns, after the run has moved and before the
+// transaction commits: what fn writes with tx commits with the transition
+// or not at all, and an error from fn refuses the transition (the handler's
+// try fails). Functions run in the order they were given. fn must not
+// keep tx. A handler called outside the engine gets ErrNoEngine.
+func InTx(run *runtime.Run, fn func(ctx context.Context, tx pgx.Tx, c Committed) error) error {
+	f, ok := run.Effects.(*effects)
+	if !ok {
+		return fmt.Errorf("engine: in transaction of run %s: %w", diag.Short(run.ID), ErrNoEngine)
+	}
+	if fn == nil {
+		return fmt.Errorf("engine: in transaction of run %s: %w: nil function", diag.Short(run.ID), store.ErrInvalidInput)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.txs = append(f.txs, func(ctx context.Context, tx pgx.Tx, m enginestore.Moved) error {
+		return fn(ctx, tx, Committed{RunID: m.RunID, RowVersion: m.RowVersion, At: m.At})
+	})
+	return nil
+}
+
 // build turns the collected effects into the store's, consulting the
 // policy functions of the types started, and the result record.
 func (f *effects) build(ctx context.Context, e *Engine, run store.Run) (*enginestore.Effects, *store.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := &enginestore.Effects{Steps: f.steps, Messages: f.messages, Starts: f.starts}
+	out := &enginestore.Effects{Steps: f.steps, Messages: f.messages, Starts: f.starts, Tx: f.txs}
 	for i, s := range out.Starts {
 		e.mu.RLock()
 		r := e.kinds[enginestore.Kind{Type: s.Type, Version: e.latest[s.Type]}]

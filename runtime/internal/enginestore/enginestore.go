@@ -251,10 +251,28 @@ type Effects struct {
 	// Delivered are child runs whose completion event this transition
 	// fires; they are marked so that it fires only once.
 	Delivered []string
+	// Tx are functions called in the transition's transaction after the
+	// run moved, in order; an error from one rolls the whole transition
+	// back.
+	Tx []TxFunc
+}
+
+// TxFunc writes in the transaction of a transition that moved the run; m
+// tells which.
+type TxFunc func(ctx context.Context, tx pgx.Tx, m Moved) error
+
+// Moved identifies a transition recorded in the current transaction.
+type Moved struct {
+	// RunID is the run that moved.
+	RunID string
+	// RowVersion is the run's row version after the transition.
+	RowVersion int64
+	// At is when it moved, by the store's clock.
+	At time.Time
 }
 
 func (e *Effects) empty() bool {
-	return e == nil || len(e.Steps)+len(e.Messages)+len(e.Starts)+len(e.Delivered) == 0
+	return e == nil || len(e.Steps)+len(e.Messages)+len(e.Starts)+len(e.Delivered)+len(e.Tx) == 0
 }
 
 // StepEffect is an observable sub-step for the log.
@@ -429,6 +447,11 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			}
 			if n == 0 {
 				return fmt.Errorf("%w: the event of child %s was fired already", store.ErrConflict, child)
+			}
+		}
+		for _, f := range p.Effects.Tx {
+			if err := f(ctx, tx, Moved{RunID: runID, RowVersion: out.RowVersion, At: out.At}); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -1,0 +1,59 @@
+// Package activity is the seed's activity layer in Go: typed activities
+// with a name, a retry policy, a timeout and an idempotency key, whose
+// results are cached in PostgreSQL by that key.
+//
+// # Defining an activity
+//
+//	var charge = activity.Activity[ChargeIn, ChargeOut]{
+//		Name:    "process-payment",
+//		Retry:   activity.Payment,
+//		Timeout: 30 * time.Second,
+//		IdempotencyKey: func(in ChargeIn) string {
+//			return fmt.Sprintf("payment:%s:%d", in.UserID, in.AmountCents)
+//		},
+//		Execute: func(ctx context.Context, in ChargeIn) (ChargeOut, error) { ... },
+//	}
+//
+// # Retry policies
+//
+// The named policies are the seed's: Validation (never retried), Database
+// (5 attempts, 500 ms initial), ExternalService (10 attempts, 1 s
+// initial), Payment (3 attempts) and Background (20 attempts over a long
+// period); they share their numbers with the runtime's presets
+// (runtime.RetryDatabase, ...), which .fsm states name. CreateRetryPolicy
+// makes a custom one from InitialInterval, BackoffCoefficient,
+// MaximumInterval, MaximumAttempts and NonRetryableErrors (matched by an
+// error's code, runtime.WithCode, or by its Go type's name).
+//
+// After failed try n, the next waits CalculateRetryDelay(p, n) =
+// InitialInterval * BackoffCoefficient^(n-1), capped at MaximumInterval:
+// 500 ms, 1 s, 2 s, 4 s for Database. The wait is then spread by jitter:
+// multiplied by 1 + Jitter*(2u-1) for u uniform in [0, 1), so that a
+// Jitter of 0.2 (the presets') gives a wait within ±20 % of the computed
+// one, and clients that failed together do not retry together.
+//
+// # The result cache
+//
+// Execute checks activity_executions for the activity's key before doing
+// anything: a completed result that has not expired (Activity.TTL) is
+// returned with Result.Cached set, and the activity is not executed.
+// Otherwise it is tried by its policy, and each try updates the key's row:
+// status running, failed or completed, attempt (every try of the key),
+// error, output. The output of a success is committed before Execute
+// returns, so that a process that dies after the activity ran and before
+// the workflow recorded its next step finds the result and does not
+// execute the activity again.
+//
+// Inside a state handler of the engine, ExecuteInRun does the same and
+// marks the row consumed (consumed_run_id, consumed_row_version,
+// consumed_at) in the transaction of the transition the handler returns
+// (engine.InTx): the consumption commits with the step that used the
+// result, or not at all. Callees that honour the idempotency key make even
+// a retry that races a crash safe: the same key asks them for the same
+// effect.
+//
+// PostgreSQL is the cache and its truth; there is no cache in front of it.
+// Two processes that execute the same key at the same moment both try
+// the activity (the row records the later try): the key guards against
+// repeating a completed activity, not against concurrent first tries.
+package activity
