@@ -1,0 +1,442 @@
+package compliance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/fsmgen/fsmgen/machines/compliance/fcha"
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/activity"
+	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/evidence"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// WorkflowName is the workflow's name, its runs' type.
+const WorkflowName = fcha.Type
+
+// SignalAuthorizationSigned is the seed's name of the signal that the
+// applicant signed the background check authorization.
+const SignalAuthorizationSigned = "background_check_authorization_signed"
+
+// AuthorizationWindow is how long the workflow waits for the
+// authorization in CONDITIONAL_OFFER before it denies the application.
+const AuthorizationWindow = 7 * 24 * time.Hour
+
+// The evidence kinds the workflow logs (evidence.<kind> steps), besides the
+// records of the run's creation and of every transition.
+const (
+	EvidenceInitialization         = "initialization"
+	EvidencePrequalification       = "prequalification_results"
+	EvidenceConditionalOffer       = "conditional_offer_delivery"
+	EvidenceBackgroundCheckResults = "background_check_results"
+	EvidenceAssessmentFactors      = "individualized_assessment_factors"
+	EvidenceFinalDecision          = "final_decision_rationale"
+)
+
+// Errors of the workflow, matched with errors.Is.
+var (
+	// ErrSignalRefused: a signal the run no longer accepts, such as an
+	// authorization that arrives after the 7-day window closed.
+	ErrSignalRefused = errors.New("signal refused")
+	// ErrInvalidApplication: an application without an id, applicant or
+	// organization.
+	ErrInvalidApplication = errors.New("invalid application")
+)
+
+// The workflow's activities, with their retry policies and idempotency keys.
+var (
+	prequalifyActivity = activity.Activity[Application, Prequalification]{
+		Name: "prequalify", Retry: activity.Database, Timeout: 10 * time.Second,
+		IdempotencyKey: func(a Application) string { return "prequalify:" + a.ApplicationID },
+	}
+	offerActivity = activity.Activity[Notification, Delivery]{
+		Name: "deliver-conditional-offer", Retry: activity.ExternalService, Timeout: 30 * time.Second,
+		IdempotencyKey: func(n Notification) string { return n.IdempotencyKey },
+	}
+	screeningActivity = activity.Activity[ScreeningRequest, ScreeningReport]{
+		Name: "background-check", Retry: activity.ExternalService, Timeout: 30 * time.Second,
+		IdempotencyKey: func(r ScreeningRequest) string { return r.IdempotencyKey },
+	}
+	assessmentActivity = activity.Activity[AssessmentRequest, Assessment]{
+		Name: "individualized-assessment", Retry: activity.Database, Timeout: 10 * time.Second,
+		IdempotencyKey: func(r AssessmentRequest) string { return "assessment:" + r.ApplicationID },
+	}
+)
+
+// Workflow is the NYC Application Compliance workflow on the engine: the
+// handlers of FCHA's driven states, its guards, and the seed's runtime
+// operations (start, signal, query, execute synchronously).
+type Workflow struct {
+	eng      *engine.Engine
+	x        *activity.Executor
+	ad       Adapters
+	runs     fcha.Handle[Application]
+	activity func(name string) // test hook: after each activity succeeded
+}
+
+// New returns the workflow on eng, executing activities with x and
+// calling the services of ad.
+func New(eng *engine.Engine, x *activity.Executor, ad Adapters) *Workflow {
+	return &Workflow{eng: eng, x: x, ad: ad, runs: fcha.Runs[Application](eng)}
+}
+
+// Register registers FCHA with the engine and enables its evidence.
+func (w *Workflow) Register(ctx context.Context) error {
+	if err := w.eng.Register(ctx, fcha.NewDriver(handlers{w}, func(*runtime.Run) fcha.Guards { return guards{} })); err != nil {
+		return fmt.Errorf("compliance: register: %w", err)
+	}
+	if err := evidence.Enable(ctx, w.eng.Store().Pool(), WorkflowName); err != nil {
+		return fmt.Errorf("compliance: %w", err)
+	}
+	return nil
+}
+
+// guards are FCHA's guards: they read the events' payloads.
+type guards struct{}
+
+func (guards) PrequalFailed(_ context.Context, e fcha.PrequalificationCompleted) bool {
+	return !e.Passed
+}
+func (guards) NoAdverseInfo(_ context.Context, e fcha.BackgroundCheckCompleted) bool {
+	return !e.AdverseInfo
+}
+func (guards) Approved(_ context.Context, e fcha.AssessmentCompleted) bool { return e.Approved }
+
+// handlers implements fcha.Handlers.
+type handlers struct{ w *Workflow }
+
+var _ fcha.Handlers = handlers{}
+
+func input(run *runtime.Run) (Application, error) {
+	var app Application
+	if err := json.Unmarshal(run.Input, &app); err != nil {
+		return app, runtime.WithCode("INVALID_INPUT", fmt.Errorf("compliance: run %s: input: %w", run.ID, err))
+	}
+	return app, nil
+}
+
+func exec[In, Out any](ctx context.Context, w *Workflow, run *runtime.Run, a activity.Activity[In, Out], execute func(context.Context, In) (Out, error), in In) (Out, error) {
+	a.Execute = execute
+	res, err := activity.ExecuteInRun(ctx, w.x, run, a, in)
+	if err != nil {
+		var zero Out
+		return zero, err
+	}
+	if w.activity != nil {
+		w.activity(a.Name)
+	}
+	return res.Output, nil
+}
+
+func logEvidence(run *runtime.Run, kind string, payload any) {
+	if run.Effects != nil {
+		run.Effects.LogStep("evidence."+kind, payload)
+	}
+}
+
+// Prequalification checks the application, records the initialization and
+// prequalification evidence and, when it passed, delivers the conditional
+// offer (recorded too); when it failed, records the denial's rationale.
+func (h handlers) Prequalification(ctx context.Context, run *runtime.Run) (fcha.PrequalificationEvent, error) {
+	app, err := input(run)
+	if err != nil {
+		return nil, err
+	}
+	logEvidence(run, EvidenceInitialization, map[string]any{"application": app, "workflowName": WorkflowName, "workflowVersion": "1.0.0", "actorId": run.UserID})
+	pq, err := exec(ctx, h.w, run, prequalifyActivity, h.w.ad.Prequalifier.Prequalify, app)
+	if err != nil {
+		return nil, err
+	}
+	logEvidence(run, EvidencePrequalification, pq)
+	if !pq.Passed {
+		logEvidence(run, EvidenceFinalDecision, map[string]any{"decision": "denied", "rationale": "prequalification failed: " + pq.Reason})
+		return fcha.PrequalificationCompleted{Passed: false, Reason: pq.Reason}, nil
+	}
+	n := Notification{ApplicationID: app.ApplicationID, ApplicantID: app.ApplicantID, Kind: "conditional_offer", IdempotencyKey: "conditional-offer:" + app.ApplicationID}
+	d, err := exec(ctx, h.w, run, offerActivity, h.w.ad.Notifier.Notify, n)
+	if err != nil {
+		return nil, err
+	}
+	logEvidence(run, EvidenceConditionalOffer, map[string]any{"deliveryId": d.DeliveryID, "authorizationWindow": AuthorizationWindow.String()})
+	return fcha.PrequalificationCompleted{Passed: true, Reason: pq.Reason}, nil
+}
+
+// BackgroundCheckAllowed runs the background check the applicant
+// authorized and records its results; with no adverse information it
+// records the approval's rationale.
+func (h handlers) BackgroundCheckAllowed(ctx context.Context, run *runtime.Run) (fcha.BackgroundCheckAllowedEvent, error) {
+	app, err := input(run)
+	if err != nil {
+		return nil, err
+	}
+	auth, _ := runtime.Last[fcha.BackgroundCheckAuthorizationSigned](run)
+	req := ScreeningRequest{ApplicationID: app.ApplicationID, ApplicantID: app.ApplicantID, AuthorizedAt: auth.SignedAt.UTC(), AuthorizedBy: auth.SignedBy,
+		IdempotencyKey: "screening:" + app.ApplicationID}
+	rep, err := exec(ctx, h.w, run, screeningActivity, h.w.ad.Screening.Check, req)
+	if err != nil {
+		return nil, err
+	}
+	logEvidence(run, EvidenceBackgroundCheckResults, rep)
+	if !rep.AdverseInfo {
+		logEvidence(run, EvidenceFinalDecision, map[string]any{"decision": "approved", "rationale": "the background check found no adverse information"})
+	}
+	return fcha.BackgroundCheckCompleted{AdverseInfo: rep.AdverseInfo, Findings: rep.Findings}, nil
+}
+
+// IndividualizedAssessment weighs the factors on record against the
+// findings and records the factors and the decision's rationale.
+func (h handlers) IndividualizedAssessment(ctx context.Context, run *runtime.Run) (fcha.IndividualizedAssessmentEvent, error) {
+	app, err := input(run)
+	if err != nil {
+		return nil, err
+	}
+	check, _ := runtime.Last[fcha.BackgroundCheckCompleted](run)
+	as, err := exec(ctx, h.w, run, assessmentActivity, h.w.ad.Assessor.Assess,
+		AssessmentRequest{ApplicationID: app.ApplicationID, ApplicantID: app.ApplicantID, Findings: check.Findings})
+	if err != nil {
+		return nil, err
+	}
+	logEvidence(run, EvidenceAssessmentFactors, map[string]any{"factors": as.Factors, "findings": check.Findings})
+	decision := "denied"
+	if as.Approved {
+		decision = "approved"
+	}
+	logEvidence(run, EvidenceFinalDecision, map[string]any{"decision": decision, "rationale": as.Rationale})
+	return fcha.AssessmentCompleted{Approved: as.Approved, Factors: as.Factors, Rationale: as.Rationale}, nil
+}
+
+// StartWorkflow starts the workflow for app on behalf of actorID (a user's
+// UUID, or empty), idempotently by application id: starting the same
+// application again returns its run. The run belongs to the application's
+// organization. It returns the run's id.
+func (w *Workflow) StartWorkflow(ctx context.Context, app Application, actorID string) (string, error) {
+	if app.ApplicationID == "" || app.ApplicantID == "" || app.OrganizationID == "" {
+		return "", fmt.Errorf("compliance: start: %w: applicationId, applicantId and organizationId are required", ErrInvalidApplication)
+	}
+	s, err := w.runs.Start(ctx, app.ApplicationID, app, runtime.Owner{TenantID: app.OrganizationID, UserID: actorID})
+	if err != nil {
+		return "", fmt.Errorf("compliance: start application %s: %w", app.ApplicationID, err)
+	}
+	return s.ID, nil
+}
+
+// Authorization is the payload of the signal
+// background_check_authorization_signed.
+type Authorization struct {
+	SignedAt time.Time `json:"signedAt"`
+	SignedBy string    `json:"signedBy"`
+}
+
+// SendSignal sends the signal name with its payload to run runID, from any
+// process. The workflow knows one signal, SignalAuthorizationSigned, with
+// an Authorization. A signal the run no longer accepts (the window closed
+// and the application was denied, or the authorization was given already)
+// is refused with an error matching ErrSignalRefused that says why.
+func (w *Workflow) SendSignal(ctx context.Context, runID, name string, payload Authorization) error {
+	if name != SignalAuthorizationSigned {
+		return fmt.Errorf("compliance: signal %q to run %s: %w: the workflow knows only %s", name, runID, ErrSignalRefused, SignalAuthorizationSigned)
+	}
+	_, err := w.runs.BackgroundCheckAuthorizationSigned(ctx, runID, fcha.BackgroundCheckAuthorizationSigned{SignedAt: payload.SignedAt, SignedBy: payload.SignedBy})
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, engine.ErrRunFinished) || errors.Is(err, runtime.ErrIllegalTransition) {
+		run, gerr := w.eng.Store().Get(ctx, runID)
+		if gerr != nil {
+			return fmt.Errorf("compliance: signal %s to run %s: %w: %w", name, runID, ErrSignalRefused, err)
+		}
+		why := fmt.Sprintf("the run is in %s", run.State)
+		if hist, herr := w.eng.Store().History(ctx, runID); herr == nil {
+			for _, s := range hist {
+				if s.Event == "AuthorizationTimeout" {
+					why = fmt.Sprintf("the authorization window of %s closed at %s and the application was denied", AuthorizationWindow, s.At.UTC().Format(time.RFC3339))
+				}
+			}
+		}
+		return fmt.Errorf("compliance: signal %s to run %s: %w: %s: %w", name, runID, ErrSignalRefused, why, err)
+	}
+	return fmt.Errorf("compliance: signal %s to run %s: %w", name, runID, err)
+}
+
+// Output is the workflow's output: the decision and the ids of the
+// evidence records of the run.
+type Output struct {
+	RunID       string  `json:"runId"`
+	Approved    bool    `json:"approved"`
+	Decision    string  `json:"decision"`
+	EvidenceIDs []int64 `json:"evidenceIds"`
+}
+
+// StateChange is one entry of a run's state history.
+type StateChange struct {
+	From  string    `json:"from"`
+	To    string    `json:"to"`
+	Event string    `json:"event"`
+	At    time.Time `json:"at"`
+}
+
+// Execution is a run as the seed's WorkflowExecution describes it.
+type Execution struct {
+	ID              string         `json:"id"`
+	WorkflowID      string         `json:"workflowId"`
+	RunID           string         `json:"runId"`
+	WorkflowName    string         `json:"workflowName"`
+	WorkflowVersion string         `json:"workflowVersion"`
+	Status          runtime.Status `json:"status"`
+	Input           Application    `json:"input"`
+	Output          *Output        `json:"output,omitempty"`
+	Error           string         `json:"error,omitempty"`
+	CurrentStep     string         `json:"currentStep"`
+	StateHistory    []StateChange  `json:"stateHistory"`
+	ActorID         string         `json:"actorId,omitempty"`
+	OrganizationID  string         `json:"organizationId"`
+	StartedAt       time.Time      `json:"startedAt"`
+	CompletedAt     *time.Time     `json:"completedAt,omitempty"`
+}
+
+// GetWorkflow returns run runID as an Execution; store.ErrRunNotFound
+// when there is none.
+func (w *Workflow) GetWorkflow(ctx context.Context, runID string) (Execution, error) {
+	run, err := w.eng.Store().Get(ctx, runID)
+	if err != nil {
+		return Execution{}, fmt.Errorf("compliance: get workflow %s: %w", runID, err)
+	}
+	return w.execution(ctx, run)
+}
+
+func (w *Workflow) execution(ctx context.Context, run store.Run) (Execution, error) {
+	e := Execution{
+		ID: run.ID, WorkflowID: run.IdempotencyKey, RunID: run.ID, WorkflowName: run.Type, WorkflowVersion: strconv.Itoa(run.Version),
+		Status: run.Status, CurrentStep: run.State, ActorID: run.UserID, OrganizationID: run.TenantID, StartedAt: run.CreatedAt,
+	}
+	if err := json.Unmarshal(run.Input, &e.Input); err != nil {
+		return e, fmt.Errorf("compliance: run %s: input: %w", run.ID, err)
+	}
+	if run.Result != nil && run.Result.ErrorDetail != "" {
+		e.Error = run.Result.ErrorDetail
+	}
+	hist, err := w.eng.Store().History(ctx, run.ID)
+	if err != nil {
+		return e, fmt.Errorf("compliance: run %s: history: %w", run.ID, err)
+	}
+	e.StateHistory = []StateChange{}
+	for _, s := range hist {
+		if s.Kind == store.KindTransition {
+			e.StateHistory = append(e.StateHistory, StateChange{From: s.From, To: s.To, Event: s.Event, At: s.At})
+		}
+	}
+	if run.Terminal() {
+		t := run.FinishedAt
+		e.CompletedAt = &t
+		out, err := w.output(ctx, run)
+		if err != nil {
+			return e, err
+		}
+		e.Output = &out
+	}
+	return e, nil
+}
+
+func (w *Workflow) output(ctx context.Context, run store.Run) (Output, error) {
+	recs, err := evidence.Records(ctx, w.eng.Store().Pool(), run.ID)
+	if err != nil {
+		return Output{}, fmt.Errorf("compliance: %w", err)
+	}
+	out := Output{RunID: run.ID, Approved: run.State == fcha.StateApproved.String(), EvidenceIDs: []int64{}}
+	if run.Result != nil {
+		out.Decision = run.Result.Outcome
+	}
+	for _, r := range recs {
+		out.EvidenceIDs = append(out.EvidenceIDs, r.ID)
+	}
+	return out, nil
+}
+
+// Query selects runs as the seed's workflowStore.query does; empty fields
+// match everything.
+type Query struct {
+	WorkflowName   string
+	Status         runtime.Status
+	OrganizationID string
+	// Limit caps the number of runs; 0 means 100.
+	Limit int
+}
+
+// Query returns the runs that match q, oldest first. It reads
+// workflow_runs by its (workflow_type, created_at) and (tenant_id,
+// created_at) indexes: the organization is the run's tenant.
+func (w *Workflow) Query(ctx context.Context, q Query) ([]Execution, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	runs, err := w.eng.Store().List(ctx, store.Filter{Type: q.WorkflowName, Status: q.Status, TenantID: q.OrganizationID, Limit: limit})
+	if err != nil {
+		return nil, fmt.Errorf("compliance: query: %w", err)
+	}
+	out := make([]Execution, 0, len(runs))
+	for _, r := range runs {
+		e, err := w.execution(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// SyncOption configures ExecuteWorkflowSync.
+type SyncOption func(*syncOptions)
+
+type syncOptions struct {
+	waiting func(ctx context.Context, runID, state string) error
+}
+
+// OnWaiting sets what ExecuteWorkflowSync does when the run waits for a
+// signal (CONDITIONAL_OFFER): f is called with the run's id and state, and
+// may send the signal; an error from f ends ExecuteWorkflowSync with it.
+func OnWaiting(f func(ctx context.Context, runID, state string) error) SyncOption {
+	return func(o *syncOptions) { o.waiting = f }
+}
+
+// ExecuteWorkflowSync starts the workflow for app and drives it inline to
+// its end, returning its output. When the run waits for the authorization,
+// the OnWaiting function is told; if the run still waits after it, it is
+// waited for (a signal from another process, or the timeout, fired by the
+// engine's workers) until ctx is done.
+func (w *Workflow) ExecuteWorkflowSync(ctx context.Context, app Application, actorID string, opts ...SyncOption) (Output, error) {
+	var o syncOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	id, err := w.StartWorkflow(ctx, app, actorID)
+	if err != nil {
+		return Output{}, err
+	}
+	for notified := false; ; {
+		run, err := w.eng.Drive(ctx, id)
+		if err != nil {
+			return Output{}, fmt.Errorf("compliance: execute %s: %w", id, err)
+		}
+		if run.Terminal() {
+			return w.output(ctx, run)
+		}
+		if o.waiting != nil && !notified {
+			notified = true
+			if err := o.waiting(ctx, id, run.State); err != nil {
+				return Output{}, err
+			}
+			continue
+		}
+		run, err = w.eng.Wait(ctx, id)
+		if err != nil {
+			return Output{}, fmt.Errorf("compliance: execute %s: %w", id, err)
+		}
+		return w.output(ctx, run)
+	}
+}
