@@ -41,7 +41,7 @@ type command struct {
 
 // commands lists fsmctl's commands in the order help shows them.
 func commands() []*command {
-	return []*command{migrateCommand(), demoCommand(), runsListCommand(), runsShowCommand(), chainsListCommand(), chainsShowCommand(), exportCommand()}
+	return []*command{migrateCommand(), demoCommand(), runsListCommand(), runsShowCommand(), chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand()}
 }
 
 // usageError is a command line fsmctl cannot act on: exit status 2.

@@ -298,7 +298,7 @@ func Executions(ctx context.Context, q Querier, workflowID string) ([]Execution,
 	rows, err := q.Query(ctx, `SELECT id::text, workflow_id, activity_name, idempotency_key, status, input, output,
        coalesce(error, ''), coalesce(error_code, ''), attempt, started_at, completed_at, expires_at,
        coalesce(consumed_run_id::text, ''), coalesce(consumed_row_version, 0), consumed_at
-  FROM activity_executions WHERE workflow_id = $1 ORDER BY started_at, id`, workflowID)
+  FROM activity_executions WHERE workflow_id = $1 ORDER BY started_at, activity_name, id`, workflowID)
 	if err != nil {
 		return nil, fmt.Errorf("activity executions of %s: %w", workflowID, err)
 	}
