@@ -8,6 +8,39 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type ActivityExecution struct {
+	ID                 pgtype.UUID
+	WorkflowID         string
+	ActivityName       string
+	IdempotencyKey     string
+	Status             string
+	Input              []byte
+	Output             []byte
+	Error              pgtype.Text
+	ErrorCode          pgtype.Text
+	Attempt            int32
+	StartedAt          pgtype.Timestamptz
+	CompletedAt        pgtype.Timestamptz
+	ExpiresAt          pgtype.Timestamptz
+	ConsumedRunID      pgtype.UUID
+	ConsumedRowVersion pgtype.Int8
+	ConsumedAt         pgtype.Timestamptz
+}
+
+type EvidenceRecord struct {
+	ID            int64
+	WorkflowRunID pgtype.UUID
+	WorkflowType  string
+	Seq           int32
+	Kind          string
+	StepLogID     int64
+	Content       []byte
+	ContentHash   string
+	PrevHash      string
+	Hash          string
+	RecordedAt    pgtype.Timestamptz
+}
+
 type WorkflowDefinition struct {
 	WorkflowType string
 	Version      int32
