@@ -42,7 +42,7 @@ CREATE TABLE evidence_records (
     workflow_type   TEXT        NOT NULL,
     seq             INTEGER     NOT NULL CHECK (seq >= 1),
     kind            TEXT        NOT NULL,
-    step_log_id     BIGINT      NOT NULL UNIQUE REFERENCES workflow_step_logs (id),
+    step_log_id     BIGINT      NOT NULL UNIQUE,
     content         JSONB       NOT NULL,
     content_hash    TEXT        NOT NULL,
     prev_hash       TEXT        NOT NULL,
