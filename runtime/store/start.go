@@ -105,6 +105,10 @@ const maxStartRounds = 16
 // the unique (type, key) index decides who inserts (INSERT ... ON CONFLICT
 // DO NOTHING, then a read), and the row version decides who restarts a
 // failed run; every other caller sees the run the winner made.
+//
+// A created or restarted run is announced on NotifyChannel, with its type,
+// by the statement that writes it: idle workers listening there claim it at
+// once, and the start costs one commit.
 func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 	op := fmt.Sprintf("start %s/%s", short(p.Type), short(p.IdempotencyKey))
 	fail := func(err error) (StartResult, error) { return StartResult{}, runErr(op, "", err) }
