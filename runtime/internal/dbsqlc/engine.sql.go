@@ -393,7 +393,7 @@ SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correla
     c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version,
     c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner,
     c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error,
-    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at,
+    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at, c.previous_state,
     coalesce(ev.names, '{}')::text[] AS event_names,
     coalesce(ev.payloads, '{}')::jsonb[] AS event_payloads,
     coalesce(ev.logged_version, 0)::bigint AS logged_version
@@ -446,6 +446,7 @@ type ClaimRunRow struct {
 	ParentRunID       pgtype.UUID
 	ParentEvent       pgtype.Text
 	ParentDeliveredAt pgtype.Timestamptz
+	PreviousState     pgtype.Text
 	EventNames        []string
 	EventPayloads     [][]byte
 	LoggedVersion     int64
@@ -498,6 +499,7 @@ func (q *Queries) ClaimRun(ctx context.Context, arg ClaimRunParams) ([]ClaimRunR
 			&i.ParentRunID,
 			&i.ParentEvent,
 			&i.ParentDeliveredAt,
+			&i.PreviousState,
 			&i.EventNames,
 			&i.EventPayloads,
 			&i.LoggedVersion,
@@ -543,7 +545,7 @@ WITH kinds AS (
         w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version,
         w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner,
         w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error,
-        w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, picked.prev_owner
+        w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, picked.prev_owner
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
