@@ -4,7 +4,8 @@
 // commit), answering each caller with its own result after that call
 // returned. While a batch is being written the next one gathers, so that
 // under load a commit holds what arrived during the previous one; a write
-// that finds nothing else queued is written at once.
+// that finds nothing queued and few others in flight is written at once,
+// by its caller.
 //
 // It also builds the arguments of the shared statement, dbsqlc.AdvanceRuns,
 // from those of the single one, dbsqlc.AdvanceRun.
@@ -17,6 +18,12 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 )
+
+// Alone is how many callers may write on their own at once (see Do) while
+// nothing waits in the queue. PostgreSQL flushes the WAL of concurrent
+// commits together, so that a few writes in flight cost about one flush;
+// beyond that, batches take over.
+const Alone = 4
 
 // Batcher batches items of type I whose writes give results of type R.
 type Batcher[I, R any] struct {
@@ -68,17 +75,18 @@ const (
 	Unknown
 )
 
-// Do writes in and returns its result. When nothing else is being written
-// (no batch, no other caller on its own), Do calls alone, which writes in by
-// itself with the caller's context, in the caller's goroutine, and returns
-// its result as Done: a lone write costs what it costs without a Batcher.
+// Do writes in and returns its result. When nothing waits in the queue and
+// fewer than Alone callers are writing on their own, Do calls alone, which
+// writes in by itself with the caller's context, in the caller's goroutine,
+// and returns its result as Done: a few concurrent writes cost what they
+// cost without a Batcher.
 // Otherwise in joins the queue, and Do returns once the batch that takes it
 // is written. When ctx ends first, Do returns at once: Withdrawn when no
 // batch took the item yet (nothing is written), Unknown when one did (the
 // batch goes on, and the item may be written).
 func (b *Batcher[I, R]) Do(ctx context.Context, in I, alone func() R) (R, Outcome) {
 	b.mu.Lock()
-	if !b.flushing && b.alone == 0 && len(b.queue) == 0 {
+	if len(b.queue) == 0 && b.alone < Alone {
 		b.alone++
 		b.mu.Unlock()
 		defer func() {
