@@ -40,7 +40,10 @@
 //   - [SQLStateTransitionRefused]: current_state moved along a pair that the
 //     registered table of the run's type and version lacks (a transition
 //     from a state to itself included), or a run inserted in a state other
-//     than the initial one;
+//     than the initial one. A write shaped like the runtime's transitions
+//     (row_version + 1, previous_state the state left, status the state
+//     entered's) is checked by the foreign key [ConstraintMove] to
+//     workflow_moves instead, and refused with its SQLSTATE, 23503;
 //   - [SQLStateLogImmutable]: UPDATE, DELETE or TRUNCATE of workflow_step_logs;
 //   - [SQLStateRunImmutable]: a change of a run's id, type or idempotency key,
 //     or of its attempt number or definition version other than the reset of
@@ -52,7 +55,9 @@
 //     of a definition registered by an earlier transaction;
 //   - [SQLStateUnlogged]: a change of state without its log row (the row of
 //     the same run and row version, ending in the new state), or a log row
-//     of a change of state that did not happen. Write both in one statement,
+//     of a change of state that did not happen (a second one for the same
+//     row version is refused by the unique index [ConstraintLoggedChange],
+//     SQLSTATE 23505). Write both in one statement,
 //     as the store does, or in one transaction after SET CONSTRAINTS
 //     workflow_runs_logged, workflow_step_logs_change DEFERRED.
 //
