@@ -26,12 +26,12 @@ generate: sqlc
 sqlc:
 	cd tools && $(GO) tool sqlc generate -f ../db/sqlc.yaml
 
-# Run the RetrieveOrGenerate demo, then the step engine's report workflow
-# against a scripted HTTP API, on the PostgreSQL server DATABASE_URL names,
+# Run the demo (machines/cmd/demo): RetrieveOrGenerate, the linear chain,
+# then the step engine's report workflow against a scripted HTTP API, on one
+# database: the PostgreSQL server DATABASE_URL names,
 # or on a throwaway local cluster when it is unset.
 demo:
-	$(GO) run ./cmd/fsmctl demo
-	$(GO) run ./machines/stepengine/cmd/stepdemo
+	$(GO) run ./machines/cmd/demo
 
 test:
 	$(GO) vet ./...

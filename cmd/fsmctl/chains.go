@@ -331,7 +331,7 @@ func (c *cli) chainPool(ctx context.Context, fs *flag.FlagSet) (*pgxpool.Pool, e
 func chainError(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return fmt.Errorf("the linear chain's tables are missing (%s): they are created by chain.Migrate (machines/linearchain/chain), which fsmctl demo runs", pgErr.Message)
+		return fmt.Errorf("the linear chain's tables are missing (%s): they are created by chain.Migrate (machines/linearchain/chain), which make demo runs", pgErr.Message)
 	}
 	return fmt.Errorf("read the linear chain's tables: %w", err)
 }

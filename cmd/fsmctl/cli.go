@@ -41,7 +41,7 @@ type command struct {
 
 // commands lists fsmctl's commands in the order help shows them.
 func commands() []*command {
-	return []*command{migrateCommand(), demoCommand(), runsListCommand(), runsShowCommand(), chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand()}
+	return []*command{migrateCommand(), runsListCommand(), runsShowCommand(), chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand()}
 }
 
 // usageError is a command line fsmctl cannot act on: exit status 2.
@@ -185,8 +185,8 @@ Commands:
 	tw.Flush()
 	fmt.Fprint(w, `
 The database is the one `+EnvDatabaseURL+` names (postgres://user:password@host:5432/db?sslmode=disable,
-or a key=value connection string), or the -database flag of a command. Without
-either, demo starts a throwaway local cluster and stops it at the end.
+or a key=value connection string), or the -database flag of a command. The demo
+that creates runs to look at is not here: make demo (go run ./machines/cmd/demo).
 
 Exit status: 0 on success, 1 on failure, 2 on a usage error.
 `)

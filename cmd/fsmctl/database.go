@@ -1,69 +1,15 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net/url"
-	"strconv"
-	"strings"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/fsmgen/fsmgen/internal/dbconn"
 )
 
-// connectTimeout bounds the first connection to the database.
-const connectTimeout = 15 * time.Second
-
-// sslModes are the values libpq and pgx accept for sslmode.
-var sslModes = []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
-
-// checkConnString reports what is wrong with a connection string, naming
-// the part at fault and never echoing a password; source names where the
-// string came from (DATABASE_URL or -database).
-func checkConnString(source, conn string) error {
-	scheme, _, isURL := strings.Cut(conn, "://")
-	if !isURL {
-		return nil // a key=value string: pgx's parser reports its errors
-	}
-	if scheme != "postgres" && scheme != "postgresql" {
-		return fmt.Errorf("%s: unsupported scheme %q: want postgres:// or postgresql://", source, scheme)
-	}
-	u, err := url.Parse(conn)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the whole string, password included
-		}
-		return fmt.Errorf("%s is not a valid URL: %v", source, err)
-	}
-	for _, host := range strings.Split(u.Host, ",") {
-		if i := strings.LastIndex(host, ":"); i >= 0 && !strings.HasSuffix(host, "]") {
-			port := host[i+1:]
-			n, err := strconv.Atoi(port)
-			switch {
-			case port == "":
-				return fmt.Errorf("%s: empty port after host %q", source, host[:i])
-			case err != nil:
-				return fmt.Errorf("%s: port %q is not a number", source, port)
-			case n < 1 || n > 65535:
-				return fmt.Errorf("%s: port %d is out of range 1..65535", source, n)
-			}
-		}
-	}
-	if strings.Count(strings.Trim(u.Path, "/"), "/") > 0 {
-		return fmt.Errorf("%s: database name %q has a slash: the path is one database name", source, strings.TrimPrefix(u.Path, "/"))
-	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return fmt.Errorf("%s: malformed query parameters: %v", source, err)
-	}
-	if m := q.Get("sslmode"); m != "" && !contains(sslModes, m) {
-		return fmt.Errorf("%s: sslmode %q is not one of %s", source, m, strings.Join(sslModes, ", "))
-	}
-	return nil
-}
+// fsmctl checks connection strings and connects as package dbconn does.
+var (
+	parseConfig = dbconn.ParseConfig
+	describe    = dbconn.Describe
+	connect     = dbconn.Connect
+)
 
 func contains(list []string, s string) bool {
 	for _, v := range list {
@@ -72,64 +18,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// parseConfig parses a connection string into a pool configuration, with
-// errors that name the part at fault and never the password.
-func parseConfig(source, conn string) (*pgxpool.Config, error) {
-	if err := checkConnString(source, conn); err != nil {
-		return nil, err
-	}
-	cfg, err := pgxpool.ParseConfig(conn)
-	if err != nil {
-		var pe *pgconn.ParseConfigError
-		if errors.As(err, &pe) {
-			// The message after the (redacted) connection string says what is
-			// wrong; leave the string out altogether.
-			msg := pe.Error()
-			if i := strings.LastIndex(msg, "`: "); i >= 0 {
-				msg = msg[i+3:]
-			}
-			return nil, fmt.Errorf("%s: %s", source, msg)
-		}
-		return nil, fmt.Errorf("%s: %w", source, err)
-	}
-	return cfg, nil
-}
-
-// describe names the server and database of cfg for messages, without the
-// password.
-func describe(cfg *pgxpool.Config) string {
-	cc := cfg.ConnConfig
-	host := cc.Host
-	if strings.HasPrefix(host, "/") {
-		host = "socket in " + host
-	}
-	return fmt.Sprintf("database %q on %s port %d as user %q", cc.Database, host, cc.Port, cc.User)
-}
-
-// connect opens a pool on the database conn names and checks that it
-// answers.
-func connect(ctx context.Context, source, conn string) (*pgxpool.Pool, error) {
-	cfg, err := parseConfig(source, conn)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.MaxConns > 8 {
-		cfg.MaxConns = 8
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to the %s that %s names: %w", describe(cfg), source, err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("connect to the %s that %s names: %w", describe(cfg), source, err)
-	}
-	return pool, nil
 }

@@ -1,152 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
-	"strconv"
-	"strings"
-	"text/tabwriter"
-	"time"
-
-	"github.com/fsmgen/fsmgen/runtime/store"
+	"github.com/fsmgen/fsmgen/internal/runprint"
 )
 
-// timeLayout is how fsmctl prints times: UTC, to the millisecond.
-const timeLayout = "2006-01-02T15:04:05.000Z07:00"
-
-func formatTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(timeLayout)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func newTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-}
-
-// printRunTable prints runs as an aligned table, one line each.
-func printRunTable(w io.Writer, runs []store.Run) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTATUS\tOUTCOME\tTENANT\tATTEMPT\tCREATED\tUPDATED")
-	for _, r := range runs {
-		outcome := ""
-		if r.Result != nil {
-			outcome = r.Result.Outcome
-		}
-		fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
-			r.ID, r.Type, r.Version, r.State, r.Status, orDash(outcome), r.TenantID, r.Attempt,
-			formatTime(r.CreatedAt), formatTime(r.UpdatedAt))
-	}
-	return tw.Flush()
-}
-
-// printRun prints one run as a block of "field  value" lines: its identity,
-// state, result, times, and while it runs its lease, schedule and last
-// error.
-func printRun(w io.Writer, r store.Run) error {
-	tw := newTable(w)
-	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-	line("run", r.ID)
-	line("type", fmt.Sprintf("%s v%d", r.Type, r.Version))
-	line("state", r.State)
-	line("status", string(r.Status))
-	if res := r.Result; res != nil {
-		line("outcome", orDash(res.Outcome))
-	}
-	line("tenant", r.TenantID)
-	line("user", orDash(r.UserID))
-	line("key", r.IdempotencyKey)
-	line("attempt", strconv.Itoa(r.Attempt))
-	if res := r.Result; res != nil {
-		line("output", compactJSON(res.Output))
-		line("cost", fmt.Sprintf("%.4f USD", res.CostUSD))
-		line("duration", fmt.Sprintf("%d ms", res.DurationMS))
-		if res.ErrorCode != "" || res.ErrorDetail != "" {
-			line("error", strings.TrimSuffix(res.ErrorCode+": "+res.ErrorDetail, ": "))
-		}
-	}
-	if r.ParentID != "" {
-		line("parent", fmt.Sprintf("%s (fires %s when this run ends)", r.ParentID, r.ParentEvent))
-	}
-	line("created", formatTime(r.CreatedAt))
-	line("updated", formatTime(r.UpdatedAt))
-	if !r.FinishedAt.IsZero() {
-		line("finished", formatTime(r.FinishedAt))
-	}
-	if !r.Terminal() {
-		line("step try", strconv.Itoa(r.StepAttempt))
-		if !r.NextRunAt.IsZero() {
-			line("due", formatTime(r.NextRunAt))
-		} else if r.ParkedAt.IsZero() {
-			line("due", "- (waits for an event)")
-		}
-		if r.LeaseOwner != "" {
-			line("lease", fmt.Sprintf("%s until %s (epoch %d)", r.LeaseOwner, formatTime(r.LeaseExpiresAt), r.LeaseEpoch))
-		}
-		if !r.ParkedAt.IsZero() {
-			line("parked", formatTime(r.ParkedAt))
-		}
-		if r.LastErrorCode != "" || r.LastError != "" {
-			line("last error", strings.TrimSuffix(r.LastErrorCode+": "+r.LastError, ": "))
-		}
-	}
-	return tw.Flush()
-}
-
-// printHistory prints a run's log as a table, oldest first: its sequence
-// number in the run, time, kind, step or event, the states before and
-// after, and the run's attempt; with payloads, each row's payload too.
-func printHistory(w io.Writer, steps []store.Step, payloads bool) error {
-	tw := newTable(w)
-	head := "SEQ\tTIME\tKIND\tSTEP/EVENT\tSTATE\tATTEMPT"
-	if payloads {
-		head += "\tPAYLOAD"
-	}
-	fmt.Fprintln(tw, head)
-	for i, s := range steps {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d", i+1, formatTime(s.At), s.Kind, s.Name, stateChange(s), s.Attempt)
-		if payloads {
-			fmt.Fprintf(tw, "\t%s", compactJSON(s.Payload))
-		}
-		fmt.Fprintln(tw)
-	}
-	return tw.Flush()
-}
-
-// stateChange shows the states of a log row: "A → B" for a change, "A" for
-// a step logged in a state.
-func stateChange(s store.Step) string {
-	switch {
-	case s.Kind == store.KindStep || s.From == s.To:
-		if s.To != "" {
-			return s.To
-		}
-		return orDash(s.From)
-	case s.From == "":
-		return "→ " + s.To
-	}
-	return s.From + " → " + s.To
-}
-
-// compactJSON returns JSON as stored, without the spaces PostgreSQL puts in
-// jsonb's text, or "-" when there is none.
-func compactJSON(b json.RawMessage) string {
-	if len(b) == 0 || string(b) == "null" {
-		return "-"
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
-		return string(b)
-	}
-	return buf.String()
-}
+// fsmctl prints runs, times and tables as package runprint does.
+var (
+	formatTime    = runprint.Time
+	orDash        = runprint.OrDash
+	newTable      = runprint.Table
+	printRunTable = runprint.RunTable
+	printRun      = runprint.Run
+	printHistory  = runprint.History
+	compactJSON   = runprint.CompactJSON
+)

@@ -1,23 +1,24 @@
 // Command fsmctl operates the runs of fsmgen workflows stored in
-// PostgreSQL: it migrates the schema, runs the RetrieveOrGenerate demo,
-// lists and shows runs with their transition history, and exports the audit
-// of a step-engine run as JSON or CSV.
+// PostgreSQL: it migrates the runtime's schema, lists and shows runs with
+// their transition history and the linear chain's instances, and exports
+// the audit of a step-engine run as JSON or CSV. It works on any machine's
+// runs and imports none: the demo that creates some is a command of its own
+// (machines/cmd/demo, make demo).
 //
 // Usage:
 //
-//	fsmctl migrate                 apply the runtime's and the demo workflow's migrations
-//	fsmctl demo [-seed N]          submit a few problems and print each run and its history
+//	fsmctl migrate                 apply the runtime's migrations
 //	fsmctl runs list [-type T] [-state S] [-status S] [-tenant X] [-limit N] [-after ID]
 //	fsmctl runs show [-payloads] ID
+//	fsmctl chains list [-type T] [-status S[,S...]] [-key K] [-limit N] [-after ID]
+//	fsmctl chains show ID
 //	fsmctl export <run_id> [--format json|csv] [--runs-dir DIR] [--out FILE] [--from-db]
 //	fsmctl help [command]
 //
 // The database is the one the DATABASE_URL environment variable names (a
 // postgres:// URL or a key=value connection string), or the -database flag
-// of each command. Without either, demo starts a throwaway local cluster
-// from the PostgreSQL server binaries it finds, as the tests do, and stops
-// it at the end; the other commands that connect fail. export reads a run's
-// files and needs no database unless given --from-db.
+// of each command; without either, the commands that connect fail. export
+// reads a run's files and needs no database unless given --from-db.
 //
 // fsmctl exits with 0 on success, 1 on failure and 2 on a usage error.
 package main

@@ -97,8 +97,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"runs", "list", "-after", "12"}, `fsmctl runs list: -after: run "12": malformed id: want a UUID such as 1b4e28ba-2fa1-4d2b-883f-0016d3cca427`},
 		{[]string{"runs", "list", "extra"}, `fsmctl runs list: unexpected arguments ["extra"] (flags go before arguments)`},
 		{[]string{"migrate", "now"}, `fsmctl migrate: unexpected arguments ["now"]`},
-		{[]string{"demo", "-verbose"}, "flag provided but not defined: -verbose"},
+		{[]string{"migrate", "-verbose"}, "flag provided but not defined: -verbose"},
 		{[]string{"help", "nothing"}, `fsmctl: unknown command "nothing"`},
+		{[]string{"demo"}, `fsmctl: unknown command "demo"`},
 	}
 	for _, tt := range tests {
 		// No database is set: every one of these must fail before connecting.
@@ -128,7 +129,7 @@ func TestHelp(t *testing.T) {
 	if got.Code != exitOK || got.Stderr != "" {
 		t.Fatalf("help: %+v", got)
 	}
-	for _, want := range []string{"  migrate    ", "  demo       ", "  runs list  ", "  runs show  ", "DATABASE_URL"} {
+	for _, want := range []string{"  migrate    ", "  runs list  ", "  runs show  ", "DATABASE_URL", "make demo"} {
 		if !strings.Contains(got.Stdout, want) {
 			t.Errorf("help lacks %q:\n%s", want, got.Stdout)
 		}
@@ -196,11 +197,11 @@ func TestMigrateTwice(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t, pgtest.Empty())
 	n := migrationCount(t)
-	want := result{Code: exitOK, Stdout: fmt.Sprintf("runtime schema: %d migrations, %d applied now\nproblembank schema: up to date\n", n, n)}
+	want := result{Code: exitOK, Stdout: fmt.Sprintf("runtime schema: %d migrations, %d applied now\n", n, n)}
 	if diff := cmp.Diff(want, withDB(t, url, "migrate")); diff != "" {
 		t.Errorf("first migrate (-want +got):\n%s", diff)
 	}
-	want.Stdout = fmt.Sprintf("runtime schema: %d migrations, 0 applied now\nproblembank schema: up to date\n", n)
+	want.Stdout = fmt.Sprintf("runtime schema: %d migrations, 0 applied now\n", n)
 	if diff := cmp.Diff(want, withDB(t, url, "migrate")); diff != "" {
 		t.Errorf("second migrate (-want +got):\n%s", diff)
 	}
@@ -444,7 +445,7 @@ func TestInterrupted(t *testing.T) {
 	cancel() // as Ctrl-C does through signal.NotifyContext
 	var out, errOut bytes.Buffer
 	c := &cli{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }}
-	code := c.main(ctx, []string{"demo", "-database", url})
+	code := c.main(ctx, []string{"migrate", "-database", url})
 	if diff := cmp.Diff(result{Code: exitFailure, Stderr: "fsmctl: interrupted\n"}, result{Code: code, Stderr: errOut.String()}); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

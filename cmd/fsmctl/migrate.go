@@ -9,18 +9,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/db"
-	"github.com/fsmgen/fsmgen/machines/problems/local"
 )
 
 func migrateCommand() *command {
 	return &command{
 		name:     "migrate",
 		synopsis: "[-database URL]",
-		summary:  "apply the runtime's and the demo workflow's migrations",
+		summary:  "apply the runtime's migrations",
 		details: `Migrate applies the runtime's schema (workflow runs, their append-only log,
-definitions, outbox: package db) and the schema of the RetrieveOrGenerate
-workflow's local adapters (problembank). It is idempotent: migrations already
-applied are skipped, so it may run at every deployment.`,
+definitions, outbox: package db). It is idempotent: migrations already
+applied are skipped, so it may run at every deployment. A machine's own
+tables (the demo's problembank, the linear chain's instances and steps) are
+created by the machine's package (make demo does).`,
 		flags: addDatabaseFlag,
 		run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 			if len(args) > 0 {
@@ -40,7 +40,7 @@ applied are skipped, so it may run at every deployment.`,
 	}
 }
 
-// migrate applies both schemas and says what it did.
+// migrate applies the runtime's schema and says what it did.
 func migrate(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
 	before, err := appliedMigrations(ctx, pool)
 	if err != nil {
@@ -53,11 +53,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := local.Migrate(ctx, pool); err != nil {
-		return fmt.Errorf("migrate the problembank schema: %w", err)
-	}
 	fmt.Fprintf(w, "runtime schema: %d migrations, %d applied now\n", after, after-before)
-	fmt.Fprintln(w, "problembank schema: up to date")
 	return nil
 }
 

@@ -11,7 +11,7 @@
 // The engine built on them is package chain. This package holds the
 // example workflow, order.process (OrderProcess: VALIDATE -> RESERVE ->
 // WAIT_PAYMENT -> SHIP -> NOTIFY, waiting for payment.captured), and Demo,
-// which fsmctl demo runs.
+// which the demo (machines/cmd/demo, make demo) runs.
 package linearchain
 
 //go:generate go tool fsmgen linear_chain.fsm

@@ -85,6 +85,6 @@
 // # The example
 //
 // Package report is a workflow that fetches rows from an HTTP API,
-// writes report.csv and registers it; cmd/stepdemo runs it against a
-// scripted local server and exports its audit (make demo runs it).
+// writes report.csv and registers it; the demo (machines/cmd/demo, make
+// demo) runs it against a scripted local server and exports its audit.
 package stepengine

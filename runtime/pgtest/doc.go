@@ -29,7 +29,7 @@
 // with a message saying what to install or set.
 //
 // The cluster comes from runtime/pgcluster, which programs use directly
-// (fsmctl demo does) so that they need not link the testing package.
+// (the demo, machines/cmd/demo, does) so that they need not link the testing package.
 //
 // # One database per test
 //

@@ -1,65 +1,26 @@
-// Command stepdemo runs the step engine's report workflow
-// (machines/stepengine/report) against a scripted local HTTP API, on a real
-// PostgreSQL, and exports each run's audit as fsmctl export does.
-//
-// Usage:
-//
-//	stepdemo [-runs-dir DIR] [-database URL]
-//
-// It runs the workflow three times:
-//
-//  1. the API answers 503 once, then the sheet: the fetch retries and the
-//     run ends OK; report.csv is written and registered as an artifact;
-//  2. the API answers 429 to every request: the fetch's retries run out
-//     (APIRetryExhausted), the run ends FAILED at step 1 of 3 with its error
-//     artifact, and the other steps stay PENDING;
-//  3. the API is back: the failed run runs again under the same run id,
-//     attempt 2, and its directory is rewritten.
-//
-// The database is the one DATABASE_URL (or -database) names; without
-// either, stepdemo starts a throwaway cluster, as the tests do, and removes
-// it at the end. The runs' directories go under -runs-dir, by default a new
-// temporary directory that is kept, so that fsmctl export can be run on it
-// afterwards; the demo prints the command.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fsmgen/fsmgen/db"
 	"github.com/fsmgen/fsmgen/internal/runfiles"
 	"github.com/fsmgen/fsmgen/machines/stepengine"
 	"github.com/fsmgen/fsmgen/machines/stepengine/apiclient"
 	"github.com/fsmgen/fsmgen/machines/stepengine/report"
-	"github.com/fsmgen/fsmgen/runtime/pgcluster"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "stepdemo:", err)
-		os.Exit(1)
-	}
-}
 
 // api is the scripted sheet API: it answers each request with the next
 // status of its script (200 serves the sheet), the last one for every
@@ -96,40 +57,12 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"error":{"code":%d,"message":"%s"}}`, status, http.StatusText(status))
 }
 
-func run(ctx context.Context, args []string, w io.Writer) (err error) {
-	fs := flag.NewFlagSet("stepdemo", flag.ContinueOnError)
-	runsDir := fs.String("runs-dir", "", "where the runs' directories go (default: a new temporary directory)")
-	conn := fs.String("database", os.Getenv("DATABASE_URL"), "the database's connection string (default $DATABASE_URL)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *runsDir == "" {
-		d, err := os.MkdirTemp("", "stepdemo-runs-")
-		if err != nil {
-			return err
-		}
-		*runsDir = d
-	}
-	if *conn == "" {
-		fmt.Fprintln(w, "DATABASE_URL is not set: starting a throwaway PostgreSQL cluster, as the tests do.")
-		cluster, err := pgcluster.Start(ctx)
-		if errors.Is(err, pgcluster.ErrNoServerBinaries) {
-			return fmt.Errorf("no database: DATABASE_URL is not set, and %w; install the PostgreSQL server binaries or set DATABASE_URL", err)
-		}
-		if err != nil {
-			return fmt.Errorf("start a throwaway cluster: %w", err)
-		}
-		defer func() { err = errors.Join(err, cluster.Stop()) }()
-		*conn = cluster.URL()
-	}
-	pool, err := pgxpool.New(ctx, *conn)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := db.Migrate(ctx, pool); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
+// stepEngineDemo runs the step engine's report workflow three times
+// against a scripted local HTTP API on pool, whose schema is migrated, with
+// the runs' directories under runsDir, and prints each run and its audit.
+// keepDB says whether the database outlives the demo, so that fsmctl export
+// --from-db can read the runs afterwards.
+func stepEngineDemo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, runsDir string, keepDB bool) error {
 	eng := stepengine.New(store.New(pool))
 	if err := eng.Register(ctx); err != nil {
 		return err
@@ -142,12 +75,12 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 		MaxRetries: 3, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, JitterRatio: 0.2,
 	}}
 	wf := report.Workflow(client, report.Config{BaseURL: srv.URL, Sheet: "Q1 sales"})
-	fmt.Fprintf(w, "Workflow %s: fetch (GET %s/v4/spreadsheets/Q1%%20sales/values), summarize, write_report.\n", wf.Name, srv.URL)
-	fmt.Fprintf(w, "Runs go under %s.\n", *runsDir)
+	fmt.Fprintf(w, "\n== Step engine: workflow %s: fetch (GET %s/v4/spreadsheets/Q1%%20sales/values), summarize, write_report.\n", wf.Name, srv.URL)
+	fmt.Fprintf(w, "Runs go under %s.\n", runsDir)
 
-	fmt.Fprintln(w, "\n== 1. The API answers 503 once, then the sheet: the fetch retries, the run ends OK")
+	fmt.Fprintln(w, "\n-- 1. The API answers 503 once, then the sheet: the fetch retries, the run ends OK")
 	sheet.set(http.StatusServiceUnavailable, http.StatusOK)
-	ok, err := eng.Run(ctx, wf, stepengine.RunOptions{RunsDir: *runsDir})
+	ok, err := eng.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
 	if err != nil {
 		return err
 	}
@@ -155,9 +88,9 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 		return err
 	}
 
-	fmt.Fprintln(w, "\n== 2. The API answers 429 to every request: retries run out, the run fails at step 1 of 3")
+	fmt.Fprintln(w, "\n-- 2. The API answers 429 to every request: retries run out, the run fails at step 1 of 3")
 	sheet.set(http.StatusTooManyRequests)
-	failed, err := eng.Run(ctx, wf, stepengine.RunOptions{RunsDir: *runsDir})
+	failed, err := eng.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
 	if err != nil {
 		return err
 	}
@@ -165,9 +98,9 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 		return err
 	}
 
-	fmt.Fprintln(w, "\n== 3. The API is back: the failed run runs again under its run id")
+	fmt.Fprintln(w, "\n-- 3. The API is back: the failed run runs again under its run id")
 	sheet.set(http.StatusOK)
-	again, err := eng.Run(ctx, wf, stepengine.RunOptions{RunsDir: *runsDir, RunID: failed.RunID})
+	again, err := eng.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir, RunID: failed.RunID})
 	if err != nil {
 		return err
 	}
@@ -179,8 +112,8 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 		return fmt.Errorf("unexpected outcomes: %s, %s, %s (attempt %d); want OK, FAILED, OK (attempt 2)", ok.Status, failed.Status, again.Status, again.Attempt)
 	}
 	fmt.Fprintf(w, "\nExport a run again, from its files or from the database:\n")
-	fmt.Fprintf(w, "  go run ./cmd/fsmctl export %s --format csv --runs-dir %s --out -\n", ok.RunID, *runsDir)
-	if os.Getenv("DATABASE_URL") != "" {
+	fmt.Fprintf(w, "  go run ./cmd/fsmctl export %s --format csv --runs-dir %s --out -\n", ok.RunID, runsDir)
+	if keepDB {
 		fmt.Fprintf(w, "  go run ./cmd/fsmctl export %s --from-db --format json\n", ok.RunID)
 	}
 	return nil

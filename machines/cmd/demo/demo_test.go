@@ -1,16 +1,71 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fsmgen/fsmgen/db"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// result is what a command did: its exit status and output.
+type result struct {
+	Code           int
+	Stdout, Stderr string
+}
+
+// runDemo runs the demo in this process with the environment env.
+func runDemo(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut, func(k string) string { return env[k] })
+	return result{code, out.String(), errOut.String()}
+}
+
+// buildFsmctl builds the operator CLI, which reads what the demo leaves in
+// the database, and returns a function that runs it on url.
+func buildFsmctl(t *testing.T, url string) func(args ...string) result {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "fsmctl")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/fsmgen/fsmgen/cmd/fsmctl").CombinedOutput(); err != nil {
+		t.Fatalf("go build fsmctl: %v\n%s", err, out)
+	}
+	return func(args ...string) result {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), envDatabaseURL+"="+url)
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("fsmctl %v: %v", args, err)
+		}
+		return result{cmd.ProcessState.ExitCode(), out.String(), errOut.String()}
+	}
+}
+
+// migrationCount is the number of the runtime's embedded migrations.
+func migrationCount(t *testing.T) int {
+	t.Helper()
+	ms, err := db.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ms)
+}
 
 var (
 	uuidRE     = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
@@ -57,7 +112,8 @@ func normalize(s string) string {
 func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t)
-	got := fsmctl(t, nil, "demo", "-database", url, "-seed", "7")
+	runsDir := t.TempDir()
+	got := runDemo(t, nil, "-database", url, "-seed", "7", "-runs-dir", runsDir)
 	if got.Code != exitOK || got.Stderr != "" {
 		t.Fatalf("demo: exit %d, stderr:\n%s\nstdout:\n%s", got.Code, got.Stderr, got.Stdout)
 	}
@@ -70,6 +126,10 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 	rog, chainPart, found := strings.Cut(rest, "\n== Linear chain: ")
 	if !found {
 		t.Fatalf("demo output has no linear chain part:\n%s", rest)
+	}
+	chainPart, stepPart, found := strings.Cut(chainPart, "\n== Step engine: ")
+	if !found {
+		t.Fatalf("demo output has no step engine part:\n%s", rest)
 	}
 	wantOut := strings.Replace(wantDemo, "runtime schema: 4 migrations", fmt.Sprintf("runtime schema: %d migrations", migrationCount(t)), 1)
 	if diff := cmp.Diff(strings.Split(wantOut, "\n"), strings.Split(normalize(rog), "\n")); diff != "" {
@@ -89,8 +149,34 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 		}
 	}
 
+	for _, want := range []string{
+		"attempt 1: OK after 2 API requests",
+		"attempt 1: FAILED after 4 API requests",
+		"  step 2 summarize:    PENDING\n",
+		`"error_type": "APIRetryExhausted",`,
+		"attempt 2: OK after 1 API requests",
+		"    north,130.50\n",
+		" --from-db --format json\n",
+	} {
+		if !strings.Contains(stepPart, want) {
+			t.Errorf("the step engine demo lacks %q:\n%s", want, stepPart)
+		}
+	}
+	entries, err := os.ReadDir(runsDir)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("%d run directories, want 2: %v", len(entries), err)
+	}
+	for _, e := range entries {
+		for _, f := range []string{"run.json", "steps.json", "audit.json", "audit.csv", "report.csv", "artifacts/index.json"} {
+			if _, err := os.Stat(filepath.Join(runsDir, e.Name(), f)); err != nil {
+				t.Errorf("run %s: %v", e.Name(), err)
+			}
+		}
+	}
+
 	// fsmctl chains reads what the demo left.
-	chains := withDB(t, url, "chains", "list", "-type", "order.process", "-status", "FAILED")
+	withDB := buildFsmctl(t, url)
+	chains := withDB("chains", "list", "-type", "order.process", "-status", "FAILED")
 	if chains.Code != exitOK {
 		t.Fatalf("chains list: exit %d, stderr %s", chains.Code, chains.Stderr)
 	}
@@ -100,7 +186,7 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 		!strings.HasPrefix(lines[2], "3   order.process v1  FAILED  2 WAIT_PAYMENT  2/5") {
 		t.Errorf("chains list -status FAILED:\n%s", chains.Stdout)
 	}
-	show := withDB(t, url, "chains", "show", "1")
+	show := withDB("chains", "show", "1")
 	if show.Code != exitOK {
 		t.Fatalf("chains show: exit %d, stderr %s", show.Code, show.Stderr)
 	}
@@ -117,17 +203,17 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"chains", "show", "x"}, {"chains", "show"}, {"chains", "list", "-status", "DONE"}, {"chains", "list", "-limit", "0"}} {
-		if got := withDB(t, url, args...); got.Code != exitUsage {
+		if got := withDB(args...); got.Code != exitUsage {
 			t.Errorf("fsmctl %v: exit %d, want 2", args, got.Code)
 		}
 	}
-	if got := withDB(t, url, "chains", "show", "99"); got.Code != exitFailure || !strings.Contains(got.Stderr, "instance 99: not found") {
+	if got := withDB("chains", "show", "99"); got.Code != exitFailure || !strings.Contains(got.Stderr, "instance 99: not found") {
 		t.Errorf("chains show 99: exit %d, stderr %q", got.Code, got.Stderr)
 	}
 
 	// Run again with the same seed: the same users submit the same
 	// problems, so the first submission finds its run of the first demo.
-	again := fsmctl(t, nil, "demo", "-database", url, "-seed", "7")
+	again := runDemo(t, nil, "-database", url, "-seed", "7", "-runs-dir", t.TempDir())
 	if again.Code != exitOK {
 		t.Fatalf("second demo: exit %d, stderr:\n%s", again.Code, again.Stderr)
 	}
@@ -143,7 +229,7 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 	}
 
 	// The runs are in the database for runs list and runs show.
-	list := withDB(t, url, "runs", "list", "-tenant", "demo", "-type", "retrieve_or_generate")
+	list := withDB("runs", "list", "-tenant", "demo", "-type", "retrieve_or_generate")
 	if n := strings.Count(list.Stdout, "\n"); list.Code != exitOK || n != 4 {
 		t.Errorf("runs list -tenant demo: exit %d, %d lines, want a header and 3 runs:\n%s", list.Code, n, list.Stdout)
 	}
@@ -154,7 +240,7 @@ func TestDemoWithoutDatabaseStartsAThrowawayCluster(t *testing.T) {
 	if os.Getenv(pgtest.EnvURL) != "" {
 		t.Skip(pgtest.EnvURL + " is set: the tests use that server, and may lack the binaries to start one")
 	}
-	got := fsmctl(t, nil, "demo", "-seed", "3")
+	got := runDemo(t, nil, "-seed", "3", "-runs-dir", t.TempDir())
 	if got.Code != exitOK || got.Stderr != "" {
 		t.Fatalf("demo: exit %d, stderr:\n%s\nstdout:\n%s", got.Code, got.Stderr, got.Stdout)
 	}
@@ -180,11 +266,46 @@ func TestDemoWithoutDatabaseStartsAThrowawayCluster(t *testing.T) {
 	}
 }
 
+func TestDemoFromDatabaseURL(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	got := runDemo(t, map[string]string{envDatabaseURL: url}, "-seed", "5", "-runs-dir", t.TempDir())
+	if got.Code != exitOK || got.Stderr != "" {
+		t.Fatalf("demo: exit %d, stderr:\n%s\nstdout:\n%s", got.Code, got.Stderr, got.Stdout)
+	}
+	first, _, _ := strings.Cut(got.Stdout, "\n")
+	if !strings.HasSuffix(first, " that DATABASE_URL names.") {
+		t.Errorf("first line %q does not name DATABASE_URL", first)
+	}
+}
+
+func TestDemoUsage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-verbose"}, {"now"}, {"-seed", "x"}} {
+		got := runDemo(t, nil, args...)
+		if got.Code != exitUsage || got.Stdout != "" || got.Stderr == "" {
+			t.Errorf("demo %v: exit %d, stdout %q, stderr %q; want exit 2 and a message", args, got.Code, got.Stdout, got.Stderr)
+		}
+	}
+}
+
+func TestInterrupted(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // as Ctrl-C does through signal.NotifyContext
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"-database", url, "-runs-dir", t.TempDir()}, &out, &errOut, func(string) string { return "" })
+	if diff := cmp.Diff(result{Code: exitFailure, Stderr: "demo: interrupted\n"}, result{Code: code, Stderr: errOut.String()}); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 // wantDemo is the normalized output of demo -seed 7 on a new database,
 // after the line naming the database.
 const wantDemo = `runtime schema: 4 migrations, 0 applied now
 problembank schema: up to date
-Registered retrieve_or_generate version 1. Seed 7 (fsmctl demo -seed 7 submits the same problems as the same users).
+Registered retrieve_or_generate version 1. Seed 7 (demo -seed 7 submits the same problems as the same users).
 
 == 1. A new equation: normalized, not found, solved, registered and indexed
 alice (a11ce000-0000-4000-8000-000000000007, tier pro) submits "Solve 9x + 1 = 10"

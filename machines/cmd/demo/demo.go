@@ -8,9 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fsmgen/fsmgen/db"
+	"github.com/fsmgen/fsmgen/internal/dbconn"
+	"github.com/fsmgen/fsmgen/internal/runprint"
 	"github.com/fsmgen/fsmgen/machines/linearchain"
 	"github.com/fsmgen/fsmgen/machines/problems"
 	"github.com/fsmgen/fsmgen/machines/problems/local"
@@ -23,47 +29,59 @@ import (
 // demoTenant is the tenant of the demo's runs.
 const demoTenant = "demo"
 
-func demoCommand() *command {
-	return &command{
-		name:     "demo",
-		synopsis: "[-database URL] [-seed N]",
-		summary:  "run the RetrieveOrGenerate and linear chain demos and print each run and its history",
-		details: `Demo migrates the database, registers the RetrieveOrGenerate workflow with an
-engine, and submits four problems, each showing a branch of the workflow:
+// envDatabaseURL names the environment variable that holds the database's
+// connection string when -database is not given.
+const envDatabaseURL = "DATABASE_URL"
 
-  1. a new equation: normalized, not found, solved, registered and indexed (outcome new);
-  2. the same problem phrased differently, by another user: a retrieval hit (outcome hit);
-  3. an upload of an unsupported media type: rejected, the run fails;
-  4. the first submission again: idempotent, the same run and its stored result.
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
 
-Each new run is driven inline to its end (engine.Drive); then demo prints the
-run (id, state, status, outcome, output, attempt, cost, duration) and its
-history. The background runs they enqueue (the video of a new solution) are
-driven by the engine's workers (engine.Work) until they end. The runs belong to tenant "demo" and stay in the database: see them
-with fsmctl runs list -tenant demo.
+// options are the demo's flags, parsed.
+type options struct {
+	conn, source string // the connection string and where it came from; both empty for a throwaway cluster
+	seed         uint64
+	runsDir      string
+}
 
-Then demo runs the linear chain example, order.process (VALIDATE -> RESERVE ->
-WAIT_PAYMENT -> SHIP -> NOTIFY, on the workflow_instance and workflow_step
-tables, package machines/linearchain): a good order woken by payment.captured
-(delivered twice: the second is a duplicate) ends COMPLETED; an order for no
-items fails at VALIDATE; an order never paid fails when WAIT_PAYMENT's
-deadline passes. It prints each instance's steps and history; see them again
-with fsmctl chains list and fsmctl chains show ID.
-
-Without -database and DATABASE_URL, demo starts a throwaway PostgreSQL cluster
-from the server binaries it finds (initdb on PATH, pg_config --bindir,
-/usr/lib/postgresql/*/bin), as the tests do, and stops and removes it at the
-end, also on an error or Ctrl-C.
-
-The users and the equation come from the seed: the same seed submits the same
-problems as the same users, so that against a database that has seen it
-before the first submission finds its earlier run.`,
-		flags: func(fs *flag.FlagSet) {
-			addDatabaseFlag(fs)
-			fs.Uint64("seed", 0, "choose the users and the equation (default: a random seed)")
-		},
-		run: runDemo,
+// run runs the demo with the given arguments (without the program's name),
+// reading the environment through getenv, and returns its exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	database := fs.String("database", "", "the database's connection string (default $"+envDatabaseURL+")")
+	seed := fs.Uint64("seed", 0, "choose the users and the equation (default: a random seed)")
+	runsDir := fs.String("runs-dir", "", "where the step engine's runs' directories go (default: a new temporary directory)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "demo: unexpected arguments %q\nusage: demo [-database URL] [-seed N] [-runs-dir DIR]\n", fs.Args())
+		return exitUsage
+	}
+	opts := options{seed: *seed, runsDir: *runsDir}
+	switch {
+	case *database != "":
+		opts.conn, opts.source = *database, "-database"
+	case getenv(envDatabaseURL) != "":
+		opts.conn, opts.source = getenv(envDatabaseURL), envDatabaseURL
+	}
+	err := demo(ctx, stdout, stderr, opts)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		fmt.Fprintln(stderr, "demo: interrupted")
+	default:
+		fmt.Fprintf(stderr, "demo: %v\n", err)
+	}
+	return exitFailure
 }
 
 // submission is one of the demo's submissions and what it should show.
@@ -117,24 +135,28 @@ func demoScript(seed uint64) ([]submission, *local.MemoryUploads) {
 	}, uploads
 }
 
-func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err error) {
-	if len(args) > 0 {
-		return usagef(nil, "unexpected arguments %q", args)
-	}
-	seed := fs.Lookup("seed").Value.(flag.Getter).Get().(uint64)
+// demo runs the three demos in turn on one database and prints what they
+// do to w; the engine's warnings go to stderr.
+func demo(ctx context.Context, w, stderr io.Writer, opts options) (err error) {
+	seed := opts.seed
 	if seed == 0 {
 		seed = 1 + rand.Uint64N(999_999)
 	}
-	w := c.stdout
-	conn, source := c.databaseURL(fs)
+	runsDir := opts.runsDir
+	if runsDir == "" {
+		if runsDir, err = os.MkdirTemp("", "demo-runs-"); err != nil {
+			return fmt.Errorf("make a directory for the runs: %w", err)
+		}
+	}
+	conn, source := opts.conn, opts.source
 	throwaway := conn == ""
 	if throwaway {
-		fmt.Fprintf(w, "%s is not set: starting a throwaway PostgreSQL cluster, as the tests do.\n", EnvDatabaseURL)
+		fmt.Fprintf(w, "%s is not set: starting a throwaway PostgreSQL cluster, as the tests do.\n", envDatabaseURL)
 		cluster, err := pgcluster.Start(ctx)
 		if errors.Is(err, pgcluster.ErrNoServerBinaries) {
 			return fmt.Errorf("no database: %s is not set, and %w.\n"+
 				"Install the PostgreSQL server binaries (Debian/Ubuntu: apt-get install -y postgresql; macOS: brew install postgresql),\n"+
-				"or set %s to a server, for example postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", EnvDatabaseURL, err, EnvDatabaseURL)
+				"or set %s to a server, for example postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", envDatabaseURL, err, envDatabaseURL)
 		}
 		if err != nil {
 			return fmt.Errorf("start a throwaway cluster: %w", err)
@@ -149,14 +171,14 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 		}()
 		conn, source = cluster.URL(), "throwaway cluster URL"
 	}
-	cfg, err := parseConfig(source, conn)
+	cfg, err := dbconn.ParseConfig(source, conn)
 	if err != nil {
 		return err
 	}
 	if !throwaway {
-		fmt.Fprintf(w, "Using the %s that %s names.\n", describe(cfg), source)
+		fmt.Fprintf(w, "Using the %s that %s names.\n", dbconn.Describe(cfg), source)
 	}
-	pool, err := connect(ctx, source, conn)
+	pool, err := dbconn.Connect(ctx, source, conn)
 	if err != nil {
 		return err
 	}
@@ -171,10 +193,10 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 		return err
 	}
 	eng, err := engine.New(pool, store.New(pool), engine.Config{
-		WorkerID:     engine.DefaultWorkerID("fsmctl-demo"),
+		WorkerID:     engine.DefaultWorkerID("demo"),
 		Lease:        30 * time.Second,
 		PollInterval: 50 * time.Millisecond,
-		Logger:       slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err
@@ -182,7 +204,7 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 	if err := wf.Register(ctx, eng); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Registered %s version %d. Seed %d (fsmctl demo -seed %d submits the same problems as the same users).\n",
+	fmt.Fprintf(w, "Registered %s version %d. Seed %d (demo -seed %d submits the same problems as the same users).\n",
 		rog.Type, rog.Version, seed, seed)
 
 	since, err := eng.Store().Now(ctx)
@@ -227,7 +249,7 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 			}
 		}
 		fmt.Fprintln(w)
-		if err := printRun(w, run); err != nil {
+		if err := runprint.Run(w, run); err != nil {
 			return err
 		}
 		steps, err := eng.Store().History(ctx, run.ID)
@@ -237,7 +259,7 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 		fmt.Fprintln(w)
 		if prev, ok := shown[run.ID]; ok && prev == len(steps) {
 			fmt.Fprintf(w, "history: the same %d rows as above; nothing ran again\n", len(steps))
-		} else if err := printHistory(w, steps, false); err != nil {
+		} else if err := runprint.History(w, steps, false); err != nil {
 			return err
 		}
 		shown[run.ID] = len(steps)
@@ -252,12 +274,12 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 	}
 
 	fmt.Fprintln(w, "\nSummary")
-	tw := newTable(w)
+	tw := runprint.Table(w)
 	fmt.Fprintln(tw, "#\tSUBMITTED\tSTART\tRUN\tSTATE\tOUTCOME")
 	for i, r := range results {
 		outcome := "-"
 		if r.run.Result != nil {
-			outcome = orDash(r.run.Result.Outcome)
+			outcome = runprint.OrDash(r.run.Result.Outcome)
 		}
 		fmt.Fprintf(tw, "%d\t%s: %s\t%s\t%s\t%s\t%s\n", i+1, script[i].who, script[i].label, r.start, r.run.ID, r.run.State, outcome)
 	}
@@ -272,10 +294,13 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) (err 
 	}
 	for i, r := range results {
 		if !r.run.Terminal() {
-			return fmt.Errorf("submission %d: run %s stopped in state %s (%s)", i+1, r.run.ID, r.run.State, orDash(r.run.LastError))
+			return fmt.Errorf("submission %d: run %s stopped in state %s (%s)", i+1, r.run.ID, r.run.State, runprint.OrDash(r.run.LastError))
 		}
 	}
-	return linearchain.Demo(ctx, pool, w)
+	if err := linearchain.Demo(ctx, pool, w); err != nil {
+		return err
+	}
+	return stepEngineDemo(ctx, w, pool, runsDir, !throwaway)
 }
 
 // driveBackground lets the engine's workers drive the background runs the
@@ -317,7 +342,7 @@ func driveBackground(ctx context.Context, w io.Writer, eng *engine.Engine, since
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return printRunTable(w, runs)
+	return runprint.RunTable(w, runs)
 }
 
 // endOf is a run's state and outcome, as the demo's expectations say them.
@@ -326,4 +351,43 @@ func endOf(r store.Run) string {
 		return r.State + " " + r.Result.Outcome
 	}
 	return r.State
+}
+
+// migrate applies the runtime's schema and the problembank schema of the
+// RetrieveOrGenerate workflow's local adapters, and says what it did.
+func migrate(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
+	before, err := appliedMigrations(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if err := db.Migrate(ctx, pool); err != nil {
+		return fmt.Errorf("migrate the runtime schema: %w", err)
+	}
+	after, err := appliedMigrations(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if err := local.Migrate(ctx, pool); err != nil {
+		return fmt.Errorf("migrate the problembank schema: %w", err)
+	}
+	fmt.Fprintf(w, "runtime schema: %d migrations, %d applied now\n", after, after-before)
+	fmt.Fprintln(w, "problembank schema: up to date")
+	return nil
+}
+
+// appliedMigrations counts the runtime's recorded migrations, 0 before the
+// first.
+func appliedMigrations(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('fsmgen_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("count applied migrations: %w", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM fsmgen_migrations`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count applied migrations: %w", err)
+	}
+	return n, nil
 }

@@ -1,0 +1,155 @@
+package runprint
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// timeLayout is how times are printed: UTC, to the millisecond.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Time formats t in UTC to the millisecond, or "-" for the zero time.
+func Time(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// OrDash returns s, or "-" when s is empty.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// Table returns a tabwriter that aligns columns two spaces apart.
+func Table(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+}
+
+// RunTable prints runs as an aligned table, one line each.
+func RunTable(w io.Writer, runs []store.Run) error {
+	tw := Table(w)
+	fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTATUS\tOUTCOME\tTENANT\tATTEMPT\tCREATED\tUPDATED")
+	for _, r := range runs {
+		outcome := ""
+		if r.Result != nil {
+			outcome = r.Result.Outcome
+		}
+		fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
+			r.ID, r.Type, r.Version, r.State, r.Status, OrDash(outcome), r.TenantID, r.Attempt,
+			Time(r.CreatedAt), Time(r.UpdatedAt))
+	}
+	return tw.Flush()
+}
+
+// Run prints one run as a block of "field  value" lines: its identity,
+// state, result, times, and while it runs its lease, schedule and last
+// error.
+func Run(w io.Writer, r store.Run) error {
+	tw := Table(w)
+	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	line("run", r.ID)
+	line("type", fmt.Sprintf("%s v%d", r.Type, r.Version))
+	line("state", r.State)
+	line("status", string(r.Status))
+	if res := r.Result; res != nil {
+		line("outcome", OrDash(res.Outcome))
+	}
+	line("tenant", r.TenantID)
+	line("user", OrDash(r.UserID))
+	line("key", r.IdempotencyKey)
+	line("attempt", strconv.Itoa(r.Attempt))
+	if res := r.Result; res != nil {
+		line("output", CompactJSON(res.Output))
+		line("cost", fmt.Sprintf("%.4f USD", res.CostUSD))
+		line("duration", fmt.Sprintf("%d ms", res.DurationMS))
+		if res.ErrorCode != "" || res.ErrorDetail != "" {
+			line("error", strings.TrimSuffix(res.ErrorCode+": "+res.ErrorDetail, ": "))
+		}
+	}
+	if r.ParentID != "" {
+		line("parent", fmt.Sprintf("%s (fires %s when this run ends)", r.ParentID, r.ParentEvent))
+	}
+	line("created", Time(r.CreatedAt))
+	line("updated", Time(r.UpdatedAt))
+	if !r.FinishedAt.IsZero() {
+		line("finished", Time(r.FinishedAt))
+	}
+	if !r.Terminal() {
+		line("step try", strconv.Itoa(r.StepAttempt))
+		if !r.NextRunAt.IsZero() {
+			line("due", Time(r.NextRunAt))
+		} else if r.ParkedAt.IsZero() {
+			line("due", "- (waits for an event)")
+		}
+		if r.LeaseOwner != "" {
+			line("lease", fmt.Sprintf("%s until %s (epoch %d)", r.LeaseOwner, Time(r.LeaseExpiresAt), r.LeaseEpoch))
+		}
+		if !r.ParkedAt.IsZero() {
+			line("parked", Time(r.ParkedAt))
+		}
+		if r.LastErrorCode != "" || r.LastError != "" {
+			line("last error", strings.TrimSuffix(r.LastErrorCode+": "+r.LastError, ": "))
+		}
+	}
+	return tw.Flush()
+}
+
+// History prints a run's log as a table, oldest first: its sequence
+// number in the run, time, kind, step or event, the states before and
+// after, and the run's attempt; with payloads, each row's payload too.
+func History(w io.Writer, steps []store.Step, payloads bool) error {
+	tw := Table(w)
+	head := "SEQ\tTIME\tKIND\tSTEP/EVENT\tSTATE\tATTEMPT"
+	if payloads {
+		head += "\tPAYLOAD"
+	}
+	fmt.Fprintln(tw, head)
+	for i, s := range steps {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d", i+1, Time(s.At), s.Kind, s.Name, stateChange(s), s.Attempt)
+		if payloads {
+			fmt.Fprintf(tw, "\t%s", CompactJSON(s.Payload))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// stateChange shows the states of a log row: "A → B" for a change, "A" for
+// a step logged in a state.
+func stateChange(s store.Step) string {
+	switch {
+	case s.Kind == store.KindStep || s.From == s.To:
+		if s.To != "" {
+			return s.To
+		}
+		return OrDash(s.From)
+	case s.From == "":
+		return "→ " + s.To
+	}
+	return s.From + " → " + s.To
+}
+
+// CompactJSON returns JSON as stored, without the spaces PostgreSQL puts in
+// jsonb's text, or "-" when there is none.
+func CompactJSON(b json.RawMessage) string {
+	if len(b) == 0 || string(b) == "null" {
+		return "-"
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return string(b)
+	}
+	return buf.String()
+}

@@ -1,0 +1,79 @@
+// Command demo runs the workflows of machines/ on a real PostgreSQL and
+// prints each run and its history; make demo runs it.
+//
+// Usage:
+//
+//	demo [-database URL] [-seed N] [-runs-dir DIR]
+//
+// It migrates the database (the runtime's schema and the problembank schema
+// of the RetrieveOrGenerate workflow's local adapters), registers the
+// RetrieveOrGenerate workflow (machines/problems) with an engine, and
+// submits four problems, each showing a branch of the workflow:
+//
+//  1. a new equation: normalized, not found, solved, registered and indexed
+//     (outcome new);
+//  2. the same problem phrased differently, by another user: a retrieval hit
+//     (outcome hit);
+//  3. an upload of an unsupported media type: rejected, the run fails;
+//  4. the first submission again: idempotent, the same run and its stored
+//     result.
+//
+// Each new run is driven inline to its end (engine.Drive); then demo prints
+// the run (id, state, status, outcome, output, attempt, cost, duration) and
+// its history. The background runs they enqueue (the video of a new
+// solution) are driven by the engine's workers (engine.Work) until they end.
+// The runs belong to tenant "demo" and stay in the database: see them with
+// fsmctl runs list -tenant demo.
+//
+// Then demo runs the linear chain example, order.process (VALIDATE ->
+// RESERVE -> WAIT_PAYMENT -> SHIP -> NOTIFY, on the workflow_instance and
+// workflow_step tables, package machines/linearchain): a good order woken by
+// payment.captured (delivered twice: the second is a duplicate) ends
+// COMPLETED; an order for no items fails at VALIDATE; an order never paid
+// fails when WAIT_PAYMENT's deadline passes. It prints each instance's steps
+// and history; see them again with fsmctl chains list and fsmctl chains show
+// ID.
+//
+// Last, demo runs the step engine's report workflow
+// (machines/stepengine/report) three times against a scripted local HTTP
+// API, and exports each run's audit as fsmctl export does:
+//
+//  1. the API answers 503 once, then the sheet: the fetch retries and the
+//     run ends OK; report.csv is written and registered as an artifact;
+//  2. the API answers 429 to every request: the fetch's retries run out
+//     (APIRetryExhausted), the run ends FAILED at step 1 of 3 with its error
+//     artifact, and the other steps stay PENDING;
+//  3. the API is back: the failed run runs again under the same run id,
+//     attempt 2, and its directory is rewritten.
+//
+// The runs' directories go under -runs-dir, by default a new temporary
+// directory that is kept, so that fsmctl export can be run on it afterwards;
+// the demo prints the command.
+//
+// The database is the one -database or the DATABASE_URL environment
+// variable names. Without either, demo starts a throwaway PostgreSQL
+// cluster from the server binaries it finds (initdb on PATH, pg_config
+// --bindir, /usr/lib/postgresql/*/bin), as the tests do, and stops and
+// removes it at the end, also on an error or Ctrl-C.
+//
+// The users and the equation come from -seed (default: a random one): the
+// same seed submits the same problems as the same users, so that against a
+// database that has seen it before the first submission finds its earlier
+// run.
+//
+// demo exits with 0 on success, 1 on failure and 2 on a usage error.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
