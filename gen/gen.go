@@ -61,7 +61,10 @@ func Generate(spec *dsl.Spec) ([]File, error) {
 		}
 		// The largest first: the machine's code, then its tests.
 		jobs = append(jobs,
-			goJob("", GoFile, machineCode),
+			&job{m: m, run: func() ([]File, error) {
+				b, err := renderMachine(source, m)
+				return []File{{Path: path.Join(m.Package, GoFile), Content: b}}, err
+			}},
 			goJob(" tests", TestFile, testCode),
 			goJob(" handle", RunsFile, handleCode),
 			&job{m: m, run: func() ([]File, error) {
@@ -159,9 +162,93 @@ func render(f *jen.File) ([]byte, error) {
 	return groupImports(buf.Bytes())
 }
 
+// renderMachine renders the machine's fsm.go, the largest file by far, in
+// two parts formatted concurrently, and joins them. The result is what
+// formatting the whole file at once gives: the second part starts with the
+// methods of an event, or the views, whose doc comment makes gofmt leave
+// exactly one blank line before them, and gofmt lays out each top-level
+// declaration on its own; the first part's import block lists the imports
+// of both.
+func renderMachine(source string, m *dsl.Machine) ([]byte, error) {
+	k := splitEvents(m)
+	type tailResult struct {
+		body []byte
+		err  error
+	}
+	imports := make(chan []string, 1)
+	tail := make(chan tailResult, 1)
+	go func() {
+		var buf bytes.Buffer
+		f := machineTail(m, k)
+		f.NoFormat = true
+		if err := f.Render(&buf); err != nil {
+			imports <- nil
+			tail <- tailResult{err: err}
+			return
+		}
+		lines, body, err := splitImports(buf.Bytes())
+		imports <- lines
+		if err != nil {
+			tail <- tailResult{err: err}
+			return
+		}
+		// A list of declarations, formatted as a partial source file.
+		body, err = format.Source(bytes.TrimSpace(body))
+		tail <- tailResult{body: body, err: err}
+	}()
+	var buf bytes.Buffer
+	head := machineHead(source, m, k)
+	head.NoFormat = true
+	err := head.Render(&buf)
+	extra := <-imports
+	t := <-tail
+	if err != nil {
+		return nil, err
+	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	out, err := groupImports(buf.Bytes(), extra...)
+	if err != nil {
+		return nil, err
+	}
+	out = append(bytes.TrimRight(out, "\n"), "\n\n"...)
+	return append(out, append(bytes.TrimRight(t.body, "\n"), '\n')...), nil
+}
+
+// splitImports returns the imports of the Go source src, each as an import
+// block writes it (name and quoted path), and what follows them.
+func splitImports(src []byte) ([]string, []byte, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src, parser.ImportsOnly)
+	if err != nil {
+		return nil, nil, err
+	}
+	end := f.Name.End()
+	var lines []string
+	for _, d := range f.Decls {
+		end = d.End()
+		for _, spec := range d.(*ast.GenDecl).Specs {
+			lines = append(lines, importLine(spec.(*ast.ImportSpec)))
+		}
+	}
+	return lines, src[fset.Position(end).Offset:], nil
+}
+
+// importLine is an import spec as a line of an import block writes it.
+func importLine(is *ast.ImportSpec) string {
+	if is.Name != nil {
+		return is.Name.Name + " " + is.Path.Value
+	}
+	return is.Path.Value
+}
+
 // groupImports rewrites the import block the way goimports lays it out:
-// standard library first, then a blank line, then everything else.
-func groupImports(src []byte) ([]byte, error) {
+// standard library first, then a blank line, then everything else, and
+// formats the result. extra are more imports for the block, as
+// splitImports returns them; src must have a parenthesized import block
+// when there are any.
+func groupImports(src []byte, extra ...string) ([]byte, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "", src, parser.ImportsOnly|parser.ParseComments)
 	if err != nil {
@@ -175,16 +262,23 @@ func groupImports(src []byte) ([]byte, error) {
 		}
 	}
 	if decl == nil {
-		return src, nil
+		if len(extra) > 0 {
+			return nil, fmt.Errorf("no import block for %s", strings.Join(extra, ", "))
+		}
+		return format.Source(src)
+	}
+	lines := make([]string, 0, len(decl.Specs)+len(extra))
+	seen := map[string]bool{}
+	for _, spec := range decl.Specs {
+		lines = append(lines, importLine(spec.(*ast.ImportSpec)))
 	}
 	var std, other []string
-	for _, spec := range decl.Specs {
-		is := spec.(*ast.ImportSpec)
-		line := is.Path.Value
-		if is.Name != nil {
-			line = is.Name.Name + " " + line
+	for _, line := range append(lines, extra...) {
+		if seen[line] {
+			continue
 		}
-		path, _ := strconv.Unquote(is.Path.Value)
+		seen[line] = true
+		path, _ := strconv.Unquote(line[strings.IndexByte(line, '"'):])
 		if strings.Contains(strings.SplitN(path, "/", 2)[0], ".") {
 			other = append(other, line)
 		} else {

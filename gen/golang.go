@@ -40,9 +40,11 @@ func oneLine(code ...jen.Code) *jen.Statement {
 	return jen.Op("{").Add(code...).Op("}")
 }
 
-// machineCode emits the machine's Go package: states, events, guards,
-// machine, views, handlers, table.
-func machineCode(source string, m *dsl.Machine) *jen.File {
+// machineHead emits the first part of the machine's Go package (states,
+// events, guards, machine), up to the methods of its first k events;
+// machineTail emits the rest (the other methods, views, handlers, table).
+// renderMachine renders both into the package's fsm.go.
+func machineHead(source string, m *dsl.Machine, k int) *jen.File {
 	f := jen.NewFile(m.Package)
 	headerComments(f, source)
 	f.ImportName(runtimePath, "runtime")
@@ -60,12 +62,47 @@ func machineCode(source string, m *dsl.Machine) *jen.File {
 	g.events()
 	g.guards()
 	g.machine()
-	g.perEvent()
+	g.perEvent(m.Events[:k])
+	return f
+}
+
+// machineTail emits the rest of the machine's Go package after
+// machineHead(source, m, k), as a file of its own package clause and
+// imports.
+func machineTail(m *dsl.Machine, k int) *jen.File {
+	f := jen.NewFile(m.Package)
+	f.ImportName(runtimePath, "runtime")
+	g := &goGen{f: f, m: m}
+	g.tail(m.Events[k:])
+	return f
+}
+
+// tail emits the methods of events, then the views, handlers, driver and
+// table.
+func (g *goGen) tail(events []*dsl.Event) {
+	g.perEvent(events)
 	g.views()
 	g.handlers()
 	g.driver()
 	g.definition()
-	return f
+}
+
+// splitEvents returns k such that the methods of m's first k events hold
+// about half of m's rows: machineHead(source, m, k) and machineTail(m, k)
+// are then of similar size.
+func splitEvents(m *dsl.Machine) int {
+	rows := map[*dsl.Event]int{}
+	for _, t := range m.Transitions {
+		rows[t.Event]++
+	}
+	n := 0
+	for k, e := range m.Events {
+		if 2*n >= len(m.Transitions) {
+			return k
+		}
+		n += rows[e]
+	}
+	return len(m.Events)
 }
 
 type goGen struct {
@@ -580,8 +617,8 @@ func stateIDs(states []*dsl.State) []jen.Code {
 // inlines into the caller: without a recorder, a comparison and a store.
 // Any other event is a switch on the state, one case per arm, each row a
 // runtime.Move.
-func (g *goGen) perEvent() {
-	for _, e := range g.m.Events {
+func (g *goGen) perEvent(events []*dsl.Event) {
+	for _, e := range events {
 		arms := g.arms(e)
 		var summary []string
 		guarded := false
