@@ -80,9 +80,23 @@ type Workflow struct {
 }
 
 // New returns the workflow on eng, executing activities with x and
-// calling the services of ad.
+// calling the services of ad. eng may be nil for a workflow only used
+// through Driver.
 func New(eng *engine.Engine, x *activity.Executor, ad Adapters) *Workflow {
-	return &Workflow{eng: eng, x: x, ad: ad, runs: fcha.Runs[Application](eng)}
+	w := &Workflow{eng: eng, x: x, ad: ad}
+	if eng != nil {
+		w.runs = fcha.Runs[Application](eng)
+	}
+	return w
+}
+
+// Driver returns FCHA's driver with the workflow's handlers and guards,
+// for an engine other than eng (the Temporal backend in contrib/temporal):
+// a Workflow made with a nil executor calls its services directly, leaving
+// retries and the record of results to that engine, and logs evidence
+// only where run.Effects is given.
+func (w *Workflow) Driver() runtime.Driver {
+	return fcha.NewDriver(handlers{w}, func(*runtime.Run) fcha.Guards { return guards{} })
 }
 
 // Register registers FCHA with the engine and enables its evidence.
@@ -121,6 +135,10 @@ func input(run *runtime.Run) (Application, error) {
 }
 
 func exec[In, Out any](ctx context.Context, w *Workflow, run *runtime.Run, a activity.Activity[In, Out], execute func(context.Context, In) (Out, error), in In) (Out, error) {
+	if w.x == nil {
+		// Another engine (Temporal) retries and records the handler's work.
+		return execute(ctx, in)
+	}
 	a.Execute = execute
 	res, err := activity.ExecuteInRun(ctx, w.x, run, a, in)
 	if err != nil {

@@ -1,0 +1,164 @@
+package temporal_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/fsmgen/fsmgen/contrib/temporal"
+	"github.com/fsmgen/fsmgen/machines/compliance"
+	"github.com/fsmgen/fsmgen/machines/compliance/fcha"
+	"github.com/fsmgen/fsmgen/machines/compliance/local"
+)
+
+func driverFor(screening *local.Screening) *compliance.Workflow {
+	return compliance.New(nil, nil, compliance.Adapters{
+		Prequalifier: &local.Prequalifier{Fail: map[string]string{"bad-credit": "income below 40x monthly rent"}},
+		Screening:    screening,
+		Notifier:     &local.Notifier{},
+		Assessor:     &local.Assessor{Deny: map[string]bool{"record-deny": true}},
+	})
+}
+
+func findings() map[string][]string {
+	return map[string][]string{"record-ok": {"misdemeanor, 2014"}, "record-deny": {"felony, 2023"}}
+}
+
+func start(t *testing.T, applicant string) temporal.Start {
+	t.Helper()
+	raw, err := json.Marshal(compliance.Application{ApplicationID: "app_" + applicant, ApplicantID: applicant, OrganizationID: "org_111", MarketID: "NYC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return temporal.Start{RunID: "app_" + applicant, Input: raw, TenantID: "org_111"}
+}
+
+func authorization(t *testing.T) temporal.EventMessage {
+	t.Helper()
+	raw, err := json.Marshal(fcha.BackgroundCheckAuthorizationSigned{SignedAt: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC), SignedBy: "user_456"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return temporal.EventMessage{Name: "BackgroundCheckAuthorizationSigned", Payload: raw}
+}
+
+type move struct{ From, To, Event string }
+
+func moves(h []temporal.Step) []move {
+	var out []move
+	for _, s := range h {
+		out = append(out, move{s.From, s.To, s.Event})
+	}
+	return out
+}
+
+func TestFCHABranches(t *testing.T) {
+	t.Parallel()
+	const (
+		pq = "PREQUALIFICATION"
+		co = "CONDITIONAL_OFFER"
+		bc = "BACKGROUND_CHECK_ALLOWED"
+		ia = "INDIVIDUALIZED_ASSESSMENT"
+	)
+	tests := []struct {
+		name      string
+		applicant string
+		signalAt  time.Duration // 0: no signal
+		failFirst int
+		want      []move
+		outcome   string
+		took      time.Duration // workflow time from start to end
+	}{
+		{name: "prequalification failed", applicant: "bad-credit",
+			want: []move{{pq, "DENIED", "PrequalificationCompleted"}}, outcome: "denied"},
+		{name: "clean check", applicant: "clean", signalAt: time.Hour,
+			want:    []move{{pq, co, "PrequalificationCompleted"}, {co, bc, "BackgroundCheckAuthorizationSigned"}, {bc, "APPROVED", "BackgroundCheckCompleted"}},
+			outcome: "approved", took: time.Hour},
+		{name: "adverse then approved", applicant: "record-ok", signalAt: 48 * time.Hour,
+			want: []move{{pq, co, "PrequalificationCompleted"}, {co, bc, "BackgroundCheckAuthorizationSigned"}, {bc, ia, "BackgroundCheckCompleted"},
+				{ia, "APPROVED", "AssessmentCompleted"}},
+			outcome: "approved", took: 48 * time.Hour},
+		{name: "adverse then denied", applicant: "record-deny", signalAt: time.Hour,
+			want: []move{{pq, co, "PrequalificationCompleted"}, {co, bc, "BackgroundCheckAuthorizationSigned"}, {bc, ia, "BackgroundCheckCompleted"},
+				{ia, "DENIED", "AssessmentCompleted"}},
+			outcome: "denied", took: time.Hour},
+		{name: "no authorization in 7 days", applicant: "clean",
+			want: []move{{pq, co, "PrequalificationCompleted"}, {co, "DENIED", "AuthorizationTimeout"}}, outcome: "denied", took: 7 * 24 * time.Hour},
+		{name: "provider fails 4 times", applicant: "clean", signalAt: time.Hour, failFirst: 4,
+			want:    []move{{pq, co, "PrequalificationCompleted"}, {co, bc, "BackgroundCheckAuthorizationSigned"}, {bc, "APPROVED", "BackgroundCheckCompleted"}},
+			outcome: "approved", took: time.Hour + 15*time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			screening := &local.Screening{Findings: findings(), FailFirst: tc.failFirst}
+			temporal.Register(env, driverFor(screening).Driver())
+			begin := env.Now()
+			if tc.signalAt > 0 {
+				env.RegisterDelayedCallback(func() {
+					env.SignalWorkflow(temporal.SignalName, temporal.EventMessage{Name: "AssessmentCompleted", Payload: json.RawMessage(`{"approved":true}`)})
+					env.SignalWorkflow(temporal.SignalName, authorization(t))
+				}, tc.signalAt)
+			}
+			env.ExecuteWorkflow(fcha.Type, start(t, tc.applicant))
+			if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+				t.Fatalf("workflow completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+			}
+			var res temporal.Result
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, moves(res.History)); diff != "" {
+				t.Errorf("transitions (-want +got):\n%s", diff)
+			}
+			if res.Outcome != tc.outcome || string(res.Status) != "succeeded" {
+				t.Errorf("result %s/%s, want succeeded/%s", res.Status, res.Outcome, tc.outcome)
+			}
+			if tc.signalAt > 0 && (len(res.Refused) != 1 || res.Refused[0][:len("AssessmentCompleted")] != "AssessmentCompleted") {
+				t.Errorf("refused = %q, want the AssessmentCompleted sent in CONDITIONAL_OFFER", res.Refused)
+			}
+			if got := env.Now().Sub(begin); got < tc.took || got > tc.took+time.Minute {
+				t.Errorf("workflow time %v, want about %v", got, tc.took)
+			}
+			if tc.failFirst > 0 && screening.Calls() != tc.failFirst+1 {
+				t.Errorf("provider called %d times, want %d", screening.Calls(), tc.failFirst+1)
+			}
+		})
+	}
+}
+
+func TestQueryTypedState(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	temporal.Register(env, driverFor(&local.Screening{}).Driver())
+	var seen fcha.State
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(temporal.QueryName)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var snap temporal.Snapshot
+		if err := v.Get(&snap); err != nil {
+			t.Error(err)
+			return
+		}
+		if seen, err = fcha.ParseState(snap.State); err != nil {
+			t.Error(err)
+		}
+		env.SignalWorkflow(temporal.SignalName, authorization(t))
+	}, time.Hour)
+	env.ExecuteWorkflow(fcha.Type, start(t, "clean"))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if seen != fcha.StateConditionalOffer {
+		t.Errorf("queried state %v, want CONDITIONAL_OFFER", seen)
+	}
+}
