@@ -17,6 +17,7 @@ import (
 	"github.com/fsmgen/fsmgen/db"
 	"github.com/fsmgen/fsmgen/internal/dbconn"
 	"github.com/fsmgen/fsmgen/internal/runprint"
+	"github.com/fsmgen/fsmgen/machines/compliance/fchademo"
 	"github.com/fsmgen/fsmgen/machines/linearchain"
 	"github.com/fsmgen/fsmgen/machines/problems"
 	"github.com/fsmgen/fsmgen/machines/problems/local"
@@ -300,7 +301,10 @@ func demo(ctx context.Context, w, stderr io.Writer, opts options) (err error) {
 	if err := linearchain.Demo(ctx, pool, w); err != nil {
 		return err
 	}
-	return stepEngineDemo(ctx, w, pool, runsDir, !throwaway)
+	if err := stepEngineDemo(ctx, w, pool, runsDir, !throwaway); err != nil {
+		return err
+	}
+	return fchademo.Demo(ctx, pool, w, fmt.Sprintf("%d", time.Now().UnixNano()))
 }
 
 // driveBackground lets the engine's workers drive the background runs the

@@ -162,6 +162,28 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 			t.Errorf("the step engine demo lacks %q:\n%s", want, stepPart)
 		}
 	}
+	_, fchaPart, found := strings.Cut(stepPart, "\n== FCHA: ")
+	if !found {
+		t.Fatalf("demo output has no FCHA part:\n%s", stepPart)
+	}
+	for _, want := range []string{
+		": PREQUALIFICATION -> DENIED; approved false\n",
+		": PREQUALIFICATION -> CONDITIONAL_OFFER -> BACKGROUND_CHECK_ALLOWED -> APPROVED; approved true\n",
+		": PREQUALIFICATION -> CONDITIONAL_OFFER -> BACKGROUND_CHECK_ALLOWED -> INDIVIDUALIZED_ASSESSMENT -> APPROVED; approved true\n",
+		": PREQUALIFICATION -> CONDITIONAL_OFFER -> BACKGROUND_CHECK_ALLOWED -> INDIVIDUALIZED_ASSESSMENT -> DENIED; approved false\n",
+		": PREQUALIFICATION -> CONDITIONAL_OFFER -> DENIED; approved false\n",
+		"signal refused: the authorization window of 168h0m0s closed at ",
+		"  chain verified: 5 records, head ",
+		"  chain verified: 9 records, head ",
+		"  chain verified: 6 records, head ",
+	} {
+		if !strings.Contains(fchaPart, want) {
+			t.Errorf("the FCHA demo lacks %q:\n%s", want, fchaPart)
+		}
+	}
+	if n := strings.Count(fchaPart, "  chain verified: 11 records, head "); n != 2 {
+		t.Errorf("%d assessed runs with 11 evidence records, want 2:\n%s", n, fchaPart)
+	}
 	entries, err := os.ReadDir(runsDir)
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("%d run directories, want 2: %v", len(entries), err)
