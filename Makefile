@@ -33,6 +33,11 @@ sqlc:
 demo:
 	$(GO) run ./machines/cmd/demo
 
+# The FCHA demo on Temporal: starts a dev server with the Temporal CLI
+# (go install github.com/temporalio/cli/cmd/temporal@v1.5.1).
+demo-temporal:
+	cd contrib/temporal && $(GO) run ./cmd/fchademo
+
 test:
 	$(GO) vet ./...
 	$(GO) test ./...

@@ -1,14 +1,9 @@
 package temporal_test
 
 import (
-	"bytes"
 	"context"
 	"flag"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,80 +16,22 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/fsmgen/fsmgen/contrib/temporal"
+	"github.com/fsmgen/fsmgen/contrib/temporal/devserver"
 	"github.com/fsmgen/fsmgen/machines/compliance/fcha"
 	"github.com/fsmgen/fsmgen/machines/compliance/local"
 )
 
-// temporalCLI finds the Temporal CLI: $TEMPORAL_CLI, PATH, or
-// $HOME/go/bin/temporal (where go install puts it). A missing CLI fails
-// the test with what to do.
-func temporalCLI(t *testing.T) string {
+// devServer starts a dev server for the test, stopped when it ends.
+func devServer(t *testing.T) client.Client {
 	t.Helper()
-	if p := os.Getenv("TEMPORAL_CLI"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("temporal"); err == nil {
-		return p
-	}
-	home, _ := os.UserHomeDir()
-	if p := filepath.Join(home, "go", "bin", "temporal"); fileExists(p) {
-		return p
-	}
-	t.Fatal("the Temporal CLI is not installed: go install github.com/temporalio/cli/cmd/temporal@v1.5.1 (or set TEMPORAL_CLI)")
-	return ""
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := devserver.Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// devServer starts temporal server start-dev --headless on free ports and
-// returns a client on it; both stop when the test ends.
-func devServer(t *testing.T) client.Client {
-	t.Helper()
-	port := freePort(t)
-	cmd := exec.Command(temporalCLI(t), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
-		"--port", fmt.Sprint(port), "--http-port", fmt.Sprint(freePort(t)), "--metrics-port", fmt.Sprint(freePort(t)), "--log-level", "error")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// The server is ready when it answers a health check; Dial waits on
-	// the connection, CheckHealth on the frontend.
-	for {
-		c, err := client.DialContext(ctx, client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port)})
-		if err == nil {
-			if _, err = c.CheckHealth(ctx, &client.CheckHealthRequest{}); err == nil {
-				t.Cleanup(c.Close)
-				return c
-			}
-			c.Close()
-		}
-		select {
-		case e := <-exited:
-			t.Fatalf("temporal server start-dev exited: %v\n%s", e, out.String())
-		case <-ctx.Done():
-			t.Fatalf("temporal dev server not ready: %v\n%s", err, out.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	t.Cleanup(s.Stop)
+	return s.Client
 }
 
 // TestDevServer runs the clean FCHA branch on a real Temporal dev server
