@@ -4,7 +4,7 @@
 GO ?= go
 FUZZTIME ?= 2m
 
-.PHONY: all generate sqlc test check-generated bench lint lint-generated docs fuzz demo
+.PHONY: all generate sqlc test check-generated bench lint lint-generated docs fuzz demo demo-temporal
 
 all: generate test
 

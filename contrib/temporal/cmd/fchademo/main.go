@@ -31,7 +31,6 @@ func main() {
 	}
 }
 
-
 func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
