@@ -139,10 +139,18 @@ func (c *checker) machine(md *MachineDecl) *Machine {
 	for _, sd := range stateDecls {
 		mc.stateOptions(sd)
 	}
+	rows := 0
 	for _, it := range md.Items {
 		if it.Transition != nil {
 			mc.transition(it.Transition, it.Doc)
+			rows++
 		}
+	}
+	if rows == 0 && m.Initial != nil {
+		// Reachability would only echo this: every other state is
+		// unreachable.
+		c.errorf(md.Pos, "machine %s has no transitions: a run could never leave its initial state %s; add one, such as \"%s -> DONE on EVENT\"", m.Name, m.Initial.Name, m.Initial.Name)
+		mc.skipGraph = true
 	}
 	mc.groups()
 	mc.timers()

@@ -453,6 +453,35 @@ func TestCheckStates(t *testing.T) {
 }`,
 			want: []string{"t.fsm:3:34: empty outcome; leave the outcome out instead"},
 		},
+		{
+			name: "no transitions",
+			src: `machine Lone {
+    type "lone"
+    version 1
+    initial A
+}`,
+			want: []string{`t.fsm:1:1: machine Lone has no transitions: a run could never leave its initial state A; add one, such as "A -> DONE on EVENT"`},
+		},
+		{
+			name: "no transitions, only final states besides the initial",
+			src: `machine M {
+    initial A wait
+    final B succeeded
+    final C failed
+}`,
+			want: []string{`t.fsm:1:1: machine M has no transitions: a run could never leave its initial state A; add one, such as "A -> DONE on EVENT"`},
+		},
+		{
+			name: "no transitions, an event declared",
+			src: `machine M {
+    initial A
+    event Go
+}`,
+			want: []string{
+				`t.fsm:1:1: machine M has no transitions: a run could never leave its initial state A; add one, such as "A -> DONE on EVENT"`,
+				"t.fsm:3:11: event Go is never used",
+			},
+		},
 	})
 }
 

@@ -341,7 +341,11 @@ func eventOr(es []*dsl.Event) string {
 	for i, e := range es {
 		names[i] = e.GoName
 	}
-	if len(names) == 1 {
+	switch len(names) {
+	case 0:
+		// A driven state without a row out: its handler can only fail.
+		return "no event (the state has no transition out, so its handler can only return an error)"
+	case 1:
 		return names[0]
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
