@@ -2,6 +2,7 @@ package gen
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/format"
@@ -41,7 +42,9 @@ const (
 // Generate renders every file of every machine of spec, in memory. It
 // returns the files sorted by path, or an error and no file at all.
 // Output depends only on spec: no time stamp, no absolute path. The files
-// are rendered concurrently, on at most GOMAXPROCS goroutines.
+// are rendered concurrently, on at most GOMAXPROCS goroutines. A defect of
+// the generator that panics while rendering is returned as an error
+// matching ErrInternal, naming the machine, instead of ending the process.
 func Generate(spec *dsl.Spec) ([]File, error) {
 	type job struct {
 		m     *dsl.Machine
@@ -88,7 +91,7 @@ func Generate(spec *dsl.Spec) ([]File, error) {
 		go func() {
 			defer wg.Done()
 			for j := range next {
-				j.files, j.err = j.run()
+				j.files, j.err = safely(j.run)
 			}
 		}()
 	}
@@ -102,6 +105,23 @@ func Generate(spec *dsl.Spec) ([]File, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// ErrInternal is matched by the error Generate returns when rendering a
+// machine failed on a defect of the generator itself (a panic), not on
+// anything the input can be blamed for.
+var ErrInternal = errors.New("internal error")
+
+// safely calls run, turning a panic into an error matching ErrInternal: a
+// panic on a rendering goroutine would otherwise end the process without
+// Generate's caller having a say.
+func safely(run func() ([]File, error)) (files []File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			files, err = nil, fmt.Errorf("%w: %v", ErrInternal, r)
+		}
+	}()
+	return run()
 }
 
 // sourceOf is the base name of the .fsm file m was declared in, as the
@@ -178,6 +198,17 @@ func renderMachine(source string, m *dsl.Machine) ([]byte, error) {
 	imports := make(chan []string, 1)
 	tail := make(chan tailResult, 1)
 	go func() {
+		sent := false
+		defer func() {
+			// A panic here is the generator's: report it as Generate
+			// does (see safely), on this goroutine's channels.
+			if r := recover(); r != nil {
+				if !sent {
+					imports <- nil
+				}
+				tail <- tailResult{err: fmt.Errorf("%w: %v", ErrInternal, r)}
+			}
+		}()
 		var buf bytes.Buffer
 		f := machineTail(m, k)
 		f.NoFormat = true
@@ -188,6 +219,7 @@ func renderMachine(source string, m *dsl.Machine) ([]byte, error) {
 		}
 		lines, body, err := splitImports(buf.Bytes())
 		imports <- lines
+		sent = true
 		if err != nil {
 			tail <- tailResult{err: err}
 			return

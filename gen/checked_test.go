@@ -1,0 +1,58 @@
+package gen_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fsmgen/fsmgen/dsl"
+	"github.com/fsmgen/fsmgen/gen"
+)
+
+// TestGenerateEveryCheckedInput generates every .fsm file under the
+// testdata of gen and dsl that the checker accepts: whatever checks must
+// generate, without an error and without a panic.
+func TestGenerateEveryCheckedInput(t *testing.T) {
+	t.Parallel()
+	var files []string
+	for _, root := range []string{"testdata", filepath.Join("..", "dsl", "testdata")} {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".fsm") {
+				files = append(files, p)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	checked := 0
+	for _, file := range files {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, diags := dsl.Load(file, src)
+		if spec == nil {
+			t.Logf("%s does not check, skipped:\n%v", file, diags.Err())
+			continue
+		}
+		checked++
+		t.Run(filepath.ToSlash(file), func(t *testing.T) {
+			t.Parallel()
+			out, err := gen.Generate(spec)
+			if err != nil {
+				t.Fatalf("Generate(%s): %v", file, err)
+			}
+			if len(out) == 0 {
+				t.Fatalf("Generate(%s) returned no file", file)
+			}
+		})
+	}
+	// The golden inputs all check: fewer means the walk missed them.
+	if want := len(inputs(t)); checked < want {
+		t.Fatalf("%d of %d inputs checked, want at least the %d golden ones", checked, len(files), want)
+	}
+}
