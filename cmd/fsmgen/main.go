@@ -24,7 +24,9 @@
 // nothing is written when any input has an error. Warnings (path:line:col:
 // warning: message) are printed too, but neither stop generation nor
 // change the exit code. fsmgen exits with 0 on success, 1 when an input
-// has errors or a file cannot be written, and 2 on a usage error.
+// has errors or a file cannot be written, and 2 on a usage error. A defect
+// of fsmgen itself met while generating is reported as "fsmgen: internal
+// error generating FILE.fsm: ...", exits with 1 and writes nothing.
 //
 // Writing is all or nothing too: every changed file is first written to a
 // temporary file next to its target, and only when all of them (and the

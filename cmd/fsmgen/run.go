@@ -204,7 +204,12 @@ type output struct {
 	content []byte
 }
 
-func generate(args []string, _, stderr io.Writer) int {
+func generate(args []string, stdout, stderr io.Writer) int {
+	return generateWith(gen.Generate, args, stdout, stderr)
+}
+
+// generateWith is generate rendering with render, which tests replace.
+func generateWith(render func(*dsl.Spec) ([]gen.File, error), args []string, _, stderr io.Writer) int {
 	paths, code := fileArgs("generate", args, stderr)
 	if code != exitOK {
 		return code
@@ -218,7 +223,13 @@ func generate(args []string, _, stderr io.Writer) int {
 	var outs []output
 	seen := map[string]string{}
 	for _, in := range inputs {
-		files, err := gen.Generate(in.spec)
+		files, err := renderSafely(render, in.spec)
+		if errors.Is(err, gen.ErrInternal) {
+			// The generator's defect, not the input's: say so, once.
+			msg := strings.Replace(err.Error(), gen.ErrInternal.Error()+": ", "", 1)
+			fmt.Fprintf(stderr, "fsmgen: internal error generating %s: %s\n", in.path, msg)
+			return exitInput
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", in.path, err)
 			return exitInput
@@ -249,6 +260,18 @@ func generate(args []string, _, stderr io.Writer) int {
 		return exitInput
 	}
 	return exitOK
+}
+
+// renderSafely calls render, turning a panic on the calling goroutine into
+// an error matching gen.ErrInternal (gen.Generate does the same on its own
+// goroutines).
+func renderSafely(render func(*dsl.Spec) ([]gen.File, error), spec *dsl.Spec) (files []gen.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			files, err = nil, fmt.Errorf("%w: %v", gen.ErrInternal, r)
+		}
+	}()
+	return render(spec)
 }
 
 // writeIfChanged writes content to path through a temporary file and a
