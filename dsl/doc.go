@@ -128,7 +128,8 @@
 // [Check] reports, each with its position: unknown names (with a "did you
 // mean" when a declared name is close), names declared twice (the type,
 // version, package and cancel declarations included), no or several
-// initial states, a final state without a status, transitions out of a
+// initial states, a machine with no transitions at all, a final state
+// without a status, transitions out of a
 // terminal state, two unguarded transitions on one (state, event),
 // transitions that can never fire because an earlier one always wins,
 // states unreachable from the initial state, unused events and guards, a
@@ -142,7 +143,8 @@
 // and no unguarded fallback (when every guard refuses, the event is
 // rejected at run time), and, in a machine that has final states, a state
 // from which none of them can be reached (a sink: a run that gets there
-// never ends, which may be intended).
+// never ends, which may be intended; a sink that is driven has a handler
+// that can only return an error).
 //
 // A machine without a cancel declaration whose table leads into a
 // cancelled final state on two or more events that callers fire (events
