@@ -4,7 +4,7 @@
 GO ?= go
 FUZZTIME ?= 2m
 
-.PHONY: all generate sqlc test check-generated bench lint lint-generated docs fuzz demo demo-temporal
+.PHONY: all generate sqlc test check-generated bench lint lint-generated docs fuzz demo demo-temporal temporal-cli
 
 all: generate test
 
@@ -33,16 +33,26 @@ sqlc:
 demo:
 	$(GO) run ./machines/cmd/demo
 
-# The FCHA demo on Temporal: starts a dev server with the Temporal CLI
-# (go install github.com/temporalio/cli/cmd/temporal@v1.5.1).
-demo-temporal:
-	cd contrib/temporal && $(GO) run ./cmd/fchademo
+# The Temporal CLI, whose dev server (temporal server start-dev --headless)
+# contrib/temporal's integration test and demo start. When neither
+# TEMPORAL_CLI, PATH nor $(go env GOPATH)/bin has it, it is built from the
+# Go module proxy, once (several minutes).
+TEMPORAL_CLI_VERSION = v1.5.1
+GOBIN_PATH = $(shell $(GO) env GOPATH)/bin
+temporal-cli:
+	@if [ -z "$$TEMPORAL_CLI" ] && ! command -v temporal >/dev/null 2>&1 && [ ! -x "$(GOBIN_PATH)/temporal" ]; then \
+		echo "building the Temporal CLI $(TEMPORAL_CLI_VERSION) (go install, once)"; \
+		$(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION); fi
 
-test:
+# The FCHA demo on Temporal, on a dev server it starts.
+demo-temporal: temporal-cli
+	cd contrib/temporal && PATH="$$PATH:$(GOBIN_PATH)" $(GO) run ./cmd/fchademo
+
+test: temporal-cli
 	$(GO) vet ./...
 	$(GO) test ./...
 	cd bench && $(GO) vet ./... && $(GO) test ./...
-	cd contrib/temporal && $(GO) vet ./... && $(GO) test ./...
+	cd contrib/temporal && $(GO) vet ./... && PATH="$$PATH:$(GOBIN_PATH)" $(GO) test ./...
 
 # Regenerate everything in a copy of the tree and fail if any committed
 # generated file differs from what the generators write now.
