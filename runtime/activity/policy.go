@@ -2,7 +2,6 @@ package activity
 
 import (
 	"errors"
-	"math"
 	"reflect"
 	"strings"
 	"time"
@@ -113,30 +112,13 @@ func (p RetryPolicy) attempts() int {
 // BackoffCoefficient^(attempt-1), capped at MaximumInterval. For Database,
 // attempts 1, 2, 3 give 500 ms, 1 s, 2 s.
 func CalculateRetryDelay(p RetryPolicy, attempt int) time.Duration {
-	if attempt < 1 {
-		attempt = 1
-	}
-	coef := p.BackoffCoefficient
-	if coef < 1 {
-		coef = 1
-	}
-	d := float64(p.InitialInterval) * math.Pow(coef, float64(attempt-1))
-	if p.MaximumInterval > 0 && d > float64(p.MaximumInterval) {
-		return p.MaximumInterval
-	}
-	if d > math.MaxInt64 {
-		return time.Duration(math.MaxInt64)
-	}
-	return time.Duration(d)
+	return p.Runtime().Delay(attempt)
 }
 
 // Jittered spreads d by up to ±p.Jitter of itself: u must be uniform in
 // [0, 1); u = 0.5 leaves d as it is.
 func (p RetryPolicy) Jittered(d time.Duration, u float64) time.Duration {
-	if p.Jitter <= 0 {
-		return d
-	}
-	return time.Duration(float64(d) * (1 + p.Jitter*(2*u-1)))
+	return p.Runtime().Jittered(d, u)
 }
 
 // Retryable reports whether err, the error of try attempt, may be tried
