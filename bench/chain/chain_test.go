@@ -5,8 +5,6 @@ package chain_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -14,25 +12,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/fsmgen/fsmgen/bench/internal/benchdb"
+	"github.com/fsmgen/fsmgen/bench/internal/riverbench"
 	"github.com/fsmgen/fsmgen/machines/linearchain/chain"
 )
 
 func TestMain(m *testing.M) { benchdb.Main(m) }
-
-// riverSchema holds River's tables, beside the chain's in the same database.
-const riverSchema = "river"
-
-// The River client's tuning, as bench/engine's: it fetches again 2 ms after
-// a fetch at the soonest, and polls every 20 ms besides LISTEN/NOTIFY.
-const (
-	riverFetchCooldown     = 2 * time.Millisecond
-	riverFetchPollInterval = 20 * time.Millisecond
-)
 
 // withChainAndRiver adds the chain's tables (chain.Migrate) and River's
 // schema (rivermigrate, latest version) to the template.
@@ -45,18 +31,7 @@ var withChainAndRiver = benchdb.Setup("chain+river", func(ctx context.Context, c
 	if err := chain.Migrate(ctx, pool); err != nil {
 		return err
 	}
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+riverSchema); err != nil {
-		return err
-	}
-	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: riverSchema,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		return err
-	}
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("migrate river: %w", err)
-	}
-	return nil
+	return riverbench.Migrate(ctx, pool)
 })
 
 var stepTypes = []string{"S1", "S2", "S3", "S4", "S5"}
@@ -87,7 +62,7 @@ func BenchmarkChainVersusRiver(b *testing.B) {
 			})
 			b.Run("system=river", func(b *testing.B) {
 				pool := benchdb.NewPool(b, benchdb.MaxConns(48), withChainAndRiver)
-				elapsed, cost := riverChains(b, pool, workers)
+				elapsed, cost := riverbench.Chains(b, pool, workers, b.N, len(stepTypes))
 				report(b, elapsed, cost)
 			})
 		})
@@ -157,99 +132,5 @@ func runChains(b *testing.B, pool *pgxpool.Pool, workers int) (time.Duration, be
 	}
 	stop()
 	<-done
-	return elapsed, after.Since(before)
-}
-
-type chainArgs struct {
-	Step int `json:"step"`
-}
-
-func (chainArgs) Kind() string { return "bench_chain" }
-
-// chainWorker works one step of a five-job chain: in one transaction it
-// inserts the next step (unless this is the fifth) and marks its own job
-// completed, then commits.
-type chainWorker struct {
-	river.WorkerDefaults[chainArgs]
-	pool   *pgxpool.Pool
-	client *river.Client[pgx.Tx]
-	done   *atomic.Int64
-	all    chan struct{}
-	n      int64
-}
-
-func (w *chainWorker) Work(ctx context.Context, job *river.Job[chainArgs]) error {
-	tx, err := w.pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(ctx)
-	if job.Args.Step < len(stepTypes) {
-		if _, err := w.client.InsertTx(ctx, tx, chainArgs{Step: job.Args.Step + 1}, nil); err != nil {
-			return err
-		}
-	}
-	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return err
-	}
-	if job.Args.Step == len(stepTypes) && w.done.Add(1) == w.n {
-		close(w.all)
-	}
-	return nil
-}
-
-func riverChains(b *testing.B, pool *pgxpool.Pool, workers int) (time.Duration, benchdb.Cost) {
-	b.Helper()
-	ctx := context.Background()
-	ws := river.NewWorkers()
-	w := &chainWorker{pool: pool, done: new(atomic.Int64), all: make(chan struct{}), n: int64(b.N)}
-	river.AddWorker(ws, w)
-	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Schema:            riverSchema,
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
-		Workers:           ws,
-		FetchCooldown:     riverFetchCooldown,
-		FetchPollInterval: riverFetchPollInterval,
-		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	w.client = c
-	for n := b.N; n > 0; {
-		k := min(n, 1000)
-		params := make([]river.InsertManyParams, k)
-		for i := range params {
-			params[i] = river.InsertManyParams{Args: chainArgs{Step: 1}}
-		}
-		if _, err := c.InsertManyFast(ctx, params); err != nil {
-			b.Fatal(err)
-		}
-		n -= k
-	}
-	before, err := benchdb.Take(ctx, pool)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	began := time.Now()
-	if err := c.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	<-w.all
-	elapsed := time.Since(began)
-	b.StopTimer()
-	after, err := benchdb.Take(ctx, pool)
-	if err != nil {
-		b.Fatal(err)
-	}
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := c.Stop(sctx); err != nil {
-		b.Fatal(err)
-	}
 	return elapsed, after.Since(before)
 }
