@@ -624,7 +624,7 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 	}
 	neg := td.Guard != nil && td.Guard.Negated()
 	for _, s := range froms {
-		mc.m.Transitions = append(mc.m.Transitions, &Transition{Pos: td.Pos, Doc: doc, From: s, To: to, Event: ev, Guard: g, Negated: neg, Outcome: outcome})
+		mc.m.Transitions = append(mc.m.Transitions, &Transition{Pos: td.Pos, Doc: doc, From: s, To: to, Event: ev, Guard: g, Negated: neg, Outcome: outcome, Star: star != nil})
 	}
 }
 

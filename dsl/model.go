@@ -179,6 +179,9 @@ type Transition struct {
 	// Outcome is the business outcome of a terminal target: the row's own,
 	// else the target state's.
 	Outcome string
+	// Star reports that the row was written with * as its FROM. The rows
+	// that one written row expands to share its Pos.
+	Star bool
 }
 
 // goName turns a .fsm name into an exported Go identifier: UPPER_SNAKE and

@@ -29,6 +29,7 @@ const usage = `usage:
 	fsmgen fmt [-l] [-w] [PATH...]
 	fsmgen diagram [-format mermaid|dot] [-machine NAME] FILE.fsm
 	fsmgen sql -table TABLE -column COLUMN [-key COLS] [-log TABLE] [-machine NAME] [-o FILE] FILE.fsm
+	fsmgen export -format xstate|scxml [-machine NAME] [-o FILE] FILE.fsm
 `
 
 // run is the whole command, testable: it reads its arguments and streams
@@ -49,6 +50,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return diagram(args[1:], stdout, stderr)
 	case "sql":
 		return sqlGuard(args[1:], stdout, stderr)
+	case "export":
+		return export(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

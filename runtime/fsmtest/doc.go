@@ -18,4 +18,12 @@
 // its JSON; and fires every row through the machine's runtime.Driver.
 // Check does the same and returns the failures, for callers that are not
 // tests.
+//
+// Traces records what the real machine does on event sequences that take
+// every row and meet every refusal: a shortest path to each state, then
+// each event under each outcome of its guards there, or the state's
+// earliest timer. With FSMGEN_TRACES=DIR in the environment (TracesEnv),
+// Run writes them to DIR/TYPE.vVERSION.traces.json; fsmgen's export tests
+// replay them through XState and an SCXML interpreter, so that an exported
+// machine is shown to behave as the generated Go code does.
 package fsmtest

@@ -38,7 +38,8 @@ type Instance interface {
 	State() string
 }
 
-// Run runs every check as a subtest of t.
+// Run runs every check as a subtest of t and, when the environment
+// variable TracesEnv names a directory, writes the machine's Traces there.
 func Run(t *testing.T, m Machine) {
 	t.Helper()
 	for _, c := range checks {
@@ -48,6 +49,7 @@ func Run(t *testing.T, m Machine) {
 			}
 		})
 	}
+	writeTraces(t, m)
 }
 
 // Check runs every check and returns what failed.

@@ -1,0 +1,59 @@
+// fsmgen-xstate turns the JSON that `fsmgen export -format xstate` writes
+// into an XState v5 machine, with the guards the caller implements.
+//
+//   import { createActor } from 'xstate';
+//   import { machineFromExport } from './fsmgen-xstate.mjs';
+//   const machine = machineFromExport(JSON.parse(json), {
+//     guards: { UserOwnsRun: ({ event }) => event.userID === owner },
+//   });
+//   const actor = createActor(machine).start();
+//
+// A guarded transition names its guard: "guard": "NAME". A negated one
+// (`unless NAME` or `when !NAME` in the .fsm file) is written
+// {"type": "not", "params": {"guard": "NAME"}}, since XState's not() is a
+// function JSON cannot hold; machineFromExport replaces it with
+// not("NAME"). Every guard the machine names must be implemented: a
+// missing one is an error that lists them, not a transition that never
+// fires. Timers are delayed transitions (after), final states have
+// type "final", and the rest of the .fsm file (events and their payload
+// fields, statuses, outcomes, retry policies) is under meta.fsmgen.
+import { createMachine, not } from 'xstate';
+
+// guardNames returns the names of the guards the exported config uses.
+export function guardNames(config) {
+  const names = new Set();
+  forEachTransition(config, (t) => {
+    if (typeof t.guard === 'string') names.add(t.guard);
+    else if (t.guard && t.guard.type === 'not') names.add(t.guard.params.guard);
+    else if (t.guard) names.add(t.guard.type);
+  });
+  return [...names].sort();
+}
+
+// machineFromExport returns the XState machine of an exported config. The
+// config is copied, not changed.
+export function machineFromExport(config, { guards = {}, ...implementations } = {}) {
+  const missing = guardNames(config).filter((g) => typeof guards[g] !== 'function');
+  if (missing.length > 0) {
+    throw new Error(`machine ${config.id}: no implementation of guard ${missing.join(', ')}`);
+  }
+  const copy = structuredClone(config);
+  forEachTransition(copy, (t) => {
+    if (t.guard && typeof t.guard === 'object' && t.guard.type === 'not') {
+      t.guard = not(t.guard.params.guard);
+    }
+  });
+  return createMachine(copy, { ...implementations, guards });
+}
+
+function forEachTransition(config, fn) {
+  for (const state of Object.values(config.states ?? {})) {
+    for (const group of [state.on, state.after]) {
+      for (const ts of Object.values(group ?? {})) {
+        for (const t of Array.isArray(ts) ? ts : [ts]) {
+          if (t && typeof t === 'object') fn(t);
+        }
+      }
+    }
+  }
+}
