@@ -48,6 +48,7 @@ type Item struct {
 	Event      *EventDecl      `parser:"| @@"`
 	Guard      *GuardDecl      `parser:"| @@"`
 	Transition *TransitionDecl `parser:"| @@"`
+	Migrate    *MigrateDecl    `parser:"| @@"`
 }
 
 // TypeDecl sets the persisted type name: type "retrieve_or_generate".
@@ -220,4 +221,62 @@ type NumberLit struct {
 type DurationLit struct {
 	Pos   lexer.Position
 	Value string `parser:"@Duration"`
+}
+
+// MigrateDecl says how the live runs of an older version of the machine
+// (declared in the same file, with the same type) move to this version:
+//
+//	migrate from 1 { RULES }
+//	migrate from 1 drain
+//
+// The second form leaves every run of the older version to finish on it.
+type MigrateDecl struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	From   *NumberLit     `parser:"'migrate' 'from' @@"`
+	Drain  bool           `parser:"( @'drain'"`
+	Block  bool           `parser:"| @'{'"`
+	Rules  []*MigrateRule `parser:"  @@* '}' )"`
+}
+
+// MigrateRule is one line of a migrate block:
+//
+//	OLD -> NEW [when EVENT | unless EVENT] [timers keep|restart]
+//	OLD drain
+//	default EVENT.field VALUE
+type MigrateRule struct {
+	Pos     lexer.Position
+	EndPos  lexer.Position
+	Default *DefaultDecl `parser:"  @@"`
+	From    *Name        `parser:"| @@"`
+	Drain   bool         `parser:"  ( @'drain'"`
+	To      *Name        `parser:"  | '->' @@"`
+	Cond    *MigrateCond `parser:"    @@?"`
+	Timers  *Name        `parser:"    ( 'timers' @@ )? )"`
+}
+
+// MigrateCond is the condition of a migrate rule on the run's stored
+// history: when EVENT (the run's current attempt has fired EVENT) or unless
+// EVENT.
+type MigrateCond struct {
+	Pos    lexer.Position
+	Unless bool  `parser:"( 'when' | @'unless' )"`
+	Event  *Name `parser:"@@"`
+}
+
+// DefaultDecl gives a payload field that this version's event has, and the
+// older version's lacks, a value for the events runs carry from before the
+// migration: default MediaNormalized.language "en".
+type DefaultDecl struct {
+	Pos   lexer.Position
+	Event *Name        `parser:"'default' @@ '.'"`
+	Field *Name        `parser:"@@"`
+	Value *LiteralExpr `parser:"@@"`
+}
+
+// LiteralExpr is a default's value as written: a quoted string, a number,
+// a duration, true or false.
+type LiteralExpr struct {
+	Pos   lexer.Position
+	Value string `parser:"@(String | Number | Duration | 'true' | 'false')"`
 }

@@ -39,9 +39,11 @@ func Check(f *File) (*Spec, Diagnostics) {
 	}
 	machineNames := map[string]lexer.Position{}
 	packages := map[string]lexer.Position{}
-	types := map[string]lexer.Position{}
+	types := map[typeVersion]lexer.Position{}
+	checkers := map[*Machine]*machineChecker{}
 	for _, md := range f.Machines {
-		m := c.machine(md)
+		m, mc := c.machine(md)
+		checkers[m] = mc
 		spec.Machines = append(spec.Machines, m)
 		if prev, dup := machineNames[m.Name]; dup {
 			// The package and type names collide too; one error is enough.
@@ -54,12 +56,13 @@ func Check(f *File) (*Spec, Diagnostics) {
 		} else {
 			packages[m.Package] = md.Pos
 		}
-		if prev, dup := types[m.Type]; dup {
-			c.errorf(md.Pos, "machine %s has type name %q, as does the machine at %s; give one of them another \"type\"", m.Name, m.Type, short(prev))
+		if prev, dup := types[typeVersion{m.Type, m.Version}]; dup {
+			c.errorf(md.Pos, "machine %s has type name %q and version %d, as does the machine at %s; give one of them another \"type\", or the newer one another \"version\"", m.Name, m.Type, m.Version, short(prev))
 		} else {
-			types[m.Type] = md.Pos
+			types[typeVersion{m.Type, m.Version}] = md.Pos
 		}
 	}
+	c.migrations(f, spec.Machines, checkers)
 	c.diags.sort()
 	if c.diags.HasErrors() {
 		return nil, c.diags
@@ -106,7 +109,7 @@ type machineChecker struct {
 	skipGraph bool
 }
 
-func (c *checker) machine(md *MachineDecl) *Machine {
+func (c *checker) machine(md *MachineDecl) (*Machine, *machineChecker) {
 	m := &Machine{Pos: md.Pos, Name: md.Name, Doc: md.Doc, Version: 1}
 	mc := &machineChecker{checker: c, m: m,
 		states: map[string]*State{}, events: map[string]*Event{}, guards: map[string]*Guard{},
@@ -158,7 +161,7 @@ func (c *checker) machine(md *MachineDecl) *Machine {
 	mc.graph()
 	mc.unused()
 	mc.goNames()
-	return m
+	return m, mc
 }
 
 func (mc *machineChecker) header(md *MachineDecl) {

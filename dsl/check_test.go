@@ -332,7 +332,7 @@ machine N {
     event Go
     A -> DONE on Go
 }`,
-			want: []string{`t.fsm:7:1: machine N has type name "m", as does the machine at 1:1; give one of them another "type"`},
+			want: []string{`t.fsm:7:1: machine N has type name "m" and version 1, as does the machine at 1:1; give one of them another "type", or the newer one another "version"`},
 		},
 	})
 }

@@ -104,6 +104,47 @@
 // guards tell them apart; they are tried in the order written and the first
 // whose guard admits the event wins.
 //
+// # Versions and migrations
+//
+// A changed machine gets a new version, and its old version stays in the
+// file beside it, as long as runs of it live: the same type, the old
+// version number, and another machine name (its generated package is
+// named after it), such as RetrieveOrGenerateV1. Both generate, both
+// compile, and one engine drives runs of both. The newer machine says how
+// live runs of the older one move to it:
+//
+//	migrate from 1 {
+//	    INDEXING   -> EMBEDDING                       // a state split in two
+//	    GENERATING -> REVIEWING when SolutionDrafted  // by the run's history
+//	    GENERATING -> GENERATING
+//	    AWAITING   -> AWAITING timers restart         // its timer changed
+//	    PUBLISHING drain                              // these finish on version 1
+//	    default MediaNormalized.language "en"         // a new payload field
+//	}
+//
+// or that none moves: migrate from 1 drain. Each rule maps a state of the
+// older version to a state of this one, or leaves its runs to drain on
+// the older version (drain). A rule may have a condition on the run's
+// stored history: when EVENT admits the runs whose current attempt has
+// fired EVENT (an event of the older version), unless EVENT the others;
+// the rules of a state are tried in the order written and the first that
+// admits a run decides. A state that this version keeps under the same
+// name, as a state that is not final, needs no rule: its runs stay in it.
+// Without any migrate declaration, runs of an older version drain on it.
+//
+// [Check] proves that a migration strands no run: every non-terminal
+// state of the older version is mapped, kept by name or left to drain,
+// and conditional rules end with an unconditional one; every target
+// exists and is not final; a run waiting in a wait state moves to a
+// state that still takes the events it waits for (or to a driven one);
+// the events a moved run carries (those of the rows leading to its state)
+// decode with this version's types: a field this version added needs a
+// default, default EVENT.field VALUE, and a field whose type changed is
+// an error; and a target with timers its source does not have says how
+// they count: timers keep (from when the run entered its state) or
+// timers restart (from the migration). Every error names its position,
+// with a "did you mean" for a mistyped state or event.
+//
 // # Syntax errors
 //
 // [Parse] reports each syntax error at the token that does not fit, saying

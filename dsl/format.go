@@ -294,6 +294,8 @@ func (p *printer) item(it *Item) {
 		p.code("guard", "guard", name(it.Guard.Name))
 	case it.Transition != nil:
 		p.code("transition", transitionCells(it.Transition)...)
+	case it.Migrate != nil:
+		p.migrate(it)
 	}
 	for _, c := range p.take(it.EndPos.Offset) {
 		p.trail(c)
@@ -656,4 +658,61 @@ func render(lines []*outLine) []byte {
 		b.WriteByte('\n')
 	}
 	return b.Bytes()
+}
+
+// migrate prints a migrate declaration: migrate from N drain on one line,
+// or its block with one rule per line, indented one more level, rules
+// aligned like transitions and comments kept as in an event block.
+func (p *printer) migrate(it *Item) {
+	d := it.Migrate
+	if d.Drain {
+		p.code("", "migrate from "+d.From.Value+" drain")
+		return
+	}
+	p.code("", "migrate from "+d.From.Value+" {")
+	p.open()
+	saved := p.displacedBlank
+	p.displacedBlank = false
+	last := it.Pos.Line
+	comments := func(end int) {
+		for _, c := range p.take(end) {
+			if !c.Own {
+				p.trail(c)
+			} else {
+				if c.Pos.Line > last+1 {
+					p.pendingBlank = true
+				}
+				p.ownComment(c.Text)
+			}
+			last = c.Pos.Line
+		}
+	}
+	for _, r := range d.Rules {
+		comments(r.Pos.Offset)
+		if r.Pos.Line > last+1 {
+			p.pendingBlank = true
+		}
+		switch {
+		case r.Default != nil:
+			p.code("default", "default", name(r.Default.Event)+"."+name(r.Default.Field), r.Default.Value.Value)
+		case r.Drain:
+			p.code("rule", name(r.From), "drain")
+		default:
+			cond, timers := "", ""
+			if r.Cond != nil {
+				cond = "when " + name(r.Cond.Event)
+				if r.Cond.Unless {
+					cond = "unless " + name(r.Cond.Event)
+				}
+			}
+			if r.Timers != nil {
+				timers = "timers " + name(r.Timers)
+			}
+			p.code("rule", name(r.From), "->", name(r.To), cond, timers)
+		}
+		last = r.EndPos.Line
+	}
+	comments(it.EndPos.Offset - 1)
+	p.displacedBlank = saved
+	p.close()
 }

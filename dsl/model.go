@@ -37,6 +37,10 @@ type Machine struct {
 	// Cancel is the event a run's owner fires to cancel a run, nil when the
 	// machine declares none (its runs cannot be cancelled by the runtime).
 	Cancel *Event
+
+	// Migrations say how the runs of older versions of the machine, declared
+	// in the same file, move to this one: one per migrate declaration.
+	Migrations []*Migration
 }
 
 // State is a checked state.

@@ -57,14 +57,15 @@ var (
 )
 
 // declKeywords are the words that start a declaration.
-var declKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard"}
+var declKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "migrate"}
 
 // retryOptions are the options of a written-out retry policy, in the only
 // order they may be given.
 var retryOptions = []string{"backoff", "factor", "max", "jitter", "nonretryable"}
 
 const (
-	wantItem     = "a declaration (type, version, package, cancel, initial, state, final, event or guard) or a transition row (FROM -> TO on EVENT)"
+	wantItem     = "a declaration (type, version, package, cancel, initial, state, final, event, guard or migrate) or a transition row (FROM -> TO on EVENT)"
+	wantMigrate  = "a migrate rule (OLD -> NEW [when EVENT | unless EVENT] [timers keep|restart], OLD drain, or default EVENT.field VALUE) or \"}\""
 	wantStatus   = "a status: succeeded, failed or cancelled"
 	wantUnits    = "ms, s, m, h or d"
 	wantRetry    = "the number of attempts or a retry policy: validation, database, externalService, payment or background"
@@ -285,6 +286,21 @@ func (s *syntaxScanner) endsFieldBlock(i int) bool {
 	return false
 }
 
+// endsMigrateBlock reports whether token i, the first of its line inside
+// a migrate block, cannot start a rule: the line is a declaration and the
+// block was not closed.
+func (s *syntaxScanner) endsMigrateBlock(i int) bool {
+	t, next := s.at(i), s.at(i+1)
+	if s.startsMachine(i) {
+		return true
+	}
+	if t.Type != identToken || !slices.Contains(declKeywords, t.Value) {
+		return false
+	}
+	// A rule's second token is ->, drain or a dot.
+	return next.Type == identToken && next.Value != "drain" || next.Type == stringToken || next.Type == numberToken
+}
+
 func (s *syntaxScanner) file() {
 	for !s.peek().EOF() {
 		t := s.peek()
@@ -376,6 +392,10 @@ func (s *syntaxScanner) chunk() {
 		}
 		if depth <= 0 {
 			if isPunct(next, "}") || (s.startsLine(s.i) && s.startsItem(s.i)) {
+				break
+			}
+		} else if isWord(s.at(start), "migrate") {
+			if s.startsLine(s.i) && s.endsMigrateBlock(s.i) {
 				break
 			}
 		} else if s.startsLine(s.i) && s.endsFieldBlock(s.i) {
@@ -534,6 +554,8 @@ func (r *recognizer) item() string {
 		r.take()
 		r.expect(identToken, "a guard name")
 		return wantItem
+	case "migrate":
+		return r.migrate()
 	}
 	return r.row()
 }
@@ -877,4 +899,85 @@ func (r *recognizer) row() string {
 		follow = "the end of the row"
 	}
 	return follow
+}
+
+// migrate checks migrate from N { RULES } and migrate from N drain.
+func (r *recognizer) migrate() string {
+	r.take()
+	if !isWord(r.peek(), "from") || r.atEnd() {
+		r.unexpected(`"from": migrate from VERSION { ... }`)
+		return ""
+	}
+	r.take()
+	if !r.expect(numberToken, "the version runs are migrated from, a whole number: migrate from 1 { ... }") {
+		return ""
+	}
+	if isWord(r.peek(), "drain") && !r.atEnd() {
+		r.take()
+		return wantItem
+	}
+	if !isPunct(r.peek(), "{") || r.atEnd() {
+		r.unexpected(`"{" to open the migrate rules, or drain`)
+		return ""
+	}
+	r.take()
+	for !r.failed {
+		t := r.peek()
+		switch {
+		case r.atEnd():
+			r.unexpected(wantMigrate)
+			return ""
+		case isPunct(t, "}"):
+			r.take()
+			return wantItem
+		case isWord(t, "default"):
+			r.take()
+			if !r.expect(identToken, "an event name: default EVENT.field VALUE") {
+				return ""
+			}
+			if !isPunct(r.peek(), ".") || r.atEnd() {
+				r.unexpected(`"." and a field name: default EVENT.field VALUE`)
+				return ""
+			}
+			r.take()
+			if !r.expect(identToken, "a field name: default EVENT.field VALUE") {
+				return ""
+			}
+			if v := r.peek(); r.atEnd() || !(v.Type == stringToken || v.Type == numberToken || v.Type == durationToken || isWord(v, "true") || isWord(v, "false")) {
+				r.unexpected("the default value: a quoted string, a number, a duration, true or false")
+				return ""
+			}
+			r.take()
+		case t.Type == identToken:
+			r.take()
+			if isWord(r.peek(), "drain") && !r.atEnd() {
+				r.take()
+				continue
+			}
+			if r.peek().Type != arrowToken || r.atEnd() {
+				r.unexpected(`"->" or drain: a migrate rule reads OLD -> NEW or OLD drain`)
+				return ""
+			}
+			r.take()
+			if !r.expect(identToken, "the state of the new version: OLD -> NEW") {
+				return ""
+			}
+			if c := r.peek(); (isWord(c, "when") || isWord(c, "unless")) && !r.atEnd() {
+				r.take()
+				if !r.expect(identToken, "an event of the old version") {
+					return ""
+				}
+			}
+			if isWord(r.peek(), "timers") && !r.atEnd() {
+				r.take()
+				if !r.expect(identToken, "keep or restart") {
+					return ""
+				}
+			}
+		default:
+			r.unexpected(wantMigrate)
+			return ""
+		}
+	}
+	return ""
 }

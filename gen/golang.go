@@ -971,6 +971,9 @@ func (g *goGen) definition() {
 	if m.Cancel != nil {
 		def = append(def, kv("Cancel", jen.Lit(m.Cancel.Name)))
 	}
+	if len(m.Migrations) > 0 {
+		def = append(def, kv("Migrations", migrationsCode(m)))
+	}
 	g.f.Comment("Definition returns the machine's table, retry policies and timers as data:")
 	g.f.Comment("a new copy per call.")
 	g.f.Func().Id("Definition").Params().Add(rt("Definition")).Add(oneLine(jen.Return(jen.Id("definition").Dot("Clone").Call())))

@@ -21,6 +21,12 @@ func (d Definition) Clone() Definition {
 	}
 	c.Guards = slices.Clone(d.Guards)
 	c.Transitions = slices.Clone(d.Transitions)
+	if d.Migrations != nil {
+		c.Migrations = make([]Migration, len(d.Migrations))
+		for i, m := range d.Migrations {
+			c.Migrations[i] = m.Clone()
+		}
+	}
 	return c
 }
 

@@ -1,0 +1,516 @@
+package dsl
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// Migration says how the live runs of an older version of a machine move
+// to a newer one. Both versions are machines of the same file with the
+// same type; the migration belongs to the newer one.
+type Migration struct {
+	Pos lexer.Position
+	// From is the older version's machine, To the newer one's.
+	From, To *Machine
+	// Drain reports "migrate from N drain": no run moves, every run of
+	// From finishes on From.
+	Drain bool
+	// Rules hold, for each non-terminal state of From in declaration order,
+	// the rules written for it in the order written, or the implicit rule
+	// that keeps a state by name.
+	Rules []*MigrationRule
+	// Defaults fill the payload fields that To's events have and From's
+	// lack, in the order written.
+	Defaults []*FieldDefault
+}
+
+// MigrationRule moves the runs in one state of the older version, those
+// its condition admits, to a state of the newer one, or leaves them to
+// drain.
+type MigrationRule struct {
+	Pos lexer.Position
+	// From is a state of the older version; To one of the newer, nil when
+	// Drain.
+	From, To *State
+	// Drain leaves the runs on the older version.
+	Drain bool
+	// When is the condition, an event of the older version: the rule
+	// admits a run whose current attempt has fired it (has not, when
+	// Unless). Nil for an unconditional rule.
+	When   *Event
+	Unless bool
+	// Timers is how the timers of To count for a moved run: "keep" (from
+	// when the run entered From), "restart" (from the migration), or ""
+	// when To has no timers.
+	Timers string
+	// Implicit marks the rule of a state that the newer version keeps by
+	// name and that no written rule names.
+	Implicit bool
+}
+
+// FieldDefault is the value a payload field of the newer version's event
+// takes in the events that runs carry from the older version.
+type FieldDefault struct {
+	Pos   lexer.Position
+	Event *Event
+	Field *PayloadField
+	// Value is the value as JSON.
+	Value json.RawMessage
+}
+
+// typeVersion identifies a machine version across a file.
+type typeVersion struct {
+	typ     string
+	version int
+}
+
+// migrations resolves and checks the migrate declarations of every machine
+// of a file, once every machine is checked on its own.
+func (c *checker) migrations(f *File, machines []*Machine, checkers map[*Machine]*machineChecker) {
+	byVersion := map[typeVersion]*Machine{}
+	for _, m := range machines {
+		if _, dup := byVersion[typeVersion{m.Type, m.Version}]; !dup {
+			byVersion[typeVersion{m.Type, m.Version}] = m
+		}
+	}
+	for i, md := range f.Machines {
+		m := machines[i]
+		seen := map[int]lexer.Position{}
+		for _, it := range md.Items {
+			d := it.Migrate
+			if d == nil {
+				continue
+			}
+			n, err := parseCount(d.From.Value)
+			if err != nil || n < 1 {
+				c.errorf(d.From.Pos, "migrate from %s: want a version, a whole number >= 1", d.From.Value)
+				continue
+			}
+			if prev, dup := seen[n]; dup {
+				c.errorf(it.Pos, "migrate from %d declared twice (first at %s)", n, short(prev))
+				continue
+			}
+			seen[n] = it.Pos
+			if n >= m.Version {
+				c.errorf(d.From.Pos, "migrate from %d: a machine migrates runs from an older version, and %s is version %d", n, m.Name, m.Version)
+				continue
+			}
+			old := byVersion[typeVersion{m.Type, n}]
+			if old == nil {
+				var have []string
+				for _, o := range machines {
+					if o.Type == m.Type && o != m {
+						have = append(have, strconv.Itoa(o.Version))
+					}
+				}
+				hint := "none"
+				if len(have) > 0 {
+					hint = strings.Join(have, ", ")
+				}
+				c.errorf(d.From.Pos, "migrate from %d: no machine of type %q has version %d in this file (versions here: %s); keep version %d's machine block next to this one, renamed %sV%d", n, m.Type, n, hint, n, m.Name, n)
+				continue
+			}
+			mg := &Migration{Pos: it.Pos, From: old, To: m, Drain: d.Drain}
+			if !d.Drain {
+				mig := &migrationChecker{checker: c, mg: mg, old: checkers[old], new: checkers[m]}
+				mig.check(d)
+			}
+			m.Migrations = append(m.Migrations, mg)
+		}
+	}
+}
+
+// migrationChecker checks one migrate block.
+type migrationChecker struct {
+	*checker
+	mg       *Migration
+	old, new *machineChecker
+	// defaults by event and field name.
+	defaults map[[2]string]*FieldDefault
+	// reported holds the (event, field) pairs whose payload problem is
+	// reported already.
+	reported map[[2]string]bool
+}
+
+func (mc *migrationChecker) oldName() string {
+	return fmt.Sprintf("version %d", mc.mg.From.Version)
+}
+
+func (mc *migrationChecker) newName() string {
+	return fmt.Sprintf("version %d", mc.mg.To.Version)
+}
+
+func (mc *migrationChecker) check(d *MigrateDecl) {
+	mc.defaults = map[[2]string]*FieldDefault{}
+	mc.reported = map[[2]string]bool{}
+	for _, r := range d.Rules {
+		if r.Default != nil {
+			mc.fieldDefault(r.Default)
+		}
+	}
+	written := map[*State][]*MigrationRule{}
+	// ended records, per state, the rule after which no other can apply.
+	ended := map[*State]*MigrationRule{}
+	conds := map[*State]map[string]*MigrationRule{}
+	for _, r := range d.Rules {
+		if r.Default != nil {
+			continue
+		}
+		rule := mc.rule(r)
+		if rule == nil {
+			continue
+		}
+		s := rule.From
+		if prev := ended[s]; prev != nil {
+			what := "moves every run in " + s.Name
+			if prev.Drain {
+				what = "leaves every run in " + s.Name + " to drain"
+			}
+			mc.errorf(r.Pos, "rule for %s can never apply: the one at %s %s", s.Name, short(prev.Pos), what)
+			continue
+		}
+		if rule.When != nil {
+			key := fmt.Sprintf("%t %s", rule.Unless, rule.When.Name)
+			if conds[s] == nil {
+				conds[s] = map[string]*MigrationRule{}
+			}
+			if prev := conds[s][key]; prev != nil {
+				mc.errorf(r.Pos, "rule for %s can never apply: the one at %s has the same condition", s.Name, short(prev.Pos))
+				continue
+			}
+			conds[s][key] = rule
+		} else {
+			ended[s] = rule
+		}
+		written[s] = append(written[s], rule)
+	}
+	for _, s := range mc.mg.From.States {
+		if s.Terminal() {
+			continue
+		}
+		rules := written[s]
+		if len(rules) == 0 {
+			if t := mc.new.states[s.Name]; t != nil && !t.Terminal() {
+				rules = []*MigrationRule{{Pos: mc.mg.Pos, From: s, To: t, Implicit: true}}
+			} else {
+				target := "STATE"
+				if c := closest(s.Name, mc.liveStates()); c != "" {
+					target = c
+				}
+				why := "which " + mc.newName() + " does not have"
+				if t != nil {
+					why = "which is final in " + mc.newName()
+				}
+				mc.errorf(mc.mg.Pos, "state %s of %s is not mapped (%s): its runs would be stranded; add \"%s -> %s\" or \"%s drain\"", s.Name, mc.oldName(), why, s.Name, target, s.Name)
+				continue
+			}
+		}
+		if last := rules[len(rules)-1]; last.When != nil {
+			mc.errorf(last.Pos, "runs in %s that no condition admits are neither moved nor left to drain; add \"%s -> STATE\" or \"%s drain\" after the conditional rules", s.Name, s.Name, s.Name)
+		}
+		for _, rule := range rules {
+			if !rule.Drain {
+				mc.target(rule)
+			}
+		}
+		mc.mg.Rules = append(mc.mg.Rules, rules...)
+	}
+}
+
+// liveStates lists the non-terminal states of the newer version.
+func (mc *migrationChecker) liveStates() []string {
+	var out []string
+	for _, s := range mc.mg.To.States {
+		if !s.Terminal() {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// rule resolves a written rule; nil when a name in it is unknown.
+func (mc *migrationChecker) rule(r *MigrateRule) *MigrationRule {
+	out := &MigrationRule{Pos: r.Pos, Drain: r.Drain}
+	from := mc.old.states[r.From.Value]
+	switch {
+	case from == nil:
+		mc.errorf(r.From.Pos, "unknown state %s of %s%s", r.From.Value, mc.oldName(), didYouMean(r.From.Value, keys(mc.old.states)))
+		return nil
+	case from.Terminal():
+		mc.errorf(r.From.Pos, "state %s of %s is final: its runs are over and are never migrated", from.Name, mc.oldName())
+		return nil
+	}
+	out.From = from
+	if r.Drain {
+		return out
+	}
+	to := mc.new.states[r.To.Value]
+	switch {
+	case to == nil:
+		mc.errorf(r.To.Pos, "unknown state %s of %s%s", r.To.Value, mc.newName(), didYouMean(r.To.Value, keys(mc.new.states)))
+		return nil
+	case to.Terminal():
+		mc.errorf(r.To.Pos, "state %s of %s is final; a migration moves live runs into a state they go on from", to.Name, mc.newName())
+		return nil
+	}
+	out.To = to
+	if r.Cond != nil {
+		ev := mc.old.events[r.Cond.Event.Value]
+		if ev == nil {
+			mc.errorf(r.Cond.Event.Pos, "unknown event %s of %s%s; a condition names an event of the older version that the run's current attempt has fired", r.Cond.Event.Value, mc.oldName(), didYouMean(r.Cond.Event.Value, keys(mc.old.events)))
+			return nil
+		}
+		out.When, out.Unless = ev, r.Cond.Unless
+	}
+	if r.Timers != nil {
+		switch v := r.Timers.Value; v {
+		case "keep", "restart":
+			if len(to.Timers) == 0 {
+				mc.errorf(r.Timers.Pos, "timers %s: state %s of %s has no timers", v, to.Name, mc.newName())
+				return nil
+			}
+			out.Timers = v
+		default:
+			mc.errorf(r.Timers.Pos, "timers %s: want keep (count from when the run entered %s) or restart (count from the migration)%s", v, from.Name, didYouMean(v, []string{"keep", "restart"}))
+			return nil
+		}
+	}
+	return out
+}
+
+// target checks what a run moved by rule finds in its new state: the
+// events it waits for, its timers, and the payloads of the events it
+// carries.
+func (mc *migrationChecker) target(rule *MigrationRule) {
+	s, t := rule.From, rule.To
+	kept := ""
+	if rule.Implicit {
+		kept = " (kept by name)"
+	}
+	// A run waiting in s waits for what callers send; a wait state of the
+	// newer version must still take it.
+	if s.Wait && t.Wait {
+		fired := mc.mg.From.RuntimeFired()
+		var awaited []*Event
+		for _, tr := range mc.mg.From.Transitions {
+			if tr.From == s && (!fired[tr.Event] || tr.Event.External) && !slices.Contains(awaited, tr.Event) {
+				awaited = append(awaited, tr.Event)
+			}
+		}
+		for _, e := range awaited {
+			e2 := mc.new.events[e.Name]
+			switch {
+			case e2 == nil:
+				mc.errorf(rule.Pos, "runs in %s of %s wait for %s, which %s does not declare: moved to %s%s, they would wait for an event nobody can send", s.Name, mc.oldName(), e.Name, mc.newName(), t.Name, kept)
+			case !mc.new.handles(t, e2):
+				mc.errorf(rule.Pos, "runs in %s of %s wait for %s, but %s of %s%s has no transition on it", s.Name, mc.oldName(), e.Name, t.Name, mc.newName(), kept)
+			}
+		}
+	}
+	// Timers.
+	if len(t.Timers) > 0 && rule.Timers == "" {
+		if sameTimers(s.Timers, t.Timers) {
+			rule.Timers = "keep"
+		} else {
+			mc.errorf(rule.Pos, "state %s of %s%s has timers (%s) that %s of %s does not: add \"timers restart\" to count them from the migration, or \"timers keep\" to count them from when the run entered %s", t.Name, mc.newName(), kept, describeTimers(t.Timers), s.Name, mc.oldName(), s.Name)
+		}
+	}
+	// Payloads: the events of the run's current attempt are decoded with
+	// the newer version's types.
+	for _, e := range historyEvents(mc.mg.From, s) {
+		e2 := mc.new.events[e.Name]
+		if e2 == nil {
+			continue // handlers of the newer version cannot ask for it
+		}
+		for _, f2 := range e2.Fields {
+			key := [2]string{e.Name, f2.Name}
+			if mc.reported[key] {
+				continue
+			}
+			f1 := fieldNamed(e, f2.Name)
+			switch {
+			case f1 == nil && mc.defaults[key] == nil:
+				mc.reported[key] = true
+				mc.errorf(rule.Pos, "event %s of %s has field %s (%s), which %s's %s lacks and runs moved from %s%s carry: add \"default %s.%s VALUE\" to the migrate block", e.Name, mc.newName(), f2.Name, f2.Type, mc.oldName(), e.Name, s.Name, kept, e.Name, f2.Name)
+			case f1 != nil && f1.Type != f2.Type:
+				mc.reported[key] = true
+				mc.errorf(rule.Pos, "field %s of event %s is %s in %s and %s in %s: the %s events that runs moved from %s%s carry would not decode", f2.Name, e.Name, f1.Type, mc.oldName(), f2.Type, mc.newName(), e.Name, s.Name, kept)
+			}
+		}
+	}
+}
+
+func describeTimers(ts []*Timer) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = "after " + t.Text + " " + t.Event.Name
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sameTimers reports whether two states fire the same events after the
+// same durations.
+func sameTimers(a, b []*Timer) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].After != b[i].After || a[i].Event.Name != b[i].Event.Name {
+			return false
+		}
+	}
+	return true
+}
+
+func fieldNamed(e *Event, name string) *PayloadField {
+	for _, f := range e.Fields {
+		if f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// historyEvents returns the events that a run in state s of m may have
+// fired in its current attempt: those of the rows into s or into a state
+// from which s can be reached, in declaration order.
+func historyEvents(m *Machine, s *State) []*Event {
+	prev := map[*State][]*State{}
+	for _, t := range m.Transitions {
+		prev[t.To] = append(prev[t.To], t.From)
+	}
+	before := walk([]*State{s}, prev)
+	seen := map[*Event]bool{}
+	for _, t := range m.Transitions {
+		if before[t.To] {
+			seen[t.Event] = true
+		}
+	}
+	var out []*Event
+	for _, e := range m.Events {
+		if seen[e] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// fieldDefault resolves a default: a field of an event of the newer
+// version that the older version's event of that name lacks, and a value
+// of the field's type.
+func (mc *migrationChecker) fieldDefault(d *DefaultDecl) {
+	e := mc.new.events[d.Event.Value]
+	if e == nil {
+		mc.errorf(d.Event.Pos, "unknown event %s of %s%s", d.Event.Value, mc.newName(), didYouMean(d.Event.Value, keys(mc.new.events)))
+		return
+	}
+	f := fieldNamed(e, d.Field.Value)
+	if f == nil {
+		names := make([]string, len(e.Fields))
+		for i, x := range e.Fields {
+			names[i] = x.Name
+		}
+		mc.errorf(d.Field.Pos, "event %s of %s has no field %s%s", e.Name, mc.newName(), d.Field.Value, didYouMean(d.Field.Value, names))
+		return
+	}
+	key := [2]string{e.Name, f.Name}
+	if prev := mc.defaults[key]; prev != nil {
+		mc.errorf(d.Pos, "default %s.%s given twice (first at %s)", e.Name, f.Name, short(prev.Pos))
+		return
+	}
+	if old := mc.old.events[e.Name]; old != nil {
+		if f1 := fieldNamed(old, f.Name); f1 != nil && f1.Type == f.Type {
+			mc.errorf(d.Pos, "default %s.%s: %s's %s has field %s already; a default fills a field that older payloads lack", e.Name, f.Name, mc.oldName(), e.Name, f.Name)
+			return
+		}
+	}
+	raw, err := defaultValue(f.Type, d.Value.Value)
+	if err != nil {
+		mc.errorf(d.Value.Pos, "default %s.%s: %v", e.Name, f.Name, err)
+		// The field has a default, if a bad one: not echoed as missing.
+		mc.defaults[key] = &FieldDefault{Pos: d.Pos, Event: e, Field: f}
+		return
+	}
+	mc.defaults[key] = &FieldDefault{Pos: d.Pos, Event: e, Field: f, Value: raw}
+	mc.mg.Defaults = append(mc.mg.Defaults, mc.defaults[key])
+}
+
+// defaultValue returns the JSON of lit, a literal as written, for a field
+// of type t.
+func defaultValue(t Type, lit string) (json.RawMessage, error) {
+	quoted := strings.HasPrefix(lit, `"`)
+	want := func(what string) error {
+		return fmt.Errorf("%s is not a value of type %s; want %s", lit, t, what)
+	}
+	if t.Slice {
+		return nil, fmt.Errorf("a default for a field of type %s is not supported; give the field a scalar type or handle its absence in Go", t)
+	}
+	switch {
+	case t.Path == "time" && t.Name == "Time":
+		if !quoted {
+			return nil, want(`a quoted RFC 3339 time, such as "2026-01-02T15:04:05Z"`)
+		}
+		s, err := unquote(lit)
+		if err != nil {
+			return nil, err
+		}
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return nil, want(`a quoted RFC 3339 time, such as "2026-01-02T15:04:05Z"`)
+		}
+		return json.Marshal(tm)
+	case t.Path == "time" && t.Name == "Duration":
+		d, err := ParseDuration(lit)
+		if err != nil {
+			return nil, want("a duration, such as 30s")
+		}
+		return json.Marshal(int64(d))
+	case t.Path != "":
+		return nil, fmt.Errorf("a default for a field of type %s is not supported; give the field a scalar type or handle its absence in Go", t)
+	case t.Name == "string":
+		if !quoted {
+			return nil, want("a quoted string")
+		}
+		s, err := unquote(lit)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(s)
+	case t.Name == "bool":
+		if lit != "true" && lit != "false" {
+			return nil, want("true or false")
+		}
+		return json.RawMessage(lit), nil
+	case t.Name == "float32" || t.Name == "float64":
+		if _, err := strconv.ParseFloat(lit, 64); err != nil || quoted {
+			return nil, want("a number")
+		}
+		return json.RawMessage(lit), nil
+	default: // the integer types
+		bits := 64
+		switch t.Name {
+		case "int8", "uint8", "byte":
+			bits = 8
+		case "int16", "uint16":
+			bits = 16
+		case "int32", "uint32", "rune":
+			bits = 32
+		}
+		var err error
+		if strings.HasPrefix(t.Name, "uint") || t.Name == "byte" {
+			_, err = strconv.ParseUint(lit, 10, bits)
+		} else {
+			_, err = strconv.ParseInt(lit, 10, bits)
+		}
+		if err != nil {
+			return nil, want("a whole number that fits in " + t.Name)
+		}
+		return json.RawMessage(lit), nil
+	}
+}
