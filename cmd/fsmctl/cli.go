@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/fsmgen/fsmgen/internal/dbconn"
 )
 
 // Exit codes.
@@ -41,7 +43,12 @@ type command struct {
 
 // commands lists fsmctl's commands in the order help shows them.
 func commands() []*command {
-	return []*command{migrateCommand(), runsListCommand(), runsShowCommand(), chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand()}
+	return []*command{
+		migrateCommand(),
+		runsListCommand(), runsShowCommand(), runsSignalCommand(), runsCancelCommand(), runsResumeCommand(), runsRetryCommand(),
+		definitionsListCommand(), definitionsShowCommand(),
+		chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand(),
+	}
 }
 
 // usageError is a command line fsmctl cannot act on: exit status 2.
@@ -132,11 +139,23 @@ func lookup(args []string) (*command, []string, error) {
 			return cmd, args[len(words):], nil
 		}
 	}
-	if args[0] == "runs" {
-		if len(args) == 1 {
-			return nil, nil, usagef(nil, "runs needs a subcommand: list or show")
+	// A group of commands (runs, definitions, ...) named without one of
+	// its subcommands, or with one it lacks.
+	var subs []string
+	for _, cmd := range commands() {
+		if group, sub, ok := strings.Cut(cmd.name, " "); ok && group == args[0] {
+			subs = append(subs, sub)
 		}
-		return nil, nil, usagef(nil, "unknown command %q: runs has list and show", "runs "+args[1])
+	}
+	if len(subs) > 0 {
+		list := strings.Join(subs[:len(subs)-1], ", ") + " and " + subs[len(subs)-1]
+		if len(subs) == 1 {
+			list = subs[0]
+		}
+		if len(args) == 1 {
+			return nil, nil, usagef(nil, "%s needs a subcommand: %s", args[0], strings.Replace(list, " and ", " or ", 1))
+		}
+		return nil, nil, usagef(nil, "unknown command %q: %s has %s", args[0]+" "+args[1], args[0], list)
 	}
 	return nil, nil, usagef(nil, "unknown command %q", args[0])
 }
@@ -184,8 +203,10 @@ Commands:
 	fmt.Fprintf(tw, "\t%s\t%s\n", "help", "show this help, or a command's: fsmctl help runs list")
 	tw.Flush()
 	fmt.Fprint(w, `
-The database is the one `+EnvDatabaseURL+` names (postgres://user:password@host:5432/db?sslmode=disable,
-or a key=value connection string), or the -database flag of a command. The demo
+The database is the one the -database flag of a command names, else `+EnvDatabaseURL+`
+(postgres://user:password@host:5432/db?sslmode=disable, or a key=value connection
+string), else the libpq variables PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD,
+PGSSLMODE and the other PG* ones. Read commands take -o json for scripts. The demo
 that creates runs to look at is not here: make demo (go run ./machines/cmd/demo).
 
 Exit status: 0 on success, 1 on failure, 2 on a usage error.
@@ -211,8 +232,9 @@ func addDatabaseFlag(fs *flag.FlagSet) {
 }
 
 // databaseURL returns the connection string the command is to use and
-// where it came from: the -database flag, else DATABASE_URL; both empty
-// when neither is set.
+// where it came from: the -database flag, else DATABASE_URL, else the
+// libpq environment (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD...);
+// both empty when none is set.
 func (c *cli) databaseURL(fs *flag.FlagSet) (conn, source string) {
 	if f := fs.Lookup("database"); f != nil && f.Value.String() != "" {
 		return f.Value.String(), "-database"
@@ -220,7 +242,7 @@ func (c *cli) databaseURL(fs *flag.FlagSet) (conn, source string) {
 	if v := c.getenv(EnvDatabaseURL); v != "" {
 		return v, EnvDatabaseURL
 	}
-	return "", ""
+	return dbconn.FromPGEnv(c.getenv)
 }
 
 // needDatabase returns the command's connection string, or an error
@@ -228,7 +250,7 @@ func (c *cli) databaseURL(fs *flag.FlagSet) (conn, source string) {
 func (c *cli) needDatabase(fs *flag.FlagSet) (conn, source string, err error) {
 	conn, source = c.databaseURL(fs)
 	if conn == "" {
-		return "", "", fmt.Errorf("no database: set %s (for example postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) or pass -database", EnvDatabaseURL)
+		return "", "", fmt.Errorf("no database: pass -database, set %s (for example postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable), or set PGHOST, PGUSER, PGDATABASE and the other PG* variables", EnvDatabaseURL)
 	}
 	return conn, source, nil
 }

@@ -7,17 +7,31 @@
 //
 // Usage:
 //
-//	fsmctl migrate                 apply the runtime's migrations
-//	fsmctl runs list [-type T] [-state S] [-status S] [-tenant X] [-limit N] [-after ID]
-//	fsmctl runs show [-payloads] ID
+//	fsmctl migrate [-print]        apply the runtime's migrations, or print their SQL
+//	fsmctl runs list [-type T] [-state S] [-status S] [-tenant X] [-limit N] [-after ID] [-o json]
+//	fsmctl runs show [-payloads] [-o json] ID
+//	fsmctl runs signal [-to STATE] [-reason TEXT] RUN EVENT [JSON]
+//	fsmctl runs cancel [-to STATE] [-reason TEXT] RUN
+//	fsmctl runs resume RUN
+//	fsmctl runs retry RUN
+//	fsmctl definitions list [-o json]
+//	fsmctl definitions show [-mermaid] [-o json] TYPE [VERSION]
 //	fsmctl chains list [-type T] [-status S[,S...]] [-key K] [-limit N] [-after ID]
 //	fsmctl chains show ID
 //	fsmctl export <run_id> [--format json|csv] [--runs-dir DIR] [--out FILE] [--from-db]
 //	fsmctl help [command]
 //
-// The database is the one the DATABASE_URL environment variable names (a
-// postgres:// URL or a key=value connection string), or the -database flag
-// of each command; without either, the commands that connect fail. export
+// runs signal and runs cancel work on any registered machine without its Go
+// code: the payload is checked against the event's fields in the registered
+// definition, and the transition goes through the store, so the database
+// checks it as any other; guarded rows need -to STATE, since guards are Go
+// code. Read commands take -o json (package internal/cliout).
+//
+// The database is the one the -database flag of a command names, else the
+// DATABASE_URL environment variable (a postgres:// URL or a key=value
+// connection string), else the libpq variables PGHOST, PGPORT, PGUSER,
+// PGDATABASE, PGPASSWORD, PGSSLMODE and the other PG* ones; without any,
+// the commands that connect fail. export
 // reads a run's files and needs no database unless given --from-db.
 //
 // fsmctl exits with 0 on success, 1 on failure and 2 on a usage error.

@@ -86,8 +86,19 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}{
 		{nil, "fsmctl operates the runs of fsmgen workflows stored in PostgreSQL."},
 		{[]string{"frobnicate"}, `fsmctl: unknown command "frobnicate"`},
-		{[]string{"runs"}, "fsmctl: runs needs a subcommand: list or show"},
-		{[]string{"runs", "delete"}, `fsmctl: unknown command "runs delete": runs has list and show`},
+		{[]string{"runs"}, "fsmctl: runs needs a subcommand: list, show, signal, cancel, resume or retry"},
+		{[]string{"runs", "delete"}, `fsmctl: unknown command "runs delete": runs has list, show, signal, cancel, resume and retry`},
+		{[]string{"definitions"}, "fsmctl: definitions needs a subcommand: list or show"},
+		{[]string{"runs", "signal"}, "fsmctl runs signal: want RUN EVENT [JSON], got 0 arguments (flags go before them)"},
+		{[]string{"runs", "signal", "x", "Pay"}, `fsmctl runs signal: run "x": malformed id: want a UUID such as 1b4e28ba-2fa1-4d2b-883f-0016d3cca427`},
+		{[]string{"runs", "signal", "1b4e28ba-2fa1-4d2b-883f-0016d3cca427", "Pay", "{paymentRef"}, "fsmctl runs signal: payload is not JSON: invalid character 'p' looking for beginning of object key string"},
+		{[]string{"runs", "cancel"}, "fsmctl runs cancel: missing run id"},
+		{[]string{"runs", "resume", "a", "b"}, "fsmctl runs resume: want one run id, got 2 arguments (flags go before the id)"},
+		{[]string{"runs", "retry", "12"}, `fsmctl runs retry: run "12": malformed id: want a UUID such as 1b4e28ba-2fa1-4d2b-883f-0016d3cca427`},
+		{[]string{"runs", "list", "-o", "yaml"}, `invalid value "yaml" for flag -o: want text or json`},
+		{[]string{"definitions", "show"}, "fsmctl definitions show: want TYPE [VERSION], got 0 arguments (flags go before them)"},
+		{[]string{"definitions", "show", "shop_order", "v1"}, `fsmctl definitions show: version "v1" is not a number from 1`},
+		{[]string{"definitions", "list", "x"}, `fsmctl definitions list: unexpected arguments ["x"] (flags go before arguments)`},
 		{[]string{"runs", "show"}, "fsmctl runs show: missing run id"},
 		{[]string{"runs", "show", "a", "b"}, "fsmctl runs show: want one run id, got 2 arguments (flags go before the id)"},
 		{[]string{"runs", "show", "not-a-uuid"}, `fsmctl runs show: run "not-a-uuid": malformed id: want a UUID such as 1b4e28ba-2fa1-4d2b-883f-0016d3cca427`},
@@ -115,7 +126,7 @@ func TestUsageErrorNamesTheCommandsSynopsis(t *testing.T) {
 	t.Parallel()
 	got := fsmctl(t, nil, "runs", "show")
 	want := result{Code: exitUsage, Stderr: `fsmctl runs show: missing run id
-usage: fsmctl runs show [-database URL] [-payloads] ID
+usage: fsmctl runs show [-database URL] [-payloads] [-o json] ID
 Run 'fsmctl help runs show' for details.
 `}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -135,7 +146,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	got = fsmctl(t, nil, "help", "runs", "show")
-	wantShow := "usage: fsmctl runs show [-database URL] [-payloads] ID\n"
+	wantShow := "usage: fsmctl runs show [-database URL] [-payloads] [-o json] ID\n"
 	if got.Code != exitOK || !strings.HasPrefix(got.Stdout, wantShow) || !strings.Contains(got.Stdout, "-payloads") {
 		t.Errorf("help runs show: %+v", got)
 	}
@@ -149,7 +160,7 @@ func TestNoDatabase(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"migrate"}, {"runs", "list"}, {"runs", "show", "1b4e28ba-2fa1-4d2b-883f-0016d3cca427"}} {
 		got := fsmctl(t, nil, args...)
-		want := result{Code: exitFailure, Stderr: "fsmctl: no database: set DATABASE_URL (for example postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) or pass -database\n"}
+		want := result{Code: exitFailure, Stderr: "fsmctl: no database: pass -database, set DATABASE_URL (for example postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable), or set PGHOST, PGUSER, PGDATABASE and the other PG* variables\n"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("fsmctl %s (-want +got):\n%s", strings.Join(args, " "), diff)
 		}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -14,17 +15,29 @@ import (
 func migrateCommand() *command {
 	return &command{
 		name:     "migrate",
-		synopsis: "[-database URL]",
+		synopsis: "[-database URL] [-print]",
 		summary:  "apply the runtime's migrations",
 		details: `Migrate applies the runtime's schema (workflow runs, their append-only log,
 definitions, outbox: package db). It is idempotent: migrations already
 applied are skipped, so it may run at every deployment. A machine's own
 tables (the demo's problembank, the linear chain's instances and steps) are
-created by the machine's package (make demo does).`,
-		flags: addDatabaseFlag,
+created by the machine's package (make demo does).
+
+-print writes the migrations' SQL to standard output instead, in the order they
+apply, each after a "-- fsmgen migration NNNN_name.sql" line, for teams that
+apply schema changes with their own tool (goose, Atlas, Flyway): it needs no
+database. Such a tool records what it applied itself; fsmgen_migrations, the
+table migrate keeps, is not part of the output.`,
+		flags: func(fs *flag.FlagSet) {
+			addDatabaseFlag(fs)
+			fs.Bool("print", false, "print the migrations' SQL instead of applying it")
+		},
 		run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 			if len(args) > 0 {
 				return usagef(nil, "unexpected arguments %q", args)
+			}
+			if fs.Lookup("print").Value.String() == "true" {
+				return printMigrations(c.stdout)
 			}
 			conn, source, err := c.needDatabase(fs)
 			if err != nil {
@@ -72,4 +85,23 @@ func appliedMigrations(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 		return 0, fmt.Errorf("count applied migrations: %w", err)
 	}
 	return n, nil
+}
+
+// printMigrations writes the embedded migrations' SQL, each after a line
+// naming its file.
+func printMigrations(w io.Writer) error {
+	ms, err := db.Migrations()
+	if err != nil {
+		return err
+	}
+	for i, m := range ms {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "-- fsmgen migration %04d_%s.sql\n%s", m.Version, m.Name, m.SQL)
+		if !strings.HasSuffix(m.SQL, "\n") {
+			fmt.Fprintln(w)
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/fsmgen/fsmgen/internal/cliout"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -28,12 +29,14 @@ var statuses = []string{
 func runsListCommand() *command {
 	return &command{
 		name:     "runs list",
-		synopsis: "[-database URL] [-type T] [-state S[,S...]] [-status S] [-tenant X] [-limit N] [-after ID]",
+		synopsis: "[-database URL] [-type T] [-state S[,S...]] [-status S] [-tenant X] [-limit N] [-after ID] [-o json]",
 		summary:  "list runs, filtered by type, state, status and tenant",
 		details: `List prints the runs that match every filter given, oldest first, as a table:
 id, type and version, state, status, outcome, tenant, attempt, and when the
 run was created and last changed (UTC). When more runs match than -limit, the
-last line says how to ask for the next page (-after the last id shown).`,
+last line says how to ask for the next page (-after the last id shown).
+With -o json it prints a JSON array of the runs (every field of the run, an
+empty array when none match): page with -after the last id.`,
 		flags: func(fs *flag.FlagSet) {
 			addDatabaseFlag(fs)
 			fs.String("type", "", "only runs of this workflow type (retrieve_or_generate)")
@@ -42,6 +45,7 @@ last line says how to ask for the next page (-after the last id shown).`,
 			fs.String("tenant", "", "only runs of this tenant")
 			fs.Int("limit", defaultListLimit, fmt.Sprintf("at most this many runs, 1..%d", maxListLimit))
 			fs.String("after", "", "the runs after this run id (the last of the previous page)")
+			addOutputFlag(fs)
 		},
 		run: runsList,
 	}
@@ -94,6 +98,13 @@ func runsList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	if err != nil {
 		return fmt.Errorf("list runs: %w", operatorError(err))
 	}
+	if wantJSON(fs) {
+		out := make([]jsonRun, len(runs))
+		for i, r := range runs {
+			out[i] = toJSONRun(r)
+		}
+		return cliout.WriteJSON(c.stdout, out)
+	}
 	if len(runs) == 0 {
 		fmt.Fprintln(c.stdout, "no runs match")
 		return nil
@@ -110,16 +121,18 @@ func runsList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 func runsShowCommand() *command {
 	return &command{
 		name:     "runs show",
-		synopsis: "[-database URL] [-payloads] ID",
+		synopsis: "[-database URL] [-payloads] [-o json] ID",
 		summary:  "show a run and its full transition history",
 		details: `Show prints the run (type, state, status, outcome, tenant, user, idempotency key,
 attempt, result: output, cost, duration and error, times, lease and schedule
 while it runs) and then its whole append-only log, oldest first: the creation,
 every transition, restarts and logged steps, with their time (UTC), the
-states before and after, and the run's attempt.`,
+states before and after, and the run's attempt. With -o json it prints one
+object: {"run": {...}, "history": [...]}, each log row with its payload.`,
 		flags: func(fs *flag.FlagSet) {
 			addDatabaseFlag(fs)
 			fs.Bool("payloads", false, "add each log row's payload (JSON) to the history")
+			addOutputFlag(fs)
 		},
 		run: runsShow,
 	}
@@ -153,6 +166,12 @@ func runsShow(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	steps, err := st.History(ctx, id)
 	if err != nil {
 		return runError(id, err)
+	}
+	if wantJSON(fs) {
+		return cliout.WriteJSON(c.stdout, struct {
+			Run     jsonRun    `json:"run"`
+			History []jsonStep `json:"history"`
+		}{toJSONRun(run), toJSONSteps(steps)})
 	}
 	if err := printRun(c.stdout, run); err != nil {
 		return err

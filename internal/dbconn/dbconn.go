@@ -133,3 +133,36 @@ func Connect(ctx context.Context, source, conn string) (*pgxpool.Pool, error) {
 	}
 	return pool, nil
 }
+
+// PGEnv lists the libpq environment variables FromPGEnv reads, each with
+// the connection parameter it sets, in the order they are written.
+var PGEnv = [][2]string{
+	{"PGHOST", "host"}, {"PGHOSTADDR", "hostaddr"}, {"PGPORT", "port"}, {"PGDATABASE", "dbname"},
+	{"PGUSER", "user"}, {"PGPASSWORD", "password"}, {"PGPASSFILE", "passfile"},
+	{"PGSERVICE", "service"}, {"PGSERVICEFILE", "servicefile"},
+	{"PGSSLMODE", "sslmode"}, {"PGSSLCERT", "sslcert"}, {"PGSSLKEY", "sslkey"},
+	{"PGSSLROOTCERT", "sslrootcert"}, {"PGSSLPASSWORD", "sslpassword"},
+	{"PGAPPNAME", "application_name"}, {"PGCONNECT_TIMEOUT", "connect_timeout"},
+	{"PGTARGETSESSIONATTRS", "target_session_attrs"},
+}
+
+// FromPGEnv builds a key=value connection string from the libpq
+// environment variables (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD,
+// PGSSLMODE and the others of PGEnv) that getenv returns non-empty, and
+// names them as the source: "PGHOST, PGUSER". Both are empty when none is
+// set. Values are quoted, so that spaces and quotes in them survive.
+func FromPGEnv(getenv func(string) string) (conn, source string) {
+	var parts, names []string
+	for _, kv := range PGEnv {
+		v := getenv(kv[0])
+		if v == "" {
+			continue
+		}
+		names = append(names, kv[0])
+		parts = append(parts, kv[1]+"='"+strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v)+"'")
+	}
+	if len(parts) == 0 {
+		return "", ""
+	}
+	return strings.Join(parts, " "), strings.Join(names, ", ")
+}

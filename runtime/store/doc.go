@@ -117,7 +117,9 @@
 // package runtime/engine's. Its operations on the tables are internal to
 // the runtime; a program drives runs through an engine.Engine, and reaches
 // the same runs here to start, read and record them. Resume makes a parked
-// run due again, and NotifyChannel is where due runs are announced.
+// run due again, Retry restarts a failed run by its id as Start does by its
+// key (same row, attempt_no + 1, initial state), and NotifyChannel is where
+// due runs are announced.
 //
 // A transition recorded here leaves the run scheduled as the engine's own
 // do: due at once in a state with a handler, at the first timer of a state

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/fsmgen/fsmgen/internal/cliout"
+	"github.com/fsmgen/fsmgen/runtime/admin"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+func runsSignalCommand() *command {
+	return &command{
+		name:     "runs signal",
+		synopsis: "[-database URL] [-to STATE] [-reason TEXT] [-o json] RUN EVENT [JSON]",
+		summary:  "fire an event on a run, its payload checked against the registered definition",
+		details: `Signal fires EVENT on run RUN with the payload JSON (an object of the event's
+fields; none when left out), for any registered machine: the payload is checked
+against the fields the registered definition declares for the event (names as
+declared, values of their Go types), and the transition is recorded through the
+store, so that the database checks it as any other. The run's row version
+fences the write: a worker in flight for the run finds its own write refused.
+
+Guards are Go code that only the machine's process evaluates. When the run's
+state has one unguarded row on EVENT it is fired; when its rows are guarded,
+signal refuses and lists them, and -to STATE fires the row to STATE without
+its guard. Timer, exhaustion and child events the engine fires itself are
+refused unless the machine declares them external. The history gets an
+operator_signal step with the event, the state entered, the guards not
+evaluated and -reason.
+
+It prints the run's move; -o json prints the run afterwards as runs show -o json
+does (without the history).`,
+		flags: func(fs *flag.FlagSet) {
+			addDatabaseFlag(fs)
+			fs.String("to", "", "the target state of the row to fire when the state's rows are guarded")
+			fs.String("reason", "", "why, for the run's history")
+			addOutputFlag(fs)
+		},
+		run: runsSignal,
+	}
+}
+
+func runsCancelCommand() *command {
+	return &command{
+		name:     "runs cancel",
+		synopsis: "[-database URL] [-to STATE] [-reason TEXT] [-o json] RUN",
+		summary:  "cancel a run with its machine's cancel event",
+		details: `Cancel fires the machine's cancel event (cancel EVENT in its .fsm file) on run
+RUN, from any state that has a row on it, as an operator acting for the system:
+the owner's guard that the engine's Cancel evaluates is not. The run goes where
+its state's row leads (a cancelled final state, or a state that undoes work
+first); -to STATE chooses when the rows lead to several states. A cancelled run's
+result says CANCELLED: cancelled by an operator, with -reason. A finished run,
+a machine without a cancel event or a state without a row on it is refused.`,
+		flags: func(fs *flag.FlagSet) {
+			addDatabaseFlag(fs)
+			fs.String("to", "", "the target state when the cancel rows lead to several")
+			fs.String("reason", "", "why, for the run's history and result")
+			addOutputFlag(fs)
+		},
+		run: runsCancel,
+	}
+}
+
+func runsResumeCommand() *command {
+	return &command{
+		name:     "runs resume",
+		synopsis: "[-database URL] [-o json] RUN",
+		summary:  "make a parked run due again",
+		details: `Resume makes run RUN, parked after its retries gave up in a state that names no
+event for that, due again with a fresh attempt counter, logs a resumed step,
+and tells idle workers. A run that is not parked is refused.`,
+		flags: func(fs *flag.FlagSet) { addDatabaseFlag(fs); addOutputFlag(fs) },
+		run:   runsResume,
+	}
+}
+
+func runsRetryCommand() *command {
+	return &command{
+		name:     "runs retry",
+		synopsis: "[-database URL] [-o json] RUN",
+		summary:  "restart a failed run: same row, attempt + 1, initial state",
+		details: `Retry restarts the failed run RUN as a new start with its key would (seed 000):
+the same row and id, attempt_no + 1, the state reset to the initial state of
+its definition version, its result and finish time cleared, a restarted row
+logged, due at once. A run that is not failed is refused.`,
+		flags: func(fs *flag.FlagSet) { addDatabaseFlag(fs); addOutputFlag(fs) },
+		run:   runsRetry,
+	}
+}
+
+// withAdmin connects and calls fn with an Admin on the database.
+func (c *cli) withAdmin(ctx context.Context, fs *flag.FlagSet, fn func(a *admin.Admin) error) error {
+	conn, source, err := c.needDatabase(fs)
+	if err != nil {
+		return err
+	}
+	pool, err := connect(ctx, source, conn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return fn(admin.New(store.New(pool)))
+}
+
+// oneRun checks that args are one run id.
+func oneRun(args []string) (string, error) {
+	switch {
+	case len(args) == 0:
+		return "", usagef(nil, "missing run id")
+	case len(args) > 1:
+		return "", usagef(nil, "want one run id, got %d arguments (flags go before the id)", len(args))
+	}
+	if err := checkRunID(args[0]); err != nil {
+		return "", usagef(nil, "%v", err)
+	}
+	return args[0], nil
+}
+
+// printMove says where a command moved a run, or prints it as JSON.
+func (c *cli) printMove(fs *flag.FlagSet, verb string, before, after string, run store.Run) error {
+	if wantJSON(fs) {
+		return cliout.WriteJSON(c.stdout, toJSONRun(run))
+	}
+	fmt.Fprintf(c.stdout, "run %s %s: %s -> %s (%s, attempt %d)\n", run.ID, verb, before, after, run.Status, run.Attempt)
+	return nil
+}
+
+func runsSignal(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	if len(args) < 2 || len(args) > 3 {
+		return usagef(nil, "want RUN EVENT [JSON], got %d arguments (flags go before them)", len(args))
+	}
+	id, event := args[0], args[1]
+	if err := checkRunID(id); err != nil {
+		return usagef(nil, "%v", err)
+	}
+	var payload json.RawMessage
+	if len(args) == 3 {
+		payload = json.RawMessage(args[2])
+		if !json.Valid(payload) {
+			var v any
+			err := json.Unmarshal(payload, &v)
+			return usagef(nil, "payload is not JSON: %v", err)
+		}
+	}
+	opts := admin.SignalOptions{To: flagString(fs, "to"), Reason: flagString(fs, "reason")}
+	return c.withAdmin(ctx, fs, func(a *admin.Admin) error {
+		before, err := store.New(a.Pool()).Get(ctx, id)
+		if err != nil {
+			return runError(id, err)
+		}
+		run, err := a.Signal(ctx, id, event, payload, opts)
+		if err != nil {
+			return operateError(id, err)
+		}
+		return c.printMove(fs, "signalled "+event, before.State, run.State, run)
+	})
+}
+
+func runsCancel(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	id, err := oneRun(args)
+	if err != nil {
+		return err
+	}
+	opts := admin.SignalOptions{To: flagString(fs, "to"), Reason: flagString(fs, "reason")}
+	return c.withAdmin(ctx, fs, func(a *admin.Admin) error {
+		before, err := store.New(a.Pool()).Get(ctx, id)
+		if err != nil {
+			return runError(id, err)
+		}
+		run, err := a.Cancel(ctx, id, opts)
+		if err != nil {
+			return operateError(id, err)
+		}
+		return c.printMove(fs, "cancelled", before.State, run.State, run)
+	})
+}
+
+func runsResume(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	id, err := oneRun(args)
+	if err != nil {
+		return err
+	}
+	return c.withAdmin(ctx, fs, func(a *admin.Admin) error {
+		run, err := a.Resume(ctx, id)
+		if err != nil {
+			return operateError(id, err)
+		}
+		if wantJSON(fs) {
+			return cliout.WriteJSON(c.stdout, toJSONRun(run))
+		}
+		fmt.Fprintf(c.stdout, "run %s resumed in %s: due %s\n", run.ID, run.State, formatTime(run.NextRunAt))
+		return nil
+	})
+}
+
+func runsRetry(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	id, err := oneRun(args)
+	if err != nil {
+		return err
+	}
+	return c.withAdmin(ctx, fs, func(a *admin.Admin) error {
+		before, err := store.New(a.Pool()).Get(ctx, id)
+		if err != nil {
+			return runError(id, err)
+		}
+		run, err := a.Retry(ctx, id)
+		if err != nil {
+			return operateError(id, err)
+		}
+		return c.printMove(fs, "retried", before.State, run.State, run)
+	})
+}
+
+// operateError words the error of a write command on run id, with the
+// flag that helps when the table's guards decide.
+func operateError(id string, err error) error {
+	err = runError(id, err)
+	if errors.Is(err, admin.ErrGuarded) {
+		return fmt.Errorf("%w; pass -to STATE", err)
+	}
+	return err
+}

@@ -1,0 +1,416 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+// The errors of Signal and Cancel beyond the store's and the engine's
+// (engine.ErrRunFinished, engine.ErrNoCancelEvent,
+// engine.ErrNotCancellable, engine.ErrInternalEvent, store.ErrConflict,
+// store.ErrRunNotFound), all matched by errors.Is.
+var (
+	// ErrNoTransition: the run's state has no row on the event, or none to
+	// the state asked for.
+	ErrNoTransition = errors.New("no such transition")
+	// ErrGuarded: the rows of the run's state on the event have guards,
+	// which are Go code only the machine's process can evaluate; the target
+	// state must be named to fire one of them without its guard.
+	ErrGuarded = errors.New("guarded transition")
+)
+
+// Admin operates runs of any registered machine from their registered
+// definitions, without the machines' Go code. It is safe for concurrent
+// use.
+type Admin struct {
+	pool *pgxpool.Pool
+	st   *store.Store
+}
+
+// New returns an Admin on st and the pool st uses.
+func New(st *store.Store) *Admin {
+	return &Admin{pool: st.Pool(), st: st}
+}
+
+// SignalOptions tune Signal and Cancel.
+type SignalOptions struct {
+	// To names the state to move to when the state's rows on the event are
+	// guarded, or lead to several states: the row to that state is fired
+	// without evaluating its guard. Empty to let the table decide, which it
+	// does when it has one unguarded row (for Cancel: one target state).
+	To string
+	// Reason is written to the log with the operator's step, and for
+	// Cancel into the result's error detail.
+	Reason string
+}
+
+// Signal fires event with payload (its JSON, empty for none) on run runID
+// as an operator, through the store's transition path (store.Record or, to
+// a terminal state, store.Finish), so that the database's checks apply as
+// to any transition. The payload is checked against the event's fields in
+// the registered definition (CheckPayload). The row fired is the one of the
+// run's state on the event: the only unguarded row, or the one to
+// opts.To, whose guard is not evaluated. Events the engine fires itself
+// (timers' and exhausted states' events that are not declared external,
+// and a child run's completion event) are refused with
+// engine.ErrInternalEvent, a finished run with engine.ErrRunFinished.
+//
+// An operator step row (operator_signal, with the event, the state entered,
+// the guards not evaluated and opts.Reason) is logged in the transaction of
+// the transition. A run moved into a state the engine drives is announced
+// on store.NotifyChannel.
+func (a *Admin) Signal(ctx context.Context, runID, event string, payload json.RawMessage, opts SignalOptions) (store.Run, error) {
+	return a.fire(ctx, "signal "+event, runID, func(run store.Run, def runtime.Definition) (string, json.RawMessage, *store.Result, error) {
+		if _, ok := eventSpec(def, event); !ok {
+			return "", nil, nil, fmt.Errorf("%w: %s v%d has no event %q (%s)", runtime.ErrUnknownEvent, def.Type, def.Version, event, eventList(def))
+		}
+		if why := internalEvent(def, event); why != "" {
+			return "", nil, nil, fmt.Errorf("%w: %s is %s; declare it external to signal it", engine.ErrInternalEvent, event, why)
+		}
+		child, err := a.childEvent(ctx, run.ID, event)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if child {
+			return "", nil, nil, fmt.Errorf("%w: %s is fired when a child run finishes", engine.ErrInternalEvent, event)
+		}
+		return event, payload, nil, nil
+	}, opts, false)
+}
+
+// Cancel cancels run runID as an operator: it fires the machine's cancel
+// event (runtime.Definition.Cancel) through the store's transition path,
+// with an empty payload, from the run's state to the state its row leads
+// to. The operator acts for the system, not for a user, so the cancel
+// row's guard (the owner's check of the engine's Cancel) is not evaluated;
+// when the state's rows on the cancel event lead to several states, opts.To
+// names one. A transition to a terminal state stores the result error
+// CANCELLED, "cancelled by an operator" (and opts.Reason). A machine
+// without a cancel event fails with engine.ErrNoCancelEvent, a state
+// without a row on it with engine.ErrNotCancellable, a finished run with
+// engine.ErrRunFinished.
+func (a *Admin) Cancel(ctx context.Context, runID string, opts SignalOptions) (store.Run, error) {
+	return a.fire(ctx, "cancel", runID, func(run store.Run, def runtime.Definition) (string, json.RawMessage, *store.Result, error) {
+		if def.Cancel == "" {
+			return "", nil, nil, fmt.Errorf("%w: %s v%d declares none", engine.ErrNoCancelEvent, def.Type, def.Version)
+		}
+		if len(rowsOn(def, run.State, def.Cancel)) == 0 {
+			return "", nil, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on the cancel event %s", engine.ErrNotCancellable, run.State, def.Type, def.Version, def.Cancel)
+		}
+		detail := "cancelled by an operator"
+		if opts.Reason != "" {
+			detail += ": " + opts.Reason
+		}
+		return def.Cancel, nil, &store.Result{ErrorCode: "CANCELLED", ErrorDetail: detail}, nil
+	}, opts, true)
+}
+
+// maxRounds bounds the read-fire loop of Signal and Cancel; each round
+// ends only because the run moved in between.
+const maxRounds = 8
+
+func (a *Admin) fire(ctx context.Context, op, runID string,
+	build func(store.Run, runtime.Definition) (string, json.RawMessage, *store.Result, error),
+	opts SignalOptions, cancel bool) (store.Run, error) {
+	fail := func(err error) (store.Run, error) { return store.Run{}, runErr(op, runID, err) }
+	for range maxRounds {
+		run, err := a.st.Get(ctx, runID)
+		if err != nil {
+			return store.Run{}, err
+		}
+		if run.Terminal() {
+			return run, runErr(op, runID, fmt.Errorf("%w: it is %s in %s", engine.ErrRunFinished, run.Status, run.State))
+		}
+		def, err := a.st.Definition(ctx, run.Type, run.Version)
+		if err != nil {
+			return fail(err)
+		}
+		event, payload, res, err := build(run, def)
+		if err != nil {
+			return fail(err)
+		}
+		spec, _ := eventSpec(def, event)
+		if err := CheckPayload(spec, payload); err != nil {
+			return fail(err)
+		}
+		row, unchecked, err := chooseRow(def, run.State, event, opts.To, cancel)
+		if err != nil {
+			return fail(err)
+		}
+		to, _ := def.State(row.To)
+		t := runtime.Transition{
+			Machine: run.Type, Version: run.Version, From: run.State, To: row.To, Event: event,
+			Status: to.Status, Outcome: row.Outcome,
+		}
+		t.Payload = json.RawMessage("{}") // as a generated event without fields encodes
+		if p := strings.TrimSpace(string(payload)); p != "" && p != "null" {
+			t.Payload = payload
+		}
+		step := map[string]any{"event": event, "to": row.To, "unchecked_guards": unchecked}
+		if opts.Reason != "" {
+			step["reason"] = opts.Reason
+		}
+		name := "operator_signal"
+		if cancel {
+			name = "operator_cancel"
+		}
+		err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+			if _, err := a.st.LogStepTx(ctx, tx, run.ID, name, step); err != nil {
+				return err
+			}
+			if to.Terminal() && res != nil {
+				_, err := a.st.FinishTx(ctx, tx, run.ID, run.RowVersion, t, *res)
+				return err
+			}
+			_, err := a.st.RecordTx(ctx, tx, run.ID, run.RowVersion, t)
+			return err
+		})
+		if errors.Is(err, store.ErrConflict) {
+			continue // the run moved: decide again
+		}
+		if err != nil {
+			var re *runtime.RunError
+			if errors.As(err, &re) {
+				return store.Run{}, runErr(op, runID, re.Err)
+			}
+			return fail(err)
+		}
+		if !to.Wait && !to.Terminal() {
+			_ = a.st.Notify(ctx, run.Type) // workers poll anyway
+		}
+		return a.st.Get(ctx, runID)
+	}
+	return fail(fmt.Errorf("%w: the run moved under %d consecutive tries", store.ErrConflict, maxRounds))
+}
+
+// chooseRow picks the row of state on event that an operator fires, and
+// the guards it leaves unevaluated ("[G]" or "[!G]").
+func chooseRow(def runtime.Definition, state, event, to string, cancel bool) (runtime.TransitionSpec, []string, error) {
+	rows := rowsOn(def, state, event)
+	if len(rows) == 0 {
+		return runtime.TransitionSpec{}, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on %s (%s)", ErrNoTransition, state, def.Type, def.Version, event, acceptedIn(def, state))
+	}
+	if to != "" {
+		i := slices.IndexFunc(rows, func(r runtime.TransitionSpec) bool { return r.To == to })
+		if i < 0 {
+			return runtime.TransitionSpec{}, nil, fmt.Errorf("%w: state %s of %s v%d has no transition to %s on %s (%s)", ErrNoTransition, state, def.Type, def.Version, to, event, describeRows(rows))
+		}
+		return rows[i], guardsOf(rows[i : i+1]), nil
+	}
+	if cancel {
+		targets := map[string]bool{}
+		for _, r := range rows {
+			targets[r.To] = true
+		}
+		if len(targets) == 1 {
+			return rows[0], guardsOf(rows[:1]), nil
+		}
+		return runtime.TransitionSpec{}, nil, fmt.Errorf("%w: state %s of %s v%d has rows on %s to several states (%s): name the target state", ErrGuarded, state, def.Type, def.Version, event, describeRows(rows))
+	}
+	if len(rows) == 1 && rows[0].Guard == "" {
+		return rows[0], []string{}, nil
+	}
+	return runtime.TransitionSpec{}, nil, fmt.Errorf("%w: state %s of %s v%d decides %s by guards, which only the machine's Go code evaluates (%s): name the target state to fire its row without its guard", ErrGuarded, state, def.Type, def.Version, event, describeRows(rows))
+}
+
+func rowsOn(def runtime.Definition, state, event string) []runtime.TransitionSpec {
+	var out []runtime.TransitionSpec
+	for _, t := range def.Transitions {
+		if t.From == state && t.Event == event {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// guardText is [G], [!G], or "" for an unguarded row.
+func guardText(t runtime.TransitionSpec) string {
+	switch {
+	case t.Guard == "":
+		return ""
+	case t.Negated:
+		return "[!" + t.Guard + "]"
+	}
+	return "[" + t.Guard + "]"
+}
+
+func guardsOf(rows []runtime.TransitionSpec) []string {
+	out := []string{}
+	for _, r := range rows {
+		if g := guardText(r); g != "" {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// describeRows lists rows as "-> TO [G]", in table order.
+func describeRows(rows []runtime.TransitionSpec) string {
+	parts := make([]string, len(rows))
+	for i, r := range rows {
+		parts[i] = strings.TrimSpace("-> " + r.To + " " + guardText(r))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// acceptedIn says which events state has rows on.
+func acceptedIn(def runtime.Definition, state string) string {
+	var events []string
+	for _, t := range def.Transitions {
+		if t.From == state && !slices.Contains(events, t.Event) {
+			events = append(events, t.Event)
+		}
+	}
+	if len(events) == 0 {
+		return "it accepts no event"
+	}
+	return "it accepts " + strings.Join(events, ", ")
+}
+
+func eventSpec(def runtime.Definition, name string) (runtime.EventSpec, bool) {
+	for _, e := range def.Events {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return runtime.EventSpec{}, false
+}
+
+func eventList(def runtime.Definition) string {
+	names := make([]string, len(def.Events))
+	for i, e := range def.Events {
+		names[i] = e.Name
+	}
+	return "its events: " + strings.Join(names, ", ")
+}
+
+// internalEvent says why the engine fires event itself ("the timer event
+// of state S", "the exhausted event of state S"), or "" when callers may
+// signal it, as the engine's Signal decides.
+func internalEvent(def runtime.Definition, event string) string {
+	if spec, _ := eventSpec(def, event); spec.External {
+		return ""
+	}
+	for _, s := range def.States {
+		for _, tm := range s.Timers {
+			if tm.Event == event {
+				return "the timer event of state " + s.Name
+			}
+		}
+		if s.OnExhausted == event {
+			return "the exhausted event of state " + s.Name
+		}
+	}
+	return ""
+}
+
+// childEvent reports whether event is the completion event of a child run
+// of run id.
+func (a *Admin) childEvent(ctx context.Context, id, event string) (bool, error) {
+	var child bool
+	err := a.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workflow_runs WHERE parent_run_id = $1 AND parent_event = $2)`, id, event).Scan(&child)
+	if err != nil {
+		return false, store.Translate(err)
+	}
+	return child, nil
+}
+
+// Resume makes a parked run due again with a fresh attempt counter, as
+// store.Store.Resume does, and announces it to idle workers.
+func (a *Admin) Resume(ctx context.Context, runID string) (store.Run, error) {
+	if err := a.st.Resume(ctx, runID); err != nil {
+		return store.Run{}, err
+	}
+	run, err := a.st.Get(ctx, runID)
+	if err != nil {
+		return run, err
+	}
+	_ = a.st.Notify(ctx, run.Type) // workers poll anyway
+	return run, nil
+}
+
+// Retry restarts a failed run (store.Store.Retry): same row, attempt_no
+// + 1, the state reset to the initial one.
+func (a *Admin) Retry(ctx context.Context, runID string) (store.Run, error) {
+	return a.st.Retry(ctx, runID)
+}
+
+// Registered is one registered definition, as Definitions lists them.
+type Registered struct {
+	Type    string
+	Version int
+	// Machine is the machine's Go name, Initial its initial state.
+	Machine, Initial string
+	// States, Events and Transitions count the definition's states,
+	// events and table rows.
+	States, Events, Transitions int
+	// Digest is the digest of the definition's canonical form.
+	Digest       string
+	RegisteredAt time.Time
+}
+
+// Definitions lists the registered definitions by type, then version.
+func (a *Admin) Definitions(ctx context.Context) ([]Registered, error) {
+	rows, err := a.pool.Query(ctx, `
+		SELECT workflow_type, version, initial_state, digest, created_at, definition
+		FROM workflow_definitions ORDER BY workflow_type, version`)
+	if err != nil {
+		return nil, runErr("list definitions", "", store.Translate(err))
+	}
+	defer rows.Close()
+	out := []Registered{}
+	for rows.Next() {
+		var r Registered
+		var raw []byte
+		if err := rows.Scan(&r.Type, &r.Version, &r.Initial, &r.Digest, &r.RegisteredAt, &raw); err != nil {
+			return nil, runErr("list definitions", "", store.Translate(err))
+		}
+		var def runtime.Definition
+		if err := json.Unmarshal(raw, &def); err != nil {
+			return nil, runErr("list definitions", "", fmt.Errorf("%w: stored definition of %s v%d does not decode: %w", store.ErrUnknownDefinition, r.Type, r.Version, err))
+		}
+		r.Machine = def.Machine
+		r.States, r.Events, r.Transitions = len(def.States), len(def.Events), len(def.Transitions)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, runErr("list definitions", "", store.Translate(err))
+	}
+	return out, nil
+}
+
+// Definition returns the registered definition of typ at version, or at
+// its latest registered version when version is 0.
+func (a *Admin) Definition(ctx context.Context, typ string, version int) (runtime.Definition, error) {
+	if version == 0 {
+		err := a.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM workflow_definitions WHERE workflow_type = $1`, typ).Scan(&version)
+		if err != nil {
+			return runtime.Definition{}, runErr("read definition", "", store.Translate(err))
+		}
+		if version == 0 {
+			return runtime.Definition{}, runErr("read definition", "", fmt.Errorf("%w: no version of %s is registered", store.ErrUnknownDefinition, typ))
+		}
+	}
+	return a.st.Definition(ctx, typ, version)
+}
+
+// runErr is the error of an Admin method: a *runtime.RunError of component
+// admin.
+func runErr(op, runID string, err error) error {
+	return &runtime.RunError{Component: "admin", Op: op, RunID: runID, Err: err}
+}
+
+// Pool returns the pool the Admin works on.
+func (a *Admin) Pool() *pgxpool.Pool { return a.pool }
