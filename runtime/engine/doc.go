@@ -252,6 +252,39 @@
 // expired another worker resumes the run, counting the interrupted try.
 // Drive releases its lease when its context is done.
 //
+// # Middleware: tracing, metrics, logging
+//
+// Config.Middleware wraps the engine's steps, each in a call that gets the
+// step's context and a next function performing it (see Middleware):
+// Claim around a claim statement; Drive around a session on one claimed
+// run; Handle around a handler call and Transition around the firing of
+// an event, both within Drive; Transition alone, in the caller's context,
+// for Signal and Cancel. What a middleware puts in the context (a span, a
+// logger) reaches the handler, the guards and the store's statements.
+// contrib/otel implements it with OpenTelemetry spans and metrics; a
+// logging middleware is a few lines:
+//
+//	type logged struct {
+//		engine.MiddlewareDefaults
+//		log *slog.Logger
+//	}
+//
+//	func (m logged) Handle(ctx context.Context, run *runtime.Run, state string,
+//		next func(context.Context) (runtime.Event, error)) (runtime.Event, error) {
+//		began := time.Now()
+//		ev, err := next(ctx)
+//		m.log.InfoContext(ctx, "handler", "run", run.ID, "state", state, "try", run.StepAttempt,
+//			"took", time.Since(began), "err", err)
+//		return ev, err
+//	}
+//
+//	e, err := engine.New(pool, st, engine.Config{Middleware: []engine.Middleware{logged{log: logger}}})
+//
+// Middleware observes: what next returns stands, whatever the middleware
+// returns, and a panic in a middleware is recovered like one in a handler.
+// An engine without middleware makes none of these calls and allocates
+// nothing more for them.
+//
 // # Time
 //
 // Every time compared or stored comes from the database's clock: leases,

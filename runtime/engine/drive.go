@@ -325,7 +325,7 @@ func (e *Engine) drive(c enginestore.Claim, stop <-chan struct{}, hbase context.
 		s.release(enginestore.KeepDue)
 		return s.run, runErr("drive", c.Run.ID, fmt.Errorf("%w: %s v%d", ErrNotRegistered, c.Run.Type, c.Run.Version))
 	}
-	err := s.loop()
+	err := s.driveSession()
 	if s.held {
 		// Left with the lease in hand: a stop, an abandoned handler, an
 		// error. The run is due again at once, for another worker.
@@ -408,9 +408,7 @@ func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
 	if s.handling != nil {
 		s.handling.Add(1)
 	}
-	ev, herr := protected("handler of "+st.Name, func() (runtime.Event, error) {
-		return s.reg.driver.Handle(hctx, &rt, st.Name)
-	})
+	ev, herr := s.callHandler(hctx, &rt, st.Name)
 	if s.handling != nil {
 		s.handling.Add(-1)
 	}
@@ -558,7 +556,7 @@ func (s *session) fire(ctx context.Context, ev runtime.Event, res *store.Result,
 	rt := s.run.Runtime()
 	rt.Events = s.events
 	rec := &recorder{e: s.e, reg: s.reg, run: s.run, lease: &s.lease, result: res, effects: effs, sess: s}
-	if err := fireEvent(ctx, s.reg, &rt, s.run.State, ev, rec); err != nil {
+	if err := fireThrough(ctx, s.reg, &rt, s.run.State, ev, rec); err != nil {
 		return err
 	}
 	if rec.t == nil {

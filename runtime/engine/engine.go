@@ -83,6 +83,11 @@ type Config struct {
 	// whatever the window. Default 0: no waiting beyond the batch being
 	// written.
 	BatchWindow time.Duration
+	// Middleware wraps the engine's claims, sessions, handler calls and
+	// transitions, for tracing, metrics and logging (see Middleware;
+	// contrib/otel has OpenTelemetry's). The first is the outermost.
+	// Default none: the engine then makes no call for it.
+	Middleware []Middleware
 }
 
 // The poll intervals New uses when Config.PollInterval is zero, and the
@@ -256,6 +261,8 @@ type Engine struct {
 	listening   chan struct{}
 
 	hooks hooks
+	// mw is Config.Middleware as one, nil without any.
+	mw Middleware
 	// batch commits the sessions' transitions together.
 	batch *batcher
 }
@@ -276,6 +283,7 @@ func New(pool *pgxpool.Pool, st *store.Store, cfg Config) (*Engine, error) {
 		listening: make(chan struct{}),
 	}
 	e.batch = newBatcher(e)
+	e.mw = middlewareOf(cfg.Middleware)
 	return e, nil
 }
 
@@ -492,7 +500,7 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID string, build func(
 		rt := run.Runtime()
 		rt.Events = events
 		rec := &recorder{e: e, reg: r, run: run, result: res}
-		err = fireEvent(ctx, r, &rt, run.State, ev, rec)
+		err = fireThrough(ctx, r, &rt, run.State, ev, rec)
 		switch {
 		case err == nil:
 			after, gerr := e.st.Get(ctx, runID)

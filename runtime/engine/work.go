@@ -71,7 +71,7 @@ func (e *Engine) Work(ctx context.Context) error {
 		mu.Unlock()
 		claimed := 0
 		if free > 0 {
-			claims, err := e.es.Claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: free, TTL: e.cfg.Lease})
+			claims, err := e.claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: free, TTL: e.cfg.Lease})
 			switch {
 			case err == nil:
 				reclaim = retryFirst
@@ -225,7 +225,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 	kinds := e.registeredKinds()
 	for {
 		claims, err := retried(ctx, e, time.Time{}, "claim", runID, func() ([]enginestore.Claim, error) {
-			return e.es.Claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: 1, TTL: e.cfg.Lease, RunID: runID})
+			return e.claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: 1, TTL: e.cfg.Lease, RunID: runID})
 		})
 		if err != nil {
 			return store.Run{}, err
@@ -278,7 +278,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 // it claimed. It is Work's single round without the waiting, for tests
 // (with a stubbed clock) and for callers that schedule workers themselves.
 func (e *Engine) RunDue(ctx context.Context) (int, error) {
-	claims, err := e.es.Claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: e.registeredKinds(), Limit: e.cfg.Concurrency, TTL: e.cfg.Lease})
+	claims, err := e.claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: e.registeredKinds(), Limit: e.cfg.Concurrency, TTL: e.cfg.Lease})
 	if err != nil {
 		return 0, err
 	}
