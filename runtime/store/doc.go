@@ -133,6 +133,10 @@
 // Get reads a run, History its whole log oldest first (creation, transitions,
 // restarts and logged steps), Outbox its messages, and List selects runs by
 // type, states, status, tenant and creation time, a page at a time.
+// Backlog counts, per type, the work waiting in the database: due runs no
+// worker has claimed and how long the oldest has waited, parked runs, and
+// unpublished outbox messages with the age of the oldest; contrib/otel
+// reports it as gauges.
 //
 // # Errors
 //
