@@ -515,56 +515,11 @@ func (q *Queries) ClaimRun(ctx context.Context, arg ClaimRunParams) ([]ClaimRunR
 }
 
 const claimRuns = `-- name: ClaimRuns :many
-WITH kinds AS (
-    SELECT substr(k, strpos(k, '/') + 1) AS workflow_type, split_part(k, '/', 1)::int AS version
-    FROM unnest($1::text[]) AS k
-), picked AS (
-    SELECT per.id, per.prev_owner, per.next_run_at
-    FROM kinds CROSS JOIN LATERAL (
-        SELECT r.id, r.lease_owner AS prev_owner, r.next_run_at
-        FROM workflow_runs r
-        WHERE r.status = 'running'
-          AND r.workflow_type = kinds.workflow_type AND r.definition_version = kinds.version
-          AND r.next_run_at <= coalesce($2::timestamptz, now())
-          AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce($2::timestamptz, now()))
-        ORDER BY r.next_run_at
-        LIMIT $3
-        FOR UPDATE OF r SKIP LOCKED
-    ) per
-    ORDER BY per.next_run_at
-    LIMIT $3
-), claimed AS (
-    UPDATE workflow_runs w SET
-        lease_owner = $4::text,
-        lease_expires_at = coalesce($2::timestamptz, now()) + $5::bigint * interval '1 microsecond',
-        lease_epoch = w.lease_epoch + 1,
-        step_attempt = w.step_attempt + CASE WHEN picked.prev_owner IS NULL THEN 0 ELSE 1 END
-    FROM picked
-    WHERE w.id = picked.id
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key,
-        w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version,
-        w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner,
-        w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error,
-        w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, picked.prev_owner
-), logged AS (
-    INSERT INTO workflow_step_logs (
-        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-        payload, occurred_at, kind, event, row_version, definition_version)
-    SELECT c.id, c.workflow_type, c.attempt_no, 'lease_expired', c.current_state, c.current_state,
-        jsonb_build_object('previous_owner', c.prev_owner, 'owner', c.lease_owner, 'step_attempt', c.step_attempt),
-        coalesce($2::timestamptz, now()), 'step', NULL, c.row_version, c.definition_version
-    FROM claimed c
-    WHERE c.prev_owner IS NOT NULL
-)
-SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correlation_id, c.idempotency_key,
-    c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version,
-    c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner,
-    c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error,
-    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at, c.previous_state,
+SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correlation_id, c.idempotency_key, c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version, c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner, c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error, c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at, c.previous_state,
     coalesce(ev.names, '{}')::text[] AS event_names,
     coalesce(ev.payloads, '{}')::jsonb[] AS event_payloads,
     coalesce(ev.logged_version, 0)::bigint AS logged_version
-FROM claimed c
+FROM fsm_claim_runs($1::text[], $2::timestamptz, $3::int, $4::text, $5::bigint) c
 LEFT JOIN LATERAL (
     SELECT array_agg(l.event ORDER BY l.id) FILTER (WHERE l.kind = 'transition') AS names,
         array_agg(l.payload ORDER BY l.id) FILTER (WHERE l.kind = 'transition') AS payloads,
@@ -633,6 +588,10 @@ type ClaimRunsRow struct {
 // attempt's changes of state that the statement saw: when that is not the
 // run's row version, a change committed while the claim waited for the
 // run is missing from the events, and they must be read again.
+//
+// The leasing is fsm_claim_runs's (migrations/0011_claim_plan.sql), a
+// function so that its plan is made once per connection rather than at
+// every call.
 func (q *Queries) ClaimRuns(ctx context.Context, arg ClaimRunsParams) ([]ClaimRunsRow, error) {
 	rows, err := q.db.Query(ctx, claimRuns,
 		arg.Kinds,
