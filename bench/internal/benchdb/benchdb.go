@@ -206,6 +206,7 @@ func newServer() (s *server, err error) {
 	} else {
 		c, err := pgcluster.Start(ctx, pgcluster.Durable(),
 			pgcluster.Setting("shared_preload_libraries", "pg_stat_statements"),
+			pgcluster.Setting("pg_stat_statements.track_planning", "on"),
 			pgcluster.Setting("max_connections", "400"))
 		if errors.Is(err, pgcluster.ErrNoServerBinaries) {
 			return nil, fmt.Errorf("benchdb: no PostgreSQL server to benchmark on: %s is not set, and %w; "+
@@ -440,6 +441,13 @@ type Counters struct {
 	// begin with [Mark] left out); meaningful only when HasStatements.
 	Statements    int64
 	HasStatements bool
+	// ServerTime is the time the server spent executing those statements,
+	// and planning them when pg_stat_statements.track_planning is on (it is
+	// on the throwaway cluster), in milliseconds; meaningful only when
+	// HasStatements. Unlike a benchmark's ns/op it leaves out the client and
+	// the scheduling of both processes, so that it stays close to the truth
+	// on a busy machine.
+	ServerTime float64
 	// NextXID is the next transaction id the server will assign: it grows
 	// by one with every transaction that writes, in any database.
 	NextXID int64
@@ -460,9 +468,10 @@ func Take(ctx context.Context, q Querier) (Counters, error) {
 		return Counters{}, err
 	}
 	if c.HasStatements {
-		err := q.QueryRow(ctx, Mark+`SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+		err := q.QueryRow(ctx, Mark+`SELECT coalesce(sum(calls), 0)::bigint,
+				coalesce(sum(total_exec_time + total_plan_time), 0)::float8 FROM pg_stat_statements
 			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-			AND query NOT LIKE '/* benchdb */%'`).Scan(&c.Statements)
+			AND query NOT LIKE '/* benchdb */%'`).Scan(&c.Statements, &c.ServerTime)
 		if err != nil {
 			return Counters{}, fmt.Errorf("benchdb: read pg_stat_statements: %w", err)
 		}
@@ -485,6 +494,9 @@ type Cost struct {
 	// Statements executed in the database (see Counters.Statements); -1
 	// when pg_stat_statements is not loaded.
 	Statements int64
+	// ServerTime is the server's time on those statements, in
+	// milliseconds (see Counters.ServerTime).
+	ServerTime float64
 	// WriteXacts is the number of transaction ids assigned, server-wide:
 	// the transactions that wrote (the readings themselves assign none).
 	WriteXacts int64
@@ -497,15 +509,18 @@ func (c Counters) Since(before Counters) Cost {
 	cost := Cost{Statements: -1, WriteXacts: c.NextXID - before.NextXID, WALBytes: int64(c.WAL - before.WAL)}
 	if c.HasStatements && before.HasStatements {
 		cost.Statements = c.Statements - before.Statements
+		cost.ServerTime = c.ServerTime - before.ServerTime
 	}
 	return cost
 }
 
 // Report reports the cost per operation as benchmark metrics:
-// stmts/<unit> (when counted), write-xacts/<unit> and WAL-B/<unit>.
+// stmts/<unit> and server-µs/<unit> (when counted), write-xacts/<unit>
+// and WAL-B/<unit>.
 func (c Cost) Report(b *testing.B, ops float64, unit string) {
 	if c.Statements >= 0 {
 		b.ReportMetric(float64(c.Statements)/ops, "stmts/"+unit)
+		b.ReportMetric(c.ServerTime*1000/ops, "server-µs/"+unit)
 	}
 	b.ReportMetric(float64(c.WriteXacts)/ops, "write-xacts/"+unit)
 	b.ReportMetric(float64(c.WALBytes)/ops, "WAL-B/"+unit)
