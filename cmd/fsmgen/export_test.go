@@ -71,3 +71,50 @@ func loadString(t *testing.T, name, src string) *dsl.Spec {
 	}
 	return spec
 }
+
+func TestImportUsage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"import", "m.json"}, exitUsage, "fsmgen import: -format is required: xstate\n" + usage},
+		{[]string{"import", "-format", "scxml", "m.json"}, exitUsage, "fsmgen import: unknown format \"scxml\", want xstate\n"},
+		{[]string{"import", "-format", "xstate"}, exitUsage, "fsmgen import: want exactly one XState JSON file\n" + usage},
+		{[]string{"import", "-format", "xstate", "-o", "m.txt", "m.json"}, exitUsage, "fsmgen import: -o m.txt is not a .fsm file\n"},
+	} {
+		code, _, stderr := runCmd(t, dir, "", tc.args...)
+		if code != tc.code || stderr != tc.stderr {
+			t.Errorf("fsmgen %v: exit %d, stderr\n%s\nwant exit %d, stderr\n%s", tc.args, code, stderr, tc.code, tc.stderr)
+		}
+	}
+}
+
+// TestImportExport runs export then import through the command: the .fsm
+// it writes checks and exports to the same JSON.
+func TestImportExport(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, "door.fsm", good)
+	js := filepath.Join(dir, "door.json")
+	if code, _, stderr := runCmd(t, dir, "", "export", "-format", "xstate", "-o", js, "door.fsm"); code != exitOK {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	back := filepath.Join(dir, "back", "door.fsm")
+	if code, _, stderr := runCmd(t, dir, "", "import", "-format", "xstate", "-o", back, js); code != exitOK || stderr != "" {
+		t.Fatalf("import: exit %d: %s", code, stderr)
+	}
+	code, again, stderr := runCmd(t, dir, "", "export", "-format", "xstate", back)
+	if code != exitOK {
+		t.Fatalf("export of the import: exit %d: %s", code, stderr)
+	}
+	first, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(first), again); diff != "" {
+		t.Errorf("export of the import differs (-first +second):\n%s", diff)
+	}
+}

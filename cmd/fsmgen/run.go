@@ -30,6 +30,7 @@ const usage = `usage:
 	fsmgen diagram [-format mermaid|dot] [-machine NAME] FILE.fsm
 	fsmgen sql -table TABLE -column COLUMN [-key COLS] [-log TABLE] [-machine NAME] [-o FILE] FILE.fsm
 	fsmgen export -format xstate|scxml [-machine NAME] [-o FILE] FILE.fsm
+	fsmgen import -format xstate [-o FILE.fsm] FILE.json
 `
 
 // run is the whole command, testable: it reads its arguments and streams
@@ -52,6 +53,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return sqlGuard(args[1:], stdout, stderr)
 	case "export":
 		return export(args[1:], stdout, stderr)
+	case "import":
+		return importMachine(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
