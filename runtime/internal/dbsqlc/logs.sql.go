@@ -119,7 +119,7 @@ func (q *Queries) InsertStep(ctx context.Context, arg InsertStepParams) (InsertS
 }
 
 const listOutbox = `-- name: ListOutbox :many
-SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at FROM workflow_outbox WHERE workflow_run_id = $1 ORDER BY id
+SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error FROM workflow_outbox WHERE workflow_run_id = $1 ORDER BY id
 `
 
 func (q *Queries) ListOutbox(ctx context.Context, id pgtype.UUID) ([]WorkflowOutbox, error) {
@@ -140,6 +140,10 @@ func (q *Queries) ListOutbox(ctx context.Context, id pgtype.UUID) ([]WorkflowOut
 			&i.Payload,
 			&i.CreatedAt,
 			&i.PublishedAt,
+			&i.Attempts,
+			&i.LastAttemptAt,
+			&i.NextAttemptAt,
+			&i.LastError,
 		); err != nil {
 			return nil, err
 		}

@@ -67,6 +67,10 @@ type WorkflowOutbox struct {
 	Payload       []byte
 	CreatedAt     pgtype.Timestamptz
 	PublishedAt   pgtype.Timestamptz
+	Attempts      int32
+	LastAttemptAt pgtype.Timestamptz
+	NextAttemptAt pgtype.Timestamptz
+	LastError     pgtype.Text
 }
 
 type WorkflowRun struct {
