@@ -48,6 +48,7 @@ func commands() []*command {
 		runsListCommand(), runsShowCommand(), runsSignalCommand(), runsCancelCommand(), runsResumeCommand(), runsRetryCommand(),
 		definitionsListCommand(), definitionsShowCommand(),
 		chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand(),
+		outboxStatusCommand(),
 	}
 }
 

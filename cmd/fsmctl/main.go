@@ -19,13 +19,16 @@
 //	fsmctl chains list [-type T] [-status S[,S...]] [-key K] [-limit N] [-after ID]
 //	fsmctl chains show ID
 //	fsmctl export <run_id> [--format json|csv] [--runs-dir DIR] [--out FILE] [--from-db]
+//	fsmctl outbox status [-o json]
 //	fsmctl help [command]
 //
 // runs signal and runs cancel work on any registered machine without its Go
 // code: the payload is checked against the event's fields in the registered
 // definition, and the transition goes through the store, so the database
 // checks it as any other; guarded rows need -to STATE, since guards are Go
-// code. Read commands take -o json (package internal/cliout).
+// code. Read commands take -o json (package internal/cliout). outbox status
+// counts the outbox's pending and published messages and shows the oldest
+// pending one, with its failed tries and last error (see runtime/relay).
 //
 // The database is the one the -database flag of a command names, else the
 // DATABASE_URL environment variable (a postgres:// URL or a key=value

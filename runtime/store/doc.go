@@ -131,7 +131,8 @@
 // # Reading
 //
 // Get reads a run, History its whole log oldest first (creation, transitions,
-// restarts and logged steps), Outbox its messages, and List selects runs by
+// restarts and logged steps), Outbox its messages (which package
+// runtime/relay publishes to a broker), and List selects runs by
 // type, states, status, tenant and creation time, a page at a time.
 // Backlog counts, per type, the work waiting in the database: due runs no
 // worker has claimed and how long the oldest has waited, parked runs, and

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fsmgen/fsmgen/internal/cliout"
+	"github.com/fsmgen/fsmgen/runtime/relay"
+)
+
+func outboxStatusCommand() *command {
+	return &command{
+		name:     "outbox status",
+		synopsis: "[-database URL] [-o json]",
+		summary:  "count the outbox's pending and published messages, show the oldest pending one",
+		details: `Status prints how many outbox messages wait to be published (pending), how many
+of those failed to publish at least once and wait for their next try
+(retrying), and how many were published, then the oldest pending message, the
+next one a relay publishes: its id, run, type, topic, when it was written and
+how long it has waited (by the database's clock), its failed tries, when it is
+tried next and the last error. A relay (runtime/relay, with a publisher such
+as contrib/nats) publishes the outbox; while none runs, pending only grows.
+-o json prints {"pending", "retrying", "published", "now", "oldest_pending"},
+oldest_pending null when nothing is pending.`,
+		flags: func(fs *flag.FlagSet) { addDatabaseFlag(fs); addOutputFlag(fs) },
+		run:   outboxStatus,
+	}
+}
+
+type jsonOutboxStatus struct {
+	Pending   int64              `json:"pending"`
+	Retrying  int64              `json:"retrying"`
+	Published int64              `json:"published"`
+	Now       *time.Time         `json:"now"`
+	Oldest    *jsonPendingOutbox `json:"oldest_pending"`
+}
+
+type jsonPendingOutbox struct {
+	ID         int64           `json:"id"`
+	RunID      string          `json:"run_id"`
+	Type       string          `json:"workflow_type"`
+	Attempt    int             `json:"attempt_no"`
+	Topic      string          `json:"topic"`
+	Payload    json.RawMessage `json:"payload"`
+	CreatedAt  *time.Time      `json:"created_at"`
+	AgeSeconds float64         `json:"age_seconds"`
+	Tries      int             `json:"failed_tries"`
+	LastTry    *time.Time      `json:"last_try_at"`
+	NextTry    *time.Time      `json:"next_try_at"`
+	LastError  string          `json:"last_error"`
+}
+
+func outboxStatus(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	if len(args) > 0 {
+		return usagef(nil, "unexpected arguments %q (flags go before arguments)", args)
+	}
+	conn, source, err := c.needDatabase(fs)
+	if err != nil {
+		return err
+	}
+	pool, err := connect(ctx, source, conn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st, err := relay.ReadStatus(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("outbox status: %w", outboxError(err))
+	}
+	if wantJSON(fs) {
+		out := jsonOutboxStatus{Pending: st.Pending, Retrying: st.Retrying, Published: st.Published, Now: jsonTime(st.Now)}
+		if o := st.Oldest; o != nil {
+			out.Oldest = &jsonPendingOutbox{
+				ID: o.ID, RunID: o.RunID, Type: o.Type, Attempt: o.Attempt, Topic: o.Topic, Payload: jsonDoc(o.Payload),
+				CreatedAt: jsonTime(o.CreatedAt), AgeSeconds: st.Age().Seconds(), Tries: o.Tries,
+				LastTry: jsonTime(o.LastTry), NextTry: jsonTime(o.NextTry), LastError: o.LastError,
+			}
+		}
+		return cliout.WriteJSON(c.stdout, out)
+	}
+	tw := newTable(c.stdout)
+	fmt.Fprintf(tw, "pending\t%d\n", st.Pending)
+	fmt.Fprintf(tw, "retrying\t%d\n", st.Retrying)
+	fmt.Fprintf(tw, "published\t%d\n", st.Published)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	o := st.Oldest
+	if o == nil {
+		fmt.Fprintln(c.stdout, "\noldest pending: none")
+		return nil
+	}
+	fmt.Fprintln(c.stdout, "\noldest pending:")
+	tw = newTable(c.stdout)
+	fmt.Fprintf(tw, "  id\t%d\n", o.ID)
+	fmt.Fprintf(tw, "  run\t%s\n", o.RunID)
+	fmt.Fprintf(tw, "  type\t%s (attempt %d)\n", o.Type, o.Attempt)
+	fmt.Fprintf(tw, "  topic\t%s\n", o.Topic)
+	fmt.Fprintf(tw, "  created\t%s (waiting %s)\n", formatTime(o.CreatedAt), roundAge(st.Age()))
+	fmt.Fprintf(tw, "  failed tries\t%d\n", o.Tries)
+	if o.Tries > 0 {
+		next := "at the next claim"
+		if !o.NextTry.IsZero() {
+			next = formatTime(o.NextTry)
+		}
+		fmt.Fprintf(tw, "  last try\t%s\n", formatTime(o.LastTry))
+		fmt.Fprintf(tw, "  next try\t%s\n", next)
+		fmt.Fprintf(tw, "  last error\t%s\n", orDash(o.LastError))
+	}
+	return tw.Flush()
+}
+
+// roundAge rounds d to the second, or to the millisecond under a second.
+func roundAge(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+// outboxError words an error of the outbox's status for an operator: a
+// database whose schema predates the relay's columns is told to migrate.
+func outboxError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42703" { // undefined_column
+		return &reworded{msg: "the database's schema is older than this fsmctl (" + pe.Message + "): run fsmctl migrate", err: err}
+	}
+	return operatorError(err)
+}

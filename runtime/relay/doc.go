@@ -1,0 +1,78 @@
+// Package relay publishes the outbox: the messages that runs write with
+// store.Emit, store.EmitTx or a handler's Effects.Emit, in the transaction
+// of the step that produced them, reach a broker after that transaction
+// commits, in the order each run wrote them, and are marked published once
+// the broker has acknowledged them.
+//
+// The package has no broker in it. A Publisher publishes one message and
+// returns once the broker has stored it; contrib/nats is one for NATS
+// JetStream, and any other is a few lines:
+//
+//	r, err := relay.New(pool, pub, relay.Config{}) // ErrInvalidConfig: a Config that cannot work
+//	if err != nil { ... }
+//	go func() { errc <- r.Run(ctx) }() // until ctx is done
+//
+// Run claims a batch, publishes it, marks it, and does so again at once
+// while batches come full, every Config.PollInterval otherwise. RelayOnce
+// is one batch, in the caller's goroutine: for tests, and for programs
+// that publish at moments of their own.
+//
+// # What is guaranteed
+//
+// Each row is published until the broker acknowledges it, then marked
+// published (published_at, by the database's clock) in the transaction
+// that claimed it, which commits after the acknowledgements: the row
+// locks keep every other relay off the rows while they are published, so
+// any number of relays, in one process or many, share one outbox.
+//
+// The rows of one run are published in the order they were written (by
+// id): a row is not published while an earlier row of its run is
+// unpublished. A claim takes the first unpublished row of each run
+// (FOR UPDATE SKIP LOCKED: the runs another relay holds are passed over)
+// together with the rows of that run that follow it, and the rows of
+// different runs go in id order, so that no run waits behind another
+// run's backlog.
+//
+// Delivery is at least once. A relay that dies after the broker stored a
+// message but before its mark commits (a crash, a killed process, a lost
+// connection, a failed commit) leaves the row unpublished, and the next
+// claim publishes it again, under the same Message.ID. Have the broker
+// deduplicate by that id (JetStream: the Nats-Msg-Id header, which
+// contrib/nats sets) and consumers see the message once.
+//
+// # Failures and retries
+//
+// A publish that returns an error, exceeds Config.PublishTimeout or
+// panics is a failed try: the relay records it on the row (attempts,
+// last_attempt_at, last_error) with its next try at now() +
+// Config.Backoff.Delay(n) ±jitter, by the database's clock; it stops the
+// batch there (a broker that is down fails every message, and is tried
+// again after Config.PollInterval), marks the rows published before it,
+// and returns an error matching ErrPublish. The failed row, and with it
+// the rest of its run's rows, waits for its backoff; other runs go on. A
+// row is tried until it is published: a message the broker refuses for
+// good (a topic that is no valid subject, a payload over its limit) holds
+// back its run until an operator fixes or deletes it. fsmctl outbox status
+// shows the oldest pending row with its tries and last error.
+//
+// The defaults: batches of 100 rows, a poll every 500ms, 10s per publish,
+// a backoff of 1s doubling to at most a minute, ±20%.
+//
+// # Shutdown
+//
+// When Run's context is done, the publish under way is cancelled (its
+// row is left as it was, without a failed try), the rows acknowledged
+// before it are marked, and Run returns nil. While a batch is published
+// its transaction is open; the database ends a transaction that stays
+// idle longer than PublishTimeout + 10s (idle_in_transaction_session_timeout),
+// so that a relay cut off from the database does not hold its rows for
+// good.
+//
+// # Operating
+//
+// Migration 0008 adds the relay's columns to workflow_outbox and an index
+// on each run's unpublished rows. ReadStatus (fsmctl outbox status, -o
+// json) counts the pending, retrying and published rows and reads the
+// oldest pending one. Published rows stay in the table; delete them when
+// they are no longer wanted for audit.
+package relay
