@@ -1,7 +1,11 @@
 package gen_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,6 +19,7 @@ import (
 // exporters are the export formats, by file extension of their goldens.
 var exporters = map[string]func(*dsl.Machine) ([]byte, error){
 	"xstate.json": gen.XState,
+	"scxml":       gen.SCXML,
 }
 
 // TestExportGolden compares each machine's exports with its golden copy,
@@ -38,6 +43,9 @@ func TestExportGolden(t *testing.T) {
 					}
 					if diff := cmp.Diff(string(got), string(again)); diff != "" {
 						t.Fatalf("a second rendering differs (-first +second):\n%s", diff)
+					}
+					if ext == "scxml" {
+						wellFormedSCXML(t, got)
 					}
 					p := filepath.Join("testdata", "export", name)
 					if *update {
@@ -104,5 +112,30 @@ func TestXStateShape(t *testing.T) {
 	after := cfg.States["UNLOCKED"].After["30000"]
 	if len(after) != 1 || after[0]["target"] != "LOCKED" {
 		t.Errorf("UNLOCKED after 30000 = %v, want the Timeout row to LOCKED", after)
+	}
+}
+
+// wellFormedSCXML checks that doc is well-formed XML whose root is an
+// <scxml> element of the SCXML namespace; the Node tests load it in a
+// real SCXML interpreter.
+func wellFormedSCXML(t *testing.T, doc []byte) {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	dec.Strict = true
+	var root *xml.StartElement
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && root == nil {
+			root = &se
+		}
+	}
+	if root == nil || root.Name.Space != "http://www.w3.org/2005/07/scxml" || root.Name.Local != "scxml" {
+		t.Fatalf("root element %v, want scxml of http://www.w3.org/2005/07/scxml", root)
 	}
 }

@@ -67,4 +67,5 @@ func export(args []string, stdout, stderr io.Writer) int {
 // exporters are the formats of fsmgen export.
 var exporters = map[string]func(*dsl.Machine) ([]byte, error){
 	"xstate": gen.XState,
+	"scxml":  gen.SCXML,
 }

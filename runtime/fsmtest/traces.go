@@ -21,10 +21,12 @@ const TracesEnv = "FSMGEN_TRACES"
 // TraceFile is what a machine did on every trace: what Traces returns and
 // Run writes when TracesEnv is set.
 type TraceFile struct {
-	Machine string  `json:"machine"`
-	Type    string  `json:"type"`
-	Version int     `json:"version"`
-	Traces  []Trace `json:"traces"`
+	Machine string `json:"machine"`
+	Type    string `json:"type"`
+	Version int    `json:"version"`
+	// Final names the machine's final states.
+	Final  []string `json:"final"`
+	Traces []Trace  `json:"traces"`
 }
 
 // Trace is a sequence of events fired at one machine from its initial
@@ -61,7 +63,12 @@ type Step struct {
 // checked: Run's other checks compare it with the table.
 func Traces(m Machine) (TraceFile, error) {
 	d := m.Definition
-	out := TraceFile{Machine: d.Machine, Type: d.Type, Version: d.Version}
+	out := TraceFile{Machine: d.Machine, Type: d.Type, Version: d.Version, Final: []string{}}
+	for _, s := range d.States {
+		if s.Terminal() {
+			out.Final = append(out.Final, s.Name)
+		}
+	}
 	paths := shortestPaths(d)
 	for _, s := range d.States {
 		prefix, ok := paths[s.Name]
