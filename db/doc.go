@@ -30,6 +30,10 @@
 //     observable step of every run.
 //   - workflow_outbox: messages written in the transaction of the step that
 //     produced them.
+//   - workflow_executions (a view, 0010): a run under the field names of
+//     seed 003's WorkflowExecution, with its state history and evidence ids;
+//     the query by workflow name, status and organization is served by the
+//     index workflow_runs_query_idx (store.Executions).
 //
 // # Guards
 //

@@ -46,6 +46,15 @@ func (e *TransitionError) Error() string {
 // and errors.Is(err, ErrGuardRejected) work.
 func (e *TransitionError) Unwrap() error { return e.Err }
 
+// ErrSignalRefused is matched by errors.Is when an event sent to a run
+// from outside (a signal) is refused, and the sender is told: the run is
+// finished, its state has no transition on the event, its guards refuse it,
+// or the event is one only the runtime fires (a timer's). The error that
+// wraps it says why; both backends report it, the PostgreSQL engine's
+// workflows (machines/compliance) and the Temporal backend's Send
+// (contrib/temporal), so that a sender's errors.Is holds on either.
+var ErrSignalRefused = errors.New("signal refused")
+
 // ErrUnknownState is matched by errors.Is when a state name, read from the
 // database or elsewhere, is not a state of the machine.
 var ErrUnknownState = errors.New("unknown state")

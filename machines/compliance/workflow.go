@@ -33,6 +33,7 @@ const (
 	EvidenceInitialization         = "initialization"
 	EvidencePrequalification       = "prequalification_results"
 	EvidenceConditionalOffer       = "conditional_offer_delivery"
+	EvidenceAuthorization          = "background_check_authorization"
 	EvidenceBackgroundCheckResults = "background_check_results"
 	EvidenceAssessmentFactors      = "individualized_assessment_factors"
 	EvidenceFinalDecision          = "final_decision_rationale"
@@ -41,8 +42,10 @@ const (
 // Errors of the workflow, matched with errors.Is.
 var (
 	// ErrSignalRefused: a signal the run no longer accepts, such as an
-	// authorization that arrives after the 7-day window closed.
-	ErrSignalRefused = errors.New("signal refused")
+	// authorization that arrives after the 7-day window closed. It is
+	// runtime.ErrSignalRefused, which the Temporal backend's Send
+	// (contrib/temporal) reports too.
+	ErrSignalRefused = runtime.ErrSignalRefused
 	// ErrInvalidApplication: an application without an id, applicant or
 	// organization.
 	ErrInvalidApplication = errors.New("invalid application")
@@ -104,10 +107,28 @@ func (w *Workflow) Register(ctx context.Context) error {
 	if err := w.eng.Register(ctx, fcha.NewDriver(handlers{w}, func(*runtime.Run) fcha.Guards { return guards{} })); err != nil {
 		return fmt.Errorf("compliance: register: %w", err)
 	}
-	if err := evidence.Enable(ctx, w.eng.Store().Pool(), WorkflowName); err != nil {
+	pool := w.eng.Store().Pool()
+	if err := evidence.Enable(ctx, pool, WorkflowName); err != nil {
+		return fmt.Errorf("compliance: %w", err)
+	}
+	// The transitions that no handler makes record their evidence by
+	// trigger: the signed authorization (its payload: signedAt, signedBy),
+	// and the denial by the authorization timeout with its rationale.
+	if err := evidence.Implied(ctx, pool, WorkflowName, "BackgroundCheckAuthorizationSigned", EvidenceAuthorization, map[string]any{}); err != nil {
+		return fmt.Errorf("compliance: %w", err)
+	}
+	if err := evidence.Implied(ctx, pool, WorkflowName, "AuthorizationTimeout", EvidenceFinalDecision, timeoutRationale); err != nil {
 		return fmt.Errorf("compliance: %w", err)
 	}
 	return nil
+}
+
+// timeoutRationale is the final decision rationale recorded when the
+// authorization window closes without the signal.
+var timeoutRationale = map[string]any{
+	"decision":            "denied",
+	"rationale":           "the background check authorization was not signed within the authorization window of " + AuthorizationWindow.String() + " after the conditional offer",
+	"authorizationWindow": AuthorizationWindow.String(),
 }
 
 // guards are FCHA's guards: they read the events' payloads.
@@ -318,61 +339,40 @@ type Execution struct {
 }
 
 // GetWorkflow returns run runID as an Execution; store.ErrRunNotFound
-// when there is none.
+// when there is none. It is one read of the view workflow_executions.
 func (w *Workflow) GetWorkflow(ctx context.Context, runID string) (Execution, error) {
-	run, err := w.eng.Store().Get(ctx, runID)
+	x, err := w.eng.Store().Execution(ctx, runID)
 	if err != nil {
 		return Execution{}, fmt.Errorf("compliance: get workflow %s: %w", runID, err)
 	}
-	return w.execution(ctx, run)
+	return execution(x)
 }
 
-func (w *Workflow) execution(ctx context.Context, run store.Run) (Execution, error) {
+// execution converts the store's execution of a run of the workflow.
+func execution(x store.Execution) (Execution, error) {
 	e := Execution{
-		ID: run.ID, WorkflowID: run.IdempotencyKey, RunID: run.ID, WorkflowName: run.Type, WorkflowVersion: strconv.Itoa(run.Version),
-		Status: run.Status, CurrentStep: run.State, ActorID: run.UserID, OrganizationID: run.TenantID, StartedAt: run.CreatedAt,
+		ID: x.ID, WorkflowID: x.WorkflowID, RunID: x.RunID, WorkflowName: x.WorkflowName, WorkflowVersion: strconv.Itoa(x.WorkflowVersion),
+		Status: x.Status, Error: x.Error, CurrentStep: x.CurrentStep, ActorID: x.ActorID, OrganizationID: x.OrganizationID,
+		StartedAt: x.StartedAt, StateHistory: make([]StateChange, 0, len(x.StateHistory)),
 	}
-	if err := json.Unmarshal(run.Input, &e.Input); err != nil {
-		return e, fmt.Errorf("compliance: run %s: input: %w", run.ID, err)
+	if err := json.Unmarshal(x.Input, &e.Input); err != nil {
+		return e, fmt.Errorf("compliance: run %s: input: %w", x.ID, err)
 	}
-	if run.Result != nil && run.Result.ErrorDetail != "" {
-		e.Error = run.Result.ErrorDetail
+	for _, s := range x.StateHistory {
+		e.StateHistory = append(e.StateHistory, StateChange(s))
 	}
-	hist, err := w.eng.Store().History(ctx, run.ID)
-	if err != nil {
-		return e, fmt.Errorf("compliance: run %s: history: %w", run.ID, err)
-	}
-	e.StateHistory = []StateChange{}
-	for _, s := range hist {
-		if s.Kind == store.KindTransition {
-			e.StateHistory = append(e.StateHistory, StateChange{From: s.From, To: s.To, Event: s.Event, At: s.At})
-		}
-	}
-	if run.Terminal() {
-		t := run.FinishedAt
+	if x.Status.Terminal() {
+		t := x.CompletedAt
 		e.CompletedAt = &t
-		out, err := w.output(ctx, run)
-		if err != nil {
-			return e, err
-		}
+		out := output(x)
 		e.Output = &out
 	}
 	return e, nil
 }
 
-func (w *Workflow) output(ctx context.Context, run store.Run) (Output, error) {
-	recs, err := evidence.Records(ctx, w.eng.Store().Pool(), run.ID)
-	if err != nil {
-		return Output{}, fmt.Errorf("compliance: %w", err)
-	}
-	out := Output{RunID: run.ID, Approved: run.State == fcha.StateApproved.String(), EvidenceIDs: []int64{}}
-	if run.Result != nil {
-		out.Decision = run.Result.Outcome
-	}
-	for _, r := range recs {
-		out.EvidenceIDs = append(out.EvidenceIDs, r.ID)
-	}
-	return out, nil
+// output is a finished run's Output.
+func output(x store.Execution) Output {
+	return Output{RunID: x.ID, Approved: x.CurrentStep == fcha.StateApproved.String(), Decision: x.Outcome, EvidenceIDs: x.EvidenceIDs}
 }
 
 // Query selects runs as the seed's workflowStore.query does; empty fields
@@ -385,27 +385,33 @@ type Query struct {
 	Limit int
 }
 
-// Query returns the runs that match q, oldest first. It reads
-// workflow_runs by its (workflow_type, created_at) and (tenant_id,
-// created_at) indexes: the organization is the run's tenant.
+// Query returns the runs that match q, oldest first, in one read of the
+// view workflow_executions (store.Executions): a query by workflow name,
+// status and organization (the run's tenant) is served by the index
+// workflow_runs_query_idx.
 func (w *Workflow) Query(ctx context.Context, q Query) ([]Execution, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	runs, err := w.eng.Store().List(ctx, store.Filter{Type: q.WorkflowName, Status: q.Status, TenantID: q.OrganizationID, Limit: limit})
+	xs, err := w.eng.Store().Executions(ctx, store.ExecutionFilter{WorkflowName: q.WorkflowName, Status: q.Status, OrganizationID: q.OrganizationID, Limit: q.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("compliance: query: %w", err)
 	}
-	out := make([]Execution, 0, len(runs))
-	for _, r := range runs {
-		e, err := w.execution(ctx, r)
+	out := make([]Execution, 0, len(xs))
+	for _, x := range xs {
+		e, err := execution(x)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// finished returns the output of finished run id.
+func (w *Workflow) finished(ctx context.Context, id string) (Output, error) {
+	x, err := w.eng.Store().Execution(ctx, id)
+	if err != nil {
+		return Output{}, fmt.Errorf("compliance: execute %s: %w", id, err)
+	}
+	return output(x), nil
 }
 
 // SyncOption configures ExecuteWorkflowSync.
@@ -442,7 +448,7 @@ func (w *Workflow) ExecuteWorkflowSync(ctx context.Context, app Application, act
 			return Output{}, fmt.Errorf("compliance: execute %s: %w", id, err)
 		}
 		if run.Terminal() {
-			return w.output(ctx, run)
+			return w.finished(ctx, id)
 		}
 		if o.waiting != nil && !notified {
 			notified = true
@@ -451,10 +457,9 @@ func (w *Workflow) ExecuteWorkflowSync(ctx context.Context, app Application, act
 			}
 			continue
 		}
-		run, err = w.eng.Wait(ctx, id)
-		if err != nil {
+		if _, err = w.eng.Wait(ctx, id); err != nil {
 			return Output{}, fmt.Errorf("compliance: execute %s: %w", id, err)
 		}
-		return w.output(ctx, run)
+		return w.finished(ctx, id)
 	}
 }

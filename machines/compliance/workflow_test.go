@@ -180,6 +180,42 @@ func (e *env) chain(t *testing.T, runID string) []string {
 	return out
 }
 
+// rationale returns the payload of the run's final_decision_rationale
+// record, failing unless there is exactly one.
+func (e *env) rationale(t *testing.T, runID string) map[string]any {
+	t.Helper()
+	return e.payload(t, runID, compliance.EvidenceFinalDecision)
+}
+
+// payload returns the payload of the run's evidence record of kind,
+// failing unless there is exactly one.
+func (e *env) payload(t *testing.T, runID, kind string) map[string]any {
+	t.Helper()
+	recs, err := evidence.Records(context.Background(), e.pool, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, r := range recs {
+		if r.Kind != kind {
+			continue
+		}
+		c, err := r.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p map[string]any
+		if err := json.Unmarshal(c.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	if len(out) != 1 {
+		t.Fatalf("run %s has %d evidence records of kind %s, want 1: %v", runID, len(out), kind, out)
+	}
+	return out[0]
+}
+
 // drive drives the run inline until it is terminal or waits.
 func (e *env) drive(t *testing.T, runID string) store.Run {
 	t.Helper()
@@ -204,7 +240,8 @@ var (
 		"created", "initialization", "prequalification_results", "conditional_offer_delivery",
 		"transition PREQUALIFICATION->CONDITIONAL_OFFER PrequalificationCompleted",
 	}
-	authorized = "transition CONDITIONAL_OFFER->BACKGROUND_CHECK_ALLOWED BackgroundCheckAuthorizationSigned"
+	// authorized: the signal's transition and the evidence it implies.
+	authorized = []string{"transition CONDITIONAL_OFFER->BACKGROUND_CHECK_ALLOWED BackgroundCheckAuthorizationSigned", "background_check_authorization"}
 )
 
 func cat(parts ...[]string) []string {
@@ -224,6 +261,7 @@ func TestBranches(t *testing.T) {
 		timeout   bool
 		states    []string
 		chain     []string
+		rationale map[string]any
 		approved  bool
 	}{
 		{
@@ -231,33 +269,39 @@ func TestBranches(t *testing.T) {
 			states: []string{"PREQUALIFICATION", "DENIED"},
 			chain: []string{"created", "initialization", "prequalification_results", "final_decision_rationale",
 				"transition PREQUALIFICATION->DENIED PrequalificationCompleted"},
+			rationale: map[string]any{"decision": "denied", "rationale": "prequalification failed: income below 40x monthly rent"},
 		},
 		{
 			name: "clean check", applicant: "clean", signal: true, approved: true,
-			states: []string{"PREQUALIFICATION", "CONDITIONAL_OFFER", "BACKGROUND_CHECK_ALLOWED", "APPROVED"},
-			chain: cat(offerChain, []string{authorized, "background_check_results", "final_decision_rationale",
+			rationale: map[string]any{"decision": "approved", "rationale": "the background check found no adverse information"},
+			states:    []string{"PREQUALIFICATION", "CONDITIONAL_OFFER", "BACKGROUND_CHECK_ALLOWED", "APPROVED"},
+			chain: cat(offerChain, authorized, []string{"background_check_results", "final_decision_rationale",
 				"transition BACKGROUND_CHECK_ALLOWED->APPROVED BackgroundCheckCompleted"}),
 		},
 		{
 			name: "adverse then approved", applicant: "record-ok", signal: true, approved: true,
-			states: []string{"PREQUALIFICATION", "CONDITIONAL_OFFER", "BACKGROUND_CHECK_ALLOWED", "INDIVIDUALIZED_ASSESSMENT", "APPROVED"},
-			chain: cat(offerChain, []string{authorized, "background_check_results",
+			rationale: map[string]any{"decision": "approved", "rationale": "findings [misdemeanor, 2014] outweighed by rehabilitation and time elapsed"},
+			states:    []string{"PREQUALIFICATION", "CONDITIONAL_OFFER", "BACKGROUND_CHECK_ALLOWED", "INDIVIDUALIZED_ASSESSMENT", "APPROVED"},
+			chain: cat(offerChain, authorized, []string{"background_check_results",
 				"transition BACKGROUND_CHECK_ALLOWED->INDIVIDUALIZED_ASSESSMENT BackgroundCheckCompleted",
 				"individualized_assessment_factors", "final_decision_rationale",
 				"transition INDIVIDUALIZED_ASSESSMENT->APPROVED AssessmentCompleted"}),
 		},
 		{
 			name: "adverse then denied", applicant: "record-deny", signal: true,
-			states: []string{"PREQUALIFICATION", "CONDITIONAL_OFFER", "BACKGROUND_CHECK_ALLOWED", "INDIVIDUALIZED_ASSESSMENT", "DENIED"},
-			chain: cat(offerChain, []string{authorized, "background_check_results",
+			rationale: map[string]any{"decision": "denied", "rationale": "findings [felony, 2023] bear directly on the safety of residents; denial necessary"},
+			states:    []string{"PREQUALIFICATION", "CONDITIONAL_OFFER", "BACKGROUND_CHECK_ALLOWED", "INDIVIDUALIZED_ASSESSMENT", "DENIED"},
+			chain: cat(offerChain, authorized, []string{"background_check_results",
 				"transition BACKGROUND_CHECK_ALLOWED->INDIVIDUALIZED_ASSESSMENT BackgroundCheckCompleted",
 				"individualized_assessment_factors", "final_decision_rationale",
 				"transition INDIVIDUALIZED_ASSESSMENT->DENIED AssessmentCompleted"}),
 		},
 		{
 			name: "no authorization in 7 days", applicant: "clean", timeout: true,
+			rationale: map[string]any{"decision": "denied", "authorizationWindow": "168h0m0s",
+				"rationale": "the background check authorization was not signed within the authorization window of 168h0m0s after the conditional offer"},
 			states: []string{"PREQUALIFICATION", "CONDITIONAL_OFFER", "DENIED"},
-			chain:  cat(offerChain, []string{"transition CONDITIONAL_OFFER->DENIED AuthorizationTimeout"}),
+			chain:  cat(offerChain, []string{"transition CONDITIONAL_OFFER->DENIED AuthorizationTimeout", "final_decision_rationale"}),
 		},
 	}
 	for _, tc := range tests {
@@ -302,6 +346,15 @@ func TestBranches(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.chain, e.chain(t, id)); diff != "" {
 				t.Errorf("evidence (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.rationale, e.rationale(t, id)); diff != "" {
+				t.Errorf("final decision rationale (-want +got):\n%s", diff)
+			}
+			if tc.signal {
+				want := map[string]any{"signedAt": "2026-03-02T10:00:00Z", "signedBy": "user_456"}
+				if diff := cmp.Diff(want, e.payload(t, id, compliance.EvidenceAuthorization)); diff != "" {
+					t.Errorf("background check authorization (-want +got):\n%s", diff)
+				}
 			}
 			got, err := e.wf.GetWorkflow(ctx, id)
 			if err != nil {
@@ -581,7 +634,7 @@ func TestCrashAfterActivity(t *testing.T) {
 	if check := find(ex, "background-check"); check.Attempt != 1 || check.ConsumedRunID != id {
 		t.Errorf("check after recovery: %+v, want one try, consumed by the run", check)
 	}
-	want := cat(offerChain, []string{authorized, "background_check_results", "final_decision_rationale",
+	want := cat(offerChain, authorized, []string{"background_check_results", "final_decision_rationale",
 		"transition BACKGROUND_CHECK_ALLOWED->APPROVED BackgroundCheckCompleted"})
 	if diff := cmp.Diff(want, e.chain(t, id)); diff != "" {
 		t.Errorf("evidence (-want +got):\n%s", diff)

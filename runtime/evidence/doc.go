@@ -16,6 +16,13 @@
 // transition and its handler's effects, whoever made it (a worker, a
 // signal, a timer), or not at all. Types that are not enabled pay nothing.
 //
+// A transition that no handler makes, a timer's or a signal's, has no
+// handler to log the evidence it implies. Implied installs, per (type,
+// event), a trigger that logs that step (evidence.<kind>, a fixed payload
+// with the event's merged in) right after the transition's row, in its
+// transaction, whoever fires it: FCHA's authorization timeout records the
+// denial's final decision rationale that way.
+//
 // evidence_records is append-only: UPDATE, DELETE and TRUNCATE fail with
 // SQLSTATE FS007 (ErrAppendOnly once translated).
 //

@@ -52,6 +52,39 @@ WHEN (NEW.workflow_type = `+lit+`) EXECUTE FUNCTION fsmgen_evidence_append()`)
 	return nil
 }
 
+// Implied makes every transition of a run of workflowType on event also
+// record evidence of kind kind: a trigger on workflow_step_logs logs the
+// step evidence.<kind>, after the transition's row, in its transaction and
+// at the state it reached, with payload (a JSON object) and the event's
+// payload merged into it. It is the evidence of a transition that no
+// handler makes, and so no handler logs: a timer's ("the authorization
+// window closed": the decision's rationale) or a signal's. Call Enable for
+// the type too, which chains the step like any other; Implied is
+// idempotent per (type, event, kind) and, like Enable, for set-up.
+func Implied(ctx context.Context, q Querier, workflowType, event, kind string, payload any) error {
+	for _, s := range []string{workflowType, event, kind} {
+		if s == "" || strings.ContainsRune(s, 0) {
+			return fmt.Errorf("evidence: implied %q on %s/%s: invalid name", kind, workflowType, event)
+		}
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil || len(raw) == 0 || raw[0] != '{' {
+		return fmt.Errorf("evidence: implied %s on %s/%s: the payload must be a JSON object (%v)", kind, workflowType, event, err)
+	}
+	lit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	sum := md5.Sum([]byte(workflowType + "\x00" + event + "\x00" + kind))
+	// The name sorts after Enable's evidence_<hex> triggers, which fire
+	// first: the transition is recorded, then the step it implies.
+	name := "evidence_implied_" + hex.EncodeToString(sum[:8])
+	_, err = q.Exec(ctx, `CREATE OR REPLACE TRIGGER `+name+` AFTER INSERT ON workflow_step_logs FOR EACH ROW
+WHEN (NEW.workflow_type = `+lit(workflowType)+` AND NEW.kind = 'transition' AND NEW.event = `+lit(event)+`)
+EXECUTE FUNCTION fsmgen_evidence_implied(`+lit(kind)+`, `+lit(string(raw))+`)`)
+	if err != nil {
+		return fmt.Errorf("evidence: implied %s on %s/%s: %w", kind, workflowType, event, err)
+	}
+	return nil
+}
+
 // Record is one evidence record.
 type Record struct {
 	// ID is the record's id in evidence_records.

@@ -174,15 +174,15 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 		": PREQUALIFICATION -> CONDITIONAL_OFFER -> DENIED; approved false\n",
 		"signal refused: the authorization window of 168h0m0s closed at ",
 		"  chain verified: 5 records, head ",
-		"  chain verified: 9 records, head ",
-		"  chain verified: 6 records, head ",
+		"  chain verified: 10 records, head ",
+		"  chain verified: 7 records, head ",
 	} {
 		if !strings.Contains(fchaPart, want) {
 			t.Errorf("the FCHA demo lacks %q:\n%s", want, fchaPart)
 		}
 	}
-	if n := strings.Count(fchaPart, "  chain verified: 11 records, head "); n != 2 {
-		t.Errorf("%d assessed runs with 11 evidence records, want 2:\n%s", n, fchaPart)
+	if n := strings.Count(fchaPart, "  chain verified: 12 records, head "); n != 2 {
+		t.Errorf("%d assessed runs with 12 evidence records, want 2:\n%s", n, fchaPart)
 	}
 	entries, err := os.ReadDir(runsDir)
 	if err != nil || len(entries) != 2 {

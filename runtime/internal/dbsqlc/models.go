@@ -50,6 +50,27 @@ type WorkflowDefinition struct {
 	CreatedAt    pgtype.Timestamptz
 }
 
+type WorkflowExecution struct {
+	ID              pgtype.UUID
+	WorkflowID      string
+	RunID           pgtype.UUID
+	WorkflowName    string
+	WorkflowVersion int32
+	Status          string
+	Input           []byte
+	Output          []byte
+	Outcome         string
+	Error           string
+	CurrentStep     string
+	StateHistory    []byte
+	ActorID         pgtype.UUID
+	OrganizationID  string
+	StartedAt       pgtype.Timestamptz
+	CompletedAt     pgtype.Timestamptz
+	AttemptNo       int32
+	EvidenceIds     []int64
+}
+
 type WorkflowMove struct {
 	WorkflowType string
 	Version      int32
