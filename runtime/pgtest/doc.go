@@ -38,6 +38,9 @@
 // which takes milliseconds, so tests can run in parallel without seeing each
 // other's rows. The database is dropped when the test ends.
 //
+// An Example has no testing.TB: OpenPool gives it a database of its own
+// the same way, dropped when Main ends.
+//
 // # The invariant check
 //
 // After every test that used NewPool, [CheckInvariants] runs on its database

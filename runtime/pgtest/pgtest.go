@@ -79,6 +79,7 @@ func teardown() {
 		if srv == nil {
 			return
 		}
+		closeOpened()
 		if srv.cluster == nil && srv.admin != nil && srv.template != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			_, _ = srv.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{srv.template}.Sanitize()+" WITH (FORCE)")
@@ -293,6 +294,56 @@ func NewPool(tb testing.TB, opts ...Option) *pgxpool.Pool {
 	// Registered after the database's cleanup, so it runs before it.
 	tb.Cleanup(pool.Close)
 	return pool
+}
+
+// opened are the databases OpenPool made, with their pools, for teardown.
+var (
+	openedMu sync.Mutex
+	opened   []openedDB
+)
+
+type openedDB struct {
+	name string
+	pool *pgxpool.Pool
+}
+
+// OpenPool creates a migrated database like NewPool, for code that has no
+// testing.TB: an Example of a package whose TestMain calls Main. Its pool
+// is closed and the database dropped when Main ends, after the package's
+// tests and examples; no invariant check runs on it.
+func OpenPool(ctx context.Context) (*pgxpool.Pool, error) {
+	if !mainRunning.Load() {
+		return nil, errors.New("pgtest: the package's tests must run through pgtest.Main: add func TestMain(m *testing.M) { pgtest.Main(m) }")
+	}
+	s, err := setup()
+	if err != nil {
+		return nil, err
+	}
+	name := "fsmgen_test_" + randomHex(8)
+	if _, err := s.admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{s.template}.Sanitize()); err != nil {
+		return nil, fmt.Errorf("pgtest: create database %s: %w", name, err)
+	}
+	pool, err := pgxpool.New(ctx, s.dsn(name))
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+	openedMu.Lock()
+	defer openedMu.Unlock()
+	opened = append(opened, openedDB{name: name, pool: pool})
+	return pool, nil
+}
+
+// closeOpened closes the pools of OpenPool and drops their databases.
+func closeOpened() {
+	openedMu.Lock()
+	defer openedMu.Unlock()
+	for _, o := range opened {
+		o.pool.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, _ = srv.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{o.name}.Sanitize()+" WITH (FORCE)")
+		cancel()
+	}
+	opened = nil
 }
 
 // Querier is what CheckInvariants needs: *pgx.Conn, *pgxpool.Pool and pgx.Tx

@@ -1,0 +1,2 @@
+// Package otelfsm traces and measures the fsmgen engine with OpenTelemetry.
+package otelfsm
