@@ -47,7 +47,12 @@
 //     than the initial one. A write shaped like the runtime's transitions
 //     (row_version + 1, previous_state the state left, status the state
 //     entered's) is checked by the foreign key [ConstraintMove] to
-//     workflow_moves instead, and refused with its SQLSTATE, 23503;
+//     workflow_moves instead, and refused with its SQLSTATE, 23503. A
+//     change of definition_version with the same attempt_no is a migration
+//     of a live run: refused with this SQLSTATE unless the first rule of
+//     the registered migration (workflow_migrations and
+//     workflow_migration_rules) for the run's state whose condition on its
+//     current attempt's events admits it moves it to the new state;
 //   - [SQLStateLogImmutable]: UPDATE, DELETE or TRUNCATE of workflow_step_logs;
 //   - [SQLStateRunImmutable]: a change of a run's id, type or idempotency key,
 //     or of its attempt number or definition version other than the reset of
@@ -55,8 +60,9 @@
 //     row_version set by hand; result or finished_at on a run in a running
 //     state;
 //   - [SQLStateDefinitionImmutable]: UPDATE or DELETE of a registered
-//     definition, state or transition, or an INSERT of a state or transition
-//     of a definition registered by an earlier transaction;
+//     definition, state, transition or migration, or an INSERT of a state
+//     or transition of a definition, or of a rule of a migration,
+//     registered by an earlier transaction;
 //   - [SQLStateUnlogged]: a change of state without its log row (the row of
 //     the same run and row version, ending in the new state), or a log row
 //     of a change of state that did not happen (a second one for the same

@@ -323,7 +323,7 @@ func (e *Engine) drive(c enginestore.Claim, stop <-chan struct{}, hbase context.
 	s.reg = e.lookup(c.Run.Type, c.Run.Version)
 	if s.reg == nil {
 		s.release(enginestore.KeepDue)
-		return s.run, runErr("drive", c.Run.ID, fmt.Errorf("%w: %s v%d", ErrNotRegistered, c.Run.Type, c.Run.Version))
+		return s.run, runErr("drive", c.Run.ID, s.e.notRegistered(c.Run.Type, c.Run.Version))
 	}
 	err := s.driveSession()
 	if s.held {
@@ -491,7 +491,7 @@ func (e *Engine) attemptEvents(ctx context.Context, reg *registered, run store.R
 func (e *Engine) decodeEvents(reg *registered, run store.Run, logged []enginestore.LoggedEvent) []runtime.Event {
 	var events []runtime.Event
 	for _, l := range logged {
-		ev, err := decode(reg, l.Name, l.Payload)
+		ev, err := decodeLogged(reg, l.Name, l.Payload)
 		if err != nil {
 			e.log.Warn("a logged event does not decode; handlers will not see it", "run", run.ID, "event", l.Name, "err", err)
 			continue

@@ -240,6 +240,11 @@ type registered struct {
 	// internal maps the events the engine fires as timers or on exhausted
 	// states, and that are not external, to a description of that.
 	internal map[string]string
+	// defaults holds, by event, the payload defaults of the migrations
+	// into this version; migrated reports that runs may have moved here
+	// from an older version.
+	defaults map[string][]runtime.FieldDefault
+	migrated bool
 }
 
 // Engine drives runs of registered machines durably. It is safe for
@@ -302,7 +307,11 @@ func (e *Engine) Register(ctx context.Context, d runtime.Driver, opts ...Registe
 	if err := e.st.Register(ctx, def); err != nil {
 		return err
 	}
+	if err := e.registerMigrations(ctx, def); err != nil {
+		return err
+	}
 	r := &registered{driver: d, def: def, fields: map[string]map[string]bool{}, internal: internalEvents(def)}
+	r.migrationDefaults()
 	for _, o := range opts {
 		o(r)
 	}
@@ -481,7 +490,7 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID string, build func(
 		}
 		r := e.lookup(run.Type, run.Version)
 		if r == nil {
-			return run, runErr(op, runID, fmt.Errorf("%w: %s v%d", ErrNotRegistered, run.Type, run.Version))
+			return run, runErr(op, runID, e.notRegistered(run.Type, run.Version))
 		}
 		var ev runtime.Event
 		var res *store.Result

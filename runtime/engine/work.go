@@ -248,7 +248,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 		}
 		r := e.lookup(run.Type, run.Version)
 		if r == nil {
-			return run, runErr("drive", runID, fmt.Errorf("%w: %s v%d", ErrNotRegistered, run.Type, run.Version))
+			return run, runErr("drive", runID, e.notRegistered(run.Type, run.Version))
 		}
 		st, _ := r.def.State(run.State)
 		if run.Terminal() || st.Wait || !run.ParkedAt.IsZero() || run.NextRunAt.IsZero() {

@@ -425,6 +425,12 @@ WITH changes AS (
                 WHERE s.workflow_type = c.workflow_type AND s.version = c.prev_definition_version
                   AND s.state = c.state_before AND s.status = 'failed'))
             THEN 'a restart that is not from a failed state to the initial state'
+        WHEN c.kind = 'migrated' AND NOT EXISTS (
+            SELECT 1 FROM workflow_migration_rules m
+            WHERE m.workflow_type = c.workflow_type AND m.from_version = c.prev_definition_version
+              AND m.to_version = c.definition_version AND m.from_state = c.state_before
+              AND m.to_state = c.state_after)
+            THEN 'a migration that no registered migration declares'
         END AS problem) p
     WHERE p.problem IS NOT NULL
 )

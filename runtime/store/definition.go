@@ -250,5 +250,12 @@ func conflict(have, want runtime.Definition) error {
 	if len(diffs) > maxDifferences {
 		diffs = append(diffs[:maxDifferences], fmt.Sprintf("and %d more differences", len(diffs)-maxDifferences))
 	}
-	return fmt.Errorf("%w: %s; bump the version", ErrDefinitionConflict, strings.Join(diffs, "; "))
+	return fmt.Errorf("%w: %s; %s", ErrDefinitionConflict, strings.Join(diffs, "; "), bumpHint(want))
+}
+
+// bumpHint says what to do about a changed definition registered under a
+// registered version.
+func bumpHint(def runtime.Definition) string {
+	return fmt.Sprintf("bump the version (version %d in the .fsm file) and keep version %d's machine beside it, registered while its runs live; then migrate or drain them (see Changing a machine in the README)",
+		def.Version+1, def.Version)
 }

@@ -71,6 +71,28 @@ type WorkflowExecution struct {
 	EvidenceIds     []int64
 }
 
+type WorkflowMigration struct {
+	WorkflowType string
+	FromVersion  int32
+	ToVersion    int32
+	Drain        bool
+	Digest       string
+	Migration    []byte
+	CreatedAt    pgtype.Timestamptz
+}
+
+type WorkflowMigrationRule struct {
+	WorkflowType string
+	FromVersion  int32
+	ToVersion    int32
+	Ordinal      int32
+	FromState    string
+	ToState      pgtype.Text
+	Drain        bool
+	WhenEvent    pgtype.Text
+	UnlessEvent  bool
+}
+
 type WorkflowMove struct {
 	WorkflowType string
 	Version      int32

@@ -1,0 +1,3 @@
+package shipping
+
+//go:generate go tool fsmgen shipment.fsm
