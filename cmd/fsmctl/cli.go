@@ -49,6 +49,7 @@ func commands() []*command {
 		definitionsListCommand(), definitionsShowCommand(),
 		chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand(),
 		outboxStatusCommand(),
+		versionsStatusCommand(), versionsPlanCommand(), versionsMigrateCommand(),
 	}
 }
 

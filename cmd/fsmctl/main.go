@@ -20,6 +20,9 @@
 //	fsmctl chains show ID
 //	fsmctl export <run_id> [--format json|csv] [--runs-dir DIR] [--out FILE] [--from-db]
 //	fsmctl outbox status [-o json]
+//	fsmctl versions status TYPE
+//	fsmctl versions plan [-limit N] TYPE FROM TO
+//	fsmctl versions migrate [-batch N] [-wait D] TYPE FROM TO
 //	fsmctl help [command]
 //
 // runs signal and runs cancel work on any registered machine without its Go
