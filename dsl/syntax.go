@@ -210,6 +210,18 @@ type syntaxScanner struct {
 	i      int
 	diags  Diagnostics
 	chunks []chunk
+	// machines records each machine block found, for ParsePartial.
+	machines []scannedMachine
+}
+
+// scannedMachine is a machine block as the scanner found it: its keyword's
+// position, its name ("" when missing), the chunks of its body
+// (chunks[first:last]) and where the block ends.
+type scannedMachine struct {
+	pos         lexer.Position
+	name        string
+	first, last int
+	end         lexer.Position
 }
 
 func (s *syntaxScanner) at(i int) lexer.Token {
@@ -323,6 +335,14 @@ func (s *syntaxScanner) machine() {
 	kw := s.peek()
 	s.i++
 	name := ""
+	first := len(s.chunks)
+	defer func() {
+		end := s.peek().Pos
+		if s.i > 0 && isPunct(s.at(s.i-1), "}") {
+			end = endOf(s.at(s.i - 1))
+		}
+		s.machines = append(s.machines, scannedMachine{pos: kw.Pos, name: name, first: first, last: len(s.chunks), end: end})
+	}()
 	if t := s.peek(); t.Type == identToken {
 		name = t.Value
 		s.i++
@@ -421,13 +441,18 @@ func (l *chunkLexer) Next() (lexer.Token, error) {
 
 // parseChunk parses a chunk with the grammar, and returns its error.
 func parseChunk(ch chunk) error {
+	_, err := parseChunkItems(ch)
+	return err
+}
+
+// parseChunkItems parses a chunk with the grammar, and returns its items.
+func parseChunkItems(ch chunk) (*itemList, error) {
 	toks := append(slices.Clone(ch.toks), lexer.Token{Type: lexer.EOF, Pos: ch.next.Pos})
 	peeker, err := lexer.Upgrade(&chunkLexer{toks: toks})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = chunkParser.ParseFromLexer(peeker)
-	return err
+	return chunkParser.ParseFromLexer(peeker)
 }
 
 // recognize returns the syntax error of a chunk the grammar rejected with

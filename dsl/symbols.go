@@ -1,0 +1,202 @@
+package dsl
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// SymbolKind tells what a name in a .fsm file stands for.
+type SymbolKind int
+
+// The kinds of names a machine declares and refers to.
+const (
+	StateSymbol SymbolKind = iota + 1
+	EventSymbol
+	GuardSymbol
+)
+
+// String returns "state", "event" or "guard".
+func (k SymbolKind) String() string {
+	switch k {
+	case StateSymbol:
+		return "state"
+	case EventSymbol:
+		return "event"
+	case GuardSymbol:
+		return "guard"
+	}
+	return "symbol"
+}
+
+// Ref is one occurrence of a state, event or guard name in a file: its
+// declaration, or a use of it (in a transition row, a timer, a retry
+// policy's else clause or the cancel declaration).
+type Ref struct {
+	Kind SymbolKind
+	Name string
+	// Machine is the machine block the name occurs in; names are scoped by
+	// machine.
+	Machine *MachineDecl
+	// Item is the declaration or row the name occurs in.
+	Item *Item
+	// Pos is the position of the name's first character and End that of
+	// the character after its last.
+	Pos, End lexer.Position
+	// Decl reports whether the occurrence declares the name.
+	Decl bool
+}
+
+// Same reports whether r and o name the same symbol: the same kind of
+// name, spelled the same, in the same machine.
+func (r Ref) Same(o Ref) bool {
+	return r.Kind == o.Kind && r.Name == o.Name && r.Machine == o.Machine
+}
+
+// Refs returns every occurrence of a state, event or guard name in f, in
+// source order. It works on any File, also one from ParsePartial, and
+// resolves nothing: a use of a name that is not declared is listed too.
+func Refs(f *File) []Ref {
+	var out []Ref
+	for _, md := range f.Machines {
+		for _, it := range md.Items {
+			add := func(kind SymbolKind, name string, pos lexer.Position, decl bool) {
+				end := pos
+				end.Advance(name)
+				out = append(out, Ref{Kind: kind, Name: name, Machine: md, Item: it, Pos: pos, End: end, Decl: decl})
+			}
+			addName := func(kind SymbolKind, n *Name, decl bool) {
+				if n != nil && n.Value != "" {
+					add(kind, n.Value, n.Pos, decl)
+				}
+			}
+			switch {
+			case it.Cancel != nil:
+				addName(EventSymbol, it.Cancel.Event, false)
+			case it.State != nil:
+				addName(StateSymbol, it.State.Name, true)
+				for _, o := range it.State.Options {
+					switch {
+					case o.Retry != nil:
+						addName(EventSymbol, o.Retry.Else, false)
+					case o.Timer != nil:
+						addName(EventSymbol, o.Timer.Event, false)
+					}
+				}
+			case it.Event != nil:
+				addName(EventSymbol, it.Event.Name, true)
+			case it.Guard != nil:
+				addName(GuardSymbol, it.Guard.Name, true)
+			case it.Transition != nil:
+				t := it.Transition
+				for _, ref := range t.From {
+					if !ref.Star {
+						add(StateSymbol, ref.Name, ref.Pos, false)
+					}
+				}
+				addName(StateSymbol, t.To, false)
+				addName(EventSymbol, t.Event, false)
+				if t.Guard != nil {
+					addName(GuardSymbol, t.Guard.Name, false)
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Ref) int { return a.Pos.Offset - b.Pos.Offset })
+	return out
+}
+
+// RefAt returns the occurrence of a name in f that covers line:col, as
+// positions count them (1-based, columns in characters). A position just
+// after a name's last character counts as on it, as an editor's cursor at
+// the end of a word does.
+func RefAt(f *File, line, col int) (Ref, bool) {
+	for _, r := range Refs(f) {
+		if r.Pos.Line == line && r.Pos.Column <= col && col <= r.End.Column {
+			return r, true
+		}
+	}
+	return Ref{}, false
+}
+
+// Decl returns the declaration of the symbol r names, and false when its
+// machine declares none.
+func Decl(f *File, r Ref) (Ref, bool) {
+	for _, d := range Refs(f) {
+		if d.Decl && d.Same(r) {
+			return d, true
+		}
+	}
+	return Ref{}, false
+}
+
+// Suggestion returns the name that d proposes with "did you mean", or ""
+// when it proposes none. The name replaces the text that starts at d.Pos
+// and ends at d.End.
+func (d Diagnostic) Suggestion() string {
+	const hint = "; did you mean "
+	i := strings.LastIndex(d.Message, hint)
+	if i < 0 || !strings.HasSuffix(d.Message, "?") {
+		return ""
+	}
+	return d.Message[i+len(hint) : len(d.Message)-1]
+}
+
+// End returns the position just after the text that d is about, in src,
+// the source d was reported for: the token at d.Pos, with a dotted name
+// (time.Duraton) taken whole. It is d.Pos when nothing can be read there
+// (the end of the file), and one character past d.Pos for a character the
+// lexer cannot read.
+func (d Diagnostic) End(src []byte) lexer.Position {
+	src = trimBOM(src)
+	start := d.Pos
+	if start.Offset < 0 || start.Offset >= len(src) {
+		return start
+	}
+	lx, err := fsmLexer.LexString(start.Filename, string(src[start.Offset:]))
+	if err != nil {
+		return start
+	}
+	end := start
+	first := true
+	for {
+		tok, err := lx.Next()
+		if err != nil || tok.EOF() {
+			break
+		}
+		if first {
+			if tok.Type == spaceToken || tok.Type == commentToken {
+				return start
+			}
+			end.Advance(tok.Value)
+			first = false
+			continue
+		}
+		// A "." and a name right after the token extend it.
+		if !isPunct(tok, ".") || tok.Pos.Offset+start.Offset != end.Offset {
+			break
+		}
+		name, err := lx.Next()
+		if err != nil || name.Type != identToken || name.Pos.Offset+start.Offset != end.Offset+1 {
+			break
+		}
+		end.Advance("." + name.Value)
+	}
+	if first {
+		// Not a token: one character.
+		r := []rune(string(src[start.Offset:min(len(src), start.Offset+4)]))
+		if len(r) > 0 && r[0] != '\n' {
+			end.Advance(string(r[0]))
+		}
+	}
+	return end
+}
+
+// trimBOM returns src without a leading byte order mark, as Parse reads it.
+func trimBOM(src []byte) []byte {
+	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
+		return src[3:]
+	}
+	return src
+}
