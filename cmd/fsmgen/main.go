@@ -3,12 +3,13 @@
 // Usage:
 //
 //	fsmgen [generate] FILE.fsm...          generate each machine's package, tests and diagrams
-//	fsmgen check FILE.fsm...               report errors and warnings, write nothing
+//	fsmgen check [-json] FILE.fsm...       report errors and warnings, write nothing
 //	fsmgen fmt [-l] [-w] [PATH...]         format .fsm files (stdin when no PATH)
 //	fsmgen diagram [-format mermaid|dot] [-machine NAME] FILE.fsm
 //	fsmgen sql -table TABLE -column COLUMN [-key COLS] [-log TABLE] [-machine NAME] [-o FILE] FILE.fsm
 //	fsmgen export -format xstate|scxml [-machine NAME] [-o FILE] FILE.fsm
 //	fsmgen import -format xstate [-o FILE.fsm] FILE.json
+//	fsmgen lsp                             the language server, for editors, on stdin and stdout
 //
 // Each machine of FILE.fsm becomes a package in the directory named after
 // it, next to FILE.fsm: the machine (fsm.go), its typed handle on durable
@@ -29,6 +30,20 @@
 // has errors or a file cannot be written, and 2 on a usage error. A defect
 // of fsmgen itself met while generating is reported as "fsmgen: internal
 // error generating FILE.fsm: ...", exits with 1 and writes nothing.
+//
+// check -json prints the diagnostics on standard output instead, as one
+// JSON list ([] when there is none) for editors and CI annotations: each
+// with file, line, column, endLine and endColumn (1-based, columns in
+// characters; the end is just after the name or token it is about),
+// severity ("error" or "warning"), message, and suggestion, the name a
+// "did you mean" proposes, when there is one. Its exit codes are check's.
+//
+// lsp runs a Language Server Protocol server on standard input and
+// output, which editors start for .fsm files: check's diagnostics as you
+// type, hover, definition, references, rename, completion, formatting, an
+// outline and a quick fix for "did you mean" (see the package
+// internal/lsp). It exits with 0 after the editor's shutdown and exit, 1
+// after an exit alone.
 //
 // Writing is all or nothing too: every changed file is first written to a
 // temporary file next to its target, and only when all of them (and the

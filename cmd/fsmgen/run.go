@@ -25,12 +25,13 @@ const (
 
 const usage = `usage:
 	fsmgen [generate] FILE.fsm...
-	fsmgen check FILE.fsm...
+	fsmgen check [-json] FILE.fsm...
 	fsmgen fmt [-l] [-w] [PATH...]
 	fsmgen diagram [-format mermaid|dot] [-machine NAME] FILE.fsm
 	fsmgen sql -table TABLE -column COLUMN [-key COLS] [-log TABLE] [-machine NAME] [-o FILE] FILE.fsm
 	fsmgen export -format xstate|scxml [-machine NAME] [-o FILE] FILE.fsm
 	fsmgen import -format xstate [-o FILE.fsm] FILE.json
+	fsmgen lsp
 `
 
 // run is the whole command, testable: it reads its arguments and streams
@@ -55,6 +56,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return export(args[1:], stdout, stderr)
 	case "import":
 		return importMachine(args[1:], stdout, stderr)
+	case "lsp":
+		return serveLSP(args[1:], stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -87,9 +90,17 @@ type loaded struct {
 // other, prints every diagnostic, and reports whether all of them are free
 // of errors. A file named twice (by the same cleaned path) is read once.
 func loadAll(paths []string, stderr io.Writer) ([]loaded, bool) {
+	return loadWith(paths, stderr, func(d dsl.Diagnostic, _ []byte) { fmt.Fprintln(stderr, d) })
+}
+
+// loadWith is loadAll handing each diagnostic, with the source of the file
+// it is about, to report instead of printing it. Errors reading a file are
+// printed to stderr.
+func loadWith(paths []string, stderr io.Writer, report func(d dsl.Diagnostic, src []byte)) ([]loaded, bool) {
 	var out []loaded
 	ok := true
 	seen := map[string]bool{}
+	srcs := map[string][]byte{}
 	for _, p := range paths {
 		key := absPath(p)
 		if seen[key] {
@@ -102,9 +113,10 @@ func loadAll(paths []string, stderr io.Writer) ([]loaded, bool) {
 			ok = false
 			continue
 		}
+		srcs[p] = src
 		spec, diags := dsl.Load(p, src)
 		for _, d := range diags {
-			fmt.Fprintln(stderr, d)
+			report(d, src)
 		}
 		if spec == nil {
 			ok = false
@@ -113,7 +125,7 @@ func loadAll(paths []string, stderr io.Writer) ([]loaded, bool) {
 		out = append(out, loaded{path: p, spec: spec})
 	}
 	for _, d := range crossCheck(out) {
-		fmt.Fprintln(stderr, d)
+		report(d, srcs[d.Pos.Filename])
 		ok = false
 	}
 	return out, ok
@@ -193,10 +205,18 @@ func fileArgs(cmd string, args []string, stderr io.Writer) ([]string, int) {
 	return fl.Args(), exitOK
 }
 
-func check(args []string, _, stderr io.Writer) int {
-	paths, code := fileArgs("check", args, stderr)
+func check(args []string, stdout, stderr io.Writer) int {
+	fl := newFlags("check", stderr)
+	asJSON := fl.Bool("json", false, "print the diagnostics as a JSON list on standard output")
+	if err := fl.Parse(args); err != nil {
+		return exitUsage
+	}
+	paths, code := fileArgs("check", fl.Args(), stderr)
 	if code != exitOK {
 		return code
+	}
+	if *asJSON {
+		return checkJSON(paths, stdout, stderr)
 	}
 	if _, ok := loadAll(paths, stderr); !ok {
 		return exitInput

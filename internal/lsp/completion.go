@@ -1,0 +1,148 @@
+package lsp
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.lsp.dev/protocol"
+
+	"github.com/fsmgen/fsmgen/dsl"
+)
+
+// itemKeywords are the words that start a declaration in a machine block,
+// as the grammar in the dsl package spells them.
+var itemKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard"}
+
+// lineToken matches the tokens of a line's text before the cursor, well
+// enough to tell what may come next: an arrow, a string, a comment, a
+// word or number, or one other character.
+var lineToken = regexp.MustCompile(`->|"(?:\\.|[^"\\])*"?|//.*|[A-Za-z0-9_.µ]+|\S`)
+
+// partialWord matches the word being typed at the end of a line's text.
+var partialWord = regexp.MustCompile(`[A-Za-z0-9_]*$`)
+
+// completion offers what may be written at the cursor, read from the
+// tokens before it on its line: state names after -> (or in a list of
+// source states), event names after on, cancel, else or a timer's
+// duration, guard names after when, unless or !, retry presets after
+// retry, and keywords where a declaration, an option or a clause goes.
+// The word being typed is left to the editor to filter by.
+func (d *document) completion(p *protocol.CompletionParams) (*protocol.CompletionList, error) {
+	line, _, offset := d.dslPos(p.Position)
+	prefix := d.text[d.lines[line-1]:offset]
+	prefix = prefix[:len(prefix)-len(partialWord.FindString(prefix))]
+	toks := lineToken.FindAllString(prefix, -1)
+	if slices.ContainsFunc(toks, func(t string) bool { return strings.HasPrefix(t, "//") }) {
+		return &protocol.CompletionList{Items: []protocol.CompletionItem{}}, nil
+	}
+	m := d.machineAt(line)
+	var items []protocol.CompletionItem
+	if m == nil {
+		items = keywords("machine")
+	} else {
+		items = d.complete(m, toks)
+	}
+	if items == nil {
+		items = []protocol.CompletionItem{}
+	}
+	return &protocol.CompletionList{Items: items}, nil
+}
+
+// machineAt returns the machine block that holds line, nil when none
+// does.
+func (d *document) machineAt(line int) *dsl.MachineDecl {
+	for _, m := range d.file.Machines {
+		if m.Pos.Line < line && line <= m.EndPos.Line {
+			return m
+		}
+	}
+	return nil
+}
+
+func (d *document) complete(m *dsl.MachineDecl, toks []string) []protocol.CompletionItem {
+	n := len(toks)
+	if n == 0 {
+		return append(keywords(itemKeywords...), d.names(m, dsl.StateSymbol)...)
+	}
+	last, first := toks[n-1], toks[0]
+	row := slices.Contains(toks, "->")
+	switch {
+	case last == "->":
+		return d.names(m, dsl.StateSymbol)
+	case last == "on" || last == "cancel" || last == "else" || n >= 2 && toks[n-2] == "after":
+		return d.names(m, dsl.EventSymbol)
+	case last == "when" || last == "unless" || last == "!" && n >= 2 && toks[n-2] == "when":
+		return d.names(m, dsl.GuardSymbol)
+	case last == "retry":
+		return d.presets()
+	case last == "," && !row && !slices.Contains(itemKeywords, first):
+		return d.names(m, dsl.StateSymbol)
+	case row:
+		switch {
+		case toks[n-2] == "->":
+			return keywords("on")
+		case n >= 2 && toks[n-2] == "on":
+			return keywords("when", "unless", "outcome")
+		case n >= 3 && (toks[n-2] == "when" || toks[n-2] == "unless" || toks[n-2] == "!"):
+			return keywords("outcome")
+		}
+	case first == "final":
+		switch n {
+		case 2:
+			return keywords("succeeded", "failed", "cancelled")
+		case 3:
+			return keywords("outcome")
+		}
+	case (first == "initial" || first == "state") && n >= 2:
+		opts := []string{"wait", "retry", "after"}
+		if slices.Contains(toks, "retry") {
+			opts = append(opts, "backoff", "factor", "max", "jitter", "nonretryable", "else")
+		}
+		return keywords(opts...)
+	}
+	return nil
+}
+
+func keywords(words ...string) []protocol.CompletionItem {
+	out := make([]protocol.CompletionItem, len(words))
+	for i, w := range words {
+		out[i] = protocol.CompletionItem{Label: w, Kind: protocol.CompletionItemKindKeyword}
+	}
+	return out
+}
+
+// names returns the names of kind that machine m declares, in
+// declaration order.
+func (d *document) names(m *dsl.MachineDecl, kind dsl.SymbolKind) []protocol.CompletionItem {
+	out := []protocol.CompletionItem{}
+	seen := map[string]bool{}
+	for _, r := range dsl.Refs(d.file) {
+		if !r.Decl || r.Machine != m || r.Kind != kind || seen[r.Name] {
+			continue
+		}
+		seen[r.Name] = true
+		item := protocol.CompletionItem{Label: r.Name}
+		switch kind {
+		case dsl.StateSymbol:
+			item.Kind, item.Detail = protocol.CompletionItemKindEnumMember, stateDetail(r.Item.State)
+		case dsl.EventSymbol:
+			item.Kind, item.Detail = protocol.CompletionItemKindEvent, eventDetail(r.Item.Event)
+		case dsl.GuardSymbol:
+			item.Kind, item.Detail = protocol.CompletionItemKindFunction, "guard"
+		}
+		if len(r.Item.Doc) > 0 {
+			item.Documentation = strings.Join(r.Item.Doc, "\n")
+		}
+		out = append(out, item)
+	}
+	return out
+}
+
+func (d *document) presets() []protocol.CompletionItem {
+	out := make([]protocol.CompletionItem, len(dsl.RetryPresets))
+	for i, p := range dsl.RetryPresets {
+		out[i] = protocol.CompletionItem{Label: p, Kind: protocol.CompletionItemKindConstant, Detail: "retry policy"}
+	}
+	return out
+}
