@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -92,23 +95,36 @@ func TestCheckJSON(t *testing.T) {
 	}
 }
 
-// TestLSPCommand runs fsmgen lsp as the command runs it, on pipes: the
-// diagnostics of an opened file arrive, and the exit code follows the
-// protocol (0 after shutdown and exit, 1 after exit alone).
+// TestLSPCommand runs fsmgen lsp as a process of its own (the test
+// binary, as fsmgen) on the pipes an editor gives it: the diagnostics of an
+// opened file arrive, and the process ends with the exit code the
+// protocol asks for: 0 after shutdown and exit, 1 after exit alone.
 func TestLSPCommand(t *testing.T) {
 	t.Parallel()
 	for _, shutdown := range []bool{true, false} {
-		serverIn, clientOut := io.Pipe()
-		clientIn, serverOut := io.Pipe()
-		exit := make(chan int, 1)
+		cmd := exec.Command(os.Args[0], "lsp", "-stdio")
+		cmd.Env = append(os.Environ(), asMain+"=1")
 		var stderr strings.Builder
-		go func() {
-			code := run([]string{"lsp", "-stdio"}, serverIn, serverOut, &stderr)
-			serverOut.Close()
-			exit <- code
-		}()
+		cmd.Stderr = &stderr
+		// Standard input is a blocking pipe, as most editors give it (Go's
+		// own pipes are non-blocking, and a read of them ends when the file
+		// is closed, which hides a server that waits for that).
+		var fds [2]int
+		if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		stdinR, stdin := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "stdin")
+		cmd.Stdin = stdinR
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		stdinR.Close()
 		ctx := t.Context()
-		conn := jsonrpc2.NewConn(jsonrpc2.NewStream(pipes{clientIn, clientOut}))
+		conn := jsonrpc2.NewConn(jsonrpc2.NewStream(pipes{stdout, stdin}))
 		diags := make(chan protocol.PublishDiagnosticsParams, 1)
 		conn.Go(ctx, func(ctx context.Context, reply jsonrpc2.Replier, req jsonrpc2.Request) error {
 			if req.Method() == protocol.MethodTextDocumentPublishDiagnostics {
@@ -145,16 +161,29 @@ func TestLSPCommand(t *testing.T) {
 		if err := conn.Notify(ctx, protocol.MethodExit, nil); err != nil {
 			t.Fatal(err)
 		}
-		if code := <-exit; code != want || stderr.String() != "" {
+		err = cmd.Wait()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != want || stderr.String() != "" {
 			t.Errorf("shutdown %v: exit %d, stderr %q; want exit %d", shutdown, code, stderr.String(), want)
 		}
 		conn.Close()
+		stdin.Close()
 	}
 }
 
+// pipes joins the process's standard output and input into one stream.
+// Closing it closes standard output only: the connection closes its
+// stream when the process's output ends, and an editor that keeps the
+// process's input open must not keep the process alive.
 type pipes struct {
-	*io.PipeReader
-	*io.PipeWriter
+	io.ReadCloser
+	io.Writer
 }
 
-func (p pipes) Close() error { return errors.Join(p.PipeReader.Close(), p.PipeWriter.Close()) }
+func (p pipes) Close() error { return p.ReadCloser.Close() }

@@ -34,14 +34,15 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	conn := jsonrpc2.NewConn(jsonrpc2.NewStream(&pipe{in: in, out: out}))
 	s := &server{conn: conn, docs: map[protocol.DocumentURI]*document{}, exited: make(chan struct{})}
 	conn.Go(ctx, protocol.Handlers(s.handle))
+	// After exit, the connection is closed but not waited for: a read
+	// blocked on a terminal or a pipe that is not in non-blocking mode
+	// (standard input, often) does not return when its file is closed.
 	select {
 	case <-s.exited:
 		conn.Close()
-		<-conn.Done()
 	case <-conn.Done():
 	case <-ctx.Done():
 		conn.Close()
-		<-conn.Done()
 		return ctx.Err()
 	}
 	s.mu.Lock()
