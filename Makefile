@@ -7,7 +7,7 @@ FUZZTIME ?= 2m
 # The directories whose Node tests make test runs, npm ci'd first.
 NPM_DIRS = editors/interop
 
-.PHONY: all generate sqlc npm-ci test check-generated bench lint lint-generated docs fuzz demo demo-temporal temporal-cli
+.PHONY: all generate sqlc npm-ci test check-generated bench lint lint-generated docs fuzz demo demo-temporal demo-nats temporal-cli
 
 all: generate test
 
@@ -46,6 +46,11 @@ temporal-cli:
 	@if [ -z "$$TEMPORAL_CLI" ] && ! command -v temporal >/dev/null 2>&1 && [ ! -x "$(GOBIN_PATH)/temporal" ]; then \
 		echo "building the Temporal CLI $(TEMPORAL_CLI_VERSION) (go install, once)"; \
 		$(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION); fi
+
+# The outbox relayed to NATS JetStream, on a nats-server it starts (and on
+# DATABASE_URL's database, or a throwaway cluster).
+demo-nats:
+	cd contrib/nats && $(GO) run ./cmd/outboxdemo
 
 # The FCHA demo on Temporal, on a dev server it starts.
 demo-temporal: temporal-cli

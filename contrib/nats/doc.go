@@ -61,6 +61,13 @@
 // until the relay's publish timeout; nats.MaxReconnects(-1) keeps
 // reconnecting for good.
 //
+// # Demo
+//
+// cmd/outboxdemo (make demo-nats) relays the messages of a few runs through
+// a nats-server it starts, drops the first acknowledgement on purpose, and
+// prints what a consumer of the stream receives: every message once, each
+// run's in order, the dropped one reported a duplicate when published again.
+//
 // # Tests
 //
 // The tests start their own nats-server (package natsserver: $NATS_SERVER,
