@@ -143,7 +143,10 @@
 // an error; and a target with timers its source does not have says how
 // they count: timers keep (from when the run entered its state) or
 // timers restart (from the migration). Every error names its position,
-// with a "did you mean" for a mistyped state or event.
+// with a "did you mean" for a mistyped state or event. A state kept by
+// name that this version enters from other states than the older one did
+// draws a warning: its meaning may have changed (a step split in two), and
+// a rule that names it, even "X -> X", says that keeping it is intended.
 //
 // # Syntax errors
 //

@@ -218,6 +218,9 @@ func (mc *migrationChecker) check(d *MigrateDecl) {
 			if !rule.Drain {
 				mc.target(rule)
 			}
+			if rule.Implicit {
+				mc.keptByName(rule)
+			}
 		}
 		mc.mg.Rules = append(mc.mg.Rules, rules...)
 	}
@@ -513,4 +516,27 @@ func defaultValue(t Type, lit string) (json.RawMessage, error) {
 		}
 		return json.RawMessage(lit), nil
 	}
+}
+
+// keptByName warns about a state kept by name that the newer version
+// enters from other states than the older one did: its meaning may have
+// changed (a step split in two, say), and the runs in it would skip what
+// now comes before it.
+func (mc *migrationChecker) keptByName(rule *MigrationRule) {
+	before := func(m *Machine, s *State) []string {
+		var out []string
+		for _, t := range m.Transitions {
+			if t.To == s && t.From != s && !slices.Contains(out, t.From.Name) {
+				out = append(out, t.From.Name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	a, b := before(mc.mg.From, rule.From), before(mc.mg.To, rule.To)
+	if len(a) == 0 || len(b) == 0 || slices.Equal(a, b) {
+		return
+	}
+	mc.warnf(mc.mg.Pos, "runs in %s stay in %s (kept by name), which %s enters from %s rather than %s; write \"%s -> %s\" if that is intended, or map them to the state that now comes first",
+		rule.From.Name, rule.To.Name, mc.newName(), strings.Join(b, ", "), strings.Join(a, ", "), rule.From.Name, rule.To.Name)
 }

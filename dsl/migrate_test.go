@@ -90,13 +90,30 @@ func TestCheckMigrations(t *testing.T) {
 		{
 			name: "state not mapped, did you mean",
 			src:  v2("    migrate from 1 {\n    }", "WORKING", "WORKNG"),
-			want: []string{`t.fsm:21:5: state WORKING of version 1 is not mapped (which version 2 does not have): its runs would be stranded; add "WORKING -> WORKNG" or "WORKING drain"`},
+			want: []string{
+				`t.fsm:21:5: state WORKING of version 1 is not mapped (which version 2 does not have): its runs would be stranded; add "WORKING -> WORKNG" or "WORKING drain"`,
+				`t.fsm:21:5: warning: runs in WAITING stay in WAITING (kept by name), which version 2 enters from WORKNG rather than WORKING; write "WAITING -> WAITING" if that is intended, or map them to the state that now comes first`,
+			},
 		},
 		{
 			name: "state not mapped, final in the new version",
 			src: v2("    migrate from 1 {\n    }", "state WORKING", "final WORKING succeeded",
 				"WORKING -> WAITING on Finish", "QUEUED -> WAITING on Finish"),
-			want: []string{`t.fsm:21:5: state WORKING of version 1 is not mapped (which is final in version 2): its runs would be stranded; add "WORKING -> STATE" or "WORKING drain"`},
+			want: []string{
+				`t.fsm:21:5: state WORKING of version 1 is not mapped (which is final in version 2): its runs would be stranded; add "WORKING -> STATE" or "WORKING drain"`,
+				`t.fsm:21:5: warning: runs in WAITING stay in WAITING (kept by name), which version 2 enters from QUEUED rather than WORKING; write "WAITING -> WAITING" if that is intended, or map them to the state that now comes first`,
+			},
+		},
+		{
+			name: "kept by name but entered from elsewhere",
+			src: v2("    migrate from 1 {\n    }", "state WORKING", "state WORKING\n    state CHECKING",
+				"WORKING -> WAITING on Finish", "WORKING -> CHECKING on Finish\n    CHECKING -> WAITING on Finish"),
+			want: []string{`t.fsm:21:5: warning: runs in WAITING stay in WAITING (kept by name), which version 2 enters from CHECKING rather than WORKING; write "WAITING -> WAITING" if that is intended, or map them to the state that now comes first`},
+		},
+		{
+			name: "kept by name, written out",
+			src: v2("    migrate from 1 { WAITING -> WAITING }", "state WORKING", "state WORKING\n    state CHECKING",
+				"WORKING -> WAITING on Finish", "WORKING -> CHECKING on Finish\n    CHECKING -> WAITING on Finish"),
 		},
 		{
 			name: "unknown old state",

@@ -1,0 +1,3 @@
+package changing
+
+//go:generate go tool fsmgen retrieve_or_generate.fsm
