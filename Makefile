@@ -5,9 +5,9 @@ GO ?= go
 FUZZTIME ?= 2m
 
 # The directories whose Node tests make test runs, npm ci'd first.
-NPM_DIRS = editors/interop
+NPM_DIRS = editors/interop editors/vscode
 
-.PHONY: all generate sqlc npm-ci test check-generated bench lint lint-generated docs fuzz demo demo-temporal demo-nats temporal-cli
+.PHONY: all generate sqlc npm-ci vsix test check-generated bench lint lint-generated docs fuzz demo demo-temporal demo-nats temporal-cli
 
 all: generate test
 
@@ -62,6 +62,11 @@ npm-ci:
 	@for d in $(NPM_DIRS); do \
 		if [ ! "$$d/node_modules/.package-lock.json" -nt "$$d/package-lock.json" ]; then \
 			echo "npm ci ($$d)"; (cd $$d && npm ci --no-audit --no-fund) || exit 1; fi; done
+
+# The VS Code extension, packaged by vsce: editors/vscode/fsmgen-VERSION.vsix
+# (go test ./cmd/fsmgen -run TestVSIX packages it too, and checks it).
+vsix:
+	cd editors/vscode && npm ci --no-audit --no-fund && node node_modules/@vscode/vsce/vsce package --skip-license
 
 test: temporal-cli npm-ci
 	$(GO) vet ./...
