@@ -57,21 +57,44 @@ func (r Ref) Same(o Ref) bool {
 // Refs returns every occurrence of a state, event or guard name in f, in
 // source order. It works on any File, also one from ParsePartial, and
 // resolves nothing: a use of a name that is not declared is listed too.
+// The names of a migrate block that belong to the older version (a rule's
+// OLD state, its when or unless event) are refs of that version's machine
+// when the file declares it, and are left out when it does not.
 func Refs(f *File) []Ref {
 	var out []Ref
+	versions := declVersions(f)
 	for _, md := range f.Machines {
 		for _, it := range md.Items {
-			add := func(kind SymbolKind, name string, pos lexer.Position, decl bool) {
-				end := pos
-				end.Advance(name)
-				out = append(out, Ref{Kind: kind, Name: name, Machine: md, Item: it, Pos: pos, End: end, Decl: decl})
-			}
-			addName := func(kind SymbolKind, n *Name, decl bool) {
-				if n != nil && n.Value != "" {
-					add(kind, n.Value, n.Pos, decl)
+			addIn := func(m *MachineDecl, kind SymbolKind, n *Name, decl bool) {
+				if m == nil || n == nil || n.Value == "" {
+					return
 				}
+				end := n.Pos
+				end.Advance(n.Value)
+				out = append(out, Ref{Kind: kind, Name: n.Value, Machine: m, Item: it, Pos: n.Pos, End: end, Decl: decl})
 			}
+			add := func(kind SymbolKind, name string, pos lexer.Position, decl bool) {
+				addIn(md, kind, &Name{Pos: pos, Value: name}, decl)
+			}
+			addName := func(kind SymbolKind, n *Name, decl bool) { addIn(md, kind, n, decl) }
 			switch {
+			case it.Migrate != nil:
+				var old *MachineDecl
+				if n, err := parseCount(it.Migrate.From.Value); err == nil {
+					old = versions[typeVersion{declType(md), n}]
+				}
+				for _, r := range it.Migrate.Rules {
+					switch {
+					case r.Default != nil:
+						addName(EventSymbol, r.Default.Event, false)
+					default:
+						addIn(old, StateSymbol, r.From, false)
+						addName(StateSymbol, r.To, false)
+						if r.Cond != nil {
+							addIn(old, EventSymbol, r.Cond.Event, false)
+						}
+					}
+				}
 			case it.Cancel != nil:
 				addName(EventSymbol, it.Cancel.Event, false)
 			case it.State != nil:
@@ -107,6 +130,43 @@ func Refs(f *File) []Ref {
 	return out
 }
 
+// declVersions maps each machine of f to its persisted type and version,
+// as the checker reads them (the first type and version declared, the
+// defaults otherwise); the first machine of each wins.
+func declVersions(f *File) map[typeVersion]*MachineDecl {
+	out := map[typeVersion]*MachineDecl{}
+	for _, md := range f.Machines {
+		version := 1
+		for _, it := range md.Items {
+			if it.Version != nil {
+				if n, err := parseCount(it.Version.Number); err == nil {
+					version = n
+				}
+				break
+			}
+		}
+		k := typeVersion{declType(md), version}
+		if out[k] == nil {
+			out[k] = md
+		}
+	}
+	return out
+}
+
+// declType is the persisted type name of a machine as declared: its type
+// declaration, else the snake_case of its name.
+func declType(md *MachineDecl) string {
+	for _, it := range md.Items {
+		if it.Type != nil {
+			if v, err := unquote(it.Type.Name); err == nil {
+				return v
+			}
+			break
+		}
+	}
+	return snakeCase(md.Name)
+}
+
 // RefAt returns the occurrence of a name in f that covers line:col, as
 // positions count them (1-based, columns in characters). A position just
 // after a name's last character counts as on it, as an editor's cursor at
@@ -137,10 +197,15 @@ func Decl(f *File, r Ref) (Ref, bool) {
 func (d Diagnostic) Suggestion() string {
 	const hint = "; did you mean "
 	i := strings.LastIndex(d.Message, hint)
-	if i < 0 || !strings.HasSuffix(d.Message, "?") {
+	if i < 0 {
 		return ""
 	}
-	return d.Message[i+len(hint) : len(d.Message)-1]
+	rest := d.Message[i+len(hint):]
+	j := strings.IndexByte(rest, '?')
+	if j < 0 {
+		return ""
+	}
+	return rest[:j]
 }
 
 // End returns the position just after the text that d is about, in src,

@@ -215,3 +215,69 @@ func TestDiagnosticEndAndSuggestion(t *testing.T) {
 		t.Errorf("end of file ends at %v", end)
 	}
 }
+
+// TestRefsOfMigrations shows that a migrate block's names are refs of the
+// version they belong to: a rule's OLD state and its condition's event of
+// the older machine, its NEW state and a default's event of the newer one.
+func TestRefsOfMigrations(t *testing.T) {
+	t.Parallel()
+	src := `machine OrderV1 {
+    type "order"
+    initial A
+    state   B
+    final   DONE succeeded
+    event Go
+    event Fin
+    A -> B    on Go
+    B -> DONE on Fin
+}
+
+machine Order {
+    type "order"
+    version 2
+    migrate from 1 {
+        B -> C when Go
+        A -> A
+        default Go.n 1
+    }
+    initial A
+    state   C
+    final   DONE succeeded
+    event Go { n int }
+    event Fin
+    A -> C    on Go
+    C -> DONE on Fin
+}
+`
+	f, err := Parse("t.fsm", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range Refs(f) {
+		if r.Pos.Line >= 16 && r.Pos.Line <= 18 {
+			got = append(got, fmt.Sprintf("%s %s", r.Machine.Name, refString(r)))
+		}
+	}
+	want := []string{
+		"OrderV1 state B 16:9-16:10",
+		"Order state C 16:14-16:15",
+		"OrderV1 event Go 16:21-16:23",
+		"OrderV1 state A 17:9-17:10",
+		"Order state A 17:14-17:15",
+		"Order event Go 18:17-18:19",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("refs of the migrate block (-want +got):\n%s", diff)
+	}
+	r, _ := RefAt(f, 16, 9)
+	d, ok := Decl(f, r)
+	if !ok || d.Pos.Line != 4 {
+		t.Errorf("declaration of B in the migrate block: %s, %v; want line 4", refString(d), ok)
+	}
+	// A suggestion in the middle of a message.
+	dg := Diagnostic{Message: "unknown event Og of OrderV1; did you mean Go?; a condition names an event of the older version"}
+	if got := dg.Suggestion(); got != "Go" {
+		t.Errorf("Suggestion() = %q, want Go", got)
+	}
+}

@@ -11,7 +11,9 @@
 //     comment and the transition rows that use it;
 //   - go to definition and find references, for states, events and guards
 //     (names are scoped by machine: two machines of a file may both have a
-//     state DONE);
+//     state DONE; a migrate rule's OLD state and its condition's event are
+//     the older version's, its NEW state and a default's event the newer
+//     one's);
 //   - rename of a state, event or guard across the file. A rename that
 //     the checker would then reject (the name is taken, it would become
 //     the same Go identifier as another name, it is not a name) is refused

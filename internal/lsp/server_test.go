@@ -507,3 +507,54 @@ func TestLifecycle(t *testing.T) {
 		}
 	})
 }
+
+// TestRenameAcrossVersions renames a state of an older version that a
+// migrate block of the newer one names: the rule's OLD state follows, and
+// the newer version's state of the same name does not.
+func TestRenameAcrossVersions(t *testing.T) {
+	t.Parallel()
+	c := startServer(t)
+	c.initialize()
+	const uri = protocol.DocumentURI("file:///work/versions.fsm")
+	src := `machine OrderV1 {
+    type "order"
+    initial A
+    state   B
+    final   DONE succeeded
+    event Go
+    event Fin
+    A -> B    on Go
+    B -> DONE on Fin
+}
+
+machine Order {
+    type "order"
+    version 2
+    migrate from 1 {
+        B -> B when Go
+        B -> B
+        default Go.n 0
+    }
+    initial A
+    state   B
+    final   DONE succeeded
+    event Go { n int }
+    event Fin
+    A -> B    on Go
+    B -> DONE on Fin
+}
+`
+	diff(t, "diagnostics", []protocol.Diagnostic{}, c.open(uri, src))
+	var edit protocol.WorkspaceEdit
+	c.mustCall(protocol.MethodTextDocumentRename, &protocol.RenameParams{TextDocumentPositionParams: at(uri, 15, 8), NewName: "PACKING"}, &edit)
+	diff(t, "rename of OrderV1's B from the migrate block", protocol.WorkspaceEdit{Changes: map[protocol.DocumentURI][]protocol.TextEdit{uri: {
+		{Range: rng(3, 12, 3, 13), NewText: "PACKING"},
+		{Range: rng(7, 9, 7, 10), NewText: "PACKING"},
+		{Range: rng(8, 4, 8, 5), NewText: "PACKING"},
+		{Range: rng(15, 8, 15, 9), NewText: "PACKING"},
+		{Range: rng(16, 8, 16, 9), NewText: "PACKING"},
+	}}}, edit)
+	var locs []protocol.Location
+	c.mustCall(protocol.MethodTextDocumentDefinition, &protocol.DefinitionParams{TextDocumentPositionParams: at(uri, 15, 13)}, &locs)
+	diff(t, "definition of the rule's NEW state", []protocol.Location{{URI: uri, Range: rng(20, 12, 20, 13)}}, locs)
+}
