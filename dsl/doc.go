@@ -201,4 +201,16 @@
 //
 // [Format] prints a file in its one canonical layout; it is idempotent and
 // keeps every comment.
+//
+// # Editors
+//
+// [ParsePartial] parses a file being typed: with a syntax error it still
+// returns every machine and every declaration and row that parses, for an
+// outline, navigation and completion on the rest of the file. [Refs] lists
+// every occurrence of a state, event or guard name, declarations and uses,
+// each with its span and the machine whose name it is (a migrate rule's
+// OLD state and condition belong to the older version); [RefAt] finds the
+// one at a position and [Decl] its declaration. A [Diagnostic]'s End is
+// where the text it is about ends, and its Suggestion the name its "did
+// you mean" proposes. fsmgen lsp is built on them.
 package dsl
