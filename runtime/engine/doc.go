@@ -262,7 +262,7 @@
 // for Signal and Cancel. What a middleware puts in the context (a span, a
 // logger) reaches the handler, the guards and the store's statements.
 // contrib/otel implements it with OpenTelemetry spans and metrics; a
-// logging middleware is a few lines:
+// logging middleware is a few lines (ExampleMiddleware runs one):
 //
 //	type logged struct {
 //		engine.MiddlewareDefaults
