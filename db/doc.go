@@ -34,6 +34,13 @@
 //     seed 003's WorkflowExecution, with its state history and evidence ids;
 //     the query by workflow name, status and organization is served by the
 //     index workflow_runs_query_idx (store.Executions).
+//   - workflow_retention: how many days each workflow type keeps its
+//     finished runs; fsmgen_purge_finished_runs(dry_run, max_runs) removes
+//     those past it, with their log rows, evidence records and published
+//     outbox rows, and returns the counts per type (runtime/admin's
+//     Cleanup calls it). It holds back runs with an unpublished message, a
+//     finished child whose running parent has not had its completion
+//     event, and a parent whose child stays.
 //
 // # Guards
 //
@@ -53,7 +60,17 @@
 //     the registered migration (workflow_migrations and
 //     workflow_migration_rules) for the run's state whose condition on its
 //     current attempt's events admits it moves it to the new state;
-//   - [SQLStateLogImmutable]: UPDATE, DELETE or TRUNCATE of workflow_step_logs;
+//   - [SQLStateLogImmutable]: UPDATE, DELETE or TRUNCATE of workflow_step_logs,
+//     but for the DELETEs of fsmgen_purge_finished_runs (evidence_records
+//     is guarded the same way, with SQLSTATE FS007);
+//   - [SQLStateRetention]: a DELETE of workflow_runs outside
+//     fsmgen_purge_finished_runs, or a purge's DELETE that would remove
+//     the log, evidence or row of a run that is still running. The
+//     function marks its own transaction (the setting fsmgen.purge holds
+//     its transaction id) for the span of its DELETEs; statement-level
+//     triggers refuse a DELETE without the mark, and check after it, once
+//     per statement, that every row removed belonged to a finished run, so
+//     that a session forging the mark can do no more than retention does;
 //   - [SQLStateRunImmutable]: a change of a run's id, type or idempotency key,
 //     or of its attempt number or definition version other than the reset of
 //     a failed run to its initial state with attempt_no + 1; status or

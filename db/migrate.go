@@ -23,6 +23,9 @@ const (
 	SQLStateRunImmutable        = "FS003"
 	SQLStateDefinitionImmutable = "FS004"
 	SQLStateUnlogged            = "FS005"
+	// SQLStateRetention: a DELETE of workflow_runs outside retention's
+	// fsmgen_purge_finished_runs, or a purge of a run that is not finished.
+	SQLStateRetention = "FS008"
 )
 
 // The constraints whose violations stand for a guard's SQLSTATE.

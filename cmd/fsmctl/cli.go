@@ -47,6 +47,7 @@ func commands() []*command {
 		migrateCommand(),
 		runsListCommand(), runsShowCommand(), runsSignalCommand(), runsCancelCommand(), runsResumeCommand(), runsRetryCommand(),
 		definitionsListCommand(), definitionsShowCommand(),
+		retentionListCommand(), retentionSetCommand(), retentionClearCommand(), cleanupCommand(),
 		chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand(),
 		outboxStatusCommand(),
 		versionsStatusCommand(), versionsPlanCommand(), versionsMigrateCommand(),

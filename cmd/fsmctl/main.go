@@ -16,6 +16,10 @@
 //	fsmctl runs retry RUN
 //	fsmctl definitions list [-o json]
 //	fsmctl definitions show [-mermaid] [-o json] TYPE [VERSION]
+//	fsmctl retention list [-o json]
+//	fsmctl retention set TYPE DAYS
+//	fsmctl retention clear TYPE
+//	fsmctl cleanup [-dry-run] [-batch N] [-o json]
 //	fsmctl chains list [-type T] [-status S[,S...]] [-key K] [-limit N] [-after ID]
 //	fsmctl chains show ID
 //	fsmctl export <run_id> [--format json|csv] [--runs-dir DIR] [--out FILE] [--from-db]

@@ -46,6 +46,28 @@
 // logged as a restarted row. Resume makes a parked run (its retries gave
 // up) due again. Both announce the run to idle workers.
 //
+// # Retention and cleanup
+//
+// Finished runs, their logs and outbox rows are kept until their type's
+// retention policy says otherwise:
+//
+//	a.SetRetention(ctx, "shop_order", 30)                     // days after finished_at
+//	rep, err := a.Cleanup(ctx, admin.CleanupOptions{DryRun: true}) // counts only
+//	rep, err = a.Cleanup(ctx, admin.CleanupOptions{})              // removes
+//
+// Cleanup removes the finished runs (succeeded, failed or cancelled) older
+// than their type's policy, with their log rows, evidence records and
+// published outbox rows, in batches of CleanupOptions.BatchSize runs, each
+// a transaction of the database function fsmgen_purge_finished_runs: the
+// only way rows leave the append-only log and evidence, whose triggers
+// refuse every other DELETE (and every UPDATE and TRUNCATE). It never
+// removes a run that is not finished, nor an outbox row that is not
+// published: a finished run with an unpublished message is held, and
+// counted in Removed.Held, as is a finished child whose running parent has
+// not had its completion event, and a parent whose child stays. A dry run
+// counts in one read what the real one removes. A type without a policy
+// keeps its runs for ever; ClearRetention returns a type to that.
+//
 // # Definitions
 //
 // Definitions lists the registered definitions and Definition returns one
