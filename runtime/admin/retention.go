@@ -179,4 +179,3 @@ func (a *Admin) Cleanup(ctx context.Context, opts CleanupOptions) (CleanupReport
 	rep.Total.Type = "total"
 	return rep, nil
 }
-
