@@ -106,9 +106,11 @@ BEGIN
     IF TG_TABLE_NAME = 'workflow_runs' THEN
         SELECT g.id INTO bad FROM purged g WHERE g.status = 'running' LIMIT 1;
     ELSE
-        SELECT g.workflow_run_id INTO bad
-        FROM purged g JOIN workflow_runs r ON r.id = g.workflow_run_id
-        WHERE r.status = 'running' LIMIT 1;
+        -- The runs by their primary key: the cost follows the rows
+        -- removed, not the size of workflow_runs.
+        SELECT r.id INTO bad FROM workflow_runs r
+        WHERE r.id = ANY (ARRAY(SELECT DISTINCT g.workflow_run_id FROM purged g)) AND r.status = 'running'
+        LIMIT 1;
     END IF;
     IF bad IS NOT NULL THEN
         RAISE EXCEPTION '%: DELETE refused: run % is still running; retention removes finished runs only', TG_TABLE_NAME, bad
@@ -147,13 +149,16 @@ CREATE FUNCTION fsmgen_purge_finished_runs(dry_run boolean DEFAULT false, max_ru
 RETURNS TABLE (workflow_type text, runs bigint, step_logs bigint, evidence bigint, outbox bigint, held bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-    n integer;
+    n   integer;
+    ids uuid[];
 BEGIN
     IF NOT dry_run THEN
         -- One purge at a time: a second waits for the first to commit and
         -- then finds what is left.
         PERFORM pg_advisory_xact_lock(hashtext('fsmgen_purge_finished_runs'));
     END IF;
+    -- The finished runs past their type's retention, and whether each is
+    -- held back by what it is.
     DROP TABLE IF EXISTS fsmgen_purge_due;
     CREATE TEMP TABLE fsmgen_purge_due ON COMMIT DROP AS
     SELECT w.id, w.workflow_type, w.finished_at, w.parent_run_id,
@@ -163,6 +168,8 @@ BEGIN
     FROM workflow_retention k
     JOIN workflow_runs w ON w.workflow_type = k.workflow_type AND w.status <> 'running'
         AND w.finished_at < now() - make_interval(days => k.keep_days);
+    CREATE UNIQUE INDEX ON fsmgen_purge_due (id);
+    ANALYZE fsmgen_purge_due;
     -- A parent goes only with all its children: hold those with a child
     -- that stays, up the tree.
     LOOP
@@ -174,33 +181,37 @@ BEGIN
         GET DIAGNOSTICS n = ROW_COUNT;
         EXIT WHEN n = 0;
     END LOOP;
+
+    -- The runs this call removes: all, or the oldest max_runs, each with
+    -- its children (which are due and not held, else their parent would
+    -- be held), down the tree.
     DROP TABLE IF EXISTS fsmgen_purge_set;
     CREATE TEMP TABLE fsmgen_purge_set ON COMMIT DROP AS
-    SELECT d.id, d.workflow_type FROM fsmgen_purge_due d WHERE NOT d.held;
+    SELECT d.id, d.workflow_type FROM fsmgen_purge_due d WHERE NOT d.held
+    ORDER BY d.finished_at, d.id
+    LIMIT max_runs;
+    CREATE UNIQUE INDEX ON fsmgen_purge_set (id);
     IF max_runs IS NOT NULL THEN
-        -- Oldest first, each with its children (which are due and not
-        -- held, else their parent would be held), down the tree.
-        DELETE FROM fsmgen_purge_set s WHERE s.id NOT IN (
-            SELECT d.id FROM fsmgen_purge_due d WHERE NOT d.held ORDER BY d.finished_at, d.id LIMIT max_runs);
         LOOP
             INSERT INTO fsmgen_purge_set (id, workflow_type)
             SELECT d.id, d.workflow_type
             FROM fsmgen_purge_due d JOIN workflow_runs c ON c.id = d.id
             WHERE NOT d.held
               AND c.parent_run_id IN (SELECT x.id FROM fsmgen_purge_set x)
-              AND d.id NOT IN (SELECT x.id FROM fsmgen_purge_set x);
+              AND NOT EXISTS (SELECT 1 FROM fsmgen_purge_set x WHERE x.id = d.id);
             GET DIAGNOSTICS n = ROW_COUNT;
             EXIT WHEN n = 0;
         END LOOP;
     END IF;
     IF NOT dry_run THEN
         -- Lock the runs, then drop any that a concurrent retry restarted
-        -- meanwhile: this statement sees what committed before the locks.
-        PERFORM 1 FROM workflow_runs w JOIN fsmgen_purge_set s ON s.id = w.id ORDER BY w.id FOR UPDATE OF w;
-        DELETE FROM fsmgen_purge_set s USING workflow_runs w WHERE w.id = s.id AND w.status = 'running';
+        -- meanwhile: these statements see what committed before the locks.
+        ids := ARRAY(SELECT s.id FROM fsmgen_purge_set s);
+        PERFORM 1 FROM workflow_runs w WHERE w.id = ANY (ids) ORDER BY w.id FOR UPDATE OF w;
+        DELETE FROM fsmgen_purge_set s
+        WHERE s.id = ANY (ARRAY(SELECT w.id FROM workflow_runs w WHERE w.id = ANY (ids) AND w.status = 'running'));
     END IF;
-    -- A parent cut off from one of its children (by max_runs, or a retry)
-    -- stays with it.
+    -- A parent cut off from one of its children (by a retry) stays with it.
     LOOP
         DELETE FROM fsmgen_purge_set s
         WHERE EXISTS (
@@ -209,25 +220,28 @@ BEGIN
         GET DIAGNOSTICS n = ROW_COUNT;
         EXIT WHEN n = 0;
     END LOOP;
-    CREATE INDEX ON fsmgen_purge_set (id);
-    ANALYZE fsmgen_purge_set;
 
+    -- Counted and removed through the runs' ids, by index: the cost
+    -- follows the runs removed, not the size of the log.
     DROP TABLE IF EXISTS fsmgen_purge_counts;
     CREATE TEMP TABLE fsmgen_purge_counts ON COMMIT DROP AS
     SELECT t.workflow_type,
-        (SELECT count(*) FROM fsmgen_purge_set s WHERE s.workflow_type = t.workflow_type) AS runs,
-        (SELECT count(*) FROM workflow_step_logs l JOIN fsmgen_purge_set s ON s.id = l.workflow_run_id WHERE s.workflow_type = t.workflow_type) AS step_logs,
-        (SELECT count(*) FROM evidence_records e JOIN fsmgen_purge_set s ON s.id = e.workflow_run_id WHERE s.workflow_type = t.workflow_type) AS evidence,
-        (SELECT count(*) FROM workflow_outbox o JOIN fsmgen_purge_set s ON s.id = o.workflow_run_id WHERE s.workflow_type = t.workflow_type) AS outbox,
+        count(s.id) AS runs,
+        coalesce(sum((SELECT count(*) FROM workflow_step_logs l WHERE l.workflow_run_id = s.id)), 0)::bigint AS step_logs,
+        coalesce(sum((SELECT count(*) FROM evidence_records e WHERE e.workflow_run_id = s.id)), 0)::bigint AS evidence,
+        coalesce(sum((SELECT count(*) FROM workflow_outbox o WHERE o.workflow_run_id = s.id)), 0)::bigint AS outbox,
         (SELECT count(*) FROM fsmgen_purge_due d WHERE d.workflow_type = t.workflow_type AND d.held) AS held
-    FROM (SELECT DISTINCT d.workflow_type FROM fsmgen_purge_due d) t;
+    FROM (SELECT DISTINCT d.workflow_type FROM fsmgen_purge_due d) t
+    LEFT JOIN fsmgen_purge_set s ON s.workflow_type = t.workflow_type
+    GROUP BY t.workflow_type;
 
     IF NOT dry_run THEN
+        ids := ARRAY(SELECT s.id FROM fsmgen_purge_set s);
         PERFORM set_config('fsmgen.purge', pg_current_xact_id()::text, true);
-        DELETE FROM evidence_records e USING fsmgen_purge_set s WHERE e.workflow_run_id = s.id;
-        DELETE FROM workflow_step_logs l USING fsmgen_purge_set s WHERE l.workflow_run_id = s.id;
-        DELETE FROM workflow_outbox o USING fsmgen_purge_set s WHERE o.workflow_run_id = s.id;
-        DELETE FROM workflow_runs w USING fsmgen_purge_set s WHERE w.id = s.id;
+        DELETE FROM evidence_records e WHERE e.workflow_run_id = ANY (ids);
+        DELETE FROM workflow_step_logs l WHERE l.workflow_run_id = ANY (ids);
+        DELETE FROM workflow_outbox o WHERE o.workflow_run_id = ANY (ids);
+        DELETE FROM workflow_runs w WHERE w.id = ANY (ids);
         PERFORM set_config('fsmgen.purge', '', true);
     END IF;
 
