@@ -51,6 +51,7 @@ func commands() []*command {
 		chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand(),
 		outboxStatusCommand(),
 		versionsStatusCommand(), versionsPlanCommand(), versionsMigrateCommand(),
+		serveCommand(),
 	}
 }
 

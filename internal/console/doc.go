@@ -1,0 +1,67 @@
+// Package console is the web console of fsmctl serve: a small server-side
+// rendered web UI over the runtime's tables, for operators.
+//
+// # Pages
+//
+//	/runs                        the runs, oldest first, filtered by type,
+//	                             state (a comma-separated list), status,
+//	                             tenant and age (older, newer: 90s, 2h, 3d),
+//	                             a page at a time (after: the last id)
+//	/runs/{id}                   a run: its facts, result, last error and
+//	                             lease; its machine's diagram with the
+//	                             current state highlighted; its history with
+//	                             payloads and attempts; input and policy; its
+//	                             activities' executions (attempts, errors);
+//	                             its children; its outbox; its evidence
+//	                             records and whether their chain verifies
+//	/machines                    the registered definitions with their runs
+//	/machines/{type}/{version}   a live heatmap: the diagram coloured by the
+//	                             runs in each state now, with the median time
+//	                             runs spent in each state before leaving it
+//	                             (from workflow_step_logs), and the runs that
+//	                             are stuck (lease expired, or due for longer
+//	                             than Config.StuckAfter with no worker) or
+//	                             parked; it refreshes itself from
+//	                             /machines/{type}/{version}/heat.json
+//
+// Diagrams are drawn on the server from the registered runtime.Definition
+// by package statesvg: no JavaScript draws anything.
+//
+// # Actions
+//
+// The console is read-only unless Config.Actions is set: then a run's page
+// has forms to signal an event with a JSON payload, to cancel the run and
+// to resume a parked run, each with a reason for the log. They POST to
+// /runs/{id}/signal, /runs/{id}/cancel and /runs/{id}/resume with a CSRF
+// token (an HMAC, under a key made per process, of a random cookie that is
+// HttpOnly and SameSite=Strict), and a request whose Origin or
+// Sec-Fetch-Site says it came from another site is refused. A read-only
+// console answers every POST with 403.
+//
+// *admin.Admin (package runtime/admin) is the Actions of fsmctl serve
+// -actions: it acts as an operator from the registered definition, without
+// the machine's code, as fsmctl runs signal, cancel and resume do. A
+// guarded row is fired only when the form names its target state, its
+// guard unevaluated, and every action logs an operator step with the
+// reason.
+//
+// # Safety
+//
+// Payloads, inputs, errors and names are user data. Pages are rendered by
+// html/template, which escapes each in its context; the diagram's SVG
+// escapes its text itself; the one script (static/console.js) writes text
+// with textContent only. Every response carries ContentSecurityPolicy (no
+// inline script or style, nothing from elsewhere, no framing) and nosniff.
+// With Config.Hosts set (fsmctl serve sets it on the loopback), requests
+// for another host name get 421, which defeats DNS rebinding.
+//
+// Serving it:
+//
+//	st := store.New(pool)
+//	srv, err := console.New(console.Config{Store: st, Actions: admin.New(st)})
+//	if err != nil { ... }
+//	http.ListenAndServe("127.0.0.1:8080", srv)
+//
+// The console has no login: keep it on the loopback or behind an
+// authenticating proxy.
+package console

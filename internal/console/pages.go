@@ -1,0 +1,540 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fsmgen/fsmgen/internal/statesvg"
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/admin"
+	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/evidence"
+	"github.com/fsmgen/fsmgen/runtime/store"
+)
+
+var funcs = template.FuncMap{
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05.000Z")
+	},
+	"short": func(id string) string {
+		if len(id) > 8 {
+			return id[:8]
+		}
+		return id
+	},
+	"dur":    statesvg.Duration,
+	"pretty": pretty,
+	"orDash": func(s string) string {
+		if s == "" {
+			return "–"
+		}
+		return s
+	},
+}
+
+// pretty indents JSON; other text is returned as is.
+func pretty(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// page is what every template gets.
+type page struct {
+	Title    string
+	Nav      string // runs or machines
+	ReadOnly bool
+	Data     any
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+	var b bytes.Buffer
+	p := page{Title: title, Nav: name, ReadOnly: s.ReadOnly(), Data: data}
+	if err := s.pages[name].ExecuteTemplate(&b, "layout.html", p); err != nil {
+		slog.Error("console: render", "page", name, "err", err)
+		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b.Bytes())
+	}
+}
+
+type errorData struct {
+	Status  int
+	Text    string
+	Message string
+	Back    string
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	s.failBack(w, r, status, msg, "")
+}
+
+func (s *Server) failBack(w http.ResponseWriter, r *http.Request, status int, msg, back string) {
+	s.render(w, r, status, "error", http.StatusText(status), errorData{Status: status, Text: http.StatusText(status), Message: msg, Back: back})
+}
+
+// statuses are the generic statuses, for the status filter.
+var statuses = []string{string(runtime.StatusRunning), string(runtime.StatusSucceeded), string(runtime.StatusFailed), string(runtime.StatusCancelled)}
+
+type runsData struct {
+	Filter   url.Values
+	Types    []string
+	Statuses []string
+	Runs     []store.Run
+	Next     string // the address of the next page, "" when none
+	Now      time.Time
+}
+
+// parseAge parses an age: a Go duration (90s, 1h30m) or a number of days
+// (3d).
+func parseAge(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(d, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q is not an age: want a duration such as 90s, 2h or 3d", s)
+		}
+		return time.Duration(n * float64(24*time.Hour)), nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q is not an age: want a duration such as 90s, 2h or 3d", s)
+	}
+	return v, nil
+}
+
+// filterOf reads the list's filters from the query: type, state (a list
+// separated by commas), status, tenant, older and newer (ages: created at
+// least older ago, less than newer ago) and after (the last id of the
+// previous page).
+func (s *Server) filterOf(ctx context.Context, q url.Values) (store.Filter, error) {
+	f := store.Filter{Type: strings.TrimSpace(q.Get("type")), TenantID: q.Get("tenant"), Limit: s.cfg.PageSize}
+	for _, st := range strings.Split(q.Get("state"), ",") {
+		if st = strings.TrimSpace(st); st != "" {
+			f.States = append(f.States, st)
+		}
+	}
+	if v := q.Get("status"); v != "" {
+		if !slices.Contains(statuses, v) {
+			return f, fmt.Errorf("status %q is not one of %s", v, strings.Join(statuses, ", "))
+		}
+		f.Status = runtime.Status(v)
+	}
+	if v := q.Get("after"); v != "" {
+		if err := checkID(v); err != nil {
+			return f, fmt.Errorf("after: %w", err)
+		}
+		f.After = v
+	}
+	older, newer := q.Get("older"), q.Get("newer")
+	if older == "" && newer == "" {
+		return f, nil
+	}
+	now, err := s.st.Now(ctx)
+	if err != nil {
+		return f, err
+	}
+	if older != "" {
+		d, err := parseAge(older)
+		if err != nil {
+			return f, fmt.Errorf("older: %w", err)
+		}
+		f.CreatedTo = now.Add(-d)
+	}
+	if newer != "" {
+		d, err := parseAge(newer)
+		if err != nil {
+			return f, fmt.Errorf("newer: %w", err)
+		}
+		f.CreatedFrom = now.Add(-d)
+	}
+	return f, nil
+}
+
+// checkID reports a run id that is not a UUID.
+func checkID(id string) error {
+	if len(id) != 36 || strings.Trim(strings.ToLower(id), "0123456789abcdef-") != "" ||
+		id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
+		return fmt.Errorf("run %q: malformed id: want a UUID", id)
+	}
+	return nil
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f, err := s.filterOf(r.Context(), q)
+	if err != nil {
+		s.failBack(w, r, http.StatusBadRequest, err.Error(), "/runs")
+		return
+	}
+	runs, err := s.st.List(r.Context(), f)
+	if err != nil {
+		s.storeError(w, r, "list runs", err)
+		return
+	}
+	ms, err := s.machines(r.Context())
+	if err != nil {
+		s.storeError(w, r, "list runs", err)
+		return
+	}
+	d := runsData{Filter: q, Statuses: statuses, Runs: runs}
+	for _, m := range ms {
+		if !slices.Contains(d.Types, m.Type) {
+			d.Types = append(d.Types, m.Type)
+		}
+	}
+	if len(runs) == f.Limit {
+		next := url.Values{}
+		for k, v := range q {
+			next[k] = v
+		}
+		next.Set("after", runs[len(runs)-1].ID)
+		d.Next = "/runs?" + next.Encode()
+	}
+	s.render(w, r, http.StatusOK, "runs", "Runs", d)
+}
+
+// historyRow is a log row as the run page shows it.
+type historyRow struct {
+	store.Step
+	Payload string
+}
+
+type runData struct {
+	Run        store.Run
+	Result     string // the result's output
+	Input      string
+	Policy     string
+	Def        *runtime.Definition
+	DefError   string
+	Diagram    template.HTML
+	History    []historyRow
+	Outbox     []store.Message
+	Children   []child
+	Activities []activity
+	Evidence   []evidence.Record
+	Break      *evidence.Break
+	Did        string // what the last action did
+	CSRF       string
+	// Events are the events the run's state has rows on, for the signal
+	// form; Cancel the machine's cancel event when the state has a row on it.
+	Events     []runtime.EventSpec
+	Cancel     string
+	Targets    []target
+	CanResume  bool
+	CanActions bool
+}
+
+func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	if err := checkID(id); err != nil {
+		s.failBack(w, r, http.StatusBadRequest, err.Error(), "/runs")
+		return
+	}
+	run, err := s.st.Get(ctx, id)
+	if err != nil {
+		s.storeError(w, r, "run "+id, err)
+		return
+	}
+	d := runData{Run: run, Input: pretty(run.Input), Policy: pretty(run.PolicySnapshot), Did: r.URL.Query().Get("did")}
+	if run.Result != nil {
+		d.Result = pretty(run.Result.Output)
+	}
+	def, err := s.st.Definition(ctx, run.Type, run.Version)
+	if err != nil {
+		d.DefError = err.Error()
+	} else {
+		d.Def = &def
+		d.Diagram = template.HTML(statesvg.Render(def, statesvg.Marks{Current: run.State}))
+	}
+	steps, err := s.st.History(ctx, id)
+	if err != nil {
+		s.storeError(w, r, "run "+id, err)
+		return
+	}
+	for _, st := range steps {
+		d.History = append(d.History, historyRow{Step: st, Payload: pretty(st.Payload)})
+	}
+	if d.Outbox, err = s.st.Outbox(ctx, id); err != nil {
+		s.storeError(w, r, "run "+id, err)
+		return
+	}
+	if d.Children, err = s.children(ctx, id); err != nil {
+		s.storeError(w, r, "run "+id, err)
+		return
+	}
+	if d.Activities, err = s.activities(ctx, id); err != nil {
+		s.storeError(w, r, "run "+id, err)
+		return
+	}
+	if d.Evidence, d.Break, err = s.evidenceOf(ctx, id); err != nil {
+		s.storeError(w, r, "run "+id, err)
+		return
+	}
+	if !s.ReadOnly() && !run.Terminal() {
+		d.CanActions = true
+		d.CSRF = s.csrfToken(w, r)
+		d.CanResume = !run.ParkedAt.IsZero()
+		if d.Def != nil {
+			for _, ev := range d.Def.Events {
+				if hasRow(d.Def, run.State, ev.Name) {
+					if ev.Name == d.Def.Cancel {
+						d.Cancel = ev.Name
+						continue
+					}
+					d.Events = append(d.Events, ev)
+				}
+			}
+			for _, t := range d.Def.Transitions {
+				if t.From != run.State {
+					continue
+				}
+				label := t.To + " on " + t.Event
+				if t.Guard != "" {
+					g := t.Guard
+					if t.Negated {
+						g = "!" + g
+					}
+					label += " [" + g + "], the guard not evaluated"
+				}
+				d.Targets = append(d.Targets, target{State: t.To, Label: label})
+			}
+		}
+	}
+	s.render(w, r, http.StatusOK, "run", "Run "+run.ID, d)
+}
+
+// target is a row of the run's state, for the "to" field of the forms.
+type target struct {
+	State, Label string
+}
+
+func hasRow(def *runtime.Definition, state, event string) bool {
+	for _, t := range def.Transitions {
+		if t.From == state && t.Event == event {
+			return true
+		}
+	}
+	return false
+}
+
+// act performs a POSTed action: signal (event, payload), cancel (user) or
+// resume.
+func (s *Server) act(w http.ResponseWriter, r *http.Request) {
+	if s.ReadOnly() {
+		s.fail(w, r, http.StatusForbidden, readOnlyMessage)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	id, action := r.PathValue("id"), r.PathValue("action")
+	back := "/runs/" + id
+	if err := checkID(id); err != nil {
+		s.failBack(w, r, http.StatusBadRequest, err.Error(), "/runs")
+		return
+	}
+	if why := s.checkCSRF(r); why != "" {
+		s.failBack(w, r, http.StatusForbidden, why, back)
+		return
+	}
+	ctx := r.Context()
+	opts := admin.SignalOptions{To: strings.TrimSpace(r.PostFormValue("to")), Reason: strings.TrimSpace(r.PostFormValue("reason"))}
+	var run store.Run
+	var err error
+	var did string
+	switch action {
+	case "signal":
+		event := strings.TrimSpace(r.PostFormValue("event"))
+		if event == "" {
+			s.failBack(w, r, http.StatusBadRequest, "signal: no event", back)
+			return
+		}
+		run, err = s.cfg.Actions.Signal(ctx, id, event, json.RawMessage(r.PostFormValue("payload")), opts)
+		did = "signalled " + event + "; now in " + run.State
+	case "cancel":
+		run, err = s.cfg.Actions.Cancel(ctx, id, opts)
+		did = "cancelled; now in " + run.State
+	case "resume":
+		run, err = s.cfg.Actions.Resume(ctx, id)
+		did = "resumed in " + run.State
+	default:
+		s.fail(w, r, http.StatusNotFound, "no action "+strconv.Quote(action)+": want signal, cancel or resume")
+		return
+	}
+	if err != nil {
+		// The page says what and which run; the runtime's own prefix
+		// (component, operation, run) would say it again.
+		msg := err.Error()
+		var re *runtime.RunError
+		if errors.As(err, &re) {
+			msg = re.Err.Error()
+		}
+		s.failBack(w, r, actionStatus(err), action+" run "+id+": "+msg, back)
+		return
+	}
+	http.Redirect(w, r, back+"?did="+url.QueryEscape(did), http.StatusSeeOther)
+}
+
+// actionStatus is the HTTP status of an action's error.
+func actionStatus(err error) int {
+	switch {
+	case errors.Is(err, store.ErrRunNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, store.ErrInvalidInput), errors.Is(err, store.ErrPayload), errors.Is(err, admin.ErrPayload),
+		errors.Is(err, store.ErrInvalidID), errors.Is(err, runtime.ErrUnknownEvent):
+		return http.StatusBadRequest
+	case errors.Is(err, engine.ErrNotOwner):
+		return http.StatusForbidden
+	case errors.Is(err, engine.ErrRunFinished), errors.Is(err, runtime.ErrIllegalTransition),
+		errors.Is(err, runtime.ErrGuardRejected), errors.Is(err, store.ErrConflict), errors.Is(err, engine.ErrNotCancellable),
+		errors.Is(err, engine.ErrNoCancelEvent), errors.Is(err, engine.ErrInternalEvent), errors.Is(err, admin.ErrGuarded),
+		errors.Is(err, admin.ErrNoTransition), errors.Is(err, store.ErrTransitionRefused):
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
+}
+
+func (s *Server) storeError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	switch {
+	case errors.Is(err, store.ErrRunNotFound):
+		s.failBack(w, r, http.StatusNotFound, what+": not found", "/runs")
+	case errors.Is(err, store.ErrInvalidID), errors.Is(err, store.ErrInvalidInput):
+		s.failBack(w, r, http.StatusBadRequest, what+": "+err.Error(), "/runs")
+	default:
+		slog.Error("console", "what", what, "err", err)
+		s.fail(w, r, http.StatusInternalServerError, what+": "+err.Error())
+	}
+}
+
+type machinesData struct {
+	Machines []machine
+}
+
+func (s *Server) listMachines(w http.ResponseWriter, r *http.Request) {
+	ms, err := s.machines(r.Context())
+	if err != nil {
+		s.storeError(w, r, "machines", err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "machines", "Machines", machinesData{Machines: ms})
+}
+
+type machineData struct {
+	Def        runtime.Definition
+	Diagram    template.HTML
+	Heat       []heat
+	Stuck      []stuckRun
+	StuckAfter time.Duration
+	HeatURL    string
+	RefreshMS  int64
+}
+
+// machineOf reads the definition the path names.
+func (s *Server) machineOf(w http.ResponseWriter, r *http.Request) (runtime.Definition, map[string]heat, bool) {
+	typ, v := r.PathValue("type"), r.PathValue("version")
+	version, err := strconv.Atoi(v)
+	if err != nil || version < 1 {
+		s.failBack(w, r, http.StatusBadRequest, fmt.Sprintf("version %q: want a number from 1", v), "/machines")
+		return runtime.Definition{}, nil, false
+	}
+	def, err := s.st.Definition(r.Context(), typ, version)
+	if errors.Is(err, store.ErrUnknownDefinition) {
+		s.failBack(w, r, http.StatusNotFound, fmt.Sprintf("machine %s v%d: not registered", typ, version), "/machines")
+		return def, nil, false
+	}
+	if err != nil {
+		s.storeError(w, r, "machine "+typ, err)
+		return def, nil, false
+	}
+	h, err := s.heatOf(r.Context(), typ, version, s.cfg.StuckAfter)
+	if err != nil {
+		s.storeError(w, r, "machine "+typ, err)
+		return def, nil, false
+	}
+	return def, h, true
+}
+
+func marksOf(def runtime.Definition, h map[string]heat) map[string]statesvg.Heat {
+	out := map[string]statesvg.Heat{}
+	for _, st := range def.States {
+		x := h[st.Name]
+		out[st.Name] = statesvg.Heat{Runs: x.Runs, Median: x.Median, HasMedian: x.Left > 0, Stuck: x.Stuck, Parked: x.Parked}
+	}
+	return out
+}
+
+func (s *Server) showMachine(w http.ResponseWriter, r *http.Request) {
+	def, h, ok := s.machineOf(w, r)
+	if !ok {
+		return
+	}
+	stuck, err := s.stuckRuns(r.Context(), def.Type, def.Version, s.cfg.StuckAfter, 100)
+	if err != nil {
+		s.storeError(w, r, "machine "+def.Type, err)
+		return
+	}
+	base := "/machines/" + url.PathEscape(def.Type) + "/" + strconv.Itoa(def.Version)
+	d := machineData{Def: def, Stuck: stuck, StuckAfter: s.cfg.StuckAfter, HeatURL: base + "/heat.json", RefreshMS: s.cfg.Refresh.Milliseconds()}
+	d.Diagram = template.HTML(statesvg.Render(def, statesvg.Marks{Heat: marksOf(def, h), Link: func(state string) string {
+		return "/runs?" + url.Values{"type": {def.Type}, "state": {state}}.Encode()
+	}}))
+	for _, st := range def.States {
+		x := h[st.Name]
+		x.State = st.Name
+		d.Heat = append(d.Heat, x)
+	}
+	s.render(w, r, http.StatusOK, "machine", def.Type+" v"+strconv.Itoa(def.Version), d)
+}
+
+// heatState is a state of heat.json: what the page's script updates.
+type heatState struct {
+	Runs   int    `json:"runs"`
+	Level  int    `json:"level"`
+	Stuck  bool   `json:"stuck"`
+	Count  string `json:"count"`
+	Median string `json:"median"`
+}
+
+func (s *Server) heatJSON(w http.ResponseWriter, r *http.Request) {
+	def, h, ok := s.machineOf(w, r)
+	if !ok {
+		return
+	}
+	marks := marksOf(def, h)
+	maxRuns := 0
+	for _, m := range marks {
+		maxRuns = max(maxRuns, m.Runs)
+	}
+	out := struct {
+		At     time.Time            `json:"at"`
+		States map[string]heatState `json:"states"`
+	}{At: time.Now().UTC(), States: map[string]heatState{}}
+	for name, m := range marks {
+		count, median := m.Lines()
+		out.States[name] = heatState{Runs: m.Runs, Level: statesvg.Level(m.Runs, maxRuns), Stuck: m.Stuck+m.Parked > 0, Count: count, Median: median}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
