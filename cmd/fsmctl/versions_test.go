@@ -294,6 +294,10 @@ func TestVersionsMigrateCrashThenResume(t *testing.T) {
 
 // withAppName adds application_name to a postgres:// URL.
 func withAppName(url, name string) string {
+	if !strings.Contains(url, "://") {
+		// A key=value connection string, as the throwaway cluster's.
+		return url + " application_name=" + name
+	}
 	sep := "?"
 	if strings.Contains(url, "?") {
 		sep = "&"
