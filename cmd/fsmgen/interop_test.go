@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -125,6 +126,14 @@ func needNode(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatalf("node is not installed (Node.js 20 or later; .ci/run installs the Debian packages nodejs and npm): %v", err)
 	}
+	out, err := exec.Command(node, "-p", "process.versions.node").Output()
+	if err != nil {
+		t.Fatalf("%s -p process.versions.node: %v", node, err)
+	}
+	version := strings.TrimSpace(string(out))
+	if major, _, _ := strings.Cut(version, "."); atoi(major) < 20 {
+		t.Fatalf("node is %s; the tests need Node.js 20 or later (.ci/run installs it)", version)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
 		t.Fatalf("%s has no node_modules: run npm ci there (make test does)", dir)
 	}
@@ -151,4 +160,10 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// atoi is s as a number, 0 when it is not one.
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
