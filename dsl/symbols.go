@@ -130,6 +130,13 @@ func Refs(f *File) []Ref {
 	return out
 }
 
+// Version returns the machine of f that has the persisted type of md and
+// the given version, as a migrate block of md names it ("migrate from
+// 1"), and nil when f declares none.
+func Version(f *File, md *MachineDecl, version int) *MachineDecl {
+	return declVersions(f)[typeVersion{declType(md), version}]
+}
+
 // declVersions maps each machine of f to its persisted type and version,
 // as the checker reads them (the first type and version declared, the
 // defaults otherwise); the first machine of each wins.

@@ -275,6 +275,12 @@ machine Order {
 	if !ok || d.Pos.Line != 4 {
 		t.Errorf("declaration of B in the migrate block: %s, %v; want line 4", refString(d), ok)
 	}
+	if got := Version(f, f.Machines[1], 1); got != f.Machines[0] {
+		t.Errorf("Version(Order, 1) = %v, want OrderV1", got)
+	}
+	if got := Version(f, f.Machines[1], 3); got != nil {
+		t.Errorf("Version(Order, 3) = %v, want nil", got.Name)
+	}
 	// A suggestion in the middle of a message.
 	dg := Diagnostic{Message: "unknown event Og of OrderV1; did you mean Go?; a condition names an event of the older version"}
 	if got := dg.Suggestion(); got != "Go" {

@@ -3,6 +3,7 @@ package lsp
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.lsp.dev/protocol"
@@ -12,7 +13,7 @@ import (
 
 // itemKeywords are the words that start a declaration in a machine block,
 // as the grammar in the dsl package spells them.
-var itemKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard"}
+var itemKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "migrate"}
 
 // lineToken matches the tokens of a line's text before the cursor, well
 // enough to tell what may come next: an arrow, a string, a comment, a
@@ -38,10 +39,15 @@ func (d *document) completion(p *protocol.CompletionParams) (*protocol.Completio
 	}
 	m := d.machineAt(line)
 	var items []protocol.CompletionItem
-	if m == nil {
+	switch {
+	case m == nil:
 		items = keywords("machine")
-	} else {
-		items = d.complete(m, toks)
+	default:
+		if old := d.migrateFrom(m, line); old != nil {
+			items = d.completeMigrate(m, old, toks)
+		} else {
+			items = d.complete(m, toks)
+		}
 	}
 	if items == nil {
 		items = []protocol.CompletionItem{}
@@ -100,6 +106,65 @@ func (d *document) complete(m *dsl.MachineDecl, toks []string) []protocol.Comple
 			opts = append(opts, "backoff", "factor", "max", "jitter", "nonretryable", "else")
 		}
 		return keywords(opts...)
+	}
+	return nil
+}
+
+// migrateOpen matches the line that opens a migrate block, and its version.
+var migrateOpen = regexp.MustCompile(`^\s*migrate\s+from\s+([0-9]+)\s*\{`)
+
+// migrateFrom returns the older version that the migrate block holding
+// line migrates from (a machine without names when the file declares no
+// such version), nil when line is in no migrate block: no line above it
+// in m opens one, or a "}" comes first.
+func (d *document) migrateFrom(m *dsl.MachineDecl, line int) *dsl.MachineDecl {
+	for l := line - 1; l >= m.Pos.Line; l-- {
+		text := d.line(l - 1)
+		if i := strings.Index(text, "//"); i >= 0 {
+			text = text[:i]
+		}
+		if g := migrateOpen.FindStringSubmatch(text); g != nil {
+			n, err := strconv.Atoi(g[1])
+			if err != nil {
+				return nil
+			}
+			if old := dsl.Version(d.file, m, n); old != nil {
+				return old
+			}
+			return &dsl.MachineDecl{} // a block, of a version not declared
+		}
+		if strings.Contains(text, "}") {
+			return nil
+		}
+	}
+	return nil
+}
+
+// completeMigrate offers what a migrate block's rules may name: the older
+// version's states first on a line, this version's after ->, the older
+// version's events after when or unless, this version's after default,
+// and the keywords of a rule.
+func (d *document) completeMigrate(m, old *dsl.MachineDecl, toks []string) []protocol.CompletionItem {
+	n := len(toks)
+	if n == 0 {
+		return append(d.names(old, dsl.StateSymbol), keywords("default")...)
+	}
+	last := toks[n-1]
+	switch {
+	case last == "->":
+		return d.names(m, dsl.StateSymbol)
+	case last == "when" || last == "unless":
+		return d.names(old, dsl.EventSymbol)
+	case last == "default":
+		return d.names(m, dsl.EventSymbol)
+	case last == "timers":
+		return keywords("keep", "restart")
+	case n == 1:
+		return keywords("->", "drain")
+	case n == 3 && toks[1] == "->":
+		return keywords("when", "unless", "timers")
+	case n == 5 && toks[1] == "->":
+		return keywords("timers")
 	}
 	return nil
 }

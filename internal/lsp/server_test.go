@@ -425,7 +425,7 @@ func TestCompletion(t *testing.T) {
 		{"    final C ", kw("succeeded", "failed", "cancelled")},
 		{"    A -> DONE ", kw("on")},
 		{"    A -> DONE on Stop ", kw("when", "unless", "outcome")},
-		{"    ", append(kw("type", "version", "package", "cancel", "initial", "state", "final", "event", "guard"), states...)},
+		{"    ", append(kw("type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "migrate"), states...)},
 		{"    // A -> ", []protocol.CompletionItem{}},
 	} {
 		text := head + tc.last + "\n}\n"
@@ -557,4 +557,61 @@ machine Order {
 	var locs []protocol.Location
 	c.mustCall(protocol.MethodTextDocumentDefinition, &protocol.DefinitionParams{TextDocumentPositionParams: at(uri, 15, 13)}, &locs)
 	diff(t, "definition of the rule's NEW state", []protocol.Location{{URI: uri, Range: rng(20, 12, 20, 13)}}, locs)
+}
+
+// TestCompletionInMigrate types the rules of a migrate block: the older
+// version's states start a rule and its events follow when, this
+// version's states follow -> and its events default.
+func TestCompletionInMigrate(t *testing.T) {
+	t.Parallel()
+	c := startServer(t)
+	c.initialize()
+	const uri = protocol.DocumentURI("file:///work/migrate.fsm")
+	head := `machine OrderV1 {
+    type "order"
+    initial OLD_A
+    final   DONE succeeded
+    event OldGo
+    OLD_A -> DONE on OldGo
+}
+
+machine Order {
+    type "order"
+    version 2
+    event Go { n int }
+    migrate from 1 {
+`
+	tail := "\n    }\n    initial A\n    final   DONE succeeded\n    A -> DONE on Go\n}\n"
+	oldStates := []protocol.CompletionItem{
+		{Label: "OLD_A", Kind: protocol.CompletionItemKindEnumMember, Detail: "initial"},
+		{Label: "DONE", Kind: protocol.CompletionItemKindEnumMember, Detail: "final succeeded"},
+	}
+	newStates := []protocol.CompletionItem{
+		{Label: "A", Kind: protocol.CompletionItemKindEnumMember, Detail: "initial"},
+		{Label: "DONE", Kind: protocol.CompletionItemKindEnumMember, Detail: "final succeeded"},
+	}
+	kw := func(words ...string) []protocol.CompletionItem { return keywords(words...) }
+	for i, tc := range []struct {
+		last string
+		want []protocol.CompletionItem
+	}{
+		{"        ", append(oldStates, kw("default")...)},
+		{"        OLD_A ", kw("->", "drain")},
+		{"        OLD_A -> ", newStates},
+		{"        OLD_A -> A ", kw("when", "unless", "timers")},
+		{"        OLD_A -> A when ", []protocol.CompletionItem{{Label: "OldGo", Kind: protocol.CompletionItemKindEvent, Detail: "event"}}},
+		{"        OLD_A -> A when OldGo ", kw("timers")},
+		{"        OLD_A -> A timers ", kw("keep", "restart")},
+		{"        default ", []protocol.CompletionItem{{Label: "Go", Kind: protocol.CompletionItemKindEvent, Detail: "event { n int }"}}},
+	} {
+		if i == 0 {
+			c.open(uri, head+tc.last+tail)
+		} else {
+			c.change(uri, int32(i+1), head+tc.last+tail)
+		}
+		var got protocol.CompletionList
+		c.mustCall(protocol.MethodTextDocumentCompletion, &protocol.CompletionParams{
+			TextDocumentPositionParams: at(uri, 13, uint32(len(tc.last)))}, &got)
+		diff(t, "completion after "+strings.TrimSpace(tc.last), protocol.CompletionList{Items: tc.want}, got)
+	}
 }
