@@ -21,7 +21,9 @@
 //   - completion: state names after -> and in a list of source states,
 //     event names after on, cancel, else and a timer's duration, guard
 //     names after when, unless and !, retry presets after retry, and the
-//     keywords of declarations, state options and row clauses;
+//     keywords of declarations, state options and row clauses; in a
+//     migrate block, the older version's states and events where a rule
+//     names them and this version's after -> and default;
 //   - formatting, as `fsmgen fmt` does (a file that does not parse is left
 //     as it is: its diagnostics say why);
 //   - document symbols: each machine with its states, events and guards,
