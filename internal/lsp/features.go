@@ -108,7 +108,7 @@ func stateHover(it *dsl.Item) string {
 		} else {
 			bullets = append(bullets, "driven: the runtime calls its handler")
 		}
-		retry := "retry: none"
+		retry := "retry: none; its handler is tried once"
 		for _, o := range s.Options {
 			switch {
 			case o.Retry != nil:

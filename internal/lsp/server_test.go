@@ -229,7 +229,7 @@ func TestSession(t *testing.T) {
 		{"initial state", 24, 4, &protocol.Hover{
 			Contents: protocol.MarkupContent{Kind: protocol.Markdown, Value: "initial state **NEW**\n\nNEW is where every order starts: 🛒 in the cart.\n\n" +
 				"- driven: the runtime calls its handler\n" +
-				"- retry: none\n"},
+				"- retry: none; its handler is tried once\n"},
 			Range: ptr(rng(24, 4, 24, 7)),
 		}},
 		{"final state", 29, 18, &protocol.Hover{
