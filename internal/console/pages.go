@@ -511,8 +511,10 @@ func (s *Server) showMachine(w http.ResponseWriter, r *http.Request) {
 // heatState is a state of heat.json: what the page's script updates.
 type heatState struct {
 	Runs   int    `json:"runs"`
+	Stuck  int    `json:"stuckRuns"`
+	Parked int    `json:"parkedRuns"`
 	Level  int    `json:"level"`
-	Stuck  bool   `json:"stuck"`
+	Marked bool   `json:"stuck"`
 	Count  string `json:"count"`
 	Median string `json:"median"`
 }
@@ -533,7 +535,8 @@ func (s *Server) heatJSON(w http.ResponseWriter, r *http.Request) {
 	}{At: time.Now().UTC(), States: map[string]heatState{}}
 	for name, m := range marks {
 		count, median := m.Lines()
-		out.States[name] = heatState{Runs: m.Runs, Level: statesvg.Level(m.Runs, maxRuns), Stuck: m.Stuck+m.Parked > 0, Count: count, Median: median}
+		out.States[name] = heatState{Runs: m.Runs, Stuck: m.Stuck, Parked: m.Parked, Level: statesvg.Level(m.Runs, maxRuns),
+			Marked: m.Stuck+m.Parked > 0, Count: count, Median: median}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)

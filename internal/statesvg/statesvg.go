@@ -301,19 +301,19 @@ func drawEdge(b *strings.Builder, e *edge, nodes []*node, prefix string) {
 		y, dip := f.y+f.h/2, f.h/2+24
 		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y, x1+12, y+dip, x2-12, y+dip, x2, y)
 		lx, ly = (x1+x2)/2, y+dip+6
-	default: // up: out to the right of every state on the way
-		x1, y1 := f.x+f.w, f.y+f.h/2+6
+	default: // up: out below the source, then up to the right of every state on the way
+		x1, y1 := f.cx(), f.y+f.h
 		x2, y2 := t.x+t.w, t.y+t.h/2-6
-		right := max(x1, x2)
+		right := max(f.x+f.w, x2)
 		for _, n := range nodes {
 			if n.depth >= t.depth && n.depth <= f.depth {
 				right = max(right, n.x+n.w)
 			}
 		}
 		bend := right + 36 + 10*t.depth
-		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y1, bend, y1, bend, y2, x2, y2)
-		// The curve is furthest out at its middle: 3/4 of the way to bend.
-		lx, ly, anchor = (3*bend+(x1+x2)/2)/4+4, (y1+y2)/2+4, "start"
+		turn := y1 + 22 + 4*t.depth
+		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d S%d,%d %d,%d", x1, y1, x1, turn, bend, turn, bend, y1-16, bend, y2, x2, y2)
+		lx, ly, anchor = bend+4, (y1+y2)/2, "start"
 	}
 	fmt.Fprintf(b, `<g class="edge" data-from="%s" data-to="%s"><path d="%s" fill="none" stroke="#555" stroke-width="1.3" marker-end="url(#%s-arrow)"/>`,
 		esc(f.spec.Name), esc(t.spec.Name), path, esc(prefix))

@@ -37,6 +37,17 @@ document.addEventListener("submit", function (ev) {
 			if (count) { count.textContent = st.count; }
 			if (median) { median.textContent = st.median; }
 		}
+		// The table of states: runs now, stuck, parked.
+		var rows = document.querySelectorAll("#heat tbody tr");
+		for (var j = 0; j < rows.length; j++) {
+			var row = data.states[rows[j].getAttribute("data-state")];
+			var cells = rows[j].querySelectorAll("td");
+			if (row && cells.length >= 4) {
+				cells[1].textContent = String(row.runs);
+				cells[2].textContent = String(row.stuckRuns);
+				cells[3].textContent = String(row.parkedRuns);
+			}
+		}
 		status.textContent = "live, updated " + new Date(data.at).toLocaleTimeString();
 		status.classList.remove("stale");
 	}
