@@ -21,9 +21,10 @@
 //
 // Each row is published until the broker acknowledges it, then marked
 // published (published_at, by the database's clock) in the transaction
-// that claimed it, which commits after the acknowledgements: the row
-// locks keep every other relay off the rows while they are published, so
-// any number of relays, in one process or many, share one outbox.
+// that claimed it, right after its acknowledgement; the transaction
+// commits at the end of the batch. The row locks keep every other relay
+// off the rows while they are published, so any number of relays, in one
+// process or many, share one outbox.
 //
 // The rows of one run are published in the order they were written (by
 // id): a row is not published while an earlier row of its run is
@@ -63,10 +64,12 @@
 // When Run's context is done, the publish under way is cancelled (its
 // row is left as it was, without a failed try), the rows acknowledged
 // before it are marked, and Run returns nil. While a batch is published
-// its transaction is open; the database ends a transaction that stays
-// idle longer than PublishTimeout + 10s (idle_in_transaction_session_timeout),
-// so that a relay cut off from the database does not hold its rows for
-// good.
+// its transaction is open, and each row is marked in it as soon as its
+// publish is acknowledged; the database ends a transaction that stays
+// idle longer than twice PublishTimeout (at least PublishTimeout + 1s;
+// idle_in_transaction_session_timeout), so that a relay cut off from the
+// database does not hold its rows for good. Its rows are published again
+// by the next claim, under the same ids.
 //
 // # Operating
 //

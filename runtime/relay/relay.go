@@ -83,10 +83,11 @@ type Config struct {
 	PollInterval time.Duration
 	// PublishTimeout bounds each Publish call; a publish that takes longer
 	// is a failed try. Default 10s. The claim's transaction stays open
-	// while a batch is published: the database ends it
-	// (idle_in_transaction_session_timeout) when the relay is silent for
-	// PublishTimeout plus 10s, so that a relay cut off from the database
-	// does not hold its rows for good.
+	// while a batch is published, each row marked after its publish: the
+	// database ends it (idle_in_transaction_session_timeout) when the
+	// relay is silent for twice PublishTimeout (at least PublishTimeout +
+	// 1s), so that a relay cut off from the database does not hold its
+	// rows for good.
 	PublishTimeout time.Duration
 	// Backoff is the wait before the next try of a row whose publish
 	// failed: after the n-th failed try, Backoff.Delay(n) spread by
@@ -212,8 +213,8 @@ type Batch struct {
 // transaction: it locks the first unpublished row of up to
 // Config.BatchSize runs (skipping the rows other relays hold, and runs
 // whose first unpublished row waits for its backoff) with the rows that
-// follow them, publishes them in id order, and marks the published ones,
-// all in the transaction that follows their acknowledgements. It stops at
+// follow them, publishes them in id order, and marks each published in
+// that transaction as soon as its publish is acknowledged. It stops at
 // the first failed publish, records that failure on the row, and returns
 // an error matching ErrPublish with the batch; a database error rolls the
 // batch back (the rows it published are published again later, under the
@@ -229,7 +230,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (Batch, error) {
 	// publish is under way: they use a context without its cancellation.
 	bg := context.WithoutCancel(ctx)
 	defer tx.Rollback(bg) //nolint:errcheck // a no-op after Commit
-	idle := r.cfg.PublishTimeout + 10*time.Second
+	idle := r.cfg.PublishTimeout + max(r.cfg.PublishTimeout, time.Second)
 	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", idle.Milliseconds())); err != nil {
 		return b, fmt.Errorf("relay: claim: %w", err)
 	}
@@ -242,7 +243,9 @@ func (r *Relay) RelayOnce(ctx context.Context) (Batch, error) {
 	if len(rows) == 0 {
 		return b, nil
 	}
-	published := make([]int64, 0, len(rows))
+	// Each row is marked as soon as its publish is acknowledged, so that
+	// the transaction is never idle longer than one publish.
+	published := 0
 	var pubErr error
 	for _, row := range rows {
 		if ctx.Err() != nil {
@@ -259,16 +262,14 @@ func (r *Relay) RelayOnce(ctx context.Context) (Batch, error) {
 			pubErr = err
 			break
 		}
-		published = append(published, msg.ID)
-	}
-	if len(published) > 0 {
-		n, err := q.MarkOutboxPublished(bg, published)
+		n, err := q.MarkOutboxPublished(bg, []int64{msg.ID})
 		if err != nil {
-			return b, fmt.Errorf("relay: mark %d published rows: %w", len(published), err)
+			return b, fmt.Errorf("relay: mark outbox row %d published: %w", msg.ID, err)
 		}
-		if n != int64(len(published)) {
-			return b, fmt.Errorf("relay: marked %d of %d published rows: the others were published by someone else", n, len(published))
+		if n != 1 {
+			return b, fmt.Errorf("relay: outbox row %d was published by someone else", msg.ID)
 		}
+		published++
 	}
 	if pubErr != nil {
 		tries := b.Failed.Tries + 1
@@ -283,9 +284,9 @@ func (r *Relay) RelayOnce(ctx context.Context) (Batch, error) {
 		b.Retry = got.NextAttemptAt.Time
 	}
 	if err := tx.Commit(bg); err != nil {
-		return b, fmt.Errorf("relay: commit %d published rows: %w", len(published), err)
+		return b, fmt.Errorf("relay: commit %d published rows: %w", published, err)
 	}
-	b.Published = len(published)
+	b.Published = published
 	if pubErr != nil {
 		return b, fmt.Errorf("relay: outbox row %d (run %s, topic %s), try %d: %w: %w; next try at %s",
 			b.Failed.ID, b.Failed.RunID, b.Failed.Topic, b.Failed.Tries+1, ErrPublish, pubErr, b.Retry.UTC().Format(time.RFC3339Nano))

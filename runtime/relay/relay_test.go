@@ -363,3 +363,53 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }
+
+// A batch that takes longer than the database lets a transaction stay
+// idle (a slow broker) is published and marked whole: each row is marked
+// after its publish, so the transaction is never idle longer than one
+// publish.
+func TestSlowBrokerLongBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.emit(t, e.start(t, 1), 20)
+	pub := &recorder{fail: func(relay.Message) error {
+		time.Sleep(80 * time.Millisecond) // a broker that takes 80ms to acknowledge
+		return nil
+	}}
+	// The transaction may stay idle 1.2s; the batch takes 1.6s.
+	r := e.newRelay(t, pub, relay.Config{PublishTimeout: 200 * time.Millisecond})
+	b, err := r.RelayOnce(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Claimed != 20 || b.Published != 20 {
+		t.Errorf("batch %+v, want 20 claimed and published", b)
+	}
+	if diff := cmp.Diff(ids, pub.byRun()); diff != "" {
+		t.Errorf("published (-want +got):\n%s", diff)
+	}
+	for _, id := range pub.msgs {
+		if got := e.row(t, id.ID); !got.Published {
+			t.Errorf("row %d is not marked", id.ID)
+		}
+	}
+
+	// A publisher that ignores its context and stays away longer than
+	// that: the database ends the transaction, the row stays unpublished
+	// for the next claim.
+	more := e.emit(t, e.start(t, 1), 1)
+	var row int64
+	for _, v := range more {
+		row = v[0]
+	}
+	stuck := e.newRelay(t, relay.PublisherFunc(func(context.Context, relay.Message) error {
+		time.Sleep(1500 * time.Millisecond)
+		return nil
+	}), relay.Config{PublishTimeout: 200 * time.Millisecond})
+	if _, err := stuck.RelayOnce(e.ctx); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("relay: mark outbox row %d published: ", row)) {
+		t.Errorf("RelayOnce with a stuck publisher: %v, want the mark refused", err)
+	}
+	if got := e.row(t, row); got.Published || got.Attempts != 0 {
+		t.Errorf("row %d after the stuck publish: %+v, want it as it was", row, got)
+	}
+}
