@@ -16,8 +16,27 @@
 //   - a state that waits listens on the signal channel SignalName for
 //     events (Signal sends one) and starts a workflow timer per timer of the
 //     state (FCHA's seven days in CONDITIONAL_OFFER); an event the state
-//     does not accept is refused and logged, and the run keeps waiting;
+//     does not accept, or one that only the workflow fires (a timer's), is
+//     refused and logged in the snapshot's Refused, and the run keeps
+//     waiting;
 //   - a terminal state ends the workflow with a Result.
+//
+// # Sending an event with an answer
+//
+// A signal is fire-and-forget: its sender is not told that the run
+// refused it. Send is the typed send: it fires the event as the update
+// UpdateName, whose validator checks it against the run's current state
+// (the machine's table and guards, and not an event only the workflow
+// fires) before anything is written to the history, as the PostgreSQL
+// engine's Signal does. A refused event is a *RefusedError matching
+// runtime.ErrSignalRefused, the error machines/compliance reports for a late
+// authorization (compliance.ErrSignalRefused is that error), and the
+// cause's sentinel: engine.ErrRunFinished, runtime.ErrIllegalTransition,
+// runtime.ErrGuardRejected, engine.ErrInternalEvent or
+// runtime.ErrUnknownEvent. An accepted event moves the run before Send
+// returns the run's Snapshot. Sent while a driven state's handler runs, an
+// event the state accepts cancels that activity, whose event is dropped,
+// as the PostgreSQL engine refuses a handler's transition after a signal.
 //
 // Every transition is an event in Temporal's history (the activity's
 // completion, the signal, the timer) and in the workflow's own history,

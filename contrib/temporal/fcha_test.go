@@ -1,11 +1,14 @@
 package temporal_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/fsmgen/fsmgen/contrib/temporal"
@@ -160,5 +163,157 @@ func TestQueryTypedState(t *testing.T) {
 	}
 	if seen != fcha.StateConditionalOffer {
 		t.Errorf("queried state %v, want CONDITIONAL_OFFER", seen)
+	}
+}
+
+// updateOutcome is what the testsuite reported for one update.
+type updateOutcome struct {
+	Accepted bool
+	Type     string // the refusal's ApplicationError type, "" when accepted
+	Message  string
+}
+
+// TestUpdateRefusedInWorkflow: the update's validator refuses, in
+// CONDITIONAL_OFFER, an event the table has no row for, the timer's own
+// event, and an unknown event, each with its kind and the reason; none of
+// them reaches the history. The authorization is accepted and moves the run
+// at once.
+func TestUpdateRefusedInWorkflow(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	temporal.Register(env, driverFor(&local.Screening{}).Driver())
+	var got []updateOutcome
+	send := func(msg temporal.EventMessage) {
+		env.UpdateWorkflow(temporal.UpdateName, "", &testsuite.TestUpdateCallback{
+			OnAccept: func() { got = append(got, updateOutcome{Accepted: true}) },
+			OnReject: func(err error) {
+				var app *sdktemporal.ApplicationError
+				if !errors.As(err, &app) {
+					t.Errorf("rejected with %T %v, want an ApplicationError", err, err)
+					return
+				}
+				got = append(got, updateOutcome{Type: app.Type(), Message: app.Message()})
+			},
+			OnComplete: func(_ any, err error) {
+				if err != nil {
+					t.Errorf("accepted update failed: %v", err)
+				}
+			},
+		}, msg)
+	}
+	env.RegisterDelayedCallback(func() {
+		send(temporal.EventMessage{Name: "AssessmentCompleted", Payload: json.RawMessage(`{"approved":true}`)})
+		send(temporal.EventMessage{Name: "AuthorizationTimeout", Payload: json.RawMessage(`{}`)})
+		send(temporal.EventMessage{Name: "Approve", Payload: json.RawMessage(`{}`)})
+		send(authorization(t))
+	}, time.Hour)
+	env.ExecuteWorkflow(fcha.Type, start(t, "clean"))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []updateOutcome{
+		{Type: "ILLEGAL_TRANSITION", Message: "nyc-application-compliance: illegal transition: state CONDITIONAL_OFFER has no transition on event AssessmentCompleted"},
+		{Type: "INTERNAL_EVENT", Message: "AuthorizationTimeout is fired by the timer of CONDITIONAL_OFFER, not sent"},
+		{Type: "UNKNOWN_EVENT", Message: `nyc-application-compliance: unknown event "Approve"`},
+		{Accepted: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("updates (-want +got):\n%s", diff)
+	}
+	var res temporal.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	wantMoves := []move{
+		{"PREQUALIFICATION", "CONDITIONAL_OFFER", "PrequalificationCompleted"},
+		{"CONDITIONAL_OFFER", "BACKGROUND_CHECK_ALLOWED", "BackgroundCheckAuthorizationSigned"},
+		{"BACKGROUND_CHECK_ALLOWED", "APPROVED", "BackgroundCheckCompleted"},
+	}
+	if diff := cmp.Diff(wantMoves, moves(res.History)); diff != "" || len(res.Refused) != 0 {
+		t.Errorf("refused %q; transitions (-want +got):\n%s", res.Refused, diff)
+	}
+}
+
+// TestSignalOfTimerEventRefused: the timer's event sent as a signal is
+// refused and logged, as the PostgreSQL engine's Signal refuses it; the
+// timer still fires at seven days.
+func TestSignalOfTimerEventRefused(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	temporal.Register(env, driverFor(&local.Screening{}).Driver())
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(temporal.SignalName, temporal.EventMessage{Name: "AuthorizationTimeout", Payload: json.RawMessage(`{}`)})
+	}, time.Hour)
+	begin := env.Now()
+	env.ExecuteWorkflow(fcha.Type, start(t, "clean"))
+	var res temporal.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"AuthorizationTimeout: fired by the timer of CONDITIONAL_OFFER, not sent"}, res.Refused); diff != "" {
+		t.Errorf("refused (-want +got):\n%s", diff)
+	}
+	if got := env.Now().Sub(begin); got < compliance.AuthorizationWindow {
+		t.Errorf("denied after %v, want the 7-day timer", got)
+	}
+}
+
+// blockingScreening is a screening provider whose check does not answer
+// until it is released or its context ends.
+type blockingScreening struct{ release chan struct{} }
+
+func (s blockingScreening) Check(ctx context.Context, _ compliance.ScreeningRequest) (compliance.ScreeningReport, error) {
+	select {
+	case <-s.release:
+		return compliance.ScreeningReport{}, nil
+	case <-ctx.Done():
+		return compliance.ScreeningReport{}, ctx.Err()
+	}
+}
+
+// TestUpdateWhileHandlerRuns: an event sent by update while the state's
+// handler runs, and that the state accepts, moves the run; the handler's
+// activity is cancelled and its event (a clean check, which would have
+// approved) dropped, as the PostgreSQL engine refuses a handler's
+// transition after a signal.
+func TestUpdateWhileHandlerRuns(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	release := make(chan struct{})
+	defer close(release)
+	wf := compliance.New(nil, nil, compliance.Adapters{
+		Prequalifier: &local.Prequalifier{}, Screening: blockingScreening{release: release},
+		Notifier: &local.Notifier{}, Assessor: &local.Assessor{},
+	})
+	temporal.Register(env, wf.Driver())
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(temporal.SignalName, authorization(t)) }, time.Hour)
+	raw, err := json.Marshal(fcha.BackgroundCheckCompleted{AdverseInfo: true, Findings: []string{"reported by the provider's callback"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := false
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(temporal.UpdateName, "", &testsuite.TestUpdateCallback{
+			OnAccept:   func() { accepted = true },
+			OnReject:   func(err error) { t.Errorf("update rejected: %v", err) },
+			OnComplete: func(any, error) {},
+		}, temporal.EventMessage{Name: "BackgroundCheckCompleted", Payload: raw})
+	}, time.Hour+time.Millisecond)
+	env.ExecuteWorkflow(fcha.Type, start(t, "clean"))
+	var res temporal.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	want := []move{
+		{"PREQUALIFICATION", "CONDITIONAL_OFFER", "PrequalificationCompleted"},
+		{"CONDITIONAL_OFFER", "BACKGROUND_CHECK_ALLOWED", "BackgroundCheckAuthorizationSigned"},
+		{"BACKGROUND_CHECK_ALLOWED", "INDIVIDUALIZED_ASSESSMENT", "BackgroundCheckCompleted"},
+		{"INDIVIDUALIZED_ASSESSMENT", "APPROVED", "AssessmentCompleted"},
+	}
+	if diff := cmp.Diff(want, moves(res.History)); diff != "" || !accepted {
+		t.Errorf("accepted %v; transitions (-want +got):\n%s", accepted, diff)
 	}
 }

@@ -2,8 +2,11 @@ package temporal_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,8 +20,11 @@ import (
 
 	"github.com/fsmgen/fsmgen/contrib/temporal"
 	"github.com/fsmgen/fsmgen/contrib/temporal/devserver"
+	"github.com/fsmgen/fsmgen/machines/compliance"
 	"github.com/fsmgen/fsmgen/machines/compliance/fcha"
 	"github.com/fsmgen/fsmgen/machines/compliance/local"
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/engine"
 )
 
 // devServer starts a dev server for the test, stopped when it ends.
@@ -141,5 +147,122 @@ func TestReplayRecorded(t *testing.T) {
 	temporal.Register(replayerRegistry{replayer}, driverFor(&local.Screening{}).Driver())
 	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, recorded); err != nil {
 		t.Fatalf("replay %s: %v", recorded, err)
+	}
+}
+
+// shortTimers is FCHA's driver with its timers shortened to after, so
+// that the authorization timeout fires on a dev server, whose clock is
+// real, within the test.
+type shortTimers struct {
+	runtime.Driver
+	after time.Duration
+}
+
+func (d shortTimers) Definition() runtime.Definition {
+	def := d.Driver.Definition()
+	states := slices.Clone(def.States)
+	for i := range states {
+		timers := slices.Clone(states[i].Timers)
+		for j := range timers {
+			timers[j].After = d.after
+		}
+		states[i].Timers = timers
+	}
+	def.States = states
+	return def
+}
+
+// waitState queries workflow id until it is in want, or ctx is done.
+func waitState(ctx context.Context, t *testing.T, c client.Client, id string, want fcha.State) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		state, _, err := temporal.QueryState(ctx, c, id, fcha.ParseState)
+		if err == nil && state == want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("workflow %s never reached %v (last %v, %v)", id, want, state, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// TestDevServerSend: on a real dev server, Send reports to its sender the
+// events the run refuses, with the errors the PostgreSQL engine's
+// workflows report (compliance.ErrSignalRefused and the cause), and
+// returns the run's new state for the one it takes; a late authorization,
+// after the timeout denied the application and the workflow closed, is
+// refused as sent to a finished run, naming the timeout.
+func TestDevServerSend(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := devServer(t)
+	const queue = "fcha-send"
+	w := worker.New(c, queue, worker.Options{})
+	d := shortTimers{Driver: driverFor(&local.Screening{Findings: findings()}).Driver(), after: 2 * time.Second}
+	temporal.Register(w, d)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	auth := fcha.BackgroundCheckAuthorizationSigned{SignedAt: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC), SignedBy: "user_456"}
+
+	st := start(t, "clean")
+	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: st.RunID, TaskQueue: queue}, fcha.Type, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(ctx, t, c, st.RunID, fcha.StateConditionalOffer)
+	refusals := []struct {
+		ev    runtime.Event
+		cause error
+		msg   string
+	}{
+		{fcha.AssessmentCompleted{Approved: true}, runtime.ErrIllegalTransition,
+			"temporal: send AssessmentCompleted to app_clean: signal refused: nyc-application-compliance: illegal transition: state CONDITIONAL_OFFER has no transition on event AssessmentCompleted"},
+		{fcha.AuthorizationTimeout{}, engine.ErrInternalEvent,
+			"temporal: send AuthorizationTimeout to app_clean: signal refused: AuthorizationTimeout is fired by the timer of CONDITIONAL_OFFER, not sent"},
+	}
+	for _, r := range refusals {
+		_, err := temporal.Send(ctx, c, st.RunID, r.ev)
+		var refused *temporal.RefusedError
+		if !errors.As(err, &refused) || !errors.Is(err, compliance.ErrSignalRefused) || !errors.Is(err, r.cause) || refused.State != "CONDITIONAL_OFFER" {
+			t.Errorf("send %s: err = %v, want a RefusedError in CONDITIONAL_OFFER matching ErrSignalRefused and %v", r.ev.EventName(), err, r.cause)
+		} else if err.Error() != r.msg {
+			t.Errorf("send %s:\n got %s\nwant %s", r.ev.EventName(), err, r.msg)
+		}
+	}
+	snap, err := temporal.Send(ctx, c, st.RunID, auth)
+	if err != nil || snap.State != "BACKGROUND_CHECK_ALLOWED" {
+		t.Fatalf("send the authorization: %+v, %v; want the run in BACKGROUND_CHECK_ALLOWED", snap, err)
+	}
+	var res temporal.Result
+	if err := wr.Get(ctx, &res); err != nil || res.State != "APPROVED" || len(res.Refused) != 0 {
+		t.Fatalf("result %+v, %v; want APPROVED with nothing refused in the workflow", res, err)
+	}
+	_, err = temporal.Send(ctx, c, st.RunID, auth)
+	if !errors.Is(err, compliance.ErrSignalRefused) || !errors.Is(err, engine.ErrRunFinished) ||
+		!strings.HasPrefix(err.Error(), "temporal: send BackgroundCheckAuthorizationSigned to app_clean: signal refused: the run finished in APPROVED on BackgroundCheckCompleted at ") {
+		t.Errorf("second authorization: err = %v, want refused by the finished run", err)
+	}
+
+	// The timeout branch: no authorization before the (shortened) timer.
+	late := start(t, "late")
+	wr, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: late.RunID, TaskQueue: queue}, fcha.Type, late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wr.Get(ctx, &res); err != nil || res.State != "DENIED" {
+		t.Fatalf("result %+v, %v; want DENIED by the timeout", res, err)
+	}
+	_, err = temporal.Send(ctx, c, late.RunID, auth)
+	var refused *temporal.RefusedError
+	if !errors.As(err, &refused) || !errors.Is(err, compliance.ErrSignalRefused) || !errors.Is(err, engine.ErrRunFinished) || refused.State != "DENIED" ||
+		!strings.HasPrefix(err.Error(), "temporal: send BackgroundCheckAuthorizationSigned to app_late: signal refused: the run finished in DENIED on AuthorizationTimeout at ") {
+		t.Errorf("late authorization: err = %v, want refused, naming the timeout", err)
 	}
 }

@@ -3,20 +3,27 @@ package temporal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/engine"
 )
 
 // SignalName is the signal channel that carries a machine's events.
 const SignalName = "fsm-event"
+
+// UpdateName is the update that fires an event and tells its sender
+// whether the run took it (Send).
+const UpdateName = "fsm-fire"
 
 // QueryName is the query that returns a run's Snapshot.
 const QueryName = "state"
@@ -165,6 +172,48 @@ func RetryPolicy(p *runtime.RetryPolicy) *temporal.RetryPolicy {
 	return rp
 }
 
+// Refusal kinds: the type of the ApplicationError with which the update's
+// validator refuses an event, mapped back to the runtime's sentinels by
+// Send.
+const (
+	refusedFinished = "RUN_FINISHED"
+	refusedIllegal  = "ILLEGAL_TRANSITION"
+	refusedGuards   = "GUARD_REJECTED"
+	refusedInternal = "INTERNAL_EVENT"
+	refusedUnknown  = "UNKNOWN_EVENT"
+)
+
+// refusal is the detail of a refused update: the run's state and why.
+type refusal struct {
+	State  string `json:"state"`
+	Reason string `json:"reason"`
+}
+
+// internalEvents maps the events that the workflow fires itself (a state's
+// timer, the event of a state whose tries are used up) to what fires them,
+// leaving out the events the machine declares external: the events a
+// sender may not send, as the PostgreSQL engine's Signal refuses them.
+func internalEvents(def runtime.Definition) map[string]string {
+	ext := map[string]bool{}
+	for _, ev := range def.Events {
+		ext[ev.Name] = ev.External
+	}
+	out := map[string]string{}
+	for _, st := range def.States {
+		for _, t := range st.Timers {
+			if _, seen := out[t.Event]; !seen && !ext[t.Event] {
+				out[t.Event] = "the timer of " + st.Name
+			}
+		}
+		if ev := st.OnExhausted; ev != "" && !ext[ev] {
+			if _, seen := out[ev]; !seen {
+				out[ev] = "fired when the tries of " + st.Name + " are used up"
+			}
+		}
+	}
+	return out
+}
+
 func run(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Start) (Result, error) {
 	snap := Snapshot{State: def.Initial, Status: runtime.StatusRunning, History: []Step{}}
 	var events []EventMessage
@@ -173,29 +222,79 @@ func run(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Star
 	}
 	logger := workflow.GetLogger(ctx)
 	signals := workflow.GetSignalChannel(ctx, SignalName)
+	internal := internalEvents(def)
+	// moved wakes the main loop when an update moved the run.
+	moved := workflow.NewBufferedChannel(ctx, 1)
 
-	// fire checks msg against the table and guards in the machine's
-	// generated code and moves the state; a refused event leaves it.
-	fire := func(msg EventMessage) error {
+	// apply checks msg against the table and guards in the machine's
+	// generated code and returns the transition it makes, changing nothing.
+	apply := func(msg EventMessage) (*runtime.Transition, error) {
 		ev, err := d.Decode(msg.Name, msg.Payload)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rt := &runtime.Run{ID: in.RunID, Type: def.Type, Version: def.Version, Input: in.Input, TenantID: in.TenantID, UserID: in.UserID}
 		if rt.Events, err = decodeAll(d, events); err != nil {
-			return err
+			return nil, err
 		}
 		var rec capture
 		if err := d.Fire(context.Background(), rt, snap.State, ev, &rec); err != nil {
-			return err
+			return nil, err
 		}
 		if rec.t == nil {
-			return fmt.Errorf("%s: event %s in %s recorded no transition", def.Type, msg.Name, snap.State)
+			return nil, fmt.Errorf("%s: event %s in %s recorded no transition", def.Type, msg.Name, snap.State)
+		}
+		return rec.t, nil
+	}
+	// fire applies msg and moves the state; a refused event leaves it.
+	fire := func(msg EventMessage) error {
+		t, err := apply(msg)
+		if err != nil {
+			return err
 		}
 		events = append(events, msg)
-		snap.History = append(snap.History, Step{From: rec.t.From, To: rec.t.To, Event: rec.t.Event, At: workflow.Now(ctx)})
-		snap.State, snap.Status = rec.t.To, rec.t.Status
+		snap.History = append(snap.History, Step{From: t.From, To: t.To, Event: t.Event, At: workflow.Now(ctx)})
+		snap.State, snap.Status = t.To, t.Status
 		return nil
+	}
+	// check says whether an event sent from outside would be taken now,
+	// as the PostgreSQL engine's Signal decides: not by a finished run,
+	// not an event only the workflow fires, and only as the table and
+	// guards allow.
+	check := func(msg EventMessage) error {
+		refuse := func(kind, reason string) error {
+			return temporal.NewApplicationErrorWithOptions(reason, kind, temporal.ApplicationErrorOptions{
+				NonRetryable: true, Details: []any{refusal{State: snap.State, Reason: reason}}})
+		}
+		if snap.Status.Terminal() {
+			return refuse(refusedFinished, finishedReason(snap))
+		}
+		if why, ok := internal[msg.Name]; ok {
+			return refuse(refusedInternal, fmt.Sprintf("%s is fired by %s, not sent", msg.Name, why))
+		}
+		if _, err := apply(msg); err != nil {
+			switch {
+			case errors.Is(err, runtime.ErrGuardRejected):
+				return refuse(refusedGuards, err.Error())
+			case errors.Is(err, runtime.ErrIllegalTransition):
+				return refuse(refusedIllegal, err.Error())
+			default:
+				return refuse(refusedUnknown, err.Error())
+			}
+		}
+		return nil
+	}
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateName, func(ctx workflow.Context, msg EventMessage) (Snapshot, error) {
+		// The validator accepted msg in this state; nothing ran in
+		// between, as the handler is called at once, without blocking.
+		if err := fire(msg); err != nil {
+			return snap, temporal.NewNonRetryableApplicationError(err.Error(), refusedIllegal, err)
+		}
+		moved.SendAsync(struct{}{})
+		return snap, nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, msg EventMessage) error { return check(msg) }})
+	if err != nil {
+		return Result{}, err
 	}
 
 	for {
@@ -218,15 +317,22 @@ func run(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Star
 					}
 				})
 			}
+			signalled := false
 			sel.AddReceive(signals, func(c workflow.ReceiveChannel, _ bool) {
 				var m EventMessage
 				c.Receive(ctx, &m)
-				got = &m
+				got, signalled = &m, true
 			})
+			sel.AddReceive(moved, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 			for snap.State == st.Name {
-				got = nil
+				got, signalled = nil, false
 				sel.Select(ctx)
 				if got == nil {
+					continue
+				}
+				if why, ok := internal[got.Name]; ok && signalled {
+					logger.Warn("event refused", "state", snap.State, "event", got.Name, "error", "fired by "+why)
+					snap.Refused = append(snap.Refused, got.Name+": fired by "+why+", not sent")
 					continue
 				}
 				if err := fire(*got); err != nil {
@@ -237,15 +343,30 @@ func run(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Star
 			cancel()
 			continue
 		}
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		actx, cancelActivity := workflow.WithCancel(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: DefaultActivityTimeout,
 			RetryPolicy:         RetryPolicy(st.Retry),
-		})
+		}))
 		var out EventMessage
-		err := workflow.ExecuteActivity(actx, ActivityName(def.Type), handleInput{Start: in, Type: def.Type, Version: def.Version, State: st.Name, Events: slices.Clone(events)}).Get(ctx, &out)
-		if err != nil {
+		var aerr error
+		done := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(workflow.ExecuteActivity(actx, ActivityName(def.Type), handleInput{Start: in, Type: def.Type, Version: def.Version, State: st.Name, Events: slices.Clone(events)}),
+			func(f workflow.Future) { aerr, done = f.Get(ctx, &out), true })
+		sel.AddReceive(moved, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+		for !done && snap.State == st.Name {
+			sel.Select(ctx)
+		}
+		if snap.State != st.Name {
+			// An update moved the run while its handler ran: the handler's
+			// work is cancelled and its event dropped, as the PostgreSQL
+			// engine refuses a handler's transition after a signal.
+			cancelActivity()
+			continue
+		}
+		if aerr != nil {
 			if st.OnExhausted == "" {
-				return Result{Snapshot: snap}, fmt.Errorf("%s: state %s: %w", def.Type, st.Name, err)
+				return Result{Snapshot: snap}, fmt.Errorf("%s: state %s: %w", def.Type, st.Name, aerr)
 			}
 			out = EventMessage{Name: st.OnExhausted, Payload: json.RawMessage(`{}`)}
 		}
@@ -265,6 +386,114 @@ func Signal(ctx context.Context, c client.Client, workflowID string, ev runtime.
 		return fmt.Errorf("temporal: signal %s to %s: %w", ev.EventName(), workflowID, err)
 	}
 	return nil
+}
+
+// RefusedError is an event that Send's run did not take. It matches
+// runtime.ErrSignalRefused (errors.Is), as the PostgreSQL engine's
+// workflows report a refused signal (compliance.ErrSignalRefused is that
+// error), and the sentinel of the cause, Err: engine.ErrRunFinished for a
+// finished run, runtime.ErrIllegalTransition or runtime.ErrGuardRejected
+// for an event the state's table or guards refuse, engine.ErrInternalEvent
+// for an event only the workflow fires (a timer's), runtime.ErrUnknownEvent
+// for an event that does not decode.
+type RefusedError struct {
+	// WorkflowID and Event name the run and the refused event.
+	WorkflowID string
+	Event      string
+	// State is the run's state when it refused the event.
+	State string
+	// Reason says why, in the workflow's words.
+	Reason string
+	// Err is the cause's sentinel.
+	Err error
+}
+
+// Error implements error.
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("temporal: send %s to %s: %v: %s", e.Event, e.WorkflowID, runtime.ErrSignalRefused, e.Reason)
+}
+
+// Unwrap returns runtime.ErrSignalRefused and the cause's sentinel.
+func (e *RefusedError) Unwrap() []error { return []error{runtime.ErrSignalRefused, e.Err} }
+
+// Send fires event ev on workflow workflowID, from any process, as the
+// update UpdateName, and returns the run's snapshot once the run took it.
+// Unlike Signal, which the workflow buffers and may refuse without the
+// sender knowing, the workflow checks ev against its current state first
+// (the update's validator, which writes nothing to the history when it
+// refuses): a refused event is a *RefusedError. A run whose workflow has
+// closed is refused with engine.ErrRunFinished and the state and last
+// transition of its result.
+func Send(ctx context.Context, c client.Client, workflowID string, ev runtime.Event) (Snapshot, error) {
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("temporal: send %s to %s: %w", ev.EventName(), workflowID, err)
+	}
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: workflowID, UpdateName: UpdateName,
+		Args: []any{EventMessage{Name: ev.EventName(), Payload: raw}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	var snap Snapshot
+	if err == nil {
+		err = h.Get(ctx, &snap)
+	}
+	if err == nil {
+		return snap, nil
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		var r refusal
+		_ = app.Details(&r)
+		refused := &RefusedError{WorkflowID: workflowID, Event: ev.EventName(), State: r.State, Reason: app.Message()}
+		switch app.Type() {
+		case refusedFinished:
+			refused.Err = engine.ErrRunFinished
+		case refusedIllegal:
+			refused.Err = runtime.ErrIllegalTransition
+		case refusedGuards:
+			refused.Err = runtime.ErrGuardRejected
+		case refusedInternal:
+			refused.Err = engine.ErrInternalEvent
+		case refusedUnknown:
+			refused.Err = runtime.ErrUnknownEvent
+		default:
+			return Snapshot{}, fmt.Errorf("temporal: send %s to %s: %w", ev.EventName(), workflowID, err)
+		}
+		return Snapshot{}, refused
+	}
+	if closed, cerr := finished(ctx, c, workflowID, ev.EventName()); cerr == nil && closed != nil {
+		return Snapshot{}, closed
+	}
+	return Snapshot{}, fmt.Errorf("temporal: send %s to %s: %w", ev.EventName(), workflowID, err)
+}
+
+// finished returns the refusal of event to a closed workflow, nil when
+// the workflow still runs.
+func finished(ctx context.Context, c client.Client, workflowID, event string) (*RefusedError, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		return nil, err
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil, nil
+	}
+	refused := &RefusedError{WorkflowID: workflowID, Event: event, Err: engine.ErrRunFinished,
+		Reason: "the workflow is closed: " + info.GetStatus().String()}
+	var res Result
+	if err := c.GetWorkflow(ctx, workflowID, info.GetExecution().GetRunId()).Get(ctx, &res); err == nil {
+		refused.State, refused.Reason = res.State, finishedReason(res.Snapshot)
+	}
+	return refused, nil
+}
+
+// finishedReason says in which state and by which transition a run
+// finished.
+func finishedReason(snap Snapshot) string {
+	why := "the run finished in " + snap.State
+	if n := len(snap.History); n > 0 {
+		last := snap.History[n-1]
+		why += fmt.Sprintf(" on %s at %s", last.Event, last.At.UTC().Format(time.RFC3339))
+	}
+	return why
 }
 
 // QueryState returns the state of workflow workflowID, typed by parse (a

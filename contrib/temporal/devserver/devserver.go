@@ -55,8 +55,10 @@ type Server struct {
 }
 
 // Start starts a dev server and returns once it answers a health check,
-// or ctx is done.
-func Start(ctx context.Context) (*Server, error) {
+// or ctx is done. args are added to the CLI's command line: by default the
+// dev server keeps its state in memory; "--db-filename", FILE keeps it in
+// a SQLite file.
+func Start(ctx context.Context, args ...string) (*Server, error) {
 	cli, err := CLI()
 	if err != nil {
 		return nil, err
@@ -67,8 +69,8 @@ func Start(ctx context.Context) (*Server, error) {
 			return nil, err
 		}
 	}
-	cmd := exec.Command(cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1",
-		"--port", fmt.Sprint(ports[0]), "--http-port", fmt.Sprint(ports[1]), "--metrics-port", fmt.Sprint(ports[2]), "--log-level", "error")
+	cmd := exec.Command(cli, append([]string{"server", "start-dev", "--headless", "--ip", "127.0.0.1",
+		"--port", fmt.Sprint(ports[0]), "--http-port", fmt.Sprint(ports[1]), "--metrics-port", fmt.Sprint(ports[2]), "--log-level", "error"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
