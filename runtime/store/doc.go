@@ -153,7 +153,11 @@
 // Backlog counts, per type, the work waiting in the database: due runs no
 // worker has claimed and how long the oldest has waited, parked runs, and
 // unpublished outbox messages with the age of the oldest; contrib/otel
-// reports it as gauges.
+// reports it as gauges. Execution and Executions read runs as seed 003's
+// WorkflowExecution (the seed's field names, the state history and the
+// evidence ids) from the view workflow_executions, one statement per call;
+// a selection by workflow name, status and organization (the tenant) is
+// served by the index workflow_runs_query_idx.
 //
 // # Errors
 //
