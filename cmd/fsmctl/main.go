@@ -1,6 +1,9 @@
 // Command fsmctl operates the runs of fsmgen workflows stored in
-// PostgreSQL: it migrates the runtime's schema, lists and shows runs with
-// their transition history and the linear chain's instances, and exports
+// PostgreSQL: it migrates the runtime's schema (or prints it), lists and
+// shows runs with their transition history, signals, cancels, resumes and
+// retries them, shows the registered definitions with their transition
+// table and Mermaid diagram, keeps finished runs for each type's retention
+// and cleans up after it, shows the linear chain's instances, and exports
 // the audit of a step-engine run as JSON or CSV. It works on any machine's
 // runs and imports none: the demo that creates some is a command of its own
 // (machines/cmd/demo, make demo).
@@ -37,6 +40,10 @@
 // code. Read commands take -o json (package internal/cliout). outbox status
 // counts the outbox's pending and published messages and shows the oldest
 // pending one, with its failed tries and last error (see runtime/relay).
+// cleanup removes the finished runs older than their type's retention
+// (retention set) with their logs, evidence and published outbox rows,
+// through the database's one deletion path, fsmgen_purge_finished_runs;
+// -dry-run counts what it would remove.
 //
 // The database is the one the -database flag of a command names, else the
 // DATABASE_URL environment variable (a postgres:// URL or a key=value
