@@ -92,9 +92,10 @@ check-generated:
 # full_page_writes on (see bench/internal/benchdb); a server that is not
 # durable is refused. BENCHFLAGS adds go test flags, for example
 # make bench BENCHFLAGS='-count 6 -benchtime 300x'.
+# bench/fcha also starts a Temporal dev server (temporal-cli).
 BENCHFLAGS ?=
-bench:
-	cd bench && $(GO) test -p 1 -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./...
+bench: temporal-cli
+	cd bench && PATH="$$PATH:$(GOBIN_PATH)" $(GO) test -p 1 -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./...
 
 # Every module of the repository (the main one, bench, tools, ...) must be
 # tidy: go.mod lists what the code imports, direct requirements as direct.

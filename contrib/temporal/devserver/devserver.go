@@ -50,8 +50,10 @@ func freePort() (int, error) {
 type Server struct {
 	// Client is a client on the server.
 	Client client.Client
-	cmd    *exec.Cmd
-	exited chan error
+	// HostPort is the server's frontend address, for other clients.
+	HostPort string
+	cmd      *exec.Cmd
+	exited   chan error
 }
 
 // Start starts a dev server and returns once it answers a health check,
@@ -76,10 +78,10 @@ func Start(ctx context.Context, args ...string) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("devserver: %w", err)
 	}
-	s := &Server{cmd: cmd, exited: make(chan error, 1)}
+	s := &Server{cmd: cmd, exited: make(chan error, 1), HostPort: fmt.Sprintf("127.0.0.1:%d", ports[0])}
 	go func() { s.exited <- cmd.Wait() }()
 	for {
-		c, err := client.DialContext(ctx, client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", ports[0])})
+		c, err := client.DialContext(ctx, client.Options{HostPort: s.HostPort})
 		if err == nil {
 			if _, err = c.CheckHealth(ctx, &client.CheckHealthRequest{}); err == nil {
 				s.Client = c
