@@ -116,6 +116,12 @@ type WorkflowOutbox struct {
 	LastError     pgtype.Text
 }
 
+type WorkflowRetention struct {
+	WorkflowType string
+	KeepDays     int32
+	UpdatedAt    pgtype.Timestamptz
+}
+
 type WorkflowRun struct {
 	ID                pgtype.UUID
 	WorkflowType      string
