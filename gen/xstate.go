@@ -38,7 +38,7 @@ import (
 //     *) and its own outcome. fsmgen import reads it back: a machine
 //     exported and imported again is the same machine.
 
-// xstateMarker is the note the XState and SCXML exports carry. It is not
+// exportMarker is the note the XState and SCXML exports carry. It is not
 // the marker of [GeneratedFrom]: an export is written where its user says,
 // and fsmgen generate must never take it for one of its own files.
 func exportMarker(m *dsl.Machine) string {
