@@ -333,19 +333,7 @@ func (p *printer) eventBlock(it *Item) bool {
 	saved := p.displacedBlank
 	p.displacedBlank = false
 	last := it.Pos.Line
-	comments := func(end int) {
-		for _, c := range p.take(end) {
-			if !c.Own {
-				p.trail(c)
-			} else {
-				if c.Pos.Line > last+1 {
-					p.pendingBlank = true
-				}
-				p.ownComment(c.Text)
-			}
-			last = c.Pos.Line
-		}
-	}
+	comments := func(end int) { p.blockComments(&last, end) }
 	for _, fd := range ev.Fields {
 		comments(fd.Pos.Offset)
 		if fd.Pos.Line > last+1 {
@@ -660,6 +648,24 @@ func render(lines []*outLine) []byte {
 	return b.Bytes()
 }
 
+// blockComments prints the comments before offset end inside a block: a
+// comment that followed code on its line trails the code, any other stands
+// on a line of its own, after a blank line where the source had one below
+// line *last. It moves *last to the last comment's line.
+func (p *printer) blockComments(last *int, end int) {
+	for _, c := range p.take(end) {
+		if !c.Own {
+			p.trail(c)
+		} else {
+			if c.Pos.Line > *last+1 {
+				p.pendingBlank = true
+			}
+			p.ownComment(c.Text)
+		}
+		*last = c.Pos.Line
+	}
+}
+
 // migrate prints a migrate declaration: migrate from N drain on one line,
 // or its block with one rule per line, indented one more level, rules
 // aligned like transitions and comments kept as in an event block.
@@ -674,19 +680,7 @@ func (p *printer) migrate(it *Item) {
 	saved := p.displacedBlank
 	p.displacedBlank = false
 	last := it.Pos.Line
-	comments := func(end int) {
-		for _, c := range p.take(end) {
-			if !c.Own {
-				p.trail(c)
-			} else {
-				if c.Pos.Line > last+1 {
-					p.pendingBlank = true
-				}
-				p.ownComment(c.Text)
-			}
-			last = c.Pos.Line
-		}
-	}
+	comments := func(end int) { p.blockComments(&last, end) }
 	for _, r := range d.Rules {
 		comments(r.Pos.Offset)
 		if r.Pos.Line > last+1 {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The linear chain's tables (seed 002) are read here by SQL: fsmctl does
@@ -61,7 +60,7 @@ func chainsList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) er
 		return usagef(nil, "-limit %d is not in 1..%d", limit, maxListLimit)
 	}
 	after := fs.Lookup("after").Value.(flag.Getter).Get().(int64)
-	pool, err := c.chainPool(ctx, fs)
+	pool, err := c.openPool(ctx, fs)
 	if err != nil {
 		return err
 	}
@@ -141,7 +140,7 @@ func chainsShow(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) er
 	if err != nil || id < 1 {
 		return usagef(nil, "instance id %q is not a positive integer", args[0])
 	}
-	pool, err := c.chainPool(ctx, fs)
+	pool, err := c.openPool(ctx, fs)
 	if err != nil {
 		return err
 	}
@@ -317,14 +316,6 @@ func optTime(t *time.Time) string {
 		return "-"
 	}
 	return formatTime(*t)
-}
-
-func (c *cli) chainPool(ctx context.Context, fs *flag.FlagSet) (*pgxpool.Pool, error) {
-	conn, source, err := c.needDatabase(fs)
-	if err != nil {
-		return nil, err
-	}
-	return connect(ctx, source, conn)
 }
 
 // chainError says what to do when the linear chain's tables are missing.

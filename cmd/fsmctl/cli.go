@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/fsmgen/fsmgen/internal/dbconn"
 )
 
@@ -247,6 +249,16 @@ func (c *cli) databaseURL(fs *flag.FlagSet) (conn, source string) {
 		return v, EnvDatabaseURL
 	}
 	return dbconn.FromPGEnv(c.getenv)
+}
+
+// openPool connects to the command's database, the one needDatabase
+// names; the caller closes the pool.
+func (c *cli) openPool(ctx context.Context, fs *flag.FlagSet) (*pgxpool.Pool, error) {
+	conn, source, err := c.needDatabase(fs)
+	if err != nil {
+		return nil, err
+	}
+	return connect(ctx, source, conn)
 }
 
 // needDatabase returns the command's connection string, or an error

@@ -55,11 +55,7 @@ func evidenceVerify(ctx context.Context, c *cli, fs *flag.FlagSet, args []string
 	if err != nil {
 		return err
 	}
-	conn, source, err := c.needDatabase(fs)
-	if err != nil {
-		return err
-	}
-	pool, err := connect(ctx, source, conn)
+	pool, err := c.openPool(ctx, fs)
 	if err != nil {
 		return err
 	}
@@ -83,11 +79,7 @@ func evidenceExport(ctx context.Context, c *cli, fs *flag.FlagSet, args []string
 	if err != nil {
 		return err
 	}
-	conn, source, err := c.needDatabase(fs)
-	if err != nil {
-		return err
-	}
-	pool, err := connect(ctx, source, conn)
+	pool, err := c.openPool(ctx, fs)
 	if err != nil {
 		return err
 	}

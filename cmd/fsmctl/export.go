@@ -100,11 +100,7 @@ func runExport(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) err
 		if err := checkRunID(id); err != nil {
 			return usagef(nil, "%v", err)
 		}
-		conn, source, err := c.needDatabase(fs)
-		if err != nil {
-			return err
-		}
-		pool, err := connect(ctx, source, conn)
+		pool, err := c.openPool(ctx, fs)
 		if err != nil {
 			return err
 		}

@@ -39,11 +39,7 @@ table migrate keeps, is not part of the output.`,
 			if fs.Lookup("print").Value.String() == "true" {
 				return printMigrations(c.stdout)
 			}
-			conn, source, err := c.needDatabase(fs)
-			if err != nil {
-				return err
-			}
-			pool, err := connect(ctx, source, conn)
+			pool, err := c.openPool(ctx, fs)
 			if err != nil {
 				return err
 			}

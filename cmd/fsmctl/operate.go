@@ -95,11 +95,7 @@ logged, due at once. A run that is not failed is refused.`,
 
 // withAdmin connects and calls fn with an Admin on the database.
 func (c *cli) withAdmin(ctx context.Context, fs *flag.FlagSet, fn func(a *admin.Admin) error) error {
-	conn, source, err := c.needDatabase(fs)
-	if err != nil {
-		return err
-	}
-	pool, err := connect(ctx, source, conn)
+	pool, err := c.openPool(ctx, fs)
 	if err != nil {
 		return err
 	}

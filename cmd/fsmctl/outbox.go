@@ -60,11 +60,7 @@ func outboxStatus(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 	if len(args) > 0 {
 		return usagef(nil, "unexpected arguments %q (flags go before arguments)", args)
 	}
-	conn, source, err := c.needDatabase(fs)
-	if err != nil {
-		return err
-	}
-	pool, err := connect(ctx, source, conn)
+	pool, err := c.openPool(ctx, fs)
 	if err != nil {
 		return err
 	}

@@ -85,11 +85,7 @@ func runsList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 			return usagef(nil, "-after: %v", err)
 		}
 	}
-	conn, source, err := c.needDatabase(fs)
-	if err != nil {
-		return err
-	}
-	pool, err := connect(ctx, source, conn)
+	pool, err := c.openPool(ctx, fs)
 	if err != nil {
 		return err
 	}
@@ -149,11 +145,7 @@ func runsShow(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	if err := checkRunID(id); err != nil {
 		return usagef(nil, "%v", err)
 	}
-	conn, source, err := c.needDatabase(fs)
-	if err != nil {
-		return err
-	}
-	pool, err := connect(ctx, source, conn)
+	pool, err := c.openPool(ctx, fs)
 	if err != nil {
 		return err
 	}

@@ -67,11 +67,7 @@ func serve(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 		return usagef(nil, "-refresh %s: want at least 100ms", refresh)
 	}
 	actions := fs.Lookup("actions").Value.String() == "true"
-	conn, source, err := c.needDatabase(fs)
-	if err != nil {
-		return err
-	}
-	pool, err := connect(ctx, source, conn)
+	pool, err := c.openPool(ctx, fs)
 	if err != nil {
 		return err
 	}

@@ -98,11 +98,7 @@ func typeAndVersions(args []string) (string, int, int, error) {
 // openStore connects to the command's database and returns a store on it
 // and the function that closes it.
 func (c *cli) openStore(ctx context.Context, fs *flag.FlagSet) (*store.Store, func(), error) {
-	conn, source, err := c.needDatabase(fs)
-	if err != nil {
-		return nil, nil, err
-	}
-	pool, err := connect(ctx, source, conn)
+	pool, err := c.openPool(ctx, fs)
 	if err != nil {
 		return nil, nil, err
 	}
