@@ -16,9 +16,10 @@
 -- It leases the runs and logs the expired leases as ClaimRuns says
 -- (db/queries/engine.sql), whose arguments it takes: the kinds as
 -- "version/type", the database's clock unless p_now is given, the largest
--- number of runs, the lease owner and its length in microseconds. It returns
+-- number of runs, the lease owner and its length in microseconds, and a
+-- run id that restricts the claim to that run (NULL for any). It returns
 -- the leased runs, in no order; ClaimRuns adds their events and orders them.
-CREATE FUNCTION fsm_claim_runs(p_kinds text[], p_now timestamptz, p_max_runs integer, p_owner text, p_ttl_us bigint)
+CREATE FUNCTION fsm_claim_runs(p_kinds text[], p_now timestamptz, p_max_runs integer, p_owner text, p_ttl_us bigint, p_id uuid)
 RETURNS SETOF workflow_runs
 LANGUAGE plpgsql
 ROWS 10
@@ -30,11 +31,16 @@ WITH kinds AS (
     SELECT substr(k, strpos(k, '/') + 1) AS workflow_type, split_part(k, '/', 1)::int AS version
     FROM unnest(p_kinds) AS k
 ), picked AS (
+    -- Without p_id: per kind, the claim index from its oldest due run on,
+    -- at most p_max_runs runs. With p_id: that run alone, through its
+    -- primary key. p_id IS NULL is decided once per call, so the plan runs
+    -- only the branch asked for.
     SELECT per.id, per.prev_owner, per.next_run_at
     FROM kinds CROSS JOIN LATERAL (
         SELECT r.id, r.lease_owner AS prev_owner, r.next_run_at
         FROM workflow_runs r
-        WHERE r.status = 'running'
+        WHERE p_id IS NULL
+          AND r.status = 'running'
           AND r.workflow_type = kinds.workflow_type AND r.definition_version = kinds.version
           AND r.next_run_at <= coalesce(p_now, now())
           AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce(p_now, now()))
@@ -42,7 +48,19 @@ WITH kinds AS (
         LIMIT p_max_runs
         FOR UPDATE OF r SKIP LOCKED
     ) per
-    ORDER BY per.next_run_at
+    UNION ALL
+    SELECT one.id, one.prev_owner, one.next_run_at
+    FROM (
+        SELECT r.id, r.lease_owner AS prev_owner, r.next_run_at
+        FROM workflow_runs r
+        WHERE r.id = p_id
+          AND r.status = 'running'
+          AND r.next_run_at <= coalesce(p_now, now())
+          AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce(p_now, now()))
+          AND (r.workflow_type, r.definition_version) IN (SELECT kinds.workflow_type, kinds.version FROM kinds)
+        FOR UPDATE OF r SKIP LOCKED
+    ) one
+    ORDER BY next_run_at
     LIMIT p_max_runs
 ), claimed AS (
     -- The runs are found through their primary key whatever the plan

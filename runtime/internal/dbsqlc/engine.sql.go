@@ -353,173 +353,12 @@ func (q *Queries) ChildEventNamed(ctx context.Context, arg ChildEventNamedParams
 	return named, err
 }
 
-const claimRun = `-- name: ClaimRun :many
-WITH kinds AS (
-    SELECT substr(k, strpos(k, '/') + 1) AS workflow_type, split_part(k, '/', 1)::int AS version
-    FROM unnest($1::text[]) AS k
-), picked AS (
-    SELECT r.id, r.lease_owner AS prev_owner, r.next_run_at
-    FROM workflow_runs r
-    WHERE r.id = $2
-      AND r.status = 'running'
-      AND r.next_run_at <= coalesce($3::timestamptz, now())
-      AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce($3::timestamptz, now()))
-      AND (r.workflow_type, r.definition_version) IN (SELECT kinds.workflow_type, kinds.version FROM kinds)
-    FOR UPDATE OF r SKIP LOCKED
-), claimed AS (
-    UPDATE workflow_runs w SET
-        lease_owner = $4::text,
-        lease_expires_at = coalesce($3::timestamptz, now()) + $5::bigint * interval '1 microsecond',
-        lease_epoch = w.lease_epoch + 1,
-        step_attempt = w.step_attempt + CASE WHEN picked.prev_owner IS NULL THEN 0 ELSE 1 END
-    FROM picked
-    WHERE w.id = picked.id
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key,
-        w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version,
-        w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner,
-        w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error,
-        w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, picked.prev_owner
-), logged AS (
-    INSERT INTO workflow_step_logs (
-        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-        payload, occurred_at, kind, event, row_version, definition_version)
-    SELECT c.id, c.workflow_type, c.attempt_no, 'lease_expired', c.current_state, c.current_state,
-        jsonb_build_object('previous_owner', c.prev_owner, 'owner', c.lease_owner, 'step_attempt', c.step_attempt),
-        coalesce($3::timestamptz, now()), 'step', NULL, c.row_version, c.definition_version
-    FROM claimed c
-    WHERE c.prev_owner IS NOT NULL
-)
-SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correlation_id, c.idempotency_key,
-    c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version,
-    c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner,
-    c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error,
-    c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at, c.previous_state,
-    coalesce(ev.names, '{}')::text[] AS event_names,
-    coalesce(ev.payloads, '{}')::jsonb[] AS event_payloads,
-    coalesce(ev.logged_version, 0)::bigint AS logged_version
-FROM claimed c
-LEFT JOIN LATERAL (
-    SELECT array_agg(l.event ORDER BY l.id) FILTER (WHERE l.kind = 'transition') AS names,
-        array_agg(l.payload ORDER BY l.id) FILTER (WHERE l.kind = 'transition') AS payloads,
-        max(l.row_version) AS logged_version
-    FROM workflow_step_logs l
-    WHERE l.workflow_run_id = c.id AND l.attempt_no = c.attempt_no AND l.kind <> 'step'
-) ev ON true
-ORDER BY c.next_run_at
-`
-
-type ClaimRunParams struct {
-	Kinds []string
-	ID    pgtype.UUID
-	Now   pgtype.Timestamptz
-	Owner string
-	TtlUs int64
-}
-
-type ClaimRunRow struct {
-	ID                pgtype.UUID
-	WorkflowType      string
-	CurrentState      string
-	TenantID          string
-	UserID            pgtype.UUID
-	CorrelationID     pgtype.UUID
-	IdempotencyKey    string
-	AttemptNo         int32
-	PolicySnapshot    []byte
-	Result            []byte
-	CreatedAt         pgtype.Timestamptz
-	UpdatedAt         pgtype.Timestamptz
-	DefinitionVersion int32
-	RowVersion        int64
-	Status            string
-	Input             []byte
-	AttemptStartedAt  pgtype.Timestamptz
-	FinishedAt        pgtype.Timestamptz
-	LeaseOwner        pgtype.Text
-	LeaseExpiresAt    pgtype.Timestamptz
-	LeaseEpoch        int64
-	NextRunAt         pgtype.Timestamptz
-	StepAttempt       int32
-	LastErrorCode     pgtype.Text
-	LastError         pgtype.Text
-	ParkedAt          pgtype.Timestamptz
-	ParentRunID       pgtype.UUID
-	ParentEvent       pgtype.Text
-	ParentDeliveredAt pgtype.Timestamptz
-	PreviousState     pgtype.Text
-	EventNames        []string
-	EventPayloads     [][]byte
-	LoggedVersion     int64
-}
-
-// ClaimRuns for the one run id: leased when it is due, free and of one of
-// the kinds; with its attempt's events, as ClaimRuns gives them.
-func (q *Queries) ClaimRun(ctx context.Context, arg ClaimRunParams) ([]ClaimRunRow, error) {
-	rows, err := q.db.Query(ctx, claimRun,
-		arg.Kinds,
-		arg.ID,
-		arg.Now,
-		arg.Owner,
-		arg.TtlUs,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ClaimRunRow{}
-	for rows.Next() {
-		var i ClaimRunRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.WorkflowType,
-			&i.CurrentState,
-			&i.TenantID,
-			&i.UserID,
-			&i.CorrelationID,
-			&i.IdempotencyKey,
-			&i.AttemptNo,
-			&i.PolicySnapshot,
-			&i.Result,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.DefinitionVersion,
-			&i.RowVersion,
-			&i.Status,
-			&i.Input,
-			&i.AttemptStartedAt,
-			&i.FinishedAt,
-			&i.LeaseOwner,
-			&i.LeaseExpiresAt,
-			&i.LeaseEpoch,
-			&i.NextRunAt,
-			&i.StepAttempt,
-			&i.LastErrorCode,
-			&i.LastError,
-			&i.ParkedAt,
-			&i.ParentRunID,
-			&i.ParentEvent,
-			&i.ParentDeliveredAt,
-			&i.PreviousState,
-			&i.EventNames,
-			&i.EventPayloads,
-			&i.LoggedVersion,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const claimRuns = `-- name: ClaimRuns :many
 SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correlation_id, c.idempotency_key, c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version, c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner, c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error, c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at, c.previous_state,
     coalesce(ev.names, '{}')::text[] AS event_names,
     coalesce(ev.payloads, '{}')::jsonb[] AS event_payloads,
     coalesce(ev.logged_version, 0)::bigint AS logged_version
-FROM fsm_claim_runs($1::text[], $2::timestamptz, $3::int, $4::text, $5::bigint) c
+FROM fsm_claim_runs($1::text[], $2::timestamptz, $3::int, $4::text, $5::bigint, $6::uuid) c
 LEFT JOIN LATERAL (
     SELECT array_agg(l.event ORDER BY l.id) FILTER (WHERE l.kind = 'transition') AS names,
         array_agg(l.payload ORDER BY l.id) FILTER (WHERE l.kind = 'transition') AS payloads,
@@ -536,6 +375,7 @@ type ClaimRunsParams struct {
 	MaxRuns int32
 	Owner   string
 	TtlUs   int64
+	ID      pgtype.UUID
 }
 
 type ClaimRunsRow struct {
@@ -581,7 +421,8 @@ type ClaimRunsRow struct {
 // Each kind is read on its own from workflow_runs_claim_idx, oldest due
 // first, and at most max_runs of its runs are locked; the oldest due of
 // those across kinds are claimed. Due runs of other kinds are never read,
-// so a claim costs the same however many of them wait.
+// so a claim costs the same however many of them wait. With id, only that
+// run is claimed, when it is due, free and of one of the kinds.
 //
 // With every run come the events recorded in its current attempt (names
 // and payloads, oldest first) and the highest row version among the
@@ -599,6 +440,7 @@ func (q *Queries) ClaimRuns(ctx context.Context, arg ClaimRunsParams) ([]ClaimRu
 		arg.MaxRuns,
 		arg.Owner,
 		arg.TtlUs,
+		arg.ID,
 	)
 	if err != nil {
 		return nil, err

@@ -130,26 +130,16 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 		kinds[i] = fmt.Sprintf("%d/%s", k.Version, k.Type)
 	}
 	arg := dbsqlc.ClaimRunsParams{Now: s.now(), Kinds: kinds, MaxRuns: int32(max(p.Limit, 1)), Owner: p.Owner, TtlUs: p.TTL.Microseconds()}
-	var rows []dbsqlc.ClaimRunsRow
 	if p.RunID != "" {
-		// A statement of its own: the planner is quicker with each than with
-		// one that does both.
 		id, err := parseRunID(s, "claim", p.RunID)
 		if err != nil {
 			return nil, err
 		}
-		one, err := s.q.ClaimRun(ctx, dbsqlc.ClaimRunParams{Kinds: kinds, ID: id, Now: arg.Now, Owner: arg.Owner, TtlUs: arg.TtlUs})
-		if err != nil {
-			return nil, runErr("claim", p.RunID, store.Translate(err))
-		}
-		for _, r := range one {
-			rows = append(rows, dbsqlc.ClaimRunsRow(r))
-		}
-	} else {
-		var err error
-		if rows, err = s.q.ClaimRuns(ctx, arg); err != nil {
-			return nil, runErr("claim", p.RunID, store.Translate(err))
-		}
+		arg.ID = id
+	}
+	rows, err := s.q.ClaimRuns(ctx, arg)
+	if err != nil {
+		return nil, runErr("claim", p.RunID, store.Translate(err))
 	}
 	out := make([]Claim, 0, len(rows))
 	for _, r := range rows {
