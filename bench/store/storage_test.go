@@ -1,9 +1,12 @@
 package store_test
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,6 +67,10 @@ func BenchmarkStorage(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		emptyRel, err := benchdb.Relations(ctx, pool)
+		if err != nil {
+			b.Fatal(err)
+		}
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		errs := make(chan error, 16)
@@ -103,10 +110,44 @@ func BenchmarkStorage(b *testing.B) {
 			b.Fatalf("%d runs reached END, want %d", runs, (iter+1)*n)
 		}
 		grown := float64(full - empty)
+		fullRel, err := benchdb.Relations(ctx, pool)
+		if err != nil {
+			b.Fatal(err)
+		}
+		logGrowth(b, emptyRel, fullRel, 5*n)
+		var upd, hot int64
+		if err := pool.QueryRow(ctx, benchdb.Mark+`SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
+			WHERE relid = 'workflow_runs'::regclass`).Scan(&upd, &hot); err != nil {
+			b.Fatal(err)
+		}
+		if upd > 0 {
+			b.ReportMetric(float64(hot)/float64(upd), "HOT-updates/update")
+		}
 		b.ReportMetric(grown/float64(5*n), "B/transition")
 		b.ReportMetric(grown/float64(n), "B/run")
 		b.ReportMetric(float64(n), "runs")
 	}
+}
+
+// logGrowth logs, largest first, how many bytes per transition each
+// relation grew by between before and after.
+func logGrowth(b *testing.B, before, after map[string]int64, transitions int) {
+	type rel struct {
+		name string
+		n    int64
+	}
+	var rels []rel
+	for name, n := range after {
+		if d := n - before[name]; d != 0 {
+			rels = append(rels, rel{name, d})
+		}
+	}
+	slices.SortFunc(rels, func(a, b rel) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.name, b.name)) })
+	var sb strings.Builder
+	for _, r := range rels {
+		fmt.Fprintf(&sb, "\n\t%-40s %8.1f B/transition", r.name, float64(r.n)/float64(transitions))
+	}
+	b.Logf("growth by relation:%s", sb.String())
 }
 
 // buildRun starts a run of the chain and records its five transitions.

@@ -544,3 +544,40 @@ func Storage(ctx context.Context, q Querier, tables ...string) (int64, error) {
 	}
 	return n, nil
 }
+
+// Relations returns the bytes each table, index and TOAST table of the
+// current schema takes on disk, by name: a table's heap with its free space
+// and visibility maps, each index on its own, and a table's TOAST table
+// with its index as "TABLE (toast)". Their sum is [Storage]'s.
+func Relations(ctx context.Context, pool *pgxpool.Pool) (map[string]int64, error) {
+	rows, err := pool.Query(ctx, Mark+`WITH t AS (
+			SELECT c.oid, c.relname, c.reltoastrelid FROM pg_class c
+			WHERE c.relkind IN ('r', 'p', 'm') AND c.relnamespace = current_schema()::regnamespace)
+		SELECT t.relname, pg_table_size(t.oid) - coalesce(pg_total_relation_size(nullif(t.reltoastrelid, 0)), 0) FROM t
+		UNION ALL
+		SELECT t.relname || ' (toast)', pg_total_relation_size(t.reltoastrelid) FROM t WHERE t.reltoastrelid <> 0
+		UNION ALL
+		SELECT i.indexrelid::regclass::text, pg_relation_size(i.indexrelid) FROM t JOIN pg_index i ON i.indrelid = t.oid`)
+	if err != nil {
+		return nil, fmt.Errorf("benchdb: sizes of the relations: %w", err)
+	}
+	sizes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct {
+		name string
+		n    int64
+	}, error) {
+		var v struct {
+			name string
+			n    int64
+		}
+		err := r.Scan(&v.name, &v.n)
+		return v, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("benchdb: sizes of the relations: %w", err)
+	}
+	m := make(map[string]int64, len(sizes))
+	for _, v := range sizes {
+		m[v.name] = v.n
+	}
+	return m, nil
+}
