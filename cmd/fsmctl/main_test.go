@@ -435,7 +435,7 @@ attempt   1
 created   2026-03-14T09:26:58.000Z
 updated   2026-03-14T09:26:59.000Z
 step try  1
-due       2026-03-14T09:26:59.000Z
+due       2026-03-14T09:26:58.000Z
 
 SEQ  TIME                      KIND        STEP/EVENT  STATE                  ATTEMPT
 1    2026-03-14T09:26:58.000Z  created     start       → INITIATED            1

@@ -86,10 +86,16 @@ WITH moved AS (
             'error_code', sqlc.narg('error_code')::text,
             'error_detail', sqlc.narg('error_detail')::text) ELSE w.result END,
         finished_at = CASE WHEN @finish::bool THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE w.finished_at END,
+        -- A run due at once that was already due stays due from when it
+        -- became so: next_run_at, which workflow_runs_claim_idx holds,
+        -- keeps its value, so that a move between two running states
+        -- changes no indexed column and is a HOT update.
         next_run_at = CASE
             WHEN @finish::bool THEN NULL
             WHEN @keep_schedule::bool THEN w.next_run_at
             WHEN sqlc.narg('next_delay_us')::bigint IS NULL THEN NULL
+            WHEN sqlc.narg('next_delay_us')::bigint = 0
+                AND w.next_run_at <= coalesce(sqlc.narg('now')::timestamptz, now()) THEN w.next_run_at
             ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.narg('next_delay_us')::bigint * interval '1 microsecond'
         END,
         lease_owner = CASE WHEN @finish::bool OR @release_lease::bool THEN NULL ELSE w.lease_owner END,
@@ -98,15 +104,17 @@ WITH moved AS (
         AND w.workflow_type = @workflow_type AND w.definition_version = @definition_version
         AND (NOT @fenced::bool OR (w.lease_owner = @owner::text AND w.lease_epoch = @epoch
              AND w.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())))
-    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version
+    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version, w.next_run_at
+), logged AS (
+    INSERT INTO workflow_step_logs (
+        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+        payload, occurred_at, kind, event, row_version, definition_version)
+    SELECT moved.id, moved.workflow_type, moved.attempt_no, @event::text, @from_state::text, @to_state::text,
+        sqlc.narg('payload'), moved.updated_at, 'transition', @event::text, moved.row_version, moved.definition_version
+    FROM moved
+    RETURNING row_version, occurred_at
 )
-INSERT INTO workflow_step_logs (
-    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-    payload, occurred_at, kind, event, row_version, definition_version)
-SELECT moved.id, moved.workflow_type, moved.attempt_no, @event::text, @from_state::text, @to_state::text,
-    sqlc.narg('payload'), moved.updated_at, 'transition', @event::text, moved.row_version, moved.definition_version
-FROM moved
-RETURNING row_version, occurred_at;
+SELECT logged.row_version, logged.occurred_at, moved.next_run_at FROM logged CROSS JOIN moved;
 
 -- name: LeaseState :one
 -- Where a run and its lease are, to tell why a fenced write moved nothing.
@@ -320,6 +328,7 @@ WITH i AS (
             'error_detail', nullif(i.error_detail, '')) ELSE w.result END,
         finished_at = CASE WHEN i.finish THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE w.finished_at END,
         next_run_at = CASE WHEN i.finish OR i.next_delay_us < 0 THEN NULL
+            WHEN i.next_delay_us = 0 AND w.next_run_at <= coalesce(sqlc.narg('now')::timestamptz, now()) THEN w.next_run_at
             ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + i.next_delay_us * interval '1 microsecond' END,
         lease_owner = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_owner END,
         lease_expires_at = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_expires_at END
@@ -329,7 +338,7 @@ WITH i AS (
         AND (NOT i.fenced OR (w.lease_owner = i.owner AND w.lease_epoch = i.epoch
              AND w.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())))
     RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version,
-        i.event, i.from_state, i.to_state, i.payload
+        w.next_run_at, i.event, i.from_state, i.to_state, i.payload
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -339,6 +348,7 @@ WITH i AS (
     FROM moved
     RETURNING workflow_run_id, row_version, occurred_at
 )
-SELECT logged.workflow_run_id AS id, logged.row_version, logged.occurred_at, false AS busy FROM logged
+SELECT logged.workflow_run_id AS id, logged.row_version, logged.occurred_at, moved.next_run_at, false AS busy
+FROM logged JOIN moved ON moved.id = logged.workflow_run_id
 UNION ALL
-SELECT i.id, 0::bigint, NULL::timestamptz, true FROM i WHERE i.id NOT IN (SELECT l.id FROM locked l);
+SELECT i.id, 0::bigint, NULL::timestamptz, NULL::timestamptz, true FROM i WHERE i.id NOT IN (SELECT l.id FROM locked l);

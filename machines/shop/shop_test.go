@@ -95,8 +95,12 @@ func (v env) schedule(t *testing.T, id string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if delayUS == nil {
+	switch {
+	case delayUS == nil:
 		return state + " not due"
+	case *delayUS < 0:
+		// due since before the entry: the run was due when it entered
+		return fmt.Sprintf("%s due since %v before entry", state, -time.Duration(*delayUS)*time.Microsecond)
 	}
 	return fmt.Sprintf("%s due +%v", state, time.Duration(*delayUS)*time.Microsecond)
 }
@@ -197,7 +201,7 @@ func TestTypedHandle(t *testing.T) {
 	}
 	v.clk.Advance(time.Second)
 	got, err = orders.Cancel(ctx, paid.ID, alice)
-	if err != nil || got.State != order.StateRefunding || v.schedule(t, paid.ID) != "REFUNDING due +0s" {
+	if err != nil || got.State != order.StateRefunding || v.schedule(t, paid.ID) != "REFUNDING due since 1s before entry" {
 		t.Errorf("Cancel while packing: %s %v, %s", got.State, err, v.schedule(t, paid.ID))
 	}
 	if _, err := orders.Cancel(ctx, paid.ID, alice); !errors.Is(err, engine.ErrNotCancellable) {

@@ -111,21 +111,22 @@ func TestCancelFiresTheCancelEvent(t *testing.T) {
 
 // TestCancelLeadingToAStateThatIsNotCancelled: in PACKING the cancel event
 // leads to REFUNDING, a driven state; Cancel fires it and the run is due
-// at once for its refund.
+// at once for its refund: still due from when the payment made it due.
 func TestCancelLeadingToAStateThatIsNotCancelled(t *testing.T) {
 	t.Parallel()
 	v, e, g := shopEngine(t)
 	ctx := context.Background()
 	run := v.start(t, e, "shop", "o-1")
-	if _, err := e.Signal(ctx, run.ID, event("Pay")); err != nil {
+	paid, err := e.Signal(ctx, run.ID, event("Pay"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.Cancel(ctx, run.ID, alice)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != "REFUNDING" || got.Status != runtime.StatusRunning || got.Result != nil || !got.NextRunAt.Equal(got.UpdatedAt) {
-		t.Errorf("cancelled run: %s %s result %+v due %v entered %v, want REFUNDING running, due on entry", got.State, got.Status, got.Result, got.NextRunAt, got.UpdatedAt)
+	if got.State != "REFUNDING" || got.Status != runtime.StatusRunning || got.Result != nil || paid.NextRunAt.IsZero() || !got.NextRunAt.Equal(paid.NextRunAt) {
+		t.Errorf("cancelled run: %s %s result %+v due %v, want REFUNDING running, due since %v as when paid", got.State, got.Status, got.Result, got.NextRunAt, paid.NextRunAt)
 	}
 	want := []string{"created start ->PENDING_PAYMENT", "transition Pay PENDING_PAYMENT->PACKING", "transition Cancel PACKING->REFUNDING"}
 	if diff := cmp.Diff(want, v.moves(t, run.ID)); diff != "" {

@@ -88,9 +88,13 @@ func (r *recorder) after() store.Run {
 	}
 	run.StepAttempt, run.LastErrorCode, run.LastError, run.ParkedAt = 1, "", "", time.Time{}
 	// The schedule the store set for the state entered (see
-	// store.Store.Record): at once, at the first timer, or none.
-	run.NextRunAt = time.Time{}
+	// store.Store.Record): due (since it became due), at the first timer,
+	// or none. A transition whose acknowledgement was lost with its
+	// connection, and was found in the log, does not know it: it is
+	// worked out from the state entered.
+	run.NextRunAt = r.adv.NextRunAt
 	switch {
+	case !run.NextRunAt.IsZero():
 	case to.Terminal():
 	case !to.Wait:
 		run.NextRunAt = r.adv.At

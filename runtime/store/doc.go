@@ -142,7 +142,12 @@
 // that waits (counted from the entry into it), and not due in a state that
 // waits without a timer or in a terminal state. The schedule comes from the
 // registered definition, so a machine rebuilt with Load and moved through
-// its Recorder keeps no timer of the state it left.
+// its Recorder keeps no timer of the state it left. A run that was already
+// due when it enters a state with a handler stays due from when it became
+// so (Run.NextRunAt does not move): among due runs the claim takes the
+// oldest first, and a transition between two running states changes no
+// indexed column, which lets PostgreSQL update the row in place (a HOT
+// update) without touching any of the table's indexes.
 //
 // # Reading
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -57,18 +58,26 @@ func shopTr(from, event, to string) runtime.Transition {
 // schedule reads, with the database's own arithmetic, when the run is due
 // next relative to its entry into its state: "STATE due +D", "STATE not
 // due".
-func schedule(t *testing.T, e env, id string) string {
+//
+// A run that was due before the transition and entered a state due at once
+// keeps its due time: that is "STATE still due" when the due time is
+// before, not what the run had before the transition (before.NextRunAt).
+func schedule(t *testing.T, e env, id string, before store.Run) string {
 	t.Helper()
 	var state string
 	var delayUS *int64
+	var due pgtype.Timestamptz
 	err := e.pool.QueryRow(e.ctx, `
-		SELECT current_state, (extract(epoch FROM next_run_at - updated_at) * 1000000)::bigint
-		FROM workflow_runs WHERE id = $1`, id).Scan(&state, &delayUS)
+		SELECT current_state, (extract(epoch FROM next_run_at - updated_at) * 1000000)::bigint, next_run_at
+		FROM workflow_runs WHERE id = $1`, id).Scan(&state, &delayUS, &due)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if delayUS == nil {
+	switch {
+	case delayUS == nil:
 		return state + " not due"
+	case *delayUS < 0 && due.Time.Equal(before.NextRunAt):
+		return state + " still due"
 	}
 	return fmt.Sprintf("%s due +%v", state, time.Duration(*delayUS)*time.Microsecond)
 }
@@ -76,9 +85,10 @@ func schedule(t *testing.T, e env, id string) string {
 // TestEveryRecordSetsTheScheduleOfTheStateEntered records transitions
 // through each way the store offers (Record, RecordTx, Finish, a Recorder
 // from Load) and checks that each leaves the run due as the state it
-// entered says: at once in a state a handler drives, at the first timer,
-// counted from the entry, in a state that waits, never in a state that
-// waits without a timer or in a terminal state.
+// entered says: at once in a state a handler drives (still due from when it
+// became due, if it already was), at the first timer, counted from the
+// entry, in a state that waits, never in a state that waits without a
+// timer or in a terminal state.
 func TestEveryRecordSetsTheScheduleOfTheStateEntered(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -118,7 +128,7 @@ func TestEveryRecordSetsTheScheduleOfTheStateEntered(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			steps := []struct{ from, event, to, want string }{
-				{"PENDING_PAYMENT", "Pay", "PACKING", "PACKING due +0s"},
+				{"PENDING_PAYMENT", "Pay", "PACKING", "PACKING still due"},
 				{"PACKING", "Shipped", "IN_TRANSIT", "IN_TRANSIT due +48h0m0s"},
 				{"IN_TRANSIT", "Late", "IN_TRANSIT", "IN_TRANSIT due +48h0m0s"},
 				{"IN_TRANSIT", "Lost", "REFUNDING", "REFUNDING due +0s"},
@@ -129,14 +139,14 @@ func TestEveryRecordSetsTheScheduleOfTheStateEntered(t *testing.T) {
 				if err := record(run, shopTr(s.from, s.event, s.to)); err != nil {
 					t.Fatalf("%s %s: %v", name, s.event, err)
 				}
-				if got := schedule(t, e, run.ID); got != s.want {
+				if got := schedule(t, e, run.ID, run); got != s.want {
 					t.Errorf("%s after %s: %s, want %s", name, s.event, got, s.want)
 				}
 				run = e.get(t, run.ID)
 			}
 			held := start("held-" + name)
 			steps = []struct{ from, event, to, want string }{
-				{"PENDING_PAYMENT", "Pay", "PACKING", "PACKING due +0s"},
+				{"PENDING_PAYMENT", "Pay", "PACKING", "PACKING still due"},
 				{"PACKING", "Hold", "ON_HOLD", "ON_HOLD not due"},
 				{"ON_HOLD", "Pay", "PACKING", "PACKING due +0s"},
 				{"PACKING", "Cancel", "CANCELLED", "CANCELLED not due"},
@@ -145,7 +155,7 @@ func TestEveryRecordSetsTheScheduleOfTheStateEntered(t *testing.T) {
 				if err := record(held, shopTr(s.from, s.event, s.to)); err != nil {
 					t.Fatalf("%s %s: %v", name, s.event, err)
 				}
-				if got := schedule(t, e, held.ID); got != s.want {
+				if got := schedule(t, e, held.ID, held); got != s.want {
 					t.Errorf("%s after %s: %s, want %s", name, s.event, got, s.want)
 				}
 				held = e.get(t, held.ID)
@@ -164,8 +174,61 @@ func TestEveryRecordSetsTheScheduleOfTheStateEntered(t *testing.T) {
 		if _, err := e.st.Finish(context.Background(), run.ID, run.RowVersion, shopTr("IN_TRANSIT", "Delivered", "DELIVERED"), store.Result{}); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff("DELIVERED not due", schedule(t, e, run.ID)); diff != "" {
+		if diff := cmp.Diff("DELIVERED not due", schedule(t, e, run.ID, run)); diff != "" {
 			t.Errorf("schedule (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestMoveBetweenRunningStatesIsHOT checks what keeping the due time of a
+// run that is already due buys: a transition between two running states
+// changes no column any index of workflow_runs holds, so PostgreSQL
+// updates the row in place (a heap-only tuple) and inserts into none of
+// them; a transition to a terminal state changes the status and is not.
+func TestMoveBetweenRunningStatesIsHOT(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if err := e.st.Register(e.ctx, shopDef()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.st.Start(e.ctx, store.StartParams{Type: "shop", Version: 1, IdempotencyKey: "hot", TenantID: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := res.Run
+	var got []string
+	for _, s := range [][3]string{{"PENDING_PAYMENT", "Pay", "PACKING"}, {"PACKING", "Cancel", "CANCELLED"}} {
+		err := pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {
+			// The backend's counts not yet reported, which include this
+			// transaction's: read before and after the transition.
+			counts := func() (updated, hot int64, err error) {
+				err = tx.QueryRow(e.ctx, `SELECT pg_stat_get_xact_tuples_updated('workflow_runs'::regclass),
+					pg_stat_get_xact_tuples_hot_updated('workflow_runs'::regclass)`).Scan(&updated, &hot)
+				return updated, hot, err
+			}
+			u0, h0, err := counts()
+			if err != nil {
+				return err
+			}
+			rec, err := e.st.RecordTx(e.ctx, tx, run.ID, run.RowVersion, shopTr(s[0], s[1], s[2]))
+			if err != nil {
+				return err
+			}
+			run.RowVersion = rec.RowVersion
+			u1, h1, err := counts()
+			if err != nil {
+				return err
+			}
+			updated, hot := u1-u0, h1-h0
+			got = append(got, fmt.Sprintf("%s->%s: %d updated, %d HOT", s[0], s[2], updated, hot))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"PENDING_PAYMENT->PACKING: 1 updated, 1 HOT", "PACKING->CANCELLED: 1 updated, 0 HOT"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("updates of workflow_runs (-want +got):\n%s", diff)
+	}
 }

@@ -24,6 +24,12 @@ type Recorded struct {
 	// At is when the transition was logged, by the database's clock; zero
 	// when AlreadyApplied.
 	At time.Time
+	// NextRunAt is when the run is next due after the transition: for a
+	// state the engine runs at once, the time it became due (a run that
+	// goes from one such state to the next stays due from the first); for
+	// a state that waits, its first timer. It is zero when the state waits
+	// without a timer, when the run finished, and when AlreadyApplied.
+	NextRunAt time.Time
 	// AlreadyApplied reports that this very transition (same run, row
 	// version, event and payload) had been recorded by an earlier call whose
 	// acknowledgement was lost; nothing was written this time.
@@ -114,7 +120,7 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 		row, err = q.AdvanceRun(ctx, p)
 	}
 	if err == nil {
-		return Recorded{RowVersion: row.RowVersion, At: row.OccurredAt.Time}, nil
+		return Recorded{RowVersion: row.RowVersion, At: row.OccurredAt.Time, NextRunAt: row.NextRunAt.Time}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return fail(Translate(err))
@@ -201,7 +207,8 @@ func (s *Store) transitionParams(ctx context.Context, id pgtype.UUID, rowVersion
 // moment it entered: at once for a state whose handler the engine runs;
 // after the shortest of its timers for a state that waits; never (NULL)
 // for a state that waits without a timer, which only an event moves. A
-// terminal state clears the schedule in the statement itself.
+// terminal state clears the schedule in the statement itself. A run due at
+// once that was already due keeps its due time (the statement sees to it).
 func entryDelay(st runtime.StateSpec) pgtype.Int8 {
 	if !st.Wait {
 		return pgtype.Int8{Int64: 0, Valid: true}
@@ -323,7 +330,7 @@ func (s *Store) advanceBatch(ctx context.Context, items []dbsqlc.AdvanceRunParam
 			case r.Busy:
 				out[n].busy = true
 			default:
-				out[n].row = dbsqlc.AdvanceRunRow{RowVersion: r.RowVersion, OccurredAt: r.OccurredAt}
+				out[n].row = dbsqlc.AdvanceRunRow{RowVersion: r.RowVersion, OccurredAt: r.OccurredAt, NextRunAt: r.NextRunAt}
 			}
 		}
 		return out

@@ -48,7 +48,10 @@ type Run struct {
 	LeaseOwner     string
 	LeaseExpiresAt time.Time
 	LeaseEpoch     int64
-	NextRunAt      time.Time
+	// NextRunAt is when the run is due: claimed by a worker once it has
+	// passed. A run that went from one state with a handler to the next
+	// stays due from the first.
+	NextRunAt time.Time
 	// StepAttempt counts the tries of the current state's handler, from 1;
 	// LastErrorCode and LastError describe the last failed try, empty after
 	// a change of state.

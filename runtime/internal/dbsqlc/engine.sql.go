@@ -14,55 +14,60 @@ import (
 const advanceRun = `-- name: AdvanceRun :one
 WITH moved AS (
     UPDATE workflow_runs AS w SET
-        current_state = $3::text,
+        current_state = $1::text,
         previous_state = w.current_state,
-        status = $5::text,
+        status = $2::text,
         row_version = w.row_version + 1,
-        updated_at = coalesce($6::timestamptz, now()),
+        updated_at = coalesce($3::timestamptz, now()),
         step_attempt = 1,
         last_error_code = NULL,
         last_error = NULL,
         parked_at = NULL,
-        result = CASE WHEN $7::bool THEN jsonb_build_object(
-            'status', $8::text,
-            'outcome', $9::text,
-            'output', $10::jsonb,
+        result = CASE WHEN $4::bool THEN jsonb_build_object(
+            'status', $5::text,
+            'outcome', $6::text,
+            'output', $7::jsonb,
             'workflow_run_id', w.id,
             'attempt_no', w.attempt_no,
-            'cost_usd', $11::float8,
-            'duration_ms', coalesce($12::bigint,
-                (extract(epoch FROM (coalesce($6::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
-            'error_code', $13::text,
-            'error_detail', $14::text) ELSE w.result END,
-        finished_at = CASE WHEN $7::bool THEN coalesce($6::timestamptz, now()) ELSE w.finished_at END,
+            'cost_usd', $8::float8,
+            'duration_ms', coalesce($9::bigint,
+                (extract(epoch FROM (coalesce($3::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
+            'error_code', $10::text,
+            'error_detail', $11::text) ELSE w.result END,
+        finished_at = CASE WHEN $4::bool THEN coalesce($3::timestamptz, now()) ELSE w.finished_at END,
+        -- A run due at once that was already due stays due from when it
+        -- became so: next_run_at, which workflow_runs_claim_idx holds,
+        -- keeps its value, so that a move between two running states
+        -- changes no indexed column and is a HOT update.
         next_run_at = CASE
-            WHEN $7::bool THEN NULL
-            WHEN $15::bool THEN w.next_run_at
-            WHEN $16::bigint IS NULL THEN NULL
-            ELSE coalesce($6::timestamptz, now()) + $16::bigint * interval '1 microsecond'
+            WHEN $4::bool THEN NULL
+            WHEN $12::bool THEN w.next_run_at
+            WHEN $13::bigint IS NULL THEN NULL
+            WHEN $13::bigint = 0
+                AND w.next_run_at <= coalesce($3::timestamptz, now()) THEN w.next_run_at
+            ELSE coalesce($3::timestamptz, now()) + $13::bigint * interval '1 microsecond'
         END,
-        lease_owner = CASE WHEN $7::bool OR $17::bool THEN NULL ELSE w.lease_owner END,
-        lease_expires_at = CASE WHEN $7::bool OR $17::bool THEN NULL ELSE w.lease_expires_at END
-    WHERE w.id = $18 AND w.current_state = $2::text AND w.row_version = $19
-        AND w.workflow_type = $20 AND w.definition_version = $21
-        AND (NOT $22::bool OR (w.lease_owner = $23::text AND w.lease_epoch = $24
-             AND w.lease_expires_at > coalesce($6::timestamptz, now())))
-    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version
+        lease_owner = CASE WHEN $4::bool OR $14::bool THEN NULL ELSE w.lease_owner END,
+        lease_expires_at = CASE WHEN $4::bool OR $14::bool THEN NULL ELSE w.lease_expires_at END
+    WHERE w.id = $15 AND w.current_state = $16::text AND w.row_version = $17
+        AND w.workflow_type = $18 AND w.definition_version = $19
+        AND (NOT $20::bool OR (w.lease_owner = $21::text AND w.lease_epoch = $22
+             AND w.lease_expires_at > coalesce($3::timestamptz, now())))
+    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version, w.next_run_at
+), logged AS (
+    INSERT INTO workflow_step_logs (
+        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+        payload, occurred_at, kind, event, row_version, definition_version)
+    SELECT moved.id, moved.workflow_type, moved.attempt_no, $23::text, $16::text, $1::text,
+        $24, moved.updated_at, 'transition', $23::text, moved.row_version, moved.definition_version
+    FROM moved
+    RETURNING row_version, occurred_at
 )
-INSERT INTO workflow_step_logs (
-    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-    payload, occurred_at, kind, event, row_version, definition_version)
-SELECT moved.id, moved.workflow_type, moved.attempt_no, $1::text, $2::text, $3::text,
-    $4, moved.updated_at, 'transition', $1::text, moved.row_version, moved.definition_version
-FROM moved
-RETURNING row_version, occurred_at
+SELECT logged.row_version, logged.occurred_at, moved.next_run_at FROM logged CROSS JOIN moved
 `
 
 type AdvanceRunParams struct {
-	Event             string
-	FromState         string
 	ToState           string
-	Payload           []byte
 	ToStatus          string
 	Now               pgtype.Timestamptz
 	Finish            bool
@@ -77,17 +82,21 @@ type AdvanceRunParams struct {
 	NextDelayUs       pgtype.Int8
 	ReleaseLease      bool
 	ID                pgtype.UUID
+	FromState         string
 	RowVersion        int64
 	WorkflowType      string
 	DefinitionVersion int32
 	Fenced            bool
 	Owner             string
 	Epoch             int64
+	Event             string
+	Payload           []byte
 }
 
 type AdvanceRunRow struct {
 	RowVersion int64
 	OccurredAt pgtype.Timestamptz
+	NextRunAt  pgtype.Timestamptz
 }
 
 // Every transition, in one statement: moves the run from the state and row
@@ -97,10 +106,7 @@ type AdvanceRunRow struct {
 // not where the caller thought it was or the lease is lost.
 func (q *Queries) AdvanceRun(ctx context.Context, arg AdvanceRunParams) (AdvanceRunRow, error) {
 	row := q.db.QueryRow(ctx, advanceRun,
-		arg.Event,
-		arg.FromState,
 		arg.ToState,
-		arg.Payload,
 		arg.ToStatus,
 		arg.Now,
 		arg.Finish,
@@ -115,15 +121,18 @@ func (q *Queries) AdvanceRun(ctx context.Context, arg AdvanceRunParams) (Advance
 		arg.NextDelayUs,
 		arg.ReleaseLease,
 		arg.ID,
+		arg.FromState,
 		arg.RowVersion,
 		arg.WorkflowType,
 		arg.DefinitionVersion,
 		arg.Fenced,
 		arg.Owner,
 		arg.Epoch,
+		arg.Event,
+		arg.Payload,
 	)
 	var i AdvanceRunRow
-	err := row.Scan(&i.RowVersion, &i.OccurredAt)
+	err := row.Scan(&i.RowVersion, &i.OccurredAt, &i.NextRunAt)
 	return i, err
 }
 
@@ -178,6 +187,7 @@ WITH i AS (
             'error_detail', nullif(i.error_detail, '')) ELSE w.result END,
         finished_at = CASE WHEN i.finish THEN coalesce($23::timestamptz, now()) ELSE w.finished_at END,
         next_run_at = CASE WHEN i.finish OR i.next_delay_us < 0 THEN NULL
+            WHEN i.next_delay_us = 0 AND w.next_run_at <= coalesce($23::timestamptz, now()) THEN w.next_run_at
             ELSE coalesce($23::timestamptz, now()) + i.next_delay_us * interval '1 microsecond' END,
         lease_owner = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_owner END,
         lease_expires_at = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_expires_at END
@@ -187,7 +197,7 @@ WITH i AS (
         AND (NOT i.fenced OR (w.lease_owner = i.owner AND w.lease_epoch = i.epoch
              AND w.lease_expires_at > coalesce($23::timestamptz, now())))
     RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version,
-        i.event, i.from_state, i.to_state, i.payload
+        w.next_run_at, i.event, i.from_state, i.to_state, i.payload
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -197,9 +207,10 @@ WITH i AS (
     FROM moved
     RETURNING workflow_run_id, row_version, occurred_at
 )
-SELECT logged.workflow_run_id AS id, logged.row_version, logged.occurred_at, false AS busy FROM logged
+SELECT logged.workflow_run_id AS id, logged.row_version, logged.occurred_at, moved.next_run_at, false AS busy
+FROM logged JOIN moved ON moved.id = logged.workflow_run_id
 UNION ALL
-SELECT i.id, 0::bigint, NULL::timestamptz, true FROM i WHERE i.id NOT IN (SELECT l.id FROM locked l)
+SELECT i.id, 0::bigint, NULL::timestamptz, NULL::timestamptz, true FROM i WHERE i.id NOT IN (SELECT l.id FROM locked l)
 `
 
 type AdvanceRunsParams struct {
@@ -232,6 +243,7 @@ type AdvanceRunsRow struct {
 	ID         pgtype.UUID
 	RowVersion int64
 	OccurredAt pgtype.Timestamptz
+	NextRunAt  pgtype.Timestamptz
 	Busy       bool
 }
 
@@ -283,6 +295,7 @@ func (q *Queries) AdvanceRuns(ctx context.Context, arg AdvanceRunsParams) ([]Adv
 			&i.ID,
 			&i.RowVersion,
 			&i.OccurredAt,
+			&i.NextRunAt,
 			&i.Busy,
 		); err != nil {
 			return nil, err

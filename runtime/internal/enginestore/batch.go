@@ -98,7 +98,7 @@ func (s *Store) AdvanceBatch(ctx context.Context, items []BatchItem) []BatchResu
 					if r.Busy {
 						out[n].Busy = true
 					} else {
-						out[n].Advanced.RowVersion, out[n].Advanced.At = r.RowVersion, r.OccurredAt.Time
+						out[n].Advanced.RowVersion, out[n].Advanced.At, out[n].Advanced.NextRunAt = r.RowVersion, r.OccurredAt.Time, r.NextRunAt.Time
 					}
 					continue
 				}

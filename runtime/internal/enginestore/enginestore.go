@@ -356,7 +356,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 	if p.Effects.empty() {
 		row, err := s.q.AdvanceRun(ctx, arg)
 		if err == nil {
-			out.RowVersion, out.At = row.RowVersion, row.OccurredAt.Time
+			out.RowVersion, out.At, out.NextRunAt = row.RowVersion, row.OccurredAt.Time, row.NextRunAt.Time
 			return out, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
@@ -391,7 +391,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			return err
 		}
 		moved = true
-		out.RowVersion, out.At = row.RowVersion, row.OccurredAt.Time
+		out.RowVersion, out.At, out.NextRunAt = row.RowVersion, row.OccurredAt.Time, row.NextRunAt.Time
 		for _, m := range p.Effects.Messages {
 			if m.Topic == "" {
 				return fmt.Errorf("%w: empty topic", store.ErrInvalidInput)
