@@ -14,8 +14,9 @@ type Backlog struct {
 	// Due counts the running runs that are due and that no live lease
 	// holds: the runs waiting for a worker to claim them.
 	Due int64
-	// DueLag is how long the oldest of them has been due; zero when none
-	// is. A lag that grows means the workers do not keep up.
+	// DueLag is how long the oldest of them has been due in its current
+	// state; zero when none is. A lag that grows means the workers do not
+	// keep up.
 	DueLag time.Duration
 	// Parked counts the parked runs, waiting for an operator (Resume or
 	// Cancel).

@@ -13,8 +13,8 @@ import (
 // TestBacklog: due runs count until a live lease holds them, and again
 // once it has expired; a parked run counts as parked, not due; pending
 // outbox messages count until published; lags are the ages of the oldest
-// by the store's clock; types are apart, and one with nothing waiting
-// has no row.
+// by the store's clock (a due run's, since it entered its state); types
+// are apart, and one with nothing waiting has no row.
 func TestBacklog(t *testing.T) {
 	t.Parallel()
 	c := newClock()
@@ -100,5 +100,20 @@ func TestBacklog(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, backlog()); diff != "" {
 		t.Errorf("backlog after the lease expired (-want +got):\n%s", diff)
+	}
+
+	// The first run moves on to a state with a handler: it stays due from
+	// its creation, and waits in its new state since the move.
+	c.Advance(5 * time.Second)
+	e.record(t, e.get(t, first.ID), "INITIATED", "Begin", "WORKING")
+	if got := e.get(t, first.ID); !got.NextRunAt.Equal(first.NextRunAt) {
+		t.Errorf("due at %v after the move, want %v as when created", got.NextRunAt, first.NextRunAt)
+	}
+	want = []store.Backlog{
+		{Type: "order", Due: 2, DueLag: 70 * time.Second, Parked: 1, Outbox: 2, OutboxLag: 80 * time.Second},
+		{Type: "other", Due: 1, DueLag: 70 * time.Second},
+	}
+	if diff := cmp.Diff(want, backlog()); diff != "" {
+		t.Errorf("backlog after a move (-want +got):\n%s", diff)
 	}
 }

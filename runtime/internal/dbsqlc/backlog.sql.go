@@ -13,7 +13,7 @@ import (
 
 const backlog = `-- name: Backlog :many
 WITH due AS (
-    SELECT r.workflow_type, count(*) AS n, min(r.next_run_at)::timestamptz AS oldest
+    SELECT r.workflow_type, count(*) AS n, min(greatest(r.next_run_at, r.updated_at))::timestamptz AS oldest
     FROM workflow_runs r
     WHERE r.status = 'running'
       AND r.next_run_at <= coalesce($1::timestamptz, now())
@@ -58,9 +58,11 @@ type BacklogRow struct {
 
 // The work waiting in the database, per workflow type: running runs due by
 // now that no live lease holds (what workers have yet to claim) and when
-// the oldest of them became due; parked runs; outbox messages not yet
-// published and when the oldest was written. A type without any of these
-// has no row. Each count reads a partial index's rows (claims, parked
+// the oldest of them became due in its current state (a run driven from
+// one state with a handler to the next keeps the due time of the first,
+// so the later of that and its last change of state); parked runs; outbox
+// messages not yet published and when the oldest was written. A type
+// without any of these has no row. Each count reads a partial index's rows (claims, parked
 // runs, pending messages), not the whole tables.
 func (q *Queries) Backlog(ctx context.Context, now pgtype.Timestamptz) ([]BacklogRow, error) {
 	rows, err := q.db.Query(ctx, backlog, now)
