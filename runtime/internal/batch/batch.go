@@ -21,9 +21,13 @@ import (
 
 // Alone is how many callers may write on their own at once (see Do) while
 // nothing waits in the queue. PostgreSQL flushes the WAL of concurrent
-// commits together, so that a few writes in flight cost about one flush;
-// beyond that, batches take over.
-const Alone = 4
+// commits together, so that two writes in flight cost about one flush;
+// beyond that, batches take over, which also share the server's work of
+// starting a statement among their rows. On two cores, with 16 concurrent
+// runs, Record reached 1.1–1.2× a bare INSERT with 1 or 2 and 0.6–0.9×
+// with 4, and 4 concurrent runs did no better with 4 than with 1 or 2
+// (bench/README.md, "Group commit: how many write alone").
+const Alone = 2
 
 // Batcher batches items of type I whose writes give results of type R.
 type Batcher[I, R any] struct {
