@@ -18,6 +18,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -37,6 +38,10 @@ import (
 func TestMain(m *testing.M) { benchdb.Main(m) }
 
 var states = []string{"S1", "S2", "S3", "S4", "S5", "END"}
+
+// batchWindow is engine.Config.BatchWindow for the engines of Engine and
+// VersusRiver, to tune the group commit (default 0, the engine's default).
+var batchWindow = flag.Duration("batch-window", 0, "Engine, VersusRiver: the engine's BatchWindow")
 
 func chain(typ string) runtime.Definition {
 	d := runtime.Definition{Machine: "Chain", Type: typ, Version: 1, Initial: "S1",
@@ -126,7 +131,8 @@ func driveChains(b *testing.B, pool *pgxpool.Pool, st *store.Store, workers int,
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var last atomic.Int64
-	e, err := engine.New(pool, st, engine.Config{Concurrency: workers, PollInterval: 5 * time.Millisecond, Logger: quiet})
+	e, err := engine.New(pool, st, engine.Config{Concurrency: workers, PollInterval: 5 * time.Millisecond, Logger: quiet,
+		BatchWindow: *batchWindow})
 	if err != nil {
 		b.Fatal(err)
 	}
