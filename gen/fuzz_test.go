@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"bytes"
+	"go/format"
 	"go/parser"
 	"go/token"
 	"os"
@@ -13,7 +15,8 @@ import (
 
 // FuzzGenerate runs parse, check and generate on arbitrary input: it must
 // never panic, every diagnostic must carry a position, and whatever passes
-// the checker must generate Go that parses.
+// the checker must generate Go that parses and that gofmt leaves as it is
+// (parts of fsm.go are written already formatted, not through go/format).
 func FuzzGenerate(f *testing.F) {
 	for _, pattern := range []string{"../machines/*/*.fsm", "testdata/*.fsm", "../dsl/testdata/*/*.fsm"} {
 		paths, _ := filepath.Glob(pattern)
@@ -52,6 +55,13 @@ func FuzzGenerate(f *testing.F) {
 			}
 			if _, err := parser.ParseFile(token.NewFileSet(), file.Path, file.Content, parser.AllErrors); err != nil {
 				t.Fatalf("generated %s does not parse: %v\n%s", file.Path, err, file.Content)
+			}
+			formatted, err := format.Source(file.Content)
+			if err != nil {
+				t.Fatalf("generated %s: %v", file.Path, err)
+			}
+			if !bytes.Equal(formatted, file.Content) {
+				t.Fatalf("generated %s is not gofmt-clean:\n%s", file.Path, file.Content)
 			}
 		}
 	})

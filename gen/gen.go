@@ -218,15 +218,32 @@ func renderMachine(source string, m *dsl.Machine) ([]byte, error) {
 			return
 		}
 		lines, body, err := splitImports(buf.Bytes())
-		imports <- lines
+		table, tableImports := definitionTable(m)
+		views := (&goGen{m: m}).viewTypes()
+		imports <- append(append(lines, tableImports...), strconv.Quote("context"))
 		sent = true
 		if err != nil {
 			tail <- tailResult{err: err}
 			return
 		}
-		// A list of declarations, formatted as a partial source file.
+		// A list of declarations, formatted as a partial source file; the
+		// views' types and the table, written already formatted, replace
+		// the function viewsMark and follow.
 		body, err = format.Source(bytes.TrimSpace(body))
-		tail <- tailResult{body: body, err: err}
+		if err != nil {
+			tail <- tailResult{err: err}
+			return
+		}
+		mark := []byte("\nfunc " + viewsMark + "() {}\n")
+		i := bytes.Index(body, mark)
+		if i < 0 {
+			tail <- tailResult{err: fmt.Errorf("%w: no %s in the formatted tail of fsm.go", ErrInternal, viewsMark)}
+			return
+		}
+		out := make([]byte, 0, len(body)+len(views)+len(table)+2)
+		out = append(append(append(out, body[:i]...), views...), body[i+len(mark):]...)
+		out = append(append(bytes.TrimRight(out, "\n"), "\n\n"...), table...)
+		tail <- tailResult{body: out}
 	}()
 	var buf bytes.Buffer
 	head := machineHead(source, m, k)

@@ -1,7 +1,9 @@
 package gen
 
 import (
+	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -727,29 +729,76 @@ func (g *goGen) views() {
 		jen.Return(jen.Nil()),
 	)
 	g.f.Var().Id("views").Op("=").Index(jen.Op("...")).Func().Params(jen.Op("*").Id("Machine")).Id("View").Values(lines(views)...)
-	for _, s := range m.States {
+	// The views' types and methods are written as text by viewTypes, here.
+	g.f.Func().Id(viewsMark).Params().Block()
+}
+
+// viewsMark names the function machineTail declares where the text of
+// viewTypes goes in fsm.go: the function, after formatting, is replaced
+// by that text.
+const viewsMark = "fsmgenViewTypes"
+
+// viewTypes returns the type of each state's view and its methods, as
+// gofmt lays them out, each preceded by an empty line. They are written
+// as text rather than built with jennifer and formatted: a few lines per
+// transition a state allows, a large share of fsm.go.
+func (g *goGen) viewTypes() []byte {
+	var b bytes.Buffer
+	var group [][2]string // the header and body of one-line methods
+	// flush writes the methods of group, their bodies aligned in a column
+	// as go/printer's tabwriter aligns them. A method whose header and
+	// body are longer than gofmt puts on one line (100 columns) is written
+	// on three and ends the column.
+	flush := func() {
+		for i := 0; i < len(group); {
+			if len(group[i][0])+len(group[i][1]) > 100 {
+				fmt.Fprintf(&b, "%s {\n\t%s\n}\n", group[i][0], group[i][1])
+				i++
+				continue
+			}
+			j, width := i, 0
+			for j < len(group) && len(group[j][0])+len(group[j][1]) <= 100 {
+				width = max(width, len(group[j][0]))
+				j++
+			}
+			for ; i < j; i++ {
+				b.WriteString(group[i][0])
+				b.WriteString(strings.Repeat(" ", width+1-len(group[i][0])))
+				if group[i][1] == "" {
+					b.WriteString("{}\n")
+				} else {
+					b.WriteString("{ " + group[i][1] + " }\n")
+				}
+			}
+		}
+		group = group[:0]
+	}
+	for _, s := range g.m.States {
 		v := viewType(s)
-		evs := g.eventsOf(s)
 		lead := fmt.Sprintf("%s is the machine in final state %s.", v, s.Name)
 		if !s.Terminal() {
 			lead = fmt.Sprintf("%s is the machine in state %s.", v, s.Name)
 		}
+		b.WriteByte('\n')
 		for _, l := range wrap(lead, 76) {
-			g.f.Comment(l)
+			b.WriteString("// " + l + "\n")
 		}
-		g.f.Type().Id(v).Id("struct{ m *Machine }")
-		g.f.Comment(fmt.Sprintf("%s returns the machine as %s and whether it is in that state.", v, v))
-		g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id(v).Params().Params(jen.Id(v), jen.Bool()).Add(oneLine(
-			jen.Return(jen.Id(v).Values(jen.Id("m")), mState().Op("==").Id(stateConst(s))),
-		))
-		g.f.Func().Params(jen.Id(v)).Id("State").Params().Id("State").Add(oneLine(jen.Return(jen.Id(stateConst(s)))))
-		g.f.Func().Params(jen.Id(v)).Id("isView").Params().Block()
-		for _, e := range evs {
-			g.f.Func().Params(jen.Id("v").Id(v)).Id(e.GoName).Params(
-				jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id(e.GoName),
-			).Error().Add(oneLine(jen.Return(jen.Id("v").Dot("m").Dot(e.GoName).Call(jen.Id("ctx"), jen.Id("e")))))
+		fmt.Fprintf(&b, "type %s struct{ m *Machine }\n\n", v)
+		fmt.Fprintf(&b, "// %s returns the machine as %s and whether it is in that state.\n", v, v)
+		group = append(group,
+			[2]string{fmt.Sprintf("func (m *Machine) %s() (%s, bool)", v, v), fmt.Sprintf("return %s{m}, m.state == %s", v, stateConst(s))},
+			[2]string{fmt.Sprintf("func (%s) State() State", v), "return " + stateConst(s)},
+			[2]string{fmt.Sprintf("func (%s) isView()", v), ""},
+		)
+		for _, e := range g.eventsOf(s) {
+			group = append(group, [2]string{
+				fmt.Sprintf("func (v %s) %s(ctx context.Context, e %s) error", v, e.GoName, e.GoName),
+				fmt.Sprintf("return v.m.%s(ctx, e)", e.GoName),
+			})
 		}
+		flush()
 	}
+	return b.Bytes()
 }
 
 // driven reports whether the runtime drives any state of the machine: only
@@ -844,7 +893,9 @@ func (g *goGen) driver() {
 	)
 }
 
-func durationCode(d int64) *jen.Statement {
+// durationGo is d as a Go expression of package time: a multiple of the
+// largest unit that divides it, or time.Duration(n) nanoseconds.
+func durationGo(d int64) string {
 	units := []struct {
 		n    int64
 		name string
@@ -852,12 +903,12 @@ func durationCode(d int64) *jen.Statement {
 	for _, u := range units {
 		if d%u.n == 0 {
 			if d == u.n {
-				return jen.Qual("time", u.name)
+				return "time." + u.name
 			}
-			return jen.Lit(int(d/u.n)).Op("*").Qual("time", u.name)
+			return fmt.Sprintf("%#v * time.%s", int(d/u.n), u.name)
 		}
 	}
-	return jen.Qual("time", "Duration").Parens(jen.Lit(int(d)))
+	return fmt.Sprintf("time.Duration(%#v)", int(d))
 }
 
 func presetVar(name string) string {
@@ -868,116 +919,158 @@ func presetVar(name string) string {
 // kv keep the order written, unlike jen.Dict.
 func kv(key string, v jen.Code) jen.Code { return jen.Id(key).Op(":").Add(v) }
 
-func retryCode(r *dsl.Retry) jen.Code {
-	if r.Preset != "" {
-		return rt(presetVar(r.Preset)).Dot("Clone").Call()
-	}
-	d := []jen.Code{
-		kv("MaxAttempts", jen.Lit(r.MaxAttempts)),
-		kv("InitialInterval", durationCode(int64(r.Initial))),
-		kv("Coefficient", jen.Lit(r.Factor)),
-	}
-	if r.Max > 0 {
-		d = append(d, kv("MaxInterval", durationCode(int64(r.Max))))
-	}
-	if r.Jitter > 0 {
-		d = append(d, kv("Jitter", jen.Lit(r.Jitter)))
-	}
-	if len(r.NonRetryable) > 0 {
-		codes := make([]jen.Code, len(r.NonRetryable))
-		for i, c := range r.NonRetryable {
-			codes[i] = jen.Lit(c)
-		}
-		d = append(d, kv("NonRetryable", jen.Index().String().Values(codes...)))
-	}
-	return jen.Op("&").Add(rt("RetryPolicy")).Values(d...)
+// The import paths the definition table's text refers to, beside runtime.
+const (
+	timePath = "time"
+	jsonPath = "encoding/json"
+)
+
+// table builds the text of the machine's definition table and notes the
+// packages it refers to.
+type table struct {
+	imports map[string]bool
 }
 
+func (t *table) rt(name string) *lit { return expr("runtime." + name) }
+
+func (t *table) duration(d int64) *lit {
+	t.imports[timePath] = true
+	return expr(durationGo(d))
+}
+
+func (t *table) retry(r *dsl.Retry) *lit {
+	if r.Preset != "" {
+		return expr("runtime." + presetVar(r.Preset) + ".Clone()")
+	}
+	d := []litElem{
+		field("MaxAttempts", literal(r.MaxAttempts)),
+		field("InitialInterval", t.duration(int64(r.Initial))),
+		field("Coefficient", literal(r.Factor)),
+	}
+	if r.Max > 0 {
+		d = append(d, field("MaxInterval", t.duration(int64(r.Max))))
+	}
+	if r.Jitter > 0 {
+		d = append(d, field("Jitter", literal(r.Jitter)))
+	}
+	if len(r.NonRetryable) > 0 {
+		codes := make([]litElem, len(r.NonRetryable))
+		for i, c := range r.NonRetryable {
+			codes[i] = elem(literal(c))
+		}
+		d = append(d, field("NonRetryable", composite("[]string", codes...)))
+	}
+	return composite("&runtime.RetryPolicy", d...)
+}
+
+// definition emits Definition, whose table, the variable definition, is
+// written by definitionTable.
 func (g *goGen) definition() {
-	m := g.m
-	var states, events, guards, rows []jen.Code
-	for _, s := range m.States {
-		d := []jen.Code{kv("Name", jen.Lit(s.Name))}
-		if s.Initial {
-			d = append(d, kv("Initial", jen.True()))
-		}
-		d = append(d, kv("Status", rt(statusConst(s.Status))))
-		if s.Outcome != "" {
-			d = append(d, kv("Outcome", jen.Lit(s.Outcome)))
-		}
-		if s.Wait {
-			d = append(d, kv("Wait", jen.True()))
-		}
-		if s.Retry != nil {
-			d = append(d, kv("Retry", retryCode(s.Retry)))
-			if s.Retry.Exhausted != nil {
-				d = append(d, kv("OnExhausted", jen.Lit(s.Retry.Exhausted.Name)))
-			}
-		}
-		if len(s.Timers) > 0 {
-			ts := make([]jen.Code, len(s.Timers))
-			for i, t := range s.Timers {
-				ts[i] = jen.Values(kv("After", durationCode(int64(t.After))), kv("Event", jen.Lit(t.Event.Name)))
-			}
-			d = append(d, kv("Timers", jen.Index().Add(rt("Timer")).Values(ts...)))
-		}
-		states = append(states, jen.Values(d...))
-	}
-	for _, e := range m.Events {
-		d := []jen.Code{kv("Name", jen.Lit(e.Name))}
-		if len(e.Fields) > 0 {
-			fs := make([]jen.Code, len(e.Fields))
-			for i, f := range e.Fields {
-				fs[i] = jen.Values(kv("Name", jen.Lit(f.Name)), kv("Type", jen.Lit(f.Type.String())))
-			}
-			d = append(d, kv("Fields", jen.Index().Add(rt("FieldSpec")).Values(fs...)))
-		}
-		if e.External {
-			d = append(d, kv("External", jen.True()))
-		}
-		events = append(events, jen.Values(d...))
-	}
-	for _, gd := range m.Guards {
-		guards = append(guards, jen.Lit(gd.Name))
-	}
-	for _, t := range m.Transitions {
-		d := []jen.Code{kv("From", jen.Lit(t.From.Name)), kv("To", jen.Lit(t.To.Name)), kv("Event", jen.Lit(t.Event.Name))}
-		if t.Guard != nil {
-			d = append(d, kv("Guard", jen.Lit(t.Guard.Name)))
-		}
-		if t.Negated {
-			d = append(d, kv("Negated", jen.True()))
-		}
-		if t.Outcome != "" {
-			d = append(d, kv("Outcome", jen.Lit(t.Outcome)))
-		}
-		rows = append(rows, jen.Values(d...))
-	}
-	def := []jen.Code{kv("Machine", jen.Lit(m.Name))}
-	if len(m.Doc) > 0 {
-		def = append(def, kv("Doc", jen.Lit(strings.Join(m.Doc, "\n"))))
-	}
-	def = append(def,
-		kv("Type", jen.Id("Type")),
-		kv("Version", jen.Id("Version")),
-		kv("Initial", jen.Lit(m.Initial.Name)),
-		kv("States", jen.Index().Add(rt("StateSpec")).Values(lines(states)...)),
-		kv("Events", jen.Index().Add(rt("EventSpec")).Values(lines(events)...)),
-	)
-	if len(guards) > 0 {
-		def = append(def, kv("Guards", jen.Index().String().Values(guards...)))
-	}
-	def = append(def, kv("Transitions", jen.Index().Add(rt("TransitionSpec")).Values(lines(rows)...)))
-	if m.Cancel != nil {
-		def = append(def, kv("Cancel", jen.Lit(m.Cancel.Name)))
-	}
-	if len(m.Migrations) > 0 {
-		def = append(def, kv("Migrations", migrationsCode(m)))
-	}
 	g.f.Comment("Definition returns the machine's table, retry policies and timers as data:")
 	g.f.Comment("a new copy per call.")
 	g.f.Func().Id("Definition").Params().Add(rt("Definition")).Add(oneLine(jen.Return(jen.Id("definition").Dot("Clone").Call())))
-	g.f.Var().Id("definition").Op("=").Add(rt("Definition")).Values(lines(def)...)
+}
+
+// definitionTable returns the declaration of the variable definition, the
+// machine's table as a runtime.Definition, the last declaration of fsm.go,
+// as gofmt lays it out; and the imports it needs, each as an import block
+// writes it. It is written as text rather than built with jennifer and
+// formatted: go/printer measures every row of a composite literal again at
+// each level of nesting, and the table is the largest part of fsm.go.
+func definitionTable(m *dsl.Machine) ([]byte, []string) {
+	t := &table{imports: map[string]bool{}}
+	var states, events, rows []litElem
+	for _, s := range m.States {
+		d := []litElem{field("Name", literal(s.Name))}
+		if s.Initial {
+			d = append(d, field("Initial", literal(true)))
+		}
+		d = append(d, field("Status", t.rt(statusConst(s.Status))))
+		if s.Outcome != "" {
+			d = append(d, field("Outcome", literal(s.Outcome)))
+		}
+		if s.Wait {
+			d = append(d, field("Wait", literal(true)))
+		}
+		if s.Retry != nil {
+			d = append(d, field("Retry", t.retry(s.Retry)))
+			if s.Retry.Exhausted != nil {
+				d = append(d, field("OnExhausted", literal(s.Retry.Exhausted.Name)))
+			}
+		}
+		if len(s.Timers) > 0 {
+			ts := make([]litElem, len(s.Timers))
+			for i, tm := range s.Timers {
+				ts[i] = elem(composite("", field("After", t.duration(int64(tm.After))), field("Event", literal(tm.Event.Name))))
+			}
+			d = append(d, field("Timers", composite("[]runtime.Timer", ts...)))
+		}
+		states = append(states, elem(composite("", d...)))
+	}
+	for _, e := range m.Events {
+		d := []litElem{field("Name", literal(e.Name))}
+		if len(e.Fields) > 0 {
+			fs := make([]litElem, len(e.Fields))
+			for i, f := range e.Fields {
+				fs[i] = elem(composite("", field("Name", literal(f.Name)), field("Type", literal(f.Type.String()))))
+			}
+			d = append(d, field("Fields", composite("[]runtime.FieldSpec", fs...)))
+		}
+		if e.External {
+			d = append(d, field("External", literal(true)))
+		}
+		events = append(events, elem(composite("", d...)))
+	}
+	for _, tr := range m.Transitions {
+		d := []litElem{field("From", literal(tr.From.Name)), field("To", literal(tr.To.Name)), field("Event", literal(tr.Event.Name))}
+		if tr.Guard != nil {
+			d = append(d, field("Guard", literal(tr.Guard.Name)))
+		}
+		if tr.Negated {
+			d = append(d, field("Negated", literal(true)))
+		}
+		if tr.Outcome != "" {
+			d = append(d, field("Outcome", literal(tr.Outcome)))
+		}
+		rows = append(rows, elem(composite("", d...)))
+	}
+	def := []litElem{field("Machine", literal(m.Name))}
+	if len(m.Doc) > 0 {
+		def = append(def, field("Doc", literal(strings.Join(m.Doc, "\n"))))
+	}
+	def = append(def,
+		field("Type", expr("Type")),
+		field("Version", expr("Version")),
+		field("Initial", literal(m.Initial.Name)),
+		field("States", compositeLines("[]runtime.StateSpec", states...)),
+		field("Events", compositeLines("[]runtime.EventSpec", events...)),
+	)
+	if len(m.Guards) > 0 {
+		guards := make([]litElem, len(m.Guards))
+		for i, gd := range m.Guards {
+			guards[i] = elem(literal(gd.Name))
+		}
+		def = append(def, field("Guards", composite("[]string", guards...)))
+	}
+	def = append(def, field("Transitions", compositeLines("[]runtime.TransitionSpec", rows...)))
+	if m.Cancel != nil {
+		def = append(def, field("Cancel", literal(m.Cancel.Name)))
+	}
+	if len(m.Migrations) > 0 {
+		def = append(def, field("Migrations", t.migrations(m)))
+	}
+	var b bytes.Buffer
+	b.Grow(64 * (len(m.States) + len(m.Events) + len(m.Transitions) + 8))
+	b.WriteString("var definition = ")
+	compositeLines("runtime.Definition", def...).write(&b, 0)
+	b.WriteByte('\n')
+	imports := []string{strconv.Quote(runtimePath)}
+	for _, p := range []string{jsonPath, timePath} {
+		if t.imports[p] {
+			imports = append(imports, strconv.Quote(p))
+		}
+	}
+	return b.Bytes(), imports
 }
 
 // lines puts each element of a composite literal on its own line.

@@ -1,59 +1,58 @@
 package gen
 
 import (
-	"github.com/dave/jennifer/jen"
-
 	"github.com/fsmgen/fsmgen/dsl"
 )
 
-// migrationsCode is the []runtime.Migration literal of m's migrate
+// migrations is the []runtime.Migration literal of m's migrate
 // declarations, each rule of the older version's states in the order they
 // are tried, the implicit ones (a state kept by name) written out.
-func migrationsCode(m *dsl.Machine) jen.Code {
-	var out []jen.Code
+func (t *table) migrations(m *dsl.Machine) *lit {
+	var out []litElem
 	for _, mg := range m.Migrations {
-		d := []jen.Code{
-			kv("Type", jen.Id("Type")),
-			kv("From", jen.Lit(mg.From.Version)),
-			kv("To", jen.Id("Version")),
+		d := []litElem{
+			field("Type", expr("Type")),
+			field("From", literal(mg.From.Version)),
+			field("To", expr("Version")),
 		}
 		if mg.Drain {
-			d = append(d, kv("Drain", jen.True()))
+			d = append(d, field("Drain", literal(true)))
 		}
-		var rules []jen.Code
+		var rules []litElem
 		for _, r := range mg.Rules {
-			rd := []jen.Code{kv("From", jen.Lit(r.From.Name))}
+			rd := []litElem{field("From", literal(r.From.Name))}
 			if r.Drain {
-				rd = append(rd, kv("Drain", jen.True()))
+				rd = append(rd, field("Drain", literal(true)))
 			} else {
-				rd = append(rd, kv("To", jen.Lit(r.To.Name)))
+				rd = append(rd, field("To", literal(r.To.Name)))
 			}
 			if r.When != nil {
-				rd = append(rd, kv("When", jen.Lit(r.When.Name)))
+				rd = append(rd, field("When", literal(r.When.Name)))
 				if r.Unless {
-					rd = append(rd, kv("Unless", jen.True()))
+					rd = append(rd, field("Unless", literal(true)))
 				}
 			}
 			if r.Timers != "" {
-				rd = append(rd, kv("Timers", rt(map[string]string{"keep": "TimersKeep", "restart": "TimersRestart"}[r.Timers])))
+				rd = append(rd, field("Timers", t.rt(map[string]string{"keep": "TimersKeep", "restart": "TimersRestart"}[r.Timers])))
 			}
-			rules = append(rules, jen.Values(rd...))
+			rules = append(rules, elem(composite("", rd...)))
 		}
 		if len(rules) > 0 {
-			d = append(d, kv("Rules", jen.Index().Add(rt("MigrationRule")).Values(lines(rules)...)))
+			d = append(d, field("Rules", compositeLines("[]runtime.MigrationRule", rules...)))
 		}
-		var defaults []jen.Code
+		var defaults []litElem
 		for _, fd := range mg.Defaults {
-			defaults = append(defaults, jen.Values(
-				kv("Event", jen.Lit(fd.Event.Name)),
-				kv("Field", jen.Lit(fd.Field.Name)),
-				kv("Value", jen.Qual("encoding/json", "RawMessage").Call(jen.Lit(string(fd.Value)))),
-			))
+			t.imports[jsonPath] = true
+			defaults = append(defaults, elem(composite("",
+				field("Event", literal(fd.Event.Name)),
+				field("Field", literal(fd.Field.Name)),
+				field("Value", expr("json.RawMessage("+literal(string(fd.Value)).expr+")")),
+			)))
 		}
 		if len(defaults) > 0 {
-			d = append(d, kv("Defaults", jen.Index().Add(rt("FieldDefault")).Values(lines(defaults)...)))
+			d = append(d, field("Defaults", compositeLines("[]runtime.FieldDefault", defaults...)))
 		}
-		out = append(out, jen.Values(lines(d)...))
+		out = append(out, elem(compositeLines("", d...)))
 	}
-	return jen.Index().Add(rt("Migration")).Values(lines(out)...)
+	return compositeLines("[]runtime.Migration", out...)
 }

@@ -4,9 +4,12 @@ package gen_test
 
 import (
 	"fmt"
+	"go/format"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/fsmgen/fsmgen/dsl"
 	"github.com/fsmgen/fsmgen/gen"
@@ -144,6 +147,20 @@ func TestLargeSource(t *testing.T) {
 	// fsm.go, fsm_test.go, runs.go, diagram.mmd, diagram.dot, README.md
 	if len(files) != 6 {
 		t.Fatalf("%d files, want 6", len(files))
+	}
+	// Parts of fsm.go are written already formatted, not through
+	// go/format: gofmt must leave every Go file as it is.
+	for _, f := range files {
+		if !strings.HasSuffix(f.Path, ".go") {
+			continue
+		}
+		formatted, err := format.Source(f.Content)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Path, err)
+		}
+		if diff := cmp.Diff(string(formatted), string(f.Content)); diff != "" {
+			t.Errorf("%s is not gofmt-clean (-gofmt +generated):\n%s", f.Path, diff)
+		}
 	}
 	if string(largeSource()) != string(src) {
 		t.Fatal("largeSource is not deterministic")

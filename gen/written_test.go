@@ -1,0 +1,323 @@
+package gen
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dave/jennifer/jen"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fsmgen/fsmgen/dsl"
+)
+
+// The parts of fsm.go written as text (definitionTable, viewTypes) are
+// held to what jennifer and go/format made of them before: the reference
+// below builds them as they were built then, and formats them.
+
+func refDurationCode(d int64) *jen.Statement {
+	units := []struct {
+		n    int64
+		name string
+	}{{3600e9, "Hour"}, {60e9, "Minute"}, {1e9, "Second"}, {1e6, "Millisecond"}, {1e3, "Microsecond"}}
+	for _, u := range units {
+		if d%u.n == 0 {
+			if d == u.n {
+				return jen.Qual("time", u.name)
+			}
+			return jen.Lit(int(d/u.n)).Op("*").Qual("time", u.name)
+		}
+	}
+	return jen.Qual("time", "Duration").Parens(jen.Lit(int(d)))
+}
+
+func refRetryCode(r *dsl.Retry) jen.Code {
+	if r.Preset != "" {
+		return rt(presetVar(r.Preset)).Dot("Clone").Call()
+	}
+	d := []jen.Code{
+		kv("MaxAttempts", jen.Lit(r.MaxAttempts)),
+		kv("InitialInterval", refDurationCode(int64(r.Initial))),
+		kv("Coefficient", jen.Lit(r.Factor)),
+	}
+	if r.Max > 0 {
+		d = append(d, kv("MaxInterval", refDurationCode(int64(r.Max))))
+	}
+	if r.Jitter > 0 {
+		d = append(d, kv("Jitter", jen.Lit(r.Jitter)))
+	}
+	if len(r.NonRetryable) > 0 {
+		codes := make([]jen.Code, len(r.NonRetryable))
+		for i, c := range r.NonRetryable {
+			codes[i] = jen.Lit(c)
+		}
+		d = append(d, kv("NonRetryable", jen.Index().String().Values(codes...)))
+	}
+	return jen.Op("&").Add(rt("RetryPolicy")).Values(d...)
+}
+
+func refMigrationsCode(m *dsl.Machine) jen.Code {
+	var out []jen.Code
+	for _, mg := range m.Migrations {
+		d := []jen.Code{
+			kv("Type", jen.Id("Type")),
+			kv("From", jen.Lit(mg.From.Version)),
+			kv("To", jen.Id("Version")),
+		}
+		if mg.Drain {
+			d = append(d, kv("Drain", jen.True()))
+		}
+		var rules []jen.Code
+		for _, r := range mg.Rules {
+			rd := []jen.Code{kv("From", jen.Lit(r.From.Name))}
+			if r.Drain {
+				rd = append(rd, kv("Drain", jen.True()))
+			} else {
+				rd = append(rd, kv("To", jen.Lit(r.To.Name)))
+			}
+			if r.When != nil {
+				rd = append(rd, kv("When", jen.Lit(r.When.Name)))
+				if r.Unless {
+					rd = append(rd, kv("Unless", jen.True()))
+				}
+			}
+			if r.Timers != "" {
+				rd = append(rd, kv("Timers", rt(map[string]string{"keep": "TimersKeep", "restart": "TimersRestart"}[r.Timers])))
+			}
+			rules = append(rules, jen.Values(rd...))
+		}
+		if len(rules) > 0 {
+			d = append(d, kv("Rules", jen.Index().Add(rt("MigrationRule")).Values(lines(rules)...)))
+		}
+		var defaults []jen.Code
+		for _, fd := range mg.Defaults {
+			defaults = append(defaults, jen.Values(
+				kv("Event", jen.Lit(fd.Event.Name)),
+				kv("Field", jen.Lit(fd.Field.Name)),
+				kv("Value", jen.Qual("encoding/json", "RawMessage").Call(jen.Lit(string(fd.Value)))),
+			))
+		}
+		if len(defaults) > 0 {
+			d = append(d, kv("Defaults", jen.Index().Add(rt("FieldDefault")).Values(lines(defaults)...)))
+		}
+		out = append(out, jen.Values(lines(d)...))
+	}
+	return jen.Index().Add(rt("Migration")).Values(lines(out)...)
+}
+
+func refDefinition(g *goGen) {
+	m := g.m
+	var states, events, guards, rows []jen.Code
+	for _, s := range m.States {
+		d := []jen.Code{kv("Name", jen.Lit(s.Name))}
+		if s.Initial {
+			d = append(d, kv("Initial", jen.True()))
+		}
+		d = append(d, kv("Status", rt(statusConst(s.Status))))
+		if s.Outcome != "" {
+			d = append(d, kv("Outcome", jen.Lit(s.Outcome)))
+		}
+		if s.Wait {
+			d = append(d, kv("Wait", jen.True()))
+		}
+		if s.Retry != nil {
+			d = append(d, kv("Retry", refRetryCode(s.Retry)))
+			if s.Retry.Exhausted != nil {
+				d = append(d, kv("OnExhausted", jen.Lit(s.Retry.Exhausted.Name)))
+			}
+		}
+		if len(s.Timers) > 0 {
+			ts := make([]jen.Code, len(s.Timers))
+			for i, t := range s.Timers {
+				ts[i] = jen.Values(kv("After", refDurationCode(int64(t.After))), kv("Event", jen.Lit(t.Event.Name)))
+			}
+			d = append(d, kv("Timers", jen.Index().Add(rt("Timer")).Values(ts...)))
+		}
+		states = append(states, jen.Values(d...))
+	}
+	for _, e := range m.Events {
+		d := []jen.Code{kv("Name", jen.Lit(e.Name))}
+		if len(e.Fields) > 0 {
+			fs := make([]jen.Code, len(e.Fields))
+			for i, f := range e.Fields {
+				fs[i] = jen.Values(kv("Name", jen.Lit(f.Name)), kv("Type", jen.Lit(f.Type.String())))
+			}
+			d = append(d, kv("Fields", jen.Index().Add(rt("FieldSpec")).Values(fs...)))
+		}
+		if e.External {
+			d = append(d, kv("External", jen.True()))
+		}
+		events = append(events, jen.Values(d...))
+	}
+	for _, gd := range m.Guards {
+		guards = append(guards, jen.Lit(gd.Name))
+	}
+	for _, t := range m.Transitions {
+		d := []jen.Code{kv("From", jen.Lit(t.From.Name)), kv("To", jen.Lit(t.To.Name)), kv("Event", jen.Lit(t.Event.Name))}
+		if t.Guard != nil {
+			d = append(d, kv("Guard", jen.Lit(t.Guard.Name)))
+		}
+		if t.Negated {
+			d = append(d, kv("Negated", jen.True()))
+		}
+		if t.Outcome != "" {
+			d = append(d, kv("Outcome", jen.Lit(t.Outcome)))
+		}
+		rows = append(rows, jen.Values(d...))
+	}
+	def := []jen.Code{kv("Machine", jen.Lit(m.Name))}
+	if len(m.Doc) > 0 {
+		def = append(def, kv("Doc", jen.Lit(strings.Join(m.Doc, "\n"))))
+	}
+	def = append(def,
+		kv("Type", jen.Id("Type")),
+		kv("Version", jen.Id("Version")),
+		kv("Initial", jen.Lit(m.Initial.Name)),
+		kv("States", jen.Index().Add(rt("StateSpec")).Values(lines(states)...)),
+		kv("Events", jen.Index().Add(rt("EventSpec")).Values(lines(events)...)),
+	)
+	if len(guards) > 0 {
+		def = append(def, kv("Guards", jen.Index().String().Values(guards...)))
+	}
+	def = append(def, kv("Transitions", jen.Index().Add(rt("TransitionSpec")).Values(lines(rows)...)))
+	if m.Cancel != nil {
+		def = append(def, kv("Cancel", jen.Lit(m.Cancel.Name)))
+	}
+	if len(m.Migrations) > 0 {
+		def = append(def, kv("Migrations", refMigrationsCode(m)))
+	}
+	g.f.Comment("Definition returns the machine's table, retry policies and timers as data:")
+	g.f.Comment("a new copy per call.")
+	g.f.Func().Id("Definition").Params().Add(rt("Definition")).Add(oneLine(jen.Return(jen.Id("definition").Dot("Clone").Call())))
+	g.f.Var().Id("definition").Op("=").Add(rt("Definition")).Values(lines(def)...)
+}
+
+// refViewTypes emits the views' types and methods as views did before
+// viewTypes wrote them as text.
+func refViewTypes(g *goGen) {
+	for _, s := range g.m.States {
+		v := viewType(s)
+		evs := g.eventsOf(s)
+		lead := fmt.Sprintf("%s is the machine in final state %s.", v, s.Name)
+		if !s.Terminal() {
+			lead = fmt.Sprintf("%s is the machine in state %s.", v, s.Name)
+		}
+		for _, l := range wrap(lead, 76) {
+			g.f.Comment(l)
+		}
+		g.f.Type().Id(v).Id("struct{ m *Machine }")
+		g.f.Comment(fmt.Sprintf("%s returns the machine as %s and whether it is in that state.", v, v))
+		g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id(v).Params().Params(jen.Id(v), jen.Bool()).Add(oneLine(
+			jen.Return(jen.Id(v).Values(jen.Id("m")), mState().Op("==").Id(stateConst(s))),
+		))
+		g.f.Func().Params(jen.Id(v)).Id("State").Params().Id("State").Add(oneLine(jen.Return(jen.Id(stateConst(s)))))
+		g.f.Func().Params(jen.Id(v)).Id("isView").Params().Block()
+		for _, e := range evs {
+			g.f.Func().Params(jen.Id("v").Id(v)).Id(e.GoName).Params(
+				jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id(e.GoName),
+			).Error().Add(oneLine(jen.Return(jen.Id("v").Dot("m").Dot(e.GoName).Call(jen.Id("ctx"), jen.Id("e")))))
+		}
+	}
+}
+
+// refRender renders what emit adds to a file of m's package, formatted,
+// after the package clause and imports.
+func refRender(t *testing.T, m *dsl.Machine, emit func(*goGen)) string {
+	t.Helper()
+	f := jen.NewFile(m.Package)
+	f.ImportName(runtimePath, "runtime")
+	g := &goGen{f: f, m: m}
+	emit(g)
+	var buf bytes.Buffer
+	if err := f.Render(&buf); err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := splitImports(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := format.Source(bytes.TrimSpace(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out) + "\n"
+}
+
+// longNames is a machine whose names are long enough for gofmt to break
+// some of the views' methods over three lines, with every kind of table
+// entry.
+const longNames = `// LongNames has long names.
+machine LongNames {
+    initial AVeryLongStateNameThatGoesOnAndOnAndOn retry 3 backoff 1s factor 2 max 30s jitter 0.1
+    state Short retry database
+    state Waiting wait after 90m Tick after 1500ms Tock
+    final DONE succeeded
+    cancel Stop
+    event Stop
+    event Tick
+    event Tock
+    event AnEventWithAQuiteLongNameForTheViewMethods { id string; count int }
+    event Go
+    guard Ready
+    AVeryLongStateNameThatGoesOnAndOnAndOn -> Short on AnEventWithAQuiteLongNameForTheViewMethods when Ready
+    AVeryLongStateNameThatGoesOnAndOnAndOn -> Waiting on AnEventWithAQuiteLongNameForTheViewMethods
+    AVeryLongStateNameThatGoesOnAndOnAndOn -> DONE on Go outcome "quick"
+    Short -> Waiting on AnEventWithAQuiteLongNameForTheViewMethods
+    Short -> DONE on Go
+    Waiting -> DONE on Tick
+    Waiting -> Short on Tock
+    * -> DONE on Stop
+}
+`
+
+// TestWrittenPartsMatchFormatted compares definitionTable and viewTypes
+// with the reference, formatted by go/format, on every machine of
+// testdata, the committed machines and longNames.
+func TestWrittenPartsMatchFormatted(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob(filepath.Join("testdata", "*.fsm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob(filepath.Join("..", "machines", "*", "*.fsm"))
+	paths = append(paths, more...)
+	sources := map[string][]byte{"longnames.fsm": []byte(longNames)}
+	for _, p := range paths {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sources[p] = src
+	}
+	checked := 0
+	for name, src := range sources {
+		spec, diags := dsl.Load(filepath.Base(name), src)
+		if diags.HasErrors() {
+			t.Fatalf("%s: %v", name, diags.Err())
+		}
+		for _, m := range spec.Machines {
+			checked++
+			table, _ := definitionTable(m)
+			want := refRender(t, m, refDefinition)
+			_, wantTable, _ := strings.Cut(want, "\n\nvar definition")
+			if diff := cmp.Diff("var definition"+wantTable, string(table)); diff != "" {
+				t.Errorf("%s: machine %s: definition table (-formatted +written):\n%s", name, m.Name, diff)
+			}
+			views := (&goGen{m: m}).viewTypes()
+			if m.Name == "LongNames" && !bytes.Contains(views, []byte(") error {\n\treturn v.m.")) {
+				t.Errorf("no view method of LongNames over three lines:\n%s", views)
+			}
+			want = refRender(t, m, refViewTypes)
+			if diff := cmp.Diff("\n"+want, string(views)); diff != "" {
+				t.Errorf("%s: machine %s: view types (-formatted +written):\n%s", name, m.Name, diff)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("%d machines checked, want at least 10", checked)
+	}
+}
