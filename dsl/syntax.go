@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -34,11 +35,16 @@ import (
 // item or machine.
 
 // chunkParser parses the items of one chunk with the grammar's own rules.
-var chunkParser = participle.MustBuild[itemList](
-	participle.Lexer(fsmLexer),
-	participle.Elide("Whitespace", "Comment"),
-	participle.UseLookahead(4),
-)
+// It is built on first use, by a file with a syntax error or the language
+// server: building a parser costs about as much as parsing a file of a
+// few hundred lines, which every run of fsmgen would otherwise pay.
+var chunkParser = sync.OnceValue(func() *participle.Parser[itemList] {
+	return participle.MustBuild[itemList](
+		participle.Lexer(fsmLexer),
+		participle.Elide("Whitespace", "Comment"),
+		participle.UseLookahead(4),
+	)
+})
 
 // itemList is one or more items of a machine block.
 type itemList struct {
@@ -452,7 +458,7 @@ func parseChunkItems(ch chunk) (*itemList, error) {
 	if err != nil {
 		return nil, err
 	}
-	return chunkParser.ParseFromLexer(peeker)
+	return chunkParser().ParseFromLexer(peeker)
 }
 
 // recognize returns the syntax error of a chunk the grammar rejected with
