@@ -183,12 +183,15 @@ func render(f *jen.File) ([]byte, error) {
 }
 
 // renderMachine renders the machine's fsm.go, the largest file by far, in
-// two parts formatted concurrently, and joins them. The result is what
-// formatting the whole file at once gives: the second part starts with the
-// methods of an event, or the views, whose doc comment makes gofmt leave
-// exactly one blank line before them, and gofmt lays out each top-level
-// declaration on its own; the first part's import block lists the imports
-// of both.
+// two parts built concurrently, and joins them. The first part's
+// declarations and the second's views, handlers and driver are built with
+// jennifer and formatted; the methods of the events (those of the first k
+// in the first part, the others at the start of the second), the views'
+// types and the definition table are written as text already formatted.
+// The result is what formatting the whole file at once gives: each of
+// those pieces starts with a doc comment, which makes gofmt leave exactly
+// one blank line before it, and gofmt lays out each top-level declaration
+// on its own; the first part's import block lists the imports of both.
 func renderMachine(source string, m *dsl.Machine) ([]byte, error) {
 	k := splitEvents(m)
 	type tailResult struct {
@@ -220,6 +223,7 @@ func renderMachine(source string, m *dsl.Machine) ([]byte, error) {
 		lines, body, err := splitImports(buf.Bytes())
 		table, tableImports := definitionTable(m)
 		views := (&goGen{m: m}).viewTypes()
+		methods := (&goGen{m: m}).eventMethods(m.Events[k:])
 		imports <- append(append(lines, tableImports...), strconv.Quote("context"))
 		sent = true
 		if err != nil {
@@ -243,13 +247,22 @@ func renderMachine(source string, m *dsl.Machine) ([]byte, error) {
 		out := make([]byte, 0, len(body)+len(views)+len(table)+2)
 		out = append(append(append(out, body[:i]...), views...), body[i+len(mark):]...)
 		out = append(append(bytes.TrimRight(out, "\n"), "\n\n"...), table...)
-		tail <- tailResult{body: out}
+		// The methods of the tail's events, written as text, go first.
+		tail <- tailResult{body: append(append(methods, '\n'), out...)}
 	}()
 	var buf bytes.Buffer
 	head := machineHead(source, m, k)
 	head.NoFormat = true
 	err := head.Render(&buf)
 	extra := <-imports
+	var out []byte
+	if err == nil {
+		out, err = groupImports(buf.Bytes(), extra...)
+	}
+	var methods []byte
+	if err == nil {
+		methods = (&goGen{m: m}).eventMethods(m.Events[:k])
+	}
 	t := <-tail
 	if err != nil {
 		return nil, err
@@ -257,11 +270,7 @@ func renderMachine(source string, m *dsl.Machine) ([]byte, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	out, err := groupImports(buf.Bytes(), extra...)
-	if err != nil {
-		return nil, err
-	}
-	out = append(bytes.TrimRight(out, "\n"), "\n\n"...)
+	out = append(append(bytes.TrimRight(out, "\n"), '\n'), methods...)
 	return append(out, append(bytes.TrimRight(t.body, "\n"), '\n')...), nil
 }
 

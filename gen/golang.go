@@ -64,7 +64,8 @@ func machineHead(source string, m *dsl.Machine, k int) *jen.File {
 	g.events()
 	g.guards()
 	g.machine()
-	g.perEvent(m.Events[:k])
+	// The methods of the first k events are written as text by
+	// eventMethods, after this.
 	return f
 }
 
@@ -82,7 +83,8 @@ func machineTail(m *dsl.Machine, k int) *jen.File {
 // tail emits the methods of events, then the views, handlers, driver and
 // table.
 func (g *goGen) tail(events []*dsl.Event) {
-	g.perEvent(events)
+	// The methods of events are written as text by eventMethods, before
+	// this.
 	g.views()
 	g.handlers()
 	g.driver()
@@ -502,19 +504,6 @@ func (g *goGen) moveHelpers(ctxP, def *jen.Statement) {
 // mState is m.state, the generated Machine's current state.
 func mState() *jen.Statement { return jen.Id("m").Dot("state") }
 
-// moveCode is the code that records and applies row t.
-func moveCode(t *dsl.Transition) jen.Code {
-	return jen.Return(jen.Id("move").Call(jen.Id("ctx"), jen.Id("m"), jen.Id(stateConst(t.To)), jen.Op("&").Id("e"), jen.Lit(t.Outcome)))
-}
-
-func guardCall(t *dsl.Transition) *jen.Statement {
-	call := jen.Id("m").Dot("guards").Dot(t.Guard.GoName).Call(jen.Id("ctx"), jen.Id("e"))
-	if t.Negated {
-		return jen.Op("!").Add(call)
-	}
-	return call
-}
-
 func rowSummary(t *dsl.Transition) string {
 	s := fmt.Sprintf("%s -> %s", t.From.Name, t.To.Name)
 	if t.Guard != nil {
@@ -590,40 +579,22 @@ func (g *goGen) arms(e *dsl.Event) []*arm {
 	return out
 }
 
-// parensIf wraps c in parentheses when p holds.
-func parensIf(p bool, c *jen.Statement) *jen.Statement {
-	if p {
-		return jen.Parens(c)
-	}
-	return c
-}
-
-// inState is the condition that the machine is in one of states.
-func inState(states []*dsl.State) *jen.Statement {
-	c := jen.Null()
-	for i, s := range states {
-		if i > 0 {
-			c.Op("||")
+// eventMethods returns one method per event, each after an empty line, as
+// gofmt lays them out. An event whose rows are all unguarded and lead to
+// one target is a runtime.Step, which the compiler inlines into the
+// caller: without a recorder, a comparison and a store. Any other event is
+// a switch on the state, one case per arm, each row a runtime.Move. The
+// methods are written as text rather than built with jennifer and
+// formatted: they are the largest part of fsm.go after the table.
+func (g *goGen) eventMethods(events []*dsl.Event) []byte {
+	var b bytes.Buffer
+	line := func(indent int, parts ...string) {
+		writeTabs(&b, indent)
+		for _, p := range parts {
+			b.WriteString(p)
 		}
-		c.Add(mState()).Op("==").Id(stateConst(s))
+		b.WriteByte('\n')
 	}
-	return c
-}
-
-func stateIDs(states []*dsl.State) []jen.Code {
-	out := make([]jen.Code, len(states))
-	for i, s := range states {
-		out[i] = jen.Id(stateConst(s))
-	}
-	return out
-}
-
-// perEvent emits one method per event. An event whose rows are all
-// unguarded and lead to one target is a runtime.Step, which the compiler
-// inlines into the caller: without a recorder, a comparison and a store.
-// Any other event is a switch on the state, one case per arm, each row a
-// runtime.Move.
-func (g *goGen) perEvent(events []*dsl.Event) {
 	for _, e := range events {
 		arms := g.arms(e)
 		var summary []string
@@ -638,39 +609,35 @@ func (g *goGen) perEvent(events []*dsl.Event) {
 				}
 			}
 		}
+		doc := fmt.Sprintf("%s tries in order: %s.", e.GoName, strings.Join(summary, "; "))
 		if len(summary) == 1 {
-			for _, l := range wrap(fmt.Sprintf("%s moves %s.", e.GoName, summary[0]), 76) {
-				g.f.Comment(l)
-			}
-		} else {
-			for _, l := range wrap(fmt.Sprintf("%s tries in order: %s.", e.GoName, strings.Join(summary, "; ")), 76) {
-				g.f.Comment(l)
-			}
+			doc = fmt.Sprintf("%s moves %s.", e.GoName, summary[0])
 		}
-		sig := jen.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id(e.GoName).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id(e.GoName)).Error()
-		refuse := jen.Return(jen.Id("m").Dot("refuse").Call(jen.Id("e")))
-		follow := jen.Return(jen.Id("m").Dot("follow").Call(jen.Id("ctx"), jen.Id("e")))
-		var body []jen.Code
+		b.WriteByte('\n')
+		for _, l := range wrap(doc, 76) {
+			line(0, "// ", l)
+		}
+		line(0, "func (m *Machine) ", e.GoName, "(ctx context.Context, e ", e.GoName, ") error {")
 		switch {
 		case !guarded && len(arms) == 1:
 			// The fast path is small enough for the compiler to inline the
 			// method into its caller.
-			body = []jen.Code{
-				jen.If(jen.Id("m").Dot("rec").Op("==").Nil().Op("&&").Add(parensIf(len(arms[0].from) > 1, inState(arms[0].from)))).Block(
-					mState().Op("=").Id(stateConst(arms[0].rows[0].To)),
-					jen.Return(jen.Nil()),
-				),
-				follow,
-			}
+			line(1, "if m.rec == nil && ", parensIf(len(arms[0].from) > 1, inState(arms[0].from)), " {")
+			line(2, "m.state = ", stateConst(arms[0].rows[0].To))
+			line(2, "return nil")
+			line(1, "}")
+			line(1, "return m.follow(ctx, e)")
 		case !guarded:
-			cases := make([]jen.Code, len(arms))
-			for i, a := range arms {
-				cases[i] = jen.Case(stateIDs(a.from)...).Block(mState().Op("=").Id(stateConst(a.rows[0].To)), jen.Return(jen.Nil()))
+			line(1, "if m.rec == nil {")
+			line(2, "switch m.state {")
+			for _, a := range arms {
+				line(2, "case ", stateIDs(a.from), ":")
+				line(3, "m.state = ", stateConst(a.rows[0].To))
+				line(3, "return nil")
 			}
-			body = []jen.Code{
-				jen.If(jen.Id("m").Dot("rec").Op("==").Nil()).Block(jen.Switch(mState()).Block(cases...)),
-				follow,
-			}
+			line(2, "}")
+			line(1, "}")
+			line(1, "return m.follow(ctx, e)")
 		case len(arms) == 1 && len(arms[0].rows) == 1:
 			// One guarded row, from one state or several alike.
 			// The condition reads "in the state and admitted", the move
@@ -678,34 +645,79 @@ func (g *goGen) perEvent(events []*dsl.Event) {
 			// the compiler materializes the condition as a boolean.
 			a := arms[0]
 			t := a.rows[0]
-			body = []jen.Code{
-				jen.If(parensIf(len(a.from) > 1, inState(a.from)).Op("&&").Add(guardCall(t))).Block(moveCode(t)),
-				refuse,
-			}
+			line(1, "if ", parensIf(len(a.from) > 1, inState(a.from)), " && ", guardCall(t), " {")
+			line(2, moveCode(t))
+			line(1, "}")
+			line(1, "return m.refuse(e)")
 		default:
-			armCode := func(a *arm) []jen.Code {
-				var code []jen.Code
+			armCode := func(a *arm, indent int) {
 				for _, t := range a.rows {
 					if t.Guard == nil {
-						return append(code, moveCode(t))
+						line(indent, moveCode(t))
+						return
 					}
-					code = append(code, jen.If(guardCall(t)).Block(moveCode(t)))
+					line(indent, "if ", guardCall(t), " {")
+					line(indent+1, moveCode(t))
+					line(indent, "}")
 				}
-				return code
 			}
 			if len(arms) == 1 {
-				body = append(body, jen.If(inState(arms[0].from)).Block(armCode(arms[0])...))
+				line(1, "if ", inState(arms[0].from), " {")
+				armCode(arms[0], 2)
+				line(1, "}")
 			} else {
-				cases := make([]jen.Code, len(arms))
-				for i, a := range arms {
-					cases[i] = jen.Case(stateIDs(a.from)...).Block(armCode(a)...)
+				line(1, "switch m.state {")
+				for _, a := range arms {
+					line(1, "case ", stateIDs(a.from), ":")
+					armCode(a, 2)
 				}
-				body = append(body, jen.Switch(mState()).Block(cases...))
+				line(1, "}")
 			}
-			body = append(body, refuse)
+			line(1, "return m.refuse(e)")
 		}
-		g.f.Add(sig.Block(body...))
+		line(0, "}")
 	}
+	return b.Bytes()
+}
+
+// moveCode is the statement that records and applies row t.
+func moveCode(t *dsl.Transition) string {
+	return fmt.Sprintf("return move(ctx, m, %s, &e, %#v)", stateConst(t.To), t.Outcome)
+}
+
+// guardCall is the call of row t's guard, negated for unless.
+func guardCall(t *dsl.Transition) string {
+	call := "m.guards." + t.Guard.GoName + "(ctx, e)"
+	if t.Negated {
+		return "!" + call
+	}
+	return call
+}
+
+// parensIf wraps c in parentheses when p holds.
+func parensIf(p bool, c string) string {
+	if p {
+		return "(" + c + ")"
+	}
+	return c
+}
+
+// inState is the condition that the machine is in one of states.
+func inState(states []*dsl.State) string {
+	conds := make([]string, len(states))
+	for i, s := range states {
+		conds[i] = "m.state == " + stateConst(s)
+	}
+	return strings.Join(conds, " || ")
+}
+
+// stateIDs is the list of the constants of states, as a case lists them.
+func stateIDs(states []*dsl.State) string {
+	ids := make([]string, len(states))
+	for i, s := range states {
+		ids[i] = stateConst(s)
+	}
+	return strings.Join(ids, ", ")
 }
 
 func (g *goGen) views() {

@@ -15,9 +15,10 @@ import (
 	"github.com/fsmgen/fsmgen/dsl"
 )
 
-// The parts of fsm.go written as text (definitionTable, viewTypes) are
-// held to what jennifer and go/format made of them before: the reference
-// below builds them as they were built then, and formats them.
+// The parts of fsm.go written as text (definitionTable, viewTypes,
+// eventMethods) are held to what jennifer and go/format made of them
+// before: the reference below builds them as they were built then, and
+// formats them.
 
 func refDurationCode(d int64) *jen.Statement {
 	units := []struct {
@@ -224,6 +225,134 @@ func refViewTypes(g *goGen) {
 	}
 }
 
+// refMoveCode is the code that records and applies row t.
+func refMoveCode(t *dsl.Transition) jen.Code {
+	return jen.Return(jen.Id("move").Call(jen.Id("ctx"), jen.Id("m"), jen.Id(stateConst(t.To)), jen.Op("&").Id("e"), jen.Lit(t.Outcome)))
+}
+
+func refGuardCall(t *dsl.Transition) *jen.Statement {
+	call := jen.Id("m").Dot("guards").Dot(t.Guard.GoName).Call(jen.Id("ctx"), jen.Id("e"))
+	if t.Negated {
+		return jen.Op("!").Add(call)
+	}
+	return call
+}
+
+// refParensIf wraps c in parentheses when p holds.
+func refParensIf(p bool, c *jen.Statement) *jen.Statement {
+	if p {
+		return jen.Parens(c)
+	}
+	return c
+}
+
+// refInState is the condition that the machine is in one of states.
+func refInState(states []*dsl.State) *jen.Statement {
+	c := jen.Null()
+	for i, s := range states {
+		if i > 0 {
+			c.Op("||")
+		}
+		c.Add(mState()).Op("==").Id(stateConst(s))
+	}
+	return c
+}
+
+func refStateIDs(states []*dsl.State) []jen.Code {
+	out := make([]jen.Code, len(states))
+	for i, s := range states {
+		out[i] = jen.Id(stateConst(s))
+	}
+	return out
+}
+
+// refPerEvent emits the events' methods as perEvent did before
+// eventMethods wrote them as text.
+func refPerEvent(g *goGen, events []*dsl.Event) {
+	for _, e := range events {
+		arms := g.arms(e)
+		var summary []string
+		guarded := false
+		for _, a := range arms {
+			for _, t := range a.rows {
+				summary = append(summary, armRowSummary(a.from, t))
+			}
+			for _, t := range a.rows {
+				if t.Guard != nil {
+					guarded = true
+				}
+			}
+		}
+		if len(summary) == 1 {
+			for _, l := range wrap(fmt.Sprintf("%s moves %s.", e.GoName, summary[0]), 76) {
+				g.f.Comment(l)
+			}
+		} else {
+			for _, l := range wrap(fmt.Sprintf("%s tries in order: %s.", e.GoName, strings.Join(summary, "; ")), 76) {
+				g.f.Comment(l)
+			}
+		}
+		sig := jen.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id(e.GoName).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id(e.GoName)).Error()
+		refuse := jen.Return(jen.Id("m").Dot("refuse").Call(jen.Id("e")))
+		follow := jen.Return(jen.Id("m").Dot("follow").Call(jen.Id("ctx"), jen.Id("e")))
+		var body []jen.Code
+		switch {
+		case !guarded && len(arms) == 1:
+			// The fast path is small enough for the compiler to inline the
+			// method into its caller.
+			body = []jen.Code{
+				jen.If(jen.Id("m").Dot("rec").Op("==").Nil().Op("&&").Add(refParensIf(len(arms[0].from) > 1, refInState(arms[0].from)))).Block(
+					mState().Op("=").Id(stateConst(arms[0].rows[0].To)),
+					jen.Return(jen.Nil()),
+				),
+				follow,
+			}
+		case !guarded:
+			cases := make([]jen.Code, len(arms))
+			for i, a := range arms {
+				cases[i] = jen.Case(refStateIDs(a.from)...).Block(mState().Op("=").Id(stateConst(a.rows[0].To)), jen.Return(jen.Nil()))
+			}
+			body = []jen.Code{
+				jen.If(jen.Id("m").Dot("rec").Op("==").Nil()).Block(jen.Switch(mState()).Block(cases...)),
+				follow,
+			}
+		case len(arms) == 1 && len(arms[0].rows) == 1:
+			// One guarded row, from one state or several alike.
+			// The condition reads "in the state and admitted", the move
+			// inside the if: written as "not in the state or refused",
+			// the compiler materializes the condition as a boolean.
+			a := arms[0]
+			t := a.rows[0]
+			body = []jen.Code{
+				jen.If(refParensIf(len(a.from) > 1, refInState(a.from)).Op("&&").Add(refGuardCall(t))).Block(refMoveCode(t)),
+				refuse,
+			}
+		default:
+			armCode := func(a *arm) []jen.Code {
+				var code []jen.Code
+				for _, t := range a.rows {
+					if t.Guard == nil {
+						return append(code, refMoveCode(t))
+					}
+					code = append(code, jen.If(refGuardCall(t)).Block(refMoveCode(t)))
+				}
+				return code
+			}
+			if len(arms) == 1 {
+				body = append(body, jen.If(refInState(arms[0].from)).Block(armCode(arms[0])...))
+			} else {
+				cases := make([]jen.Code, len(arms))
+				for i, a := range arms {
+					cases[i] = jen.Case(refStateIDs(a.from)...).Block(armCode(a)...)
+				}
+				body = append(body, jen.Switch(mState()).Block(cases...))
+			}
+			body = append(body, refuse)
+		}
+		g.f.Add(sig.Block(body...))
+	}
+}
+
 // refRender renders what emit adds to a file of m's package, formatted,
 // after the package clause and imports.
 func refRender(t *testing.T, m *dsl.Machine, emit func(*goGen)) string {
@@ -274,8 +403,8 @@ machine LongNames {
 }
 `
 
-// TestWrittenPartsMatchFormatted compares definitionTable and viewTypes
-// with the reference, formatted by go/format, on every machine of
+// TestWrittenPartsMatchFormatted compares definitionTable, viewTypes and
+// eventMethods with the reference, formatted by go/format, on every machine of
 // testdata, the committed machines and longNames.
 func TestWrittenPartsMatchFormatted(t *testing.T) {
 	t.Parallel()
@@ -306,6 +435,11 @@ func TestWrittenPartsMatchFormatted(t *testing.T) {
 			_, wantTable, _ := strings.Cut(want, "\n\nvar definition")
 			if diff := cmp.Diff("var definition"+wantTable, string(table)); diff != "" {
 				t.Errorf("%s: machine %s: definition table (-formatted +written):\n%s", name, m.Name, diff)
+			}
+			methods := (&goGen{m: m}).eventMethods(m.Events)
+			want = refRender(t, m, func(g *goGen) { refPerEvent(g, m.Events) })
+			if diff := cmp.Diff("\n"+want, string(methods)); diff != "" {
+				t.Errorf("%s: machine %s: event methods (-formatted +written):\n%s", name, m.Name, diff)
 			}
 			views := (&goGen{m: m}).viewTypes()
 			if m.Name == "LongNames" && !bytes.Contains(views, []byte(") error {\n\treturn v.m.")) {
