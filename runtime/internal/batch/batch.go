@@ -4,8 +4,8 @@
 // commit), answering each caller with its own result after that call
 // returned. While a batch is being written the next one gathers, so that
 // under load a commit holds what arrived during the previous one; a write
-// that finds nothing queued and few others in flight is written at once,
-// by its caller.
+// that finds nothing queued, no batch being written and few others in
+// flight is written at once, by its caller.
 //
 // It also builds the arguments of the shared statement, dbsqlc.AdvanceRuns,
 // from those of the single one, dbsqlc.AdvanceRun.
@@ -20,14 +20,16 @@ import (
 )
 
 // Alone is how many callers may write on their own at once (see Do) while
-// nothing waits in the queue. PostgreSQL flushes the WAL of concurrent
-// commits together, so that two writes in flight cost about one flush;
-// beyond that, batches take over, which also share the server's work of
-// starting a statement among their rows. On two cores, with 16 concurrent
-// runs, Record reached 1.1–1.2× a bare INSERT with 1 or 2 and 0.6–0.9×
-// with 4, and 4 concurrent runs did no better with 4 than with 1 or 2
-// (bench/README.md, "Group commit: how many write alone").
-const Alone = 2
+// nothing waits in the queue and no batch is being written. PostgreSQL
+// flushes the WAL of concurrent commits together, so that a few writes in
+// flight cost about one flush; once more arrive, batches take over, and
+// every write waits for one until the queue is empty: a batch shares the
+// server's work of starting a statement among its rows, which on a busy
+// server is worth more than the commit a write on its own would save.
+// On two cores this kept 4 concurrent runs writing alone and took 16 from
+// 0.8× to 1.45× a bare INSERT (bench/README.md, "Group commit: who writes
+// alone").
+const Alone = 4
 
 // Batcher batches items of type I whose writes give results of type R.
 type Batcher[I, R any] struct {
@@ -79,18 +81,18 @@ const (
 	Unknown
 )
 
-// Do writes in and returns its result. When nothing waits in the queue and
-// fewer than Alone callers are writing on their own, Do calls alone, which
-// writes in by itself with the caller's context, in the caller's goroutine,
-// and returns its result as Done: a few concurrent writes cost what they
-// cost without a Batcher.
-// Otherwise in joins the queue, and Do returns once the batch that takes it
+// Do writes in and returns its result. When nothing waits in the queue, no
+// batch is being written and fewer than Alone callers are writing on their
+// own, Do calls alone, which writes in by itself with the caller's context,
+// in the caller's goroutine, and returns its result as Done: a few
+// concurrent writes cost what they cost without a Batcher. Otherwise in
+// joins the queue, and Do returns once the batch that takes it
 // is written. When ctx ends first, Do returns at once: Withdrawn when no
 // batch took the item yet (nothing is written), Unknown when one did (the
 // batch goes on, and the item may be written).
 func (b *Batcher[I, R]) Do(ctx context.Context, in I, alone func() R) (R, Outcome) {
 	b.mu.Lock()
-	if len(b.queue) == 0 && b.alone < Alone {
+	if len(b.queue) == 0 && !b.flushing && b.alone < Alone {
 		b.alone++
 		b.mu.Unlock()
 		defer func() {
