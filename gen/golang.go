@@ -554,6 +554,19 @@ func rowsKey(rows []*dsl.Transition) string {
 	return b.String()
 }
 
+// summary returns the arms of e, one line per row of each arm saying what
+// it moves (armRowSummary), and whether any row is guarded.
+func (g *goGen) summary(e *dsl.Event) (arms []*arm, summary []string, guarded bool) {
+	arms = g.arms(e)
+	for _, a := range arms {
+		for _, t := range a.rows {
+			summary = append(summary, armRowSummary(a.from, t))
+			guarded = guarded || t.Guard != nil
+		}
+	}
+	return arms, summary, guarded
+}
+
 // arms returns the arms of event e, in the order of their first state.
 func (g *goGen) arms(e *dsl.Event) []*arm {
 	var out []*arm
@@ -596,19 +609,7 @@ func (g *goGen) eventMethods(events []*dsl.Event) []byte {
 		b.WriteByte('\n')
 	}
 	for _, e := range events {
-		arms := g.arms(e)
-		var summary []string
-		guarded := false
-		for _, a := range arms {
-			for _, t := range a.rows {
-				summary = append(summary, armRowSummary(a.from, t))
-			}
-			for _, t := range a.rows {
-				if t.Guard != nil {
-					guarded = true
-				}
-			}
-		}
+		arms, summary, guarded := g.summary(e)
 		doc := fmt.Sprintf("%s tries in order: %s.", e.GoName, strings.Join(summary, "; "))
 		if len(summary) == 1 {
 			doc = fmt.Sprintf("%s moves %s.", e.GoName, summary[0])
@@ -905,14 +906,17 @@ func (g *goGen) driver() {
 	)
 }
 
+// durationUnits are the units of package time that durationGo writes a
+// duration in, largest first, with their length in nanoseconds.
+var durationUnits = []struct {
+	n    int64
+	name string
+}{{3600e9, "Hour"}, {60e9, "Minute"}, {1e9, "Second"}, {1e6, "Millisecond"}, {1e3, "Microsecond"}}
+
 // durationGo is d as a Go expression of package time: a multiple of the
 // largest unit that divides it, or time.Duration(n) nanoseconds.
 func durationGo(d int64) string {
-	units := []struct {
-		n    int64
-		name string
-	}{{3600e9, "Hour"}, {60e9, "Minute"}, {1e9, "Second"}, {1e6, "Millisecond"}, {1e3, "Microsecond"}}
-	for _, u := range units {
+	for _, u := range durationUnits {
 		if d%u.n == 0 {
 			if d == u.n {
 				return "time." + u.name

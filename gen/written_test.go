@@ -21,11 +21,7 @@ import (
 // formats them.
 
 func refDurationCode(d int64) *jen.Statement {
-	units := []struct {
-		n    int64
-		name string
-	}{{3600e9, "Hour"}, {60e9, "Minute"}, {1e9, "Second"}, {1e6, "Millisecond"}, {1e3, "Microsecond"}}
-	for _, u := range units {
+	for _, u := range durationUnits {
 		if d%u.n == 0 {
 			if d == u.n {
 				return jen.Qual("time", u.name)
@@ -270,19 +266,7 @@ func refStateIDs(states []*dsl.State) []jen.Code {
 // eventMethods wrote them as text.
 func refPerEvent(g *goGen, events []*dsl.Event) {
 	for _, e := range events {
-		arms := g.arms(e)
-		var summary []string
-		guarded := false
-		for _, a := range arms {
-			for _, t := range a.rows {
-				summary = append(summary, armRowSummary(a.from, t))
-			}
-			for _, t := range a.rows {
-				if t.Guard != nil {
-					guarded = true
-				}
-			}
-		}
+		arms, summary, guarded := g.summary(e)
 		if len(summary) == 1 {
 			for _, l := range wrap(fmt.Sprintf("%s moves %s.", e.GoName, summary[0]), 76) {
 				g.f.Comment(l)
