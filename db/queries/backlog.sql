@@ -5,8 +5,8 @@
 -- one state with a handler to the next keeps the due time of the first,
 -- so the later of that and its last change of state); parked runs; outbox
 -- messages not yet published and when the oldest was written. A type
--- without any of these has no row. Each count reads a partial index's rows (claims, parked
--- runs, pending messages), not the whole tables.
+-- without any of these has no row. Each count reads a partial index's
+-- rows (claims, parked runs, pending messages), not the whole tables.
 WITH due AS (
     SELECT r.workflow_type, count(*) AS n, min(greatest(r.next_run_at, r.updated_at))::timestamptz AS oldest
     FROM workflow_runs r

@@ -62,8 +62,8 @@ type BacklogRow struct {
 // one state with a handler to the next keeps the due time of the first,
 // so the later of that and its last change of state); parked runs; outbox
 // messages not yet published and when the oldest was written. A type
-// without any of these has no row. Each count reads a partial index's rows (claims, parked
-// runs, pending messages), not the whole tables.
+// without any of these has no row. Each count reads a partial index's
+// rows (claims, parked runs, pending messages), not the whole tables.
 func (q *Queries) Backlog(ctx context.Context, now pgtype.Timestamptz) ([]BacklogRow, error) {
 	rows, err := q.db.Query(ctx, backlog, now)
 	if err != nil {
