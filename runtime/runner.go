@@ -81,8 +81,10 @@ type RunInfo struct {
 	Input json.RawMessage
 	// Result is the result record, set once the run is terminal.
 	Result *RunResult
-	// Times by the database's clock. NextRunAt is when a worker next takes
-	// the run up (its handler, a retry or a timer); zero when the run waits
+	// Times by the database's clock. NextRunAt is when the run is due for
+	// a worker (its handler, a retry or a timer): a run that went on from
+	// one state with a handler to the next stays due from when it first
+	// became due, so it may be before UpdatedAt; zero when the run waits
 	// for an event or has ended.
 	CreatedAt, UpdatedAt, FinishedAt, NextRunAt time.Time
 	// ParkedAt is set while the run is parked for an operator, with the
