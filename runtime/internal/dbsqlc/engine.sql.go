@@ -161,12 +161,8 @@ WITH i AS (
         unnest($21::text[]) AS error_code,
         unnest($22::text[]) AS error_detail
 ), locked AS MATERIALIZED (
-    -- The lock the UPDATE below would take itself, no stronger: a foreign
-    -- key check of another transaction on the run (the KEY SHARE lock of
-    -- a step, a message or a child run written meanwhile) neither makes
-    -- the run skipped nor waits for the batch.
     SELECT w.id FROM workflow_runs w WHERE w.id = ANY ($1::uuid[])
-    FOR NO KEY UPDATE OF w SKIP LOCKED
+    FOR UPDATE OF w SKIP LOCKED
 ), moved AS (
     UPDATE workflow_runs AS w SET
         current_state = i.to_state,
