@@ -42,6 +42,15 @@ func (d *document) refAt(p protocol.Position) (dsl.Ref, bool) {
 	return dsl.RefAt(d.file, line, col)
 }
 
+// declAt returns the name under a protocol position and its declaration.
+func (d *document) declAt(p protocol.Position) (ref, decl dsl.Ref, ok bool) {
+	if ref, ok = d.refAt(p); !ok {
+		return ref, decl, false
+	}
+	decl, ok = dsl.Decl(d.file, ref)
+	return ref, decl, ok
+}
+
 // sameRefs returns every occurrence of the symbol r names, in source
 // order.
 func (d *document) sameRefs(r dsl.Ref) []dsl.Ref {
@@ -59,11 +68,7 @@ func (d *document) location(r dsl.Ref) protocol.Location {
 }
 
 func (d *document) hover(p *protocol.HoverParams) (*protocol.Hover, error) {
-	ref, ok := d.refAt(p.Position)
-	if !ok {
-		return nil, nil
-	}
-	decl, ok := dsl.Decl(d.file, ref)
+	ref, decl, ok := d.declAt(p.Position)
 	if !ok {
 		return nil, nil
 	}
@@ -250,11 +255,7 @@ func rowText(t *dsl.TransitionDecl) string {
 }
 
 func (d *document) definition(p *protocol.DefinitionParams) ([]protocol.Location, error) {
-	ref, ok := d.refAt(p.Position)
-	if !ok {
-		return nil, nil
-	}
-	decl, ok := dsl.Decl(d.file, ref)
+	_, decl, ok := d.declAt(p.Position)
 	if !ok {
 		return nil, nil
 	}

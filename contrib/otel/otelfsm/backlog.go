@@ -28,7 +28,7 @@ func ObserveBacklog(st *store.Store, cfg Config) (metric.Registration, error) {
 		metric.WithDescription("Running runs due now that no worker holds: waiting to be claimed."))
 	err = errors.Join(err, e)
 	dueLag, e := meter.Float64ObservableGauge("fsmgen.runs.due.lag", metric.WithUnit("s"),
-		metric.WithDescription("How long the oldest due run that no worker holds has been due."))
+		metric.WithDescription("How long the oldest due run that no worker holds has been due in its current state."))
 	err = errors.Join(err, e)
 	parked, e := meter.Int64ObservableGauge("fsmgen.runs.parked", metric.WithUnit("{run}"),
 		metric.WithDescription("Parked runs, waiting for an operator."))

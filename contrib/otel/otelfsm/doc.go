@@ -92,8 +92,9 @@
 //
 //	fsmgen.runs.due        {run}: running runs due now that no live lease
 //	                       holds, waiting for a worker
-//	fsmgen.runs.due.lag    s: how long the oldest of them has been due;
-//	                       growing, the workers do not keep up
+//	fsmgen.runs.due.lag    s: how long the oldest of them has been due in
+//	                       its current state; growing, the workers do not
+//	                       keep up
 //	fsmgen.runs.parked     {run}: parked runs, waiting for an operator
 //	fsmgen.outbox.pending  {message}: outbox messages not yet published
 //	fsmgen.outbox.lag      s: the age of the oldest of them

@@ -27,8 +27,8 @@ import (
 // server's work of starting a statement among its rows, which on a busy
 // server is worth more than the commit a write on its own would save.
 // On two cores this kept 4 concurrent runs writing alone and took 16 from
-// 0.8× to 1.45× a bare INSERT (bench/README.md, "Group commit: who writes
-// alone").
+// 0.90× to 1.56× a bare INSERT (bench/README.md, "Record against the bare
+// INSERT" and "Group commit: who writes alone").
 const Alone = 4
 
 // Batcher batches items of type I whose writes give results of type R.
