@@ -71,7 +71,7 @@ func stepEngineDemo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, runsDi
 	sheet := &api{}
 	srv := httptest.NewServer(sheet)
 	defer srv.Close()
-	client := &apiclient.Client{HTTP: srv.Client(), Retry: apiclient.RetryPolicy{
+	client := &apiclient.Client{HTTP: srv.Client(), Retry: &apiclient.RetryPolicy{
 		MaxRetries: 3, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, JitterRatio: 0.2,
 	}}
 	wf := report.Workflow(client, report.Config{BaseURL: srv.URL, Sheet: "Q1 sales"})

@@ -15,16 +15,41 @@ import (
 	"time"
 )
 
-// RetryPolicy is when and how long a request is retried.
+// RetryPolicy is when and how long a request is retried. Every field is
+// taken as written: MaxRetries 0 is no retry, and a zero MaxBackoff means
+// retries do not wait. Use DefaultRetryPolicy for the contract's numbers.
 type RetryPolicy struct {
-	// MaxRetries is the number of retries after the initial attempt.
+	// MaxRetries is the number of retries after the initial attempt; 0
+	// sends the request once.
 	MaxRetries int
 	// InitialBackoff is the delay before the first retry; each retry
 	// doubles it, up to MaxBackoff.
 	InitialBackoff time.Duration
-	MaxBackoff     time.Duration
-	// JitterRatio spreads each delay at random over [d*(1-r), d*(1+r)].
+	// MaxBackoff bounds every wait, a Retry-After included; it is at least
+	// InitialBackoff.
+	MaxBackoff time.Duration
+	// JitterRatio, in [0, 1], spreads each delay at random over
+	// [d*(1-r), d*(1+r)].
 	JitterRatio float64
+}
+
+// ErrInvalidRetryPolicy is the error of a request sent with a policy that
+// has a negative field, a MaxBackoff below InitialBackoff or a JitterRatio
+// outside [0, 1].
+var ErrInvalidRetryPolicy = errors.New("invalid retry policy")
+
+// Validate reports whether the policy can be used, as an
+// ErrInvalidRetryPolicy saying why not.
+func (p RetryPolicy) Validate() error {
+	switch {
+	case p.MaxRetries < 0 || p.InitialBackoff < 0 || p.MaxBackoff < 0:
+		return fmt.Errorf("%w: negative MaxRetries or backoff in %+v", ErrInvalidRetryPolicy, p)
+	case p.MaxBackoff < p.InitialBackoff:
+		return fmt.Errorf("%w: MaxBackoff %v is below InitialBackoff %v", ErrInvalidRetryPolicy, p.MaxBackoff, p.InitialBackoff)
+	case !(p.JitterRatio >= 0 && p.JitterRatio <= 1):
+		return fmt.Errorf("%w: JitterRatio %v is not in [0, 1]", ErrInvalidRetryPolicy, p.JitterRatio)
+	}
+	return nil
 }
 
 // DefaultRetryPolicy returns the contract's policy: max_retries=5,
@@ -37,18 +62,13 @@ func DefaultRetryPolicy() RetryPolicy {
 // u in [0, 1): InitialBackoff * 2^(n-1), capped at MaxBackoff, times
 // 1 + JitterRatio*(2u-1), capped at MaxBackoff again.
 func (p RetryPolicy) Backoff(n int, u float64) time.Duration {
-	base := float64(p.InitialBackoff) * math.Pow(2, float64(n-1))
-	if max := float64(p.MaxBackoff); p.MaxBackoff > 0 && base > max {
-		base = max
-	}
-	d := base * (1 + p.JitterRatio*(2*u-1))
-	if max := float64(p.MaxBackoff); p.MaxBackoff > 0 && d > max {
-		d = max
-	}
-	if d < 0 {
-		d = 0
-	}
-	return time.Duration(d)
+	base := min(float64(p.InitialBackoff)*math.Pow(2, float64(n-1)), float64(p.MaxBackoff))
+	return p.capped(time.Duration(base * (1 + p.JitterRatio*(2*u-1))))
+}
+
+// capped bounds a wait to [0, MaxBackoff].
+func (p RetryPolicy) capped(d time.Duration) time.Duration {
+	return max(0, min(d, p.MaxBackoff))
 }
 
 // Client sends API requests with retries. The zero value uses
@@ -56,8 +76,8 @@ func (p RetryPolicy) Backoff(n int, u float64) time.Duration {
 type Client struct {
 	// HTTP sends each attempt; nil means http.DefaultClient.
 	HTTP *http.Client
-	// Retry is the policy; the zero value means DefaultRetryPolicy.
-	Retry RetryPolicy
+	// Retry is the policy, used as written; nil means DefaultRetryPolicy.
+	Retry *RetryPolicy
 	// Sleep waits d or until ctx is done; nil means a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Rand returns a number in [0, 1) for the jitter; nil means rand.Float64.
@@ -111,10 +131,10 @@ func (e *APIError) Error() string {
 func (e *APIError) ErrorType() string { return "APIError" }
 
 func (c *Client) policy() RetryPolicy {
-	if c.Retry == (RetryPolicy{}) {
+	if c.Retry == nil {
 		return DefaultRetryPolicy()
 	}
-	return c.Retry
+	return *c.Retry
 }
 
 func (c *Client) sleep(ctx context.Context, d time.Duration) error {
@@ -146,6 +166,9 @@ func (c *Client) Do(operation string, req *http.Request) (*http.Response, error)
 		hc = http.DefaultClient
 	}
 	p := c.policy()
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", operation, err)
+	}
 	for attempt := 1; ; attempt++ {
 		r := req
 		if attempt > 1 && req.Body != nil && req.Body != http.NoBody {
@@ -175,7 +198,9 @@ func (c *Client) Do(operation string, req *http.Request) (*http.Response, error)
 			now = c.Now
 		}
 		d, ok := retryAfter(resp.Header.Get("Retry-After"), now())
-		if !ok {
+		if ok {
+			d = p.capped(d)
+		} else {
 			u := rand.Float64()
 			if c.Rand != nil {
 				u = c.Rand()

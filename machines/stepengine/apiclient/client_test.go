@@ -140,7 +140,7 @@ func TestRealJitterStaysInBounds(t *testing.T) {
 	srv := newServer(t, reply{status: 429})
 	sl := &sleeps{}
 	p := apiclient.RetryPolicy{MaxRetries: 40, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond, JitterRatio: 0.5}
-	c := &apiclient.Client{HTTP: srv.Client(), Retry: p, Sleep: sl.Sleep}
+	c := &apiclient.Client{HTTP: srv.Client(), Retry: &p, Sleep: sl.Sleep}
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 	_, err := c.Do("op", req)
 	var x *apiclient.APIRetryExhausted
@@ -169,7 +169,7 @@ func TestForbiddenRetriedOnlyForRateLimits(t *testing.T) {
 	for _, reason := range []string{"rateLimitExceeded", "userRateLimitExceeded"} {
 		body := strings.Replace(rateLimited, "rateLimitExceeded", reason, 1)
 		srv := newServer(t, reply{status: 403, body: body})
-		c := &apiclient.Client{HTTP: srv.Client(), Sleep: (&sleeps{}).Sleep, Retry: apiclient.RetryPolicy{MaxRetries: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}
+		c := &apiclient.Client{HTTP: srv.Client(), Sleep: (&sleeps{}).Sleep, Retry: &apiclient.RetryPolicy{MaxRetries: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}
 		var v any
 		err := c.GetJSON(context.Background(), "op", srv.URL, &v)
 		var x *apiclient.APIRetryExhausted
@@ -257,7 +257,7 @@ func TestRealSleepStopsWithTheContext(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, reply{status: 503})
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &apiclient.Client{HTTP: srv.Client(), Retry: apiclient.RetryPolicy{MaxRetries: 1, InitialBackoff: time.Hour, MaxBackoff: time.Hour}}
+	c := &apiclient.Client{HTTP: srv.Client(), Retry: &apiclient.RetryPolicy{MaxRetries: 1, InitialBackoff: time.Hour, MaxBackoff: time.Hour}}
 	// Cancel once the first response is in: the client then waits an hour,
 	// and must stop at once.
 	c.HTTP.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -281,5 +281,80 @@ func TestDefaultPolicy(t *testing.T) {
 	want := apiclient.RetryPolicy{MaxRetries: 5, InitialBackoff: 500 * time.Millisecond, MaxBackoff: 8 * time.Second, JitterRatio: 0.2}
 	if diff := cmp.Diff(want, apiclient.DefaultRetryPolicy()); diff != "" {
 		t.Errorf("default policy (-want +got):\n%s", diff)
+	}
+}
+
+func TestRetryAfterIsCappedAtMaxBackoff(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 2, 19, 10, 30, 0, 0, time.UTC)
+	srv := newServer(t,
+		reply{status: 429, retryAfter: "3600"},
+		reply{status: 503, retryAfter: now.Add(2 * time.Hour).Format(http.TimeFormat)},
+		reply{status: 429, retryAfter: "3600"},
+		reply{status: 200, body: `{}`},
+	)
+	for _, tc := range []struct {
+		name   string
+		policy *apiclient.RetryPolicy
+		want   []time.Duration
+	}{
+		// The default policy: at most 8s, whatever the server asks.
+		{"default", nil, []time.Duration{8 * time.Second, 8 * time.Second, 8 * time.Second}},
+		{"set", &apiclient.RetryPolicy{MaxRetries: 3, InitialBackoff: time.Second, MaxBackoff: 2 * time.Second}, []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second}},
+	} {
+		srv.mu.Lock()
+		srv.n = 0
+		srv.mu.Unlock()
+		sl := &sleeps{}
+		c := &apiclient.Client{HTTP: srv.Client(), Retry: tc.policy, Sleep: sl.Sleep, Now: func() time.Time { return now }}
+		var v any
+		if err := c.GetJSON(context.Background(), "op", srv.URL, &v); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, sl.d); diff != "" {
+			t.Errorf("%s: delays (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+func TestZeroRetriesMeansNoRetry(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, reply{status: 503, body: `{"error":{"code":503,"message":"Backend Error"}}`})
+	sl := &sleeps{}
+	c := &apiclient.Client{HTTP: srv.Client(), Retry: &apiclient.RetryPolicy{MaxRetries: 0}, Sleep: sl.Sleep}
+	var v any
+	err := c.GetJSON(context.Background(), "sheets.spreadsheets.values.get", srv.URL, &v)
+	var x *apiclient.APIRetryExhausted
+	if !errors.As(err, &x) {
+		t.Fatalf("err = %v, want *APIRetryExhausted", err)
+	}
+	if got, want := err.Error(), "sheets.spreadsheets.values.get: retries exhausted after 1 attempts: HTTP 503: Backend Error"; got != want {
+		t.Errorf("err = %q, want %q", got, want)
+	}
+	if n := srv.requests(); n != 1 || len(sl.d) != 0 {
+		t.Errorf("%d requests and waits %v, want 1 request and no wait", n, sl.d)
+	}
+}
+
+func TestInvalidPolicyIsRefused(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, reply{status: 200, body: `{}`})
+	for _, tc := range []struct {
+		p    apiclient.RetryPolicy
+		want string
+	}{
+		{apiclient.RetryPolicy{MaxRetries: 3, InitialBackoff: time.Second}, "op: invalid retry policy: MaxBackoff 0s is below InitialBackoff 1s"},
+		{apiclient.RetryPolicy{MaxRetries: -1}, "op: invalid retry policy: negative MaxRetries or backoff in {MaxRetries:-1 InitialBackoff:0s MaxBackoff:0s JitterRatio:0}"},
+		{apiclient.RetryPolicy{MaxRetries: 1, JitterRatio: 1.5}, "op: invalid retry policy: JitterRatio 1.5 is not in [0, 1]"},
+	} {
+		c := &apiclient.Client{HTTP: srv.Client(), Retry: &tc.p, Sleep: (&sleeps{}).Sleep}
+		var v any
+		err := c.GetJSON(context.Background(), "op", srv.URL, &v)
+		if !errors.Is(err, apiclient.ErrInvalidRetryPolicy) || err.Error() != tc.want {
+			t.Errorf("%+v: err = %v, want %s", tc.p, err, tc.want)
+		}
+	}
+	if n := srv.requests(); n != 0 {
+		t.Errorf("%d requests sent with an invalid policy", n)
 	}
 }

@@ -15,12 +15,19 @@
 //
 // Exponential backoff with jitter: before retry n (n = 1, 2, ...) it waits
 // InitialBackoff * 2^(n-1), at most MaxBackoff, times a random factor in
-// [1-JitterRatio, 1+JitterRatio], and never more than MaxBackoff. A
-// Retry-After header (seconds, or an HTTP date) replaces that delay. The
-// defaults are the contract's: MaxRetries 5, InitialBackoff 0.5s,
-// MaxBackoff 8s, JitterRatio 0.2 (DefaultRetryPolicy); set Client.Retry to
-// change them. Client.Sleep and Client.Rand can be replaced, which is how
-// the tests count the delays without waiting for them.
+// [1-JitterRatio, 1+JitterRatio]. A Retry-After header (seconds, or an
+// HTTP date) replaces that delay. No wait is ever longer than MaxBackoff,
+// a Retry-After's included: a server asking for an hour gets MaxBackoff.
+//
+// The defaults are the contract's: MaxRetries 5, InitialBackoff 0.5s,
+// MaxBackoff 8s, JitterRatio 0.2 (DefaultRetryPolicy), used when
+// Client.Retry is nil. A policy set in Client.Retry is used as written,
+// zero fields included: &RetryPolicy{} sends each request once and
+// never waits. A policy with a negative field, a MaxBackoff below its
+// InitialBackoff or a JitterRatio outside [0, 1] is refused with
+// ErrInvalidRetryPolicy before anything is sent. Client.Sleep, Client.Rand
+// and Client.Now can be replaced, which is how the tests count the delays
+// without waiting for them.
 //
 // # When retries run out
 //
