@@ -30,7 +30,7 @@
 //	fsmctl versions status TYPE
 //	fsmctl versions plan [-limit N] TYPE FROM TO
 //	fsmctl versions migrate [-batch N] [-wait D] TYPE FROM TO
-//	fsmctl serve [-addr HOST:PORT] [-actions]   the web console (127.0.0.1:8080)
+//	fsmctl serve [-addr HOST:PORT] [-hosts NAMES] [-password-file FILE] [-actions]
 //	fsmctl help [command]
 //
 // runs signal and runs cancel work on any registered machine without its Go

@@ -7,9 +7,12 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -19,6 +22,14 @@ import (
 
 func TestServeUsageErrors(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
+	passwdFile, badPasswdFile := filepath.Join(dir, "passwd"), filepath.Join(dir, "bad")
+	if err := os.WriteFile(passwdFile, []byte("alice:$2y$05$abcdefghijklmnopqrstuu5s2v8.iXieOjg/.AySBTTZIIVFJeBui\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(badPasswdFile, []byte("alice\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args   []string
 		stderr string
@@ -27,6 +38,11 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "-refresh", "1ms"}, "fsmctl serve: -refresh 1ms: want at least 100ms"},
 		{[]string{"serve", "-stuck-after", "0s"}, "fsmctl serve: -stuck-after 0s: want a positive duration"},
 		{[]string{"serve", "now"}, `fsmctl serve: unexpected arguments ["now"] (flags go before arguments)`},
+		{[]string{"serve", "-addr", "0.0.0.0:8080", "-actions"}, "fsmctl serve: -actions on 0.0.0.0:8080, beyond the loopback, needs -hosts and -password-file"},
+		{[]string{"serve", "-addr", ":8080", "-actions", "-hosts", "console.example"}, "fsmctl serve: -actions on :8080, beyond the loopback, needs -hosts and -password-file"},
+		{[]string{"serve", "-addr", "[::]:8080", "-actions", "-password-file", passwdFile}, "fsmctl serve: -actions on [::]:8080, beyond the loopback, needs -hosts and -password-file"},
+		{[]string{"serve", "-password-file", "/dev/zero"}, "fsmctl serve: -password-file: read /dev/zero: not a regular file"},
+		{[]string{"serve", "-password-file", badPasswdFile}, "fsmctl serve: -password-file " + badPasswdFile + ": console: password file: line 1: want user:bcrypt-hash"},
 	}
 	for _, tt := range tests {
 		got := fsmctl(t, nil, tt.args...)
@@ -173,5 +189,16 @@ func TestServeActionsSignalAlongTheTable(t *testing.T) {
 	}
 	if last := steps[len(steps)-1]; last.Event != "Open" || string(last.Payload) != `{"by": "ops"}` {
 		t.Errorf("last log row: %s %s", last.Event, last.Payload)
+	}
+}
+
+func TestServeTimesOutSlowClients(t *testing.T) {
+	t.Parallel()
+	hs := newHTTPServer(http.NotFoundHandler())
+	got := []time.Duration{hs.ReadHeaderTimeout, hs.ReadTimeout, hs.WriteTimeout, hs.IdleTimeout}
+	for i, d := range got {
+		if d <= 0 {
+			t.Errorf("timeout %d of (ReadHeader, Read, Write, Idle) is %s: a slow client holds the connection", i, d)
+		}
 	}
 }

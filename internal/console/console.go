@@ -48,6 +48,10 @@ type Config struct {
 	// localhost, 127.0.0.1 and ::1 when it listens on the loopback, so that
 	// a page of another site cannot reach it through DNS rebinding.
 	Hosts []string
+	// Passwords, when set, are the operators the console admits: every
+	// request must carry the HTTP Basic credentials of one of them, or
+	// gets 401.
+	Passwords *Passwords
 	// StuckAfter is how long a due run may wait for a worker before the
 	// heatmap calls it stuck; default one minute.
 	StuckAfter time.Duration
@@ -56,6 +60,9 @@ type Config struct {
 	Refresh time.Duration
 	// PageSize is the number of runs per page of the list; default 50.
 	PageSize int
+	// HistoryPageSize is the number of log rows, and of evidence records,
+	// per page of a run's page; default 500.
+	HistoryPageSize int
 }
 
 // Server is the console: an http.Handler.
@@ -82,8 +89,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 50
 	}
-	if cfg.PageSize > 10000 {
-		return nil, fmt.Errorf("console: page size %d, want at most 10000", cfg.PageSize)
+	if cfg.HistoryPageSize <= 0 {
+		cfg.HistoryPageSize = 500
+	}
+	if cfg.PageSize > 10000 || cfg.HistoryPageSize > 10000 {
+		return nil, fmt.Errorf("console: page size %d, history page size %d: want at most 10000", cfg.PageSize, cfg.HistoryPageSize)
 	}
 	s := &Server{cfg: cfg, st: cfg.Store, pool: cfg.Store.Pool(), secret: make([]byte, 32), pages: map[string]*template.Template{}}
 	if _, err := rand.Read(s.secret); err != nil {
@@ -140,6 +150,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "misdirected request: this console answers to "+strings.Join(s.cfg.Hosts, ", "), http.StatusMisdirectedRequest)
 		return
 	}
+	if s.cfg.Passwords != nil && !s.cfg.Passwords.admits(r) {
+		h.Set("WWW-Authenticate", `Basic realm="fsmctl console", charset="UTF-8"`)
+		http.Error(w, "unauthorized: this console asks for a user and password", http.StatusUnauthorized)
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -176,8 +191,17 @@ func (s *Server) csrfToken(w http.ResponseWriter, r *http.Request) string {
 }
 
 func (s *Server) tokenFor(cookie string) string {
+	return s.sign("csrf", cookie)
+}
+
+// sign returns the HMAC, under the process's key, of parts for purpose.
+func (s *Server) sign(purpose string, parts ...string) string {
 	m := hmac.New(sha256.New, s.secret)
-	m.Write([]byte(cookie))
+	m.Write([]byte(purpose))
+	for _, p := range parts {
+		m.Write([]byte{0})
+		m.Write([]byte(p))
+	}
 	return hex.EncodeToString(m.Sum(nil))
 }
 

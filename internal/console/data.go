@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/evidence"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // The console's own reads: what the store has no call for, in plain SQL
@@ -24,6 +26,7 @@ type machine struct {
 	Runs         int64 // all runs
 	Running      int64 // runs with status running
 	Parked       int64
+	Error        string // why Def is empty: the row does not decode
 }
 
 func (s *Server) machines(ctx context.Context) ([]machine, error) {
@@ -44,7 +47,10 @@ SELECT d.workflow_type, d.version, d.definition, d.created_at,
 			return m, fmt.Errorf("list definitions: %w", err)
 		}
 		if err := json.Unmarshal(raw, &m.Def); err != nil {
-			return m, fmt.Errorf("definition of %s v%d does not decode: %w", m.Type, m.Version, err)
+			// One bad row must not hide the others: the row is listed
+			// with what is wrong with it.
+			m.Def = runtime.Definition{}
+			m.Error = fmt.Sprintf("the definition does not decode: %v", err)
 		}
 		return m, nil
 	})
@@ -106,11 +112,32 @@ func (s *Server) evidenceOf(ctx context.Context, runID string) ([]evidence.Recor
 	if err != nil || len(recs) == 0 {
 		return recs, nil, err
 	}
-	_, err = evidence.Verify(ctx, s.pool, runID)
-	if brk, ok := err.(*evidence.Break); ok {
+	_, err = evidence.VerifyRecords(runID, recs)
+	if brk := (*evidence.Break)(nil); errors.As(err, &brk) {
 		return recs, brk, nil
 	}
 	return recs, nil, err
+}
+
+// history returns at most limit rows of a run's log, from the row after
+// the one with id after (0: from the first), in order.
+func (s *Server) history(ctx context.Context, runID string, after int64, limit int) ([]store.Step, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT id, workflow_type, definition_version, attempt_no, kind, step_name, coalesce(event, ''),
+       coalesce(state_before, ''), coalesce(state_after, ''), payload, row_version, occurred_at
+  FROM workflow_step_logs WHERE workflow_run_id = $1::uuid AND id > $2 ORDER BY id LIMIT $3`, runID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("history of run %s: %w", runID, err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Step, error) {
+		st := store.Step{RunID: runID}
+		var payload []byte
+		err := row.Scan(&st.ID, &st.Type, &st.Version, &st.Attempt, &st.Kind, &st.Name, &st.Event, &st.From, &st.To, &payload, &st.RowVersion, &st.At)
+		if len(payload) > 0 && string(payload) != "null" {
+			st.Payload = payload
+		}
+		return st, err
+	})
 }
 
 // heat is what a machine's heatmap shows of one state.

@@ -62,6 +62,22 @@
 //	if err != nil { ... }
 //	http.ListenAndServe("127.0.0.1:8080", srv)
 //
-// The console has no login: keep it on the loopback or behind an
-// authenticating proxy.
+// # Login
+//
+// With Config.Passwords (ParsePasswords reads a file of "user:bcrypt-hash"
+// lines, as htpasswd -nB prints them) every request must carry the HTTP
+// Basic credentials of one of its users, or gets 401. bcrypt runs once per
+// user and password: a password that checked out is remembered by its
+// SHA-256 for the process's life. fsmctl serve refuses -actions on an
+// address beyond the loopback without both Hosts and Passwords.
+//
+// # Pages of a run
+//
+// A run's history is read Config.HistoryPageSize rows at a time (after: the
+// id of the last row of the previous page), and its evidence records shown
+// as many at a time (evidence: the offset); the whole chain is verified on
+// every page, and a broken one is shown where it breaks. The banner that
+// says what an action did comes from the console's redirect only: it is
+// signed with the process's key, and shown only when the signature matches
+// the run and the text.
 package console

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -234,10 +235,17 @@ type runData struct {
 	Outbox     []store.Message
 	Children   []child
 	Activities []activity
-	Evidence   []evidence.Record
-	Break      *evidence.Break
-	Did        string // what the last action did
-	CSRF       string
+	// NextHistory and FirstHistory are the addresses of the next and the
+	// first page of the history, "" when the page is the last or first.
+	NextHistory, FirstHistory string
+	Evidence                  []evidence.Record
+	// EvidenceCount is the number of the run's records; NextEvidence and
+	// FirstEvidence page through them as the history's links do.
+	EvidenceCount               int
+	NextEvidence, FirstEvidence string
+	Break                       *evidence.Break
+	Did                         string // what the last action did, from a redirect the console signed
+	CSRF                        string
 	// Events are the events the run's state has rows on, for the signal
 	// form; Cancel the machine's cancel event when the state has a row on it.
 	Events     []runtime.EventSpec
@@ -259,7 +267,21 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, "run "+id, err)
 		return
 	}
-	d := runData{Run: run, Input: pretty(run.Input), Policy: pretty(run.PolicySnapshot), Did: r.URL.Query().Get("did")}
+	q := r.URL.Query()
+	d := runData{Run: run, Input: pretty(run.Input), Policy: pretty(run.PolicySnapshot)}
+	if did := q.Get("did"); did != "" && hmac.Equal([]byte(q.Get("sig")), []byte(s.sign("did", id, did))) {
+		d.Did = did
+	}
+	after, err := pageParam(q, "after")
+	if err != nil {
+		s.failBack(w, r, http.StatusBadRequest, err.Error(), "/runs/"+id)
+		return
+	}
+	evFrom, err := pageParam(q, "evidence")
+	if err != nil {
+		s.failBack(w, r, http.StatusBadRequest, err.Error(), "/runs/"+id)
+		return
+	}
 	if run.Result != nil {
 		d.Result = pretty(run.Result.Output)
 	}
@@ -270,10 +292,17 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 		d.Def = &def
 		d.Diagram = template.HTML(statesvg.Render(def, statesvg.Marks{Current: run.State}))
 	}
-	steps, err := s.st.History(ctx, id)
+	steps, err := s.history(ctx, id, after, s.cfg.HistoryPageSize+1)
 	if err != nil {
 		s.storeError(w, r, "run "+id, err)
 		return
+	}
+	if len(steps) > s.cfg.HistoryPageSize {
+		steps = steps[:s.cfg.HistoryPageSize]
+		d.NextHistory = pageURL(id, q, "after", steps[len(steps)-1].ID)
+	}
+	if after > 0 {
+		d.FirstHistory = pageURL(id, q, "after", 0)
 	}
 	for _, st := range steps {
 		d.History = append(d.History, historyRow{Step: st, Payload: pretty(st.Payload)})
@@ -293,6 +322,18 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 	if d.Evidence, d.Break, err = s.evidenceOf(ctx, id); err != nil {
 		s.storeError(w, r, "run "+id, err)
 		return
+	}
+	d.EvidenceCount = len(d.Evidence)
+	if evFrom > int64(len(d.Evidence)) {
+		evFrom = int64(len(d.Evidence))
+	}
+	d.Evidence = d.Evidence[evFrom:]
+	if len(d.Evidence) > s.cfg.HistoryPageSize {
+		d.Evidence = d.Evidence[:s.cfg.HistoryPageSize]
+		d.NextEvidence = pageURL(id, q, "evidence", evFrom+int64(s.cfg.HistoryPageSize))
+	}
+	if evFrom > 0 {
+		d.FirstEvidence = pageURL(id, q, "evidence", 0)
 	}
 	if !s.ReadOnly() && !run.Terminal() {
 		d.CanActions = true
@@ -394,7 +435,40 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		s.failBack(w, r, actionStatus(err), action+" run "+id+": "+msg, back)
 		return
 	}
-	http.Redirect(w, r, back+"?did="+url.QueryEscape(did), http.StatusSeeOther)
+	http.Redirect(w, r, back+"?"+url.Values{"did": {did}, "sig": {s.sign("did", id, did)}}.Encode(), http.StatusSeeOther)
+}
+
+// pageParam reads a page parameter of a run's page: a number from 0,
+// 0 when absent.
+func pageParam(q url.Values, name string) (int64, error) {
+	v := q.Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s %q: want a number from 0", name, v)
+	}
+	return n, nil
+}
+
+// pageURL is the address of run id's page with q's parameters, name set
+// to n (removed when 0), and no action banner.
+func pageURL(id string, q url.Values, name string, n int64) string {
+	next := url.Values{}
+	for k, v := range q {
+		if k != "did" && k != "sig" {
+			next[k] = v
+		}
+	}
+	next.Del(name)
+	if n > 0 {
+		next.Set(name, strconv.FormatInt(n, 10))
+	}
+	if len(next) == 0 {
+		return "/runs/" + id
+	}
+	return "/runs/" + id + "?" + next.Encode()
 }
 
 // actionStatus is the HTTP status of an action's error.
