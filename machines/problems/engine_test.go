@@ -767,3 +767,66 @@ func TestEngineCancel(t *testing.T) {
 		t.Errorf("resubmitted after the cancellation: %v %s (%v)", res.Outcome, res.Run.ID, err)
 	}
 }
+
+// downPolicies is a policy engine that can be taken down: while down, every
+// Policy call fails with errPolicyDown. It counts the calls.
+type downPolicies struct {
+	inner problems.PolicyEngine
+	down  atomic.Bool
+	calls atomic.Int32
+}
+
+var errPolicyDown = errors.New("policy engine unavailable")
+
+func (p *downPolicies) Policy(ctx context.Context, req problems.PolicyRequest) (problems.ExecutionPolicy, error) {
+	p.calls.Add(1)
+	if p.down.Load() {
+		return problems.ExecutionPolicy{}, errPolicyDown
+	}
+	return p.inner.Policy(ctx, req)
+}
+
+// TestEngineIdempotencyBeforePolicy: seed 000's lifecycle checks
+// idempotency before anything else, so with the policy engine down a
+// problem whose run succeeded is still answered from its cached result,
+// one under way is still reported running, and the policy engine is not
+// asked; only a start that would create or restart a run needs it.
+func TestEngineIdempotencyBeforePolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fx := newFixture(t)
+	policies := &downPolicies{inner: fx.set.Adapters().Policies}
+	wf := fx.with(t, func(a *problems.Adapters) { a.Policies = policies })
+	eng := newEngine(t, fx, wf, engine.Config{})
+
+	done := submitAndDrive(t, wf, eng, problems.SubmitProblem{Text: "Solve 7x = 49"}, problems.TierPro)
+	if done.Status != runtime.StatusSucceeded {
+		t.Fatalf("first run: %s in %s", done.Status, done.State)
+	}
+	running := submit(t, wf, eng, problems.SubmitProblem{Text: "Solve 3y = 12"}, problems.TierPro)
+
+	policies.down.Store(true)
+	before := policies.calls.Load()
+	res, err := wf.Submit(ctx, eng, submitReq(problems.SubmitProblem{Text: "Solve 7x = 49"}, problems.TierPro))
+	if err != nil {
+		t.Fatalf("resubmitting a succeeded problem with the policy engine down: %v", err)
+	}
+	if res.Outcome != store.Cached || res.Run.ID != done.ID {
+		t.Errorf("resubmitted: %v %s, want cached %s", res.Outcome, res.Run.ID, done.ID)
+	}
+	if diff := cmp.Diff(done.Result, res.Run.Result); diff != "" {
+		t.Errorf("cached result (-driven +cached):\n%s", diff)
+	}
+	res, err = wf.Submit(ctx, eng, submitReq(problems.SubmitProblem{Text: "Solve 3y = 12"}, problems.TierPro))
+	if err != nil || res.Outcome != store.Running || res.Run.ID != running.ID {
+		t.Errorf("resubmitting a run under way: %v %s, %v; want running %s", res.Outcome, res.Run.ID, err, running.ID)
+	}
+	if n := policies.calls.Load() - before; n != 0 {
+		t.Errorf("the policy engine was asked %d times for runs that exist", n)
+	}
+
+	_, err = wf.Submit(ctx, eng, submitReq(problems.SubmitProblem{Text: "Solve 5z = 10"}, problems.TierPro))
+	if !errors.Is(err, engine.ErrPolicy) || !errors.Is(err, errPolicyDown) {
+		t.Errorf("a new problem with the policy engine down: %v, want ErrPolicy and the engine's error", err)
+	}
+}

@@ -195,7 +195,8 @@ func DefaultWorkerID(app string) string {
 type StartParams = store.StartParams
 
 // PolicyFunc resolves the execution policy of a run about to start. Start
-// calls it first, before anything is written; its result is stored on the
+// calls it after the idempotency check, only for a run it is about to
+// create or restart, before anything is written; its result is stored on the
 // run as the policy snapshot that handlers read in runtime.Run.Policy. An
 // error refuses the start: it is returned wrapped in ErrPolicy.
 type PolicyFunc func(ctx context.Context, p StartParams) (json.RawMessage, error)
@@ -354,10 +355,13 @@ func (e *Engine) handles(typ string) bool {
 	return ok
 }
 
-// Start starts a run idempotently (see store.Store.Start for the branches):
-// the type's PolicyFunc is consulted first and its snapshot stored on the
-// run, then the run is created, or restarted if it had failed, and idle
-// workers are notified. A policy error refuses the start and writes nothing.
+// Start starts a run idempotently (see store.Store.Start for the branches).
+// The idempotency check comes first: a run with the key that succeeded,
+// is under way or was cancelled is returned without consulting the type's
+// PolicyFunc, so that a policy engine that is down does not refuse a cached
+// result. Only a run about to be created, or restarted because it failed,
+// has its policy resolved and its snapshot stored; then idle workers are
+// notified. A policy error refuses the start and writes nothing.
 func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, error) {
 	op := fmt.Sprintf("start %s/%s", diag.Short(p.Type), diag.Short(p.IdempotencyKey))
 	e.mu.RLock()
@@ -369,16 +373,22 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, e
 	if r == nil {
 		return store.StartResult{}, runErr(op, "", fmt.Errorf("%w: %s v%d", ErrNotRegistered, diag.Short(p.Type), p.Version))
 	}
-	if r.policy != nil && p.PolicySnapshot == nil {
-		snap, err := callPolicy(ctx, r, p)
-		if err != nil {
-			return store.StartResult{}, runErr(op, "", fmt.Errorf("%w: %w", ErrPolicy, err))
+	var policyErr error
+	if r.policy != nil && p.PolicySnapshot == nil && p.ResolvePolicy == nil {
+		params := p
+		p.ResolvePolicy = func(ctx context.Context) (json.RawMessage, error) {
+			snap, err := callPolicy(ctx, r, params)
+			policyErr = err
+			return snap, err
 		}
-		p.PolicySnapshot = snap
 	}
 	// The store announces a created or restarted run in the statement
 	// that writes it.
-	return e.st.Start(ctx, p)
+	res, err := e.st.Start(ctx, p)
+	if policyErr != nil {
+		return res, runErr(op, "", fmt.Errorf("%w: %w", ErrPolicy, policyErr))
+	}
+	return res, err
 }
 
 // callPolicy calls the policy function of r, a panic in it made an error.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -31,6 +32,13 @@ type StartParams struct {
 	// snapshot when a new one is given.
 	Input          any
 	PolicySnapshot any
+	// ResolvePolicy, when set and PolicySnapshot is nil, resolves the
+	// policy snapshot of a run that Start is about to create or restart.
+	// It is called after the idempotency check, so a run that has the key
+	// and has not failed (Cached, Running, Cancelled) is returned without
+	// it: a policy engine that is down cannot refuse a cached result. Its
+	// error refuses the start and writes nothing.
+	ResolvePolicy func(ctx context.Context) (json.RawMessage, error)
 }
 
 // StartOutcome says which branch Start took.
@@ -136,11 +144,31 @@ func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 	if err != nil {
 		return fail(err)
 	}
-	policy, err := s.encodeJSON("policy snapshot", p.PolicySnapshot)
+	d, err := s.definition(ctx, p.Type, p.Version)
 	if err != nil {
 		return fail(err)
 	}
-	d, err := s.definition(ctx, p.Type, p.Version)
+	if p.PolicySnapshot == nil && p.ResolvePolicy != nil {
+		got, err := s.q.GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{Now: s.now(), WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
+		switch {
+		case err == nil:
+			res, done, err := existingStart(got)
+			if err != nil {
+				return StartResult{}, runErr(op, res.Run.ID, err)
+			}
+			if done {
+				return res, nil
+			}
+		case !errors.Is(err, pgx.ErrNoRows):
+			return fail(Translate(err))
+		}
+		snap, err := p.ResolvePolicy(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		p.PolicySnapshot = snap
+	}
+	policy, err := s.encodeJSON("policy snapshot", p.PolicySnapshot)
 	if err != nil {
 		return fail(err)
 	}
@@ -169,22 +197,15 @@ func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 		if err != nil {
 			return fail(Translate(err))
 		}
-		run, err := runFromRow(got.WorkflowRun)
+		res, done, err := existingStart(got)
 		if err != nil {
-			return StartResult{}, runErr(op, run.ID, err)
+			return StartResult{}, runErr(op, res.Run.ID, err)
 		}
-		switch run.Status {
-		case runtime.StatusSucceeded:
-			return StartResult{Outcome: Cached, Run: run}, nil
-		case runtime.StatusCancelled:
-			return StartResult{Outcome: Cancelled, Run: run}, nil
-		case runtime.StatusRunning:
-			res := StartResult{Outcome: Running, Run: run}
-			if got.MedianSeconds >= 0 {
-				res.ETA = run.AttemptStartedAt.Add(time.Duration(got.MedianSeconds * float64(time.Second)))
-				res.Remaining = max(0, res.ETA.Sub(got.DbNow.Time))
-			}
+		if done {
 			return res, nil
+		}
+		run := res.Run
+		switch run.Status {
 		case runtime.StatusFailed:
 			moved, err := s.q.RestartRun(ctx, dbsqlc.RestartRunParams{
 				InitialState: d.def.Initial, DefinitionVersion: int32(p.Version), PolicySnapshot: policy,
@@ -206,4 +227,28 @@ func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 		}
 	}
 	return fail(fmt.Errorf("%w: the run changed under %d consecutive reads", ErrConflict, maxStartRounds))
+}
+
+// existingStart returns the branch Start takes for got, the run that has
+// the key: done for Cached, Running and Cancelled; not done, with the run,
+// for a failed run, which Start restarts.
+func existingStart(got dbsqlc.GetRunByKeyRow) (StartResult, bool, error) {
+	run, err := runFromRow(got.WorkflowRun)
+	if err != nil {
+		return StartResult{Run: run}, false, err
+	}
+	switch run.Status {
+	case runtime.StatusSucceeded:
+		return StartResult{Outcome: Cached, Run: run}, true, nil
+	case runtime.StatusCancelled:
+		return StartResult{Outcome: Cancelled, Run: run}, true, nil
+	case runtime.StatusRunning:
+		res := StartResult{Outcome: Running, Run: run}
+		if got.MedianSeconds >= 0 {
+			res.ETA = run.AttemptStartedAt.Add(time.Duration(got.MedianSeconds * float64(time.Second)))
+			res.Remaining = max(0, res.ETA.Sub(got.DbNow.Time))
+		}
+		return res, true, nil
+	}
+	return StartResult{Run: run}, false, nil
 }
