@@ -109,7 +109,7 @@ func TestExportJSONAndCSV(t *testing.T) {
 	if diff := cmp.Diff(seedColumns, rows[0]); diff != "" {
 		t.Errorf("header (-seed +got):\n%s", diff)
 	}
-	run := []string{id, "report", "FAILED", "2026-02-19T10:30:00.250Z", "2026-02-19T10:30:03.000Z", "2750"}
+	run := []string{id, "report", "FAILED", "2026-02-19T10:30:00.250Z", "2026-02-19T10:30:03.250Z", "3000"}
 	want := [][]string{
 		append(append([]string{}, run...), "1", "fetch", "OK", "2026-02-19T10:30:00.750Z", "2026-02-19T10:30:01.250Z", "500", "", "",
 			`{"columns":["a","b"],"rows":3,"source":"api, \"v4\""}`),

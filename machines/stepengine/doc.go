@@ -45,9 +45,11 @@
 // Under runs/<run_id>/ (the run id is the run's id in the database):
 //
 //   - logs.jsonl: one JSON object a line, with ts, component, event and
-//     run_id: run_start, step_start, step_error (type, message, artifact
-//     path, and the API fields), step_end (status, duration), run_end; and
-//     the lines steps log, with component "step";
+//     run_id: run_start, step_start, step_end (status, duration), run_end;
+//     for a failed step, before its step_end, step_error (error type,
+//     message, and the API fields) then step_failed (the same details and
+//     the error artifact's path, artifact_path), for every kind of
+//     failure; and the lines steps log, with component "step";
 //   - context.json: the RunState, written when the run starts and after
 //     each step, the failed one included;
 //   - steps.json: the summaries of the steps that ran, after each step;

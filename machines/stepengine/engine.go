@@ -596,10 +596,9 @@ func (r *runner) runStep(ctx, dbctx context.Context, rc RunContext, index int, s
 	if err != nil {
 		return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
 	}
-	details := map[string]any{
-		"step": s.Name, "step_index": index, "error_type": fail.Type, "error_message": fail.Message,
-		"artifact_path": fail.ArtifactPath,
-	}
+	// step_error records the failure's details; step_failed the same
+	// details and the error artifact's path, once the artifact is written.
+	details := map[string]any{"step": s.Name, "step_index": index, "error_type": fail.Type, "error_message": fail.Message}
 	if fail.Operation != "" || fail.StatusCode != 0 {
 		details["operation"], details["status_code"], details["attempts"] = fail.Operation, fail.StatusCode, fail.Attempts
 		if fail.Reason != "" {
@@ -607,6 +606,10 @@ func (r *runner) runStep(ctx, dbctx context.Context, rc RunContext, index int, s
 		}
 	}
 	if err := r.log.Log("step_error", details); err != nil {
+		return StepSummary{}, nil, err
+	}
+	details["artifact_path"] = fail.ArtifactPath
+	if err := r.log.Log("step_failed", details); err != nil {
 		return StepSummary{}, nil, err
 	}
 	if err := r.log.Log("step_end", map[string]any{"step": s.Name, "step_index": index, "status": sum.Status, "duration_ms": sum.DurationMS}); err != nil {

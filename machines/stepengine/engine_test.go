@@ -292,6 +292,48 @@ func TestFailureDetails(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("failure (-want +got):\n%s", diff)
 	}
+	// The contract's failure lines: step_error with the details,
+	// step_failed with the details and the artifact's path, step_end.
+	lines := logEvents(t, res)
+	var events []string
+	var failed map[string]any
+	for _, l := range lines[len(lines)-4:] {
+		events = append(events, l["event"].(string))
+		if l["event"] == "step_failed" {
+			failed = l
+		}
+	}
+	if diff := cmp.Diff([]string{"step_error", "step_failed", "step_end", "run_end"}, events); diff != "" {
+		t.Errorf("last log events (-want +got):\n%s", diff)
+	}
+	wantFailed := map[string]any{
+		"component": "engine", "event": "step_failed", "run_id": res.RunID, "ts": "2026-02-19T10:30:11.000Z",
+		"step": "transform", "step_index": 2.0,
+		"error_type": "APIRetryExhausted", "error_message": x.Error(),
+		"operation": "sheets.spreadsheets.values.get", "status_code": 403.0, "attempts": 6.0, "reason": "rateLimitExceeded",
+		"artifact_path": "errors/report__transform.json",
+	}
+	if diff := cmp.Diff(wantFailed, failed); diff != "" {
+		t.Errorf("step_failed line (-want +got):\n%s", diff)
+	}
+}
+
+// logEvents reads the run's logs.jsonl, one map a line.
+func logEvents(t *testing.T, res stepengine.RunResult) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(res.RunDir, runfiles.LogsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("logs.jsonl line %q: %v", l, err)
+		}
+		lines = append(lines, m)
+	}
+	return lines
 }
 
 func TestInvalidWorkflows(t *testing.T) {
