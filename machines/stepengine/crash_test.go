@@ -41,10 +41,10 @@ func crashWorkflow(block string) stepengine.Workflow {
 				select {}
 			}
 			st.Data[name] = strings.Repeat(name, 1000)
-			if err := os.WriteFile(filepath.Join(rc.RunDir(), name+".txt"), []byte(name), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(rc.ArtifactsDir(), name+".txt"), []byte(name), 0o644); err != nil {
 				return stepengine.StepResult{}, err
 			}
-			if _, err := rc.RegisterArtifact(name, "txt", name+".txt", map[string]any{"bytes": len(name)}); err != nil {
+			if _, err := rc.RegisterArtifact(name, "txt", "artifacts/"+name+".txt", map[string]any{"bytes": len(name)}); err != nil {
 				return stepengine.StepResult{}, err
 			}
 			return stepengine.StepResult{OK: true, Outputs: map[string]any{"step": name}}, nil
@@ -68,10 +68,10 @@ func busyWorkflow(announce bool) stepengine.Workflow {
 				fmt.Printf("%s %d\n", rc.RunID(), i+1)
 			}
 			st.Data[name] = strings.Repeat("x", 500)
-			if err := os.WriteFile(filepath.Join(rc.RunDir(), name+".txt"), []byte(name), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(rc.ArtifactsDir(), name+".txt"), []byte(name), 0o644); err != nil {
 				return stepengine.StepResult{}, err
 			}
-			if _, err := rc.RegisterArtifact(name, "txt", name+".txt", nil); err != nil {
+			if _, err := rc.RegisterArtifact(name, "txt", "artifacts/"+name+".txt", nil); err != nil {
 				return stepengine.StepResult{}, err
 			}
 			return stepengine.StepResult{OK: true, Outputs: map[string]any{"i": i + 1}, Metrics: map[string]any{"i": i + 1}}, nil

@@ -56,6 +56,8 @@
 //   - run.json: the run's summary, when it ends, with config_hash (SHA-256
 //     of Workflow.Config's JSON), git_sha and error_summary when known;
 //   - audit.json: {run, steps}, the bundle `fsmctl export` writes;
+//   - artifacts/: created when the run starts (RunContext.ArtifactsDir),
+//     the workflow's artifacts under fixed names (report.csv);
 //   - artifacts/index.json: RunContext.RegisterArtifact's records, in the
 //     order registered;
 //   - errors/<workflow>__<step>.json: the failed step's error artifact;
@@ -87,6 +89,6 @@
 // # The example
 //
 // Package report is a workflow that fetches rows from an HTTP API,
-// writes report.csv and registers it; the demo (machines/cmd/demo, make
+// writes artifacts/report.csv and registers it; the demo (machines/cmd/demo, make
 // demo) runs it against a scripted local server and exports its audit.
 package stepengine

@@ -314,7 +314,7 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 	if err := os.RemoveAll(r.runDir); err != nil {
 		return res, fmt.Errorf("run %s: clear %s: %w", r.runID, r.runDir, err)
 	}
-	if err := os.MkdirAll(r.runDir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(r.runDir, runfiles.ArtifactsDir), 0o755); err != nil {
 		return res, fmt.Errorf("run %s: %w", r.runID, err)
 	}
 	if err := runfiles.SyncDir(runsDir); err != nil {

@@ -41,13 +41,13 @@ func threeSteps(second stepengine.Step) stepengine.Workflow {
 			}},
 			second,
 			{Name: "load", Run: func(ctx context.Context, rc stepengine.RunContext, st *stepengine.RunState, log *stepengine.Logger) (stepengine.StepResult, error) {
-				if err := os.WriteFile(filepath.Join(rc.RunDir(), "report.csv"), []byte("name\na\nb\n"), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(rc.ArtifactsDir(), "report.csv"), []byte("name\na\nb\n"), 0o644); err != nil {
 					return stepengine.StepResult{}, err
 				}
-				if _, err := rc.RegisterArtifact("report_csv", "csv", "report.csv", map[string]any{"rows": 2, "columns": []string{"name"}}); err != nil {
+				if _, err := rc.RegisterArtifact("report_csv", "csv", "artifacts/report.csv", map[string]any{"rows": 2, "columns": []string{"name"}}); err != nil {
 					return stepengine.StepResult{}, err
 				}
-				return stepengine.StepResult{OK: true, Outputs: map[string]any{"path": "report.csv"}}, nil
+				return stepengine.StepResult{OK: true, Outputs: map[string]any{"path": "artifacts/report.csv"}}, nil
 			}},
 		},
 	}

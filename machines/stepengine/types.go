@@ -103,6 +103,13 @@ func (rc RunContext) RunDir() string { return rc.runDir }
 // LogsPath is runs/<run_id>/logs.jsonl.
 func (rc RunContext) LogsPath() string { return rc.logsPath }
 
+// ArtifactsDir is runs/<run_id>/artifacts, created when the run starts:
+// the directory of the workflow's artifacts (report.csv), which have fixed
+// names, so that a rerun under the same run id writes the same files.
+func (rc RunContext) ArtifactsDir() string {
+	return filepath.Join(rc.runDir, runfiles.ArtifactsDir)
+}
+
 type artifactIndex struct {
 	mu  sync.Mutex
 	now func() time.Time

@@ -189,7 +189,7 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 		t.Fatalf("%d run directories, want 2: %v", len(entries), err)
 	}
 	for _, e := range entries {
-		for _, f := range []string{"run.json", "steps.json", "audit.json", "audit.csv", "report.csv", "artifacts/index.json"} {
+		for _, f := range []string{"run.json", "steps.json", "audit.json", "audit.csv", "artifacts/report.csv", "artifacts/index.json"} {
 			if _, err := os.Stat(filepath.Join(runsDir, e.Name(), f)); err != nil {
 				t.Errorf("run %s: %v", e.Name(), err)
 			}

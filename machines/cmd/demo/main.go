@@ -39,7 +39,7 @@
 // API, and exports each run's audit as fsmctl export does:
 //
 //  1. the API answers 503 once, then the sheet: the fetch retries and the
-//     run ends OK; report.csv is written and registered as an artifact;
+//     run ends OK; artifacts/report.csv is written and registered;
 //  2. the API answers 429 to every request: the fetch's retries run out
 //     (APIRetryExhausted), the run ends FAILED at step 1 of 3 with its error
 //     artifact, and the other steps stay PENDING;

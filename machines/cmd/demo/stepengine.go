@@ -156,7 +156,7 @@ func show(w io.Writer, wf stepengine.Workflow, res stepengine.RunResult, calls i
 	sort.Strings(files)
 	fmt.Fprintf(w, "  files in %s:\n    %s\n", res.RunDir, strings.Join(files, "\n    "))
 	fmt.Fprintf(w, "  audit.csv:\n%s", indent(string(audit)))
-	name := "report.csv"
+	name := report.ReportPath
 	if res.Failure != nil {
 		name = res.Failure.ArtifactPath
 	}

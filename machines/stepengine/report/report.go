@@ -1,7 +1,8 @@
 // Package report is an example workflow on the step engine: it fetches a
 // sheet of sales rows from an HTTP API (with apiclient's retries), totals
-// them by region, and writes report.csv into the run's directory,
-// registered in the run's artifact index as report_csv.
+// them by region, and writes report.csv into the run's artifacts
+// directory (runs/<run_id>/artifacts/report.csv), registered in the run's
+// artifact index as report_csv.
 //
 // Its steps follow the contract's rerun rules: report.csv has a fixed name
 // and is written whole (temporary file, rename), so a rerun under the same
@@ -28,6 +29,10 @@ const Name = "sales_report"
 
 // Operation names the API call in errors and error artifacts.
 const Operation = "sheets.spreadsheets.values.get"
+
+// ReportPath is report.csv's path in the run's directory,
+// runs/<run_id>/artifacts/report.csv, as the artifact index records it.
+const ReportPath = runfiles.ArtifactsDir + "/report.csv"
 
 // Config is what the workflow reads: the API's base URL and the sheet's
 // name. Its JSON is hashed into run.json's config_hash.
@@ -95,17 +100,17 @@ func Workflow(client *apiclient.Client, cfg Config) stepengine.Workflow {
 				if err := w.Error(); err != nil {
 					return stepengine.StepResult{}, err
 				}
-				if err := runfiles.WriteFile(filepath.Join(rc.RunDir(), "report.csv"), b.Bytes()); err != nil {
+				if err := runfiles.WriteFile(filepath.Join(rc.RunDir(), filepath.FromSlash(ReportPath)), b.Bytes()); err != nil {
 					return stepengine.StepResult{}, err
 				}
 				meta := map[string]any{"rows": len(regions), "columns": []string{"region", "total"}, "bytes": b.Len()}
-				if _, err := rc.RegisterArtifact("report_csv", "csv", "report.csv", meta); err != nil {
+				if _, err := rc.RegisterArtifact("report_csv", "csv", ReportPath, meta); err != nil {
 					return stepengine.StepResult{}, err
 				}
-				if err := log.Log("report_written", map[string]any{"path": "report.csv", "rows": len(regions)}); err != nil {
+				if err := log.Log("report_written", map[string]any{"path": ReportPath, "rows": len(regions)}); err != nil {
 					return stepengine.StepResult{}, err
 				}
-				return stepengine.StepResult{OK: true, Outputs: map[string]any{"path": "report.csv"}, Metrics: meta}, nil
+				return stepengine.StepResult{OK: true, Outputs: map[string]any{"path": ReportPath}, Metrics: meta}, nil
 			}},
 		},
 	}

@@ -81,7 +81,24 @@ func TestReportFailsThenRerunsAndOverwrites(t *testing.T) {
 			t.Fatalf("rerun: %v %s", err, res.Status)
 		}
 	}
-	got, err := os.ReadFile(filepath.Join(first.RunDir, "report.csv"))
+	// The run's files, by their exact paths: report.csv under artifacts/,
+	// nothing at the run's root but the engine's files.
+	var files []string
+	err = filepath.WalkDir(first.RunDir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(first.RunDir, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFiles := []string{"artifacts/index.json", "artifacts/report.csv", "audit.json", "context.json", "logs.jsonl", "run.json", "steps.json"}
+	if diff := cmp.Diff(wantFiles, files); diff != "" {
+		t.Errorf("files of the run (-want +got):\n%s", diff)
+	}
+	got, err := os.ReadFile(filepath.Join(runsDir, first.RunID, "artifacts", "report.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +110,7 @@ func TestReportFailsThenRerunsAndOverwrites(t *testing.T) {
 	}
 	var index []runfiles.ArtifactRecord
 	data, _ = os.ReadFile(filepath.Join(first.RunDir, "artifacts", "index.json"))
-	if err := json.Unmarshal(data, &index); err != nil || len(index) != 1 || index[0].Name != "report_csv" || index[0].Path != "report.csv" {
+	if err := json.Unmarshal(data, &index); err != nil || len(index) != 1 || index[0].Name != "report_csv" || index[0].Path != "artifacts/report.csv" {
 		t.Errorf("artifact index: %v %s", err, data)
 	}
 }
