@@ -164,8 +164,17 @@
 // Names (of machines, states, events, guards and fields) are ASCII: a letter
 // or an underscore, then letters, digits and underscores; a string literal
 // (a type name, an outcome, a comment) may hold any UTF-8. A machine has at
-// most 65,535 states, since a generated State is a uint16; events, guards
-// and transitions have no limit of their own.
+// most 65,535 states, since a generated State is a uint16.
+//
+// A file is refused, with one diagnostic at the place the limit is
+// crossed, before the parser builds anything, when it is larger than
+// [MaxFileSize] (4 MiB), holds a name longer than [MaxNameLength] (255
+// bytes), a string literal longer than [MaxStringLength] (4096 bytes),
+// more than [MaxTokens] (250,000) tokens, more than [MaxItems] (50,000)
+// declarations and transition rows, or braces nested deeper than
+// [MaxNesting] (4). Reading stops after [MaxErrors] (100) characters the
+// lexer cannot read. Time and memory are linear in the file's size: a
+// file at the limits takes a few seconds and some hundred megabytes.
 //
 // # Checks
 //

@@ -199,11 +199,17 @@ func (l *handLexerState) Next() (lexer.Token, error) {
 	for len(l.data) > 0 {
 		rule, n := match(l.data)
 		if n == 0 {
-			sample := []rune(l.data)
-			if len(sample) > 16 {
-				sample = append(sample[:16], []rune("...")...)
+			// The first 16 characters: a conversion of the whole rest
+			// would cost the length of the input per error.
+			sample, i := l.data, 0
+			for k := range sample {
+				if i == 16 {
+					sample = sample[:k] + "..."
+					break
+				}
+				i++
 			}
-			return lexer.Token{}, &lexer.Error{Msg: fmt.Sprintf("lexer: invalid input text %q", string(sample)), Pos: l.pos}
+			return lexer.Token{}, &lexer.Error{Msg: fmt.Sprintf("lexer: invalid input text %q", sample), Pos: l.pos}
 		}
 		span := l.data[:n]
 		l.data = l.data[n:]

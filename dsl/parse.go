@@ -26,6 +26,9 @@ var fsmParser = participle.MustBuild[File](
 // sorted by position: after an error the parser resumes at the next
 // declaration or transition row, so one run reports several of them.
 func Parse(filename string, src []byte) (*File, error) {
+	if d, ok := overLimit(filename, src); ok {
+		return nil, ErrorList{d}
+	}
 	if d, ok := badBytes(filename, src); ok {
 		return nil, ErrorList{d}
 	}

@@ -26,6 +26,9 @@ func ParsePartial(filename string, src []byte) (*File, Diagnostics) {
 		diags = Diagnostics{{Pos: lexer.Position{Filename: filename, Line: 1, Column: 1}, Message: err.Error()}}
 	}
 	f = &File{Pos: lexer.Position{Filename: filename, Line: 1, Column: 1}}
+	if _, bad := overLimit(filename, src); bad {
+		return f, diags
+	}
 	if _, bad := badBytes(filename, src); bad {
 		return f, diags
 	}

@@ -126,8 +126,13 @@ func lexRecover(filename string, src []byte) ([]lexer.Token, Diagnostics) {
 	var toks []lexer.Token
 	var diags Diagnostics
 	base := lexer.Position{Filename: filename, Line: 1, Column: 1}
+	text := string(src) // once: each restart lexes a slice of it
 	for {
-		lx, err := fsmLexer.LexString(filename, string(src[base.Offset:]))
+		if len(diags) == MaxErrors {
+			diags = append(diags, Diagnostic{Pos: base, Message: fmt.Sprintf("syntax error: too many invalid characters (%d); the rest of the file is not read", MaxErrors)})
+			return append(toks, lexer.Token{Type: lexer.EOF, Pos: base}), diags
+		}
+		lx, err := fsmLexer.LexString(filename, text[base.Offset:])
 		if err != nil {
 			diags = append(diags, Diagnostic{Pos: base, Message: "syntax error: " + err.Error()})
 			return append(toks, eofAt(src, base)), diags

@@ -42,16 +42,30 @@
 //
 // # Protocol library
 //
-// The protocol's types and its JSON-RPC 2.0 transport come from
-// go.lsp.dev/protocol and go.lsp.dev/jsonrpc2, a port of gopls's own
-// protocol and jsonrpc2 packages (which gopls keeps internal) published
-// as importable modules: LSP 3.16 types generated from the specification,
-// and Content-Length framing, cancellation and ordered dispatch. They are
-// used at the versions that go together, protocol v0.12.0 with jsonrpc2
-// v0.10.0; jsonrpc2's v1 line is a rewrite that the protocol package does
-// not build against yet. The alternatives were less fit: tliron/glsp
-// carries its own logging framework and a websocket server, and
-// sourcegraph/jsonrpc2 has no protocol types, which would have to be
-// written by hand. The server answers the methods it supports with its
-// own dispatch table, so that it needs none of the methods it does not.
+// The JSON-RPC 2.0 layer is the package's own (jsonrpc.go): the base
+// protocol's Content-Length framing, message validation and replies, in
+// about three hundred lines, so that every malformed input has a defined
+// answer. go.lsp.dev/jsonrpc2 v0.10.0 ended the connection on a frame it
+// could not read; its v1 line is a rewrite that go.lsp.dev/protocol, whose
+// last release is v0.12.0 (2022), does not build against. The LSP types
+// still come from go.lsp.dev/protocol: plain structs generated from the
+// specification, with no behaviour to maintain.
+//
+// # Hostile input
+//
+// A frame with bad headers (no or an invalid Content-Length, a line that
+// is not a header or is longer than 4096 bytes), a body over MaxMessage
+// (skipped unread) or that is not JSON is answered with a parse error
+// (-32700) to the id null; a batch, a body that is not an object, an id
+// that is neither a number nor a string, a missing method or a jsonrpc
+// other than "2.0" with an invalid request (-32600). The server then reads
+// the next message. A panic in a handler is answered with an internal
+// error (-32603). Documents are checked under the limits of package dsl
+// (dsl.MaxFileSize and the others), in time and memory linear in their
+// size.
+//
+// Messages are read ahead of the handler. A change of a document read
+// right after another change of it replaces it before it is checked, so a
+// burst of keystrokes costs one check and one diagnostics push, not one
+// per keystroke; a change older than the document's version is dropped.
 package lsp

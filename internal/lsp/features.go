@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 
 	"github.com/fsmgen/fsmgen/dsl"
@@ -290,11 +289,11 @@ var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func (d *document) rename(p *protocol.RenameParams) (*protocol.WorkspaceEdit, error) {
 	ref, ok := d.refAt(p.Position)
 	if !ok {
-		return nil, jsonrpc2.NewError(errRequestFailed, "there is no state, event or guard to rename here")
+		return nil, rpcError(CodeRequestFailed, "there is no state, event or guard to rename here")
 	}
 	name := p.NewName
 	if !identRE.MatchString(name) {
-		return nil, jsonrpc2.NewError(errRequestFailed, fmt.Sprintf("cannot rename %s %s to %q: a name is a letter or _ followed by letters, digits and _", ref.Kind, ref.Name, name))
+		return nil, rpcError(CodeRequestFailed, fmt.Sprintf("cannot rename %s %s to %q: a name is a letter or _ followed by letters, digits and _", ref.Kind, ref.Name, name))
 	}
 	refs := d.sameRefs(ref)
 	edits := make([]protocol.TextEdit, len(refs))
@@ -302,7 +301,7 @@ func (d *document) rename(p *protocol.RenameParams) (*protocol.WorkspaceEdit, er
 		edits[i] = protocol.TextEdit{Range: d.lspRange(r.Pos, r.End), NewText: name}
 	}
 	if reason := d.renameClash(ref, refs, name); reason != "" {
-		return nil, jsonrpc2.NewError(errRequestFailed, fmt.Sprintf("cannot rename %s %s to %s: %s", ref.Kind, ref.Name, name, reason))
+		return nil, rpcError(CodeRequestFailed, fmt.Sprintf("cannot rename %s %s to %s: %s", ref.Kind, ref.Name, name, reason))
 	}
 	return &protocol.WorkspaceEdit{Changes: map[protocol.DocumentURI][]protocol.TextEdit{d.uri: edits}}, nil
 }

@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 
@@ -28,117 +28,213 @@ var ErrNoShutdown = errors.New("exit without shutdown")
 // client sends exit, in ends, or ctx is done. It returns nil after a
 // shutdown and exit, ErrNoShutdown after an exit alone, and the
 // connection's error when reading or writing fails.
+//
+// Malformed input does not end it: a frame it cannot read (bad headers,
+// a body over MaxMessage) or a body that is not JSON is answered with a
+// parse error (-32700), and a batch, an id that is neither a number nor a
+// string, or a message without a method with an invalid request (-32600),
+// each to the id null unless the message's id could be read; then the
+// next message is read.
 func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	conn := jsonrpc2.NewConn(jsonrpc2.NewStream(&pipe{in: in, out: out}))
-	s := &server{conn: conn, docs: map[protocol.DocumentURI]*document{}, exited: make(chan struct{})}
-	conn.Go(ctx, protocol.Handlers(s.handle))
-	// After exit, the connection is closed but not waited for: a read
-	// blocked on a terminal or a pipe that is not in non-blocking mode
-	// (standard input, often) does not return when its file is closed.
+	s := &server{out: &writer{out: out}, docs: map[protocol.DocumentURI]*document{}}
+	q := newQueue()
+	// The reader runs ahead of the handler, so that changes to a document
+	// that arrive while an earlier one is checked are coalesced. It is not
+	// waited for: a read blocked on a terminal or a pipe that is not in
+	// non-blocking mode (standard input, often) does not return when its
+	// file is closed.
+	go s.read(bufio.NewReaderSize(in, 64<<10), q)
+	for {
+		item, ok := q.pop(ctx)
+		if !ok {
+			return ctx.Err()
+		}
+		if item.err != nil {
+			if errors.Is(item.err, io.EOF) || errors.Is(item.err, io.ErrClosedPipe) {
+				return nil
+			}
+			return fmt.Errorf("lsp: %w", item.err)
+		}
+		if err := s.handle(ctx, item.msg); err != nil {
+			return fmt.Errorf("lsp: %w", err)
+		}
+		s.mu.Lock()
+		exit, shutdown := s.exit, s.shutdown
+		s.mu.Unlock()
+		switch {
+		case exit && shutdown:
+			return nil
+		case exit:
+			return ErrNoShutdown
+		}
+	}
+}
+
+// read reads messages into q until the stream fails or ends, answering
+// those it cannot take itself.
+func (s *server) read(r *bufio.Reader, q *queue) {
+	for {
+		body, err := readFrame(r)
+		var fe *frameError
+		if errors.As(err, &fe) {
+			if err := s.out.reply(nil, nil, rpcError(CodeParseError, "parse error: "+fe.msg)); err != nil {
+				q.push(queued{err: err})
+				return
+			}
+			continue
+		}
+		if err != nil {
+			q.push(queued{err: err})
+			return
+		}
+		m, id, rpcErr := parseMessage(body)
+		if rpcErr != nil {
+			if err := s.out.reply(id, nil, rpcErr); err != nil {
+				q.push(queued{err: err})
+				return
+			}
+			continue
+		}
+		if m.Method == "" {
+			continue // a response: the server sends no request
+		}
+		item := queued{msg: m}
+		if m.Method == protocol.MethodTextDocumentDidChange {
+			var p struct {
+				TextDocument struct {
+					URI protocol.DocumentURI `json:"uri"`
+				} `json:"textDocument"`
+			}
+			if json.Unmarshal(m.Params, &p) == nil {
+				item.change = p.TextDocument.URI
+			}
+		}
+		q.push(item)
+	}
+}
+
+// queued is a message read and not handled yet, or the error that ended
+// the stream.
+type queued struct {
+	msg *message
+	err error
+	// change is the document of a didChange: a later change of it that
+	// arrives before this one is handled replaces it.
+	change protocol.DocumentURI
+}
+
+// queue holds the messages read and not yet handled, in order. A change of
+// a document pushed right after another change of the same document
+// replaces it: the server sends whole documents, so only the later one
+// matters, and an editor that types faster than the server checks costs
+// one check and one diagnostics push, not one per keystroke.
+type queue struct {
+	mu    sync.Mutex
+	items []queued
+	ready chan struct{}
+}
+
+func newQueue() *queue { return &queue{ready: make(chan struct{}, 1)} }
+
+func (q *queue) push(it queued) {
+	q.mu.Lock()
+	if n := len(q.items); n > 0 && it.change != "" && q.items[n-1].change == it.change {
+		q.items[n-1] = it
+	} else {
+		q.items = append(q.items, it)
+	}
+	q.mu.Unlock()
 	select {
-	case <-s.exited:
-		conn.Close()
-	case <-conn.Done():
-	case <-ctx.Done():
-		conn.Close()
-		return ctx.Err()
+	case q.ready <- struct{}{}:
+	default:
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.exit && s.shutdown:
-		return nil
-	case s.exit:
-		return ErrNoShutdown
-	}
-	if err := conn.Err(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) {
-		return fmt.Errorf("lsp: %w", err)
-	}
-	return nil
 }
 
-// pipe joins a reader and a writer into the io.ReadWriteCloser that a
-// jsonrpc2 stream reads and writes; Close closes whichever of them is a
-// Closer.
-type pipe struct {
-	in  io.Reader
-	out io.Writer
-}
-
-func (p *pipe) Read(b []byte) (int, error)  { return p.in.Read(b) }
-func (p *pipe) Write(b []byte) (int, error) { return p.out.Write(b) }
-func (p *pipe) Close() error {
-	var errs []error
-	if c, ok := p.in.(io.Closer); ok {
-		errs = append(errs, c.Close())
+// pop returns the first message, waiting for one; false when ctx is done.
+func (q *queue) pop(ctx context.Context) (queued, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			it := q.items[0]
+			q.items[0] = queued{}
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			return it, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return queued{}, false
+		}
 	}
-	if c, ok := p.out.(io.Closer); ok {
-		errs = append(errs, c.Close())
-	}
-	return errors.Join(errs...)
 }
 
 type server struct {
-	conn jsonrpc2.Conn
+	out *writer
 
 	mu          sync.Mutex
 	initialized bool
 	shutdown    bool
 	exit        bool
-	exited      chan struct{}
 	docs        map[protocol.DocumentURI]*document
 }
 
-// errRequestFailed is the protocol's RequestFailed code: a well-formed
-// request that the server refuses, such as a rename to a name that clashes.
-const errRequestFailed jsonrpc2.Code = -32803
+// handle answers one request or notification, in the order they arrive,
+// so that a request sees every change sent before it. A notification gets
+// no reply, even when it fails.
+func (s *server) handle(ctx context.Context, m *message) error {
+	result, err := s.dispatchSafely(ctx, m)
+	if m.isNotification() {
+		return nil
+	}
+	return s.out.reply(m.ID, result, err)
+}
 
-// handle answers one request or notification. protocol.Handlers runs it
-// for one message at a time, in the order they arrive, so that a request
-// sees every change sent before it.
-func (s *server) handle(ctx context.Context, reply jsonrpc2.Replier, req jsonrpc2.Request) error {
-	// Every message gets a reply, which the connection drops for a
-	// notification.
-	result, err := s.dispatch(ctx, req)
-	return reply(ctx, result, err)
+// dispatchSafely is dispatch, a panic turned into an internal error: no
+// input ends the server.
+func (s *server) dispatchSafely(ctx context.Context, m *message) (result any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			result, err = nil, rpcError(CodeInternalError, fmt.Sprintf("internal error in %s: %v", m.Method, r))
+		}
+	}()
+	return s.dispatch(ctx, m)
 }
 
 // dispatch answers one message: a request's result or error, nil for a
 // notification.
-func (s *server) dispatch(ctx context.Context, req jsonrpc2.Request) (any, error) {
-	method := req.Method()
+func (s *server) dispatch(ctx context.Context, req *message) (any, error) {
+	method := req.Method
 	s.mu.Lock()
 	initialized, shutdown := s.initialized, s.shutdown
 	s.mu.Unlock()
 	switch {
 	case method == protocol.MethodExit:
 		s.mu.Lock()
-		if !s.exit {
-			s.exit = true
-			close(s.exited)
-		}
+		s.exit = true
 		s.mu.Unlock()
 		return nil, nil
 	case method == protocol.MethodInitialize:
 		if initialized {
-			return nil, jsonrpc2.NewError(jsonrpc2.InvalidRequest, "initialize sent twice")
+			return nil, rpcError(CodeInvalidRequest, "initialize sent twice")
 		}
 		s.mu.Lock()
 		s.initialized = true
 		s.mu.Unlock()
 		return initializeResult(), nil
 	case !initialized:
-		if isNotification(req) {
+		if req.isNotification() {
 			return nil, nil
 		}
-		return nil, jsonrpc2.NewError(jsonrpc2.ServerNotInitialized, "the server is not initialized")
+		return nil, rpcError(CodeServerNotInitialized, "the server is not initialized")
 	case shutdown:
-		if isNotification(req) {
+		if req.isNotification() {
 			return nil, nil
 		}
-		return nil, jsonrpc2.NewError(jsonrpc2.InvalidRequest, "the server is shutting down")
+		return nil, rpcError(CodeInvalidRequest, "the server is shutting down")
 	}
 
 	switch method {
@@ -171,7 +267,7 @@ func (s *server) dispatch(ctx context.Context, req jsonrpc2.Request) (any, error
 		delete(s.docs, p.TextDocument.URI)
 		s.mu.Unlock()
 		// Clear the closed file's diagnostics.
-		return nil, s.conn.Notify(ctx, protocol.MethodTextDocumentPublishDiagnostics,
+		return nil, s.out.notify(protocol.MethodTextDocumentPublishDiagnostics,
 			&protocol.PublishDiagnosticsParams{URI: p.TextDocument.URI, Diagnostics: []protocol.Diagnostic{}})
 	case protocol.MethodTextDocumentDidSave:
 		return nil, nil
@@ -179,10 +275,10 @@ func (s *server) dispatch(ctx context.Context, req jsonrpc2.Request) (any, error
 
 	handler, ok := requests[method]
 	if !ok {
-		if isNotification(req) {
+		if req.isNotification() {
 			return nil, nil
 		}
-		return nil, jsonrpc2.NewError(jsonrpc2.MethodNotFound, "method not supported: "+method)
+		return nil, rpcError(CodeMethodNotFound, "method not supported: "+method)
 	}
 	var target struct {
 		TextDocument protocol.TextDocumentIdentifier `json:"textDocument"`
@@ -194,20 +290,15 @@ func (s *server) dispatch(ctx context.Context, req jsonrpc2.Request) (any, error
 	doc := s.docs[target.TextDocument.URI]
 	s.mu.Unlock()
 	if doc == nil {
-		return nil, jsonrpc2.NewError(jsonrpc2.InvalidParams, "document not open: "+string(target.TextDocument.URI))
+		return nil, rpcError(CodeInvalidParams, "document not open: "+string(target.TextDocument.URI))
 	}
-	result, err := handler(doc, req.Params())
+	result, err := handler(doc, req.Params)
 	return result, err
 }
 
-func isNotification(req jsonrpc2.Request) bool {
-	_, ok := req.(*jsonrpc2.Notification)
-	return ok
-}
-
-func decode(req jsonrpc2.Request, v any) error {
-	if err := json.Unmarshal(req.Params(), v); err != nil {
-		return jsonrpc2.NewError(jsonrpc2.InvalidParams, fmt.Sprintf("invalid params of %s: %v", req.Method(), err))
+func decode(req *message, v any) error {
+	if err := json.Unmarshal(req.Params, v); err != nil {
+		return rpcError(CodeInvalidParams, fmt.Sprintf("invalid params of %s: %v", req.Method, err))
 	}
 	return nil
 }
@@ -231,7 +322,7 @@ func withParams[P, R any](f func(*document, *P) (R, error)) func(*document, json
 	return func(d *document, raw json.RawMessage) (any, error) {
 		p := new(P)
 		if err := json.Unmarshal(raw, p); err != nil {
-			return nil, jsonrpc2.NewError(jsonrpc2.InvalidParams, fmt.Sprintf("invalid params: %v", err))
+			return nil, rpcError(CodeInvalidParams, fmt.Sprintf("invalid params: %v", err))
 		}
 		r, err := f(d, p)
 		if err != nil {
@@ -264,11 +355,17 @@ func initializeResult() *protocol.InitializeResult {
 // update replaces the text of a document, checks it and publishes its
 // diagnostics.
 func (s *server) update(ctx context.Context, u protocol.DocumentURI, version int32, text string) error {
+	s.mu.Lock()
+	old := s.docs[u]
+	s.mu.Unlock()
+	if old != nil && version < old.version {
+		return nil // a stale version: the document has moved on
+	}
 	d := newDocument(u, version, text)
 	s.mu.Lock()
 	s.docs[u] = d
 	s.mu.Unlock()
-	return s.conn.Notify(ctx, protocol.MethodTextDocumentPublishDiagnostics, &protocol.PublishDiagnosticsParams{
+	return s.out.notify(protocol.MethodTextDocumentPublishDiagnostics, &protocol.PublishDiagnosticsParams{
 		URI:         u,
 		Version:     uint32(max(version, 0)),
 		Diagnostics: d.lspDiagnostics(),

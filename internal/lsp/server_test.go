@@ -1,16 +1,18 @@
 package lsp
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 
 	"github.com/fsmgen/fsmgen/dsl"
@@ -18,23 +20,21 @@ import (
 
 // client is an editor's end of a connection to Serve, over two pipes.
 type client struct {
-	t     *testing.T
-	ctx   context.Context
-	conn  jsonrpc2.Conn
+	t   *testing.T
+	ctx context.Context
+	w   *writer
+	// raw writes bytes to the server as they are, unframed.
+	raw   io.Writer
 	diags chan protocol.PublishDiagnosticsParams
+	// orphans receives the responses to the id null: the answers to
+	// messages the server could not read.
+	orphans chan *message
 	// served receives what Serve returned.
 	served chan error
-}
 
-type rwc struct {
-	io.Reader
-	io.Writer
-}
-
-func (p rwc) Close() error {
-	err1 := p.Reader.(io.Closer).Close()
-	err2 := p.Writer.(io.Closer).Close()
-	return errors.Join(err1, err2)
+	mu      sync.Mutex
+	nextID  int
+	pending map[string]chan *message
 }
 
 func startServer(t *testing.T) *client {
@@ -42,32 +42,91 @@ func startServer(t *testing.T) *client {
 	ctx := t.Context()
 	serverIn, clientOut := io.Pipe()
 	clientIn, serverOut := io.Pipe()
-	c := &client{t: t, ctx: ctx, diags: make(chan protocol.PublishDiagnosticsParams, 64), served: make(chan error, 1)}
+	c := &client{t: t, ctx: ctx, w: &writer{out: clientOut}, raw: clientOut, diags: make(chan protocol.PublishDiagnosticsParams, 64),
+		orphans: make(chan *message, 64), served: make(chan error, 1), pending: map[string]chan *message{}}
 	go func() {
 		err := Serve(ctx, serverIn, serverOut)
 		serverOut.Close()
 		c.served <- err
 	}()
-	c.conn = jsonrpc2.NewConn(jsonrpc2.NewStream(rwc{clientIn, clientOut}))
-	c.conn.Go(ctx, func(ctx context.Context, reply jsonrpc2.Replier, req jsonrpc2.Request) error {
-		if req.Method() == protocol.MethodTextDocumentPublishDiagnostics {
-			var p protocol.PublishDiagnosticsParams
-			if err := json.Unmarshal(req.Params(), &p); err != nil {
-				t.Errorf("publishDiagnostics: %v", err)
+	go func() {
+		r := bufio.NewReader(clientIn)
+		for {
+			body, err := readFrame(r)
+			if err != nil {
+				return
 			}
-			c.diags <- p
-			return nil
+			var m message
+			if err := json.Unmarshal(body, &m); err != nil {
+				t.Errorf("the server sent %q: %v", body, err)
+				return
+			}
+			switch {
+			case m.Method == protocol.MethodTextDocumentPublishDiagnostics:
+				var p protocol.PublishDiagnosticsParams
+				if err := json.Unmarshal(m.Params, &p); err != nil {
+					t.Errorf("publishDiagnostics: %v", err)
+				}
+				c.diags <- p
+			case string(m.ID) == "null":
+				c.orphans <- &m
+			default:
+				c.mu.Lock()
+				ch := c.pending[string(m.ID)]
+				delete(c.pending, string(m.ID))
+				c.mu.Unlock()
+				if ch == nil {
+					t.Errorf("a response to no request: %s", body)
+					continue
+				}
+				ch <- &m
+			}
 		}
-		return jsonrpc2.MethodNotFoundHandler(ctx, reply, req)
+	}()
+	t.Cleanup(func() {
+		clientOut.Close()
+		clientIn.Close()
 	})
-	t.Cleanup(func() { c.conn.Close() })
 	return c
+}
+
+// send sends a request with id (a JSON value) and returns where its
+// response arrives.
+func (c *client) send(id, method string, params any) chan *message {
+	ch := make(chan *message, 1)
+	c.mu.Lock()
+	c.pending[id] = ch
+	c.mu.Unlock()
+	if err := c.w.write(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  any             `json:"params,omitempty"`
+	}{"2.0", json.RawMessage(id), method, params}); err != nil {
+		c.t.Fatalf("%s: %v", method, err)
+	}
+	return ch
 }
 
 func (c *client) call(method string, params, result any) error {
 	c.t.Helper()
-	_, err := c.conn.Call(c.ctx, method, params, result)
-	return err
+	c.mu.Lock()
+	c.nextID++
+	id := strconv.Itoa(c.nextID)
+	c.mu.Unlock()
+	var m *message
+	select {
+	case m = <-c.send(id, method, params):
+	case <-c.ctx.Done():
+		c.t.Fatalf("%s: no response", method)
+	}
+	if m.Error != nil {
+		return m.Error
+	}
+	if result != nil {
+		return json.Unmarshal(m.Result, result)
+	}
+	return nil
 }
 
 func (c *client) mustCall(method string, params, result any) {
@@ -79,7 +138,7 @@ func (c *client) mustCall(method string, params, result any) {
 
 func (c *client) notify(method string, params any) {
 	c.t.Helper()
-	if err := c.conn.Notify(c.ctx, method, params); err != nil {
+	if err := c.w.notify(method, params); err != nil {
 		c.t.Fatalf("%s: %v", method, err)
 	}
 }
@@ -301,12 +360,12 @@ func TestSession(t *testing.T) {
 		{2, 0, "X", "there is no state, event or guard to rename here"},
 	} {
 		err := c.call(protocol.MethodTextDocumentRename, &protocol.RenameParams{TextDocumentPositionParams: at(orderURI, tc.line, tc.char), NewName: tc.name}, &edit)
-		var rpcErr *jsonrpc2.Error
+		var rpcErr *Error
 		if !errors.As(err, &rpcErr) {
 			t.Errorf("rename to %s: error %v, want a refusal", tc.name, err)
 			continue
 		}
-		diff(t, "refused rename to "+tc.name, &jsonrpc2.Error{Code: errRequestFailed, Message: tc.want}, rpcErr)
+		diff(t, "refused rename to "+tc.name, &Error{Code: CodeRequestFailed, Message: tc.want}, rpcErr)
 	}
 
 	// Formatting: fsmgen fmt's output, as one edit of the whole file.
@@ -452,11 +511,11 @@ func TestLifecycle(t *testing.T) {
 		c := startServer(t)
 		var got any
 		err := c.call(protocol.MethodTextDocumentHover, &protocol.HoverParams{TextDocumentPositionParams: at(orderURI, 0, 0)}, &got)
-		var rpcErr *jsonrpc2.Error
+		var rpcErr *Error
 		if !errors.As(err, &rpcErr) {
 			t.Fatalf("hover before initialize: %v, want an error", err)
 		}
-		diff(t, "error", &jsonrpc2.Error{Code: jsonrpc2.ServerNotInitialized, Message: "the server is not initialized"}, rpcErr)
+		diff(t, "error", &Error{Code: CodeServerNotInitialized, Message: "the server is not initialized"}, rpcErr)
 	})
 	t.Run("document not open", func(t *testing.T) {
 		t.Parallel()
@@ -464,11 +523,11 @@ func TestLifecycle(t *testing.T) {
 		c.initialize()
 		var got any
 		err := c.call(protocol.MethodTextDocumentHover, &protocol.HoverParams{TextDocumentPositionParams: at(orderURI, 0, 0)}, &got)
-		var rpcErr *jsonrpc2.Error
+		var rpcErr *Error
 		if !errors.As(err, &rpcErr) {
 			t.Fatalf("hover on a closed document: %v, want an error", err)
 		}
-		diff(t, "error", &jsonrpc2.Error{Code: jsonrpc2.InvalidParams, Message: "document not open: file:///work/order.fsm"}, rpcErr)
+		diff(t, "error", &Error{Code: CodeInvalidParams, Message: "document not open: file:///work/order.fsm"}, rpcErr)
 	})
 	t.Run("close clears diagnostics", func(t *testing.T) {
 		t.Parallel()
@@ -496,11 +555,11 @@ func TestLifecycle(t *testing.T) {
 		c.mustCall(protocol.MethodShutdown, nil, nil)
 		var got any
 		err := c.call(protocol.MethodTextDocumentHover, &protocol.HoverParams{TextDocumentPositionParams: at(orderURI, 0, 0)}, &got)
-		var rpcErr *jsonrpc2.Error
+		var rpcErr *Error
 		if !errors.As(err, &rpcErr) {
 			t.Fatalf("hover after shutdown: %v, want an error", err)
 		}
-		diff(t, "error", &jsonrpc2.Error{Code: jsonrpc2.InvalidRequest, Message: "the server is shutting down"}, rpcErr)
+		diff(t, "error", &Error{Code: CodeInvalidRequest, Message: "the server is shutting down"}, rpcErr)
 		c.notify(protocol.MethodExit, nil)
 		if err := <-c.served; err != nil {
 			t.Errorf("Serve = %v, want nil", err)
@@ -613,5 +672,60 @@ machine Order {
 		c.mustCall(protocol.MethodTextDocumentCompletion, &protocol.CompletionParams{
 			TextDocumentPositionParams: at(uri, 13, uint32(len(tc.last)))}, &got)
 		diff(t, "completion after "+strings.TrimSpace(tc.last), protocol.CompletionList{Items: tc.want}, got)
+	}
+}
+
+// TestChangesOfADocumentAreCoalesced holds the queue to its rule: a change
+// pushed right after a change of the same document replaces it, and any
+// other message keeps the changes before it.
+func TestChangesOfADocumentAreCoalesced(t *testing.T) {
+	t.Parallel()
+	q := newQueue()
+	msg := func(method string, version int) queued {
+		return queued{msg: &message{Method: method, Params: json.RawMessage(strconv.Itoa(version))}}
+	}
+	change := func(uri protocol.DocumentURI, version int) queued {
+		it := msg(protocol.MethodTextDocumentDidChange, version)
+		it.change = uri
+		return it
+	}
+	for v := 2; v <= 10000; v++ {
+		q.push(change("file:///a.fsm", v))
+	}
+	q.push(change("file:///b.fsm", 2))
+	q.push(change("file:///b.fsm", 3))
+	q.push(msg(protocol.MethodTextDocumentHover, 0))
+	q.push(change("file:///b.fsm", 4))
+	var got []string
+	for range 4 {
+		it, ok := q.pop(t.Context())
+		if !ok {
+			t.Fatal("pop: context done")
+		}
+		got = append(got, string(it.change)+" "+string(it.msg.Params))
+	}
+	diff(t, "messages handled", []string{"file:///a.fsm 10000", "file:///b.fsm 3", " 0", "file:///b.fsm 4"}, got)
+}
+
+// TestStaleVersionsAreDropped sends a change older than the document: it
+// is neither checked nor published, and requests see the newer text.
+func TestStaleVersionsAreDropped(t *testing.T) {
+	t.Parallel()
+	c := startServer(t)
+	c.initialize()
+	c.open(orderURI, "machine M {\n}\n")
+	c.change(orderURI, 5, readFile(t, "testdata/order.fsm"))
+	c.notify(protocol.MethodTextDocumentDidChange, &protocol.DidChangeTextDocumentParams{
+		TextDocument:   protocol.VersionedTextDocumentIdentifier{TextDocumentIdentifier: protocol.TextDocumentIdentifier{URI: orderURI}, Version: 3},
+		ContentChanges: []protocol.TextDocumentContentChangeEvent{{Text: "machine Stale {\n}\n"}}})
+	var symbols []protocol.DocumentSymbol
+	c.mustCall(protocol.MethodTextDocumentDocumentSymbol, &protocol.DocumentSymbolParams{TextDocument: protocol.TextDocumentIdentifier{URI: orderURI}}, &symbols)
+	if len(symbols) != 1 || symbols[0].Name != "Order" {
+		t.Errorf("symbols after a stale change: %+v, want the machine Order", symbols)
+	}
+	select {
+	case p := <-c.diags:
+		t.Errorf("diagnostics published for version %d", p.Version)
+	default:
 	}
 }
