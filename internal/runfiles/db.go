@@ -73,7 +73,7 @@ func FromStore(ctx context.Context, st *store.Store, runID string) (Audit, error
 			continue // PENDING: never ran
 		}
 		if sr.Result == nil || len(sr.Result.Output) == 0 {
-			continue // closed after an interruption: no summary
+			continue // SKIPPED, or closed after an interruption: no summary
 		}
 		var sum StepSummary
 		if err := json.Unmarshal(sr.Result.Output, &sum); err != nil {

@@ -23,13 +23,14 @@ const (
 )
 
 // Statuses of a run and of a step as the summaries write them. A step not
-// started yet is PENDING in memory; the summaries list only the steps that
-// ran, so they hold OK and FAILED only.
+// started yet is PENDING, and SKIPPED once the run stopped before it; the
+// summaries list only the steps that ran, so they hold OK and FAILED only.
 const (
 	StatusPending = "PENDING"
 	StatusRunning = "RUNNING"
 	StatusOK      = "OK"
 	StatusFailed  = "FAILED"
+	StatusSkipped = "SKIPPED"
 )
 
 // TimeLayout is the layout of every timestamp in a run's files: UTC, ISO

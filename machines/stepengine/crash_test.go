@@ -200,7 +200,7 @@ func TestCrashAndRerun(t *testing.T) {
 				case i == done:
 					want[i] = "FAILED " + stepengine.ErrorTypeInterrupted
 				default:
-					want[i] = "PENDING "
+					want[i] = "SKIPPED " + stepengine.ErrorTypeSkipped
 				}
 			}
 			if diff := cmp.Diff(want, got); diff != "" {

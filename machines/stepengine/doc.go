@@ -32,13 +32,17 @@
 // and run. Every step is a run of the step machine in the database,
 // created PENDING when the run starts, moved PENDING -> RUNNING
 // (StepStart) -> OK (StepEnd with ok) or FAILED (StepEnd without ok for a
-// returned failure, StepError for an error, a panic or an invalid result);
-// the steps after a failure stay PENDING. The run is a run of the run
-// machine, RUNNING while its steps execute (StepOK after each), then OK
-// (AllStepsOK) or FAILED (StepFailed). Each transition is recorded through
-// runtime/store before it is applied. The step's summary (steps.json's
-// element) is its run's result output, and the run's summary (run.json) the
-// run's, so that `fsmctl export --from-db` rebuilds the audit byte for byte.
+// returned failure, StepError for an error, a panic or an invalid result).
+// The run is a run of the run machine, RUNNING while its steps execute
+// (StepOK after each), then OK (AllStepsOK) or FAILED (StepFailed). The
+// steps a failure leaves unstarted end SKIPPED (RunStopped; generic status
+// cancelled, error code Skipped) in the same transaction as the run's
+// StepFailed, so a failed run leaves no step PENDING; so do the steps of
+// an interrupted attempt when its run is run again. Each transition is
+// recorded through runtime/store before it is applied. The step's summary
+// (steps.json's element) is its run's result output, and the run's summary
+// (run.json) the run's, so that `fsmctl export --from-db` rebuilds the
+// audit byte for byte.
 //
 // # The files
 //

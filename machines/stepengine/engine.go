@@ -13,6 +13,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/fsmgen/fsmgen/internal/runfiles"
 	"github.com/fsmgen/fsmgen/machines/stepengine/apiclient"
 	"github.com/fsmgen/fsmgen/machines/stepengine/run"
@@ -114,7 +116,7 @@ type RunResult struct {
 	Summary RunSummary
 	Steps   []StepSummary
 	// StepStates holds every step's final state, in the workflow's order:
-	// OK, FAILED, or PENDING for the steps after a failure, never started.
+	// OK, FAILED, or SKIPPED for the steps after a failure, never started.
 	StepStates []string
 	// State is the RunState as context.json holds it.
 	State *RunState
@@ -243,8 +245,9 @@ func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (store.Ru
 }
 
 // closeInterrupted ends, in the database, the attempt of a run whose
-// process stopped during it: its RUNNING step FAILED, the run FAILED, both
-// with ErrorTypeInterrupted and no summary.
+// process stopped during it, in one transaction: its RUNNING step FAILED,
+// its PENDING steps SKIPPED, the run FAILED, with ErrorTypeInterrupted and
+// no summary.
 func (e *Engine) closeInterrupted(ctx context.Context, prev store.Run) error {
 	const msg = "the process running this attempt stopped before it finished; the run was run again"
 	steps, err := runfiles.StepRunsOf(ctx, e.st, prev.ID, prev.Attempt)
@@ -252,22 +255,22 @@ func (e *Engine) closeInterrupted(ctx context.Context, prev store.Run) error {
 		return err
 	}
 	failed := run.StepFailed{ErrorType: ErrorTypeInterrupted, ErrorMessage: msg}
+	var running *store.Run
+	var pending []store.Run
 	for _, s := range steps.Steps {
-		sr, rec, err := e.st.Load(ctx, s.RunID, step.Definition())
+		sr, err := e.st.Get(ctx, s.RunID)
 		if err != nil {
 			return err
 		}
-		if sr.State != step.StateRunning.String() {
-			continue
+		switch sr.State {
+		case step.StateRunning.String():
+			running = &sr
+			failed.StepIndex, failed.StepName = s.Index, s.Name
+		case step.StatePending.String():
+			pending = append(pending, sr)
 		}
-		rec.SetResult(store.Result{ErrorCode: ErrorTypeInterrupted, ErrorDetail: msg})
-		m := step.New(stepGuards{}, step.WithState(step.StateRunning), step.WithRecorder(rec))
-		if err := m.StepError(ctx, step.StepError{ErrorType: ErrorTypeInterrupted, ErrorMessage: msg}); err != nil {
-			return err
-		}
-		failed.StepIndex, failed.StepName = s.Index, s.Name
 	}
-	cur, rec, err := e.st.Load(ctx, prev.ID, run.Definition())
+	cur, err := e.st.Get(ctx, prev.ID)
 	if err != nil {
 		return err
 	}
@@ -275,8 +278,47 @@ func (e *Engine) closeInterrupted(ctx context.Context, prev store.Run) error {
 	if err != nil {
 		return err
 	}
-	rec.SetResult(store.Result{ErrorCode: ErrorTypeInterrupted, ErrorDetail: msg})
-	return run.New(run.WithState(st), run.WithRecorder(rec)).StepFailed(ctx, failed)
+	res := store.Result{ErrorCode: ErrorTypeInterrupted, ErrorDetail: msg}
+	return e.failRun(ctx, cur, st, res, failed, pending, func(tx pgx.Tx) error {
+		if running == nil {
+			return nil
+		}
+		m := step.New(stepGuards{}, step.WithState(step.StateRunning), step.WithRecorder(e.inTx(tx, *running, res)))
+		return m.StepError(ctx, step.StepError{ErrorType: ErrorTypeInterrupted, ErrorMessage: msg})
+	})
+}
+
+// failRun ends a run FAILED in one transaction with everything that ends
+// with it: first the caller's own transitions (before, may be nil), then
+// each step not started (pending) SKIPPED by RunStopped, then the run,
+// from state from, FAILED by failed with result res. Either all of them
+// are recorded or none is, so that no step of a failed run is left
+// PENDING.
+func (e *Engine) failRun(ctx context.Context, r store.Run, from run.State, res store.Result, failed run.StepFailed, pending []store.Run, before func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, e.st.Pool(), func(tx pgx.Tx) error {
+		if before != nil {
+			if err := before(tx); err != nil {
+				return err
+			}
+		}
+		skipped := store.Result{ErrorCode: ErrorTypeSkipped, ErrorDetail: fmt.Sprintf("not started: the run stopped at step %d %s", failed.StepIndex, failed.StepName)}
+		for _, p := range pending {
+			m := step.New(stepGuards{}, step.WithState(step.StatePending), step.WithRecorder(e.inTx(tx, p, skipped)))
+			if err := m.RunStopped(ctx, step.RunStopped{StepIndex: failed.StepIndex, StepName: failed.StepName}); err != nil {
+				return err
+			}
+		}
+		return run.New(run.WithState(from), run.WithRecorder(e.inTx(tx, r, res))).StepFailed(ctx, failed)
+	})
+}
+
+// inTx records a machine's transition of r, to a terminal state, in tx,
+// with the result res.
+func (e *Engine) inTx(tx pgx.Tx, r store.Run, res store.Result) fsmruntime.Recorder {
+	return fsmruntime.RecorderFunc(func(ctx context.Context, t fsmruntime.Transition) error {
+		_, err := e.st.FinishTx(ctx, tx, r.ID, r.RowVersion, t, res)
+		return err
+	})
 }
 
 // stepGuards are the step machine's guards.
@@ -338,9 +380,8 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 	r.state = &RunState{Data: map[string]any{}, StepOutputs: map[string]map[string]any{}}
 	r.started = e.now()
 
-	// Every step is a run of the step machine, created PENDING now, so
-	// that the steps a failure leaves unstarted stay PENDING in the
-	// database as in memory.
+	// Every step is a run of the step machine, created PENDING now; the
+	// steps a failure leaves unstarted end SKIPPED with the run.
 	stepRuns := runfiles.StepRuns{Attempt: r.attempt, Steps: make([]runfiles.StepRun, len(r.wf.Steps))}
 	for i, s := range r.wf.Steps {
 		sr, err := e.st.Start(dbctx, store.StartParams{
@@ -437,10 +478,22 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 	if err := runfiles.WriteFile(filepath.Join(r.runDir, runfiles.AuditFile), audit); err != nil {
 		return res, fmt.Errorf("run %s: %w", r.runID, err)
 	}
-	runRec.SetResult(result)
 	if failure != nil {
-		err = rm.StepFailed(dbctx, run.StepFailed{StepIndex: failure.StepIndex, StepName: failure.StepName, ErrorType: failure.Type, ErrorMessage: failure.Message})
+		// The steps after the failed one end SKIPPED, with the run.
+		var pending []store.Run
+		for i, s := range stepRuns.Steps[failure.StepIndex:] {
+			sr, err := e.st.Get(dbctx, s.RunID)
+			if err != nil {
+				return res, fmt.Errorf("run %s: step %d %s: %w", r.runID, s.Index, s.Name, err)
+			}
+			pending = append(pending, sr)
+			states[failure.StepIndex+i] = runfiles.StatusSkipped
+		}
+		cur := store.Run{ID: r.runID, RowVersion: runRec.RowVersion()}
+		failed := run.StepFailed{StepIndex: failure.StepIndex, StepName: failure.StepName, ErrorType: failure.Type, ErrorMessage: failure.Message}
+		err = e.failRun(dbctx, cur, run.StateRunning, result, failed, pending, nil)
 	} else {
+		runRec.SetResult(result)
 		err = rm.AllStepsOK(dbctx, run.AllStepsOK{})
 	}
 	if err != nil {

@@ -183,7 +183,7 @@ func TestGoldenRuns(t *testing.T) {
 			}
 			checkGolden(t, name, runFiles(t, res.RunDir, res.RunID))
 
-			wantStates := []string{"OK", "FAILED", "PENDING"}
+			wantStates := []string{"OK", "FAILED", "SKIPPED"}
 			if name == "ok" {
 				wantStates = []string{"OK", "OK", "OK"}
 			}
@@ -439,4 +439,125 @@ func TestRunContextIsReadOnlyAndRegisterArtifactChecksPaths(t *testing.T) {
 	if diff := cmp.Diff(want, errs); diff != "" {
 		t.Errorf("RegisterArtifact errors (-want +got):\n%s", diff)
 	}
+}
+
+func TestFailedRunEndsItsUnstartedStepsInOneTransaction(t *testing.T) {
+	t.Parallel()
+	e, st := newEngine(t)
+	ctx := context.Background()
+	runsDir := t.TempDir()
+	wf := threeSteps(transform(func(context.Context) (stepengine.StepResult, error) {
+		return stepengine.StepResult{OK: false, Error: "2 rows have no name"}, nil
+	}))
+	wf.Steps = append(wf.Steps, stepengine.Step{Name: "publish", Run: wf.Steps[2].Run})
+
+	// A run failing at step 2 of 4: steps 3 and 4 end SKIPPED, by
+	// RunStopped, in the transaction that fails the run (the same now()).
+	res, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"OK", "FAILED", "SKIPPED", "SKIPPED"}, res.StepStates); diff != "" {
+		t.Errorf("step states (-want +got):\n%s", diff)
+	}
+	checkDatabase(t, st, res, res.StepStates)
+	runEnd := lastTransition(t, st, res.RunID)
+	if runEnd.Event != "StepFailed" || runEnd.To != "FAILED" {
+		t.Fatalf("run's last transition: %+v", runEnd)
+	}
+	steps, err := runfiles.StepRunsOf(ctx, st, res.RunID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps.Steps[2:] {
+		sr, err := st.Get(ctx, s.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sr.Status != "cancelled" || sr.Result == nil || sr.Result.ErrorCode != "Skipped" || sr.Result.ErrorDetail != "not started: the run stopped at step 2 transform" {
+			t.Errorf("step %d: status %s, result %+v", s.Index, sr.Status, sr.Result)
+		}
+		last := lastTransition(t, st, s.RunID)
+		var p step.RunStopped
+		if err := last.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		if last.Event != "RunStopped" || p != (step.RunStopped{StepIndex: 2, StepName: "transform"}) || !last.At.Equal(runEnd.At) {
+			t.Errorf("step %d: last transition %s %+v at %v, want RunStopped {2 transform} at the run's %v", s.Index, last.Event, p, last.At, runEnd.At)
+		}
+	}
+
+	// When the run's last write fails, nothing of the transaction is
+	// left: the unstarted steps are still PENDING and the run RUNNING.
+	// Running it again closes that attempt, steps included, at once.
+	pool := st.Pool()
+	if _, err := pool.Exec(ctx, `
+		CREATE FUNCTION refuse_run_end() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
+		CREATE TRIGGER refuse_run_end BEFORE INSERT ON workflow_step_logs FOR EACH ROW
+		WHEN (NEW.workflow_type = 'step_engine_run' AND NEW.event = 'StepFailed') EXECUTE FUNCTION refuse_run_end()`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
+	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
+		t.Fatalf("run with its last write refused: %v", err)
+	}
+	runs, err := st.List(ctx, store.Filter{Type: run.Type, Status: "running"})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("%d running runs, want 1: %v", len(runs), err)
+	}
+	interrupted := runs[0].ID
+	stepStates := func(attempt int) []string {
+		t.Helper()
+		steps, err := runfiles.StepRunsOf(ctx, st, interrupted, attempt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var states []string
+		for _, s := range steps.Steps {
+			sr, err := st.Get(ctx, s.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			states = append(states, sr.State)
+		}
+		return states
+	}
+	if diff := cmp.Diff([]string{"OK", "FAILED", "PENDING", "PENDING"}, stepStates(1)); diff != "" {
+		t.Errorf("steps after the refused write (-want +got):\n%s", diff)
+	}
+	if _, err := pool.Exec(ctx, `DROP TRIGGER refuse_run_end ON workflow_step_logs`); err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir, RunID: interrupted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"OK", "FAILED", "SKIPPED", "SKIPPED"}, stepStates(1)); diff != "" {
+		t.Errorf("steps of the closed attempt 1 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"OK", "FAILED", "SKIPPED", "SKIPPED"}, stepStates(again.Attempt)); diff != "" {
+		t.Errorf("steps of attempt %d (-want +got):\n%s", again.Attempt, diff)
+	}
+	// No step of the step engine is left PENDING.
+	pending, err := st.List(ctx, store.Filter{Type: step.Type, Status: "running"})
+	if err != nil || len(pending) != 0 {
+		t.Errorf("%d steps not ended: %v", len(pending), err)
+	}
+}
+
+// lastTransition returns the last transition in the log of run id.
+func lastTransition(t *testing.T, st *store.Store, id string) store.Step {
+	t.Helper()
+	hist, err := st.History(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].Kind == store.KindTransition {
+			return hist[i]
+		}
+	}
+	t.Fatalf("run %s has no transition", id)
+	return store.Step{}
 }

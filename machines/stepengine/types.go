@@ -84,6 +84,9 @@ const (
 	// ErrorTypeInterrupted closes, in the database, the attempt of a run
 	// whose process stopped before it finished, when the run is run again.
 	ErrorTypeInterrupted = "RunInterrupted"
+	// ErrorTypeSkipped is the error code, in the database, of a step that
+	// never started because the run stopped at an earlier one.
+	ErrorTypeSkipped = "Skipped"
 )
 
 // RunContext is a run's identity and place on disk, the same for every

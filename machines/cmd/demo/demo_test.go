@@ -152,7 +152,7 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 	for _, want := range []string{
 		"attempt 1: OK after 2 API requests",
 		"attempt 1: FAILED after 4 API requests",
-		"  step 2 summarize:    PENDING\n",
+		"  step 2 summarize:    SKIPPED\n",
 		`"error_type": "APIRetryExhausted",`,
 		"attempt 2: OK after 1 API requests",
 		"    north,130.50\n",

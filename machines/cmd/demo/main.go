@@ -42,7 +42,7 @@
 //     run ends OK; artifacts/report.csv is written and registered;
 //  2. the API answers 429 to every request: the fetch's retries run out
 //     (APIRetryExhausted), the run ends FAILED at step 1 of 3 with its error
-//     artifact, and the other steps stay PENDING;
+//     artifact, and the other steps end SKIPPED with the run;
 //  3. the API is back: the failed run runs again under the same run id,
 //     attempt 2, and its directory is rewritten.
 //

@@ -24,7 +24,7 @@ const (
 	// Type is the machine's persisted type name.
 	Type = "step_engine_step"
 	// Version is the machine's definition version.
-	Version = 1
+	Version = 2
 )
 
 // With a runtime that does not support generated code version 1, this fails.
@@ -39,7 +39,7 @@ const (
 	// event.
 	// PENDING: not started yet. The engine starts steps in order, the next
 	// one only after the one before it is OK; after a failure no further
-	// step executes and the remaining steps stay PENDING.
+	// step executes and the remaining steps end SKIPPED with the run.
 	StatePending State = iota
 	// StateRunning is state RUNNING.
 	// RUNNING: currently executing. The handler is the step's run(ctx,
@@ -57,6 +57,11 @@ const (
 	// StateFailed is state FAILED, final with status failed.
 	// FAILED: finished with failure.
 	StateFailed
+	// StateSkipped is state SKIPPED, final with status cancelled.
+	// SKIPPED: never started: the run stopped at an earlier step that
+	// FAILED (or its attempt was closed as interrupted), and the step ended
+	// with the run, in the same transaction.
+	StateSkipped
 )
 
 // String returns the state's name, its persisted form.
@@ -82,7 +87,7 @@ func (s State) Outcome() string { return runtime.StateSpecOf(&definition, s).Out
 
 // States returns every state in declaration order.
 func States() []State {
-	return []State{StatePending, StateRunning, StateOk, StateFailed}
+	return []State{StatePending, StateRunning, StateOk, StateFailed, StateSkipped}
 }
 
 // Event is an event of the Step machine. Only the event types of this
@@ -146,11 +151,22 @@ func (StepError) EventName() string { return "StepError" }
 func (StepError) isEvent()          {}
 func (StepError) runningEvent()     {}
 
+// RunStopped is event RunStopped, accepted in PENDING.
+// RunStopped: the run ended FAILED before the step started, at the
+// step at stepIndex, named stepName.
+type RunStopped struct {
+	StepIndex int    `json:"stepIndex"`
+	StepName  string `json:"stepName"`
+}
+
+func (RunStopped) EventName() string { return "RunStopped" }
+func (RunStopped) isEvent()          {}
+
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
 func DecodeEvent(name string, payload []byte) (Event, error) { return decoder.Decode(name, payload) }
 
-var decoder = runtime.NewDecoder[Event](&definition, StepStart{}, StepEnd{}, StepError{})
+var decoder = runtime.NewDecoder[Event](&definition, StepStart{}, StepEnd{}, StepError{}, RunStopped{})
 
 // Guards are the conditions of Step; each reports whether it admits e.
 type Guards interface {
@@ -204,6 +220,8 @@ func (m *Machine) Fire(ctx context.Context, e Event) error {
 		return m.StepEnd(ctx, e)
 	case StepError:
 		return m.StepError(ctx, e)
+	case RunStopped:
+		return m.RunStopped(ctx, e)
 	}
 	return m.refuse(nil)
 }
@@ -259,6 +277,15 @@ func (m *Machine) StepError(ctx context.Context, e StepError) error {
 	return m.follow(ctx, e)
 }
 
+// RunStopped moves PENDING -> SKIPPED.
+func (m *Machine) RunStopped(ctx context.Context, e RunStopped) error {
+	if m.rec == nil && m.state == StatePending {
+		m.state = StateSkipped
+		return nil
+	}
+	return m.follow(ctx, e)
+}
+
 // View is the machine in its current state: InX for state X, whose methods
 // are the transitions X allows and do what the Machine's methods do.
 type View interface {
@@ -280,16 +307,18 @@ var views = [...]func(*Machine) View{
 	func(m *Machine) View { return InRunning{m} },
 	func(m *Machine) View { return InOk{m} },
 	func(m *Machine) View { return InFailed{m} },
+	func(m *Machine) View { return InSkipped{m} },
 }
 
 // InPending is the machine in state PENDING.
 type InPending struct{ m *Machine }
 
 // InPending returns the machine as InPending and whether it is in that state.
-func (m *Machine) InPending() (InPending, bool)                      { return InPending{m}, m.state == StatePending }
-func (InPending) State() State                                       { return StatePending }
-func (InPending) isView()                                            {}
-func (v InPending) StepStart(ctx context.Context, e StepStart) error { return v.m.StepStart(ctx, e) }
+func (m *Machine) InPending() (InPending, bool)                        { return InPending{m}, m.state == StatePending }
+func (InPending) State() State                                         { return StatePending }
+func (InPending) isView()                                              {}
+func (v InPending) StepStart(ctx context.Context, e StepStart) error   { return v.m.StepStart(ctx, e) }
+func (v InPending) RunStopped(ctx context.Context, e RunStopped) error { return v.m.RunStopped(ctx, e) }
 
 // InRunning is the machine in state RUNNING.
 type InRunning struct{ m *Machine }
@@ -316,6 +345,14 @@ type InFailed struct{ m *Machine }
 func (m *Machine) InFailed() (InFailed, bool) { return InFailed{m}, m.state == StateFailed }
 func (InFailed) State() State                 { return StateFailed }
 func (InFailed) isView()                      {}
+
+// InSkipped is the machine in final state SKIPPED.
+type InSkipped struct{ m *Machine }
+
+// InSkipped returns the machine as InSkipped and whether it is in that state.
+func (m *Machine) InSkipped() (InSkipped, bool) { return InSkipped{m}, m.state == StateSkipped }
+func (InSkipped) State() State                  { return StateSkipped }
+func (InSkipped) isView()                       {}
 
 // Handlers does the work of the states of Step the runtime drives, each
 // returning an event of its state; an error is retried by the state's policy.
@@ -366,11 +403,13 @@ var definition = runtime.Definition{
 		{Name: "RUNNING", Status: runtime.StatusRunning},
 		{Name: "OK", Status: runtime.StatusSucceeded},
 		{Name: "FAILED", Status: runtime.StatusFailed},
+		{Name: "SKIPPED", Status: runtime.StatusCancelled},
 	},
 	Events: []runtime.EventSpec{
 		{Name: "StepStart"},
 		{Name: "StepEnd", Fields: []runtime.FieldSpec{{Name: "ok", Type: "bool"}, {Name: "outputs", Type: "json.RawMessage"}, {Name: "error", Type: "string"}}},
 		{Name: "StepError", Fields: []runtime.FieldSpec{{Name: "errorType", Type: "string"}, {Name: "errorMessage", Type: "string"}, {Name: "operation", Type: "string"}, {Name: "statusCode", Type: "int"}, {Name: "attempts", Type: "int"}, {Name: "reason", Type: "string"}, {Name: "artifactPath", Type: "string"}}},
+		{Name: "RunStopped", Fields: []runtime.FieldSpec{{Name: "stepIndex", Type: "int"}, {Name: "stepName", Type: "string"}}},
 	},
 	Guards: []string{"ResultOK"},
 	Transitions: []runtime.TransitionSpec{
@@ -378,5 +417,6 @@ var definition = runtime.Definition{
 		{From: "RUNNING", To: "OK", Event: "StepEnd", Guard: "ResultOK"},
 		{From: "RUNNING", To: "FAILED", Event: "StepEnd"},
 		{From: "RUNNING", To: "FAILED", Event: "StepError"},
+		{From: "PENDING", To: "SKIPPED", Event: "RunStopped"},
 	},
 }

@@ -48,6 +48,7 @@ func fsmgenMachine() fsmtest.Machine {
 			StepStart{},
 			StepEnd{},
 			StepError{},
+			RunStopped{},
 		},
 		New: func(state string, admit map[string]bool, rec runtime.Recorder) (fsmtest.Instance, error) {
 			s, err := ParseState(state)
@@ -124,6 +125,10 @@ func TestFSMViews(t *testing.T) {
 		},
 		StateFailed: func(m *Machine) bool {
 			_, ok := m.InFailed()
+			return ok
+		},
+		StateSkipped: func(m *Machine) bool {
+			_, ok := m.InSkipped()
 			return ok
 		},
 	}
