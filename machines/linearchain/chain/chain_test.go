@@ -323,6 +323,49 @@ func TestLeaseRecoveryAndTheLateWriteRefused(t *testing.T) {
 	}
 }
 
+// A step whose lease expires on its last allowed try is exhausted: lease
+// recovery ends it DEAD (attempts = max_attempts, last_error
+// LEASE_EXPIRED, logged as RecoverLease) and fails its instance, as a
+// Retry would; it never runs again.
+func TestLeaseExpiredOnTheLastAttemptIsDead(t *testing.T) {
+	t.Parallel()
+	h := returns(chain.Retry(0, "busy"), chain.Completed())
+	e, pool := newEngine(t, def("flow", 2, abc, h, returns(chain.Completed())))
+	ctx := context.Background()
+	id := start(t, e, "flow", "k")
+	execute(t, e, claimOne(t, e, w1)) // attempts 1 of 2
+	last := claimOne(t, e, w1)
+	if last.Attempts != 1 || last.MaxAttempts != 2 {
+		t.Fatalf("last try claimed as %+v", last)
+	}
+	if err := chain.AdvanceClock(ctx, pool, 2*w1.Lease); err != nil {
+		t.Fatal(err)
+	}
+	c := claimNone(t, e, w2)
+	if c.Recovered != 1 || c.Exhausted != 1 {
+		t.Fatalf("claim after the last try's lease expired: %+v, want one recovered, exhausted", c)
+	}
+	in := wantStatuses(t, e, id, "FAILED", "DEAD", "PENDING")
+	if s := in.Steps[0]; s.Attempts != 2 || *s.LastError != "LEASE_EXPIRED" || s.LockedBy != nil || s.LockedUntil != nil || in.FailedAt == nil {
+		t.Fatalf("exhausted step %+v of %+v", s, in)
+	}
+	if _, err := e.Apply(ctx, last, chain.Completed()); !errors.Is(err, chain.ErrLeaseLost) {
+		t.Fatalf("late write of the expired try: %v, want ErrLeaseLost", err)
+	}
+	claimNone(t, e, w2)
+	if h.count() != 1 {
+		t.Errorf("handler ran %d times, want 1", h.count())
+	}
+	steps := statusLog(t, pool, "workflow_step_status_log")
+	if got, want := steps[len(steps)-1], (logRow{`{"step_seq": 0, "instance_id": 1}`, "RUNNING", "DEAD", "RecoverLease", w2.WorkerID}); got != want {
+		t.Errorf("last step log row %+v, want %+v", got, want)
+	}
+	insts := statusLog(t, pool, "workflow_instance_status_log")
+	if got, want := insts[len(insts)-1], (logRow{`{"id": 1}`, "RUNNING", "FAILED", "StepDead", w2.WorkerID}); got != want {
+		t.Errorf("last instance log row %+v, want %+v", got, want)
+	}
+}
+
 // 3) Timed-out WAITING steps are claimed, when enabled, as
 // WAITING_TIMEOUT tasks.
 func TestWaitingTimeoutIsClaimed(t *testing.T) {

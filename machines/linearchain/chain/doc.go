@@ -78,7 +78,9 @@
 // Run starts RunOptions.Workers workers, each with its own WorkerID
 // (app:host:pid:suffix), looping over a tick: Claim, in one statement, 1)
 // recovers expired leases (RUNNING with locked_until < now goes READY with
-// attempts + 1, next_run_at = now, last_error = 'LEASE_EXPIRED'), 2)
+// attempts + 1, next_run_at = now, last_error = 'LEASE_EXPIRED'; the
+// expired run counts as a try, so when attempts + 1 >= max_attempts the
+// step is exhausted as by a Retry: DEAD, and its instance FAILED), 2)
 // claims a batch of due READY steps (FOR UPDATE SKIP LOCKED) to RUNNING
 // with locked_by and locked_until = now + lease, and 3) with
 // ClaimTimedOut, claims WAITING steps past deadline_at, whose handler runs

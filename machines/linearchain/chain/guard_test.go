@@ -61,3 +61,29 @@ func TestRawSQLBreakingAMachineIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// Migrate applies a generated guard again when its text differs from the
+// one the database recorded (the machine changed), so that a database
+// migrated before the change gets the new guard; other migrations run once.
+func TestMigrateAppliesAChangedGuardAgain(t *testing.T) {
+	t.Parallel()
+	_, pool := newEngine(t)
+	ctx := context.Background()
+	// A database whose step guard is an older one: no trigger, and
+	// another checksum on record.
+	if _, err := pool.Exec(ctx, `DROP TRIGGER workflow_step_status_fsm_update ON workflow_step;
+		UPDATE workflow_chain_migrations SET checksum = 'older' WHERE version = 3`); err != nil {
+		t.Fatal(err)
+	}
+	if err := chain.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	var triggers, clocks int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_trigger WHERE tgname = 'workflow_step_status_fsm_update'),
+		(SELECT count(*) FROM workflow_clock)`).Scan(&triggers, &clocks); err != nil {
+		t.Fatal(err)
+	}
+	if triggers != 1 || clocks != 1 {
+		t.Errorf("after Migrate: %d step guard triggers, %d clock rows; want 1 and 1", triggers, clocks)
+	}
+}

@@ -60,13 +60,19 @@ func (o ClaimOptions) withDefaults() ClaimOptions {
 // recovered, and the tasks it claimed.
 type Claimed struct {
 	Recovered int
+	// Exhausted is how many of the Recovered steps had no attempt left and
+	// ended DEAD, failing their instances.
+	Exhausted int
 	Tasks     []Task
 }
 
 // Claim is the first phases of a tick, in one statement: lease recovery
-// (every RUNNING step whose locked_until < now goes back to READY with
-// attempts + 1, next_run_at = now, last_error = 'LEASE_EXPIRED', lease
-// cleared), then the batch claim (READY steps with next_run_at <= now,
+// (every RUNNING step whose locked_until < now gets attempts + 1,
+// last_error = 'LEASE_EXPIRED' and its lease cleared, and goes back to
+// READY with next_run_at = now while attempts + 1 < max_attempts; a step
+// whose lease expired on its last allowed try is exhausted, as a Retry
+// would be: it goes DEAD, logged as RecoverLease, and its instance
+// FAILED), then the batch claim (READY steps with next_run_at <= now,
 // oldest first, FOR UPDATE SKIP LOCKED, become RUNNING with locked_by =
 // WorkerID and locked_until = now + Lease) and, with ClaimTimedOut, the
 // claim of WAITING steps with deadline_at <= now. Steps of an instance
@@ -95,7 +101,7 @@ func (e *Engine) Claim(ctx context.Context, o ClaimOptions) (Claimed, error) {
 			until                      *time.Time
 			dbNow                      time.Time
 		)
-		if err := rows.Scan(&out.Recovered, &id, &seq, &stepType, &attempts, &maxAttempts, &until,
+		if err := rows.Scan(&out.Recovered, &out.Exhausted, &id, &seq, &stepType, &attempts, &maxAttempts, &until,
 			&taskType, &waiting, &typ, &version, &key, &t.Input, &evID, &evType, &evPayload, &dbNow); err != nil {
 			rows.Close()
 			return Claimed{}, fmt.Errorf("chain: claim by %s: %w", o.WorkerID, err)
@@ -138,11 +144,17 @@ WITH cfg AS (
     FOR UPDATE SKIP LOCKED
 ), recovered AS (
     UPDATE workflow_step s
-    SET status = 'READY', attempts = s.attempts + 1, next_run_at = workflow_now(),
+    SET status = CASE WHEN s.attempts + 1 < s.max_attempts THEN 'READY' ELSE 'DEAD' END,
+        attempts = s.attempts + 1,
+        next_run_at = CASE WHEN s.attempts + 1 < s.max_attempts THEN workflow_now() ELSE s.next_run_at END,
         last_error = 'LEASE_EXPIRED', locked_by = NULL, locked_until = NULL, updated_at = workflow_now()
     FROM expired, cfg
     WHERE s.instance_id = expired.instance_id AND s.step_seq = expired.step_seq
-    RETURNING s.instance_id
+    RETURNING s.instance_id, s.status
+), exhausted AS (
+    UPDATE workflow_instance i SET status = 'FAILED', failed_at = workflow_now(), updated_at = workflow_now()
+    FROM recovered r
+    WHERE r.status = 'DEAD' AND i.id = r.instance_id AND i.status = 'RUNNING'
 ), due AS (
     SELECT s.instance_id, s.step_seq, 'RUN' AS task_type FROM workflow_step s
     WHERE s.status = 'READY' AND s.next_run_at <= workflow_now()
@@ -168,9 +180,9 @@ WITH cfg AS (
     RETURNING s.instance_id, s.step_seq, s.step_type, s.attempts, s.max_attempts, s.locked_until,
         c.task_type, s.waiting_event_type
 ), counted AS (
-    SELECT count(*)::int AS n FROM recovered
+    SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'DEAD')::int AS dead FROM recovered
 )
-SELECT counted.n, c.instance_id, c.step_seq, c.step_type, c.attempts, c.max_attempts, c.locked_until,
+SELECT counted.n, counted.dead, c.instance_id, c.step_seq, c.step_type, c.attempts, c.max_attempts, c.locked_until,
     c.task_type, c.waiting_event_type, i.workflow_type, i.workflow_version, i.instance_key, i.input,
     ev.event_id, ev.event_type, ev.payload, workflow_now()
 FROM counted
@@ -206,12 +218,13 @@ type Applied struct {
 // else may change while the lease is held; the write checks it again.
 type stepGuards struct{ attemptsLeft bool }
 
-func (stepGuards) Due(context.Context, step.Claim) bool                      { return true }
-func (stepGuards) DeadlinePassed(context.Context, step.ClaimTimedOut) bool   { return true }
-func (stepGuards) LeaseExpired(context.Context, step.RecoverLease) bool      { return true }
-func (stepGuards) LeaseHeld(context.Context, step.Event) bool                { return true }
-func (g stepGuards) AttemptsLeft(context.Context, step.Retry) bool           { return g.attemptsLeft }
-func (stepGuards) WaitingEventTypeMatches(context.Context, step.WakeUp) bool { return true }
+func (stepGuards) Due(context.Context, step.Claim) bool                         { return true }
+func (stepGuards) DeadlinePassed(context.Context, step.ClaimTimedOut) bool      { return true }
+func (stepGuards) LeaseExpired(context.Context, step.RecoverLease) bool         { return true }
+func (stepGuards) RecoveryAttemptsLeft(context.Context, step.RecoverLease) bool { return true }
+func (stepGuards) LeaseHeld(context.Context, step.Event) bool                   { return true }
+func (g stepGuards) AttemptsLeft(context.Context, step.Retry) bool              { return g.attemptsLeft }
+func (stepGuards) WaitingEventTypeMatches(context.Context, step.WakeUp) bool    { return true }
 
 // Apply writes the result r of the claimed task t, in one transaction, by
 // firing r's event on the generated step machine in RUNNING, whose

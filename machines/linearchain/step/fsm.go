@@ -150,8 +150,11 @@ func (ClaimTimedOut) isEvent()          {}
 
 // RecoverLease is event RecoverLease, accepted in RUNNING.
 // RecoverLease: lease recovery releases an expired RUNNING lease:
-// attempts += 1, next_run_at = now, last_error = 'LEASE_EXPIRED',
-// locked_by/locked_until cleared.
+// attempts += 1, last_error = 'LEASE_EXPIRED', locked_by/locked_until
+// cleared; next_run_at = now when the step goes back to READY. The
+// expired run was a try like any other, so recovery respects
+// max_attempts as Retry does: a step whose lease expired on its last
+// allowed try is exhausted, and ends DEAD with its instance FAILED.
 type RecoverLease struct{}
 
 func (RecoverLease) EventName() string { return "RecoverLease" }
@@ -231,6 +234,11 @@ type Guards interface {
 	DeadlinePassed(ctx context.Context, e ClaimTimedOut) bool
 	// LeaseExpired: locked_until < now.
 	LeaseExpired(ctx context.Context, e RecoverLease) bool
+	// RecoveryAttemptsLeft: lease recovery may return the step to READY:
+	// locked_until < now (LeaseExpired) and (attempts + 1) < max_attempts,
+	// the boundary of AttemptsLeft. When attempts are exhausted the
+	// recovery ends the step instead.
+	RecoveryAttemptsLeft(ctx context.Context, e RecoverLease) bool
 	// LeaseHeld: the lease condition every RUNNING -> * write enforces:
 	// status = RUNNING, locked_by = thisWorkerId, locked_until >= now (or
 	// locked_until is null if you allow it). This prevents late writes from
@@ -355,10 +363,16 @@ func (m *Machine) ClaimTimedOut(ctx context.Context, e ClaimTimedOut) error {
 	return m.refuse(e)
 }
 
-// RecoverLease moves RUNNING -> READY when LeaseExpired.
+// RecoverLease tries in order: RUNNING -> READY when RecoveryAttemptsLeft;
+// RUNNING -> DEAD when LeaseExpired.
 func (m *Machine) RecoverLease(ctx context.Context, e RecoverLease) error {
-	if m.state == StateRunning && m.guards.LeaseExpired(ctx, e) {
-		return move(ctx, m, StateReady, &e, "")
+	if m.state == StateRunning {
+		if m.guards.RecoveryAttemptsLeft(ctx, e) {
+			return move(ctx, m, StateReady, &e, "")
+		}
+		if m.guards.LeaseExpired(ctx, e) {
+			return move(ctx, m, StateDead, &e, "")
+		}
 	}
 	return m.refuse(e)
 }
@@ -559,12 +573,13 @@ var definition = runtime.Definition{
 		{Name: "Dead", Fields: []runtime.FieldSpec{{Name: "lastError", Type: "string"}}},
 		{Name: "WakeUp", Fields: []runtime.FieldSpec{{Name: "eventType", Type: "string"}}},
 	},
-	Guards: []string{"Due", "DeadlinePassed", "LeaseExpired", "LeaseHeld", "AttemptsLeft", "WaitingEventTypeMatches"},
+	Guards: []string{"Due", "DeadlinePassed", "LeaseExpired", "RecoveryAttemptsLeft", "LeaseHeld", "AttemptsLeft", "WaitingEventTypeMatches"},
 	Transitions: []runtime.TransitionSpec{
 		{From: "PENDING", To: "READY", Event: "Activate"},
 		{From: "READY", To: "RUNNING", Event: "Claim", Guard: "Due"},
 		{From: "WAITING", To: "RUNNING", Event: "ClaimTimedOut", Guard: "DeadlinePassed"},
-		{From: "RUNNING", To: "READY", Event: "RecoverLease", Guard: "LeaseExpired"},
+		{From: "RUNNING", To: "READY", Event: "RecoverLease", Guard: "RecoveryAttemptsLeft"},
+		{From: "RUNNING", To: "DEAD", Event: "RecoverLease", Guard: "LeaseExpired"},
 		{From: "RUNNING", To: "DONE", Event: "Completed", Guard: "LeaseHeld"},
 		{From: "RUNNING", To: "WAITING", Event: "Waiting", Guard: "LeaseHeld"},
 		{From: "RUNNING", To: "READY", Event: "Retry", Guard: "AttemptsLeft"},

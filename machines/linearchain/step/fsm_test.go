@@ -25,6 +25,9 @@ func (g fsmgenGuards) DeadlinePassed(context.Context, ClaimTimedOut) bool {
 func (g fsmgenGuards) LeaseExpired(context.Context, RecoverLease) bool {
 	return g["LeaseExpired"]
 }
+func (g fsmgenGuards) RecoveryAttemptsLeft(context.Context, RecoverLease) bool {
+	return g["RecoveryAttemptsLeft"]
+}
 func (g fsmgenGuards) LeaseHeld(context.Context, Event) bool {
 	return g["LeaseHeld"]
 }

@@ -58,7 +58,7 @@ BEGIN
         events := CASE from_state
             WHEN 'PENDING' THEN CASE NEW."status" WHEN 'READY' THEN '{Activate}'::text[] END
             WHEN 'READY' THEN CASE NEW."status" WHEN 'RUNNING' THEN '{Claim}'::text[] END
-            WHEN 'RUNNING' THEN CASE NEW."status" WHEN 'READY' THEN '{RecoverLease,Retry}'::text[] WHEN 'WAITING' THEN '{Waiting}'::text[] WHEN 'DONE' THEN '{Completed}'::text[] WHEN 'DEAD' THEN '{Retry,Dead}'::text[] END
+            WHEN 'RUNNING' THEN CASE NEW."status" WHEN 'READY' THEN '{RecoverLease,Retry}'::text[] WHEN 'WAITING' THEN '{Waiting}'::text[] WHEN 'DONE' THEN '{Completed}'::text[] WHEN 'DEAD' THEN '{RecoverLease,Retry,Dead}'::text[] END
             WHEN 'WAITING' THEN CASE NEW."status" WHEN 'READY' THEN '{WakeUp}'::text[] WHEN 'RUNNING' THEN '{ClaimTimedOut}'::text[] END
         END;
         IF events IS NULL THEN
