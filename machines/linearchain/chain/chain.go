@@ -21,8 +21,8 @@ var (
 	// under this worker with a lease that has not expired by the database
 	// clock. Nothing was changed.
 	ErrLeaseLost = errors.New("lease lost")
-	// ErrUnknownWorkflow: no definition of this workflow type and version
-	// is registered.
+	// ErrUnknownWorkflow: no definition of this workflow type and version,
+	// or no handler of this step type, is registered.
 	ErrUnknownWorkflow = errors.New("unknown workflow")
 	// ErrInstanceNotFound: no instance has this id.
 	ErrInstanceNotFound = errors.New("instance not found")
@@ -248,6 +248,19 @@ func (e *Engine) handler(typ string, version int, stepType string) Handler {
 		}
 	}
 	return nil
+}
+
+// handled returns, as three columns, every (workflow type, version, step
+// type) that this engine has a handler for: what its workers may claim.
+func (e *Engine) handled() (types []string, versions []int32, stepTypes []string) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for k, d := range e.defs {
+		for _, s := range d.Steps {
+			types, versions, stepTypes = append(types, k.typ), append(versions, int32(k.version)), append(stepTypes, s.Type)
+		}
+	}
+	return types, versions, stepTypes
 }
 
 // notify wakes this process's idle workers.

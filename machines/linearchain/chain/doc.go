@@ -85,7 +85,16 @@
 // with locked_by and locked_until = now + lease, and 3) with
 // ClaimTimedOut, claims WAITING steps past deadline_at, whose handler runs
 // with TaskType WAITING_TIMEOUT; then Execute runs each task's handler and
-// applies its result. Claim and Execute are exported for callers that
+// applies its result.
+//
+// A worker claims only what it can run: steps of a workflow type and
+// version registered on its engine, whose step type has a handler there.
+// Engines with different registrations share one database without
+// touching each other's instances, and in a rolling deploy the old workers
+// leave the steps of a new version, or a step type they do not know, to
+// the new workers: no attempt is spent on a step its worker cannot run,
+// and no instance fails for it. A step no running worker knows stays
+// READY until one that knows it starts. Claim and Execute are exported for callers that
 // drive their own loop. A handler's context ends when its lease does;
 // a lease must outlast a batch's handlers.
 //

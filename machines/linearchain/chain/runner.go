@@ -75,16 +75,23 @@ type Claimed struct {
 // FAILED), then the batch claim (READY steps with next_run_at <= now,
 // oldest first, FOR UPDATE SKIP LOCKED, become RUNNING with locked_by =
 // WorkerID and locked_until = now + Lease) and, with ClaimTimedOut, the
-// claim of WAITING steps with deadline_at <= now. Steps of an instance
-// that is not RUNNING (cancelled) are not claimed. The caller executes the
-// tasks (Execute) before their lease runs out.
+// claim of WAITING steps with deadline_at <= now. Claim takes only steps
+// this engine can run: those of a workflow type and version registered
+// here whose step type has a handler here. Steps of other workflows, of
+// versions or step types this engine does not know (another application,
+// or the newer workers of a rolling deploy) are left to the engines that
+// do, with their attempts untouched. Steps of an instance that is not
+// RUNNING (cancelled) are not claimed. The caller executes the tasks
+// (Execute) before their lease runs out.
 func (e *Engine) Claim(ctx context.Context, o ClaimOptions) (Claimed, error) {
 	o = o.withDefaults()
 	if o.WorkerID == "" {
 		return Claimed{}, errors.New("chain: claim: no worker id")
 	}
 	claimed := time.Now()
-	rows, err := e.pool.Query(ctx, claimSQL, o.WorkerID, o.Lease.Microseconds(), o.Batch, o.ClaimTimedOut)
+	types, versions, stepTypes := e.handled()
+	rows, err := e.pool.Query(ctx, claimSQL, o.WorkerID, o.Lease.Microseconds(), o.Batch, o.ClaimTimedOut,
+		types, versions, stepTypes)
 	if err != nil {
 		return Claimed{}, fmt.Errorf("chain: claim by %s: %w", o.WorkerID, translate(err))
 	}
@@ -129,13 +136,24 @@ func (e *Engine) Claim(ctx context.Context, o ClaimOptions) (Claimed, error) {
 	return out, nil
 }
 
+// runnable is the condition of a step s a worker may claim: its instance
+// is RUNNING, and the worker's engine has a handler for the instance's
+// workflow type and version and the step's type (in claimSQL's handled).
+// Its shape keeps the plan of a plain join of the steps with their
+// instances, the handled set a hashed filter on it.
+const runnable = `EXISTS (SELECT 1 FROM workflow_instance i
+          WHERE i.id = s.instance_id AND i.status = 'RUNNING'
+            AND (i.workflow_type, i.workflow_version, s.step_type) IN (SELECT * FROM handled))`
+
 // claimSQL: $1 worker, $2 lease in microseconds, $3 batch, $4 claim
-// timed-out WAITING steps. Its rows are the claimed tasks, and one more
+// timed-out WAITING steps, $5-$7 the columns of Engine.handled. Its rows are the claimed tasks, and one more
 // with a NULL instance id when it claimed nothing, so that the count of
 // recovered leases always arrives.
 const claimSQL = `
 WITH cfg AS (
     SELECT set_config('fsmgen.event', 'RecoverLease', true) AS e, set_config('fsmgen.worker', $1, true) AS w
+), handled AS MATERIALIZED (
+    SELECT * FROM unnest($5::text[], $6::int[], $7::text[]) AS h (workflow_type, workflow_version, step_type)
 ), expired AS (
     SELECT instance_id, step_seq FROM workflow_step
     WHERE status = 'RUNNING' AND locked_until < workflow_now()
@@ -158,14 +176,14 @@ WITH cfg AS (
 ), due AS (
     SELECT s.instance_id, s.step_seq, 'RUN' AS task_type FROM workflow_step s
     WHERE s.status = 'READY' AND s.next_run_at <= workflow_now()
-      AND EXISTS (SELECT 1 FROM workflow_instance i WHERE i.id = s.instance_id AND i.status = 'RUNNING')
+      AND ` + runnable + `
     ORDER BY s.next_run_at
     LIMIT $3
     FOR UPDATE OF s SKIP LOCKED
 ), timed_out AS (
     SELECT s.instance_id, s.step_seq, 'WAITING_TIMEOUT' AS task_type FROM workflow_step s
     WHERE $4 AND s.status = 'WAITING' AND s.deadline_at <= workflow_now()
-      AND EXISTS (SELECT 1 FROM workflow_instance i WHERE i.id = s.instance_id AND i.status = 'RUNNING')
+      AND ` + runnable + `
     ORDER BY s.deadline_at
     LIMIT $3
     FOR UPDATE OF s SKIP LOCKED
@@ -433,22 +451,22 @@ var (
 // Execute runs the handler of the claimed task t and applies its result
 // (Apply). The handler's context ends when the lease does (on this
 // process's clock, measured from the claim), so a handler that watches it
-// stops when its result could no longer be written. A task whose workflow
-// type, version or step type has no registered handler is retried with
-// last_error saying so.
+// stops when its result could no longer be written. Claim only hands out
+// tasks this engine has a handler for; a task with none here (one that
+// another engine claimed) gives an error matching ErrUnknownWorkflow and
+// changes nothing.
 func (e *Engine) Execute(ctx context.Context, t Task) (Applied, error) {
 	h := e.handler(t.WorkflowType, t.WorkflowVersion, t.StepType)
-	var r Result
 	if h == nil {
-		r = Retry(DefaultRetryBackoff, fmt.Sprintf("no handler for %s v%d step %s", t.WorkflowType, t.WorkflowVersion, t.StepType))
-	} else {
-		hctx, cancel := ctx, context.CancelFunc(func() {})
-		if !t.deadline.IsZero() {
-			hctx, cancel = context.WithDeadline(ctx, t.deadline)
-		}
-		r = call(hctx, h, t)
-		cancel()
+		return Applied{}, fmt.Errorf("chain: instance %d step %d: no handler for %s v%d step %s: %w",
+			t.InstanceID, t.StepSeq, t.WorkflowType, t.WorkflowVersion, t.StepType, ErrUnknownWorkflow)
 	}
+	hctx, cancel := ctx, context.CancelFunc(func() {})
+	if !t.deadline.IsZero() {
+		hctx, cancel = context.WithDeadline(ctx, t.deadline)
+	}
+	r := call(hctx, h, t)
+	cancel()
 	return e.Apply(ctx, t, r)
 }
 
