@@ -149,22 +149,26 @@
 // LEASE_EXPIRED. Handlers should therefore be idempotent, or check what
 // their previous try did.
 //
-// # Lost connections
+// # Lost connections and an unavailable server
 //
-// The engine's own statements (a transition, the scheduling of a retry, a
-// parking, the extension and the release of a lease, a notification, and
-// its reads of a run's events and children) are tried again on a new
-// connection when theirs is lost: SQLSTATE class 08, 57P01, 57P02 or
-// 57P03, a connection refused, reset or closed. They back off from 10 ms
-// to 1 s for as long as the lease holds (a release, for 10 s; a
-// notification, for 2 s), and the lease's fencing keeps a late try from
-// writing anything. A lost connection is never counted as a failed try of
-// the handler: a transition that committed although its connection was
-// lost is found in the run's log, and when the lease runs out first, the
-// run is given back to be tried again. Wait and Drive ride out a restart
-// of the server until their context is done. Start, Signal and Cancel
-// return the error to their caller; a signal whose connection was lost may
-// have been recorded, which the run tells.
+// The engine's own statements (a claim, a transition, the scheduling of a
+// retry, a parking, the extension and the release of a lease, a
+// notification, and its reads of a run's events and children) are tried
+// again on a new connection when the server cannot serve them: their
+// connection is lost or refused, the server is shutting down or starting
+// up, or it lacks a resource (SQLSTATE class 08 and class 53, among them
+// 53300 too_many_connections, and 57P01, 57P02, 57P03, 57P05; a connection
+// refused, reset or closed: one classification, pgerr.Unavailable, for
+// every statement). They back off from 10 ms to 1 s for as long as the
+// lease holds (a release, for 10 s; a notification, for 2 s), and the
+// lease's fencing keeps a late try from writing anything. An unavailable
+// server is never counted as a failed try of the handler: a transition
+// that committed although its connection was lost is found in the run's
+// log, and when the lease runs out first, the try is interrupted (see Tries
+// and try keys). Wait and Drive ride out a restart of the server until
+// their context is done. Start, Signal and Cancel return the error to
+// their caller; a signal whose connection was lost may have been recorded,
+// which the run tells.
 //
 // # Waking workers
 //

@@ -575,7 +575,7 @@ func (s *session) fire(ctx context.Context, ev runtime.Event, res *store.Result,
 // counting as a failure: the lease is lost, the run moved, or the
 // connection was lost for as long as the lease held.
 func (s *session) settled(err error) bool {
-	return errors.Is(err, ErrLeaseLost) || errors.Is(err, store.ErrConflict) || s.hbase.Err() != nil || pgerr.Connection(err)
+	return errors.Is(err, ErrLeaseLost) || errors.Is(err, store.ErrConflict) || s.hbase.Err() != nil || pgerr.Unavailable(err)
 }
 
 // outcome turns a settled error into the session's result.
@@ -591,7 +591,7 @@ func (s *session) outcome(err error) error {
 		// keeping the schedule they set.
 		s.release(enginestore.KeepDue)
 		return errMoved
-	case pgerr.Connection(err):
+	case pgerr.Unavailable(err):
 		// The engine's own statement, not the run, failed: drive gives
 		// the lease back if it can, and the run is tried again without
 		// counting this try.

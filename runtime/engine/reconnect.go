@@ -11,8 +11,9 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
-// The backoff between tries of the engine's own statements after a lost
-// connection: from retryFirst, doubling, at most retryMax.
+// The backoff between tries of the engine's own statements that the server
+// could not serve (pgerr.Unavailable): from retryFirst, doubling, at most
+// retryMax.
 const (
 	retryFirst = 10 * time.Millisecond
 	retryMax   = time.Second
@@ -22,15 +23,16 @@ const (
 // shortcut, and polling finds the run anyway.
 const notifyTimeout = 2 * time.Second
 
-// retryConn calls op until it succeeds or fails otherwise than by a lost
-// connection (pgerr.Connection), backing off between tries, while ctx is
+// retryConn calls op until it succeeds or fails otherwise than by an
+// unavailable server (pgerr.Unavailable: a lost or refused connection, a
+// shutdown, a lack of resources), backing off between tries, while ctx is
 // not done and, unless until is zero, until then. It returns op's last
 // error.
 func (e *Engine) retryConn(ctx context.Context, until time.Time, what, runID string, op func() error) error {
 	delay := retryFirst
 	for {
 		err := op()
-		if err == nil || !pgerr.Connection(err) || ctx.Err() != nil {
+		if err == nil || !pgerr.Unavailable(err) || ctx.Err() != nil {
 			return err
 		}
 		wait := delay
@@ -40,7 +42,7 @@ func (e *Engine) retryConn(ctx context.Context, until time.Time, what, runID str
 				return err
 			}
 		}
-		e.log.Warn("connection lost; trying again", "op", what, "run", runID, "in", wait, "err", err)
+		e.log.Warn("server unavailable; trying again", "op", what, "run", runID, "in", wait, "err", err)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -69,7 +71,7 @@ func retried[T any](ctx context.Context, e *Engine, until time.Time, what, runID
 func (s *session) retry(ctx context.Context, what string, op func() error) (lostConn bool, err error) {
 	err = s.e.retryConn(ctx, s.leaseUntil, what, s.run.ID, func() error {
 		err := op()
-		if pgerr.Connection(err) {
+		if pgerr.Unavailable(err) {
 			lostConn = true
 		}
 		return err

@@ -76,7 +76,7 @@ func (e *Engine) Work(ctx context.Context) error {
 			case err == nil:
 				reclaim = retryFirst
 			case ctx.Err() != nil:
-			case pgerr.Connection(err):
+			case pgerr.Unavailable(err):
 				// Try again soon rather than a poll interval later.
 				e.log.Warn("claim failed; trying again", "in", reclaim, "err", err)
 				idle = min(idle, reclaim)
@@ -234,7 +234,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 			run, err := e.drive(claims[0], ctx.Done(), ctx, nil)
 			switch {
 			case errors.Is(err, errMoved):
-			case pgerr.Connection(err) && ctx.Err() == nil:
+			case pgerr.Unavailable(err) && ctx.Err() == nil:
 				// Lost for as long as the lease held: claim the run again.
 			case err != nil:
 				return run, err

@@ -334,7 +334,7 @@ func (s *Store) advanceBatch(ctx context.Context, items []dbsqlc.AdvanceRunParam
 			}
 		}
 		return out
-	case pgerr.Connection(err) || ctx.Err() != nil:
+	case pgerr.Unavailable(err) || ctx.Err() != nil:
 		for n := range out {
 			out[n].err = err
 		}

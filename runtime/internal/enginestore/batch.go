@@ -105,7 +105,7 @@ func (s *Store) AdvanceBatch(ctx context.Context, items []BatchItem) []BatchResu
 				p := items[n].Params
 				out[n].Err = runErr("advance", items[n].RunID, s.whyNot(ctx, ids[n], p.Lease, p.Transition, p.RowVersion))
 			}
-		case pgerr.Connection(err) || ctx.Err() != nil:
+		case pgerr.Unavailable(err) || ctx.Err() != nil:
 			for _, n := range shared {
 				out[n].Err = runErr("advance", items[n].RunID, store.Translate(err))
 			}

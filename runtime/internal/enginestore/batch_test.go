@@ -187,7 +187,7 @@ func TestAdvanceBatchConnectionLost(t *testing.T) {
 	}
 	items := []enginestore.BatchItem{next(cs[0]), next(cs[1]), next(cs[2])}
 	for n, r := range e.es.AdvanceBatch(e.ctx, items) {
-		if !pgerr.Connection(r.Err) {
+		if !pgerr.Unavailable(r.Err) {
 			t.Errorf("item %d: %v, want a connection error", n, r.Err)
 		}
 		if got := e.state(t, cs[n].Run.ID); got != `A/running@1 lease "w1"` {
