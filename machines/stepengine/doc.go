@@ -92,7 +92,10 @@
 //
 // # The example
 //
-// Package report is a workflow that fetches rows from an HTTP API,
-// writes artifacts/report.csv and registers it; the demo (machines/cmd/demo, make
-// demo) runs it against a scripted local server and exports its audit.
+// Package sheets writes rows to a spreadsheet tab by the contract's
+// clear-then-write rule. Package report is a workflow that fetches rows
+// from an HTTP API, writes artifacts/report.csv and registers it, and
+// optionally replaces a spreadsheet tab with the report; the demo
+// (machines/cmd/demo, make demo) runs it against scripted local servers
+// and exports its audit.
 package stepengine

@@ -153,6 +153,8 @@ func TestDemoPrintsEachRunAndItsHistory(t *testing.T) {
 		"attempt 1: OK after 2 API requests",
 		"attempt 1: FAILED after 4 API requests",
 		"  step 2 summarize:    SKIPPED\n",
+		"  step 4 publish_sheet: SKIPPED\n",
+		"The tab 'Q1 report' after the three runs (two OK runs, each cleared it first: no duplicated row):\n    [region total]\n    [east 42.25]\n    [north 130.50]\n    [south 80.00]\n\n",
 		`"error_type": "APIRetryExhausted",`,
 		"attempt 2: OK after 1 API requests",
 		"    north,130.50\n",

@@ -36,15 +36,18 @@
 //
 // Last, demo runs the step engine's report workflow
 // (machines/stepengine/report) three times against a scripted local HTTP
-// API, and exports each run's audit as fsmctl export does:
+// API, with a scripted Sheets API as its sheet output, and exports each
+// run's audit as fsmctl export does:
 //
 //  1. the API answers 503 once, then the sheet: the fetch retries and the
-//     run ends OK; artifacts/report.csv is written and registered;
+//     run ends OK; artifacts/report.csv is written and registered, and the
+//     report replaces the tab (clear, then write);
 //  2. the API answers 429 to every request: the fetch's retries run out
-//     (APIRetryExhausted), the run ends FAILED at step 1 of 3 with its error
+//     (APIRetryExhausted), the run ends FAILED at step 1 of 4 with its error
 //     artifact, and the other steps end SKIPPED with the run;
 //  3. the API is back: the failed run runs again under the same run id,
-//     attempt 2, and its directory is rewritten.
+//     attempt 2, its directory is rewritten and the tab replaced again,
+//     holding one copy of the report.
 //
 // The runs' directories go under -runs-dir, by default a new temporary
 // directory that is kept, so that fsmctl export can be run on it afterwards;

@@ -19,6 +19,7 @@ import (
 	"github.com/fsmgen/fsmgen/machines/stepengine"
 	"github.com/fsmgen/fsmgen/machines/stepengine/apiclient"
 	"github.com/fsmgen/fsmgen/machines/stepengine/report"
+	"github.com/fsmgen/fsmgen/machines/stepengine/sheets/sheetstest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -74,8 +75,12 @@ func stepEngineDemo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, runsDi
 	client := &apiclient.Client{HTTP: srv.Client(), Retry: &apiclient.RetryPolicy{
 		MaxRetries: 3, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, JitterRatio: 0.2,
 	}}
-	wf := report.Workflow(client, report.Config{BaseURL: srv.URL, Sheet: "Q1 sales"})
-	fmt.Fprintf(w, "\n== Step engine: workflow %s: fetch (GET %s/v4/spreadsheets/Q1%%20sales/values), summarize, write_report.\n", wf.Name, srv.URL)
+	sink := sheetstest.NewServer("demo-reports")
+	defer sink.Close()
+	wf := report.Workflow(client, report.Config{BaseURL: srv.URL, Sheet: "Q1 sales",
+		Output: &report.SheetOutput{BaseURL: sink.URL, SpreadsheetID: sink.SpreadsheetID, Tab: "Q1 report"}})
+	fmt.Fprintf(w, "\n== Step engine: workflow %s: fetch (GET %s/v4/spreadsheets/Q1%%20sales/values), summarize, write_report,\n", wf.Name, srv.URL)
+	fmt.Fprintf(w, "publish_sheet (clear, then write from A1, tab 'Q1 report' of a scripted Sheets API at %s).\n", sink.URL)
 	fmt.Fprintf(w, "Runs go under %s.\n", runsDir)
 
 	fmt.Fprintln(w, "\n-- 1. The API answers 503 once, then the sheet: the fetch retries, the run ends OK")
@@ -88,7 +93,7 @@ func stepEngineDemo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, runsDi
 		return err
 	}
 
-	fmt.Fprintln(w, "\n-- 2. The API answers 429 to every request: retries run out, the run fails at step 1 of 3")
+	fmt.Fprintln(w, "\n-- 2. The API answers 429 to every request: retries run out, the run fails at step 1 of 4")
 	sheet.set(http.StatusTooManyRequests)
 	failed, err := eng.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
 	if err != nil {
@@ -108,6 +113,10 @@ func stepEngineDemo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, runsDi
 		return err
 	}
 
+	fmt.Fprintf(w, "\nThe tab 'Q1 report' after the three runs (two OK runs, each cleared it first: no duplicated row):\n")
+	for _, row := range sink.Tab("Q1 report") {
+		fmt.Fprintf(w, "    %v\n", row)
+	}
 	if ok.Status != "OK" || failed.Status != "FAILED" || again.Status != "OK" || again.Attempt != 2 {
 		return fmt.Errorf("unexpected outcomes: %s, %s, %s (attempt %d); want OK, FAILED, OK (attempt 2)", ok.Status, failed.Status, again.Status, again.Attempt)
 	}

@@ -295,27 +295,49 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 // GetJSON sends a GET request to url, with retries, and decodes a 2xx
 // response's JSON body into v. Another status is an *APIError.
 func (c *Client) GetJSON(ctx context.Context, operation, url string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	return c.SendJSON(ctx, operation, http.MethodGet, url, nil, v)
+}
+
+// SendJSON sends a request with method to url, with in encoded as its JSON
+// body (no body when in is nil), with retries, and decodes a 2xx
+// response's JSON body into out (unless out is nil). Another status is an
+// *APIError.
+func (c *Client) SendJSON(ctx context.Context, operation, method, url string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("%s: encode the request: %w", operation, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return fmt.Errorf("%s: %w", operation, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.Do(operation, req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return fmt.Errorf("%s: read the response: %w", operation, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		reason, message := parseError(body)
+		reason, message := parseError(data)
 		if message == "" {
 			message = http.StatusText(resp.StatusCode)
 		}
 		return &APIError{Operation: operation, StatusCode: resp.StatusCode, Reason: reason, Message: message}
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("%s: decode the response: %w", operation, err)
 	}
 	return nil

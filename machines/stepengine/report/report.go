@@ -6,7 +6,10 @@
 //
 // Its steps follow the contract's rerun rules: report.csv has a fixed name
 // and is written whole (temporary file, rename), so a rerun under the same
-// run id replaces it rather than appending to it.
+// run id replaces it rather than appending to it. With Config.Output, a
+// last step replaces a spreadsheet tab with the report (package sheets:
+// clear, then write from A1), so running the workflow again never
+// duplicates its rows there.
 package report
 
 import (
@@ -22,6 +25,7 @@ import (
 	"github.com/fsmgen/fsmgen/internal/runfiles"
 	"github.com/fsmgen/fsmgen/machines/stepengine"
 	"github.com/fsmgen/fsmgen/machines/stepengine/apiclient"
+	"github.com/fsmgen/fsmgen/machines/stepengine/sheets"
 )
 
 // Name is the workflow's name.
@@ -35,10 +39,24 @@ const Operation = "sheets.spreadsheets.values.get"
 const ReportPath = runfiles.ArtifactsDir + "/report.csv"
 
 // Config is what the workflow reads: the API's base URL and the sheet's
-// name. Its JSON is hashed into run.json's config_hash.
+// name, and where the report goes besides report.csv. Its JSON is hashed
+// into run.json's config_hash.
 type Config struct {
 	BaseURL string `json:"base_url"`
 	Sheet   string `json:"sheet"`
+	// Output, optional, is a spreadsheet tab the report is also written
+	// to, by a last step publish_sheet.
+	Output *SheetOutput `json:"output,omitempty"`
+}
+
+// SheetOutput is a spreadsheet tab the report replaces at every run:
+// clear, then write from A1 (sheets.Writer), never append, so a workflow
+// run twice leaves the tab with one copy of the report.
+type SheetOutput struct {
+	// BaseURL is the Sheets API's root; Config.BaseURL when empty.
+	BaseURL       string `json:"base_url,omitempty"`
+	SpreadsheetID string `json:"spreadsheet_id"`
+	Tab           string `json:"tab"`
 }
 
 // Values is the API's answer: a header row, then rows of region and
@@ -47,9 +65,10 @@ type Values struct {
 	Values [][]string `json:"values"`
 }
 
-// Workflow returns the report workflow: fetch, summarize, write_report.
+// Workflow returns the report workflow: fetch, summarize, write_report,
+// and publish_sheet when cfg.Output is set.
 func Workflow(client *apiclient.Client, cfg Config) stepengine.Workflow {
-	return stepengine.Workflow{
+	wf := stepengine.Workflow{
 		Name:   Name,
 		Config: cfg,
 		Steps: []stepengine.Step{
@@ -90,14 +109,9 @@ func Workflow(client *apiclient.Client, cfg Config) stepengine.Workflow {
 					regions = append(regions, r)
 				}
 				sort.Strings(regions)
+				table := reportTable(regions, totals)
 				var b bytes.Buffer
-				w := csv.NewWriter(&b)
-				w.Write([]string{"region", "total"})
-				for _, r := range regions {
-					w.Write([]string{r, strconv.FormatFloat(totals[r], 'f', 2, 64)})
-				}
-				w.Flush()
-				if err := w.Error(); err != nil {
+				if err := csv.NewWriter(&b).WriteAll(table); err != nil {
 					return stepengine.StepResult{}, err
 				}
 				if err := runfiles.WriteFile(filepath.Join(rc.RunDir(), filepath.FromSlash(ReportPath)), b.Bytes()); err != nil {
@@ -110,8 +124,45 @@ func Workflow(client *apiclient.Client, cfg Config) stepengine.Workflow {
 				if err := log.Log("report_written", map[string]any{"path": ReportPath, "rows": len(regions)}); err != nil {
 					return stepengine.StepResult{}, err
 				}
+				st.Data["report"] = table
 				return stepengine.StepResult{OK: true, Outputs: map[string]any{"path": ReportPath}, Metrics: meta}, nil
 			}},
 		},
 	}
+	if out := cfg.Output; out != nil {
+		base := out.BaseURL
+		if base == "" {
+			base = cfg.BaseURL
+		}
+		w := &sheets.Writer{Client: client, BaseURL: base, SpreadsheetID: out.SpreadsheetID}
+		wf.Steps = append(wf.Steps, stepengine.Step{Name: "publish_sheet", Run: func(ctx context.Context, rc stepengine.RunContext, st *stepengine.RunState, log *stepengine.Logger) (stepengine.StepResult, error) {
+			table, _ := st.Data["report"].([][]string)
+			rows := make([][]any, len(table))
+			for i, r := range table {
+				for _, c := range r {
+					rows[i] = append(rows[i], c)
+				}
+			}
+			res, err := w.Replace(ctx, out.Tab, rows)
+			if err != nil {
+				return stepengine.StepResult{}, err
+			}
+			if err := log.Log("sheet_replaced", map[string]any{"cleared_range": res.ClearedRange, "updated_range": res.UpdatedRange, "rows": res.UpdatedRows}); err != nil {
+				return stepengine.StepResult{}, err
+			}
+			return stepengine.StepResult{OK: true, Outputs: map[string]any{"range": res.UpdatedRange, "rows": res.UpdatedRows},
+				Metrics: map[string]any{"rows": res.UpdatedRows, "cells": res.UpdatedCells}}, nil
+		}})
+	}
+	return wf
+}
+
+// reportTable is the report's rows, those of report.csv and of the
+// sheet: the header, then a region and its total a row.
+func reportTable(regions []string, totals map[string]float64) [][]string {
+	rows := [][]string{{"region", "total"}}
+	for _, r := range regions {
+		rows = append(rows, []string{r, strconv.FormatFloat(totals[r], 'f', 2, 64)})
+	}
+	return rows
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/fsmgen/fsmgen/machines/stepengine"
 	"github.com/fsmgen/fsmgen/machines/stepengine/apiclient"
 	"github.com/fsmgen/fsmgen/machines/stepengine/report"
+	"github.com/fsmgen/fsmgen/machines/stepengine/sheets/sheetstest"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -112,5 +113,54 @@ func TestReportFailsThenRerunsAndOverwrites(t *testing.T) {
 	data, _ = os.ReadFile(filepath.Join(first.RunDir, "artifacts", "index.json"))
 	if err := json.Unmarshal(data, &index); err != nil || len(index) != 1 || index[0].Name != "report_csv" || index[0].Path != "artifacts/report.csv" {
 		t.Errorf("artifact index: %v %s", err, data)
+	}
+}
+
+func TestReportToASheetTwiceLeavesNoDuplicatedRows(t *testing.T) {
+	t.Parallel()
+	var data atomic.Value
+	data.Store(`{"values":[["region","amount"],["north","120.5"],["south","80"],["east","5"]]}`)
+	source := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, data.Load().(string))
+	}))
+	t.Cleanup(source.Close)
+	sink := sheetstest.NewServer("reports-2026")
+	t.Cleanup(sink.Close)
+	client := &apiclient.Client{Sleep: func(context.Context, time.Duration) error { return nil }}
+	e := stepengine.New(store.New(pgtest.NewPool(t)))
+	ctx := context.Background()
+	if err := e.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wf := report.Workflow(client, report.Config{BaseURL: source.URL, Sheet: "Q1 sales",
+		Output: &report.SheetOutput{BaseURL: sink.URL, SpreadsheetID: "reports-2026", Tab: "Q1 report"}})
+	runsDir := t.TempDir()
+	want := [][]any{{"region", "total"}, {"east", "5.00"}, {"north", "120.50"}, {"south", "80.00"}}
+	for i := range 2 {
+		if i == 1 {
+			// The second run has one region fewer: nothing of the first
+			// run's rows may be left.
+			data.Store(`{"values":[["region","amount"],["north","10"],["south","20"]]}`)
+			want = [][]any{{"region", "total"}, {"north", "10.00"}, {"south", "20.00"}}
+		}
+		res, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
+		if err != nil || res.Status != "OK" {
+			t.Fatalf("run %d: %v %s %+v", i+1, err, res.Status, res.Failure)
+		}
+		if diff := cmp.Diff([]string{"OK", "OK", "OK", "OK"}, res.StepStates); diff != "" {
+			t.Errorf("run %d: step states (-want +got):\n%s", i+1, diff)
+		}
+		if diff := cmp.Diff(want, sink.Tab("Q1 report")); diff != "" {
+			t.Errorf("run %d: the tab (-want +got):\n%s", i+1, diff)
+		}
+	}
+	var calls []string
+	for _, r := range sink.Requests() {
+		calls = append(calls, r.Method+" "+r.Path+" "+r.Query)
+	}
+	clear := "POST /v4/spreadsheets/reports-2026/values/'Q1 report':clear "
+	update := "PUT /v4/spreadsheets/reports-2026/values/'Q1 report'!A1 valueInputOption=RAW"
+	if diff := cmp.Diff([]string{clear, update, clear, update}, calls); diff != "" {
+		t.Errorf("requests to the sheet (-want +got):\n%s", diff)
 	}
 }
