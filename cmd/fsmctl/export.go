@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/fsmgen/fsmgen/internal/runfiles"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -28,7 +29,10 @@ the summaries it left in runs/<run_id>/: run.json and steps.json.
                  step_metrics_json (the step's metrics as compact JSON)
 
 --out FILE writes elsewhere (--out - to standard output). The file is written
-whole or not at all: a temporary file, synced, renamed over FILE.
+whole or not at all: a temporary file, synced, renamed over FILE, which keeps
+its mode. A FILE that is not a regular file (a symbolic link, a device) is
+refused, and so is one inside a run's directory other than its audit.json and
+audit.csv: an export never overwrites a run's own files.
 
 A missing run directory, and a missing or corrupt run.json or steps.json, is an
 error naming the directory or file (exit status 1); nothing is written then.
@@ -95,6 +99,11 @@ func runExport(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) err
 	out := fs.Lookup("out").Value.String()
 	fromDB := fs.Lookup("from-db").Value.String() == "true"
 
+	if out != "" && out != "-" {
+		if err := checkOut(out, runsDir); err != nil {
+			return usagef(nil, "%v", err)
+		}
+	}
 	var a runfiles.Audit
 	if fromDB {
 		if err := checkRunID(id); err != nil {
@@ -146,4 +155,31 @@ func runExport(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) err
 	}
 	fmt.Fprintf(c.stdout, "Wrote %s: run %s (%s, %s), %d steps.\n", out, id, a.Run.WorkflowName, a.Run.Status, len(a.Steps))
 	return nil
+}
+
+// checkOut refuses an --out inside a run's directory of runsDir (symbolic
+// links resolved) other than its audit files: an export must not
+// overwrite run.json, steps.json or any other file of a run.
+func checkOut(out, runsDir string) error {
+	resolve := func(p string) string {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			return r
+		}
+		return abs
+	}
+	target := filepath.Join(resolve(filepath.Dir(out)), filepath.Base(out))
+	rel, err := filepath.Rel(resolve(runsDir), target)
+	if err != nil || !filepath.IsLocal(rel) {
+		return nil
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	if len(parts) == 1 || len(parts) == 2 && (parts[1] == runfiles.AuditFile || parts[1] == runfiles.AuditCSVFile) {
+		return nil
+	}
+	return fmt.Errorf("--out %s: inside the run directory %s, whose files an export must not overwrite (only %s and %s may be written there)",
+		out, filepath.Join(runsDir, parts[0]), runfiles.AuditFile, runfiles.AuditCSVFile)
 }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -256,5 +259,67 @@ func write(t *testing.T, dir, name string, data []byte) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestExportOutRefusesRunFilesLinksAndDevices points --out at a run's own
+// run.json, at a symbolic link and at a FIFO: each is refused and left
+// as it was; an existing file written keeps its mode.
+func TestExportOutRefusesRunFilesLinksAndDevices(t *testing.T) {
+	t.Parallel()
+	_, runsDir, id := stepRun(t)
+	dir := filepath.Join(runsDir, id)
+	runJSON := filepath.Join(dir, "run.json")
+	before, err := os.ReadFile(runJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "audit.json")
+	if err := os.Symlink(runJSON, link); err != nil {
+		t.Fatal(err)
+	}
+	// A FIFO stands for a device: a test must never risk replacing a
+	// real one, such as /dev/null, of the machine it runs on.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inside := "fsmctl export: --out %s: inside the run directory " + dir + ", whose files an export must not overwrite (only audit.json and audit.csv may be written there)\n"
+	for _, tc := range []struct {
+		out  string
+		want result
+	}{
+		{runJSON, result{Code: exitUsage, Stderr: fmt.Sprintf(inside, runJSON)}},
+		{filepath.Join(dir, "artifacts", "index.json"), result{Code: exitUsage, Stderr: fmt.Sprintf(inside, filepath.Join(dir, "artifacts", "index.json"))}},
+		{link, result{Code: exitFailure, Stderr: "fsmctl: export " + id + ": write " + link + ": not a regular file\n"}},
+		{fifo, result{Code: exitFailure, Stderr: "fsmctl: export " + id + ": write " + fifo + ": not a regular file\n"}},
+	} {
+		r := fsmctl(t, nil, "export", id, "--runs-dir", runsDir, "--out", tc.out)
+		if first, _, _ := strings.Cut(r.Stderr, "\n"); tc.want.Code == exitUsage {
+			r.Stderr = first + "\n"
+		}
+		if diff := cmp.Diff(tc.want, r); diff != "" {
+			t.Errorf("export --out %s (-want +got):\n%s", tc.out, diff)
+		}
+	}
+	if after, _ := os.ReadFile(runJSON); !bytes.Equal(before, after) {
+		t.Errorf("run.json was overwritten")
+	}
+	if info, err := os.Lstat(link); err != nil || info.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", info, err)
+	}
+	if info, err := os.Lstat(fifo); err != nil || info.Mode()&fs.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v %v", info, err)
+	}
+	// The run's own audit files may be written, and keep their mode.
+	audit := filepath.Join(dir, "audit.csv")
+	if err := os.WriteFile(audit, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := fsmctl(t, nil, "export", id, "--runs-dir", runsDir, "--format", "csv", "--out", audit); r.Code != exitOK {
+		t.Fatalf("export to the run's audit.csv: %+v", r)
+	}
+	if info, err := os.Stat(audit); err != nil || info.Mode().Perm() != 0o600 || info.Size() == 0 {
+		t.Errorf("audit.csv: %v %v, want written, -rw-------", info, err)
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/fsmgen/fsmgen/gen"
+	"github.com/fsmgen/fsmgen/internal/safeio"
 )
+
+// maxImportSize is the largest XState file imported (16 MiB).
+const maxImportSize = 16 << 20
 
 // importMachine is fsmgen import: a flat XState machine config as a .fsm
 // file (see gen.ImportXState).
@@ -35,7 +38,7 @@ func importMachine(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	in := fl.Arg(0)
-	data, err := os.ReadFile(in)
+	data, err := safeio.ReadFile(in, maxImportSize)
 	if err != nil {
 		fmt.Fprintf(stderr, "fsmgen import: %v\n", err)
 		return exitInput

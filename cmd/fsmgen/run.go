@@ -14,6 +14,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/dsl"
 	"github.com/fsmgen/fsmgen/gen"
+	"github.com/fsmgen/fsmgen/internal/safeio"
 )
 
 // Exit codes.
@@ -107,7 +108,7 @@ func loadWith(paths []string, stderr io.Writer, report func(d dsl.Diagnostic, sr
 			continue
 		}
 		seen[key] = true
-		src, err := os.ReadFile(p)
+		src, err := readSource(p)
 		if err != nil {
 			fmt.Fprintf(stderr, "fsmgen: %v\n", err)
 			ok = false
@@ -300,33 +301,24 @@ func renderSafely(render func(*dsl.Spec) ([]gen.File, error), spec *dsl.Spec) (f
 	return render(spec)
 }
 
-// writeIfChanged writes content to path through a temporary file and a
-// rename, and leaves the file untouched when it already holds content.
+// writeIfChanged writes content to path with safeio.WriteFile (a
+// temporary file and a rename, the file's mode kept, a path that is not a
+// regular file refused), and leaves the file untouched when it already
+// holds content.
 func writeIfChanged(path string, content []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
+	if old, err := safeio.ReadFile(path, int64(len(content))); err == nil && bytes.Equal(old, content) {
 		return nil
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return safeio.WriteFile(path, content, 0o644)
+}
+
+// readSource reads a .fsm file: a regular file of at most dsl.MaxFileSize
+// bytes.
+func readSource(path string) ([]byte, error) {
+	return safeio.ReadFile(path, dsl.MaxFileSize)
 }
 
 func format(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -341,7 +333,7 @@ func format(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "fsmgen fmt: cannot use -w with standard input")
 			return exitUsage
 		}
-		src, err := io.ReadAll(stdin)
+		src, err := safeio.ReadAll("<standard input>", stdin, dsl.MaxFileSize)
 		if err != nil {
 			fmt.Fprintf(stderr, "fsmgen fmt: %v\n", err)
 			return exitInput
@@ -387,7 +379,7 @@ func format(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	code := exitOK
 	for _, p := range files {
-		src, err := os.ReadFile(p)
+		src, err := readSource(p)
 		if err != nil {
 			fmt.Fprintf(stderr, "fsmgen fmt: %v\n", err)
 			code = exitInput

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/fsmgen/fsmgen/gen"
+	"github.com/fsmgen/fsmgen/internal/safeio"
 )
 
 // What fsmgen owns. generate writes each machine's files into a package
@@ -180,7 +181,7 @@ func (t *txn) stage(p writePlan) error {
 		mode := fs.FileMode(0o644)
 		switch {
 		case err == nil && !info.Mode().IsRegular():
-			return fmt.Errorf("write %s: not a regular file", o.path)
+			return fmt.Errorf("write %s: %w", o.path, safeio.ErrNotRegular)
 		case err == nil:
 			if old, err = os.ReadFile(o.path); err != nil {
 				return fmt.Errorf("write %s: %w", o.path, cause(err))

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/fsmgen/fsmgen/internal/safeio"
 )
 
 // Errors of ReadSummaries, matched with errors.Is.
@@ -82,8 +84,11 @@ func CheckRunID(id string) error {
 	return nil
 }
 
+// MaxFileSize is the largest file of a run directory read back (64 MiB).
+const MaxFileSize = 64 << 20
+
 func readJSON(name string, v any) error {
-	data, err := os.ReadFile(name)
+	data, err := safeio.ReadFile(name, MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: %w (the run has not finished, or its directory is incomplete)", name, ErrSummaryMissing)
 	}

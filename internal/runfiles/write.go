@@ -7,59 +7,32 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/fsmgen/fsmgen/internal/safeio"
 )
 
-// WriteFile writes data to name crash-safely: to a temporary file in the
-// same directory, synced, then renamed over name, and the directory synced.
-// A reader sees the previous content or data, never part of data; after a
-// crash at any point, name is whole (old or new) and at most a temporary
-// file named .name.tmp-* is left behind, which the next write of name
-// does not trip on.
+// WriteFile writes data to name crash-safely with safeio.WriteFile: to a
+// temporary file in the same directory, synced, then renamed over name,
+// and the directory synced. A reader sees the previous content or data,
+// never part of data; after a crash at any point, name is whole (old or
+// new) and at most a temporary file named .name.tmp-* is left behind,
+// which the next write of name does not trip on. An existing name keeps
+// its mode; one that is not a regular file (a symbolic link, a device) is
+// refused with safeio.ErrNotRegular.
 func WriteFile(name string, data []byte) error {
-	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: sync: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, name); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	ok = true
-	return SyncDir(dir)
-}
-
-// SyncDir fsyncs a directory, so that the entries created, renamed or
-// removed in it survive a crash of the machine.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
+	if err := safeio.WriteFile(name, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", name, cause(err))
 	}
 	return nil
+}
+
+// cause strips the operation and path an *fs.PathError repeats.
+func cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // WriteJSON encodes v with EncodeJSON and writes it to name with WriteFile.
@@ -83,7 +56,7 @@ func AppendArtifact(runDir string, rec ArtifactRecord) error {
 		return fmt.Errorf("artifact index: %w", err)
 	}
 	var index []ArtifactRecord
-	data, err := os.ReadFile(name)
+	data, err := safeio.ReadFile(name, MaxFileSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:

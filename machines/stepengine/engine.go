@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fsmgen/fsmgen/internal/runfiles"
+	"github.com/fsmgen/fsmgen/internal/safeio"
 	"github.com/fsmgen/fsmgen/machines/stepengine/apiclient"
 	"github.com/fsmgen/fsmgen/machines/stepengine/run"
 	"github.com/fsmgen/fsmgen/machines/stepengine/step"
@@ -359,7 +360,7 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 	if err := os.MkdirAll(filepath.Join(r.runDir, runfiles.ArtifactsDir), 0o755); err != nil {
 		return res, fmt.Errorf("run %s: %w", r.runID, err)
 	}
-	if err := runfiles.SyncDir(runsDir); err != nil {
+	if err := safeio.SyncDir(runsDir); err != nil {
 		return res, fmt.Errorf("run %s: %w", r.runID, err)
 	}
 	logsPath := filepath.Join(r.runDir, runfiles.LogsFile)
