@@ -30,5 +30,8 @@
 // summary ErrSummaryMissing or ErrSummaryCorrupt, each naming the file.
 // AuditJSON and AuditCSV encode the audit of a run, the same bytes whether
 // the summaries came from the files or from the database. CSVColumns are the
-// CSV's columns, in the contract's order.
+// CSV's columns, in the contract's order. A CSV cell that starts with =, +,
+// -, @, a tab or a carriage return is written with a single quote in front
+// (NeutraliseFormula, after OWASP's CSV injection guidance): a spreadsheet
+// opening the export shows it as text instead of running it as a formula.
 package runfiles

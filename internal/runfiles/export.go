@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fsmgen/fsmgen/internal/safeio"
@@ -179,7 +180,8 @@ func AuditJSON(a Audit) ([]byte, error) {
 
 // AuditCSV encodes the audit as audit.csv: a header of CSVColumns, then one
 // row per step with the run's fields repeated, metrics as compact JSON.
-// A run with no step has the header only.
+// A run with no step has the header only. A text cell that a spreadsheet
+// would read as a formula is neutralised (NeutraliseFormula).
 func AuditCSV(a Audit) ([]byte, error) {
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
@@ -192,10 +194,11 @@ func AuditCSV(a Audit) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("step %d metrics: %w", s.StepIndex, err)
 		}
+		n := NeutraliseFormula
 		row := []string{
-			r.RunID, r.WorkflowName, r.Status, r.StartedAt, r.FinishedAt, strconv.FormatInt(r.DurationMS, 10),
-			strconv.Itoa(s.StepIndex), s.StepName, s.Status, s.StartedAt, s.FinishedAt, strconv.FormatInt(s.DurationMS, 10),
-			s.ErrorCode, s.ErrorMessage, string(m),
+			n(r.RunID), n(r.WorkflowName), n(r.Status), n(r.StartedAt), n(r.FinishedAt), strconv.FormatInt(r.DurationMS, 10),
+			strconv.Itoa(s.StepIndex), n(s.StepName), n(s.Status), n(s.StartedAt), n(s.FinishedAt), strconv.FormatInt(s.DurationMS, 10),
+			n(s.ErrorCode), n(s.ErrorMessage), n(string(m)),
 		}
 		if err := w.Write(row); err != nil {
 			return nil, err
@@ -206,4 +209,17 @@ func AuditCSV(a Audit) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// NeutraliseFormula returns a CSV cell that no spreadsheet runs as a
+// formula, as OWASP's CSV injection guidance says: a cell that starts with
+// =, +, -, @, a tab or a carriage return gets a single quote in front, so
+// that Excel, LibreOffice and Google Sheets show it as text. Other cells
+// are returned as they are. Numbers the export formats itself (durations,
+// step indexes) are not passed through it.
+func NeutraliseFormula(cell string) string {
+	if cell != "" && strings.IndexByte("=+-@\t\r", cell[0]) >= 0 {
+		return "'" + cell
+	}
+	return cell
 }

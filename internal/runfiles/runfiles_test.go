@@ -180,3 +180,36 @@ func TestReadSummariesErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditCSVNeutralisesFormulas writes cells a spreadsheet would run as
+// formulas: each is read back with a single quote in front, the others as
+// they were.
+func TestAuditCSVNeutralisesFormulas(t *testing.T) {
+	t.Parallel()
+	a := audit()
+	a.Run.WorkflowName = "=cmd|' /C calc'!A0"
+	a.Steps[0].StepName = "+SUM(1,2)"
+	a.Steps[0].ErrorCode = "@SUM(A1)"
+	a.Steps[0].ErrorMessage = "-2+3"
+	a.Steps[1].ErrorCode = "\tTAB"
+	a.Steps[1].ErrorMessage = "\r=HYPERLINK(\"http://evil.example\")"
+	data, err := runfiles.AuditCSV(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	for _, r := range rows[1:] {
+		got = append(got, []string{r[1], r[7], r[12], r[13], r[14]})
+	}
+	want := [][]string{
+		{"'=cmd|' /C calc'!A0", "'+SUM(1,2)", "'@SUM(A1)", "'-2+3", `{"cols":["a","b"],"rows":2}`},
+		{"'=cmd|' /C calc'!A0", "write", "'\tTAB", "'\r=HYPERLINK(\"http://evil.example\")", ""},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("cells (workflow, step, code, message, metrics) (-want +got):\n%s", diff)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -24,17 +25,92 @@ func Time(t time.Time) string {
 	return t.UTC().Format(timeLayout)
 }
 
-// OrDash returns s, or "-" when s is empty.
+// OrDash returns s escaped (Escape), or "-" when s is empty.
 func OrDash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return Escape(s)
 }
 
-// Table returns a tabwriter that aligns columns two spaces apart.
+// Escape returns s with every character a terminal would act on rather
+// than show written as a Go escape: C0 and C1 control characters (tab and
+// newline included, which would break a table's layout), DEL, the
+// bidirectional marks, embeddings, overrides and isolates, and bytes that
+// are not UTF-8. A value read from the database (a tenant, an error, a
+// payload) can then neither move the cursor, recolour or retitle the
+// terminal, nor reorder what is printed around it.
+func Escape(s string) string { return escape(s, false) }
+
+func escape(s string, keepLayout bool) string {
+	i := 0
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unsafeRune(r, size, keepLayout) {
+			break
+		}
+		i += size
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case !unsafeRune(r, size, keepLayout):
+			b.WriteString(s[i : i+size])
+		case r == utf8.RuneError:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// unsafeRune reports whether a terminal could act on r (size bytes of
+// input); keepLayout lets tab and newline through.
+func unsafeRune(r rune, size int, keepLayout bool) bool {
+	switch {
+	case r == utf8.RuneError && size <= 1:
+		return true
+	case keepLayout && (r == '\t' || r == '\n'):
+		return false
+	case r < 0x20, r == 0x7f, 0x80 <= r && r <= 0x9f:
+		return true
+	case r == 0x200e, r == 0x200f, 0x202a <= r && r <= 0x202e, 0x2066 <= r && r <= 0x2069:
+		return true
+	}
+	return false
+}
+
+// Table returns a tabwriter that aligns columns two spaces apart. What it
+// prints is escaped as Escape does, tabs and newlines apart (they are the
+// table's layout): a value that a caller forgot to escape still cannot
+// reach the terminal as a control sequence.
 func Table(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	return tabwriter.NewWriter(safeWriter{w}, 0, 8, 2, ' ', 0)
+}
+
+// safeWriter escapes what it writes, tabs and newlines apart.
+type safeWriter struct{ w io.Writer }
+
+func (s safeWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(s.w, escape(string(p), true)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // RunTable prints runs as an aligned table, one line each.
@@ -47,7 +123,7 @@ func RunTable(w io.Writer, runs []store.Run) error {
 			outcome = r.Result.Outcome
 		}
 		fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
-			r.ID, r.Type, r.Version, r.State, r.Status, OrDash(outcome), r.TenantID, r.Attempt,
+			r.ID, Escape(r.Type), r.Version, Escape(r.State), r.Status, OrDash(outcome), OrDash(r.TenantID), r.Attempt,
 			Time(r.CreatedAt), Time(r.UpdatedAt))
 	}
 	return tw.Flush()
@@ -58,7 +134,7 @@ func RunTable(w io.Writer, runs []store.Run) error {
 // error.
 func Run(w io.Writer, r store.Run) error {
 	tw := Table(w)
-	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, Escape(v)) }
 	line("run", r.ID)
 	line("type", fmt.Sprintf("%s v%d", r.Type, r.Version))
 	line("state", r.State)
@@ -117,9 +193,9 @@ func History(w io.Writer, steps []store.Step, payloads bool) error {
 	}
 	fmt.Fprintln(tw, head)
 	for i, s := range steps {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d", i+1, Time(s.At), s.Kind, s.Name, stateChange(s), s.Attempt)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d", i+1, Time(s.At), Escape(string(s.Kind)), Escape(s.Name), Escape(stateChange(s)), s.Attempt)
 		if payloads {
-			fmt.Fprintf(tw, "\t%s", CompactJSON(s.Payload))
+			fmt.Fprintf(tw, "\t%s", Escape(CompactJSON(s.Payload)))
 		}
 		fmt.Fprintln(tw)
 	}
