@@ -20,6 +20,13 @@ type Run struct {
 	// StepAttempt counts the tries of the current state's handler, starting
 	// at 1; it grows with each retry and starts again in the next state.
 	StepAttempt int
+	// TryKey identifies this call of the handler, unique among all calls of
+	// all handlers of all runs, retries and interrupted tries included: a
+	// handler's side effects (a payment, a message to another system) can
+	// be made idempotent on it. The engine sets it as
+	// "<run id>/<lease epoch>/<row version>"; it is empty when the handler
+	// is called outside the engine.
+	TryKey string
 	// TenantID and UserID identify who the run belongs to.
 	TenantID string
 	UserID   string

@@ -1,7 +1,9 @@
 -- name: ClaimRuns :many
 -- Leases up to max_runs due runs of the kinds, each "version/type", to
 -- owner: a new epoch, an expiry ttl_us from now. A run whose previous lease
--- expired gets step_attempt + 1 and a lease_expired row in its log.
+-- expired (or was given up as interrupted) gets step_attempt + 1 and a
+-- lease_expired row in its log, which names the try key of the interrupted
+-- try: "<run id>/<previous epoch>/<row version>".
 --
 -- Each kind is read on its own from workflow_runs_claim_idx, oldest due
 -- first, and at most max_runs of its runs are locked; the oldest due of
@@ -15,7 +17,8 @@
 -- run's row version, a change committed while the claim waited for the
 -- run is missing from the events, and they must be read again.
 --
--- The leasing is fsm_claim_runs's (migrations/0011_claim_plan.sql), a
+-- The leasing is fsm_claim_runs's (migrations/0011_claim_plan.sql,
+-- 0012_interrupted_tries.sql), a
 -- function so that its plan is made once per connection rather than at
 -- every call.
 SELECT c.*,
@@ -43,10 +46,12 @@ RETURNING w.lease_expires_at;
 -- name: ReleaseLease :execrows
 -- Gives a lease up. With keep_schedule next_run_at stays; otherwise it is
 -- due after next_delay_us, or NULL (waiting) when that is NULL, or now when
--- a child run finished and is not delivered yet.
+-- a child run finished and is not delivered yet. With interrupted the lease
+-- is not cleared but made to expire now: the next claim counts the try
+-- under way as interrupted and logs it, as for a worker that died.
 UPDATE workflow_runs w SET
-    lease_owner = NULL,
-    lease_expires_at = NULL,
+    lease_owner = CASE WHEN @interrupted::bool THEN w.lease_owner ELSE NULL END,
+    lease_expires_at = CASE WHEN @interrupted::bool THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE NULL END,
     next_run_at = CASE
         WHEN @keep_schedule::bool THEN w.next_run_at
         WHEN EXISTS (SELECT 1 FROM workflow_runs c

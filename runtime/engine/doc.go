@@ -149,6 +149,31 @@
 // LEASE_EXPIRED. Handlers should therefore be idempotent, or check what
 // their previous try did.
 //
+// # Tries and try keys
+//
+// Every call of a handler is a try of its state, and is visible in the
+// run's log afterwards: by the transition it chose, its attempt_failed
+// step, the parked step, or, when its outcome was never written, a
+// lease_expired step. A try is interrupted when its worker dies, when its
+// handler is abandoned at shutdown, or when the server cannot take its
+// outcome for as long as the lease holds: the session then gives the lease
+// up as interrupted (made to expire at once rather than cleared), or the
+// lease expires, and the next claim counts the try (step_attempt + 1) and
+// logs it, in the claim statement. Lost writes thus never hand a run back
+// with the try uncounted. An interrupted try counts against the state's
+// MaxAttempts like a failed one (a failing handler gets no more tries for
+// the outages it met), but exhausts the state only past
+// max(MaxAttempts, RecoveryLimit), so that a handler that succeeds is not
+// failed by fewer than RecoveryLimit outages in a row.
+//
+// runtime.Run.TryKey identifies each call: "<run id>/<lease epoch>/<row
+// version>", the epoch of the claim the handler is called under and the
+// run's row version at the call. A session calls a handler at most once per
+// row version and every claim has an epoch of its own, so no two calls of
+// any handler share a key; the lease_expired step of an interrupted try
+// names its key ("try_key"). A handler whose side effects must not be
+// repeated by the same try dedupes them on the key.
+//
 // # Lost connections and an unavailable server
 //
 // The engine's own statements (a claim, a transition, the scheduling of a
@@ -248,9 +273,10 @@
 // When Work's context is done, no new handler starts, and Work returns
 // within ShutdownGrace. Running handlers have until its last quarter, or
 // its last second when that is shorter, to finish and record their
-// transitions; then their contexts are cancelled, their leases released
-// and their runs made due at once for other workers (a release still under
-// way when the grace is up is waited for, up to 10 s more). A handler that
+// transitions; then their contexts are cancelled, their leases given up as
+// interrupted (the abandoned try counts as a try) and their runs made due at
+// once for other workers (a release still under way when the grace is up is
+// waited for, up to 10 s more). A handler that
 // ignores its context does not hold Work up: it is left behind when the
 // grace is up, its lease is no longer extended, and once the lease has
 // expired another worker resumes the run, counting the interrupted try.

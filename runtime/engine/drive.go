@@ -316,6 +316,11 @@ type session struct {
 	hbase context.Context
 	// handling, when not nil, counts Work's sessions inside a handler.
 	handling *atomic.Int32
+	// called is set while a handler has been called under the lease and
+	// no outcome of that call (a transition, a retry, a parking) is
+	// written: a session that gives its lease up then gives it up as
+	// interrupted, so that the try is counted and logged.
+	called bool
 }
 
 // drive drives a claimed run until it is terminal, waits, is parked or
@@ -332,8 +337,14 @@ func (e *Engine) drive(c enginestore.Claim, stop <-chan struct{}, hbase context.
 	err := s.driveSession()
 	if s.held {
 		// Left with the lease in hand: a stop, an abandoned handler, an
-		// error. The run is due again at once, for another worker.
-		s.release(enginestore.DueIn(0))
+		// outcome that could not be written for as long as the lease
+		// held. The run is due again at once, for another worker; a
+		// handler's try whose outcome is not written is interrupted.
+		if s.called {
+			s.interrupt()
+		} else {
+			s.release(enginestore.DueIn(0))
+		}
 		e.notify(context.Background(), s.run.Type)
 	}
 	return s.run, err
@@ -404,9 +415,11 @@ func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
 	}
 	rt := s.run.Runtime()
 	rt.Events = s.events
+	rt.TryKey = enginestore.TryKey(s.run.ID, s.lease.Epoch, s.run.RowVersion)
 	eff := &effects{}
 	rt.Effects = eff
 
+	s.called = true
 	hctx, cancel := context.WithCancelCause(ctx)
 	stopHeartbeat := s.heartbeat(hctx, cancel)
 	if s.handling != nil {
@@ -566,7 +579,7 @@ func (s *session) fire(ctx context.Context, ev runtime.Event, res *store.Result,
 	if rec.t == nil {
 		return fmt.Errorf("engine: %s: Fire recorded nothing for %s in %s", s.run.Type, ev.EventName(), s.run.State)
 	}
-	s.run, s.now, s.held = rec.after(), rec.adv.At, rec.keep
+	s.run, s.now, s.held, s.called = rec.after(), rec.adv.At, rec.keep, false
 	s.events = append(s.events, ev)
 	return nil
 }
@@ -618,7 +631,7 @@ func (s *session) fail(ctx context.Context, st runtime.StateSpec, code, detail s
 		}
 		// Scheduled; or a try lost with its connection released the lease
 		// (or it expired meanwhile): the run is out of the session's hands.
-		s.held = false
+		s.held, s.called = false, false
 		return nil
 	}
 	return s.exhausted(ctx, st, code, detail)
@@ -715,7 +728,7 @@ func (s *session) park(ctx context.Context, code, detail string) error {
 		}
 		return s.outcome(err)
 	}
-	s.held = false
+	s.held, s.called = false, false
 	s.run.ParkedAt, s.run.LastErrorCode, s.run.LastError = s.now, code, detail
 	s.e.log.Warn("run parked", "run", s.run.ID, "type", s.run.Type, "state", s.run.State, "code", code, "error", detail)
 	return nil
@@ -831,16 +844,33 @@ func (s *session) heartbeat(ctx context.Context, cancel context.CancelCauseFunc)
 // release gives the lease back, with a context of its own so that it
 // happens also when the session's context is done.
 func (s *session) release(due enginestore.Due) {
+	s.giveUp("release lease", func(ctx context.Context) error {
+		return s.e.es.ReleaseLease(ctx, s.lease, due)
+	})
+}
+
+// interrupt gives the lease back after a handler's try whose outcome could
+// not be written: the run is due at once, and its next claim counts the try
+// and logs it (see enginestore.InterruptLease). If this write is lost too,
+// the lease expires, with the same result.
+func (s *session) interrupt() {
+	s.giveUp("interrupt lease", func(ctx context.Context) error {
+		return s.e.es.InterruptLease(ctx, s.lease)
+	})
+}
+
+// giveUp lets the lease go with op, tried again while the server is
+// unavailable, with a context of its own so that it happens also when the
+// session's context is done.
+func (s *session) giveUp(what string, op func(ctx context.Context) error) {
 	if !s.held {
 		return
 	}
 	s.held = false
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.hbase), releaseTimeout)
 	defer cancel()
-	err := s.e.retryConn(ctx, time.Time{}, "release lease", s.run.ID, func() error {
-		return s.e.es.ReleaseLease(ctx, s.lease, due)
-	})
+	err := s.e.retryConn(ctx, time.Time{}, what, s.run.ID, func() error { return op(ctx) })
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
-		s.e.log.Warn("release failed; the lease will expire", "run", s.run.ID, "err", err)
+		s.e.log.Warn("giving the lease up failed; it will expire", "op", what, "run", s.run.ID, "err", err)
 	}
 }

@@ -196,10 +196,17 @@ func TestShutdownReleasesLeases(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// The abandoned tries are interrupted: the leases are given up as
+	// expired, for the next claim to count and log the tries.
+	now, err := v.st.Now(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range []string{a.ID, b.ID} {
 		got := v.get(t, id)
-		if got.State != "WORKING" || got.LeaseOwner != "" || got.NextRunAt.IsZero() || got.StepAttempt != 1 {
-			t.Errorf("after shutdown: state %s, lease %q, next run %v, step attempt %d", got.State, got.LeaseOwner, got.NextRunAt, got.StepAttempt)
+		if got.State != "WORKING" || got.LeaseExpiresAt.After(now) || got.NextRunAt.IsZero() || got.StepAttempt != 1 {
+			t.Errorf("after shutdown: state %s, lease %q until %v (now %v), next run %v, step attempt %d",
+				got.State, got.LeaseOwner, got.LeaseExpiresAt, now, got.NextRunAt, got.StepAttempt)
 		}
 	}
 	// Another worker takes them at once, without waiting for an expiry.
@@ -209,9 +216,12 @@ func TestShutdownReleasesLeases(t *testing.T) {
 		t.Fatalf("RunDue after shutdown: %d, %v", n, err)
 	}
 	for _, id := range []string{a.ID, b.ID} {
-		want := []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING", "transition Finish WORKING->DONE"}
+		want := []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING", "step lease_expired WORKING->WORKING", "transition Finish WORKING->DONE"}
 		if diff := cmp.Diff(want, v.moves(t, id)); diff != "" {
 			t.Errorf("log (-want +got):\n%s", diff)
+		}
+		if expired := v.steps(t, id, "lease_expired"); len(expired) != 1 || expired[0]["step_attempt"] != float64(2) {
+			t.Errorf("lease_expired steps %v, want one counting the abandoned try (step attempt 2)", expired)
 		}
 	}
 }

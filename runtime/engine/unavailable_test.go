@@ -217,3 +217,85 @@ func TestRefusedConnectionNotCharged(t *testing.T) {
 		})
 	}
 }
+
+// TestLostWriteInterruptsTheTry: a handler returns, and then every
+// connection slot is taken for longer than the lease, so that its
+// transition cannot be written. The engine gives the lease up as
+// interrupted; the next claim counts the try and logs it under its try key,
+// and the handler is called again with another key. Both calls are in the
+// log: the first by the lease_expired step naming its key, the second by
+// its transition.
+func TestLostWriteInterruptsTheTry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newSlots(t, 2)
+	limited := s.pool.Config().ConnConfig.ConnString()
+	var (
+		mu    sync.Mutex
+		keys  []string
+		tries []int
+	)
+	d := &driver{def: jobDef("job", nil, "GiveUp"), guards: ownerGuard(), handlers: map[string]handler{
+		"QUEUED": constant(event("Begin")),
+		"WORKING": func(ctx context.Context, run *runtime.Run) (runtime.Event, error) {
+			mu.Lock()
+			keys, tries = append(keys, run.TryKey), append(tries, run.StepAttempt)
+			first := len(keys) == 1
+			mu.Unlock()
+			if first {
+				if err := s.exhaust(ctx, limited); err != nil {
+					t.Error(err)
+				}
+			}
+			return event("Finish"), nil
+		},
+	}}
+	// The slots are given back once the engine gave up writing the
+	// transition and tries to give its lease up.
+	interrupting := make(chan string, 1)
+	var once sync.Once
+	e := s.engine(t, engine.Config{Lease: time.Second, Logger: slog.New(retryLog{Handler: quiet.Handler(), on: func(op string) {
+		if op == "interrupt lease" || op == "release lease" {
+			once.Do(func() { interrupting <- op })
+		}
+	}})}, d)
+	run := s.start(t, e, "job", "k")
+
+	driven := make(chan error, 1)
+	var got store.Run
+	go func() {
+		var err error
+		got, err = e.Drive(ctx, run.ID)
+		driven <- err
+	}()
+	select {
+	case op := <-interrupting:
+		if op != "interrupt lease" {
+			t.Errorf("the lease was given up with %s, want interrupt lease", op)
+		}
+	case err := <-driven:
+		s.free()
+		t.Fatalf("Drive returned before the lease was given up as interrupted: run in %s, %s %q: %v", got.State, got.LastErrorCode, got.LastError, err)
+	}
+	s.free()
+	if err := <-driven; err != nil {
+		t.Fatal(err)
+	}
+	if got.State != "DONE" {
+		t.Errorf("run in %s, want DONE", got.State)
+	}
+	if len(keys) != 2 || keys[0] == "" || keys[0] == keys[1] {
+		t.Fatalf("the handler was called with try keys %q, want two different ones", keys)
+	}
+	if diff := cmp.Diff([]int{1, 2}, tries); diff != "" {
+		t.Errorf("step attempts of the calls (-want +got):\n%s", diff)
+	}
+	want := []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING", "step lease_expired WORKING->WORKING", "transition Finish WORKING->DONE"}
+	if diff := cmp.Diff(want, s.moves(t, run.ID)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+	expired := s.steps(t, run.ID, "lease_expired")
+	if len(expired) != 1 || expired[0]["try_key"] != keys[0] || expired[0]["step_attempt"] != float64(2) {
+		t.Errorf("lease_expired steps %v, want one naming the first try %s, step attempt 2", expired, keys[0])
+	}
+}

@@ -27,7 +27,8 @@ import (
 // ShutdownGrace: running handlers have until its last quarter, or its last
 // second when that is shorter, to finish, and their transitions are
 // recorded; then the contexts of those still running are cancelled and
-// their leases released, so that other workers may take the runs at once.
+// their leases given up as interrupted (the abandoned try counts as a try),
+// so that other workers may take the runs at once.
 // A handler that ignores its context is left behind when the grace is up:
 // its lease is no longer extended, and once it has expired another worker
 // resumes the run (the interrupted try counts as a try). Only releases

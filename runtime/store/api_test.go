@@ -19,7 +19,7 @@ import (
 func TestEngineOperationsAreInternal(t *testing.T) {
 	t.Parallel()
 	engineOnly := map[string]bool{
-		"Claim": true, "ClaimParams": true, "Lease": true, "Kind": true, "ExtendLease": true, "ReleaseLease": true,
+		"Claim": true, "ClaimParams": true, "Lease": true, "Kind": true, "ExtendLease": true, "ReleaseLease": true, "InterruptLease": true,
 		"Advance": true, "AdvanceParams": true, "Advanced": true, "Effects": true, "StepEffect": true,
 		"MessageEffect": true, "StartEffect": true, "ScheduleRetry": true, "Park": true,
 		"FinishedChildren": true, "Child": true, "AttemptEvents": true, "LoggedEvent": true,

@@ -429,7 +429,9 @@ type ClaimRunsRow struct {
 
 // Leases up to max_runs due runs of the kinds, each "version/type", to
 // owner: a new epoch, an expiry ttl_us from now. A run whose previous lease
-// expired gets step_attempt + 1 and a lease_expired row in its log.
+// expired (or was given up as interrupted) gets step_attempt + 1 and a
+// lease_expired row in its log, which names the try key of the interrupted
+// try: "<run id>/<previous epoch>/<row version>".
 //
 // Each kind is read on its own from workflow_runs_claim_idx, oldest due
 // first, and at most max_runs of its runs are locked; the oldest due of
@@ -443,7 +445,8 @@ type ClaimRunsRow struct {
 // run's row version, a change committed while the claim waited for the
 // run is missing from the events, and they must be read again.
 //
-// The leasing is fsm_claim_runs's (migrations/0011_claim_plan.sql), a
+// The leasing is fsm_claim_runs's (migrations/0011_claim_plan.sql,
+// 0012_interrupted_tries.sql), a
 // function so that its plan is made once per connection rather than at
 // every call.
 func (q *Queries) ClaimRuns(ctx context.Context, arg ClaimRunsParams) ([]ClaimRunsRow, error) {
@@ -788,22 +791,23 @@ func (q *Queries) ParkRun(ctx context.Context, arg ParkRunParams) (pgtype.Timest
 
 const releaseLease = `-- name: ReleaseLease :execrows
 UPDATE workflow_runs w SET
-    lease_owner = NULL,
-    lease_expires_at = NULL,
+    lease_owner = CASE WHEN $1::bool THEN w.lease_owner ELSE NULL END,
+    lease_expires_at = CASE WHEN $1::bool THEN coalesce($2::timestamptz, now()) ELSE NULL END,
     next_run_at = CASE
-        WHEN $1::bool THEN w.next_run_at
+        WHEN $3::bool THEN w.next_run_at
         WHEN EXISTS (SELECT 1 FROM workflow_runs c
                      WHERE c.parent_run_id = w.id AND c.status <> 'running' AND c.parent_delivered_at IS NULL)
             THEN coalesce($2::timestamptz, now())
-        WHEN $3::bigint IS NULL THEN NULL
-        ELSE coalesce($2::timestamptz, now()) + $3::bigint * interval '1 microsecond'
+        WHEN $4::bigint IS NULL THEN NULL
+        ELSE coalesce($2::timestamptz, now()) + $4::bigint * interval '1 microsecond'
     END
-WHERE w.id = $4 AND w.lease_owner = $5::text AND w.lease_epoch = $6
+WHERE w.id = $5 AND w.lease_owner = $6::text AND w.lease_epoch = $7
 `
 
 type ReleaseLeaseParams struct {
-	KeepSchedule bool
+	Interrupted  bool
 	Now          pgtype.Timestamptz
+	KeepSchedule bool
 	NextDelayUs  pgtype.Int8
 	ID           pgtype.UUID
 	Owner        string
@@ -812,11 +816,14 @@ type ReleaseLeaseParams struct {
 
 // Gives a lease up. With keep_schedule next_run_at stays; otherwise it is
 // due after next_delay_us, or NULL (waiting) when that is NULL, or now when
-// a child run finished and is not delivered yet.
+// a child run finished and is not delivered yet. With interrupted the lease
+// is not cleared but made to expire now: the next claim counts the try
+// under way as interrupted and logs it, as for a worker that died.
 func (q *Queries) ReleaseLease(ctx context.Context, arg ReleaseLeaseParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseLease,
-		arg.KeepSchedule,
+		arg.Interrupted,
 		arg.Now,
+		arg.KeepSchedule,
 		arg.NextDelayUs,
 		arg.ID,
 		arg.Owner,

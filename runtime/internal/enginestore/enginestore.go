@@ -74,6 +74,16 @@ type Lease struct {
 	ExpiresAt time.Time
 }
 
+// TryKey is the key of a try of a handler: the run, the epoch of the lease
+// the handler is called under and the run's row version at the call, as
+// "<run id>/<epoch>/<row version>". A session calls a handler at most once
+// per row version, and every claim has an epoch of its own, so no two
+// calls share a key. The claim statement builds the same key for the
+// lease_expired step of an interrupted try.
+func TryKey(runID string, epoch, rowVersion int64) string {
+	return fmt.Sprintf("%s/%d/%d", runID, epoch, rowVersion)
+}
+
 // Kind names a (type, version) a worker can drive.
 type Kind struct {
 	Type    string
@@ -117,8 +127,10 @@ type Claim struct {
 // read on its own from an index of (type, version, next_run_at), so that
 // due runs of kinds the worker does not drive cost nothing. Each claim adds
 // one to the run's lease epoch. A run whose previous lease expired
-// unreleased (its worker died or stalled) gets step_attempt + 1 and a
-// lease_expired row in its log: the interrupted try counts as a try. The
+// unreleased (its worker died or stalled) or was given up with
+// InterruptLease gets step_attempt + 1 and a lease_expired row in its log,
+// naming the interrupted try's key (see TryKey): the interrupted try counts
+// as a try. The
 // events of each run's current attempt come with it (see Claim.Events).
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	if p.Owner == "" || p.TTL <= 0 {
@@ -223,17 +235,31 @@ func (d Due) delayParam() pgtype.Int8 {
 // whatever due says (unless KeepDue). Releasing a lease that is no longer
 // held fails with store.ErrLeaseLost.
 func (s *Store) ReleaseLease(ctx context.Context, l Lease, due Due) error {
-	id, err := parseRunID(s, "release lease", l.RunID)
+	return s.releaseLease(ctx, "release lease", l, due, false)
+}
+
+// InterruptLease gives up a lease under which a handler was called whose
+// outcome could not be written: the run is due at once, and the lease is
+// made to expire now rather than cleared, so that the next claim counts the
+// try as interrupted and logs it (a lease_expired step naming its try key),
+// as for a worker that died. It fails with store.ErrLeaseLost when the
+// lease is no longer held.
+func (s *Store) InterruptLease(ctx context.Context, l Lease) error {
+	return s.releaseLease(ctx, "interrupt lease", l, DueIn(0), true)
+}
+
+func (s *Store) releaseLease(ctx context.Context, op string, l Lease, due Due, interrupted bool) error {
+	id, err := parseRunID(s, op, l.RunID)
 	if err != nil {
 		return err
 	}
-	n, err := s.q.ReleaseLease(ctx, dbsqlc.ReleaseLeaseParams{KeepSchedule: due.keep, Now: s.now(), NextDelayUs: due.delayParam(),
-		ID: id, Owner: l.Owner, Epoch: l.Epoch})
+	n, err := s.q.ReleaseLease(ctx, dbsqlc.ReleaseLeaseParams{Interrupted: interrupted, KeepSchedule: due.keep, Now: s.now(),
+		NextDelayUs: due.delayParam(), ID: id, Owner: l.Owner, Epoch: l.Epoch})
 	if err != nil {
-		return runErr("release lease", l.RunID, store.Translate(err))
+		return runErr(op, l.RunID, store.Translate(err))
 	}
 	if n == 0 {
-		return runErr("release lease", l.RunID, fmt.Errorf("%w: epoch %d of %s", store.ErrLeaseLost, l.Epoch, l.Owner))
+		return runErr(op, l.RunID, fmt.Errorf("%w: epoch %d of %s", store.ErrLeaseLost, l.Epoch, l.Owner))
 	}
 	return nil
 }
