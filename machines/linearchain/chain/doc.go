@@ -84,8 +84,11 @@
 // claims a batch of due READY steps (FOR UPDATE SKIP LOCKED) to RUNNING
 // with locked_by and locked_until = now + lease, and 3) with
 // ClaimTimedOut, claims WAITING steps past deadline_at, whose handler runs
-// with TaskType WAITING_TIMEOUT; then Execute runs each task's handler and
-// applies its result.
+// with TaskType WAITING_TIMEOUT (without it, times them out: see
+// Deadlines); then Execute runs each task's handler and applies its
+// result. Claim and Execute are exported for callers that drive their own
+// loop. A handler's context ends when its lease does; a lease must outlast
+// a batch's handlers.
 //
 // A worker claims only what it can run: steps of a workflow type and
 // version registered on its engine, whose step type has a handler there.
@@ -94,18 +97,44 @@
 // leave the steps of a new version, or a step type they do not know, to
 // the new workers: no attempt is spent on a step its worker cannot run,
 // and no instance fails for it. A step no running worker knows stays
-// READY until one that knows it starts. Claim and Execute are exported for callers that
-// drive their own loop. A handler's context ends when its lease does;
-// a lease must outlast a batch's handlers.
+// READY until one that knows it starts.
+//
+// # Deadlines
+//
+// No step waits past its deadline. A WAITING step whose deadline_at has
+// passed is, on a worker with ClaimTimedOut (phase 3, optional), claimed
+// as a WAITING_TIMEOUT task, so that its handler decides; on a worker
+// without it (the default), timed out by the claim itself: DEAD with
+// last_error 'WAITING_TIMEOUT' (event TimedOut, attempts unchanged: no try
+// ran) and its instance FAILED. A worker does this only for the workflows
+// it runs; the workers of one workflow should agree on ClaimTimedOut.
 //
 // # External events, cancellation, reading
 //
-// Deliver records an external event in the inbox under its upstream id and
-// wakes the current step if it is WAITING for that event type before its
-// deadline (WAITING -> READY, next_run_at = now); a repeated id is a
-// Duplicate and a non-matching, early or late event is recorded with its
-// Outcome and not applied. Cancel fires the instance machine's cancel
-// event (RUNNING -> CANCELED); the steps of a cancelled instance are no
-// longer claimed. Get reads an instance with its steps; fsmctl chains
-// lists and shows instances with their history from the same tables.
+// Deliver records an external event in the inbox under its upstream id (a
+// repeated id is a Duplicate and changes nothing) and decides, under a
+// per-instance lock that Waiting writes take too, what it does:
+//
+//   - on time: the current step is WAITING for its type before the
+//     deadline: it wakes the step (WakeUp: WAITING -> READY, next_run_at =
+//     now), whose handler then sees it as Task.Event (outcome applied);
+//   - early: the instance is RUNNING but its current step is not WAITING
+//     for its type (not yet WAITING, or WAITING for another type): the
+//     event is kept (outcome early), and when a step of the instance
+//     starts WAITING for its type, the Waiting write applies the oldest
+//     kept one in the same transaction, so that the step goes on at once
+//     (Applied.Step READY); an event no step ever waits for stays early;
+//   - late: the current step was WAITING for its type and the deadline
+//     has passed, or the instance has ended: not applied; the deadline
+//     wins and the step times out as above (outcome late);
+//   - an event for no instance is recorded as unknown_instance.
+//
+// So no event accepted for a running instance leaves it stranded: it
+// wakes a step now or when one waits for it, and a wait it missed ends by
+// its deadline.
+//
+// Cancel fires the instance machine's cancel event (RUNNING -> CANCELED);
+// the steps of a cancelled instance are no longer claimed. Get reads an
+// instance with its steps; fsmctl chains lists and shows instances with
+// their history from the same tables.
 package chain

@@ -180,3 +180,12 @@ func statusLog(t *testing.T, pool *pgxpool.Pool, table string) []logRow {
 
 var w1 = chain.ClaimOptions{WorkerID: "test:host:1:a", Lease: time.Minute}
 var w2 = chain.ClaimOptions{WorkerID: "test:host:2:b", Lease: time.Minute}
+
+// wantLastLog wants row as the last row of the status log table.
+func wantLastLog(t *testing.T, pool *pgxpool.Pool, table string, want logRow) {
+	t.Helper()
+	log := statusLog(t, pool, table)
+	if len(log) == 0 || log[len(log)-1] != want {
+		t.Errorf("last row of %s: %+v, want %+v", table, log[len(log)-1:], want)
+	}
+}

@@ -66,22 +66,34 @@ FROM cfg WHERE id = $1 AND status = $5`, instanceID, tr.Event, tr.To, reason, tr
 type Outcome string
 
 // The outcomes of Deliver. Every one but Duplicate is recorded in
-// workflow_chain_inbox with the event.
+// workflow_chain_inbox with the event. No event accepted for a running
+// instance leaves it stranded: it wakes a waiting step now (Woken) or
+// when one starts waiting for it (Early), and a wait whose deadline passed
+// ends by its deadline (Late) even with no worker claiming timed-out
+// steps.
 const (
-	// Woken: the event was applied: the current step was WAITING for this event type, before
-	// its deadline; it is READY now (next_run_at = now, waiting_event_type
-	// and deadline_at cleared) and runs again.
+	// Woken: the event was applied: the current step was WAITING for this
+	// event type, before its deadline; it is READY now (next_run_at = now,
+	// waiting_event_type and deadline_at cleared) and runs again, its
+	// handler seeing the event (Task.Event).
 	Woken Outcome = "applied"
 	// Duplicate: an event with this id was delivered before; nothing
 	// changed, and Delivery.First is what that delivery did.
 	Duplicate Outcome = "duplicate"
-	// Mismatch: the current step waits for another event type.
-	Mismatch Outcome = "mismatch"
-	// Late: the current step's deadline has passed, or the instance has
-	// ended.
+	// Early: the instance is RUNNING but its current step is not WAITING
+	// for this event type (not yet WAITING, or WAITING for another type).
+	// The event is kept in the inbox; when a step of the instance starts
+	// WAITING for its type, the oldest kept event of that type is applied
+	// in the same transaction (its outcome becomes applied) and the step
+	// goes on at once. An event that no step ever waits for stays early.
+	Early Outcome = "early"
+	// Late: the current step was WAITING for this event type and its
+	// deadline has passed, or the instance has ended. The event is not
+	// applied: the deadline wins, and the step times out (a worker with
+	// ClaimOptions.ClaimTimedOut runs its handler as a
+	// TaskWaitingTimeout; without, the claim ends it DEAD with last_error
+	// 'WAITING_TIMEOUT' and its instance FAILED).
 	Late Outcome = "late"
-	// NotWaiting: the current step is not WAITING (not yet, or no longer).
-	NotWaiting Outcome = "not_waiting"
 	// UnknownInstance: no instance matches the event's target.
 	UnknownInstance Outcome = "unknown_instance"
 )
@@ -115,11 +127,13 @@ type Delivery struct {
 }
 
 // Deliver records the external event ev in the inbox and, when it matches,
-// wakes the instance's current step, in one transaction: only a current
-// step that is WAITING for ev.Type, before its deadline, of a RUNNING
-// instance is woken (WakeUp: WAITING -> READY). A repeated id changes
-// nothing and reports Duplicate. Any other event is recorded with its
-// Outcome and not applied; the error is nil in every one of these cases.
+// wakes the instance's current step, in one transaction: a current step
+// that is WAITING for ev.Type, before its deadline, of a RUNNING instance
+// is woken (WakeUp: WAITING -> READY). An event that comes before its step
+// waits for it is kept (Early) and applied when a step starts WAITING for
+// its type; one that comes after the deadline of the wait it matches is
+// Late and not applied. A repeated id changes nothing and reports
+// Duplicate. The error is nil in every one of these cases.
 func (e *Engine) Deliver(ctx context.Context, ev Inbound) (Delivery, error) {
 	if ev.ID == "" || ev.Type == "" {
 		return Delivery{}, errors.New("chain: deliver: the event needs an id and a type")
@@ -133,40 +147,52 @@ func (e *Engine) Deliver(ctx context.Context, ev Inbound) (Delivery, error) {
 	}
 	var d Delivery
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		var (
-			instStatus, stepStatus string
-			waiting                *string
-			passed                 bool
-		)
 		err := tx.QueryRow(ctx, `
-SELECT i.id, i.status, s.step_seq, s.status, s.waiting_event_type, coalesce(s.deadline_at <= workflow_now(), false)
-FROM workflow_instance i
-JOIN workflow_step s ON s.instance_id = i.id AND s.step_seq = i.current_step_seq
-WHERE CASE WHEN $1 <> 0 THEN i.id = $1 ELSE i.workflow_type = $2 AND i.instance_key = $3 END
-FOR UPDATE OF s`, ev.InstanceID, ev.WorkflowType, ev.InstanceKey).Scan(&d.InstanceID, &instStatus, &d.StepSeq, &stepStatus, &waiting, &passed)
+SELECT id FROM workflow_instance
+WHERE CASE WHEN $1 <> 0 THEN id = $1 ELSE workflow_type = $2 AND instance_key = $3 END`,
+			ev.InstanceID, ev.WorkflowType, ev.InstanceKey).Scan(&d.InstanceID)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			d = Delivery{Outcome: UnknownInstance}
 		case err != nil:
 			return err
-		case instStatus != "RUNNING":
-			d.Outcome = Late
-		case stepStatus != "WAITING":
-			d.Outcome = NotWaiting
-		case waiting == nil || *waiting != ev.Type:
-			d.Outcome = Mismatch
-		case passed:
-			d.Outcome = Late
 		default:
-			d.Outcome = Woken
+			// After the lock, no Waiting write of this instance is under
+			// way: the current step is read as it is.
+			if _, err := tx.Exec(ctx, lockInstanceEvents, d.InstanceID); err != nil {
+				return err
+			}
+			var (
+				instStatus, stepStatus string
+				waiting                *string
+				passed                 bool
+			)
+			err := tx.QueryRow(ctx, `
+SELECT i.status, s.step_seq, s.status, s.waiting_event_type, coalesce(s.deadline_at <= workflow_now(), false)
+FROM workflow_instance i
+JOIN workflow_step s ON s.instance_id = i.id AND s.step_seq = i.current_step_seq
+WHERE i.id = $1
+FOR UPDATE OF s`, d.InstanceID).Scan(&instStatus, &d.StepSeq, &stepStatus, &waiting, &passed)
+			if err != nil {
+				return err
+			}
+			matches := stepStatus == "WAITING" && waiting != nil && *waiting == ev.Type
+			switch {
+			case instStatus != "RUNNING", matches && passed:
+				d.Outcome = Late
+			case matches:
+				d.Outcome = Woken
+			default:
+				d.Outcome = Early
+			}
 		}
 		var instID, seq any
 		if d.Outcome != UnknownInstance {
 			instID, seq = d.InstanceID, d.StepSeq
 		}
 		tag, err := tx.Exec(ctx, `
-INSERT INTO workflow_chain_inbox (event_id, instance_id, step_seq, event_type, payload, outcome, received_at)
-VALUES ($1, $2, $3, $4, $5, $6, workflow_now())
+INSERT INTO workflow_chain_inbox (event_id, instance_id, step_seq, event_type, payload, outcome, received_at, applied_at)
+VALUES ($1, $2, $3, $4, $5, $6, workflow_now(), CASE WHEN $6 = 'applied' THEN workflow_now() END)
 ON CONFLICT (event_id) DO NOTHING`, ev.ID, instID, seq, ev.Type, payload, string(d.Outcome))
 		if err != nil {
 			return err

@@ -13,6 +13,8 @@ import (
 
 	cryptorand "crypto/rand"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/fsmgen/fsmgen/machines/linearchain/step"
 	"github.com/fsmgen/fsmgen/runtime"
 )
@@ -42,7 +44,12 @@ type ClaimOptions struct {
 	// most timed-out WAITING steps besides); default 16.
 	Batch int
 	// ClaimTimedOut also claims WAITING steps whose deadline_at has passed,
-	// as TaskWaitingTimeout tasks (phase 3 of the tick, optional).
+	// as TaskWaitingTimeout tasks (phase 3 of the tick, optional), so that
+	// their handler decides. Without it (the default) such a step is
+	// timed out by the claim itself: DEAD with last_error
+	// 'WAITING_TIMEOUT', its instance FAILED. Either way no step waits
+	// past its deadline; the workers that run one workflow should agree
+	// on this option.
 	ClaimTimedOut bool
 }
 
@@ -63,7 +70,10 @@ type Claimed struct {
 	// Exhausted is how many of the Recovered steps had no attempt left and
 	// ended DEAD, failing their instances.
 	Exhausted int
-	Tasks     []Task
+	// TimedOut is how many WAITING steps past their deadline this Claim
+	// ended DEAD (without ClaimTimedOut), failing their instances.
+	TimedOut int
+	Tasks    []Task
 }
 
 // Claim is the first phases of a tick, in one statement: lease recovery
@@ -72,6 +82,8 @@ type Claimed struct {
 // READY with next_run_at = now while attempts + 1 < max_attempts; a step
 // whose lease expired on its last allowed try is exhausted, as a Retry
 // would be: it goes DEAD, logged as RecoverLease, and its instance
+// FAILED), the deadline of WAITING steps whose deadline_at <= now when
+// ClaimTimedOut is off (DEAD, last_error 'WAITING_TIMEOUT', the instance
 // FAILED), then the batch claim (READY steps with next_run_at <= now,
 // oldest first, FOR UPDATE SKIP LOCKED, become RUNNING with locked_by =
 // WorkerID and locked_until = now + Lease) and, with ClaimTimedOut, the
@@ -108,7 +120,7 @@ func (e *Engine) Claim(ctx context.Context, o ClaimOptions) (Claimed, error) {
 			until                      *time.Time
 			dbNow                      time.Time
 		)
-		if err := rows.Scan(&out.Recovered, &out.Exhausted, &id, &seq, &stepType, &attempts, &maxAttempts, &until,
+		if err := rows.Scan(&out.Recovered, &out.Exhausted, &out.TimedOut, &id, &seq, &stepType, &attempts, &maxAttempts, &until,
 			&taskType, &waiting, &typ, &version, &key, &t.Input, &evID, &evType, &evPayload, &dbNow); err != nil {
 			rows.Close()
 			return Claimed{}, fmt.Errorf("chain: claim by %s: %w", o.WorkerID, err)
@@ -169,10 +181,23 @@ WITH cfg AS (
     FROM expired, cfg
     WHERE s.instance_id = expired.instance_id AND s.step_seq = expired.step_seq
     RETURNING s.instance_id, s.status
-), exhausted AS (
+), past_deadline AS (
+    SELECT s.instance_id, s.step_seq FROM workflow_step s
+    WHERE NOT $4 AND s.status = 'WAITING' AND s.deadline_at <= workflow_now()
+      AND ` + runnable + `
+    ORDER BY s.deadline_at
+    LIMIT 100
+    FOR UPDATE OF s SKIP LOCKED
+), timed_out_dead AS (
+    UPDATE workflow_step s
+    SET status = 'DEAD', last_error = 'WAITING_TIMEOUT', updated_at = workflow_now()
+    FROM past_deadline p, cfg
+    WHERE s.instance_id = p.instance_id AND s.step_seq = p.step_seq
+    RETURNING s.instance_id
+), failed AS (
     UPDATE workflow_instance i SET status = 'FAILED', failed_at = workflow_now(), updated_at = workflow_now()
-    FROM recovered r
-    WHERE r.status = 'DEAD' AND i.id = r.instance_id AND i.status = 'RUNNING'
+    FROM (SELECT instance_id FROM recovered WHERE status = 'DEAD' UNION SELECT instance_id FROM timed_out_dead) d
+    WHERE i.id = d.instance_id AND i.status = 'RUNNING'
 ), due AS (
     SELECT s.instance_id, s.step_seq, 'RUN' AS task_type FROM workflow_step s
     WHERE s.status = 'READY' AND s.next_run_at <= workflow_now()
@@ -198,9 +223,11 @@ WITH cfg AS (
     RETURNING s.instance_id, s.step_seq, s.step_type, s.attempts, s.max_attempts, s.locked_until,
         c.task_type, s.waiting_event_type
 ), counted AS (
-    SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'DEAD')::int AS dead FROM recovered
+    SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'DEAD')::int AS dead,
+        (SELECT count(*)::int FROM timed_out_dead) AS timed_out
+    FROM recovered
 )
-SELECT counted.n, counted.dead, c.instance_id, c.step_seq, c.step_type, c.attempts, c.max_attempts, c.locked_until,
+SELECT counted.n, counted.dead, counted.timed_out, c.instance_id, c.step_seq, c.step_type, c.attempts, c.max_attempts, c.locked_until,
     c.task_type, c.waiting_event_type, i.workflow_type, i.workflow_version, i.instance_key, i.input,
     ev.event_id, ev.event_type, ev.payload, workflow_now()
 FROM counted
@@ -209,7 +236,7 @@ LEFT JOIN workflow_instance i ON i.id = c.instance_id
 LEFT JOIN LATERAL (
     SELECT x.event_id, x.event_type, x.payload FROM workflow_chain_inbox x
     WHERE x.instance_id = c.instance_id AND x.step_seq = c.step_seq AND x.outcome = 'applied'
-    ORDER BY x.received_at DESC, x.event_id DESC
+    ORDER BY x.applied_at DESC NULLS LAST, x.received_at DESC, x.event_id DESC
     LIMIT 1
 ) ev ON true
 ORDER BY c.instance_id, c.step_seq`
@@ -220,7 +247,8 @@ type Applied struct {
 	// Result is the handler's result as applied.
 	Result Result
 	// Step is the step's new status: DONE, WAITING, READY (a retry
-	// scheduled) or DEAD (Dead, or a retry exhausted).
+	// scheduled, or a Waiting whose event was already in the inbox, which
+	// woke the step at once) or DEAD (Dead, or a retry exhausted).
 	Step step.State
 	// Instance is the instance's status after the write: RUNNING,
 	// COMPLETED or FAILED; for a CANCELED instance, CANCELED.
@@ -237,7 +265,7 @@ type Applied struct {
 type stepGuards struct{ attemptsLeft bool }
 
 func (stepGuards) Due(context.Context, step.Claim) bool                         { return true }
-func (stepGuards) DeadlinePassed(context.Context, step.ClaimTimedOut) bool      { return true }
+func (stepGuards) DeadlinePassed(context.Context, step.Event) bool              { return true }
 func (stepGuards) LeaseExpired(context.Context, step.RecoverLease) bool         { return true }
 func (stepGuards) RecoveryAttemptsLeft(context.Context, step.RecoverLease) bool { return true }
 func (stepGuards) LeaseHeld(context.Context, step.Event) bool                   { return true }
@@ -250,7 +278,9 @@ func (stepGuards) WaitingEventTypeMatches(context.Context, step.WakeUp) bool    
 // and the instance pointed at it, or the instance COMPLETED when the
 // database holds no step t.StepSeq + 1; B) Waiting: the step WAITING with
 // waiting_event_type and deadline_at = now + timeout, next_run_at cleared,
-// the outbound events in the outbox; C) Retry: the step READY with
+// the outbound events in the outbox, and, when an event of that type
+// arrived early and waits in the inbox, the oldest such event applied at
+// once (WakeUp: READY); C) Retry: the step READY with
 // attempts + 1, next_run_at = now + backoff and last_error, when attempts
 // + 1 < max_attempts, else D; D) Dead: the step DEAD with attempts + 1 and
 // last_error, the instance FAILED. Every write requires status RUNNING,
@@ -261,8 +291,10 @@ func (e *Engine) Apply(ctx context.Context, t Task, r Result) (Applied, error) {
 		r = Retry(DefaultRetryBackoff, "handler returned the zero Result")
 	}
 	out := Applied{Task: t, Result: r}
-	rec := runtime.RecorderFunc(func(ctx context.Context, tr runtime.Transition) error {
-		return e.write(ctx, t, tr, r, &out)
+	var woken bool
+	rec := runtime.RecorderFunc(func(ctx context.Context, tr runtime.Transition) (err error) {
+		woken, err = e.write(ctx, t, tr, r, &out)
+		return err
 	})
 	m := step.New(stepGuards{attemptsLeft: t.Attempts+1 < t.MaxAttempts}, step.WithState(step.StateRunning), step.WithRecorder(rec))
 	v, _ := m.InRunning()
@@ -284,6 +316,9 @@ func (e *Engine) Apply(ctx context.Context, t Task, r Result) (Applied, error) {
 			t.InstanceID, t.StepSeq, t.StepType, r.ev.EventName(), t.WorkerID, err)
 	}
 	out.Step = m.State()
+	if woken {
+		out.Step = step.StateReady
+	}
 	if out.Step == step.StateReady || (out.Step == step.StateDone && out.Instance == "RUNNING") {
 		e.notify() // a step of this instance is runnable now
 	}
@@ -291,8 +326,10 @@ func (e *Engine) Apply(ctx context.Context, t Task, r Result) (Applied, error) {
 }
 
 // write is the step machine's recorder in Apply: one statement per
-// transition of the table, each carrying the lease condition.
-func (e *Engine) write(ctx context.Context, t Task, tr runtime.Transition, r Result, out *Applied) error {
+// transition of the table, each carrying the lease condition. A Waiting
+// also applies, in the same transaction, an early event of its type that
+// is in the inbox; woken says it did.
+func (e *Engine) write(ctx context.Context, t Task, tr runtime.Transition, r Result, out *Applied) (woken bool, err error) {
 	var (
 		sql  string
 		args = []any{t.InstanceID, t.StepSeq, t.WorkerID, tr.Event}
@@ -307,7 +344,7 @@ func (e *Engine) write(ctx context.Context, t Task, tr runtime.Transition, r Res
 		}
 		for i, o := range outbound {
 			if !json.Valid(o) {
-				return fmt.Errorf("outbound event %d is not valid JSON", i)
+				return false, fmt.Errorf("outbound event %d is not valid JSON", i)
 			}
 		}
 		sql = waitingSQL
@@ -326,16 +363,33 @@ func (e *Engine) write(ctx context.Context, t Task, tr runtime.Transition, r Res
 	}
 	var changed int
 	var instance *string
-	if err := e.pool.QueryRow(ctx, sql, args...).Scan(&changed, &instance, &out.Outbox); err != nil {
-		return translate(err)
+	scan := func(row pgx.Row) error { return row.Scan(&changed, &instance, &out.Outbox) }
+	if w, ok := r.ev.(step.Waiting); ok {
+		err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, lockInstanceEvents, t.InstanceID); err != nil {
+				return err
+			}
+			if err := scan(tx.QueryRow(ctx, sql, args...)); err != nil || changed == 0 {
+				return err
+			}
+			var n int
+			err := tx.QueryRow(ctx, wakeEarlySQL, t.InstanceID, t.StepSeq, t.WorkerID, w.WaitingEventType).Scan(&n)
+			woken = n == 1
+			return err
+		})
+	} else {
+		err = scan(e.pool.QueryRow(ctx, sql, args...))
+	}
+	if err != nil {
+		return false, translate(err)
 	}
 	if changed == 0 {
-		return fmt.Errorf("%w: the step is not RUNNING under %s with an unexpired lease; nothing changed", ErrLeaseLost, t.WorkerID)
+		return false, fmt.Errorf("%w: the step is not RUNNING under %s with an unexpired lease; nothing changed", ErrLeaseLost, t.WorkerID)
 	}
 	if instance != nil {
 		out.Instance = *instance
 	}
-	return nil
+	return woken, nil
 }
 
 // The result writes: $1 instance, $2 step_seq, $3 worker, $4 event name;
@@ -403,6 +457,42 @@ WITH ` + settings + `, cur AS (
 SELECT (SELECT count(*)::int FROM cur),
        (SELECT i.status FROM workflow_instance i, cur WHERE i.id = cur.instance_id),
        (SELECT count(*)::int FROM ob)`
+
+// lockInstanceEvents serializes, per instance ($1), the deliveries of
+// external events (Deliver) with the Waiting writes that take early ones,
+// so that an event is either seen by the wait or finds the step waiting.
+const lockInstanceEvents = `SELECT pg_advisory_xact_lock(` + instanceEventsLockKey + `, hashint8($1::bigint))`
+
+// instanceEventsLockKey is the first key of lockInstanceEvents ("lcev" in
+// ASCII).
+const instanceEventsLockKey = "1818453366"
+
+// wakeEarlySQL applies to the step that has just started WAITING ($1
+// instance, $2 step_seq, $3 worker, $4 waiting_event_type) the oldest early
+// event of its type in the inbox, if any: WakeUp, WAITING -> READY, and
+// the event applied to this step. It returns how many steps it woke.
+const wakeEarlySQL = `
+WITH cfg AS (
+    SELECT set_config('fsmgen.event', 'WakeUp', true) AS e, set_config('fsmgen.worker', $3, true) AS w
+), ev AS (
+    SELECT x.event_id FROM workflow_chain_inbox x
+    WHERE x.instance_id = $1 AND x.event_type = $4 AND x.outcome = 'early'
+    ORDER BY x.received_at, x.event_id
+    LIMIT 1
+    FOR UPDATE
+), woke AS (
+    UPDATE workflow_step s
+    SET status = 'READY', next_run_at = workflow_now(), waiting_event_type = NULL, deadline_at = NULL,
+        updated_at = workflow_now()
+    FROM ev, cfg
+    WHERE s.instance_id = $1 AND s.step_seq = $2 AND s.status = 'WAITING' AND s.waiting_event_type = $4
+    RETURNING s.step_seq
+), applied AS (
+    UPDATE workflow_chain_inbox x SET outcome = 'applied', step_seq = woke.step_seq, applied_at = workflow_now()
+    FROM ev, woke
+    WHERE x.event_id = ev.event_id
+)
+SELECT count(*)::int FROM woke`
 
 // retrySQL is C) scheduled: $5 last_error, $6 backoff in microseconds;
 // only while attempts + 1 < max_attempts.
@@ -496,6 +586,10 @@ type RunOptions struct {
 	// this process makes a step runnable first; default 100ms, with up to
 	// 20% added at random.
 	Poll time.Duration
+	// OnClaimed, when set, is called after each Claim that did something
+	// (recovered a lease, timed out a wait or claimed a task), from the
+	// worker that made it, before its tasks run.
+	OnClaimed func(Claimed)
 	// OnApplied, when set, is called after each result is written, from
 	// the worker that wrote it.
 	OnApplied func(Applied)
@@ -543,6 +637,10 @@ func (e *Engine) work(ctx context.Context, o RunOptions, co ClaimOptions) {
 		if err != nil {
 			report(err)
 		}
+		busy := len(c.Tasks) > 0 || c.Recovered > 0 || c.TimedOut > 0
+		if busy && o.OnClaimed != nil {
+			o.OnClaimed(c)
+		}
 		for _, t := range c.Tasks {
 			// A claimed task runs even when ctx ends meanwhile: its lease
 			// would otherwise have to expire first.
@@ -555,7 +653,7 @@ func (e *Engine) work(ctx context.Context, o RunOptions, co ClaimOptions) {
 				o.OnApplied(a)
 			}
 		}
-		if len(c.Tasks) > 0 || c.Recovered > 0 {
+		if busy {
 			continue
 		}
 		wait := o.Poll + time.Duration(rand.Int64N(int64(o.Poll)/5+1))

@@ -102,8 +102,10 @@ func (StepCompleted) EventName() string { return "StepCompleted" }
 func (StepCompleted) isEvent()          {}
 
 // StepDead is event StepDead, accepted in RUNNING.
-// StepDead: the current step went RUNNING -> DEAD, on Dead(lastError) or
-// on an exhausted retry; lastError is the step's last_error.
+// StepDead: the current step went DEAD: on Dead(lastError), on an
+// exhausted retry, on a lease that expired on its last allowed try, or
+// at a wait's deadline that no worker claims; lastError is the step's
+// last_error.
 type StepDead struct {
 	StepSeq   int    `json:"stepSeq"`
 	StepType  string `json:"stepType"`

@@ -62,8 +62,8 @@ const (
 	// WAITING: waiting for an external event of type waiting_event_type,
 	// until deadline_at. Its deadline is now + the timeout the handler
 	// returned with Waiting, different for every wait, so it is the
-	// runner's ClaimTimedOut with the DeadlinePassed guard, not a fixed
-	// timer.
+	// runner's ClaimTimedOut or TimedOut with the DeadlinePassed guard, not
+	// a fixed timer.
 	StateWaiting
 	// StateDone is state DONE, final with status succeeded.
 	// DONE: completed successfully.
@@ -209,9 +209,21 @@ func (Dead) EventName() string { return "Dead" }
 func (Dead) isEvent()          {}
 func (Dead) runningEvent()     {}
 
+// TimedOut is event TimedOut, accepted in WAITING.
+// TimedOut: the step's deadline_at passed while it was WAITING, and the
+// worker that found it does not claim timed-out WAITING steps (phase 3
+// is optional, and off by default): the deadline is enforced without a
+// handler, last_error = 'WAITING_TIMEOUT', and the instance fails. No
+// step waits past its deadline.
+type TimedOut struct{}
+
+func (TimedOut) EventName() string { return "TimedOut" }
+func (TimedOut) isEvent()          {}
+
 // WakeUp is event WakeUp, accepted in WAITING.
 // WakeUp: an external event of type eventType (incomingEventType)
-// arrived for the current waiting step; inbox idempotency is enforced
+// arrived for the current waiting step, or was already in the inbox
+// when the step started WAITING for it; inbox idempotency is enforced
 // upstream. next_run_at = now, waiting_event_type/deadline_at cleared.
 type WakeUp struct {
 	EventType string `json:"eventType"`
@@ -224,14 +236,14 @@ func (WakeUp) isEvent()          {}
 // recorder stored it, strictly: see runtime.Decoder.Decode.
 func DecodeEvent(name string, payload []byte) (Event, error) { return decoder.Decode(name, payload) }
 
-var decoder = runtime.NewDecoder[Event](&definition, Activate{}, Claim{}, ClaimTimedOut{}, RecoverLease{}, Completed{}, Waiting{}, Retry{}, Dead{}, WakeUp{})
+var decoder = runtime.NewDecoder[Event](&definition, Activate{}, Claim{}, ClaimTimedOut{}, RecoverLease{}, Completed{}, Waiting{}, Retry{}, Dead{}, TimedOut{}, WakeUp{})
 
 // Guards are the conditions of Step; each reports whether it admits e.
 type Guards interface {
 	// Due: next_run_at <= now.
 	Due(ctx context.Context, e Claim) bool
 	// DeadlinePassed: deadline_at <= now.
-	DeadlinePassed(ctx context.Context, e ClaimTimedOut) bool
+	DeadlinePassed(ctx context.Context, e Event) bool
 	// LeaseExpired: locked_until < now.
 	LeaseExpired(ctx context.Context, e RecoverLease) bool
 	// RecoveryAttemptsLeft: lease recovery may return the step to READY:
@@ -310,6 +322,8 @@ func (m *Machine) Fire(ctx context.Context, e Event) error {
 		return m.Retry(ctx, e)
 	case Dead:
 		return m.Dead(ctx, e)
+	case TimedOut:
+		return m.TimedOut(ctx, e)
 	case WakeUp:
 		return m.WakeUp(ctx, e)
 	}
@@ -415,6 +429,14 @@ func (m *Machine) Dead(ctx context.Context, e Dead) error {
 	return m.refuse(e)
 }
 
+// TimedOut moves WAITING -> DEAD when DeadlinePassed.
+func (m *Machine) TimedOut(ctx context.Context, e TimedOut) error {
+	if m.state == StateWaiting && m.guards.DeadlinePassed(ctx, e) {
+		return move(ctx, m, StateDead, &e, "")
+	}
+	return m.refuse(e)
+}
+
 // WakeUp moves WAITING -> READY when WaitingEventTypeMatches.
 func (m *Machine) WakeUp(ctx context.Context, e WakeUp) error {
 	if m.state == StateWaiting && m.guards.WaitingEventTypeMatches(ctx, e) {
@@ -491,7 +513,8 @@ func (InWaiting) isView()                       {}
 func (v InWaiting) ClaimTimedOut(ctx context.Context, e ClaimTimedOut) error {
 	return v.m.ClaimTimedOut(ctx, e)
 }
-func (v InWaiting) WakeUp(ctx context.Context, e WakeUp) error { return v.m.WakeUp(ctx, e) }
+func (v InWaiting) TimedOut(ctx context.Context, e TimedOut) error { return v.m.TimedOut(ctx, e) }
+func (v InWaiting) WakeUp(ctx context.Context, e WakeUp) error     { return v.m.WakeUp(ctx, e) }
 
 // InDone is the machine in final state DONE.
 type InDone struct{ m *Machine }
@@ -571,6 +594,7 @@ var definition = runtime.Definition{
 		{Name: "Waiting", Fields: []runtime.FieldSpec{{Name: "waitingEventType", Type: "string"}, {Name: "timeout", Type: "time.Duration"}, {Name: "outboundEvents", Type: "[]json.RawMessage"}}},
 		{Name: "Retry", Fields: []runtime.FieldSpec{{Name: "backoff", Type: "time.Duration"}, {Name: "lastError", Type: "string"}}},
 		{Name: "Dead", Fields: []runtime.FieldSpec{{Name: "lastError", Type: "string"}}},
+		{Name: "TimedOut"},
 		{Name: "WakeUp", Fields: []runtime.FieldSpec{{Name: "eventType", Type: "string"}}},
 	},
 	Guards: []string{"Due", "DeadlinePassed", "LeaseExpired", "RecoveryAttemptsLeft", "LeaseHeld", "AttemptsLeft", "WaitingEventTypeMatches"},
@@ -578,6 +602,7 @@ var definition = runtime.Definition{
 		{From: "PENDING", To: "READY", Event: "Activate"},
 		{From: "READY", To: "RUNNING", Event: "Claim", Guard: "Due"},
 		{From: "WAITING", To: "RUNNING", Event: "ClaimTimedOut", Guard: "DeadlinePassed"},
+		{From: "WAITING", To: "DEAD", Event: "TimedOut", Guard: "DeadlinePassed"},
 		{From: "RUNNING", To: "READY", Event: "RecoverLease", Guard: "RecoveryAttemptsLeft"},
 		{From: "RUNNING", To: "DEAD", Event: "RecoverLease", Guard: "LeaseExpired"},
 		{From: "RUNNING", To: "DONE", Event: "Completed", Guard: "LeaseHeld"},

@@ -19,7 +19,7 @@ type fsmgenGuards map[string]bool
 func (g fsmgenGuards) Due(context.Context, Claim) bool {
 	return g["Due"]
 }
-func (g fsmgenGuards) DeadlinePassed(context.Context, ClaimTimedOut) bool {
+func (g fsmgenGuards) DeadlinePassed(context.Context, Event) bool {
 	return g["DeadlinePassed"]
 }
 func (g fsmgenGuards) LeaseExpired(context.Context, RecoverLease) bool {
@@ -71,6 +71,7 @@ func fsmgenMachine() fsmtest.Machine {
 			Waiting{},
 			Retry{},
 			Dead{},
+			TimedOut{},
 			WakeUp{},
 		},
 		New: func(state string, admit map[string]bool, rec runtime.Recorder) (fsmtest.Instance, error) {

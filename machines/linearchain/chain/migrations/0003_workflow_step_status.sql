@@ -59,7 +59,7 @@ BEGIN
             WHEN 'PENDING' THEN CASE NEW."status" WHEN 'READY' THEN '{Activate}'::text[] END
             WHEN 'READY' THEN CASE NEW."status" WHEN 'RUNNING' THEN '{Claim}'::text[] END
             WHEN 'RUNNING' THEN CASE NEW."status" WHEN 'READY' THEN '{RecoverLease,Retry}'::text[] WHEN 'WAITING' THEN '{Waiting}'::text[] WHEN 'DONE' THEN '{Completed}'::text[] WHEN 'DEAD' THEN '{RecoverLease,Retry,Dead}'::text[] END
-            WHEN 'WAITING' THEN CASE NEW."status" WHEN 'READY' THEN '{WakeUp}'::text[] WHEN 'RUNNING' THEN '{ClaimTimedOut}'::text[] END
+            WHEN 'WAITING' THEN CASE NEW."status" WHEN 'READY' THEN '{WakeUp}'::text[] WHEN 'RUNNING' THEN '{ClaimTimedOut}'::text[] WHEN 'DEAD' THEN '{TimedOut}'::text[] END
         END;
         IF events IS NULL THEN
             RAISE EXCEPTION 'machine Step (type "linear_chain_step" version 1): workflow_step.status may not move from % to %', from_state, NEW."status"
