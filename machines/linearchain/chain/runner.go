@@ -151,11 +151,12 @@ func (e *Engine) Claim(ctx context.Context, o ClaimOptions) (Claimed, error) {
 // runnable is the condition of a step s a worker may claim: its instance
 // is RUNNING, and the worker's engine has a handler for the instance's
 // workflow type and version and the step's type (in claimSQL's handled).
-// Its shape keeps the plan of a plain join of the steps with their
-// instances, the handled set a hashed filter on it.
-const runnable = `EXISTS (SELECT 1 FROM workflow_instance i
-          WHERE i.id = s.instance_id AND i.status = 'RUNNING'
-            AND (i.workflow_type, i.workflow_version, s.step_type) IN (SELECT * FROM handled))`
+// It is a scalar subquery so that the planner cannot turn it into a join
+// driven from the instances: whatever the table statistics, the claim
+// scans the partial index of the steps' status and looks each instance up
+// by its key.
+const runnable = `(SELECT i.status = 'RUNNING' AND (i.workflow_type, i.workflow_version, s.step_type) IN (SELECT * FROM handled)
+          FROM workflow_instance i WHERE i.id = s.instance_id)`
 
 // claimSQL: $1 worker, $2 lease in microseconds, $3 batch, $4 claim
 // timed-out WAITING steps, $5-$7 the columns of Engine.handled. Its rows are the claimed tasks, and one more
