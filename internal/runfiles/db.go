@@ -29,6 +29,52 @@ type StepRuns struct {
 	Steps   []StepRun `json:"steps"`
 }
 
+// RerunLog is the name of the log row written on a run that succeeded when
+// it is run again under its id: the database keeps a succeeded run as it
+// is, so the new execution is a run of its own, which the row's Rerun
+// payload names. The last such row names the run's latest execution.
+const RerunLog = "rerun"
+
+// Rerun is the payload of a RerunLog row.
+type Rerun struct {
+	// RunID is the id, in the database, of the run that carries the new
+	// execution.
+	RunID string `json:"run_id"`
+}
+
+// LatestExecution returns the run that carries the latest execution of
+// the step-engine run runID: runID itself, or the run its last RerunLog
+// row names; and how many RerunLog rows runID has.
+func LatestExecution(ctx context.Context, st *store.Store, runID string) (store.Run, int, error) {
+	first, err := st.Get(ctx, runID)
+	if err != nil {
+		return store.Run{}, 0, err
+	}
+	hist, err := st.History(ctx, runID)
+	if err != nil {
+		return store.Run{}, 0, err
+	}
+	latest, n := "", 0
+	for _, h := range hist {
+		if h.Kind != store.KindStep || h.Name != RerunLog {
+			continue
+		}
+		var rr Rerun
+		if err := json.Unmarshal(h.Payload, &rr); err != nil {
+			return store.Run{}, 0, fmt.Errorf("run %s: log row %d (%s): %w: %v", runID, h.ID, RerunLog, ErrSummaryCorrupt, err)
+		}
+		latest, n = rr.RunID, n+1
+	}
+	if latest == "" {
+		return first, 0, nil
+	}
+	cur, err := st.Get(ctx, latest)
+	if err != nil {
+		return store.Run{}, 0, fmt.Errorf("run %s: its latest execution: %w", runID, err)
+	}
+	return cur, n, nil
+}
+
 // StepRun is one step of a StepRuns row.
 type StepRun struct {
 	Index int    `json:"step_index"`
@@ -40,17 +86,22 @@ type StepRun struct {
 // run again), so it has no summary yet.
 var ErrRunNotFinished = errors.New("run has not finished")
 
-// FromStore reads the audit of the run runID from the database: run.json is
-// the run's result output, steps.json the result outputs of the step runs of
-// its last attempt that ran. It gives the audit that ReadSummaries gives
-// for the same run, so that AuditJSON and AuditCSV encode the same bytes.
+// FromStore reads the audit of the run runID from the database, from its
+// latest execution (LatestExecution): run.json is the run's result output,
+// steps.json the result outputs of the step runs of its last attempt that
+// ran. It gives the audit that ReadSummaries gives for the same run, so
+// that AuditJSON and AuditCSV encode the same bytes.
 func FromStore(ctx context.Context, st *store.Store, runID string) (Audit, error) {
-	run, err := st.Get(ctx, runID)
+	first, err := st.Get(ctx, runID)
 	if err != nil {
 		return Audit{}, err
 	}
-	if run.Type != RunType {
-		return Audit{}, fmt.Errorf("run %s is a run of %s, not of the step engine (%s)", runID, run.Type, RunType)
+	if first.Type != RunType {
+		return Audit{}, fmt.Errorf("run %s is a run of %s, not of the step engine (%s)", runID, first.Type, RunType)
+	}
+	run, _, err := LatestExecution(ctx, st, runID)
+	if err != nil {
+		return Audit{}, err
 	}
 	if !run.Terminal() || run.Result == nil || len(run.Result.Output) == 0 {
 		return Audit{}, fmt.Errorf("run %s: %w: it is %s", runID, ErrRunNotFinished, run.State)
@@ -59,7 +110,7 @@ func FromStore(ctx context.Context, st *store.Store, runID string) (Audit, error
 	if err := json.Unmarshal(run.Result.Output, &a.Run); err != nil {
 		return Audit{}, fmt.Errorf("run %s: result: %w: %v", runID, ErrSummaryCorrupt, err)
 	}
-	steps, err := StepRunsOf(ctx, st, runID, run.Attempt)
+	steps, err := StepRunsOf(ctx, st, run.ID, run.Attempt)
 	if err != nil {
 		return Audit{}, err
 	}

@@ -75,13 +75,19 @@
 //
 // # Running again
 //
-// RunOptions.RunID runs the workflow again under the id of a run that
-// failed, or whose process died during it: the database restarts the run
-// in place (attempt + 1; an interrupted attempt is first closed as
-// FAILED with error code RunInterrupted), and the directory is emptied and
-// written afresh, so the same run id always holds one attempt's files. A
-// run that succeeded is not run again (ErrAlreadySucceeded); another run
-// gets another id and directory.
+// RunOptions.RunID runs the workflow again under the id of an earlier run
+// of it, whatever its end, as the contract's rerun rule says: the
+// directory is emptied and written afresh under the same file names, so
+// the same run id always holds one execution's files, and a deterministic
+// workflow rerun with the same clock writes the same bytes (the logs name
+// no attempt). In the database, a run that failed, or whose process died
+// during it, restarts in place (attempt + 1; an interrupted attempt is
+// first closed as FAILED with error code RunInterrupted). A run that
+// succeeded stays as it is, as the store keeps every succeeded run: the
+// new execution is a run of its own (RunResult.ExecutionID, its input
+// naming rerun_of), linked from the first by a "rerun" log row, and
+// `fsmctl export --from-db` reads the latest execution. Another run gets
+// another id and directory.
 //
 // # API calls
 //

@@ -29,10 +29,6 @@ var (
 	// ErrInvalidWorkflow: the workflow has no name, a step without a name
 	// or function, two steps of one name, or a name unfit for a file name.
 	ErrInvalidWorkflow = errors.New("invalid workflow")
-	// ErrAlreadySucceeded: the run id given to Run names a run that
-	// succeeded; its result stands (the store returns it for its key), so
-	// it is not run again. Run the workflow under a new run id.
-	ErrAlreadySucceeded = errors.New("run already succeeded")
 	// ErrOtherRun: the run id given to Run names a run that is not a
 	// step-engine run of this workflow, or a cancelled one.
 	ErrOtherRun = errors.New("not a run of this workflow")
@@ -96,12 +92,15 @@ type RunOptions struct {
 	// RunsDir holds the runs' directories; "runs" when empty.
 	RunsDir string
 	// RunID, when set, runs the workflow again under the id of an earlier
-	// run of it that failed or was interrupted (its process died): the
-	// database restarts that run (attempt + 1) and its directory is emptied
-	// and written afresh. Empty starts a new run. One process at a time
-	// runs a run id: a run still RUNNING in the database is taken to be
-	// interrupted, so a process still running it would find its next write
-	// refused as a conflict.
+	// run of it, whatever its end: its directory is emptied and written
+	// afresh, with the same file names, so a run id holds the files of its
+	// latest execution only. In the database, a run that failed or was
+	// interrupted (its process died) is restarted in place (attempt + 1);
+	// a run that succeeded is kept as it is, and the new execution is a
+	// run of its own, linked to it (RunResult.ExecutionID). Empty starts a
+	// new run. One process at a time runs a run id: a run still RUNNING in
+	// the database is taken to be interrupted, so a process still running
+	// it would find its next write refused as a conflict.
 	RunID string
 }
 
@@ -109,7 +108,10 @@ type RunOptions struct {
 type RunResult struct {
 	RunID  string
 	RunDir string
-	// Attempt is the run's attempt in the database, from 1.
+	// ExecutionID is the id, in the database, of the run that carries this
+	// execution: RunID, but for the rerun of a run that had succeeded.
+	ExecutionID string
+	// Attempt is the execution's attempt in the database, from 1.
 	Attempt int
 	// Status is OK or FAILED.
 	Status string
@@ -173,7 +175,11 @@ func (e *Engine) Run(ctx context.Context, wf Workflow, opts RunOptions) (RunResu
 	if err != nil {
 		return RunResult{}, err
 	}
-	r := &runner{e: e, wf: wf, runID: dbRun.ID, attempt: dbRun.Attempt, configHash: configHash}
+	runID := opts.RunID
+	if runID == "" {
+		runID = dbRun.ID
+	}
+	r := &runner{e: e, wf: wf, runID: runID, dbID: dbRun.ID, attempt: dbRun.Attempt, configHash: configHash}
 	return r.run(ctx, runsDir)
 }
 
@@ -200,10 +206,14 @@ func checkWorkflow(wf Workflow) error {
 // runInput is the input of a run in the database.
 type runInput struct {
 	Workflow string `json:"workflow"`
+	// RerunOf is the run id an execution reruns, for the rerun of a run
+	// that succeeded.
+	RerunOf string `json:"rerun_of,omitempty"`
 }
 
-// begin returns the run to carry out, RUNNING in the database: a new one,
-// or runID restarted.
+// begin returns the run in the database that carries the execution, RUNNING:
+// a new one; or, for runID, its latest execution restarted, or a new one
+// linked to it when that execution succeeded.
 func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (store.Run, error) {
 	if runID == "" {
 		res, err := e.st.Start(ctx, store.StartParams{
@@ -215,31 +225,51 @@ func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (store.Ru
 		}
 		return res.Run, nil
 	}
-	prev, err := e.st.Get(ctx, runID)
+	first, err := e.st.Get(ctx, runID)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 	}
 	var in runInput
-	if prev.Type != run.Type || json.Unmarshal(prev.Input, &in) != nil || in.Workflow != wf.Name {
-		return store.Run{}, fmt.Errorf("rerun %s: %w %s: it is a run of %s (%s)", runID, ErrOtherRun, wf.Name, prev.Type, in.Workflow)
+	if first.Type != run.Type || json.Unmarshal(first.Input, &in) != nil || in.Workflow != wf.Name || in.RerunOf != "" {
+		return store.Run{}, fmt.Errorf("rerun %s: %w %s: it is a run of %s (%s)", runID, ErrOtherRun, wf.Name, first.Type, in.Workflow)
 	}
-	switch prev.Status {
-	case fsmruntime.StatusSucceeded:
-		return store.Run{}, fmt.Errorf("rerun %s: %w (attempt %d)", runID, ErrAlreadySucceeded, prev.Attempt)
+	cur, reruns, err := runfiles.LatestExecution(ctx, e.st, runID)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
+	}
+	if cur.Status == fsmruntime.StatusSucceeded {
+		// A new execution, under a key its number makes, so that one whose
+		// process died before the link below is found again.
+		res, err := e.st.Start(ctx, store.StartParams{
+			Type: run.Type, Version: run.Version, IdempotencyKey: fmt.Sprintf("%s/rerun/%d", first.IdempotencyKey, reruns+1),
+			TenantID: first.TenantID, Input: runInput{Workflow: wf.Name, RerunOf: runID},
+		})
+		if err != nil {
+			return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
+		}
+		if _, err := e.st.LogStep(ctx, runID, runfiles.RerunLog, runfiles.Rerun{RunID: res.Run.ID}); err != nil {
+			return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
+		}
+		if res.Outcome == store.Created || res.Outcome == store.Restarted {
+			return res.Run, nil
+		}
+		cur = res.Run
+	}
+	switch cur.Status {
 	case fsmruntime.StatusCancelled:
 		return store.Run{}, fmt.Errorf("rerun %s: %w: it was cancelled", runID, ErrOtherRun)
 	case fsmruntime.StatusRunning:
-		if err := e.closeInterrupted(ctx, prev); err != nil {
-			return store.Run{}, fmt.Errorf("rerun %s: close the interrupted attempt %d: %w", runID, prev.Attempt, err)
+		if err := e.closeInterrupted(ctx, cur); err != nil {
+			return store.Run{}, fmt.Errorf("rerun %s: close the interrupted attempt %d: %w", runID, cur.Attempt, err)
 		}
 	}
 	res, err := e.st.Start(ctx, store.StartParams{
-		Type: run.Type, Version: run.Version, IdempotencyKey: prev.IdempotencyKey, TenantID: prev.TenantID,
+		Type: run.Type, Version: run.Version, IdempotencyKey: cur.IdempotencyKey, TenantID: cur.TenantID,
 	})
 	if err != nil {
 		return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 	}
-	if res.Outcome != store.Restarted || res.Run.ID != runID {
+	if res.Outcome != store.Restarted || res.Run.ID != cur.ID {
 		return store.Run{}, fmt.Errorf("rerun %s: the store did not restart it (%v, state %s)", runID, res.Outcome, res.Run.State)
 	}
 	return res.Run, nil
@@ -330,9 +360,12 @@ func (stepGuards) ResultOK(_ context.Context, e step.StepEnd) bool { return e.Ok
 
 // runner carries out one attempt of a run.
 type runner struct {
-	e          *Engine
-	wf         Workflow
+	e  *Engine
+	wf Workflow
+	// runID names the run's files; dbID is the run in the database that
+	// carries this execution, attempt its attempt.
 	runID      string
+	dbID       string
 	attempt    int
 	configHash string
 
@@ -387,7 +420,7 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 	for i, s := range r.wf.Steps {
 		sr, err := e.st.Start(dbctx, store.StartParams{
 			Type: step.Type, Version: step.Version, TenantID: e.tenant, CorrelationID: r.runID,
-			IdempotencyKey: fmt.Sprintf("%s/%d/%d", r.runID, r.attempt, i+1),
+			IdempotencyKey: fmt.Sprintf("%s/%d/%d", r.dbID, r.attempt, i+1),
 			Input:          map[string]any{"run_id": r.runID, "workflow": r.wf.Name, "step_index": i + 1, "step_name": s.Name},
 		})
 		if err != nil {
@@ -398,16 +431,18 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 		}
 		stepRuns.Steps[i] = runfiles.StepRun{Index: i + 1, Name: s.Name, RunID: sr.Run.ID}
 	}
-	if _, err := e.st.LogStep(dbctx, r.runID, runfiles.StepRunsLog, stepRuns); err != nil {
+	if _, err := e.st.LogStep(dbctx, r.dbID, runfiles.StepRunsLog, stepRuns); err != nil {
 		return res, fmt.Errorf("run %s: %w", r.runID, err)
 	}
-	_, runRec, err := e.st.Load(dbctx, r.runID, run.Definition())
+	_, runRec, err := e.st.Load(dbctx, r.dbID, run.Definition())
 	if err != nil {
 		return res, fmt.Errorf("run %s: %w", r.runID, err)
 	}
 	rm := run.New(run.WithState(run.StateRunning), run.WithRecorder(runRec))
 
-	if err := r.log.Log("run_start", map[string]any{"workflow": r.wf.Name, "steps": len(r.wf.Steps), "attempt": r.attempt}); err != nil {
+	// The files say nothing of the attempts before: a rerun writes the
+	// same bytes as the first execution did, given the same clock.
+	if err := r.log.Log("run_start", map[string]any{"workflow": r.wf.Name, "steps": len(r.wf.Steps)}); err != nil {
 		return res, err
 	}
 	if err := r.writeContext(); err != nil {
@@ -490,7 +525,7 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 			pending = append(pending, sr)
 			states[failure.StepIndex+i] = runfiles.StatusSkipped
 		}
-		cur := store.Run{ID: r.runID, RowVersion: runRec.RowVersion()}
+		cur := store.Run{ID: r.dbID, RowVersion: runRec.RowVersion()}
 		failed := run.StepFailed{StepIndex: failure.StepIndex, StepName: failure.StepName, ErrorType: failure.Type, ErrorMessage: failure.Message}
 		err = e.failRun(dbctx, cur, run.StateRunning, result, failed, pending, nil)
 	} else {
@@ -508,7 +543,7 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 		return res, err
 	}
 	return RunResult{
-		RunID: r.runID, RunDir: r.runDir, Attempt: r.attempt, Status: summary.Status,
+		RunID: r.runID, RunDir: r.runDir, ExecutionID: r.dbID, Attempt: r.attempt, Status: summary.Status,
 		Summary: summary, Steps: steps, StepStates: states, State: r.state, Failure: failure,
 	}, nil
 }

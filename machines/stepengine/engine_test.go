@@ -200,7 +200,7 @@ func TestGoldenRuns(t *testing.T) {
 func checkDatabase(t *testing.T, st *store.Store, res stepengine.RunResult, wantStates []string) {
 	t.Helper()
 	ctx := context.Background()
-	dbRun, err := st.Get(ctx, res.RunID)
+	dbRun, err := st.Get(ctx, res.ExecutionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func checkDatabase(t *testing.T, st *store.Store, res stepengine.RunResult, want
 	if dbRun.Type != run.Type || dbRun.State != wantRun {
 		t.Errorf("run in the database: %s %s, want %s %s", dbRun.Type, dbRun.State, run.Type, wantRun)
 	}
-	steps, err := runfiles.StepRunsOf(ctx, st, res.RunID, dbRun.Attempt)
+	steps, err := runfiles.StepRunsOf(ctx, st, res.ExecutionID, dbRun.Attempt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,13 +398,6 @@ func TestRerunAfterFailureOverwrites(t *testing.T) {
 	}
 	checkDatabase(t, st, second, []string{"OK", "OK", "OK"})
 
-	// A rerun of a run that succeeded is refused; its files stay.
-	if _, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir, RunID: first.RunID}); !errors.Is(err, stepengine.ErrAlreadySucceeded) {
-		t.Errorf("rerun of a succeeded run: %v, want ErrAlreadySucceeded", err)
-	}
-	if diff := cmp.Diff(files, runFiles(t, second.RunDir, second.RunID)); diff != "" {
-		t.Errorf("refused rerun changed the files (-before +after):\n%s", diff)
-	}
 	// Another run gets another directory.
 	other, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
 	if err != nil {
@@ -560,4 +553,63 @@ func lastTransition(t *testing.T, st *store.Store, id string) store.Step {
 	}
 	t.Fatalf("run %s has no transition", id)
 	return store.Step{}
+}
+
+func TestRerunOfASucceededRunWritesTheSameFiles(t *testing.T) {
+	t.Parallel()
+	_, st := newEngine(t)
+	ctx := context.Background()
+	runsDir := t.TempDir()
+	scratch := true
+	wf := threeSteps(transform(func(context.Context) (stepengine.StepResult, error) {
+		return stepengine.StepResult{OK: true, Outputs: map[string]any{"upper": []string{"A", "B"}}}, nil
+	}))
+	wf.Steps = append(wf.Steps, stepengine.Step{Name: "scratch", Run: func(ctx context.Context, rc stepengine.RunContext, st *stepengine.RunState, log *stepengine.Logger) (stepengine.StepResult, error) {
+		// The first execution leaves a file the later ones do not write.
+		if scratch {
+			if err := os.WriteFile(filepath.Join(rc.ArtifactsDir(), "scratch.txt"), []byte("first only"), 0o644); err != nil {
+				return stepengine.StepResult{}, err
+			}
+		}
+		return stepengine.StepResult{OK: true}, nil
+	}})
+	// Each execution has an engine whose clock starts at the same time,
+	// so that a deterministic rerun writes the same bytes.
+	engine := func() *stepengine.Engine {
+		return stepengine.New(st, stepengine.WithClock(newClock().Now), stepengine.WithGitSHA("0123456789abcdef0123456789abcdef01234567"))
+	}
+	first, err := engine().Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
+	if err != nil || first.Status != "OK" {
+		t.Fatalf("first run: %v %s", err, first.Status)
+	}
+	want := runFiles(t, first.RunDir, first.RunID)
+	if _, ok := want["artifacts/scratch.txt"]; !ok {
+		t.Fatal("the first execution wrote no scratch.txt")
+	}
+	delete(want, "artifacts/scratch.txt")
+	scratch = false
+
+	executions := map[string]bool{first.ExecutionID: true}
+	for i := range 2 {
+		again, err := engine().Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir, RunID: first.RunID})
+		if err != nil {
+			t.Fatalf("rerun %d: %v", i+1, err)
+		}
+		if again.RunID != first.RunID || again.RunDir != first.RunDir || again.Status != "OK" || executions[again.ExecutionID] {
+			t.Fatalf("rerun %d: run %s in %s, execution %s, %s; want run %s in %s, a new execution, OK",
+				i+1, again.RunID, again.RunDir, again.ExecutionID, again.Status, first.RunID, first.RunDir)
+		}
+		executions[again.ExecutionID] = true
+		// The same bytes, file for file, and nothing left of the first.
+		if diff := cmp.Diff(want, runFiles(t, again.RunDir, again.RunID)); diff != "" {
+			t.Errorf("rerun %d: files (-first execution +rerun):\n%s", i+1, diff)
+		}
+		// The database tells the latest execution's story, and keeps the
+		// first one as it succeeded.
+		checkDatabase(t, st, again, []string{"OK", "OK", "OK", "OK"})
+		orig, err := st.Get(ctx, first.RunID)
+		if err != nil || orig.Status != "succeeded" || orig.Attempt != 1 {
+			t.Errorf("rerun %d: the first execution is now %s, attempt %d (%v)", i+1, orig.Status, orig.Attempt, err)
+		}
+	}
 }
