@@ -11,6 +11,7 @@ require (
 	go.lsp.dev/protocol v0.12.0
 	go.lsp.dev/uri v0.3.0
 	golang.org/x/crypto v0.59.0
+	golang.org/x/mod v0.43.0
 )
 
 require (

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/participle/v2/lexer"
+	"golang.org/x/mod/module"
 )
 
 // Load parses and checks one .fsm source: the usual entry point. The
@@ -481,7 +482,12 @@ func (mc *machineChecker) fieldType(te *TypeExpr) (Type, bool) {
 	switch {
 	case te.Path != nil:
 		p, err := unquote(te.Path.Value)
-		if err != nil || p == "" || strings.ContainsAny(p, " \\\t") || strings.HasSuffix(p, "/") {
+		if err == nil {
+			// The rules of the go command: a path it would refuse to
+			// import must not reach the generated code.
+			err = module.CheckImportPath(p)
+		}
+		if err != nil {
 			mc.errorf(te.Path.Pos, "invalid import path %s", te.Path.Value)
 			return t, false
 		}

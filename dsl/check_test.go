@@ -187,6 +187,24 @@ func TestCheckUnknownNames(t *testing.T) {
 				`t.fsm:4:93: type "x".Y.Z: write a quoted import path, a dot and one type name`,
 			},
 		},
+		{
+			// The go command's rules: each of these it refuses to import.
+			name: "import paths Go refuses",
+			src: `machine M {
+    initial A
+    final DONE succeeded
+    event Go { a "a\nb".T; b "../evil".T; c "/abs".T; d "a//b".T; e "a/./b".T; f "x/".T; g "ok.example/money".T }
+    A -> DONE on Go
+}`,
+			want: []string{
+				`t.fsm:4:18: invalid import path "a\nb"`,
+				`t.fsm:4:30: invalid import path "../evil"`,
+				`t.fsm:4:45: invalid import path "/abs"`,
+				`t.fsm:4:57: invalid import path "a//b"`,
+				`t.fsm:4:69: invalid import path "a/./b"`,
+				`t.fsm:4:82: invalid import path "x/"`,
+			},
+		},
 	})
 }
 

@@ -193,6 +193,8 @@ func TestDiagnosticEndAndSuggestion(t *testing.T) {
 		got = append(got, span{d.String(), fmt.Sprintf("%d:%d", end.Line, end.Column), d.Suggestion()})
 	}
 	want := []span{
+		// The go command imports ASCII paths only.
+		{`t.fsm:4:21: invalid import path "é/𝄞"`, "4:33", ""},
 		{"t.fsm:4:38: unknown type time.Tme; did you mean time.Time?", "4:46", "time.Time"},
 		{"t.fsm:5:10: unknown state DNOE; did you mean DONE?", "5:14", "DONE"},
 	}

@@ -325,13 +325,13 @@ func Page(source string, m *dsl.Machine, mermaid []byte) []byte {
 	fmt.Fprintf(&b, "# %s\n\n", m.Name)
 	if len(m.Doc) > 0 {
 		for _, l := range m.Doc {
-			b.WriteString(strings.TrimRight(l, " \t"))
+			b.WriteString(markdownText(strings.TrimRight(l, " \t")))
 			b.WriteString("\n")
 		}
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "Go package `%s`, persisted type `%s`, definition version %d; generated from [%s](../%s).\n\n",
-		m.Package, m.Type, m.Version, source, source)
+		m.Package, m.Type, m.Version, markdownText(source), source)
 	if !hasFinal(m) {
 		b.WriteString("The machine has no final state: a run of it never finishes; it keeps the status `running`\n")
 		b.WriteString("and stores no result.\n\n")
@@ -508,14 +508,25 @@ func cell(doc []string) string {
 			words = append(words, l)
 		}
 	}
-	return cellText(strings.Join(words, " "))
+	return cellText(markdownText(strings.Join(words, " ")))
 }
 
-// cellText makes text safe inside a Markdown table cell.
+// cellText makes text safe inside a Markdown table cell (inside a code
+// span too, where HTML is not read).
 func cellText(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	return strings.ReplaceAll(s, "|", `\|`)
 }
+
+// htmlEscaper escapes what Markdown would pass through as HTML: a tag
+// starts with <, an entity with & (a > alone starts neither).
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;")
+
+// markdownText makes text of a .fsm file (a doc comment) safe in the
+// generated page: Markdown renders raw HTML, so < and & are written as
+// entities, which it shows as the characters they stand for. The rest of
+// Markdown (emphasis, code, links) is kept.
+func markdownText(s string) string { return htmlEscaper.Replace(s) }
 
 // code writes s as a code span that is safe inside a Markdown table cell.
 func code(s string) string {

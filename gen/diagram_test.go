@@ -335,3 +335,37 @@ func machine(t *testing.T, src string) *dsl.Machine {
 	}
 	return spec.Machines[0]
 }
+
+// TestPageEscapesHTMLOfDocComments writes raw HTML in doc comments: the
+// page holds it as text (entities Markdown shows as the characters), never
+// as markup a Markdown renderer would pass through.
+func TestPageEscapesHTMLOfDocComments(t *testing.T) {
+	t.Parallel()
+	m := machine(t, `
+// Door <script>alert(1)</script> & <img src=x onerror=alert(2)>.
+machine Door {
+    // Open <iframe src="https://evil.example"></iframe>.
+    initial OPEN
+    final SHUT succeeded
+    // Close <b>now</b> | or later.
+    event Close
+    // The <a href="javascript:alert(3)">row</a>.
+    OPEN -> SHUT on Close
+}`)
+	page := string(gen.Page("door.fsm", m, gen.Mermaid(m)))
+	for _, bad := range []string{"<script>", "<img", "<iframe", "<b>", "<a href"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page holds %q as HTML:\n%s", bad, page)
+		}
+	}
+	for _, want := range []string{
+		"Door &lt;script>alert(1)&lt;/script> &amp; &lt;img src=x onerror=alert(2)>.\n",
+		"Open &lt;iframe src=\"https://evil.example\">&lt;/iframe>. |",
+		"| `Close` | – | Close &lt;b>now&lt;/b> \\| or later. |",
+		"The &lt;a href=\"javascript:alert(3)\">row&lt;/a>. |",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q:\n%s", want, page)
+		}
+	}
+}
