@@ -114,3 +114,26 @@ func (e *RunError) Error() string {
 
 // Unwrap returns Err.
 func (e *RunError) Unwrap() error { return e.Err }
+
+// ErrNoRetry is matched by errors.Is when a handler's error must not be
+// tried again by the retry policy of the handler's state: the work that
+// failed was already tried by a policy of its own (an activity's, see
+// runtime/activity), which gave up. The engine then counts the state as
+// exhausted at once, as on its last allowed try: it fires the state's
+// exhaustion event, or parks the run when the state names none. NoRetry
+// marks an error so.
+var ErrNoRetry = errors.New("not retried by the state")
+
+// NoRetry returns err marked with ErrNoRetry: it has err's message and
+// code, and matches both err's chain and ErrNoRetry. NoRetry(nil) is nil.
+func NoRetry(err error) error {
+	if err == nil {
+		return nil
+	}
+	return noRetry{err}
+}
+
+type noRetry struct{ err error }
+
+func (e noRetry) Error() string   { return e.err.Error() }
+func (e noRetry) Unwrap() []error { return []error{e.err, ErrNoRetry} }

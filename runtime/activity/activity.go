@@ -124,7 +124,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // that dies after the activity ran finds the result on its next call and
 // does not execute it again. An error that the policy does not retry
 // matches ErrNonRetryable; the error of the last allowed try matches
-// ErrExhausted. Both wrap the activity's error.
+// ErrExhausted. Both wrap the activity's error, keep its code, and match
+// runtime.ErrNoRetry: a state handler that returns them has its state
+// exhausted at once, not tried again by the state's policy.
 func Execute[In, Out any](ctx context.Context, x *Executor, workflowID string, a Activity[In, Out], in In) (Result[Out], error) {
 	var res Result[Out]
 	if a.Name == "" || a.Execute == nil {
@@ -210,10 +212,10 @@ RETURNING id::text`, workflowID, a.Name, key, input, x.now()).Scan(&res.Executio
 			return fail(fmt.Errorf("record failed try %d: %w (the try failed with: %w)", try, uerr, err))
 		}
 		if p.nonRetryable(err) {
-			return fail(fmt.Errorf("%w: try %d: %w", ErrNonRetryable, try, err))
+			return fail(runtime.NoRetry(fmt.Errorf("%w: try %d: %w", ErrNonRetryable, try, err)))
 		}
 		if try >= p.attempts() {
-			return fail(fmt.Errorf("%w: %d of %d: %w", ErrExhausted, try, p.attempts(), err))
+			return fail(runtime.NoRetry(fmt.Errorf("%w: %d of %d: %w", ErrExhausted, try, p.attempts(), err)))
 		}
 		if err := x.sleep(ctx, p.Jittered(CalculateRetryDelay(p, try), x.rand())); err != nil {
 			return fail(fmt.Errorf("wait after try %d: %w", try, err))

@@ -32,6 +32,21 @@
 // Jitter of 0.2 (the presets') gives a wait within ±20 % of the computed
 // one, and clients that failed together do not retry together.
 //
+// # Retries of an activity inside a state
+//
+// An activity run by a state's handler has two policies over it: its own
+// and the state's (the .fsm's retry). They compose, not multiply: the
+// activity's policy governs the activity, and the state does not try it
+// again. When the activity's policy gives up (its last allowed try failed,
+// or an error it does not retry), Execute's error matches runtime.ErrNoRetry
+// besides ErrExhausted or ErrNonRetryable, keeping the activity's error and
+// code; a handler that returns it has its state exhausted at once by the
+// engine (the state's else event, or a parked run), the code and message
+// in the run's result. The state's policy still retries the handler's other
+// failures (an error outside activities, an unreadable cache). A machine
+// that wants the activity tried again after its policy gave up says so in
+// its table, with an else event that leads back to the state later.
+//
 // # The result cache
 //
 // Execute checks activity_executions for the activity's key before doing

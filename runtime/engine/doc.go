@@ -109,6 +109,12 @@
 // UTF-8 and NUL bytes made U+FFFD, which PostgreSQL can store. A state
 // without a policy is tried once.
 //
+// A handler error that matches runtime.ErrNoRetry (runtime.NoRetry) is not
+// retried by the state's policy whatever tries are left: it reports work
+// that a policy of its own already retried and gave up on, an activity's
+// (runtime/activity), so the state is exhausted on that try. Retries of an
+// activity run by a state's handler therefore do not multiply.
+//
 // What a handler gives that the store cannot hold or encode (an event, a
 // result output or an effect's payload with a NUL character, over the
 // store's size limits, or that does not encode to JSON) is not retried: the

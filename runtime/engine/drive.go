@@ -444,6 +444,10 @@ func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
 		if errors.Is(herr, runtime.ErrNotDriven) {
 			return s.park(ctx, CodeNotDriven, herr.Error())
 		}
+		if errors.Is(herr, runtime.ErrNoRetry) {
+			// Retried by a policy of its own (an activity's), which gave up.
+			return s.exhausted(ctx, st, codeOf(herr, CodeHandlerError), errorDetail(herr))
+		}
 		return s.fail(ctx, st, codeOf(herr, CodeHandlerError), errorDetail(herr))
 	}
 	if ev == nil {

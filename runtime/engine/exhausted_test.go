@@ -104,3 +104,53 @@ func TestExhaustedFunc(t *testing.T) {
 		})
 	}
 }
+
+// TestNoRetryExhaustsAtOnce: a handler error marked runtime.NoRetry (an
+// activity whose own policy gave up) is not tried again by the state's
+// policy: the state is exhausted on that try, its else event fired with the
+// error's code and message in the result; without an else event the run is
+// parked after the one try.
+func TestNoRetryExhaustsAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, onExhausted, wantState string
+	}{
+		{"else event", "GiveUp", "FAILED"},
+		{"no else event: parked", "", "WORKING"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := newEnv(t)
+			calls := 0
+			d := &driver{def: jobDef("job", runtime.RetryDatabase.Clone(), tc.onExhausted), guards: ownerGuard(),
+				handlers: map[string]handler{"QUEUED": constant(event("Begin")), "WORKING": func(context.Context, *runtime.Run) (runtime.Event, error) {
+					calls++
+					return nil, runtime.NoRetry(runtime.WithCode("DB_DOWN", errors.New("activity gave up after 5 tries")))
+				}}}
+			e := v.engine(t, engine.Config{}, d)
+			run := v.start(t, e, "job", "k")
+			run, err := e.Drive(context.Background(), run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls != 1 {
+				t.Errorf("handler called %d times, want 1", calls)
+			}
+			if run.State != tc.wantState || run.ParkedAt.IsZero() != (tc.onExhausted != "") {
+				t.Fatalf("run in %s, parked at %v; want %s", run.State, run.ParkedAt, tc.wantState)
+			}
+			if tc.onExhausted == "" {
+				if run.LastErrorCode != "DB_DOWN" || run.LastError != "DB_DOWN: activity gave up after 5 tries" {
+					t.Errorf("parked with %q %q", run.LastErrorCode, run.LastError)
+				}
+				return
+			}
+			res := *run.Result
+			res.RunID, res.Attempt, res.DurationMS = "", 0, 0
+			want := store.Result{Status: runtime.StatusFailed, ErrorCode: "DB_DOWN", ErrorDetail: "DB_DOWN: activity gave up after 5 tries"}
+			if diff := cmp.Diff(want, res); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
