@@ -49,6 +49,10 @@ var (
 	// ErrInvalidApplication: an application without an id, applicant or
 	// organization.
 	ErrInvalidApplication = errors.New("invalid application")
+	// ErrWorkflowFailed: the run ended FAILED, an activity having failed
+	// after all its retries; ExecuteWorkflowSync's error names the run, the
+	// error's code and its message.
+	ErrWorkflowFailed = errors.New("workflow failed")
 )
 
 // The workflow's activities, with their retry policies and idempotency keys.
@@ -330,6 +334,7 @@ type Execution struct {
 	Input           Application    `json:"input"`
 	Output          *Output        `json:"output,omitempty"`
 	Error           string         `json:"error,omitempty"`
+	ErrorCode       string         `json:"errorCode,omitempty"`
 	CurrentStep     string         `json:"currentStep"`
 	StateHistory    []StateChange  `json:"stateHistory"`
 	ActorID         string         `json:"actorId,omitempty"`
@@ -339,7 +344,9 @@ type Execution struct {
 }
 
 // GetWorkflow returns run runID as an Execution; store.ErrRunNotFound
-// when there is none. It is one read of the view workflow_executions.
+// when there is none. It is one read of the view workflow_executions. A
+// succeeded run has an Output; a failed one (status failed, in FAILED) has
+// its error's message in Error and its code in ErrorCode.
 func (w *Workflow) GetWorkflow(ctx context.Context, runID string) (Execution, error) {
 	x, err := w.eng.Store().Execution(ctx, runID)
 	if err != nil {
@@ -352,7 +359,7 @@ func (w *Workflow) GetWorkflow(ctx context.Context, runID string) (Execution, er
 func execution(x store.Execution) (Execution, error) {
 	e := Execution{
 		ID: x.ID, WorkflowID: x.WorkflowID, RunID: x.RunID, WorkflowName: x.WorkflowName, WorkflowVersion: strconv.Itoa(x.WorkflowVersion),
-		Status: x.Status, Error: x.Error, CurrentStep: x.CurrentStep, ActorID: x.ActorID, OrganizationID: x.OrganizationID,
+		Status: x.Status, Error: x.Error, ErrorCode: x.ErrorCode, CurrentStep: x.CurrentStep, ActorID: x.ActorID, OrganizationID: x.OrganizationID,
 		StartedAt: x.StartedAt, StateHistory: make([]StateChange, 0, len(x.StateHistory)),
 	}
 	if err := json.Unmarshal(x.Input, &e.Input); err != nil {
@@ -364,6 +371,8 @@ func execution(x store.Execution) (Execution, error) {
 	if x.Status.Terminal() {
 		t := x.CompletedAt
 		e.CompletedAt = &t
+	}
+	if x.Status == runtime.StatusSucceeded {
 		out := output(x)
 		e.Output = &out
 	}
@@ -405,11 +414,15 @@ func (w *Workflow) Query(ctx context.Context, q Query) ([]Execution, error) {
 	return out, nil
 }
 
-// finished returns the output of finished run id.
+// finished returns the output of finished run id, or ErrWorkflowFailed
+// with the run's error when it failed.
 func (w *Workflow) finished(ctx context.Context, id string) (Output, error) {
 	x, err := w.eng.Store().Execution(ctx, id)
 	if err != nil {
 		return Output{}, fmt.Errorf("compliance: execute %s: %w", id, err)
+	}
+	if x.Status != runtime.StatusSucceeded {
+		return Output{}, fmt.Errorf("compliance: execute %s: %w in %s: %s: %s", id, ErrWorkflowFailed, x.CurrentStep, x.ErrorCode, x.Error)
 	}
 	return output(x), nil
 }
@@ -432,7 +445,8 @@ func OnWaiting(f func(ctx context.Context, runID, state string) error) SyncOptio
 // its end, returning its output. When the run waits for the authorization,
 // the OnWaiting function is told; if the run still waits after it, it is
 // waited for (a signal from another process, or the timeout, fired by the
-// engine's workers) until ctx is done.
+// engine's workers) until ctx is done. A run that ended FAILED gives an
+// error matching ErrWorkflowFailed.
 func (w *Workflow) ExecuteWorkflowSync(ctx context.Context, app Application, actorID string, opts ...SyncOption) (Output, error) {
 	var o syncOptions
 	for _, f := range opts {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -101,10 +102,33 @@ func findings() map[string][]string {
 	}
 }
 
-func newEnv(t *testing.T, pool *pgxpool.Pool, start time.Time, failFirst int) *env {
+// envOption changes what newEnv builds.
+type envOption func(*envConfig)
+
+type envConfig struct {
+	// dbClock: the store reads the database's clock instead of the stubbed
+	// one, so that the engine's own retries fall due.
+	dbClock      bool
+	prequalifier compliance.Prequalifier
+}
+
+// withPrequalifier replaces the local prequalifier, on the database's clock.
+func withPrequalifier(p compliance.Prequalifier) envOption {
+	return func(c *envConfig) { c.prequalifier, c.dbClock = p, true }
+}
+
+func newEnv(t *testing.T, pool *pgxpool.Pool, start time.Time, failFirst int, opts ...envOption) *env {
 	t.Helper()
+	var cfg envConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	c := &clock{now: start}
-	eng, err := engine.New(pool, store.New(pool, store.WithClock(c.Now)), engine.Config{WorkerID: "fcha-test:" + t.Name(), DisableNotify: true})
+	st := store.New(pool, store.WithClock(c.Now))
+	if cfg.dbClock {
+		st = store.New(pool)
+	}
+	eng, err := engine.New(pool, st, engine.Config{WorkerID: "fcha-test:" + t.Name(), DisableNotify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +136,11 @@ func newEnv(t *testing.T, pool *pgxpool.Pool, start time.Time, failFirst int) *e
 	x := activity.NewExecutor(pool, activity.WithClock(c.Now), activity.WithSleep(sl.sleep), activity.WithRand(func() float64 { return 0.5 }))
 	e := &env{pool: pool, clock: c, eng: eng, sleeps: sl,
 		screening: &local.Screening{Findings: findings(), FailFirst: failFirst}, notifier: &local.Notifier{}}
-	e.wf = compliance.New(eng, x, adapters(e.screening, e.notifier))
+	ad := adapters(e.screening, e.notifier)
+	if cfg.prequalifier != nil {
+		ad.Prequalifier = cfg.prequalifier
+	}
+	e.wf = compliance.New(eng, x, ad)
 	if err := e.wf.Register(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -423,6 +451,119 @@ func TestProviderFailsFourTimes(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("background check results recorded %d times in %v, want once", n, chain)
+	}
+}
+
+// downPrequalifier is a prequalifier whose database is down: every call
+// fails, with code PREQUAL_DB_DOWN.
+type downPrequalifier struct{ calls atomic.Int32 }
+
+func (p *downPrequalifier) Prequalify(context.Context, compliance.Application) (compliance.Prequalification, error) {
+	p.calls.Add(1)
+	return compliance.Prequalification{}, runtime.WithCode("PREQUAL_DB_DOWN", errors.New("prequalification database unavailable"))
+}
+
+// TestActivityRetriesNotMultiplied: a prequalifier that always fails is
+// called 5 times, by the prequalify activity's database policy, waiting
+// 500 ms, 1 s, 2 s and 4 s between the calls; the state's policy does not
+// try the activity again. The engine's own retries would fall due on the
+// database's clock.
+func TestActivityRetriesNotMultiplied(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pq := &downPrequalifier{}
+	e := newEnv(t, pgtest.NewPool(t), t0, 0, withPrequalifier(pq))
+	id, err := e.wf.StartWorkflow(ctx, application("app_down", "clean", "org_111"), actorID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.drive(t, id)
+	if got := pq.calls.Load(); got != 5 {
+		t.Errorf("prequalifier called %d times, want 5", got)
+	}
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
+	if diff := cmp.Diff(want, e.sleeps.d); diff != "" {
+		t.Errorf("waits between calls (-want +got):\n%s", diff)
+	}
+	ex, err := activity.Executions(ctx, e.pool, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex) != 1 || ex[0].Status != "failed" || ex[0].Attempt != 5 || ex[0].ErrorCode != "PREQUAL_DB_DOWN" {
+		t.Errorf("activity executions = %+v, want prequalify failed after 5 tries", ex)
+	}
+}
+
+// TestExhaustedRunFails: once the prequalify activity gave up, the run ends
+// FAILED, status failed, with the error's code and message: GetWorkflow
+// says so, a query by status failed finds it, the run's log has the failed
+// try, and ExecuteWorkflowSync returns ErrWorkflowFailed.
+func TestExhaustedRunFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, pgtest.NewPool(t), t0, 0, withPrequalifier(&downPrequalifier{}))
+	id, err := e.wf.StartWorkflow(ctx, application("app_down", "clean", "org_111"), actorID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.drive(t, id)
+	const msg = "activity prequalify (key prequalify:app_down): tries used up: 5 of 5: PREQUAL_DB_DOWN: prequalification database unavailable"
+	x, err := e.wf.GetWorkflow(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		Status           runtime.Status
+		CurrentStep      string
+		ErrorCode, Error string
+		Output           *compliance.Output
+		Completed        bool
+		History          []string
+	}
+	g := got{Status: x.Status, CurrentStep: x.CurrentStep, ErrorCode: x.ErrorCode, Error: x.Error, Output: x.Output, Completed: x.CompletedAt != nil}
+	for _, s := range x.StateHistory {
+		g.History = append(g.History, s.From+"->"+s.To+" "+s.Event)
+	}
+	want := got{Status: runtime.StatusFailed, CurrentStep: "FAILED", ErrorCode: "PREQUAL_DB_DOWN", Error: msg, Completed: true,
+		History: []string{"PREQUALIFICATION->FAILED RetriesExhausted"}}
+	if diff := cmp.Diff(want, g); diff != "" {
+		t.Fatalf("GetWorkflow (-want +got):\n%s", diff)
+	}
+	runs, err := e.wf.Query(ctx, compliance.Query{WorkflowName: compliance.WorkflowName, Status: runtime.StatusFailed, OrganizationID: "org_111"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]compliance.Execution{x}, runs); diff != "" {
+		t.Errorf("query by status failed (-want +got):\n%s", diff)
+	}
+	hist, err := e.eng.Store().History(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range hist {
+		if s.Name == "attempt_failed" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d attempt_failed steps in the run's log, want 1", n)
+	}
+
+	_, syncErr := e.wf.ExecuteWorkflowSync(ctx, application("app_down_sync", "clean", "org_111"), actorID)
+	if !errors.Is(syncErr, compliance.ErrWorkflowFailed) {
+		t.Fatalf("ExecuteWorkflowSync: err = %v, want ErrWorkflowFailed", syncErr)
+	}
+	runs, err = e.wf.Query(ctx, compliance.Query{Status: runtime.StatusFailed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 {
+		t.Fatalf("query by status failed found %d runs, want 2", len(runs))
+	}
+	want2 := fmt.Sprintf("compliance: execute %s: workflow failed in FAILED: PREQUAL_DB_DOWN: %s", runs[1].ID, strings.Replace(msg, "app_down", "app_down_sync", 1))
+	if syncErr.Error() != want2 {
+		t.Errorf("ExecuteWorkflowSync: err = %q, want %q", syncErr, want2)
 	}
 }
 

@@ -25,11 +25,13 @@ type Execution struct {
 	WorkflowVersion int
 	Status          runtime.Status
 	Input           json.RawMessage
-	// Output, Outcome and Error come from the run's result: nil and empty
-	// until it has one.
-	Output  json.RawMessage
-	Outcome string
-	Error   string
+	// Output, Outcome, Error and ErrorCode come from the run's result: nil
+	// and empty until it has one. Error is the message of the run's error
+	// (the result's error detail), ErrorCode its code.
+	Output    json.RawMessage
+	Outcome   string
+	Error     string
+	ErrorCode string
 	// CurrentStep is the run's state.
 	CurrentStep string
 	// StateHistory lists the run's transitions in order.
@@ -121,7 +123,7 @@ func executionFromRow(r dbsqlc.WorkflowExecution) (Execution, error) {
 	x := Execution{
 		ID: uuidString(r.ID), WorkflowID: r.WorkflowID, RunID: uuidString(r.RunID),
 		WorkflowName: r.WorkflowName, WorkflowVersion: int(r.WorkflowVersion), Status: runtime.Status(r.Status),
-		Input: json.RawMessage(r.Input), Outcome: r.Outcome, Error: r.Error, CurrentStep: r.CurrentStep,
+		Input: json.RawMessage(r.Input), Outcome: r.Outcome, Error: r.Error, ErrorCode: r.ErrorCode, CurrentStep: r.CurrentStep,
 		ActorID: uuidString(r.ActorID), OrganizationID: r.OrganizationID,
 		StartedAt: r.StartedAt.Time, CompletedAt: r.CompletedAt.Time, Attempt: int(r.AttemptNo),
 		EvidenceIDs: r.EvidenceIds, StateHistory: []StateChange{},

@@ -14,8 +14,10 @@
 // delivery, background check authorization, background check results,
 // individualized assessment factors and the final decision rationale.
 //
-// The table holds exactly the arrows of the seed's diagram. It draws no
-// cancellation and no failed state, so none is declared here.
+// The table holds the arrows of the seed's diagram, and FAILED: the seed's
+// workflow fails after all retries (status failed, with its error), which
+// the diagram does not draw. It draws no cancellation, so none is declared
+// here.
 package fcha
 
 import (
@@ -84,6 +86,13 @@ const (
 	// error). As succeeded, starting the workflow again with the same key
 	// returns the recorded decision instead of screening the applicant again.
 	StateDenied
+	// StateFailed is state FAILED, final with status failed.
+	// FAILED: the workflow failed after all retries: an activity of a driven
+	// state failed on the last try its retry policy allows, or with an error
+	// the policy does not retry. Terminal, status failed; the run's result
+	// holds the error's code and message. Starting the workflow again with
+	// the same key starts a new attempt.
+	StateFailed
 )
 
 // String returns the state's name, its persisted form.
@@ -109,7 +118,7 @@ func (s State) Outcome() string { return runtime.StateSpecOf(&definition, s).Out
 
 // States returns every state in declaration order.
 func States() []State {
-	return []State{StatePrequalification, StateConditionalOffer, StateBackgroundCheckAllowed, StateIndividualizedAssessment, StateApproved, StateDenied}
+	return []State{StatePrequalification, StateConditionalOffer, StateBackgroundCheckAllowed, StateIndividualizedAssessment, StateApproved, StateDenied, StateFailed}
 }
 
 // Event is an event of the FCHA machine. Only the event types of this
@@ -122,21 +131,22 @@ type Event interface {
 }
 
 // PrequalificationEvent is an event state PREQUALIFICATION accepts, as its
-// handler returns it: PrequalificationCompleted.
+// handler returns it: PrequalificationCompleted or RetriesExhausted.
 type PrequalificationEvent interface {
 	Event
 	prequalificationEvent()
 }
 
 // BackgroundCheckAllowedEvent is an event state BACKGROUND_CHECK_ALLOWED
-// accepts, as its handler returns it: BackgroundCheckCompleted.
+// accepts, as its handler returns it: BackgroundCheckCompleted or
+// RetriesExhausted.
 type BackgroundCheckAllowedEvent interface {
 	Event
 	backgroundCheckAllowedEvent()
 }
 
 // IndividualizedAssessmentEvent is an event state INDIVIDUALIZED_ASSESSMENT
-// accepts, as its handler returns it: AssessmentCompleted.
+// accepts, as its handler returns it: AssessmentCompleted or RetriesExhausted.
 type IndividualizedAssessmentEvent interface {
 	Event
 	individualizedAssessmentEvent()
@@ -209,11 +219,23 @@ func (AssessmentCompleted) EventName() string              { return "AssessmentC
 func (AssessmentCompleted) isEvent()                       {}
 func (AssessmentCompleted) individualizedAssessmentEvent() {}
 
+// RetriesExhausted is event RetriesExhausted, accepted in PREQUALIFICATION,
+// BACKGROUND_CHECK_ALLOWED and INDIVIDUALIZED_ASSESSMENT.
+// RetriesExhausted: the engine fires it when a driven state's activity
+// gave up (see FAILED).
+type RetriesExhausted struct{}
+
+func (RetriesExhausted) EventName() string              { return "RetriesExhausted" }
+func (RetriesExhausted) isEvent()                       {}
+func (RetriesExhausted) prequalificationEvent()         {}
+func (RetriesExhausted) backgroundCheckAllowedEvent()   {}
+func (RetriesExhausted) individualizedAssessmentEvent() {}
+
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
 // recorder stored it, strictly: see runtime.Decoder.Decode.
 func DecodeEvent(name string, payload []byte) (Event, error) { return decoder.Decode(name, payload) }
 
-var decoder = runtime.NewDecoder[Event](&definition, PrequalificationCompleted{}, AuthorizationTimeout{}, BackgroundCheckAuthorizationSigned{}, BackgroundCheckCompleted{}, AssessmentCompleted{})
+var decoder = runtime.NewDecoder[Event](&definition, PrequalificationCompleted{}, AuthorizationTimeout{}, BackgroundCheckAuthorizationSigned{}, BackgroundCheckCompleted{}, AssessmentCompleted{}, RetriesExhausted{})
 
 // Guards are the conditions of FCHA; each reports whether it admits e.
 type Guards interface {
@@ -278,6 +300,8 @@ func (m *Machine) Fire(ctx context.Context, e Event) error {
 		return m.BackgroundCheckCompleted(ctx, e)
 	case AssessmentCompleted:
 		return m.AssessmentCompleted(ctx, e)
+	case RetriesExhausted:
+		return m.RetriesExhausted(ctx, e)
 	}
 	return m.refuse(nil)
 }
@@ -362,6 +386,16 @@ func (m *Machine) AssessmentCompleted(ctx context.Context, e AssessmentCompleted
 	return m.refuse(e)
 }
 
+// RetriesExhausted moves PREQUALIFICATION, BACKGROUND_CHECK_ALLOWED,
+// INDIVIDUALIZED_ASSESSMENT -> FAILED.
+func (m *Machine) RetriesExhausted(ctx context.Context, e RetriesExhausted) error {
+	if m.rec == nil && (m.state == StatePrequalification || m.state == StateBackgroundCheckAllowed || m.state == StateIndividualizedAssessment) {
+		m.state = StateFailed
+		return nil
+	}
+	return m.follow(ctx, e)
+}
+
 // View is the machine in its current state: InX for state X, whose methods
 // are the transitions X allows and do what the Machine's methods do.
 type View interface {
@@ -385,6 +419,7 @@ var views = [...]func(*Machine) View{
 	func(m *Machine) View { return InIndividualizedAssessment{m} },
 	func(m *Machine) View { return InApproved{m} },
 	func(m *Machine) View { return InDenied{m} },
+	func(m *Machine) View { return InFailed{m} },
 }
 
 // InPrequalification is the machine in state PREQUALIFICATION.
@@ -398,6 +433,9 @@ func (InPrequalification) State() State { return StatePrequalification }
 func (InPrequalification) isView()      {}
 func (v InPrequalification) PrequalificationCompleted(ctx context.Context, e PrequalificationCompleted) error {
 	return v.m.PrequalificationCompleted(ctx, e)
+}
+func (v InPrequalification) RetriesExhausted(ctx context.Context, e RetriesExhausted) error {
+	return v.m.RetriesExhausted(ctx, e)
 }
 
 // InConditionalOffer is the machine in state CONDITIONAL_OFFER.
@@ -428,6 +466,9 @@ func (InBackgroundCheckAllowed) isView()      {}
 func (v InBackgroundCheckAllowed) BackgroundCheckCompleted(ctx context.Context, e BackgroundCheckCompleted) error {
 	return v.m.BackgroundCheckCompleted(ctx, e)
 }
+func (v InBackgroundCheckAllowed) RetriesExhausted(ctx context.Context, e RetriesExhausted) error {
+	return v.m.RetriesExhausted(ctx, e)
+}
 
 // InIndividualizedAssessment is the machine in state
 // INDIVIDUALIZED_ASSESSMENT.
@@ -441,6 +482,9 @@ func (InIndividualizedAssessment) State() State { return StateIndividualizedAsse
 func (InIndividualizedAssessment) isView()      {}
 func (v InIndividualizedAssessment) AssessmentCompleted(ctx context.Context, e AssessmentCompleted) error {
 	return v.m.AssessmentCompleted(ctx, e)
+}
+func (v InIndividualizedAssessment) RetriesExhausted(ctx context.Context, e RetriesExhausted) error {
+	return v.m.RetriesExhausted(ctx, e)
 }
 
 // InApproved is the machine in final state APPROVED.
@@ -459,17 +503,26 @@ func (m *Machine) InDenied() (InDenied, bool) { return InDenied{m}, m.state == S
 func (InDenied) State() State                 { return StateDenied }
 func (InDenied) isView()                      {}
 
+// InFailed is the machine in final state FAILED.
+type InFailed struct{ m *Machine }
+
+// InFailed returns the machine as InFailed and whether it is in that state.
+func (m *Machine) InFailed() (InFailed, bool) { return InFailed{m}, m.state == StateFailed }
+func (InFailed) State() State                 { return StateFailed }
+func (InFailed) isView()                      {}
+
 // Handlers does the work of the states of FCHA the runtime drives, each
 // returning an event of its state; an error is retried by the state's policy.
 type Handlers interface {
 	// Prequalification does the work of state PREQUALIFICATION and returns
-	// PrequalificationCompleted.
+	// PrequalificationCompleted or RetriesExhausted.
 	Prequalification(ctx context.Context, run *runtime.Run) (PrequalificationEvent, error)
 	// BackgroundCheckAllowed does the work of state BACKGROUND_CHECK_ALLOWED
-	// and returns BackgroundCheckCompleted.
+	// and returns BackgroundCheckCompleted or RetriesExhausted.
 	BackgroundCheckAllowed(ctx context.Context, run *runtime.Run) (BackgroundCheckAllowedEvent, error)
 	// IndividualizedAssessment does the work of state
-	// INDIVIDUALIZED_ASSESSMENT and returns AssessmentCompleted.
+	// INDIVIDUALIZED_ASSESSMENT and returns AssessmentCompleted or
+	// RetriesExhausted.
 	IndividualizedAssessment(ctx context.Context, run *runtime.Run) (IndividualizedAssessmentEvent, error)
 }
 
@@ -510,17 +563,18 @@ func Definition() runtime.Definition { return definition.Clone() }
 
 var definition = runtime.Definition{
 	Machine: "FCHA",
-	Doc:     "FCHA is the legal NYC Fair Chance Housing Act (FCHA) state machine that\nthe NYC Application Compliance workflow enforces for one rental\napplication (applicationId, applicantId, propertyId, unitId,\norganizationId, marketId). The workflow persists its state after each\nstep, retries failed activities with backoff, ensures idempotency through\ncached activity results, and emits SOC2-compliant evidence at each state\ntransition: initialization, prequalification results, conditional offer\ndelivery, background check authorization, background check results,\nindividualized assessment factors and the final decision rationale.\n\nThe table holds exactly the arrows of the seed's diagram. It draws no\ncancellation and no failed state, so none is declared here.",
+	Doc:     "FCHA is the legal NYC Fair Chance Housing Act (FCHA) state machine that\nthe NYC Application Compliance workflow enforces for one rental\napplication (applicationId, applicantId, propertyId, unitId,\norganizationId, marketId). The workflow persists its state after each\nstep, retries failed activities with backoff, ensures idempotency through\ncached activity results, and emits SOC2-compliant evidence at each state\ntransition: initialization, prequalification results, conditional offer\ndelivery, background check authorization, background check results,\nindividualized assessment factors and the final decision rationale.\n\nThe table holds the arrows of the seed's diagram, and FAILED: the seed's\nworkflow fails after all retries (status failed, with its error), which\nthe diagram does not draw. It draws no cancellation, so none is declared\nhere.",
 	Type:    Type,
 	Version: Version,
 	Initial: "PREQUALIFICATION",
 	States: []runtime.StateSpec{
-		{Name: "PREQUALIFICATION", Initial: true, Status: runtime.StatusRunning, Retry: runtime.RetryDatabase.Clone()},
+		{Name: "PREQUALIFICATION", Initial: true, Status: runtime.StatusRunning, Retry: runtime.RetryDatabase.Clone(), OnExhausted: "RetriesExhausted"},
 		{Name: "CONDITIONAL_OFFER", Status: runtime.StatusRunning, Wait: true, Timers: []runtime.Timer{{After: 168 * time.Hour, Event: "AuthorizationTimeout"}}},
-		{Name: "BACKGROUND_CHECK_ALLOWED", Status: runtime.StatusRunning, Retry: runtime.RetryExternalService.Clone()},
-		{Name: "INDIVIDUALIZED_ASSESSMENT", Status: runtime.StatusRunning, Retry: runtime.RetryDatabase.Clone()},
+		{Name: "BACKGROUND_CHECK_ALLOWED", Status: runtime.StatusRunning, Retry: runtime.RetryExternalService.Clone(), OnExhausted: "RetriesExhausted"},
+		{Name: "INDIVIDUALIZED_ASSESSMENT", Status: runtime.StatusRunning, Retry: runtime.RetryDatabase.Clone(), OnExhausted: "RetriesExhausted"},
 		{Name: "APPROVED", Status: runtime.StatusSucceeded, Outcome: "approved"},
 		{Name: "DENIED", Status: runtime.StatusSucceeded, Outcome: "denied"},
+		{Name: "FAILED", Status: runtime.StatusFailed},
 	},
 	Events: []runtime.EventSpec{
 		{Name: "PrequalificationCompleted", Fields: []runtime.FieldSpec{{Name: "passed", Type: "bool"}, {Name: "reason", Type: "string"}}},
@@ -528,6 +582,7 @@ var definition = runtime.Definition{
 		{Name: "BackgroundCheckAuthorizationSigned", Fields: []runtime.FieldSpec{{Name: "signedAt", Type: "time.Time"}, {Name: "signedBy", Type: "string"}}},
 		{Name: "BackgroundCheckCompleted", Fields: []runtime.FieldSpec{{Name: "adverseInfo", Type: "bool"}, {Name: "findings", Type: "[]string"}}},
 		{Name: "AssessmentCompleted", Fields: []runtime.FieldSpec{{Name: "approved", Type: "bool"}, {Name: "factors", Type: "[]string"}, {Name: "rationale", Type: "string"}}},
+		{Name: "RetriesExhausted"},
 	},
 	Guards: []string{"PrequalFailed", "NoAdverseInfo", "Approved"},
 	Transitions: []runtime.TransitionSpec{
@@ -539,5 +594,8 @@ var definition = runtime.Definition{
 		{From: "BACKGROUND_CHECK_ALLOWED", To: "INDIVIDUALIZED_ASSESSMENT", Event: "BackgroundCheckCompleted"},
 		{From: "INDIVIDUALIZED_ASSESSMENT", To: "APPROVED", Event: "AssessmentCompleted", Guard: "Approved", Outcome: "approved"},
 		{From: "INDIVIDUALIZED_ASSESSMENT", To: "DENIED", Event: "AssessmentCompleted", Guard: "Approved", Negated: true, Outcome: "denied"},
+		{From: "PREQUALIFICATION", To: "FAILED", Event: "RetriesExhausted"},
+		{From: "BACKGROUND_CHECK_ALLOWED", To: "FAILED", Event: "RetriesExhausted"},
+		{From: "INDIVIDUALIZED_ASSESSMENT", To: "FAILED", Event: "RetriesExhausted"},
 	},
 }

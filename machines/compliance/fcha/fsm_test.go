@@ -62,6 +62,7 @@ func fsmgenMachine() fsmtest.Machine {
 			BackgroundCheckAuthorizationSigned{},
 			BackgroundCheckCompleted{},
 			AssessmentCompleted{},
+			RetriesExhausted{},
 		},
 		New: func(state string, admit map[string]bool, rec runtime.Recorder) (fsmtest.Instance, error) {
 			s, err := ParseState(state)
@@ -146,6 +147,10 @@ func TestFSMViews(t *testing.T) {
 		},
 		StateDenied: func(m *Machine) bool {
 			_, ok := m.InDenied()
+			return ok
+		},
+		StateFailed: func(m *Machine) bool {
+			_, ok := m.InFailed()
 			return ok
 		},
 	}

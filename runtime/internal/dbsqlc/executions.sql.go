@@ -12,7 +12,7 @@ import (
 )
 
 const getExecution = `-- name: GetExecution :one
-SELECT id, workflow_id, run_id, workflow_name, workflow_version, status, input, output, outcome, error, current_step, state_history, actor_id, organization_id, started_at, completed_at, attempt_no, evidence_ids FROM workflow_executions WHERE id = $1
+SELECT id, workflow_id, run_id, workflow_name, workflow_version, status, input, output, outcome, error, current_step, state_history, actor_id, organization_id, started_at, completed_at, attempt_no, evidence_ids, error_code FROM workflow_executions WHERE id = $1
 `
 
 func (q *Queries) GetExecution(ctx context.Context, id pgtype.UUID) (WorkflowExecution, error) {
@@ -37,12 +37,13 @@ func (q *Queries) GetExecution(ctx context.Context, id pgtype.UUID) (WorkflowExe
 		&i.CompletedAt,
 		&i.AttemptNo,
 		&i.EvidenceIds,
+		&i.ErrorCode,
 	)
 	return i, err
 }
 
 const queryExecutions = `-- name: QueryExecutions :many
-SELECT id, workflow_id, run_id, workflow_name, workflow_version, status, input, output, outcome, error, current_step, state_history, actor_id, organization_id, started_at, completed_at, attempt_no, evidence_ids FROM workflow_executions
+SELECT id, workflow_id, run_id, workflow_name, workflow_version, status, input, output, outcome, error, current_step, state_history, actor_id, organization_id, started_at, completed_at, attempt_no, evidence_ids, error_code FROM workflow_executions
 WHERE ($1::text IS NULL OR workflow_name = $1::text)
   AND ($2::text IS NULL OR status = $2::text)
   AND ($3::text IS NULL OR organization_id = $3::text)
@@ -94,6 +95,7 @@ func (q *Queries) QueryExecutions(ctx context.Context, arg QueryExecutionsParams
 			&i.CompletedAt,
 			&i.AttemptNo,
 			&i.EvidenceIds,
+			&i.ErrorCode,
 		); err != nil {
 			return nil, err
 		}

@@ -69,6 +69,7 @@ type WorkflowExecution struct {
 	CompletedAt     pgtype.Timestamptz
 	AttemptNo       int32
 	EvidenceIds     []int64
+	ErrorCode       string
 }
 
 type WorkflowMigration struct {
