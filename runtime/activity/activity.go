@@ -82,8 +82,9 @@ type Option func(*Executor)
 // database's, given as the clock of the store: store.WithClock).
 func WithClock(now func() time.Time) Option { return func(x *Executor) { x.now = now } }
 
-// WithSleep replaces the wait between tries (a timer, returning early with
-// ctx's error): tests record the delays instead of waiting.
+// WithSleep replaces Execute's waits (a timer, returning early with ctx's
+// error): between tries, and between two looks at a key that another call
+// holds. Tests record the delays instead of waiting.
 func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(x *Executor) { x.sleep = sleep }
 }
@@ -115,10 +116,15 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 //
 //  1. a completed, unexpired result stored for the key is returned, with
 //     Cached set, and the activity is not executed;
-//  2. otherwise the activity is tried, each try bounded by a.Timeout, its
-//     row in activity_executions updated after each (status, attempt,
-//     error), until it succeeds or a.Retry says stop. Between tries it
-//     waits CalculateRetryDelay(a.Retry, n) spread by the policy's jitter.
+//  2. otherwise the call claims the key; while another call (of any
+//     process) holds it, it waits until that call stored its result, which
+//     it returns with Cached set, or gave up, or ctx is done (see the
+//     package doc);
+//  3. holding the key, it tries the activity, each try bounded by
+//     a.Timeout, the key's row in activity_executions updated after each
+//     (status, attempt, error), until it succeeds or a.Retry says stop.
+//     Between tries it waits CalculateRetryDelay(a.Retry, n) spread by the
+//     policy's jitter. The key is released when Execute returns.
 //
 // A success is stored (committed) before Execute returns, so that a process
 // that dies after the activity ran finds the result on its next call and
@@ -151,30 +157,30 @@ func Execute[In, Out any](ctx context.Context, x *Executor, workflowID string, a
 		return res, fmt.Errorf("activity %s (key %s): %w", a.Name, key, err)
 	}
 
-	var (
-		status string
-		output []byte
-		expiry *time.Time
-	)
-	err = x.pool.QueryRow(ctx, `SELECT id::text, status, output, expires_at FROM activity_executions WHERE idempotency_key = $1`, key).
-		Scan(&res.ExecutionID, &status, &output, &expiry)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
-		return fail(fmt.Errorf("read cache: %w", err))
-	case status == "completed" && (expiry == nil || expiry.After(x.now())):
-		if err := json.Unmarshal(output, &res.Output); err != nil {
-			return fail(fmt.Errorf("%w: cached output: %w", ErrInvalid, err))
+	// A completed result is served without claiming the key; otherwise the
+	// call claims it, or waits for the call that holds it.
+	done := func(ctx context.Context, q queryRower) (bool, error) { return cached(ctx, q, x.now(), key, &res) }
+	ok, err := done(ctx, x.pool)
+	if ok || err != nil {
+		if err != nil {
+			return fail(err)
 		}
-		res.Cached = true
 		return res, nil
 	}
+	conn, err := x.claim(ctx, key, done)
+	if err != nil {
+		return fail(err)
+	}
+	if conn == nil {
+		return res, nil // completed by the call that held the key
+	}
+	defer x.unclaim(ctx, conn, key)
 
 	p := a.Retry
 	for try := 1; ; try++ {
 		// The row's attempt counts every try of the key, over calls; a
 		// result that expired starts again at 1.
-		err := x.pool.QueryRow(ctx, `
+		err := conn.QueryRow(ctx, `
 INSERT INTO activity_executions (workflow_id, activity_name, idempotency_key, status, input, attempt, started_at)
 VALUES ($1, $2, $3, 'running', $4, 1, $5)
 ON CONFLICT (idempotency_key) DO UPDATE SET
@@ -199,7 +205,7 @@ RETURNING id::text`, workflowID, a.Name, key, input, x.now()).Scan(&res.Executio
 				e := now.Add(a.TTL)
 				exp = &e
 			}
-			if _, err := x.pool.Exec(ctx, `UPDATE activity_executions SET status = 'completed', output = $2, error = NULL, error_code = NULL, completed_at = $3, expires_at = $4 WHERE idempotency_key = $1`,
+			if _, err := conn.Exec(ctx, `UPDATE activity_executions SET status = 'completed', output = $2, error = NULL, error_code = NULL, completed_at = $3, expires_at = $4 WHERE idempotency_key = $1`,
 				key, raw, now, exp); err != nil {
 				return fail(fmt.Errorf("store result: %w", err))
 			}
@@ -207,7 +213,7 @@ RETURNING id::text`, workflowID, a.Name, key, input, x.now()).Scan(&res.Executio
 			return res, nil
 		}
 		text := safeText(err.Error())
-		if _, uerr := x.pool.Exec(ctx, `UPDATE activity_executions SET status = 'failed', error = $2, error_code = NULLIF($3, '') WHERE idempotency_key = $1`,
+		if _, uerr := conn.Exec(ctx, `UPDATE activity_executions SET status = 'failed', error = $2, error_code = NULLIF($3, '') WHERE idempotency_key = $1`,
 			key, text, runtime.ErrorCode(err)); uerr != nil {
 			return fail(fmt.Errorf("record failed try %d: %w (the try failed with: %w)", try, uerr, err))
 		}
@@ -221,6 +227,109 @@ RETURNING id::text`, workflowID, a.Name, key, input, x.now()).Scan(&res.Executio
 			return fail(fmt.Errorf("wait after try %d: %w", try, err))
 		}
 	}
+}
+
+// queryRower is a pool or a connection.
+type queryRower interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// cached reads key's row and, when it holds a completed result that has
+// not expired, decodes it into res, with Cached set, and reports true.
+func cached[Out any](ctx context.Context, q queryRower, now time.Time, key string, res *Result[Out]) (bool, error) {
+	var (
+		id     string
+		status string
+		output []byte
+		expiry *time.Time
+	)
+	err := q.QueryRow(ctx, `SELECT id::text, status, output, expires_at FROM activity_executions WHERE idempotency_key = $1`, key).
+		Scan(&id, &status, &output, &expiry)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read cache: %w", err)
+	case status != "completed" || (expiry != nil && !expiry.After(now)):
+		return false, nil
+	}
+	if err := json.Unmarshal(output, &res.Output); err != nil {
+		return false, fmt.Errorf("%w: cached output: %w", ErrInvalid, err)
+	}
+	res.ExecutionID, res.Cached = id, true
+	return true, nil
+}
+
+// The waits between two looks at a key another caller holds: from
+// claimPollMin, doubling, up to claimPollMax.
+const (
+	claimPollMin = 10 * time.Millisecond
+	claimPollMax = 200 * time.Millisecond
+)
+
+// claimSQL takes key's advisory lock if it is free: the key's claim, held
+// by the connection (the session) until released or the session ends.
+const claimSQL = `SELECT pg_try_advisory_lock(hashtextextended('fsmgen.activity:' || $1, 0))`
+
+// claim claims key for this call: it returns a connection of the pool that
+// holds key's advisory lock, on which the call makes its tries, and which
+// unclaim gives back. While another caller holds the key, it waits without
+// holding a connection and looks again. done reports whether a completed
+// result is stored for the key (and takes it); claim asks it after each
+// wait and once it holds the key, and when it is, returns a nil connection.
+func (x *Executor) claim(ctx context.Context, key string, done func(context.Context, queryRower) (bool, error)) (*pgxpool.Conn, error) {
+	for wait := claimPollMin; ; wait = min(2*wait, claimPollMax) {
+		conn, err := x.pool.Acquire(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		var held bool
+		if err := conn.QueryRow(ctx, claimSQL, key).Scan(&held); err != nil {
+			drop(conn)
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		if held {
+			// The key may have been completed since it was last read.
+			ok, err := done(ctx, conn)
+			if ok || err != nil {
+				x.unclaim(ctx, conn, key)
+				return nil, err
+			}
+			return conn, nil
+		}
+		conn.Release()
+		if err := x.sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("wait for the call that holds the key: %w", err)
+		}
+		if ok, err := done(ctx, x.pool); ok || err != nil {
+			return nil, err
+		}
+	}
+}
+
+// unclaim releases key's advisory lock and gives conn back to the pool, or
+// closes conn when the lock may be left held (its session then ends, and
+// the lock with it).
+func (x *Executor) unclaim(ctx context.Context, conn *pgxpool.Conn, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unclaimTimeout)
+	defer cancel()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended('fsmgen.activity:' || $1, 0))`, key); err != nil {
+		drop(conn)
+		return
+	}
+	conn.Release()
+}
+
+// unclaimTimeout bounds the release of a claim, made also when the call's
+// context is done.
+const unclaimTimeout = 10 * time.Second
+
+// drop closes conn, which the pool then discards.
+func drop(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = conn.Conn().Close(ctx)
+	conn.Release()
 }
 
 // once runs one try, bounded by the activity's timeout, a panic turned

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,7 +18,12 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childModeEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
+	pgtest.Main(m)
+}
 
 func TestCalculateRetryDelay(t *testing.T) {
 	t.Parallel()

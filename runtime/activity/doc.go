@@ -59,6 +59,30 @@
 // the workflow recorded its next step finds the result and does not
 // execute the activity again.
 //
+// # Concurrent calls with one key: exactly one executes
+//
+// A call that executes the activity first claims its key: a PostgreSQL
+// advisory lock on the key (session-level, pg_try_advisory_lock of a 64-bit
+// hash of it), held by one connection of the pool through the tries and
+// released when Execute returns. While another call holds the key, in this
+// process or any other, Execute waits for it: it looks again after 10 ms,
+// then after doubling waits of up to 200 ms (WithSleep's waits), holding no
+// connection in between, until the holder stored its result, which it then
+// returns with Cached set, or gave the key up, which it then claims; it
+// returns ctx's error if ctx is done first. So of concurrent calls with one
+// key, one executes the activity and the others return its output. When the
+// holder failed (its tries used up), the next call tries the activity
+// itself, with a series of tries of its own, as a later call would.
+//
+// A holder's claim ends with its session: a process that dies while it
+// holds a key (killed, crashed, its connection cut) releases it as soon as
+// PostgreSQL sees its connection closed, and a waiting call takes the key
+// over and executes the activity again (the idempotency key given to the
+// callee makes that safe, as for any retry). A holder that is alive but
+// stuck holds the key as long as its try does, which Activity.Timeout
+// bounds. Two keys whose hashes collide share a lock: one waits for the
+// other, and still executes its own activity.
+//
 // Inside a state handler of the engine, ExecuteInRun does the same and
 // marks the row consumed (consumed_run_id, consumed_row_version,
 // consumed_at) in the transaction of the transition the handler returns
@@ -68,7 +92,4 @@
 // effect.
 //
 // PostgreSQL is the cache and its truth; there is no cache in front of it.
-// Two processes that execute the same key at the same moment both try
-// the activity (the row records the later try): the key guards against
-// repeating a completed activity, not against concurrent first tries.
 package activity
