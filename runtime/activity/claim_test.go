@@ -82,18 +82,6 @@ func sideEffects(t *testing.T, pool *pgxpool.Pool) []string {
 	return out
 }
 
-// wait is a timer that returns early with ctx's error.
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // TestConcurrentCallsExecuteOnce: four goroutines execute the same key at
 // once. One runs the side effect, while the three others wait for the key
 // (each reports its first wait); then all four get its output, three of
@@ -243,12 +231,8 @@ func startChild(t *testing.T, dsn, mode, name string, lines chan<- line) *child 
 func TestConcurrentProcessesExecuteOnce(t *testing.T) {
 	t.Parallel()
 	const n = 4
-	dsn := pgtest.NewDatabase(t)
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.NewPool(t)
+	dsn := pool.Config().ConnString()
 	createSideEffects(t, pool)
 
 	lines := make(chan line, 4*n)
@@ -295,12 +279,8 @@ func TestConcurrentProcessesExecuteOnce(t *testing.T) {
 func TestKilledCallerReleasesKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := pgtest.NewDatabase(t)
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.NewPool(t)
+	dsn := pool.Config().ConnString()
 	createSideEffects(t, pool)
 
 	lines := make(chan line, 4)
@@ -319,7 +299,7 @@ func TestKilledCallerReleasesKey(t *testing.T) {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		return wait(ctx, d)
+		return activity.Wait(ctx, d)
 	}))
 	ran := make(chan struct{})
 	type outcome struct {
@@ -343,7 +323,7 @@ func TestKilledCallerReleasesKey(t *testing.T) {
 	if err := holder.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	err = holder.cmd.Wait()
+	err := holder.cmd.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("holder: %v, want killed by SIGKILL", err)
@@ -388,7 +368,7 @@ func runChild(mode string) int {
 	var first sync.Once
 	x := activity.NewExecutor(pool, activity.WithSleep(func(ctx context.Context, d time.Duration) error {
 		first.Do(func() { fmt.Println("waiting") })
-		return wait(ctx, d)
+		return activity.Wait(ctx, d)
 	}))
 	in := bufio.NewReader(os.Stdin)
 	a := charge(pool, caller, func(ctx context.Context) error {
