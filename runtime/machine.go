@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 )
 
 // This file holds the helpers that generated machine packages call, so that
@@ -147,7 +148,8 @@ func NewDecoder[E Event](def *Definition, events ...E) *Decoder[E] {
 
 // Decode rebuilds the event named name from its JSON payload. An empty or
 // null payload gives the zero event. An unknown name gives an error matched
-// by errors.Is(err, ErrUnknownEvent); fields the event lacks, values of the
+// by errors.Is(err, ErrUnknownEvent); fields the event lacks, a key that
+// matches a field in another case only, a key given twice, values of the
 // wrong type, and anything but white space after the payload's JSON value
 // are errors.
 func (d *Decoder[E]) Decode(name string, payload []byte) (E, error) {
@@ -167,6 +169,9 @@ func (d *Decoder[E]) Decode(name string, payload []byte) (E, error) {
 			if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
 				err = errTrailing
 			}
+		}
+		if err == nil {
+			err = exactKeys(t, payload)
 		}
 		if err != nil {
 			return zero, fmt.Errorf("%s: decode event %s: %w", d.def.Type, name, err)
@@ -197,6 +202,66 @@ func truncate(s string) string {
 }
 
 var errTrailing = errors.New("unexpected data after the payload's JSON value")
+
+// exactKeys checks the keys of a payload that decoded into a value of type
+// t: encoding/json matches a key to a field whatever its case and lets a
+// later duplicate key win, so that {"N":1} or {"n":1,"n":2} would decode;
+// a payload must name each field once, as it is spelt.
+func exactKeys(t reflect.Type, payload []byte) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil // null: the zero event
+	}
+	names := map[string]bool{}
+	fieldNames(t, names)
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		switch {
+		case !names[key]:
+			return fmt.Errorf("json: unknown field %q (field names are case-sensitive)", truncate(key))
+		case seen[key]:
+			return fmt.Errorf("json: duplicate field %q", truncate(key))
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fieldNames adds the JSON names of the fields of the struct type t to
+// names, the fields of embedded structs included.
+func fieldNames(t reflect.Type, names map[string]bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+			continue
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			fieldNames(f.Type, names)
+			continue
+		case !f.IsExported():
+			continue
+		case name == "":
+			name = f.Name
+		}
+		names[name] = true
+	}
+}
 
 // NewDriver returns the Driver of a generated machine whose definition is
 // def: handle calls the handler of a state (nil when the machine drives no

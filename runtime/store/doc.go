@@ -185,9 +185,12 @@
 // step's or a message's, a result's output) and every key or name a caller
 // gives (idempotency key, type, tenant id, step name, topic, outcome) is
 // checked before it is written: a JSON document over Limits.MaxPayload
-// (1 MiB by default), a key over Limits.MaxKey (512 bytes), invalid UTF-8,
-// or a NUL character (a NUL byte in a key, \u0000 in a JSON string), none
-// of which PostgreSQL stores, fail with ErrInvalidInput and write nothing.
+// (1 MiB by default), a key over Limits.MaxKey (512 bytes), invalid UTF-8
+// (in raw JSON, or in a Go string of a value, which encoding/json would
+// otherwise store with U+FFFD in place of the bad bytes), a \u escape of a
+// lone UTF-16 surrogate (\ud800), or a NUL character (a NUL byte in a key,
+// \u0000 in a JSON string), none of which PostgreSQL stores as given, fail
+// with ErrInvalidInput and write nothing.
 // Set the limits with WithLimits. Error messages quote at most the first 32
 // bytes of an input. The engine does not retry an event refused this way.
 //

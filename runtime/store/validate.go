@@ -2,7 +2,11 @@ package store
 
 import (
 	"bytes"
+	"encoding"
+	"encoding/json"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -75,6 +79,11 @@ func (s *Store) encodeJSON(what string, v any) ([]byte, error) {
 	if err != nil || b == nil {
 		return b, err
 	}
+	// encoding/json writes a string that is not UTF-8 with U+FFFD in
+	// place of its bad bytes: refuse it rather than store another text.
+	if bad, ok := invalidString(reflect.ValueOf(v), 0); ok {
+		return nil, fmt.Errorf("%w: %s holds a string that is not valid UTF-8: %s", ErrInvalidInput, what, quote(bad))
+	}
 	if err := s.checkJSON(what, b); err != nil {
 		return nil, err
 	}
@@ -92,8 +101,103 @@ func (s *Store) checkJSON(what string, b []byte) error {
 		return fmt.Errorf("%w: %s holds a NUL character (\\u0000), which PostgreSQL cannot store, at byte %d: %s",
 			ErrInvalidInput, what, at, quote(string(b[at:])))
 	}
+	if at := loneSurrogate(b); at >= 0 {
+		return fmt.Errorf("%w: %s holds a \\u escape of a lone UTF-16 surrogate, which is no character, at byte %d: %s",
+			ErrInvalidInput, what, at, quote(string(b[at:])))
+	}
 	return nil
 }
+
+// loneSurrogate returns the offset of the first \u escape in the JSON text
+// b of a UTF-16 surrogate that is not half of a pair (a high one followed
+// by a low one), or -1. PostgreSQL refuses such a document.
+func loneSurrogate(b []byte) int {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '\\')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		r, ok := hex4(i)
+		switch {
+		case !ok:
+			i += 2 // skip the escaped character
+			continue
+		case 0xD800 <= r && r <= 0xDBFF:
+			if lo, ok := hex4(i + 6); ok && 0xDC00 <= lo && lo <= 0xDFFF {
+				i += 12
+				continue
+			}
+			return i
+		case 0xDC00 <= r && r <= 0xDFFF:
+			return i
+		}
+		i += 6
+	}
+}
+
+// invalidString returns the first string in v (a value about to be encoded
+// to JSON: its strings, map keys and the fields of its structs, through
+// pointers, interfaces, slices and arrays) that is not valid UTF-8. A value
+// that encodes itself (json.Marshaler, encoding.TextMarshaler) is not
+// looked into: its output is checked as JSON text.
+func invalidString(v reflect.Value, depth int) (string, bool) {
+	if !v.IsValid() || depth > 64 {
+		return "", false
+	}
+	if v.Type().Implements(marshalerType) || v.Type().Implements(textMarshalerType) {
+		return "", false
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if s := v.String(); !utf8.ValidString(s) {
+			return s, true
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return invalidString(v.Elem(), depth+1)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				if s, bad := invalidString(v.Field(i), depth+1); bad {
+					return s, true
+				}
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if s, bad := invalidString(it.Key(), depth+1); bad {
+				return s, true
+			}
+			if s, bad := invalidString(it.Value(), depth+1); bad {
+				return s, true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return "", false // []byte: base64
+		}
+		for i := range v.Len() {
+			if s, bad := invalidString(v.Index(i), depth+1); bad {
+				return s, true
+			}
+		}
+	}
+	return "", false
+}
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
 
 // nulEscape returns the offset of the first \u0000 escape in the JSON
 // text b, or -1. A backslash escaped itself ("\\u0000") is no NUL.

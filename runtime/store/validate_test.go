@@ -52,6 +52,16 @@ func TestBadInputIsRefusedAtTheBoundary(t *testing.T) {
 			`store: emit topic run ` + run.ID + `: invalid input: payload of message topic holds a NUL character (\u0000), which PostgreSQL cannot store, at byte 2: "\\u0000\"]"`},
 		{"NUL in a topic", emitErr(e, run.ID, "to\x00pic", nil),
 			`store: emit "to\x00pic" run ` + run.ID + `: invalid input: topic holds a NUL byte, which PostgreSQL cannot store: "to\x00pic"`},
+		{"lone high surrogate in a raw input", start("hi", json.RawMessage(`{"note":"\ud800"}`)),
+			`store: start order/hi: invalid input: input holds a \u escape of a lone UTF-16 surrogate, which is no character, at byte 9: "\\ud800\"}"`},
+		{"lone low surrogate in an event", recordErr(e, run, json.RawMessage(`{"worker":"x\udc00y"}`)),
+			`store: record run ` + run.ID + `: invalid input: payload of Begin holds a \u escape of a lone UTF-16 surrogate, which is no character, at byte 12: "\\udc00y\"}"`},
+		{"invalid UTF-8 in a Go string", start("gostr", map[string]string{"note": "a\xffb"}),
+			`store: start order/gostr: invalid input: input holds a string that is not valid UTF-8: "a\xffb"`},
+		{"invalid UTF-8 in a Go map key", logStepErr(e, run.ID, "probe", map[string]int{"\xfe": 1}),
+			`store: log step probe run ` + run.ID + `: invalid input: payload of step probe holds a string that is not valid UTF-8: "\xfe"`},
+		{"invalid UTF-8 in a struct field", emitErr(e, run.ID, "topic", struct{ Note *string }{&[]string{"\xc3"}[0]}),
+			`store: emit topic run ` + run.ID + `: invalid input: payload of message topic holds a string that is not valid UTF-8: "\xc3"`},
 		{"1 MB run id", getErr(e, bigKey),
 			`store: get run "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"…: malformed run id: run id "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"… is not a UUID`},
 	}
@@ -74,6 +84,10 @@ func TestBadInputIsRefusedAtTheBoundary(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d runs, want 1", n)
+	}
+	// A surrogate pair is a character: it is stored.
+	if _, err := e.st.LogStep(e.ctx, run.ID, "pair", json.RawMessage(`{"clef":"\ud834\udd1e"}`)); err != nil {
+		t.Errorf("log a surrogate pair: %v", err)
 	}
 	// A backslash followed by u0000 is text, not NUL: it is stored.
 	if _, err := e.st.Record(e.ctx, run.ID, 1, tr("INITIATED", "Begin", "WORKING", map[string]string{"worker": `\u0000`})); err != nil {
