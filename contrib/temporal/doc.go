@@ -12,7 +12,9 @@
 //     interval, maximum attempts, non-retryable codes as error types); the
 //     event it returns is fired through the generated machine, guards
 //     included, inside the workflow; when the tries are used up, the
-//     state's OnExhausted event is fired, or the workflow fails;
+//     state's OnExhausted event is fired (the Result then carries the
+//     error's code and message), or the workflow fails; a handler error
+//     matching runtime.ErrNoRetry is not tried again;
 //   - a state that waits listens on the signal channel SignalName for
 //     events (Signal sends one) and starts a workflow timer per timer of the
 //     state (FCHA's seven days in CONDITIONAL_OFFER); an event the state

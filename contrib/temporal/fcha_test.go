@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/fsmgen/fsmgen/machines/compliance"
 	"github.com/fsmgen/fsmgen/machines/compliance/fcha"
 	"github.com/fsmgen/fsmgen/machines/compliance/local"
+	"github.com/fsmgen/fsmgen/runtime"
 )
 
 func driverFor(screening *local.Screening) *compliance.Workflow {
@@ -315,5 +317,66 @@ func TestUpdateWhileHandlerRuns(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, moves(res.History)); diff != "" || !accepted {
 		t.Errorf("accepted %v; transitions (-want +got):\n%s", accepted, diff)
+	}
+}
+
+// downPrequalifier is a prequalifier whose database is down: every call
+// fails, with code PREQUAL_DB_DOWN, its error passed through wrap.
+type downPrequalifier struct {
+	calls atomic.Int32
+	wrap  func(error) error
+}
+
+func (p *downPrequalifier) Prequalify(context.Context, compliance.Application) (compliance.Prequalification, error) {
+	p.calls.Add(1)
+	return compliance.Prequalification{}, p.wrap(runtime.WithCode("PREQUAL_DB_DOWN", errors.New("prequalification database unavailable")))
+}
+
+// TestFCHAPrequalifierDown: a prequalifier that always fails is called 5
+// times (the database policy of PREQUALIFICATION, 500 ms, 1 s, 2 s and 4 s
+// apart), after which the run ends FAILED, status failed, with the error's
+// code and message in its result, as on the PostgreSQL engine
+// (compliance.TestExhaustedRunFails); an error marked runtime.NoRetry is
+// not tried again.
+func TestFCHAPrequalifierDown(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		wrap  func(error) error
+		calls int32
+		took  time.Duration
+	}{
+		{"retried by the state's policy", func(err error) error { return err }, 5, 7500 * time.Millisecond},
+		{"marked NoRetry", runtime.NoRetry, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			pq := &downPrequalifier{wrap: tc.wrap}
+			temporal.Register(env, compliance.New(nil, nil, compliance.Adapters{Prequalifier: pq}).Driver())
+			begin := env.Now()
+			env.ExecuteWorkflow(fcha.Type, start(t, "clean"))
+			if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+				t.Fatalf("workflow completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+			}
+			var res temporal.Result
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			type got struct {
+				State, Status, ErrorCode, Error string
+				Moves                           []move
+				Calls                           int32
+			}
+			want := got{State: "FAILED", Status: "failed", ErrorCode: "PREQUAL_DB_DOWN", Error: "PREQUAL_DB_DOWN: prequalification database unavailable",
+				Moves: []move{{"PREQUALIFICATION", "FAILED", "RetriesExhausted"}}, Calls: tc.calls}
+			if diff := cmp.Diff(want, got{res.State, string(res.Status), res.ErrorCode, res.Error, moves(res.History), pq.calls.Load()}); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if took := env.Now().Sub(begin); took < tc.took || took > tc.took+time.Minute {
+				t.Errorf("workflow time %v, want about %v", took, tc.took)
+			}
+		})
 	}
 }

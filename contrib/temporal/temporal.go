@@ -78,6 +78,12 @@ type Snapshot struct {
 type Result struct {
 	Snapshot
 	Outcome string `json:"outcome,omitempty"`
+	// ErrorCode and Error are the code (the ApplicationError's type) and
+	// message of the handler error that exhausted a state, when the run
+	// ended by that state's OnExhausted event: what the PostgreSQL engine
+	// stores in the run's result.
+	ErrorCode string `json:"errorCode,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // handleInput is the handler activity's input.
@@ -144,6 +150,10 @@ func handle(ctx context.Context, d runtime.Driver, in handleInput) (EventMessage
 		code := runtime.ErrorCode(err)
 		if code == "" {
 			code = "HANDLER_ERROR"
+		}
+		if errors.Is(err, runtime.ErrNoRetry) {
+			// Retried by a policy of its own already: not retried again.
+			return EventMessage{}, temporal.NewNonRetryableApplicationError(err.Error(), code, err)
 		}
 		return EventMessage{}, temporal.NewApplicationError(err.Error(), code, err)
 	}
@@ -297,14 +307,17 @@ func run(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Star
 		return Result{}, err
 	}
 
+	// The error that exhausted the state the run left last, if it did.
+	var failCode, failMsg string
 	for {
 		st, ok := def.State(snap.State)
 		if !ok {
 			return Result{}, temporal.NewNonRetryableApplicationError("unknown state "+snap.State, "UNKNOWN_STATE", nil)
 		}
 		if st.Terminal() {
-			return Result{Snapshot: snap, Outcome: st.Outcome}, nil
+			return Result{Snapshot: snap, Outcome: st.Outcome, ErrorCode: failCode, Error: failMsg}, nil
 		}
+		failCode, failMsg = "", ""
 		if st.Wait {
 			tctx, cancel := workflow.WithCancel(ctx)
 			sel := workflow.NewSelector(ctx)
@@ -369,6 +382,11 @@ func run(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Star
 				return Result{Snapshot: snap}, fmt.Errorf("%s: state %s: %w", def.Type, st.Name, aerr)
 			}
 			out = EventMessage{Name: st.OnExhausted, Payload: json.RawMessage(`{}`)}
+			failCode, failMsg = "HANDLER_ERROR", aerr.Error()
+			var ae *temporal.ApplicationError
+			if errors.As(aerr, &ae) {
+				failCode, failMsg = ae.Type(), ae.Message()
+			}
 		}
 		if err := fire(out); err != nil {
 			return Result{Snapshot: snap}, temporal.NewNonRetryableApplicationError(err.Error(), "ILLEGAL_TRANSITION", err)
