@@ -9,7 +9,6 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/puddle/v2 v2.2.3
 	go.lsp.dev/protocol v0.12.0
-	go.lsp.dev/uri v0.3.0
 	golang.org/x/crypto v0.59.0
 	golang.org/x/mod v0.43.0
 )
@@ -21,6 +20,7 @@ require (
 	github.com/segmentio/encoding v0.3.4 // indirect
 	go.lsp.dev/jsonrpc2 v0.10.0 // indirect
 	go.lsp.dev/pkg v0.0.0-20210717090340-384b27a52fb2 // indirect
+	go.lsp.dev/uri v0.3.0 // indirect
 	go.uber.org/atomic v1.9.0 // indirect
 	go.uber.org/multierr v1.8.0 // indirect
 	go.uber.org/zap v1.21.0 // indirect

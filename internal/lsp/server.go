@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"path"
+	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 
 	"go.lsp.dev/protocol"
-	"go.lsp.dev/uri"
 
 	"github.com/fsmgen/fsmgen/dsl"
 )
@@ -375,8 +377,13 @@ func (s *server) update(ctx context.Context, u protocol.DocumentURI, version int
 // filename returns the path that positions and messages use for a
 // document: the file's path for a file: URI, else the URI's last element.
 func filename(u protocol.DocumentURI) string {
-	if strings.HasPrefix(string(u), uri.FileScheme+"://") {
-		return u.Filename()
+	if p, err := url.Parse(string(u)); err == nil && p.Scheme == "file" {
+		name := p.Path
+		// file:///C:/dir/x.fsm names C:/dir/x.fsm on Windows.
+		if len(name) >= 3 && name[0] == '/' && name[2] == ':' && goruntime.GOOS == "windows" {
+			name = name[1:]
+		}
+		return filepath.FromSlash(name)
 	}
 	return path.Base(string(u))
 }

@@ -729,3 +729,17 @@ func TestStaleVersionsAreDropped(t *testing.T) {
 	default:
 	}
 }
+
+func TestFilename(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[protocol.DocumentURI]string{
+		"file:///work/order.fsm":         "/work/order.fsm",
+		"file:///work/my%20order%23.fsm": "/work/my order#.fsm",
+		"untitled:Untitled-1":            "untitled:Untitled-1",
+		"inmemory://model/2/door.fsm":    "door.fsm",
+	} {
+		if got := filename(in); got != want {
+			t.Errorf("filename(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
