@@ -17,6 +17,14 @@
 // one with ErrSignalRefused; GetWorkflow, Query and ExecuteWorkflowSync are
 // the seed's queries and synchronous execution. Driver gives the same
 // handlers to another engine (contrib/temporal).
+//
+// An activity is retried by its own policy only: when it gives up, its
+// state is not tried again (runtime.ErrNoRetry) but fires
+// RetriesExhausted, and the run ends FAILED, status failed, with the
+// error's code and message in its Execution (ErrorCode, Error);
+// ExecuteWorkflowSync then returns ErrWorkflowFailed. Concurrent calls of
+// an activity with one idempotency key execute it once (see
+// runtime/activity).
 package compliance
 
 //go:generate go tool fsmgen fcha.fsm
