@@ -126,8 +126,9 @@ type TimerOpt struct {
 
 // EventDecl declares an event and its payload fields:
 // event RetrievalHit { confidence float64; assetVersionID string }.
-// The flag external marks an event the runtime fires itself (a timer's or
-// a retry's else event) that callers may signal too: event Expired external.
+// The flag external opens the event up to callers in every state, also
+// when the runtime fires it (a timer's or a retry's else event) or a
+// driven state's handler returns it: event Expired external.
 type EventDecl struct {
 	Pos      lexer.Position
 	Name     *Name `parser:"'event' @@"`

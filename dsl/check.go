@@ -160,6 +160,7 @@ func (c *checker) machine(md *MachineDecl) (*Machine, *machineChecker) {
 	mc.timers()
 	mc.cancel(md)
 	mc.graph()
+	mc.senders()
 	mc.unused()
 	mc.goNames()
 	return m, mc
@@ -823,6 +824,37 @@ func (mc *machineChecker) graph() {
 			mc.errorf(s.Pos, "state %s is unreachable from the initial state %s", s.Name, m.Initial.Name)
 		} else if len(finals) > 0 && !coreach[s] {
 			mc.warnf(s.Pos, "no final state can be reached from state %s; a run that gets there never ends", s.Name)
+		}
+	}
+}
+
+// senders warns about a wait state that nothing can move: it has no
+// timer, and callers may send none of the events of its rows (Sender says
+// that each is another state's timer's or retry policy's, or a handler's).
+func (mc *machineChecker) senders() {
+	if mc.skipGraph {
+		return
+	}
+	for _, s := range mc.m.States {
+		if !s.Wait || s.Terminal() || len(s.Timers) > 0 {
+			continue
+		}
+		var whys []string
+		var seen []*Event
+		for _, t := range mc.m.Transitions {
+			if t.From != s || slices.Contains(seen, t.Event) {
+				continue
+			}
+			seen = append(seen, t.Event)
+			why := mc.m.Sender(s, t.Event)
+			if why == "" {
+				whys = nil
+				break
+			}
+			whys = append(whys, t.Event.Name+" is sent by "+why)
+		}
+		if len(whys) > 0 {
+			mc.warnf(s.Pos, "state %s waits, but has no timer and callers may not send its events (%s): a run there waits for ever; declare one of them external", s.Name, strings.Join(whys, ", "))
 		}
 	}
 }

@@ -448,6 +448,47 @@ func TestCheckStates(t *testing.T) {
 			want: []string{"t.fsm:3:11: state LOST is unreachable from the initial state A"},
 		},
 		{
+			name: "a wait state whose events no caller may send and no timer of its own fires",
+			src: `machine M {
+    initial A
+    state HOLD wait
+    state COOL wait after 1m Tick
+    state WORK retry 2 else GaveUp
+    final DONE succeeded
+    final FAILED failed
+    event Go
+    event Tick
+    event GaveUp
+    A -> HOLD on Go
+    HOLD -> COOL on Tick
+    HOLD -> FAILED on GaveUp
+    COOL -> WORK on Tick
+    WORK -> DONE on Go
+    WORK -> FAILED on GaveUp
+}`,
+			want: []string{"t.fsm:3:11: warning: state HOLD waits, but has no timer and callers may not send its events (Tick is sent by the timer of COOL, GaveUp is sent by the retry policy of WORK): a run there waits for ever; declare one of them external"},
+		},
+		{
+			name: "a wait state with one event callers may send, or an external one, does not warn",
+			src: `machine M {
+    initial A
+    state HOLD wait
+    state PARK wait
+    state COOL wait after 1m Tick
+    final DONE succeeded
+    event Go
+    event Tick
+    event Free external
+    A -> HOLD on Go
+    HOLD -> COOL on Tick
+    HOLD -> DONE on Go
+    A -> PARK on Free
+    PARK -> COOL on Tick
+    PARK -> DONE on Free
+    COOL -> DONE on Tick
+}`,
+		},
+		{
 			name: "state that cannot reach a final state",
 			src: `machine M {
     initial A

@@ -82,10 +82,24 @@
 // is filled with the cancelling user's id and must be a string. A machine
 // that declares no cancel event cannot be cancelled through the runtime.
 //
-// External events. The runtime fires timer events and the else events of
-// retry policies itself, and refuses them from callers who signal a run,
-// unless the event is declared external: event Timeout external lets an
-// operator end the wait early as well.
+// Who sends an event. Every event has senders, and the runtime refuses an
+// event from a caller (a Signal, a typed handle's method, fsmctl runs
+// signal) who is not one of them:
+//
+//   - the events of a wait state's rows are sent by callers;
+//   - the events of a driven state's rows are returned by its handler: a
+//     caller cannot send one while the run is in that state, nor anywhere
+//     when no wait state takes it;
+//   - timers' events and retry policies' else events are fired by the
+//     runtime, in every state;
+//   - the cancel event is sent by the run's owner, through Cancel, from
+//     every state with a row on it.
+//
+// Declared external, an event is also a caller's, in every state: event
+// Timeout external lets an operator end a wait early, event Abort external
+// lets callers stop a driven state's work. The typed handle has a method
+// for each event callers may send somewhere; fsmgen check warns about a
+// wait state without a timer whose events no caller may send.
 //
 // Events carry typed payload fields, separated by newlines, ; or ,. A field
 // type is a Go scalar (bool, string, int, int8 to int64, uint, uint8 to

@@ -77,6 +77,54 @@ func (m *Machine) RuntimeFired() map[*Event]bool {
 	return out
 }
 
+// Sender says who may send event e to a run in state s (nil for any
+// state): "" when callers may (Signal, the typed handle, fsmctl runs
+// signal), else who sends it: "the handler of S", "the timer of S" or "the
+// retry policy of S". It is the rule of runtime.Definition.CallerRefusal:
+// the cancel event and
+// events declared external are callers' in every state; timers' and retry
+// policies' else events are the runtime's; a driven state's rows' events
+// are its handler's; a wait state's rows' events are callers', and an
+// event that no wait state has a row on is a handler's in every state.
+func (m *Machine) Sender(s *State, e *Event) string {
+	if e == m.Cancel || e.External {
+		return ""
+	}
+	for _, st := range m.States {
+		for _, tm := range st.Timers {
+			if tm.Event == e {
+				return "the timer of " + st.Name
+			}
+		}
+		if st.Retry != nil && st.Retry.Exhausted == e {
+			return "the retry policy of " + st.Name
+		}
+	}
+	waits := false
+	var handler *State
+	for _, t := range m.Transitions {
+		if t.Event != e {
+			continue
+		}
+		switch {
+		case t.From.Wait:
+			waits = true
+		case t.From == s:
+			return "the handler of " + s.Name
+		case handler == nil:
+			handler = t.From
+		}
+	}
+	if waits || handler == nil {
+		return ""
+	}
+	return "the handler of " + handler.Name
+}
+
+// CallerEvent reports whether callers may send e in some state of the
+// machine (Sender with no state): the typed handle has a method for it.
+func (m *Machine) CallerEvent(e *Event) bool { return m.Sender(nil, e) == "" }
+
 // Terminal reports whether the state is final.
 func (s *State) Terminal() bool { return s.Status != "" }
 
@@ -118,8 +166,9 @@ type Event struct {
 	Doc    []string
 	GoName string
 	Fields []*PayloadField
-	// External marks an event that callers may signal although the runtime
-	// fires it itself (as a timer's or a retry's else event).
+	// External marks an event that callers may send in every state,
+	// although the runtime fires it (a timer's or a retry's else event) or
+	// a driven state's handler returns it (see Machine.Sender).
 	External bool
 }
 

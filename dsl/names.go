@@ -14,7 +14,7 @@ var reservedNames = []string{
 	// runs.go
 	"Handle", "Runs", "Snapshot",
 	// fsm_test.go
-	"TestFSM", "TestFSMStateNames", "TestFSMViews",
+	"TestFSM", "TestFSMStateNames", "TestFSMViews", "TestFSMSenders",
 }
 
 // ReservedNames returns the exported top-level Go identifiers that every

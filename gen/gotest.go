@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"slices"
+
 	"github.com/dave/jennifer/jen"
 
 	"github.com/fsmgen/fsmgen/dsl"
@@ -24,6 +26,7 @@ func testCode(source string, m *dsl.Machine) *jen.File {
 	t.machine()
 	t.names()
 	t.views()
+	t.senders()
 	return f
 }
 
@@ -181,4 +184,65 @@ func (t *testGen) views() {
 			),
 		),
 	)
+}
+
+// senders emits TestFSMSenders: for every (state, event) of the table,
+// whether callers may send the event there, as the .fsm says (dsl's
+// Machine.Sender) against what the runtime enforces
+// (runtime.Definition.CallerRefusal); and that the typed handle has a
+// method for exactly the events callers may send somewhere.
+func (t *testGen) senders() {
+	f := t.f
+	type pair struct{ s, e string }
+	var seen []pair
+	var rows []jen.Code
+	for _, tr := range t.m.Transitions {
+		p := pair{tr.From.Name, tr.Event.Name}
+		if slices.Contains(seen, p) {
+			continue
+		}
+		seen = append(seen, p)
+		rows = append(rows, jen.Values(jen.Lit(p.s), jen.Lit(p.e), jen.Lit(t.m.Sender(tr.From, tr.Event) == "")))
+	}
+	var methods []jen.Code
+	for _, e := range t.m.Events {
+		if e == t.m.Cancel || slices.Contains(handleMethods, e.GoName) {
+			continue
+		}
+		methods = append(methods, jen.Values(jen.Lit(e.GoName), jen.Lit(t.m.CallerEvent(e))))
+	}
+	body := []jen.Code{jen.Id("t").Dot("Parallel").Call()}
+	if len(rows) > 0 {
+		body = append(body,
+			jen.Id("d").Op(":=").Id("Definition").Call(),
+			jen.For(jen.List(jen.Id("_"), jen.Id("c")).Op(":=").Range().Index().Struct(
+				jen.List(jen.Id("state"), jen.Id("event")).String(),
+				jen.Id("caller").Bool(),
+			).Values(lines(rows)...)).Block(
+				jen.Id("why").Op(":=").Id("d").Dot("CallerRefusal").Call(jen.Id("c").Dot("state"), jen.Id("c").Dot("event")),
+				jen.If(jen.Parens(jen.Id("why").Op("==").Lit("")).Op("!=").Id("c").Dot("caller")).Block(
+					jen.Id("t").Dot("Errorf").Call(jen.Lit("%s in state %s: callers may send it: %t (%q), want %t"), jen.Id("c").Dot("event"), jen.Id("c").Dot("state"), jen.Id("why").Op("==").Lit(""), jen.Id("why"), jen.Id("c").Dot("caller")),
+				),
+			),
+		)
+	}
+	if len(methods) > 0 {
+		body = append(body,
+			jen.Id("h").Op(":=").Qual("reflect", "TypeFor").Types(jen.Id("Handle").Types(jen.Struct())).Call(),
+			jen.For(jen.List(jen.Id("_"), jen.Id("c")).Op(":=").Range().Index().Struct(
+				jen.Id("method").String(),
+				jen.Id("caller").Bool(),
+			).Values(lines(methods)...)).Block(
+				jen.If(jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("h").Dot("MethodByName").Call(jen.Id("c").Dot("method")), jen.Id("ok").Op("!=").Id("c").Dot("caller")).Block(
+					jen.Id("t").Dot("Errorf").Call(jen.Lit("Handle has a method %s: %t, want %t"), jen.Id("c").Dot("method"), jen.Id("ok"), jen.Id("c").Dot("caller")),
+				),
+			),
+		)
+	}
+	f.Comment("TestFSMSenders checks who may send each event of the table: callers (Signal,")
+	f.Comment("the handle, fsmctl runs signal) the events of the states that wait, the")
+	f.Comment("cancel event and the external events; a driven state's handler the events")
+	f.Comment("of its rows; the runtime its timers' and retry policies' events. The")
+	f.Comment("handle has a method for the events callers may send only.")
+	f.Func().Id("TestFSMSenders").Params(tParam()).Block(body...)
 }

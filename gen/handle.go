@@ -16,7 +16,7 @@ var handleMethods = []string{"Start", "Signal", "Cancel", "Get", "Wait"}
 // handleCode emits the machine's typed handle on durable runs (runs.go):
 // Runs[In](r) over a runtime.Runner, with Start taking the input type In,
 // Signal taking the machine's Event, one method per event callers may
-// signal, Cancel when the machine names a cancel event, and Get and Wait
+// send in some state (dsl.Machine.CallerEvent), Cancel when the machine names a cancel event, and Get and Wait
 // returning a Snapshot whose State is typed.
 func handleCode(source string, m *dsl.Machine) *jen.File {
 	f := jen.NewFile(m.Package)
@@ -70,14 +70,16 @@ func handleCode(source string, m *dsl.Machine) *jen.File {
 	f.Comment("Signal fires e on the run, from any process: it is checked against the")
 	f.Comment("run's state and guards and recorded, and the run's timers and due time are")
 	f.Comment("those of the state it enters. A refused event is an error matched by")
-	f.Comment("errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected.")
+	f.Comment("errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected;")
+	f.Comment("an event that callers may not send to the run in its state (the event a")
+	f.Comment("driven state's handler returns, a timer's) is refused with an error matched")
+	f.Comment("by errors.Is(err, runtime.ErrNotCallerEvent).")
 	f.Func().Params(recv.Clone()).Id("Signal").Params(ctx.Clone(), jen.Id("runID").String(), jen.Id("e").Id("Event")).Params(result...).Block(
 		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("SignalRun").Call(jen.Id("ctx"), jen.Id("runID"), jen.Id("e")))),
 	)
 
-	fired := m.RuntimeFired()
 	for _, e := range m.Events {
-		if e == m.Cancel || (fired[e] && !e.External) || slices.Contains(handleMethods, e.GoName) {
+		if e == m.Cancel || !m.CallerEvent(e) || slices.Contains(handleMethods, e.GoName) {
 			continue
 		}
 		states := stateNames(statesAccepting(m, e))

@@ -81,9 +81,9 @@ func (s StateSpec) Terminal() bool { return s.Status.Terminal() }
 type EventSpec struct {
 	Name   string
 	Fields []FieldSpec
-	// External marks an event that callers may signal even though the
-	// engine also fires it itself (as a timer or exhaustion event). Events
-	// the engine fires are refused from outside unless they are external.
+	// External marks an event that callers may send in every state, even
+	// one the engine fires itself (a timer's or exhaustion event) or a
+	// driven state's handler returns (see Definition.CallerRefusal).
 	External bool
 }
 

@@ -11,6 +11,8 @@
 //     transition before applying it;
 //   - [TransitionError] with the sentinels [ErrIllegalTransition] and
 //     [ErrGuardRejected]: what a machine returns when an event cannot move it;
+//   - [Definition.CallerRefusal], [RefuseCaller] and [ErrNotCallerEvent]:
+//     who may send each event (below);
 //   - [Run]: what a per-state handler is told about the run it works on;
 //   - [Runner], with [StartRequest], [Owner] and [RunInfo]: the engine as
 //     the generated typed handle (Runs) calls it, and [ErrOtherMachine];
@@ -18,6 +20,20 @@
 //     [NewDriver], [ParseState] and the other state helpers), which hold
 //     what every generated machine does alike, so that a generated package
 //     keeps only what is particular to its machine.
+//
+// # Who sends an event
+//
+// Every backend refuses an event from a caller (engine.Signal, a typed
+// handle's methods, fsmctl runs signal, contrib/temporal's Send) who may
+// not send it to the run in its state, with an error matching
+// [ErrNotCallerEvent] that names the machine, the state, the event and its
+// sender. The rule is one for every machine ([Definition.CallerRefusal]):
+// a wait state's events are sent by callers; a driven state's events are
+// returned by its handler, so that no caller pre-empts the handler; timers'
+// and exhausted states' events, and a child run's completion event, are
+// fired by the engine; the cancel event is sent by the run's owner through
+// Cancel. An event the machine declares external ([EventSpec.External]) is
+// a caller's in every state.
 //
 // # Versions
 //

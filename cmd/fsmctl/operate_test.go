@@ -117,13 +117,17 @@ func TestRunsSignalRefusals(t *testing.T) {
 		{[]string{o.ID, "Paid"},
 			"fsmctl: run " + o.ID + `: unknown event: shop_order v1 has no event "Paid" (its events: Pay, PaymentExpired, Packed, Delivered, Lost, Returned, ReturnWindowClosed, Refunded, Cancel)` + "\n"},
 		{[]string{o.ID, "PaymentExpired"},
-			"fsmctl: run " + o.ID + ": event fired by the engine: PaymentExpired is the timer event of state PENDING_PAYMENT; declare it external to signal it\n"},
+			"fsmctl: run " + o.ID + ": callers may not send the event: shop_order v1 in state PENDING_PAYMENT: PaymentExpired is fired by the timer of PENDING_PAYMENT; declare it external to let callers send it\n"},
+		{[]string{o.ID, "Packed", `{"parcelID": "x"}`},
+			"fsmctl: run " + o.ID + ": callers may not send the event: shop_order v1 in state PENDING_PAYMENT: Packed is returned by the handler of PACKING; declare it external to let callers send it\n"},
+		{[]string{g.ID, "Start"},
+			"fsmctl: run " + g.ID + ": callers may not send the event: retrieve_or_generate v1 in state INITIATED: Start is returned by the handler of INITIATED; declare it external to let callers send it\n"},
 		{[]string{o.ID, "Lost"},
 			"fsmctl: run " + o.ID + ": no such transition: state PENDING_PAYMENT of shop_order v1 has no transition on Lost (it accepts Pay, PaymentExpired, Cancel)\n"},
 		{[]string{"-to", "COMPLETED", o.ID, "Pay"},
 			"fsmctl: run " + o.ID + ": no such transition: state PENDING_PAYMENT of shop_order v1 has no transition to COMPLETED on Pay (-> PACKING)\n"},
-		{[]string{g.ID, "Start"},
-			"fsmctl: run " + g.ID + ": guarded transition: state INITIATED of retrieve_or_generate v1 decides Start by guards, which only the machine's Go code evaluates (-> INGESTING [IdempotencyCheckPassed]): name the target state to fire its row without its guard; pass -to STATE\n"},
+		{[]string{g.ID, "Cancel"},
+			"fsmctl: run " + g.ID + ": guarded transition: state INITIATED of retrieve_or_generate v1 decides Cancel by guards, which only the machine's Go code evaluates (-> CANCELLED [UserOwnsRun]): name the target state to fire its row without its guard; pass -to STATE\n"},
 		{[]string{unknownID, "Pay"}, "fsmctl: run " + unknownID + ": not found\n"},
 	}
 	for _, tt := range tests {
@@ -139,13 +143,13 @@ func TestRunsSignalRefusals(t *testing.T) {
 		}
 	}
 	// The guarded row, named with -to, is fired without its guard.
-	got := withDB(t, f.url, "runs", "signal", "-to", "INGESTING", g.ID, "Start")
-	if diff := cmp.Diff(result{Code: exitOK, Stdout: "run " + g.ID + " signalled Start: INITIATED -> INGESTING (running, attempt 1)\n"}, got); diff != "" {
-		t.Errorf("-to INGESTING (-want +got):\n%s", diff)
+	got := withDB(t, f.url, "runs", "signal", "-to", "CANCELLED", g.ID, "Cancel", `{"userID": "ops"}`)
+	if diff := cmp.Diff(result{Code: exitOK, Stdout: "run " + g.ID + " signalled Cancel: INITIATED -> CANCELLED (cancelled, attempt 1)\n"}, got); diff != "" {
+		t.Errorf("-to CANCELLED (-want +got):\n%s", diff)
 	}
 	wantSteps := []string{
-		`step operator_signal INITIATED->INITIATED {"to":"INGESTING","event":"Start","unchecked_guards":["[IdempotencyCheckPassed]"]}`,
-		`transition Start INITIATED->INGESTING {}`,
+		`step operator_signal INITIATED->INITIATED {"to":"CANCELLED","event":"Cancel","unchecked_guards":["[UserOwnsRun]"]}`,
+		`transition Cancel INITIATED->CANCELLED {"userID":"ops"}`,
 	}
 	if diff := cmp.Diff(wantSteps, f.lastSteps(t, g.ID, 2)); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)

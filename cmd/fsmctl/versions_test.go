@@ -53,7 +53,8 @@ func newShipEnv(t *testing.T) *shipEnv {
 	return &shipEnv{url: url, pool: pool, st: st, eng: eng}
 }
 
-// run starts a version 1 run and signals evs to it.
+// run starts a version 1 run and moves it with evs, through the store as
+// its handlers would (callers may not send a driven state's events).
 func (e *shipEnv) run(t *testing.T, key string, evs ...runtime.Event) store.Run {
 	t.Helper()
 	ctx := context.Background()
@@ -61,11 +62,20 @@ func (e *shipEnv) run(t *testing.T, key string, evs ...runtime.Event) store.Run 
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := res.Run
+	d := shipping.DriverV1()
 	for _, ev := range evs {
-		if run, err = e.eng.Signal(ctx, run.ID, ev); err != nil {
+		run, rec, err := e.st.Load(ctx, res.Run.ID, d.Definition())
+		if err != nil {
 			t.Fatal(err)
 		}
+		rt := run.Runtime()
+		if err := d.Fire(ctx, &rt, run.State, ev, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run, err := e.st.Get(ctx, res.Run.ID)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return run
 }

@@ -34,10 +34,10 @@
 // runtime.ErrSignalRefused, the error machines/compliance reports for a late
 // authorization (compliance.ErrSignalRefused is that error), and the
 // cause's sentinel: engine.ErrRunFinished, runtime.ErrIllegalTransition,
-// runtime.ErrGuardRejected, engine.ErrInternalEvent or
+// runtime.ErrGuardRejected, runtime.ErrNotCallerEvent or
 // runtime.ErrUnknownEvent. An accepted event moves the run before Send
 // returns the run's Snapshot. Sent while a driven state's handler runs, an
-// event the state accepts cancels that activity, whose event is dropped,
+// external event the state accepts cancels that activity, whose event is dropped,
 // as the PostgreSQL engine refuses a handler's transition after a signal.
 //
 // Every transition is an event in Temporal's history (the activity's

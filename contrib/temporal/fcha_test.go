@@ -254,7 +254,7 @@ func TestSignalOfTimerEventRefused(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"AuthorizationTimeout: fired by the timer of CONDITIONAL_OFFER, not sent"}, res.Refused); diff != "" {
+	if diff := cmp.Diff([]string{"AuthorizationTimeout: callers may not send the event: nyc-application-compliance v1 in state CONDITIONAL_OFFER: AuthorizationTimeout is fired by the timer of CONDITIONAL_OFFER; declare it external to let callers send it"}, res.Refused); diff != "" {
 		t.Errorf("refused (-want +got):\n%s", diff)
 	}
 	if got := env.Now().Sub(begin); got < compliance.AuthorizationWindow {

@@ -224,7 +224,7 @@ func TestDevServerSend(t *testing.T) {
 	}{
 		{fcha.AssessmentCompleted{Approved: true}, runtime.ErrIllegalTransition,
 			"temporal: send AssessmentCompleted to app_clean: signal refused: nyc-application-compliance: illegal transition: state CONDITIONAL_OFFER has no transition on event AssessmentCompleted"},
-		{fcha.AuthorizationTimeout{}, engine.ErrInternalEvent,
+		{fcha.AuthorizationTimeout{}, runtime.ErrNotCallerEvent,
 			"temporal: send AuthorizationTimeout to app_clean: signal refused: AuthorizationTimeout is fired by the timer of CONDITIONAL_OFFER, not sent"},
 	}
 	for _, r := range refusals {

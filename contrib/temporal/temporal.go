@@ -199,31 +199,6 @@ type refusal struct {
 	Reason string `json:"reason"`
 }
 
-// internalEvents maps the events that the workflow fires itself (a state's
-// timer, the event of a state whose tries are used up) to what fires them,
-// leaving out the events the machine declares external: the events a
-// sender may not send, as the PostgreSQL engine's Signal refuses them.
-func internalEvents(def runtime.Definition) map[string]string {
-	ext := map[string]bool{}
-	for _, ev := range def.Events {
-		ext[ev.Name] = ev.External
-	}
-	out := map[string]string{}
-	for _, st := range def.States {
-		for _, t := range st.Timers {
-			if _, seen := out[t.Event]; !seen && !ext[t.Event] {
-				out[t.Event] = "the timer of " + st.Name
-			}
-		}
-		if ev := st.OnExhausted; ev != "" && !ext[ev] {
-			if _, seen := out[ev]; !seen {
-				out[ev] = "fired when the tries of " + st.Name + " are used up"
-			}
-		}
-	}
-	return out
-}
-
 func run(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Start) (Result, error) {
 	snap := Snapshot{State: def.Initial, Status: runtime.StatusRunning, History: []Step{}}
 	var events []EventMessage
@@ -232,7 +207,6 @@ func run(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Star
 	}
 	logger := workflow.GetLogger(ctx)
 	signals := workflow.GetSignalChannel(ctx, SignalName)
-	internal := internalEvents(def)
 	// moved wakes the main loop when an update moved the run.
 	moved := workflow.NewBufferedChannel(ctx, 1)
 
@@ -279,8 +253,8 @@ func run(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Star
 		if snap.Status.Terminal() {
 			return refuse(refusedFinished, finishedReason(snap))
 		}
-		if why, ok := internal[msg.Name]; ok {
-			return refuse(refusedInternal, fmt.Sprintf("%s is fired by %s, not sent", msg.Name, why))
+		if why := def.CallerRefusal(snap.State, msg.Name); why != "" {
+			return refuse(refusedInternal, runtime.RefuseCaller(def.Type, def.Version, snap.State, msg.Name, why).Error())
 		}
 		if _, err := apply(msg); err != nil {
 			switch {
@@ -343,9 +317,10 @@ func run(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Star
 				if got == nil {
 					continue
 				}
-				if why, ok := internal[got.Name]; ok && signalled {
-					logger.Warn("event refused", "state", snap.State, "event", got.Name, "error", "fired by "+why)
-					snap.Refused = append(snap.Refused, got.Name+": fired by "+why+", not sent")
+				if why := def.CallerRefusal(snap.State, got.Name); why != "" && signalled {
+					err := runtime.RefuseCaller(def.Type, def.Version, snap.State, got.Name, why)
+					logger.Warn("event refused", "state", snap.State, "event", got.Name, "error", err.Error())
+					snap.Refused = append(snap.Refused, got.Name+": "+err.Error())
 					continue
 				}
 				if err := fire(*got); err != nil {
@@ -411,8 +386,10 @@ func Signal(ctx context.Context, c client.Client, workflowID string, ev runtime.
 // workflows report a refused signal (compliance.ErrSignalRefused is that
 // error), and the sentinel of the cause, Err: engine.ErrRunFinished for a
 // finished run, runtime.ErrIllegalTransition or runtime.ErrGuardRejected
-// for an event the state's table or guards refuse, engine.ErrInternalEvent
-// for an event only the workflow fires (a timer's), runtime.ErrUnknownEvent
+// for an event the state's table or guards refuse, runtime.ErrNotCallerEvent
+// for an event callers may not send (a timer's, or the event a driven
+// state's handler returns; see runtime.Definition.CallerRefusal),
+// runtime.ErrUnknownEvent
 // for an event that does not decode.
 type RefusedError struct {
 	// WorkflowID and Event name the run and the refused event.
@@ -469,7 +446,7 @@ func Send(ctx context.Context, c client.Client, workflowID string, ev runtime.Ev
 		case refusedGuards:
 			refused.Err = runtime.ErrGuardRejected
 		case refusedInternal:
-			refused.Err = engine.ErrInternalEvent
+			refused.Err = runtime.ErrNotCallerEvent
 		case refusedUnknown:
 			refused.Err = runtime.ErrUnknownEvent
 		default:

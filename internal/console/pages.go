@@ -483,7 +483,7 @@ func actionStatus(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, engine.ErrRunFinished), errors.Is(err, runtime.ErrIllegalTransition),
 		errors.Is(err, runtime.ErrGuardRejected), errors.Is(err, store.ErrConflict), errors.Is(err, engine.ErrNotCancellable),
-		errors.Is(err, engine.ErrNoCancelEvent), errors.Is(err, engine.ErrInternalEvent), errors.Is(err, admin.ErrGuarded),
+		errors.Is(err, engine.ErrNoCancelEvent), errors.Is(err, runtime.ErrNotCallerEvent), errors.Is(err, admin.ErrGuarded),
 		errors.Is(err, admin.ErrNoTransition), errors.Is(err, store.ErrTransitionRefused):
 		return http.StatusConflict
 	}

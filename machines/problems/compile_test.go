@@ -160,7 +160,6 @@ func main() {
 	s, _ := h.Start(ctx, "key", input{Problem: "x"}, runtime.Owner{TenantID: "acme"})
 	var st rog.State = s.State
 	_ = st
-	_, _ = h.RetrievalHit(ctx, s.ID, rog.RetrievalHit{Confidence: 0.9})
 	_, _ = h.Signal(ctx, s.ID, rog.Start{})
 	_, _ = h.Cancel(ctx, s.ID, "user")
 	_, _ = h.Get(ctx, s.ID)
@@ -177,13 +176,13 @@ func main() {
 			wantErr: "cannot use vg.Rendered{} (value of struct type videogeneration.Rendered) as retrieveorgenerate.Event value in argument to rog.Runs[struct{}](r).Signal: videogeneration.Rendered does not implement retrieveorgenerate.Event (unexported method isEvent)",
 		},
 		{
-			name: "the typed handle given another event of the same machine",
+			name: "the typed handle has no method for an event a handler returns",
 			body: `
 func main() {
 	var r runtime.Runner
-	_, _ = rog.Runs[struct{}](r).RetrievalHit(context.Background(), "id", rog.RetrievalMiss{})
+	_, _ = rog.Runs[struct{}](r).RetrievalHit(context.Background(), "id", rog.RetrievalHit{})
 }`,
-			wantErr: "cannot use rog.RetrievalMiss{} (value of struct type retrieveorgenerate.RetrievalMiss) as retrieveorgenerate.RetrievalHit value in argument to rog.Runs[struct{}](r).RetrievalHit",
+			wantErr: "rog.Runs[struct{}](r).RetrievalHit undefined (type retrieveorgenerate.Handle[struct{}] has no field or method RetrievalHit)",
 		},
 		{
 			name: "the typed handle started with the wrong input",

@@ -725,6 +725,12 @@ func TestEngineCancel(t *testing.T) {
 
 	// The typed handle cancels through the engine and reads the state typed.
 	runs := rog.Runs[problems.RunInput](eng)
+	// No caller pre-empts the solver with the event its handler returns.
+	_, err := runs.Signal(ctx, run.ID, rog.SolveSucceeded{StorageKey: "forged"})
+	wantErr := "engine: signal SolveSucceeded run " + run.ID + ": callers may not send the event: retrieve_or_generate v1 in state GENERATING_SOLUTION: SolveSucceeded is returned by the handler of GENERATING_SOLUTION; declare it external to let callers send it"
+	if !errors.Is(err, runtime.ErrNotCallerEvent) || err.Error() != wantErr {
+		t.Errorf("Signal(SolveSucceeded) in GENERATING_SOLUTION: %v\nwant %s", err, wantErr)
+	}
 	const stranger = "8a5f2c1e-0000-4000-8000-0000000000ff"
 	if _, err := runs.Cancel(ctx, run.ID, stranger); !errors.Is(err, engine.ErrNotOwner) {
 		t.Errorf("cancel by another user: %v, want ErrNotOwner", err)

@@ -209,8 +209,15 @@ func TestTypedHandle(t *testing.T) {
 	}
 
 	// An event the state does not take is refused, typed or not.
-	if _, err := orders.Packed(ctx, paid.ID, order.Packed{}); !errors.Is(err, runtime.ErrIllegalTransition) {
-		t.Errorf("Packed while refunding: %v, want ErrIllegalTransition", err)
+	if _, err := orders.Delivered(ctx, paid.ID, order.Delivered{}); !errors.Is(err, runtime.ErrIllegalTransition) {
+		t.Errorf("Delivered while refunding: %v, want ErrIllegalTransition", err)
+	}
+	// The event REFUNDING's handler returns is not a caller's: the handle
+	// has no method for it, and Signal refuses it.
+	_, err = orders.Signal(ctx, paid.ID, order.Refunded{RefundRef: "forged"})
+	want := "engine: signal Refunded run " + paid.ID + ": callers may not send the event: shop_order v1 in state REFUNDING: Refunded is returned by the handler of REFUNDING; declare it external to let callers send it"
+	if !errors.Is(err, runtime.ErrNotCallerEvent) || err.Error() != want {
+		t.Errorf("Signal(Refunded) while refunding: %v\nwant %s", err, want)
 	}
 }
 

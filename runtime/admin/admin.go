@@ -19,7 +19,7 @@ import (
 
 // The errors of Signal and Cancel beyond the store's and the engine's
 // (engine.ErrRunFinished, engine.ErrNoCancelEvent,
-// engine.ErrNotCancellable, engine.ErrInternalEvent, store.ErrConflict,
+// engine.ErrNotCancellable, runtime.ErrNotCallerEvent, store.ErrConflict,
 // store.ErrRunNotFound), all matched by errors.Is.
 var (
 	// ErrNoTransition: the run's state has no row on the event, or none to
@@ -62,10 +62,12 @@ type SignalOptions struct {
 // to any transition. The payload is checked against the event's fields in
 // the registered definition (CheckPayload). The row fired is the one of the
 // run's state on the event: the only unguarded row, or the one to
-// opts.To, whose guard is not evaluated. Events the engine fires itself
-// (timers' and exhausted states' events that are not declared external,
-// and a child run's completion event) are refused with
-// engine.ErrInternalEvent, a finished run with engine.ErrRunFinished.
+// opts.To, whose guard is not evaluated. An operator is a caller: an
+// event callers may not send to the run in its state (the event a driven
+// state's handler returns, a timer's or an exhausted state's event not
+// declared external, a child run's completion event; see
+// runtime.Definition.CallerRefusal) is refused with an error matching
+// runtime.ErrNotCallerEvent, a finished run with engine.ErrRunFinished.
 //
 // An operator step row (operator_signal, with the event, the state entered,
 // the guards not evaluated and opts.Reason) is logged in the transaction of
@@ -76,15 +78,15 @@ func (a *Admin) Signal(ctx context.Context, runID, event string, payload json.Ra
 		if _, ok := eventSpec(def, event); !ok {
 			return "", nil, nil, fmt.Errorf("%w: %s v%d has no event %q (%s)", runtime.ErrUnknownEvent, def.Type, def.Version, event, eventList(def))
 		}
-		if why := internalEvent(def, event); why != "" {
-			return "", nil, nil, fmt.Errorf("%w: %s is %s; declare it external to signal it", engine.ErrInternalEvent, event, why)
+		if why := def.CallerRefusal(run.State, event); why != "" {
+			return "", nil, nil, runtime.RefuseCaller(def.Type, def.Version, run.State, event, why)
 		}
 		child, err := a.childEvent(ctx, run.ID, event)
 		if err != nil {
 			return "", nil, nil, err
 		}
 		if child {
-			return "", nil, nil, fmt.Errorf("%w: %s is fired when a child run finishes", engine.ErrInternalEvent, event)
+			return "", nil, nil, runtime.RefuseCaller(def.Type, def.Version, run.State, event, "fired by the engine when a child run finishes")
 		}
 		return event, payload, nil, nil
 	}, opts, false)
@@ -294,26 +296,6 @@ func eventList(def runtime.Definition) string {
 		names[i] = e.Name
 	}
 	return "its events: " + strings.Join(names, ", ")
-}
-
-// internalEvent says why the engine fires event itself ("the timer event
-// of state S", "the exhausted event of state S"), or "" when callers may
-// signal it, as the engine's Signal decides.
-func internalEvent(def runtime.Definition, event string) string {
-	if spec, _ := eventSpec(def, event); spec.External {
-		return ""
-	}
-	for _, s := range def.States {
-		for _, tm := range s.Timers {
-			if tm.Event == event {
-				return "the timer event of state " + s.Name
-			}
-		}
-		if s.OnExhausted == event {
-			return "the exhausted event of state " + s.Name
-		}
-	}
-	return ""
 }
 
 // childEvent reports whether event is the completion event of a child run

@@ -23,9 +23,11 @@
 // the run's state has one unguarded row on the event, Signal fires it;
 // when its rows are guarded, Signal refuses with ErrGuarded and lists
 // them, and SignalOptions.To names the target state whose row is then
-// fired without its guard. Events the engine fires itself (a timer's or an
-// exhausted state's event not declared external, a child run's completion
-// event) are refused as the engine's Signal refuses them.
+// fired without its guard. An operator is a caller: the events callers
+// may not send (the event a driven state's handler returns, a timer's or
+// an exhausted state's event not declared external, a child run's
+// completion event) are refused as the engine's Signal refuses them, with
+// runtime.ErrNotCallerEvent.
 //
 // Cancel fires the machine's cancel event with an empty payload. The
 // operator acts for the system, not for a user, so the owner's guard the

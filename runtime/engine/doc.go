@@ -219,16 +219,19 @@
 //
 // # Signals, cancellation and timers
 //
-// Signal fires an external event on a run from any process, checked by the
+// Signal fires a caller's event on a run from any process, checked by the
 // machine's table and guards, fenced by the run's row version (the
 // signaller holds no lease). If the run enters a state with a handler it is
 // due at once; a handler in flight for the previous state finds its own
-// transition refused and writes nothing. Signal refuses, with
-// ErrInternalEvent, the events that the engine fires itself, so that no
-// caller can forge them: the completion event of one of the run's
-// children, and the events of timers and exhausted states, unless the
-// machine declares them external (for a timeout that an operator may also
-// trigger, say).
+// transition refused and writes nothing. Signal refuses, with an error
+// matching runtime.ErrNotCallerEvent that names the machine, the state,
+// the event and who sends it, the events callers may not send to the run
+// in its state (runtime.Definition.CallerRefusal): the event a driven
+// state's handler returns, so that no caller pre-empts the handler; the
+// events of timers and exhausted states; the completion event of one of
+// the run's children. A wait state's events are callers', and so is, in
+// every state, an event the machine declares external (a timeout that an
+// operator may also trigger, say).
 //
 // Cancel cancels a run on behalf of a user by firing the machine's cancel
 // event, the one its .fsm file names with cancel EVENT
@@ -332,7 +335,7 @@
 // Errors about a run are *RunError values naming the operation and the run
 // and wrapping a sentinel (ErrLeaseLost, ErrNotOwner, ErrRunFinished,
 // ErrNotRegistered, ErrPolicy, ErrNoCancelEvent, ErrNotCancellable,
-// ErrNoEngine, ErrPanic, ErrInternalEvent) or an error of the machine
+// ErrNoEngine, ErrPanic) or an error of the machine
 // (runtime.ErrIllegalTransition, runtime.ErrGuardRejected); match them
 // with errors.Is. Errors of the store (store.ErrConflict,
 // store.ErrRunNotFound, ...) are returned as the store reports them, so

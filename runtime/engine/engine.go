@@ -238,9 +238,6 @@ type registered struct {
 	exhausted ExhaustedFunc
 	// fields maps an event to its payload fields.
 	fields map[string]map[string]bool
-	// internal maps the events the engine fires as timers or on exhausted
-	// states, and that are not external, to a description of that.
-	internal map[string]string
 	// defaults holds, by event, the payload defaults of the migrations
 	// into this version; migrated reports that runs may have moved here
 	// from an older version.
@@ -311,7 +308,7 @@ func (e *Engine) Register(ctx context.Context, d runtime.Driver, opts ...Registe
 	if err := e.registerMigrations(ctx, def); err != nil {
 		return err
 	}
-	r := &registered{driver: d, def: def, fields: map[string]map[string]bool{}, internal: internalEvents(def)}
+	r := &registered{driver: d, def: def, fields: map[string]map[string]bool{}}
 	r.migrationDefaults()
 	for _, o := range opts {
 		o(r)
@@ -410,7 +407,7 @@ func (e *Engine) notify(ctx context.Context, typ string) {
 	}
 }
 
-// Signal fires an external event on a run from any process: it is
+// Signal fires a caller's event on a run from any process: it is
 // checked against the run's current state with the workflow's guards and
 // recorded, fenced by the run's row version (not by a lease, which the
 // signaller does not hold). A run woken into a state with a handler becomes
@@ -418,16 +415,18 @@ func (e *Engine) notify(ctx context.Context, typ string) {
 // run's previous state finds its own transition refused. Signalling a
 // terminal run fails with ErrRunFinished; an event the state does not
 // accept fails with an error matching runtime.ErrIllegalTransition or
-// runtime.ErrGuardRejected. The events the engine fires itself are refused
-// with ErrInternalEvent: a child's completion event (see StartChild), and
-// a timer's or an exhausted state's event unless the machine declares it
-// external (runtime.EventSpec.External).
+// runtime.ErrGuardRejected. An event callers may not send to the run in
+// its state (runtime.Definition.CallerRefusal: the event a driven state's
+// handler returns, a timer's or an exhausted state's event, unless the
+// machine declares it external; and a child's completion event, see
+// StartChild) is refused with an error matching runtime.ErrNotCallerEvent
+// that names the machine, the state, the event and who sends it.
 func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (store.Run, error) {
 	if ev == nil {
 		return store.Run{}, runErr("signal", diag.Short(runID), fmt.Errorf("%w: nil event", store.ErrInvalidInput))
 	}
 	return e.fireExternal(ctx, "signal "+ev.EventName(), runID, func(run store.Run, r *registered) (runtime.Event, *store.Result, error) {
-		if err := e.signallable(ctx, r, run.ID, ev.EventName()); err != nil {
+		if err := e.signallable(ctx, r, run, ev.EventName()); err != nil {
 			return nil, nil, err
 		}
 		return ev, nil, nil

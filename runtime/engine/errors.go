@@ -41,10 +41,6 @@ var (
 	ErrNoEngine = errors.New("run is not driven by an engine")
 	// ErrInvalidConfig: New was given a Config that cannot work.
 	ErrInvalidConfig = errors.New("invalid config")
-	// ErrInternalEvent: Signal was given an event that only the engine
-	// fires: a child run's completion event, or a timer's or an exhausted
-	// state's event that the machine does not declare external.
-	ErrInternalEvent = errors.New("event fired by the engine")
 	// ErrPanic: workflow code the engine called panicked; the error is a
 	// *PanicError with the value and the stack.
 	ErrPanic = errors.New("panic")

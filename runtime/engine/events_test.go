@@ -59,7 +59,7 @@ func TestSignal(t *testing.T) {
 	runDue(t, e, 0) // a waiting run is not claimed
 
 	ctx := context.Background()
-	if _, err := e.Signal(ctx, run.ID, event("Finish")); !errors.Is(err, runtime.ErrIllegalTransition) {
+	if _, err := e.Signal(ctx, run.ID, event("Nope")); !errors.Is(err, runtime.ErrIllegalTransition) {
 		t.Errorf("Signal of an event AWAIT does not take: %v", err)
 	}
 	got, err := e.Signal(ctx, run.ID, event("Approve", "by", "ops"))

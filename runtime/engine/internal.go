@@ -2,48 +2,25 @@ package engine
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
-// internalEvents maps the events of def that the engine fires itself, as a
-// state's timer or when a state's tries are used up, to a description of
-// that; events declared external are left out.
-func internalEvents(def runtime.Definition) map[string]string {
-	ext := map[string]bool{}
-	for _, ev := range def.Events {
-		ext[ev.Name] = ev.External
+// signallable refuses, with runtime.ErrNotCallerEvent, an event that
+// callers may not send to run in its state: one that its machine's rule
+// gives to a handler or to the engine (runtime.Definition.CallerRefusal),
+// or the completion event of one of its children.
+func (e *Engine) signallable(ctx context.Context, r *registered, run store.Run, name string) error {
+	if why := r.def.CallerRefusal(run.State, name); why != "" {
+		return runtime.RefuseCaller(run.Type, run.Version, run.State, name, why)
 	}
-	out := map[string]string{}
-	for _, st := range def.States {
-		for _, t := range st.Timers {
-			if _, seen := out[t.Event]; !seen && !ext[t.Event] {
-				out[t.Event] = "the timer of " + st.Name
-			}
-		}
-		if ev := st.OnExhausted; ev != "" && !ext[ev] {
-			if _, seen := out[ev]; !seen {
-				out[ev] = "fired when the tries of " + st.Name + " are used up"
-			}
-		}
-	}
-	return out
-}
-
-// signallable refuses, with ErrInternalEvent, an event that only the
-// engine fires on the run: one of its children's completion events, or a
-// timer or exhaustion event of its machine that is not external.
-func (e *Engine) signallable(ctx context.Context, r *registered, runID, name string) error {
-	if why, ok := r.internal[name]; ok {
-		return fmt.Errorf("%w: %s is %s; declare it external to signal it", ErrInternalEvent, name, why)
-	}
-	child, err := e.es.ChildEventNamed(ctx, runID, name)
+	child, err := e.es.ChildEventNamed(ctx, run.ID, name)
 	if err != nil {
 		return err
 	}
 	if child {
-		return fmt.Errorf("%w: %s is fired when a child run finishes", ErrInternalEvent, name)
+		return runtime.RefuseCaller(run.Type, run.Version, run.State, name, "fired by the engine when a child run finishes")
 	}
 	return nil
 }

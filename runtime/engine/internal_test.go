@@ -19,10 +19,20 @@ func external(d runtime.Definition, name string) runtime.Definition {
 	return d
 }
 
+// waitIn makes state of d a wait state, whose events callers send.
+func waitIn(d runtime.Definition, state string) runtime.Definition {
+	for i := range d.States {
+		if d.States[i].Name == state {
+			d.States[i].Wait = true
+		}
+	}
+	return d
+}
+
 // TestSignalRefusesInternalEvents: the events the engine fires itself (a
 // timer's, an exhausted state's, a child's completion) cannot be forged
 // with Signal, unless the machine declares a timer or exhaustion event
-// external.
+// external. QUEUED waits here, so that callers send Begin.
 func TestSignalRefusesInternalEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -34,8 +44,8 @@ func TestSignalRefusesInternalEvents(t *testing.T) {
 		run := v.start(t, e, "approval", "k")
 		runDue(t, e, 1) // in AWAIT
 		_, err := e.Signal(ctx, run.ID, event("Timeout"))
-		want := "engine: signal Timeout run " + run.ID + ": event fired by the engine: Timeout is the timer of AWAIT; declare it external to signal it"
-		if !errors.Is(err, engine.ErrInternalEvent) || err.Error() != want {
+		want := "engine: signal Timeout run " + run.ID + ": callers may not send the event: approval v1 in state AWAIT: Timeout is fired by the timer of AWAIT; declare it external to let callers send it"
+		if !errors.Is(err, runtime.ErrNotCallerEvent) || err.Error() != want {
 			t.Errorf("Signal(Timeout): %v\nwant %s", err, want)
 		}
 		if got := v.get(t, run.ID); got.State != "AWAIT" {
@@ -60,18 +70,18 @@ func TestSignalRefusesInternalEvents(t *testing.T) {
 	t.Run("exhaustion", func(t *testing.T) {
 		t.Parallel()
 		v := newEnv(t)
-		d := &driver{def: jobDef("job", &runtime.RetryPolicy{MaxAttempts: 2}, "GiveUp"), guards: ownerGuard()}
+		d := &driver{def: waitIn(jobDef("job", &runtime.RetryPolicy{MaxAttempts: 2}, "GiveUp"), "QUEUED"), guards: ownerGuard()}
 		e := v.engine(t, engine.Config{}, d)
 		run := v.start(t, e, "job", "k")
 		if _, err := e.Signal(ctx, run.ID, event("Begin")); err != nil {
 			t.Fatal(err)
 		}
 		_, err := e.Signal(ctx, run.ID, event("GiveUp"))
-		want := "engine: signal GiveUp run " + run.ID + ": event fired by the engine: GiveUp is fired when the tries of WORKING are used up; declare it external to signal it"
-		if !errors.Is(err, engine.ErrInternalEvent) || err.Error() != want {
+		want := "engine: signal GiveUp run " + run.ID + ": callers may not send the event: job v1 in state WORKING: GiveUp is fired by the engine when the tries of WORKING are used up; declare it external to let callers send it"
+		if !errors.Is(err, runtime.ErrNotCallerEvent) || err.Error() != want {
 			t.Errorf("Signal(GiveUp): %v\nwant %s", err, want)
 		}
-		d2 := &driver{def: external(jobDef("job2", &runtime.RetryPolicy{MaxAttempts: 2}, "GiveUp"), "GiveUp"), guards: ownerGuard()}
+		d2 := &driver{def: waitIn(external(jobDef("job2", &runtime.RetryPolicy{MaxAttempts: 2}, "GiveUp"), "GiveUp"), "QUEUED"), guards: ownerGuard()}
 		if err := e.Register(ctx, d2); err != nil {
 			t.Fatal(err)
 		}
@@ -92,8 +102,8 @@ func TestSignalRefusesInternalEvents(t *testing.T) {
 		run := v.start(t, e, "parent", "p")
 		runDue(t, e, 1) // P_START -> P_WAIT, the child started
 		_, err := e.Signal(ctx, run.ID, event("KidDone", "childRunID", "x", "status", "succeeded"))
-		want := "engine: signal KidDone run " + run.ID + ": event fired by the engine: KidDone is fired when a child run finishes"
-		if !errors.Is(err, engine.ErrInternalEvent) || err.Error() != want {
+		want := "engine: signal KidDone run " + run.ID + ": callers may not send the event: parent v1 in state P_WAIT: KidDone is fired by the engine when a child run finishes"
+		if !errors.Is(err, runtime.ErrNotCallerEvent) || err.Error() != want {
 			t.Errorf("Signal(KidDone): %v\nwant %s", err, want)
 		}
 		if got := v.get(t, run.ID); got.State != "P_WAIT" {
@@ -134,4 +144,66 @@ func childDrivers() (*driver, *driver) {
 	kidDef.States[1].Outcome = "solved"
 	kid := &driver{def: kidDef, handlers: map[string]handler{"K1": constant(event("Next"))}}
 	return pd, kid
+}
+
+// TestSignalRefusesHandlerEvents: a caller cannot fire the event a driven
+// state's handler returns, pre-empting the handler; it is refused with
+// runtime.ErrNotCallerEvent, naming the machine, the state, the event and
+// who sends it, and the run stays. A wait state's events are callers', an
+// event declared external is a caller's in every state, and the owner's
+// Cancel works from a driven state.
+func TestSignalRefusesHandlerEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v := newEnv(t)
+	d := approvalDriver()
+	d.def.Transitions = append(d.def.Transitions,
+		runtime.TransitionSpec{From: "QUEUED", Event: "Cancel", To: "EXPIRED", Guard: "UserOwnsRun"})
+	d.def.Events = append(d.def.Events, runtime.EventSpec{Name: "Cancel", Fields: []runtime.FieldSpec{{Name: "userID", Type: "string"}}})
+	d.def.Guards = append(d.def.Guards, "UserOwnsRun")
+	d.def.Cancel = "Cancel"
+	d.guards = ownerGuard()
+	e := v.engine(t, engine.Config{}, d)
+
+	run := v.start(t, e, "approval", "k")
+	for _, c := range []struct{ event, want string }{
+		{"Begin", "Begin is returned by the handler of QUEUED"},
+		{"Finish", "Finish is returned by the handler of FINISHING"},
+	} {
+		_, err := e.Signal(ctx, run.ID, event(c.event))
+		want := "engine: signal " + c.event + " run " + run.ID + ": callers may not send the event: approval v1 in state QUEUED: " + c.want + "; declare it external to let callers send it"
+		if !errors.Is(err, runtime.ErrNotCallerEvent) || err.Error() != want {
+			t.Errorf("Signal(%s) in QUEUED: %v\nwant %s", c.event, err, want)
+		}
+	}
+	if got := v.get(t, run.ID); got.State != "QUEUED" {
+		t.Fatalf("run moved to %s", got.State)
+	}
+	runDue(t, e, 1) // QUEUED's handler returns Begin: AWAIT
+	_, err := e.Signal(ctx, run.ID, event("Finish"))
+	want := "engine: signal Finish run " + run.ID + ": callers may not send the event: approval v1 in state AWAIT: Finish is returned by the handler of FINISHING; declare it external to let callers send it"
+	if !errors.Is(err, runtime.ErrNotCallerEvent) || err.Error() != want {
+		t.Errorf("Signal(Finish) in AWAIT: %v\nwant %s", err, want)
+	}
+	if got, err := e.Signal(ctx, run.ID, event("Approve")); err != nil || got.State != "FINISHING" {
+		t.Fatalf("Signal(Approve) in AWAIT, a wait state's event: %s, %v", got.State, err)
+	}
+
+	// Declared external, the handler's event is a caller's too.
+	ext := approvalDriver()
+	ext.def = external(ext.def, "Begin")
+	ext.def.Type, ext.def.Machine = "approval_ext", "approval_ext"
+	if err := e.Register(ctx, ext); err != nil {
+		t.Fatal(err)
+	}
+	run2 := v.start(t, e, "approval_ext", "k")
+	if got, err := e.Signal(ctx, run2.ID, event("Begin")); err != nil || got.State != "AWAIT" {
+		t.Errorf("Signal(Begin) of an external event in QUEUED: %s, %v", got.State, err)
+	}
+
+	// The owner cancels from the driven state QUEUED.
+	run3 := v.start(t, e, "approval", "k3")
+	if got, err := e.Cancel(ctx, run3.ID, alice); err != nil || got.State != "EXPIRED" {
+		t.Errorf("Cancel in QUEUED: %s, %v", got.State, err)
+	}
 }

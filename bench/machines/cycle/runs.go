@@ -66,34 +66,11 @@ func (h Handle[In]) Start(ctx context.Context, key string, input In, owner runti
 // Signal fires e on the run, from any process: it is checked against the
 // run's state and guards and recorded, and the run's timers and due time are
 // those of the state it enters. A refused event is an error matched by
-// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected.
+// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected;
+// an event that callers may not send to the run in its state (the event a
+// driven state's handler returns, a timer's) is refused with an error matched
+// by errors.Is(err, runtime.ErrNotCallerEvent).
 func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// ToB fires ToB on the run, as Signal does; ToB is accepted in A.
-func (h Handle[In]) ToB(ctx context.Context, runID string, e ToB) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// ToC fires ToC on the run, as Signal does; ToC is accepted in B.
-func (h Handle[In]) ToC(ctx context.Context, runID string, e ToC) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// ToD fires ToD on the run, as Signal does; ToD is accepted in C.
-func (h Handle[In]) ToD(ctx context.Context, runID string, e ToD) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// ToA fires ToA on the run, as Signal does; ToA is accepted in D.
-func (h Handle[In]) ToA(ctx context.Context, runID string, e ToA) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Stop fires Stop on the run, as Signal does; Stop is accepted in A, B, C and
-// D.
-func (h Handle[In]) Stop(ctx context.Context, runID string, e Stop) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 

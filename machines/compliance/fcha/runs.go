@@ -66,14 +66,11 @@ func (h Handle[In]) Start(ctx context.Context, key string, input In, owner runti
 // Signal fires e on the run, from any process: it is checked against the
 // run's state and guards and recorded, and the run's timers and due time are
 // those of the state it enters. A refused event is an error matched by
-// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected.
+// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected;
+// an event that callers may not send to the run in its state (the event a
+// driven state's handler returns, a timer's) is refused with an error matched
+// by errors.Is(err, runtime.ErrNotCallerEvent).
 func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// PrequalificationCompleted fires PrequalificationCompleted on the run, as
-// Signal does; PrequalificationCompleted is accepted in PREQUALIFICATION.
-func (h Handle[In]) PrequalificationCompleted(ctx context.Context, runID string, e PrequalificationCompleted) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 
@@ -81,19 +78,6 @@ func (h Handle[In]) PrequalificationCompleted(ctx context.Context, runID string,
 // on the run, as Signal does; BackgroundCheckAuthorizationSigned is accepted
 // in CONDITIONAL_OFFER.
 func (h Handle[In]) BackgroundCheckAuthorizationSigned(ctx context.Context, runID string, e BackgroundCheckAuthorizationSigned) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// BackgroundCheckCompleted fires BackgroundCheckCompleted on the run, as
-// Signal does; BackgroundCheckCompleted is accepted in
-// BACKGROUND_CHECK_ALLOWED.
-func (h Handle[In]) BackgroundCheckCompleted(ctx context.Context, runID string, e BackgroundCheckCompleted) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// AssessmentCompleted fires AssessmentCompleted on the run, as Signal does;
-// AssessmentCompleted is accepted in INDIVIDUALIZED_ASSESSMENT.
-func (h Handle[In]) AssessmentCompleted(ctx context.Context, runID string, e AssessmentCompleted) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 

@@ -66,7 +66,10 @@ func (h Handle[In]) Start(ctx context.Context, key string, input In, owner runti
 // Signal fires e on the run, from any process: it is checked against the
 // run's state and guards and recorded, and the run's timers and due time are
 // those of the state it enters. A refused event is an error matched by
-// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected.
+// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected;
+// an event that callers may not send to the run in its state (the event a
+// driven state's handler returns, a timer's) is refused with an error matched
+// by errors.Is(err, runtime.ErrNotCallerEvent).
 func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
@@ -85,40 +88,6 @@ func (h Handle[In]) Claim(ctx context.Context, runID string, e Claim) (Snapshot,
 // ClaimTimedOut fires ClaimTimedOut on the run, as Signal does; ClaimTimedOut
 // is accepted in WAITING.
 func (h Handle[In]) ClaimTimedOut(ctx context.Context, runID string, e ClaimTimedOut) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// RecoverLease fires RecoverLease on the run, as Signal does; RecoverLease is
-// accepted in RUNNING.
-func (h Handle[In]) RecoverLease(ctx context.Context, runID string, e RecoverLease) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Completed fires Completed on the run, as Signal does; Completed is accepted
-// in RUNNING.
-func (h Handle[In]) Completed(ctx context.Context, runID string, e Completed) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Waiting fires Waiting on the run, as Signal does; Waiting is accepted in
-// RUNNING.
-func (h Handle[In]) Waiting(ctx context.Context, runID string, e Waiting) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Retry fires Retry on the run, as Signal does; Retry is accepted in RUNNING.
-func (h Handle[In]) Retry(ctx context.Context, runID string, e Retry) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Dead fires Dead on the run, as Signal does; Dead is accepted in RUNNING.
-func (h Handle[In]) Dead(ctx context.Context, runID string, e Dead) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// TimedOut fires TimedOut on the run, as Signal does; TimedOut is accepted in
-// WAITING.
-func (h Handle[In]) TimedOut(ctx context.Context, runID string, e TimedOut) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 

@@ -7,6 +7,7 @@ package reindexasset
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/fsmgen/fsmgen/runtime"
@@ -122,6 +123,40 @@ func TestFSMViews(t *testing.T) {
 			if check(m) != (v == s) {
 				t.Errorf("in state %s, the accessor of %s says %v", s, v, check(m))
 			}
+		}
+	}
+}
+
+// TestFSMSenders checks who may send each event of the table: callers (Signal,
+// the handle, fsmctl runs signal) the events of the states that wait, the
+// cancel event and the external events; a driven state's handler the events
+// of its rows; the runtime its timers' and retry policies' events. The
+// handle has a method for the events callers may send only.
+func TestFSMSenders(t *testing.T) {
+	t.Parallel()
+	d := Definition()
+	for _, c := range []struct {
+		state, event string
+		caller       bool
+	}{
+		{"REINDEXING", "Reindexed", false},
+		{"REINDEXING", "ReindexFailed", false},
+	} {
+		why := d.CallerRefusal(c.state, c.event)
+		if (why == "") != c.caller {
+			t.Errorf("%s in state %s: callers may send it: %t (%q), want %t", c.event, c.state, why == "", why, c.caller)
+		}
+	}
+	h := reflect.TypeFor[Handle[struct{}]]()
+	for _, c := range []struct {
+		method string
+		caller bool
+	}{
+		{"Reindexed", false},
+		{"ReindexFailed", false},
+	} {
+		if _, ok := h.MethodByName(c.method); ok != c.caller {
+			t.Errorf("Handle has a method %s: %t, want %t", c.method, ok, c.caller)
 		}
 	}
 }

@@ -67,14 +67,11 @@ func (h Handle[In]) Start(ctx context.Context, key string, input In, owner runti
 // Signal fires e on the run, from any process: it is checked against the
 // run's state and guards and recorded, and the run's timers and due time are
 // those of the state it enters. A refused event is an error matched by
-// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected.
+// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected;
+// an event that callers may not send to the run in its state (the event a
+// driven state's handler returns, a timer's) is refused with an error matched
+// by errors.Is(err, runtime.ErrNotCallerEvent).
 func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Reindexed fires Reindexed on the run, as Signal does; Reindexed is accepted
-// in REINDEXING.
-func (h Handle[In]) Reindexed(ctx context.Context, runID string, e Reindexed) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 

@@ -7,6 +7,7 @@ package order
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/fsmgen/fsmgen/runtime"
@@ -161,6 +162,54 @@ func TestFSMViews(t *testing.T) {
 			if check(m) != (v == s) {
 				t.Errorf("in state %s, the accessor of %s says %v", s, v, check(m))
 			}
+		}
+	}
+}
+
+// TestFSMSenders checks who may send each event of the table: callers (Signal,
+// the handle, fsmctl runs signal) the events of the states that wait, the
+// cancel event and the external events; a driven state's handler the events
+// of its rows; the runtime its timers' and retry policies' events. The
+// handle has a method for the events callers may send only.
+func TestFSMSenders(t *testing.T) {
+	t.Parallel()
+	d := Definition()
+	for _, c := range []struct {
+		state, event string
+		caller       bool
+	}{
+		{"PENDING_PAYMENT", "Pay", true},
+		{"PENDING_PAYMENT", "PaymentExpired", false},
+		{"PENDING_PAYMENT", "Cancel", true},
+		{"PACKING", "Packed", false},
+		{"PACKING", "Cancel", true},
+		{"IN_TRANSIT", "Delivered", true},
+		{"IN_TRANSIT", "Lost", true},
+		{"DELIVERED", "Returned", true},
+		{"DELIVERED", "ReturnWindowClosed", false},
+		{"REFUNDING", "Refunded", false},
+	} {
+		why := d.CallerRefusal(c.state, c.event)
+		if (why == "") != c.caller {
+			t.Errorf("%s in state %s: callers may send it: %t (%q), want %t", c.event, c.state, why == "", why, c.caller)
+		}
+	}
+	h := reflect.TypeFor[Handle[struct{}]]()
+	for _, c := range []struct {
+		method string
+		caller bool
+	}{
+		{"Pay", true},
+		{"PaymentExpired", false},
+		{"Packed", false},
+		{"Delivered", true},
+		{"Lost", true},
+		{"Returned", true},
+		{"ReturnWindowClosed", false},
+		{"Refunded", false},
+	} {
+		if _, ok := h.MethodByName(c.method); ok != c.caller {
+			t.Errorf("Handle has a method %s: %t, want %t", c.method, ok, c.caller)
 		}
 	}
 }

@@ -66,7 +66,10 @@ func (h Handle[In]) Start(ctx context.Context, key string, input In, owner runti
 // Signal fires e on the run, from any process: it is checked against the
 // run's state and guards and recorded, and the run's timers and due time are
 // those of the state it enters. A refused event is an error matched by
-// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected.
+// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected;
+// an event that callers may not send to the run in its state (the event a
+// driven state's handler returns, a timer's) is refused with an error matched
+// by errors.Is(err, runtime.ErrNotCallerEvent).
 func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
@@ -74,12 +77,6 @@ func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot
 // Pay fires Pay on the run, as Signal does; Pay is accepted in
 // PENDING_PAYMENT.
 func (h Handle[In]) Pay(ctx context.Context, runID string, e Pay) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Packed fires Packed on the run, as Signal does; Packed is accepted in
-// PACKING.
-func (h Handle[In]) Packed(ctx context.Context, runID string, e Packed) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 
@@ -97,12 +94,6 @@ func (h Handle[In]) Lost(ctx context.Context, runID string, e Lost) (Snapshot, e
 // Returned fires Returned on the run, as Signal does; Returned is accepted in
 // DELIVERED.
 func (h Handle[In]) Returned(ctx context.Context, runID string, e Returned) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Refunded fires Refunded on the run, as Signal does; Refunded is accepted in
-// REFUNDING.
-func (h Handle[In]) Refunded(ctx context.Context, runID string, e Refunded) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 

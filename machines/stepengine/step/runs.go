@@ -66,7 +66,10 @@ func (h Handle[In]) Start(ctx context.Context, key string, input In, owner runti
 // Signal fires e on the run, from any process: it is checked against the
 // run's state and guards and recorded, and the run's timers and due time are
 // those of the state it enters. A refused event is an error matched by
-// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected.
+// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected;
+// an event that callers may not send to the run in its state (the event a
+// driven state's handler returns, a timer's) is refused with an error matched
+// by errors.Is(err, runtime.ErrNotCallerEvent).
 func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
@@ -74,24 +77,6 @@ func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot
 // StepStart fires StepStart on the run, as Signal does; StepStart is accepted
 // in PENDING.
 func (h Handle[In]) StepStart(ctx context.Context, runID string, e StepStart) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// StepEnd fires StepEnd on the run, as Signal does; StepEnd is accepted in
-// RUNNING.
-func (h Handle[In]) StepEnd(ctx context.Context, runID string, e StepEnd) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// StepError fires StepError on the run, as Signal does; StepError is accepted
-// in RUNNING.
-func (h Handle[In]) StepError(ctx context.Context, runID string, e StepError) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// RunStopped fires RunStopped on the run, as Signal does; RunStopped is
-// accepted in PENDING.
-func (h Handle[In]) RunStopped(ctx context.Context, runID string, e RunStopped) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 

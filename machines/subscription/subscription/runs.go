@@ -67,14 +67,11 @@ func (h Handle[In]) Start(ctx context.Context, key string, input In, owner runti
 // Signal fires e on the run, from any process: it is checked against the
 // run's state and guards and recorded, and the run's timers and due time are
 // those of the state it enters. A refused event is an error matched by
-// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected.
+// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected;
+// an event that callers may not send to the run in its state (the event a
+// driven state's handler returns, a timer's) is refused with an error matched
+// by errors.Is(err, runtime.ErrNotCallerEvent).
 func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// PaymentSucceeded fires PaymentSucceeded on the run, as Signal does;
-// PaymentSucceeded is accepted in CHARGING.
-func (h Handle[In]) PaymentSucceeded(ctx context.Context, runID string, e PaymentSucceeded) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 

@@ -7,6 +7,7 @@ package retrieveorgenerate
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/fsmgen/fsmgen/runtime"
@@ -212,6 +213,73 @@ func TestFSMViews(t *testing.T) {
 			if check(m) != (v == s) {
 				t.Errorf("in state %s, the accessor of %s says %v", s, v, check(m))
 			}
+		}
+	}
+}
+
+// TestFSMSenders checks who may send each event of the table: callers (Signal,
+// the handle, fsmctl runs signal) the events of the states that wait, the
+// cancel event and the external events; a driven state's handler the events
+// of its rows; the runtime its timers' and retry policies' events. The
+// handle has a method for the events callers may send only.
+func TestFSMSenders(t *testing.T) {
+	t.Parallel()
+	d := Definition()
+	for _, c := range []struct {
+		state, event string
+		caller       bool
+	}{
+		{"INITIATED", "Start", false},
+		{"INGESTING", "MediaNormalized", false},
+		{"INGESTING", "MediaRejected", false},
+		{"RETRIEVING", "RetrievalHit", false},
+		{"RETRIEVING", "RetrievalMiss", false},
+		{"RETRIEVING", "RetrievalFailed", false},
+		{"GENERATING_SOLUTION", "SolveSucceeded", false},
+		{"GENERATING_SOLUTION", "SolveFailed", false},
+		{"GENERATING_SOLUTION", "CostCapExceeded", false},
+		{"REGISTERING", "AssetsRegistered", false},
+		{"EMBEDDING", "Embedded", false},
+		{"EMBEDDING", "IndexFailed", false},
+		{"REGISTERING", "RegistrationFailed", false},
+		{"INDEXING", "DocumentIndexed", false},
+		{"INDEXING", "IndexTimedOut", false},
+		{"INDEXING", "IndexFailed", false},
+		{"INITIATED", "Cancel", true},
+		{"INGESTING", "Cancel", true},
+		{"RETRIEVING", "Cancel", true},
+		{"GENERATING_SOLUTION", "Cancel", true},
+		{"REGISTERING", "Cancel", true},
+		{"EMBEDDING", "Cancel", true},
+		{"INDEXING", "Cancel", true},
+	} {
+		why := d.CallerRefusal(c.state, c.event)
+		if (why == "") != c.caller {
+			t.Errorf("%s in state %s: callers may send it: %t (%q), want %t", c.event, c.state, why == "", why, c.caller)
+		}
+	}
+	h := reflect.TypeFor[Handle[struct{}]]()
+	for _, c := range []struct {
+		method string
+		caller bool
+	}{
+		{"MediaNormalized", false},
+		{"MediaRejected", false},
+		{"RetrievalHit", false},
+		{"RetrievalMiss", false},
+		{"RetrievalFailed", false},
+		{"SolveSucceeded", false},
+		{"SolveFailed", false},
+		{"CostCapExceeded", false},
+		{"AssetsRegistered", false},
+		{"RegistrationFailed", false},
+		{"Embedded", false},
+		{"DocumentIndexed", false},
+		{"IndexTimedOut", false},
+		{"IndexFailed", false},
+	} {
+		if _, ok := h.MethodByName(c.method); ok != c.caller {
+			t.Errorf("Handle has a method %s: %t, want %t", c.method, ok, c.caller)
 		}
 	}
 }

@@ -67,62 +67,11 @@ func (h Handle[In]) Start(ctx context.Context, key string, input In, owner runti
 // Signal fires e on the run, from any process: it is checked against the
 // run's state and guards and recorded, and the run's timers and due time are
 // those of the state it enters. A refused event is an error matched by
-// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected.
+// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected;
+// an event that callers may not send to the run in its state (the event a
+// driven state's handler returns, a timer's) is refused with an error matched
+// by errors.Is(err, runtime.ErrNotCallerEvent).
 func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// MediaNormalized fires MediaNormalized on the run, as Signal does;
-// MediaNormalized is accepted in INGESTING.
-func (h Handle[In]) MediaNormalized(ctx context.Context, runID string, e MediaNormalized) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// RetrievalHit fires RetrievalHit on the run, as Signal does; RetrievalHit is
-// accepted in RETRIEVING.
-func (h Handle[In]) RetrievalHit(ctx context.Context, runID string, e RetrievalHit) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// RetrievalMiss fires RetrievalMiss on the run, as Signal does; RetrievalMiss
-// is accepted in RETRIEVING.
-func (h Handle[In]) RetrievalMiss(ctx context.Context, runID string, e RetrievalMiss) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// SolveSucceeded fires SolveSucceeded on the run, as Signal does;
-// SolveSucceeded is accepted in GENERATING_SOLUTION.
-func (h Handle[In]) SolveSucceeded(ctx context.Context, runID string, e SolveSucceeded) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// CostCapExceeded fires CostCapExceeded on the run, as Signal does;
-// CostCapExceeded is accepted in GENERATING_SOLUTION.
-func (h Handle[In]) CostCapExceeded(ctx context.Context, runID string, e CostCapExceeded) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// AssetsRegistered fires AssetsRegistered on the run, as Signal does;
-// AssetsRegistered is accepted in REGISTERING.
-func (h Handle[In]) AssetsRegistered(ctx context.Context, runID string, e AssetsRegistered) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// DocumentIndexed fires DocumentIndexed on the run, as Signal does;
-// DocumentIndexed is accepted in INDEXING.
-func (h Handle[In]) DocumentIndexed(ctx context.Context, runID string, e DocumentIndexed) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// IndexTimedOut fires IndexTimedOut on the run, as Signal does; IndexTimedOut
-// is accepted in INDEXING.
-func (h Handle[In]) IndexTimedOut(ctx context.Context, runID string, e IndexTimedOut) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// IndexFailed fires IndexFailed on the run, as Signal does; IndexFailed is
-// accepted in INDEXING.
-func (h Handle[In]) IndexFailed(ctx context.Context, runID string, e IndexFailed) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 

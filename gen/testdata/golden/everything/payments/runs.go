@@ -67,32 +67,11 @@ func (h Handle[In]) Start(ctx context.Context, key string, input In, owner runti
 // Signal fires e on the run, from any process: it is checked against the
 // run's state and guards and recorded, and the run's timers and due time are
 // those of the state it enters. A refused event is an error matched by
-// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected.
+// errors.Is(err, runtime.ErrIllegalTransition) or runtime.ErrGuardRejected;
+// an event that callers may not send to the run in its state (the event a
+// driven state's handler returns, a timer's) is refused with an error matched
+// by errors.Is(err, runtime.ErrNotCallerEvent).
 func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Submit fires Submit on the run, as Signal does; Submit is accepted in
-// VALIDATING.
-func (h Handle[In]) Submit(ctx context.Context, runID string, e Submit) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Validated fires Validated on the run, as Signal does; Validated is accepted
-// in VALIDATING.
-func (h Handle[In]) Validated(ctx context.Context, runID string, e Validated) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Authorized fires Authorized on the run, as Signal does; Authorized is
-// accepted in AUTHORIZING.
-func (h Handle[In]) Authorized(ctx context.Context, runID string, e Authorized) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Declined fires Declined on the run, as Signal does; Declined is accepted in
-// AUTHORIZING.
-func (h Handle[In]) Declined(ctx context.Context, runID string, e Declined) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 
@@ -105,36 +84,6 @@ func (h Handle[In]) ChallengePassed(ctx context.Context, runID string, e Challen
 // ChallengeExpired fires ChallengeExpired on the run, as Signal does;
 // ChallengeExpired is accepted in CHALLENGED.
 func (h Handle[In]) ChallengeExpired(ctx context.Context, runID string, e ChallengeExpired) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Recorded fires Recorded on the run, as Signal does; Recorded is accepted in
-// RECORDING.
-func (h Handle[In]) Recorded(ctx context.Context, runID string, e Recorded) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Captured fires Captured on the run, as Signal does; Captured is accepted in
-// CAPTURING.
-func (h Handle[In]) Captured(ctx context.Context, runID string, e Captured) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Notified fires Notified on the run, as Signal does; Notified is accepted in
-// NOTIFYING.
-func (h Handle[In]) Notified(ctx context.Context, runID string, e Notified) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Archived fires Archived on the run, as Signal does; Archived is accepted in
-// ARCHIVING.
-func (h Handle[In]) Archived(ctx context.Context, runID string, e Archived) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
-}
-
-// Refunded fires Refunded on the run, as Signal does; Refunded is accepted in
-// REFUNDING.
-func (h Handle[In]) Refunded(ctx context.Context, runID string, e Refunded) (Snapshot, error) {
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 
