@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -33,8 +34,10 @@ func TestErrorMessages(t *testing.T) {
 			"store: resume run " + run.ID + ": conflict: the run moved since it was read: the run is not parked", store.ErrConflict},
 		{"start of an unregistered type", second(e.Start(ctx, store.StartParams{Type: "nope", IdempotencyKey: "k", TenantID: "t"})),
 			"engine: start nope/k: definition not registered with this engine: nope v0", engine.ErrNotRegistered},
-		{"signal of an event the state does not take", second(e.Signal(ctx, run.ID, event("Finish"))),
-			"engine: signal Finish run " + run.ID + ": approval: illegal transition: state QUEUED has no transition on event Finish", nil},
+		{"signal of an event the state does not take", second(e.Signal(ctx, run.ID, event("Nope"))),
+			"engine: signal Nope run " + run.ID + ": approval: illegal transition: state QUEUED has no transition on event Nope", nil},
+		{"signal of an event a handler returns", second(e.Signal(ctx, run.ID, event("Finish"))),
+			"engine: signal Finish run " + run.ID + ": callers may not send the event: approval v1 in state QUEUED: Finish is returned by the handler of FINISHING; declare it external to let callers send it", runtime.ErrNotCallerEvent},
 	}
 	for _, tc := range tests {
 		if tc.err == nil || tc.err.Error() != tc.want {

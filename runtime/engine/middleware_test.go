@@ -122,7 +122,7 @@ func TestMiddlewareWrapsEveryStep(t *testing.T) {
 		t.Fatalf("Drive = %s, %v", run.State, err)
 	}
 	cancelled := v.start(t, e, "job", "cancel")
-	if _, err := e.Signal(ctx, cancelled.ID, event("Finish")); !errors.Is(err, runtime.ErrIllegalTransition) {
+	if _, err := e.Signal(ctx, cancelled.ID, event("Nope")); !errors.Is(err, runtime.ErrIllegalTransition) {
 		t.Fatalf("Signal of an event QUEUED refuses = %v, want ErrIllegalTransition", err)
 	}
 	if run, err := e.Cancel(ctx, cancelled.ID, alice); err != nil || run.State != "CANCELLED" {
@@ -144,7 +144,7 @@ func TestMiddlewareWrapsEveryStep(t *testing.T) {
 		`m: handle in "drive" WORKING try 1 of attempt 1: - DOWN: the service is down`,
 		`m: transition in "drive" WORKING on GiveUp -> "FAILED" (failed): <nil>`,
 		`m: drive ended in FAILED failed parked=false: <nil>`,
-		`m: transition in "caller" QUEUED on Finish -> "" (): job: illegal transition: state QUEUED has no transition on event Finish`,
+		`m: transition in "caller" QUEUED on Nope -> "" (): job: illegal transition: state QUEUED has no transition on event Nope`,
 		`m: transition in "caller" QUEUED on Cancel -> "CANCELLED" (cancelled): <nil>`,
 	}
 	if diff := cmp.Diff(want, m.lines()); diff != "" {
