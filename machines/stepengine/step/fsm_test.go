@@ -161,6 +161,7 @@ func TestFSMSenders(t *testing.T) {
 		{"PENDING", "StepStart", true},
 		{"RUNNING", "StepEnd", false},
 		{"RUNNING", "StepError", false},
+		{"PENDING", "RunStopped", true},
 	} {
 		why := d.CallerRefusal(c.state, c.event)
 		if (why == "") != c.caller {
@@ -175,6 +176,7 @@ func TestFSMSenders(t *testing.T) {
 		{"StepStart", true},
 		{"StepEnd", false},
 		{"StepError", false},
+		{"RunStopped", true},
 	} {
 		if _, ok := h.MethodByName(c.method); ok != c.caller {
 			t.Errorf("Handle has a method %s: %t, want %t", c.method, ok, c.caller)

@@ -80,6 +80,12 @@ func (h Handle[In]) StepStart(ctx context.Context, runID string, e StepStart) (S
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 
+// RunStopped fires RunStopped on the run, as Signal does; RunStopped is
+// accepted in PENDING.
+func (h Handle[In]) RunStopped(ctx context.Context, runID string, e RunStopped) (Snapshot, error) {
+	return snapshot(h.r.SignalRun(ctx, runID, e))
+}
+
 // Get reads the run.
 func (h Handle[In]) Get(ctx context.Context, runID string) (Snapshot, error) {
 	return snapshot(h.r.GetRun(ctx, runID))
