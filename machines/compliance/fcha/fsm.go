@@ -195,7 +195,8 @@ func (BackgroundCheckAuthorizationSigned) isEvent() {}
 // BACKGROUND_CHECK_ALLOWED.
 // BackgroundCheckCompleted: the background check results. adverseInfo
 // reports whether the check found adverse information; findings lists
-// it.
+// it. External: the screening provider's callback may report the
+// results while the state's handler still waits for them.
 type BackgroundCheckCompleted struct {
 	AdverseInfo bool     `json:"adverseInfo"`
 	Findings    []string `json:"findings"`
@@ -580,7 +581,7 @@ var definition = runtime.Definition{
 		{Name: "PrequalificationCompleted", Fields: []runtime.FieldSpec{{Name: "passed", Type: "bool"}, {Name: "reason", Type: "string"}}},
 		{Name: "AuthorizationTimeout"},
 		{Name: "BackgroundCheckAuthorizationSigned", Fields: []runtime.FieldSpec{{Name: "signedAt", Type: "time.Time"}, {Name: "signedBy", Type: "string"}}},
-		{Name: "BackgroundCheckCompleted", Fields: []runtime.FieldSpec{{Name: "adverseInfo", Type: "bool"}, {Name: "findings", Type: "[]string"}}},
+		{Name: "BackgroundCheckCompleted", Fields: []runtime.FieldSpec{{Name: "adverseInfo", Type: "bool"}, {Name: "findings", Type: "[]string"}}, External: true},
 		{Name: "AssessmentCompleted", Fields: []runtime.FieldSpec{{Name: "approved", Type: "bool"}, {Name: "factors", Type: "[]string"}, {Name: "rationale", Type: "string"}}},
 		{Name: "RetriesExhausted"},
 	},

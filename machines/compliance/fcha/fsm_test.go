@@ -183,7 +183,7 @@ func TestFSMSenders(t *testing.T) {
 		{"PREQUALIFICATION", "PrequalificationCompleted", false},
 		{"CONDITIONAL_OFFER", "AuthorizationTimeout", false},
 		{"CONDITIONAL_OFFER", "BackgroundCheckAuthorizationSigned", true},
-		{"BACKGROUND_CHECK_ALLOWED", "BackgroundCheckCompleted", false},
+		{"BACKGROUND_CHECK_ALLOWED", "BackgroundCheckCompleted", true},
 		{"INDIVIDUALIZED_ASSESSMENT", "AssessmentCompleted", false},
 	} {
 		why := d.CallerRefusal(c.state, c.event)
@@ -199,7 +199,7 @@ func TestFSMSenders(t *testing.T) {
 		{"PrequalificationCompleted", false},
 		{"AuthorizationTimeout", false},
 		{"BackgroundCheckAuthorizationSigned", true},
-		{"BackgroundCheckCompleted", false},
+		{"BackgroundCheckCompleted", true},
 		{"AssessmentCompleted", false},
 	} {
 		if _, ok := h.MethodByName(c.method); ok != c.caller {

@@ -81,6 +81,13 @@ func (h Handle[In]) BackgroundCheckAuthorizationSigned(ctx context.Context, runI
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 
+// BackgroundCheckCompleted fires BackgroundCheckCompleted on the run, as
+// Signal does; BackgroundCheckCompleted is accepted in
+// BACKGROUND_CHECK_ALLOWED.
+func (h Handle[In]) BackgroundCheckCompleted(ctx context.Context, runID string, e BackgroundCheckCompleted) (Snapshot, error) {
+	return snapshot(h.r.SignalRun(ctx, runID, e))
+}
+
 // Get reads the run.
 func (h Handle[In]) Get(ctx context.Context, runID string) (Snapshot, error) {
 	return snapshot(h.r.GetRun(ctx, runID))
