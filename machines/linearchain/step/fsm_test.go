@@ -189,6 +189,7 @@ func TestFSMSenders(t *testing.T) {
 		{"PENDING", "Activate", true},
 		{"READY", "Claim", true},
 		{"WAITING", "ClaimTimedOut", true},
+		{"WAITING", "TimedOut", true},
 		{"RUNNING", "RecoverLease", false},
 		{"RUNNING", "Completed", false},
 		{"RUNNING", "Waiting", false},
@@ -214,6 +215,7 @@ func TestFSMSenders(t *testing.T) {
 		{"Waiting", false},
 		{"Retry", false},
 		{"Dead", false},
+		{"TimedOut", true},
 		{"WakeUp", true},
 	} {
 		if _, ok := h.MethodByName(c.method); ok != c.caller {

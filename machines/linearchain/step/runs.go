@@ -91,6 +91,12 @@ func (h Handle[In]) ClaimTimedOut(ctx context.Context, runID string, e ClaimTime
 	return snapshot(h.r.SignalRun(ctx, runID, e))
 }
 
+// TimedOut fires TimedOut on the run, as Signal does; TimedOut is accepted in
+// WAITING.
+func (h Handle[In]) TimedOut(ctx context.Context, runID string, e TimedOut) (Snapshot, error) {
+	return snapshot(h.r.SignalRun(ctx, runID, e))
+}
+
 // WakeUp fires WakeUp on the run, as Signal does; WakeUp is accepted in
 // WAITING.
 func (h Handle[In]) WakeUp(ctx context.Context, runID string, e WakeUp) (Snapshot, error) {
