@@ -176,8 +176,8 @@ type updateOutcome struct {
 }
 
 // TestUpdateRefusedInWorkflow: the update's validator refuses, in
-// CONDITIONAL_OFFER, an event the table has no row for, the timer's own
-// event, and an unknown event, each with its kind and the reason; none of
+// CONDITIONAL_OFFER, an event the table has no row for, a driven state's
+// handler's event, the timer's own event, and an unknown event, each with its kind and the reason; none of
 // them reaches the history. The authorization is accepted and moves the run
 // at once.
 func TestUpdateRefusedInWorkflow(t *testing.T) {
@@ -205,6 +205,7 @@ func TestUpdateRefusedInWorkflow(t *testing.T) {
 		}, msg)
 	}
 	env.RegisterDelayedCallback(func() {
+		send(temporal.EventMessage{Name: "BackgroundCheckCompleted", Payload: json.RawMessage(`{"adverseInfo":false}`)})
 		send(temporal.EventMessage{Name: "AssessmentCompleted", Payload: json.RawMessage(`{"approved":true}`)})
 		send(temporal.EventMessage{Name: "AuthorizationTimeout", Payload: json.RawMessage(`{}`)})
 		send(temporal.EventMessage{Name: "Approve", Payload: json.RawMessage(`{}`)})
@@ -215,8 +216,9 @@ func TestUpdateRefusedInWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []updateOutcome{
-		{Type: "ILLEGAL_TRANSITION", Message: "nyc-application-compliance: illegal transition: state CONDITIONAL_OFFER has no transition on event AssessmentCompleted"},
-		{Type: "INTERNAL_EVENT", Message: "AuthorizationTimeout is fired by the timer of CONDITIONAL_OFFER, not sent"},
+		{Type: "ILLEGAL_TRANSITION", Message: "nyc-application-compliance: illegal transition: state CONDITIONAL_OFFER has no transition on event BackgroundCheckCompleted"},
+		{Type: "INTERNAL_EVENT", Message: "callers may not send the event: nyc-application-compliance v1 in state CONDITIONAL_OFFER: AssessmentCompleted is returned by the handler of INDIVIDUALIZED_ASSESSMENT; declare it external to let callers send it"},
+		{Type: "INTERNAL_EVENT", Message: "callers may not send the event: nyc-application-compliance v1 in state CONDITIONAL_OFFER: AuthorizationTimeout is fired by the timer of CONDITIONAL_OFFER; declare it external to let callers send it"},
 		{Type: "UNKNOWN_EVENT", Message: `nyc-application-compliance: unknown event "Approve"`},
 		{Accepted: true},
 	}
