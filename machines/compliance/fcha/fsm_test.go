@@ -185,6 +185,9 @@ func TestFSMSenders(t *testing.T) {
 		{"CONDITIONAL_OFFER", "BackgroundCheckAuthorizationSigned", true},
 		{"BACKGROUND_CHECK_ALLOWED", "BackgroundCheckCompleted", true},
 		{"INDIVIDUALIZED_ASSESSMENT", "AssessmentCompleted", false},
+		{"PREQUALIFICATION", "RetriesExhausted", false},
+		{"BACKGROUND_CHECK_ALLOWED", "RetriesExhausted", false},
+		{"INDIVIDUALIZED_ASSESSMENT", "RetriesExhausted", false},
 	} {
 		why := d.CallerRefusal(c.state, c.event)
 		if (why == "") != c.caller {
@@ -201,6 +204,7 @@ func TestFSMSenders(t *testing.T) {
 		{"BackgroundCheckAuthorizationSigned", true},
 		{"BackgroundCheckCompleted", true},
 		{"AssessmentCompleted", false},
+		{"RetriesExhausted", false},
 	} {
 		if _, ok := h.MethodByName(c.method); ok != c.caller {
 			t.Errorf("Handle has a method %s: %t, want %t", c.method, ok, c.caller)
