@@ -1,6 +1,7 @@
 -- name: InsertRun :one
 -- Creates a run and its first log row, or does nothing when a run with the
--- same (type, key) exists. A created run is announced on fsmgen_runs
+-- same (type, key) exists. The run is due next_delay_us after now, or never
+-- (NULL) when that is NULL: the schedule of the initial state. A created run is announced on fsmgen_runs
 -- (store.NotifyChannel) with its type, at the commit of this statement.
 WITH ins AS (
     INSERT INTO workflow_runs (
@@ -13,7 +14,9 @@ WITH ins AS (
         1, sqlc.narg('policy_snapshot'),
         coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
         @definition_version, sqlc.narg('input'),
-        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()))
+        coalesce(sqlc.narg('now')::timestamptz, now()),
+        CASE WHEN sqlc.narg('next_delay_us')::bigint IS NULL THEN NULL
+            ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.narg('next_delay_us')::bigint * interval '1 microsecond' END)
     ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
     RETURNING *
 ), logged AS (
@@ -44,7 +47,8 @@ WHERE r.workflow_type = @workflow_type AND r.idempotency_key = @idempotency_key;
 
 -- name: RestartRun :one
 -- Resets a failed run to the initial state of the given version, with
--- attempt_no + 1, and logs the reset; nothing when the run moved meanwhile.
+-- attempt_no + 1, due next_delay_us after now or never (NULL), and logs the
+-- reset; nothing when the run moved meanwhile.
 -- The restarted run is announced on fsmgen_runs as InsertRun announces a
 -- new one.
 WITH moved AS (
@@ -58,7 +62,8 @@ WITH moved AS (
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
         attempt_started_at = coalesce(sqlc.narg('now')::timestamptz, now()),
         finished_at = NULL,
-        next_run_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        next_run_at = CASE WHEN sqlc.narg('next_delay_us')::bigint IS NULL THEN NULL
+            ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.narg('next_delay_us')::bigint * interval '1 microsecond' END,
         lease_owner = NULL,
         lease_expires_at = NULL
     WHERE w.id = @id AND w.row_version = @row_version AND w.current_state = @from_state::text AND w.status = 'failed'

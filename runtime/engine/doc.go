@@ -212,6 +212,17 @@
 // interval is DefaultPollInterval (1s) with notifications and
 // DefaultPollIntervalWithoutNotify (100ms) without, unless set.
 //
+// Work that falls due later does not wait for the poll either: an engine
+// remembers, by its own clock, when the runs it scheduled fall due (a
+// retry's backoff, the first timer of a state a run enters or starts in, a
+// lease given back with a delay), and Work wakes up for the earliest of
+// them and claims then, so that a `backoff 200ms` retry or an `after
+// 500ms` timer starts within a few milliseconds of its due time. Each time
+// is taken once the statement that scheduled the run has returned, so the
+// claim never comes before the database's due time. Runs that another
+// process scheduled are found by the poll, or by this engine's next claim.
+// At most 4096 due times are remembered; polling finds the others.
+//
 // A claim reads each (type, version) the engine drives from an index of
 // its own, oldest due first, and brings the events of each run's current
 // attempt with it: its cost does not grow with the due runs of types other

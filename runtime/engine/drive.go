@@ -72,6 +72,10 @@ func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 		return err
 	}
 	r.t, r.adv, r.keep = &t, adv, p.KeepLease && !lost
+	if !adv.NextRunAt.IsZero() {
+		// A state that waits, due at its first timer.
+		r.e.due.add(adv.NextRunAt.Sub(adv.At))
+	}
 	return nil
 }
 
@@ -633,6 +637,7 @@ func (s *session) fail(ctx context.Context, st runtime.StateSpec, code, detail s
 		if err != nil && !(lostConn && errors.Is(err, ErrLeaseLost)) {
 			return s.outcome(err)
 		}
+		s.e.due.add(delay)
 		// Scheduled; or a try lost with its connection released the lease
 		// (or it expired meanwhile): the run is out of the session's hands.
 		s.held, s.called = false, false
@@ -849,7 +854,11 @@ func (s *session) heartbeat(ctx context.Context, cancel context.CancelCauseFunc)
 // happens also when the session's context is done.
 func (s *session) release(due enginestore.Due) {
 	s.giveUp("release lease", func(ctx context.Context) error {
-		return s.e.es.ReleaseLease(ctx, s.lease, due)
+		err := s.e.es.ReleaseLease(ctx, s.lease, due)
+		if d, ok := due.Delay(); ok && err == nil {
+			s.e.due.add(d)
+		}
+		return err
 	})
 }
 

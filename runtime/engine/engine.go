@@ -35,7 +35,8 @@ type Config struct {
 	// Lease; it must be shorter than Lease. Default Lease/3.
 	Heartbeat time.Duration
 	// PollInterval is how often an idle worker looks for due runs when no
-	// notification wakes it: with notifications on, a safety net for a
+	// notification, and no due time of a run this engine scheduled (a
+	// retry, a timer), wakes it: with notifications on, a safety net for a
 	// notification lost (DefaultPollInterval, 1s, by default); with
 	// DisableNotify, how late a new run is picked up at most
 	// (DefaultPollIntervalWithoutNotify, 100ms, by default). Each poll is
@@ -268,6 +269,9 @@ type Engine struct {
 	mw Middleware
 	// batch commits the sessions' transitions together.
 	batch *batcher
+	// due holds when the runs this engine scheduled fall due, for Work to
+	// wake up then.
+	due dueTimes
 }
 
 // New returns an engine on pool and st (a store on the same pool; give it
@@ -384,6 +388,10 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, e
 	res, err := e.st.Start(ctx, p)
 	if policyErr != nil {
 		return res, runErr(op, "", fmt.Errorf("%w: %w", ErrPolicy, policyErr))
+	}
+	if err == nil && res.Run.NextRunAt.After(res.Run.UpdatedAt) {
+		// An initial state that waits for a timer: Work wakes up for it.
+		e.due.add(res.Run.NextRunAt.Sub(res.Run.UpdatedAt))
 	}
 	return res, err
 }

@@ -11,3 +11,8 @@ func (e *Engine) OnHeartbeat(f func(runID string, err error)) { e.hooks.heartbea
 // records; an error it returns stands for the transition's. Set it before
 // the engine works.
 func (e *Engine) OnAdvanced(f func(runID string) error) { e.hooks.advanced = f }
+
+// OnClaimed sets a function called after each claim of Work, with what
+// started its round ("start", "notified", "due" or "poll") and how many runs
+// it claimed. Set it before the engine works.
+func (e *Engine) OnClaimed(f func(why string, n int)) { e.hooks.claimed = f }

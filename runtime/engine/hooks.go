@@ -11,4 +11,8 @@ type hooks struct {
 	// it returns stands for the transition's: a test makes the
 	// acknowledgement of a committed transition look lost with it.
 	advanced func(runID string) error
+	// claimed is called after each claim of Work, with what started its
+	// round (wakeStart, wakeNotified, wakeDue, wakePoll) and how many runs
+	// it claimed.
+	claimed func(why string, n int)
 }

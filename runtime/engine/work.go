@@ -19,8 +19,9 @@ import (
 // Work runs workers until ctx is done: it claims due runs of the registered
 // definitions, up to Concurrency at a time, and drives each until it is
 // terminal, waits, is parked or scheduled for a retry. It wakes up when a
-// notification says a run became due, when a run finishes, and every
-// PollInterval in any case: notifications make it quick, polling makes it
+// notification says a run became due, when a run finishes, when a run this
+// engine scheduled (a retry, a timer) falls due, and every PollInterval in
+// any case: notifications and due times make it quick, polling makes it
 // correct.
 //
 // When ctx is done Work stops claiming and returns nil within
@@ -64,6 +65,9 @@ func (e *Engine) Work(ctx context.Context) error {
 		handling atomic.Int32
 		// reclaim is how soon to claim again after a lost connection.
 		reclaim = retryFirst
+		// why says what started the round: wakeStart, wakeNotified,
+		// wakeDue or wakePoll.
+		why = wakeStart
 	)
 	for ctx.Err() == nil {
 		idle := e.cfg.PollInterval
@@ -71,8 +75,13 @@ func (e *Engine) Work(ctx context.Context) error {
 		free := e.cfg.Concurrency - busy
 		mu.Unlock()
 		claimed := 0
+		var began time.Time
 		if free > 0 {
+			began = time.Now()
 			claims, err := e.claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: free, TTL: e.cfg.Lease})
+			if e.hooks.claimed != nil {
+				e.hooks.claimed(why, len(claims))
+			}
 			switch {
 			case err == nil:
 				reclaim = retryFirst
@@ -111,14 +120,30 @@ func (e *Engine) Work(ctx context.Context) error {
 				}()
 			}
 			if claimed == free {
+				why = wakeStart
 				continue // there may be more
 			}
 		}
+		// Sleep until the poll, a notification, the end of a session, or
+		// the earliest time at which a run this engine scheduled falls
+		// due: a sub-second retry or timer starts when it falls due, not
+		// at the next poll. With no slot free, only the end of a session
+		// can make room.
+		timeout := wakePoll
+		if free > 0 {
+			if at, ok := e.due.next(began); ok && time.Until(at) < idle {
+				idle, timeout = max(time.Until(at), 0), wakeDue
+			}
+		}
+		t := time.NewTimer(idle)
 		select {
 		case <-ctx.Done():
 		case <-wake:
-		case <-time.After(idle):
+			why = wakeNotified
+		case <-t.C:
+			why = timeout
 		}
+		t.Stop()
 	}
 
 	// Handlers have the grace but its last part to finish; then their
@@ -209,6 +234,14 @@ func (e *Engine) listenConn(ctx context.Context, poke func()) error {
 		}
 	}
 }
+
+// What started a claim round of Work, for the hooks.
+const (
+	wakeStart    = "start"    // Work started, or the last round filled every slot
+	wakeNotified = "notified" // a notification, or the end of a session
+	wakeDue      = "due"      // a run this engine scheduled fell due
+	wakePoll     = "poll"     // PollInterval passed
+)
 
 func (e *Engine) markListening() {
 	e.listenReady.Do(func() { close(e.listening) })

@@ -128,7 +128,7 @@ func TestEveryRecordSetsTheScheduleOfTheStateEntered(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			steps := []struct{ from, event, to, want string }{
-				{"PENDING_PAYMENT", "Pay", "PACKING", "PACKING still due"},
+				{"PENDING_PAYMENT", "Pay", "PACKING", "PACKING due +0s"},
 				{"PACKING", "Shipped", "IN_TRANSIT", "IN_TRANSIT due +48h0m0s"},
 				{"IN_TRANSIT", "Late", "IN_TRANSIT", "IN_TRANSIT due +48h0m0s"},
 				{"IN_TRANSIT", "Lost", "REFUNDING", "REFUNDING due +0s"},
@@ -146,7 +146,7 @@ func TestEveryRecordSetsTheScheduleOfTheStateEntered(t *testing.T) {
 			}
 			held := start("held-" + name)
 			steps = []struct{ from, event, to, want string }{
-				{"PENDING_PAYMENT", "Pay", "PACKING", "PACKING still due"},
+				{"PENDING_PAYMENT", "Pay", "PACKING", "PACKING due +0s"},
 				{"PACKING", "Hold", "ON_HOLD", "ON_HOLD not due"},
 				{"ON_HOLD", "Pay", "PACKING", "PACKING due +0s"},
 				{"PACKING", "Cancel", "CANCELLED", "CANCELLED not due"},
@@ -196,6 +196,11 @@ func TestMoveBetweenRunningStatesIsHOT(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := res.Run
+	// The payment's timer has fallen due: the run is due when Pay moves it
+	// on to PACKING, which is due at once.
+	if _, err := e.pool.Exec(e.ctx, "UPDATE workflow_runs SET next_run_at = now() WHERE id = $1", run.ID); err != nil {
+		t.Fatal(err)
+	}
 	var got []string
 	for _, s := range [][3]string{{"PENDING_PAYMENT", "Pay", "PACKING"}, {"PACKING", "Cancel", "CANCELLED"}} {
 		err := pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {

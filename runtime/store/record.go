@@ -223,6 +223,10 @@ func entryDelay(st runtime.StateSpec) pgtype.Int8 {
 	return pgtype.Int8{Int64: max(next, 0).Microseconds(), Valid: true}
 }
 
+// initialDelay is entryDelay of the definition's initial state: when a run
+// that starts, or starts again, is first due.
+func (d *definition) initialDelay() pgtype.Int8 { return entryDelay(d.states[d.def.Initial]) }
+
 // Recorder is a runtime.Recorder bound to one run: hand it to a generated
 // machine (WithRecorder) and every transition the machine makes is recorded
 // first, and applied in memory only if recording succeeded. It tracks the

@@ -35,7 +35,7 @@ func (s *Store) Retry(ctx context.Context, runID string) (Run, error) {
 			return run, runErr("retry", runID, err)
 		}
 		moved, err := s.q.RestartRun(ctx, dbsqlc.RestartRunParams{
-			InitialState: d.def.Initial, DefinitionVersion: int32(run.Version),
+			InitialState: d.def.Initial, NextDelayUs: d.initialDelay(), DefinitionVersion: int32(run.Version),
 			Now: s.now(), ID: id, RowVersion: run.RowVersion, FromState: run.State,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -114,6 +114,11 @@ const maxStartRounds = 16
 // DO NOTHING, then a read), and the row version decides who restarts a
 // failed run; every other caller sees the run the winner made.
 //
+// A created or restarted run is scheduled as its initial state is entered
+// (see Record): due at once for a state with a handler, at its first timer
+// for a state that waits, and never for one that waits without a timer,
+// which only an event moves.
+//
 // A created or restarted run is announced on NotifyChannel, with its type,
 // by the statement that writes it: idle workers listening there claim it at
 // once, and the start costs one commit.
@@ -175,7 +180,7 @@ func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 
 	for range maxStartRounds {
 		row, err := s.q.InsertRun(ctx, dbsqlc.InsertRunParams{
-			WorkflowType: p.Type, InitialState: d.def.Initial, TenantID: p.TenantID,
+			WorkflowType: p.Type, InitialState: d.def.Initial, NextDelayUs: d.initialDelay(), TenantID: p.TenantID,
 			UserID: userID, CorrelationID: corrID, IdempotencyKey: p.IdempotencyKey,
 			PolicySnapshot: policy, Now: s.now(), DefinitionVersion: int32(p.Version), Input: input,
 		})
@@ -208,7 +213,7 @@ func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 		switch run.Status {
 		case runtime.StatusFailed:
 			moved, err := s.q.RestartRun(ctx, dbsqlc.RestartRunParams{
-				InitialState: d.def.Initial, DefinitionVersion: int32(p.Version), PolicySnapshot: policy,
+				InitialState: d.def.Initial, NextDelayUs: d.initialDelay(), DefinitionVersion: int32(p.Version), PolicySnapshot: policy,
 				Now: s.now(), ID: got.WorkflowRun.ID, RowVersion: run.RowVersion, FromState: run.State,
 			})
 			if errors.Is(err, pgx.ErrNoRows) {

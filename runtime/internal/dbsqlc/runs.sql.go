@@ -132,7 +132,9 @@ WITH ins AS (
         1, $7,
         coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()),
         $9, $10,
-        coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
+        coalesce($8::timestamptz, now()),
+        CASE WHEN $11::bigint IS NULL THEN NULL
+            ELSE coalesce($8::timestamptz, now()) + $11::bigint * interval '1 microsecond' END)
     ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
     RETURNING id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state
 ), logged AS (
@@ -159,6 +161,7 @@ type InsertRunParams struct {
 	Now               pgtype.Timestamptz
 	DefinitionVersion int32
 	Input             []byte
+	NextDelayUs       pgtype.Int8
 }
 
 type InsertRunRow struct {
@@ -195,7 +198,8 @@ type InsertRunRow struct {
 }
 
 // Creates a run and its first log row, or does nothing when a run with the
-// same (type, key) exists. A created run is announced on fsmgen_runs
+// same (type, key) exists. The run is due next_delay_us after now, or never
+// (NULL) when that is NULL: the schedule of the initial state. A created run is announced on fsmgen_runs
 // (store.NotifyChannel) with its type, at the commit of this statement.
 func (q *Queries) InsertRun(ctx context.Context, arg InsertRunParams) (InsertRunRow, error) {
 	row := q.db.QueryRow(ctx, insertRun,
@@ -209,6 +213,7 @@ func (q *Queries) InsertRun(ctx context.Context, arg InsertRunParams) (InsertRun
 		arg.Now,
 		arg.DefinitionVersion,
 		arg.Input,
+		arg.NextDelayUs,
 	)
 	var i InsertRunRow
 	err := row.Scan(
@@ -343,16 +348,17 @@ WITH moved AS (
         updated_at = coalesce($4::timestamptz, now()),
         attempt_started_at = coalesce($4::timestamptz, now()),
         finished_at = NULL,
-        next_run_at = coalesce($4::timestamptz, now()),
+        next_run_at = CASE WHEN $5::bigint IS NULL THEN NULL
+            ELSE coalesce($4::timestamptz, now()) + $5::bigint * interval '1 microsecond' END,
         lease_owner = NULL,
         lease_expires_at = NULL
-    WHERE w.id = $5 AND w.row_version = $6 AND w.current_state = $7::text AND w.status = 'failed'
+    WHERE w.id = $6 AND w.row_version = $7 AND w.current_state = $8::text AND w.status = 'failed'
     RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
         payload, occurred_at, kind, event, row_version, definition_version)
-    SELECT moved.id, moved.workflow_type, moved.attempt_no, 'restart', $7::text, moved.current_state,
+    SELECT moved.id, moved.workflow_type, moved.attempt_no, 'restart', $8::text, moved.current_state,
         NULL, moved.updated_at, 'restarted', NULL, moved.row_version, moved.definition_version
     FROM moved
 ), notified AS (
@@ -366,6 +372,7 @@ type RestartRunParams struct {
 	DefinitionVersion int32
 	PolicySnapshot    []byte
 	Now               pgtype.Timestamptz
+	NextDelayUs       pgtype.Int8
 	ID                pgtype.UUID
 	RowVersion        int64
 	FromState         string
@@ -405,7 +412,8 @@ type RestartRunRow struct {
 }
 
 // Resets a failed run to the initial state of the given version, with
-// attempt_no + 1, and logs the reset; nothing when the run moved meanwhile.
+// attempt_no + 1, due next_delay_us after now or never (NULL), and logs the
+// reset; nothing when the run moved meanwhile.
 // The restarted run is announced on fsmgen_runs as InsertRun announces a
 // new one.
 func (q *Queries) RestartRun(ctx context.Context, arg RestartRunParams) (RestartRunRow, error) {
@@ -414,6 +422,7 @@ func (q *Queries) RestartRun(ctx context.Context, arg RestartRunParams) (Restart
 		arg.DefinitionVersion,
 		arg.PolicySnapshot,
 		arg.Now,
+		arg.NextDelayUs,
 		arg.ID,
 		arg.RowVersion,
 		arg.FromState,

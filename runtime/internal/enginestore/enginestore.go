@@ -226,6 +226,10 @@ var NotDue = Due{}
 // DueIn makes the run due d from now (by the database's clock).
 func DueIn(d time.Duration) Due { return Due{set: true, delay: max(d, 0)} }
 
+// Delay returns how long from the write the run falls due, and whether the
+// write sets it (DueIn); false for NotDue and KeepDue.
+func (d Due) Delay() (time.Duration, bool) { return d.delay, d.set }
+
 func (d Due) delayParam() pgtype.Int8 {
 	return pgtype.Int8{Int64: d.delay.Microseconds(), Valid: d.set}
 }
