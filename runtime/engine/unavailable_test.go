@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"sync"
@@ -22,14 +23,13 @@ import (
 )
 
 // slots is a database whose engine connects as a role with a connection
-// limit, and a hog that can take every slot of that role away from it.
+// limit, which can be made to refuse the role every connection, as a
+// server whose slots are all taken by other clients does.
 type slots struct {
 	env
 	admin string // the database as a superuser, whom no limit holds
 	role  string
-
-	mu  sync.Mutex
-	hog []*pgx.Conn
+	limit int
 }
 
 // newSlots returns slots on a new database for a role limited to limit
@@ -54,72 +54,54 @@ func newSlots(t *testing.T, limit int) *slots {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	s := &slots{env: env{pool: pool, st: store.New(pool)}, admin: admin, role: u.User.Username()}
-	t.Cleanup(s.free)
+	s := &slots{env: env{pool: pool, st: store.New(pool)}, admin: admin, role: u.User.Username(), limit: limit}
+	t.Cleanup(func() {
+		if err := s.free(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
 	return s
 }
 
-// exhaust takes every connection slot of the role: it terminates the
-// role's connections that are not the hog's and opens connections as the
-// role until the server refuses one with SQLSTATE 53300, until none but the
-// hog's are left.
-func (s *slots) exhaust(ctx context.Context, dsn string) error {
-	admin, err := pgx.Connect(ctx, s.admin)
+// admin runs statements as a superuser.
+func (s *slots) exec(ctx context.Context, stmts ...string) error {
+	conn, err := pgx.Connect(ctx, s.admin)
 	if err != nil {
 		return err
 	}
-	defer admin.Close(ctx)
-	for {
-		s.mu.Lock()
-		pids := make([]uint32, len(s.hog))
-		for i, c := range s.hog {
-			pids[i] = c.PgConn().PID()
-		}
-		s.mu.Unlock()
-		var others int
-		err := admin.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000))
-			FROM pg_stat_activity WHERE usename = $1 AND NOT (pid = ANY ($2::int[]))`, s.role, pids).Scan(&others)
-		if err != nil {
+	defer conn.Close(ctx)
+	for _, stmt := range stmts {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
 			return err
 		}
-		if others == 0 && len(pids) > 0 {
-			return nil
-		}
-		for {
-			c, err := pgx.Connect(ctx, dsn)
-			if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "53300" {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			s.mu.Lock()
-			s.hog = append(s.hog, c)
-			s.mu.Unlock()
-		}
 	}
+	return nil
 }
 
-// free gives the hog's slots back.
-func (s *slots) free() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.hog {
-		c.Close(context.Background())
-	}
-	s.hog = nil
+// exhaust takes every connection slot of the role: from now on the server
+// refuses it every new connection with SQLSTATE 53300
+// (too_many_connections), and its connections are terminated.
+func (s *slots) exhaust(ctx context.Context) error {
+	return s.exec(ctx, "ALTER ROLE "+pgx.Identifier{s.role}.Sanitize()+" CONNECTION LIMIT 0",
+		"SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = '"+s.role+"'")
+}
+
+// free gives the role its slots back.
+func (s *slots) free(ctx context.Context) error {
+	return s.exec(ctx, fmt.Sprintf("ALTER ROLE %s CONNECTION LIMIT %d", pgx.Identifier{s.role}.Sanitize(), s.limit))
 }
 
 // retryLog is a slog.Handler that calls on for each report of a statement
 // of the engine tried again after the server refused it a connection for
-// want of a slot (SQLSTATE 53300), with the statement's name.
+// want of a slot (SQLSTATE 53300), with the statement's name (empty for
+// Work's claims).
 type retryLog struct {
 	slog.Handler
 	on func(op string)
 }
 
 func (h retryLog) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message != "server unavailable; trying again" {
+	if r.Message != "server unavailable; trying again" && r.Message != "claim failed; trying again" {
 		return nil
 	}
 	var op string
@@ -161,13 +143,12 @@ func TestRefusedConnectionNotCharged(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			s := newSlots(t, 2)
-			limited := s.pool.Config().ConnConfig.ConnString()
 			var calls atomic.Int32
 			d := &driver{def: jobDef("job", tc.pol, "GiveUp"), guards: ownerGuard(), handlers: map[string]handler{
 				"QUEUED": constant(event("Begin")),
 				"WORKING": func(ctx context.Context, run *runtime.Run) (runtime.Event, error) {
 					calls.Add(1)
-					if err := s.exhaust(ctx, limited); err != nil {
+					if err := s.exhaust(ctx); err != nil {
 						t.Error(err)
 					}
 					return event("Finish"), nil
@@ -197,10 +178,14 @@ func TestRefusedConnectionNotCharged(t *testing.T) {
 					t.Errorf("first statement tried again: %s, want advance", op)
 				}
 			case err := <-driven:
-				s.free()
+				if err := s.free(ctx); err != nil {
+					t.Error(err)
+				}
 				t.Fatalf("Drive returned before any statement was tried again: run in %s, %s %q: %v", got.State, got.LastErrorCode, got.LastError, err)
 			}
-			s.free()
+			if err := s.free(ctx); err != nil {
+				t.Error(err)
+			}
 			if err := <-driven; err != nil {
 				t.Fatal(err)
 			}
@@ -229,7 +214,6 @@ func TestLostWriteInterruptsTheTry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newSlots(t, 2)
-	limited := s.pool.Config().ConnConfig.ConnString()
 	var (
 		mu    sync.Mutex
 		keys  []string
@@ -243,7 +227,7 @@ func TestLostWriteInterruptsTheTry(t *testing.T) {
 			first := len(keys) == 1
 			mu.Unlock()
 			if first {
-				if err := s.exhaust(ctx, limited); err != nil {
+				if err := s.exhaust(ctx); err != nil {
 					t.Error(err)
 				}
 			}
@@ -274,10 +258,14 @@ func TestLostWriteInterruptsTheTry(t *testing.T) {
 			t.Errorf("the lease was given up with %s, want interrupt lease", op)
 		}
 	case err := <-driven:
-		s.free()
+		if err := s.free(ctx); err != nil {
+			t.Error(err)
+		}
 		t.Fatalf("Drive returned before the lease was given up as interrupted: run in %s, %s %q: %v", got.State, got.LastErrorCode, got.LastError, err)
 	}
-	s.free()
+	if err := s.free(ctx); err != nil {
+		t.Error(err)
+	}
 	if err := <-driven; err != nil {
 		t.Fatal(err)
 	}
@@ -298,4 +286,153 @@ func TestLostWriteInterruptsTheTry(t *testing.T) {
 	if len(expired) != 1 || expired[0]["try_key"] != keys[0] || expired[0]["step_attempt"] != float64(2) {
 		t.Errorf("lease_expired steps %v, want one naming the first try %s, step attempt 2", expired, keys[0])
 	}
+}
+
+// TestSoakUnavailableServer: two workers drive 100 runs while, over and
+// over, every connection slot they may use is taken by another client and
+// their connections are terminated, until one of their statements has been
+// refused (SQLSTATE 53300), then given back until the handlers made some
+// progress. Every run succeeds; no try is charged to a handler (no failed
+// try, no parked run); every call of a handler has a key of its own and is
+// in the log, by its transition or, for a try interrupted by the outage, by
+// a lease_expired step.
+func TestSoakUnavailableServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const runs = 100
+	s := newSlots(t, 4)
+	var (
+		mu   sync.Mutex
+		keys = map[string]string{} // try key -> run
+	)
+	progress := make(chan struct{}, runs)
+	d := &driver{def: jobDef("job", nil, "GiveUp"), guards: ownerGuard(), handlers: map[string]handler{
+		"QUEUED": constant(event("Begin")),
+		"WORKING": func(ctx context.Context, run *runtime.Run) (runtime.Event, error) {
+			mu.Lock()
+			if other, ok := keys[run.TryKey]; ok {
+				t.Errorf("try key %s of run %s given before, to run %s", run.TryKey, run.ID, other)
+			}
+			keys[run.TryKey] = run.ID
+			mu.Unlock()
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
+			return event("Finish"), nil
+		},
+	}}
+	refused := make(chan struct{}, 1)
+	logger := slog.New(retryLog{Handler: quiet.Handler(), on: func(string) {
+		select {
+		case refused <- struct{}{}:
+		default:
+		}
+	}})
+	var engines []*engine.Engine
+	for i := range 2 {
+		e := s.engine(t, engine.Config{WorkerID: fmt.Sprintf("soak-%d", i), Lease: 5 * time.Second, Concurrency: 4,
+			DisableNotify: true, PollInterval: 20 * time.Millisecond, Logger: logger}, d)
+		engines = append(engines, e)
+	}
+	ids := make([]string, runs)
+	for i := range ids {
+		ids[i] = s.start(t, engines[0], "job", fmt.Sprintf("k%d", i)).ID
+	}
+
+	// The workers start under an outage; each outage ends once a statement
+	// of theirs was refused, and the next begins after the next call of a
+	// handler.
+	done := make(chan struct{})
+	var outages atomic.Int32
+	chaos := make(chan error, 1)
+	if err := s.exhaust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		// The slots are given back before the test reads the logs.
+		end := func(err error) {
+			chaos <- errors.Join(err, s.free(ctx))
+		}
+		for {
+			select {
+			case <-refused:
+				outages.Add(1)
+			case <-done:
+				end(nil)
+				return
+			}
+			if err := s.free(ctx); err != nil {
+				end(err)
+				return
+			}
+			select {
+			case <-progress:
+			case <-done:
+				end(nil)
+				return
+			}
+			if err := s.exhaust(ctx); err != nil {
+				end(err)
+				return
+			}
+		}
+	}()
+	for _, e := range engines {
+		work(t, e)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	for _, id := range ids {
+		got, err := engines[1].Wait(waitCtx, id)
+		if err != nil || got.State != "DONE" {
+			close(done)
+			t.Fatalf("run %s in %s (%s %q): %v", id, got.State, got.LastErrorCode, got.LastError, err)
+		}
+	}
+	close(done)
+	if err := <-chaos; err != nil {
+		t.Fatal(err)
+	}
+	if outages.Load() == 0 {
+		t.Fatal("no statement of the workers was refused a connection")
+	}
+
+	var calls, logged int
+	mu.Lock()
+	calls = len(keys)
+	mu.Unlock()
+	var (
+		failed, parked, bad []string
+		expired             []string
+	)
+	for _, id := range ids {
+		h, err := s.st.History(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range h {
+			switch {
+			case st.Kind == store.KindTransition && st.Event == "Finish":
+				logged++
+			case st.Kind == store.KindStep && st.Name == "lease_expired" && st.From == "WORKING":
+				logged++
+				expired = append(expired, id)
+			case st.Kind == store.KindStep && st.Name == "attempt_failed":
+				failed = append(failed, id)
+			case st.Kind == store.KindStep && st.Name == "parked":
+				parked = append(parked, id)
+			}
+		}
+		if got := s.get(t, id); got.Result == nil || got.Result.ErrorCode != "" {
+			bad = append(bad, id)
+		}
+	}
+	if len(failed)+len(parked)+len(bad) > 0 {
+		t.Errorf("tries charged to handlers: failed %v, parked %v, with an error %v", failed, parked, bad)
+	}
+	if calls != logged {
+		t.Errorf("%d handler calls, %d in the logs (%d interrupted: %v)", calls, logged, len(expired), expired)
+	}
+	t.Logf("%d outages, %d handler calls, %d interrupted", outages.Load(), calls, len(expired))
 }
