@@ -151,7 +151,7 @@ func TestTypedHandle(t *testing.T) {
 	if again.ID != o.ID || again.Start != runtime.StartRunning {
 		t.Errorf("started again: %s %s, want %s running", again.ID, again.Start, o.ID)
 	}
-	v.runDue(t, 1) // a worker finds it waiting and arms its timer
+	v.runDue(t, 0) // it waits for the payment; Start armed its timer
 	steps := []struct {
 		name string
 		do   func() (order.Snapshot, error)
@@ -256,7 +256,7 @@ func TestLoadedMachine(t *testing.T) {
 	ctx := context.Background()
 	orders := order.Runs[shop.Input](v.eng)
 	o := v.start(t, orders, "o-1")
-	v.runDue(t, 1)
+	v.runDue(t, 0)
 	if due := v.schedule(t, o.ID); due != "PENDING_PAYMENT due +20s" {
 		t.Fatalf("waiting for the payment: %s", due)
 	}

@@ -187,11 +187,9 @@ func TestSubscriptionCyclesForever(t *testing.T) {
 		waitDone <- waited{run, err}
 	}()
 
-	// A new run is due at once; its worker finds that ACTIVE waits and
-	// leaves it until its renewal.
-	f.runDue(t, 1)
-	f.state(t, id, subs.StateActive)
+	// A new run waits in ACTIVE until its renewal: it is not due before.
 	f.runDue(t, 0)
+	f.state(t, id, subs.StateActive)
 	for round := 1; round <= 2; round++ {
 		// The renewal falls due and is paid.
 		f.clk.Advance(month - time.Second)
