@@ -146,8 +146,10 @@ func NewDecoder[E Event](def *Definition, events ...E) *Decoder[E] {
 	return d
 }
 
-// Decode rebuilds the event named name from its JSON payload. An empty or
-// null payload gives the zero event. An unknown name gives an error matched
+// Decode rebuilds the event named name from its JSON payload. No payload
+// (nil or empty) gives the zero event, and so does null for an event
+// without fields; null for an event with fields is an error, as it is no
+// object of them. An unknown name gives an error matched
 // by errors.Is(err, ErrUnknownEvent); fields the event lacks, a key that
 // matches a field in another case only, a key given twice, values of the
 // wrong type, and anything but white space after the payload's JSON value
@@ -201,7 +203,10 @@ func truncate(s string) string {
 	return s[:max] + "..."
 }
 
-var errTrailing = errors.New("unexpected data after the payload's JSON value")
+var (
+	errTrailing    = errors.New("unexpected data after the payload's JSON value")
+	errNullPayload = errors.New("the payload is null: want a JSON object of the event's fields")
+)
 
 // exactKeys checks the keys of a payload that decoded into a value of type
 // t: encoding/json matches a key to a field whatever its case and lets a
@@ -215,8 +220,21 @@ func exactKeys(t reflect.Type, payload []byte) error {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil // null: the zero event
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		// An explicit null stands for no payload only for an event
+		// that has none.
+		names := map[string]bool{}
+		if fieldNames(t, names); len(names) > 0 {
+			return errNullPayload
+		}
+		return nil
+	}
+	if tok != json.Delim('{') {
+		return nil
 	}
 	names := map[string]bool{}
 	fieldNames(t, names)

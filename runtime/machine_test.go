@@ -132,6 +132,7 @@ func TestDecoder(t *testing.T) {
 		`{"n":3} [junk`: "m: decode event Ping: unexpected data after the payload's JSON value",
 		`{"N":3}`:       `m: decode event Ping: json: unknown field "N" (field names are case-sensitive)`,
 		`{"n":1,"n":2}`: `m: decode event Ping: json: duplicate field "n"`,
+		` null `:        "m: decode event Ping: the payload is null: want a JSON object of the event's fields",
 	} {
 		if e, err := d.Decode("Ping", []byte(payload)); err == nil || err.Error() != want || e != nil {
 			t.Errorf("Decode(%s) = %v, %v; want %q", payload, e, err, want)
