@@ -103,9 +103,17 @@ type Beginner interface {
 // fsmgen_migrations. It is idempotent and safe to run from several processes
 // at once: every transaction takes the same transaction-scoped advisory lock
 // first, so concurrent callers apply each migration exactly once.
+//
+// When every migration is applied already, Migrate only reads
+// fsmgen_migrations: a role without CREATE on the schema (the runtime's, see
+// [Grant]) may call it at every start. After applying migrations it gives
+// the roles recorded by Grant the privileges of their kind again.
 func Migrate(ctx context.Context, conn Beginner) error {
 	migrations, err := Migrations()
 	if err != nil {
+		return err
+	}
+	if done, err := applied(ctx, conn, migrations); err != nil || done {
 		return err
 	}
 	err = inLockedTx(ctx, conn, func(tx pgx.Tx) error {
@@ -144,20 +152,67 @@ func Migrate(ctx context.Context, conn Beginner) error {
 			return fmt.Errorf("migrate %04d_%s: %w", m.Version, m.Name, err)
 		}
 	}
+	if err := regrant(ctx, conn); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
 	return nil
 }
 
-func inLockedTx(ctx context.Context, conn Beginner, f func(pgx.Tx) error) error {
+// applied reports whether every migration is recorded with its checksum,
+// reading fsmgen_migrations only. A checksum that differs is an error.
+func applied(ctx context.Context, conn Beginner, migrations []Migration) (bool, error) {
+	done := false
+	err := inTx(ctx, conn, func(tx pgx.Tx) error {
+		var present bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass('fsmgen_migrations') IS NOT NULL`).Scan(&present); err != nil || !present {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT version, checksum FROM fsmgen_migrations`)
+		if err != nil {
+			return err
+		}
+		sums := map[int]string{}
+		var v int
+		var sum string
+		if _, err := pgx.ForEachRow(rows, []any{&v, &sum}, func() error { sums[v] = sum; return nil }); err != nil {
+			return err
+		}
+		for _, m := range migrations {
+			got, ok := sums[m.Version]
+			if !ok {
+				return nil
+			}
+			if got != m.Checksum {
+				return fmt.Errorf("migrate %04d_%s: applied with checksum %s, the embedded file has %s: migrations must not change once applied; add a new one",
+					m.Version, m.Name, got, m.Checksum)
+			}
+		}
+		done = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return done, nil
+}
+
+func inTx(ctx context.Context, conn Beginner, f func(pgx.Tx) error) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
-		return err
-	}
 	if err := f(tx); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+func inLockedTx(ctx context.Context, conn Beginner, f func(pgx.Tx) error) error {
+	return inTx(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
+			return err
+		}
+		return f(tx)
+	})
 }

@@ -24,7 +24,12 @@
 // denial's final decision rationale that way.
 //
 // evidence_records is append-only: UPDATE, DELETE and TRUNCATE fail with
-// SQLSTATE FS007 (ErrAppendOnly once translated).
+// SQLSTATE FS007 (ErrAppendOnly once translated). The trigger's function,
+// fsmgen_evidence_append, runs with the rights of the schema's owner: the
+// roles of the role model (db.Grant, docs/security.md) only read
+// evidence_records, so that a record exists only because its log row was
+// written. Enable and Implied install their triggers through the owner's
+// functions fsmgen_enable_evidence and fsmgen_enable_implied_evidence.
 //
 // # The chain
 //
@@ -34,7 +39,10 @@
 // the run's previous record ("" for the first), and Hash =
 // hex(SHA-256(PrevHash + ContentHash)). Verify recomputes every hash from
 // the stored content and reports the first record whose content, link or
-// sequence number does not check out. An export (Export) carries the hashes;
+// sequence number does not check out; it also compares the chain with its
+// head (evidence_heads: the number of records and the last hash, written
+// with each record), which finds records removed from the chain's end, and
+// checks that each record's log row exists. An export (Export) carries the hashes;
 // a copy of the last Hash kept elsewhere proves that no record was rewritten
 // together with the chain after it.
 package evidence

@@ -2,7 +2,6 @@ package evidence
 
 import (
 	"context"
-	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -35,18 +34,16 @@ type Querier interface {
 }
 
 // Enable makes the runs of workflowType record evidence from now on: it
-// installs the type's trigger on workflow_step_logs (idempotent; it takes a
-// brief lock on that table, so call it at set-up, not per request).
+// installs the type's trigger on workflow_step_logs through the database
+// function fsmgen_enable_evidence, which runs with the schema owner's rights
+// (a role that does not own the schema creates no trigger itself);
+// idempotent; it takes a brief lock on that table, so call it at set-up,
+// not per request.
 func Enable(ctx context.Context, q Querier, workflowType string) error {
 	if workflowType == "" || strings.ContainsRune(workflowType, 0) {
 		return fmt.Errorf("evidence: enable %q: invalid workflow type", workflowType)
 	}
-	sum := md5.Sum([]byte(workflowType))
-	name := "evidence_" + hex.EncodeToString(sum[:8])
-	lit := "'" + strings.ReplaceAll(workflowType, "'", "''") + "'"
-	_, err := q.Exec(ctx, `CREATE OR REPLACE TRIGGER `+name+` AFTER INSERT ON workflow_step_logs FOR EACH ROW
-WHEN (NEW.workflow_type = `+lit+`) EXECUTE FUNCTION fsmgen_evidence_append()`)
-	if err != nil {
+	if _, err := q.Exec(ctx, `SELECT fsmgen_enable_evidence($1)`, workflowType); err != nil {
 		return fmt.Errorf("evidence: enable %s: %w", workflowType, err)
 	}
 	return nil
@@ -60,7 +57,8 @@ WHEN (NEW.workflow_type = `+lit+`) EXECUTE FUNCTION fsmgen_evidence_append()`)
 // handler makes, and so no handler logs: a timer's ("the authorization
 // window closed": the decision's rationale) or a signal's. Call Enable for
 // the type too, which chains the step like any other; Implied is
-// idempotent per (type, event, kind) and, like Enable, for set-up.
+// idempotent per (type, event, kind) and, like Enable, for set-up (it
+// installs the trigger through fsmgen_enable_implied_evidence).
 func Implied(ctx context.Context, q Querier, workflowType, event, kind string, payload any) error {
 	for _, s := range []string{workflowType, event, kind} {
 		if s == "" || strings.ContainsRune(s, 0) {
@@ -71,15 +69,7 @@ func Implied(ctx context.Context, q Querier, workflowType, event, kind string, p
 	if err != nil || len(raw) == 0 || raw[0] != '{' {
 		return fmt.Errorf("evidence: implied %s on %s/%s: the payload must be a JSON object (%v)", kind, workflowType, event, err)
 	}
-	lit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-	sum := md5.Sum([]byte(workflowType + "\x00" + event + "\x00" + kind))
-	// The name sorts after Enable's evidence_<hex> triggers, which fire
-	// first: the transition is recorded, then the step it implies.
-	name := "evidence_implied_" + hex.EncodeToString(sum[:8])
-	_, err = q.Exec(ctx, `CREATE OR REPLACE TRIGGER `+name+` AFTER INSERT ON workflow_step_logs FOR EACH ROW
-WHEN (NEW.workflow_type = `+lit(workflowType)+` AND NEW.kind = 'transition' AND NEW.event = `+lit(event)+`)
-EXECUTE FUNCTION fsmgen_evidence_implied(`+lit(kind)+`, `+lit(string(raw))+`)`)
-	if err != nil {
+	if _, err := q.Exec(ctx, `SELECT fsmgen_enable_implied_evidence($1, $2, $3, $4::jsonb)`, workflowType, event, kind, string(raw)); err != nil {
 		return fmt.Errorf("evidence: implied %s on %s/%s: %w", kind, workflowType, event, err)
 	}
 	return nil
@@ -183,16 +173,71 @@ type Verification struct {
 	Head string
 }
 
-// Verify recomputes the chain of run runID from its stored records. A
-// chain that does not check out is an error matching ErrBroken and
-// holding a *Break for the first record at fault; a run without records is
+// Verify recomputes the chain of run runID from its stored records, and
+// checks it against what the database holds besides: the chain's head in
+// evidence_heads (its number of records and last hash, written with each
+// record), so that records removed from its end are seen, and the log row
+// of every record, so that a record that names no log row of the run is. A
+// chain that does not check out is an error matching ErrBroken and holding
+// a *Break for the first record at fault; a run without records or head is
 // ErrNoEvidence.
 func Verify(ctx context.Context, q Querier, runID string) (Verification, error) {
 	recs, err := Records(ctx, q, runID)
 	if err != nil {
 		return Verification{}, err
 	}
-	return VerifyRecords(runID, recs)
+	return verifyStored(ctx, q, runID, recs)
+}
+
+// verifyStored is VerifyRecords and the checks of recs against the head
+// and the log.
+func verifyStored(ctx context.Context, q Querier, runID string, recs []Record) (Verification, error) {
+	rows, err := q.Query(ctx, `SELECT records, hash FROM evidence_heads WHERE workflow_run_id = $1::uuid`, runID)
+	if err != nil {
+		return Verification{}, fmt.Errorf("evidence head of run %s: %w", runID, err)
+	}
+	type head struct {
+		Records int
+		Hash    string
+	}
+	heads, err := pgx.CollectRows(rows, pgx.RowToStructByPos[head])
+	if err != nil {
+		return Verification{}, fmt.Errorf("evidence head of run %s: %w", runID, err)
+	}
+	brk := func(v Verification, b *Break) (Verification, error) {
+		return v, fmt.Errorf("evidence: verify run %s: %w", runID, b)
+	}
+	if len(heads) == 1 && len(recs) == 0 {
+		return brk(Verification{RunID: runID}, &Break{Seq: 1, Reason: fmt.Sprintf("the chain has no records, its head says %d", heads[0].Records)})
+	}
+	v, err := VerifyRecords(runID, recs)
+	if err != nil {
+		return v, err
+	}
+	last := recs[len(recs)-1]
+	switch {
+	case len(heads) == 0:
+		return brk(v, &Break{Seq: last.Seq, ID: last.ID, Reason: "the chain has no head"})
+	case heads[0].Records != len(recs) || heads[0].Hash != v.Head:
+		return brk(v, &Break{Seq: last.Seq, ID: last.ID, Reason: fmt.Sprintf("the chain ends at record %d with hash %s, its head says record %d with hash %s",
+			len(recs), short(v.Head), heads[0].Records, short(heads[0].Hash))})
+	}
+	rows, err = q.Query(ctx, `SELECT e.seq FROM evidence_records e
+  WHERE e.workflow_run_id = $1::uuid AND NOT EXISTS (
+    SELECT 1 FROM workflow_step_logs l WHERE l.workflow_run_id = e.workflow_run_id AND l.id = e.step_log_id)
+  ORDER BY e.seq LIMIT 1`, runID)
+	if err != nil {
+		return v, fmt.Errorf("evidence of run %s: log rows: %w", runID, err)
+	}
+	dangling, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return v, fmt.Errorf("evidence of run %s: log rows: %w", runID, err)
+	}
+	if len(dangling) > 0 {
+		r := recs[dangling[0]-1]
+		return brk(v, &Break{Seq: r.Seq, ID: r.ID, Reason: fmt.Sprintf("log row %d of the run does not exist", r.StepLogID)})
+	}
+	return v, nil
 }
 
 // VerifyRecords checks a chain read with Records or from an export.
@@ -266,7 +311,7 @@ func WriteJSON(ctx context.Context, q Querier, runID string, w io.Writer) error 
 		return err
 	}
 	out := Export{RunID: runID, Records: recs}
-	v, verr := VerifyRecords(runID, recs)
+	v, verr := verifyStored(ctx, q, runID, recs)
 	if verr == nil {
 		out.Verified, out.Head = true, v.Head
 	} else {

@@ -413,6 +413,21 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 				return err
 			}
 		}
+		// A child's delivery is recorded before the transition on its
+		// event: the database admits that transition only after it.
+		for _, child := range p.Effects.Delivered {
+			cid, err := parseUUID("child run id", child)
+			if err != nil {
+				return fmt.Errorf("%w: %w", store.ErrInvalidID, err)
+			}
+			n, err := q.MarkChildDelivered(ctx, dbsqlc.MarkChildDeliveredParams{Now: s.now(), ID: cid})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("%w: the event of child %s was fired already", store.ErrConflict, child)
+			}
+		}
 		row, err := q.AdvanceRun(ctx, arg)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNotMoved // rolls the steps back
@@ -465,19 +480,6 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 				return fmt.Errorf("%w: start %s/%s: no version of %s is registered", store.ErrUnknownDefinition, diag.Short(st.Type), diag.Short(st.IdempotencyKey), diag.Short(st.Type))
 			}
 			out.Started = append(out.Started, uuidString(r.RunID))
-		}
-		for _, child := range p.Effects.Delivered {
-			cid, err := parseUUID("child run id", child)
-			if err != nil {
-				return fmt.Errorf("%w: %w", store.ErrInvalidID, err)
-			}
-			n, err := q.MarkChildDelivered(ctx, dbsqlc.MarkChildDeliveredParams{Now: s.now(), ID: cid})
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				return fmt.Errorf("%w: the event of child %s was fired already", store.ErrConflict, child)
-			}
 		}
 		for _, f := range p.Effects.Tx {
 			if err := f(ctx, tx, Moved{RunID: runID, RowVersion: out.RowVersion, At: out.At}); err != nil {
