@@ -117,6 +117,13 @@ func quoteLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") +
 //     unset. An UPDATE, DELETE or TRUNCATE of the log is refused with
 //     FS002 ([SQLStateGuardLogImmutable]).
 //
+// Both functions run with a pinned search_path, pg_catalog first and the
+// session's temporary schema last: a temporary table of the writer's
+// session named like the log table cannot take its rows. The guard's
+// function names the log table with its schema when g.Log (or g.Table)
+// gives one; otherwise the migration pins it to the schema the log table
+// was created in (current_schema() when it is applied).
+//
 // Every name must be a lower-case SQL identifier; the table may be
 // schema-qualified, and the function, triggers and log go in its schema.
 // The migration can be applied again: it replaces what it created. Output
@@ -230,7 +237,7 @@ func SQL(m *dsl.Machine, g SQLGuard) ([]byte, error) {
 	w(");\n")
 	w("CREATE INDEX IF NOT EXISTS %s ON %s (row_key, id);\n\n", quoteIdent(logTable+"_row_key"), logTbl)
 
-	w("CREATE OR REPLACE FUNCTION %s() RETURNS trigger\nLANGUAGE plpgsql AS $fsm$\n", logFn)
+	w("CREATE OR REPLACE FUNCTION %s() RETURNS trigger\nLANGUAGE plpgsql\nSET search_path = pg_catalog, pg_temp\nAS $fsm$\n", logFn)
 	w("BEGIN\n")
 	w("    RAISE EXCEPTION '%s is append-only: %% refused', TG_OP\n", logTable)
 	w("        USING ERRCODE = '%s';\n", SQLStateGuardLogImmutable)
@@ -242,7 +249,7 @@ func SQL(m *dsl.Machine, g SQLGuard) ([]byte, error) {
 	w("CREATE TRIGGER %s BEFORE TRUNCATE ON %s\n    FOR EACH STATEMENT EXECUTE FUNCTION %s();\n\n",
 		quoteIdent(logTable+"_immutable_truncate"), logTbl, logFn)
 
-	w("CREATE OR REPLACE FUNCTION %s() RETURNS trigger\nLANGUAGE plpgsql AS $fsm$\n", fn)
+	w("CREATE OR REPLACE FUNCTION %s() RETURNS trigger\nLANGUAGE plpgsql\nSET search_path = pg_catalog, pg_temp\nAS $fsm$\n", fn)
 	w("DECLARE\n")
 	w("    from_state text;\n")
 	w("    events     text[];\n")
@@ -291,7 +298,17 @@ func SQL(m *dsl.Machine, g SQLGuard) ([]byte, error) {
 	w("    VALUES (jsonb_build_object(%s), from_state, NEW.%s, ev,\n", strings.Join(keyArgs, ", "), col)
 	w("            nullif(current_setting('%s', true), ''));\n", SQLWorkerSetting)
 	w("    RETURN NULL;\n")
-	w("END\n$fsm$;\n\n")
+	w("END\n$fsm$;\n")
+	if logSchema == "" {
+		// The log table went to the schema CREATE TABLE put it in: the
+		// function finds it there, and in the session's temporary schema
+		// only after it.
+		w("DO $fsm$\nBEGIN\n")
+		w("    EXECUTE format('ALTER FUNCTION %%s SET search_path = pg_catalog, %%I, pg_temp', %s::regprocedure, current_schema());\n",
+			quoteLit(fn+"()"))
+		w("END\n$fsm$;\n")
+	}
+	w("\n")
 
 	w("DROP TRIGGER IF EXISTS %s ON %s;\n", quoteIdent(base+"_insert"), tbl)
 	w("CREATE TRIGGER %s AFTER INSERT ON %s\n    FOR EACH ROW EXECUTE FUNCTION %s();\n",

@@ -196,3 +196,65 @@ func mustExec(t *testing.T, pool *pgxpool.Pool, sql string) {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
+
+// A role that may only read and write the guarded table and its log cannot
+// send the log row to a temporary table of its own: the guard's function
+// finds the log in its schema before the session's temporary schema.
+func TestSQLGuardLogIgnoresTemporaryTables(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, table, log string }{
+		{"unqualified", "orders", "public.orders_status_log"},
+		{"schema-qualified", "shop.orders", "shop.orders_status_log"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			write(t, dir, "orders.fsm", orders)
+			code, migration, stderr := runCmd(t, dir, "", "sql", "-table", tt.table, "-column", "status", "orders.fsm")
+			if code != exitOK {
+				t.Fatalf("fsmgen sql: exit %d, stderr %q", code, stderr)
+			}
+			ctx := context.Background()
+			dsn := pgtest.NewDatabase(t, pgtest.Empty())
+			owner, err := pgxpool.New(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(owner.Close)
+			mustExec(t, owner, `CREATE SCHEMA shop`)
+			mustExec(t, owner, `CREATE TABLE `+tt.table+` (id bigint PRIMARY KEY, status text NOT NULL DEFAULT 'NEW')`)
+			mustExec(t, owner, migration)
+			name, roleDSN := pgtest.LoginRole(t, dsn, "app")
+			mustExec(t, owner, `GRANT USAGE ON SCHEMA shop TO `+name)
+			mustExec(t, owner, `GRANT SELECT, INSERT, UPDATE ON `+tt.table+` TO `+name)
+			mustExec(t, owner, `GRANT SELECT, INSERT ON `+tt.log+` TO `+name)
+			app, err := pgxpool.New(ctx, roleDSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(app.Close)
+			conn, err := app.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Release()
+			for _, s := range []string{
+				`SET search_path = "$user", public, shop`,
+				`CREATE TEMP TABLE orders_status_log (id bigint, row_key jsonb, from_state text, to_state text, event text, worker text, at timestamptz)`,
+				`INSERT INTO ` + tt.table + ` (id) VALUES (1)`,
+				`UPDATE ` + tt.table + ` SET status = 'PAID' WHERE id = 1`,
+			} {
+				if _, err := conn.Exec(ctx, s); err != nil {
+					t.Fatalf("%s: %v", s, err)
+				}
+			}
+			var temp, logged int
+			if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_temp.orders_status_log), (SELECT count(*) FROM `+tt.log+`)`).Scan(&temp, &logged); err != nil {
+				t.Fatal(err)
+			}
+			if temp != 0 || logged != 2 {
+				t.Errorf("%d log rows in the temporary table and %d in %s, want 0 and 2", temp, logged, tt.log)
+			}
+		})
+	}
+}

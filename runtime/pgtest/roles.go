@@ -22,8 +22,7 @@ import (
 // ends, before its database.
 func RoleDSN(tb testing.TB, dsn string, r db.Role) string {
 	tb.Helper()
-	name := "fsmgen_" + string(r) + "_" + randomHex(6)
-	password := randomHex(16)
+	name, roleDSN := LoginRole(tb, dsn, string(r))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	owner, err := pgx.Connect(ctx, dsn)
@@ -31,14 +30,32 @@ func RoleDSN(tb testing.TB, dsn string, r db.Role) string {
 		tb.Fatalf("pgtest: role %s: %v", r, err)
 	}
 	defer owner.Close(ctx)
+	if err := db.Grant(ctx, owner, r, name); err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	return roleDSN
+}
+
+// LoginRole creates a login role without privileges for the calling test,
+// named after kind, and returns its name and the connection string of the
+// database of dsn as that role; the test grants it what it needs. The
+// role is dropped when the test ends, before its database.
+func LoginRole(tb testing.TB, dsn, kind string) (name, roleDSN string) {
+	tb.Helper()
+	name = "fsmgen_" + kind + "_" + randomHex(6)
+	password := randomHex(16)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	owner, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		tb.Fatalf("pgtest: role %s: %v", name, err)
+	}
+	defer owner.Close(ctx)
 	if _, err := owner.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN PASSWORD '"+password+"'"); err != nil {
 		tb.Fatalf("pgtest: create role %s: %v", name, err)
 	}
 	tb.Cleanup(func() { dropRole(tb, dsn, name) })
-	if err := db.Grant(ctx, owner, r, name); err != nil {
-		tb.Fatalf("pgtest: %v", err)
-	}
-	return withUser(dsn, name, password)
+	return name, withUser(dsn, name, password)
 }
 
 // RolePool is [RoleDSN] with a pool on it, closed when the test ends.
@@ -68,7 +85,7 @@ func dropRole(tb testing.TB, dsn, name string) {
 	id := pgx.Identifier{name}.Sanitize()
 	for _, s := range []string{
 		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + name + "'",
-		"DELETE FROM fsmgen_role_grants WHERE role_name = '" + name + "'",
+		"DO $$ BEGIN IF to_regclass('fsmgen_role_grants') IS NOT NULL THEN DELETE FROM fsmgen_role_grants WHERE role_name = '" + name + "'; END IF; END $$",
 		"DROP OWNED BY " + id,
 		"DROP ROLE " + id,
 	} {

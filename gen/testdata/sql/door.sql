@@ -27,7 +27,9 @@ CREATE TABLE IF NOT EXISTS "doors_state_log" (
 CREATE INDEX IF NOT EXISTS "doors_state_log_row_key" ON "doors_state_log" (row_key, id);
 
 CREATE OR REPLACE FUNCTION "doors_state_log_immutable"() RETURNS trigger
-LANGUAGE plpgsql AS $fsm$
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fsm$
 BEGIN
     RAISE EXCEPTION 'doors_state_log is append-only: % refused', TG_OP
         USING ERRCODE = 'FS002';
@@ -42,7 +44,9 @@ CREATE TRIGGER "doors_state_log_immutable_truncate" BEFORE TRUNCATE ON "doors_st
     FOR EACH STATEMENT EXECUTE FUNCTION "doors_state_log_immutable"();
 
 CREATE OR REPLACE FUNCTION "doors_state_fsm"() RETURNS trigger
-LANGUAGE plpgsql AS $fsm$
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fsm$
 DECLARE
     from_state text;
     events     text[];
@@ -79,6 +83,11 @@ BEGIN
     VALUES (jsonb_build_object('id', NEW."id"), from_state, NEW."state", ev,
             nullif(current_setting('fsmgen.worker', true), ''));
     RETURN NULL;
+END
+$fsm$;
+DO $fsm$
+BEGIN
+    EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp', '"doors_state_fsm"()'::regprocedure, current_schema());
 END
 $fsm$;
 

@@ -27,7 +27,9 @@ CREATE TABLE IF NOT EXISTS "audit"."order_states" (
 CREATE INDEX IF NOT EXISTS "order_states_row_key" ON "audit"."order_states" (row_key, id);
 
 CREATE OR REPLACE FUNCTION "audit"."order_states_immutable"() RETURNS trigger
-LANGUAGE plpgsql AS $fsm$
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fsm$
 BEGIN
     RAISE EXCEPTION 'order_states is append-only: % refused', TG_OP
         USING ERRCODE = 'FS002';
@@ -42,7 +44,9 @@ CREATE TRIGGER "order_states_immutable_truncate" BEFORE TRUNCATE ON "audit"."ord
     FOR EACH STATEMENT EXECUTE FUNCTION "audit"."order_states_immutable"();
 
 CREATE OR REPLACE FUNCTION "shop"."orders_state_fsm"() RETURNS trigger
-LANGUAGE plpgsql AS $fsm$
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fsm$
 DECLARE
     from_state text;
     events     text[];

@@ -27,7 +27,9 @@ CREATE TABLE IF NOT EXISTS "workflow_instance_status_log" (
 CREATE INDEX IF NOT EXISTS "workflow_instance_status_log_row_key" ON "workflow_instance_status_log" (row_key, id);
 
 CREATE OR REPLACE FUNCTION "workflow_instance_status_log_immutable"() RETURNS trigger
-LANGUAGE plpgsql AS $fsm$
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fsm$
 BEGIN
     RAISE EXCEPTION 'workflow_instance_status_log is append-only: % refused', TG_OP
         USING ERRCODE = 'FS002';
@@ -42,7 +44,9 @@ CREATE TRIGGER "workflow_instance_status_log_immutable_truncate" BEFORE TRUNCATE
     FOR EACH STATEMENT EXECUTE FUNCTION "workflow_instance_status_log_immutable"();
 
 CREATE OR REPLACE FUNCTION "workflow_instance_status_fsm"() RETURNS trigger
-LANGUAGE plpgsql AS $fsm$
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fsm$
 DECLARE
     from_state text;
     events     text[];
@@ -77,6 +81,11 @@ BEGIN
     VALUES (jsonb_build_object('id', NEW."id"), from_state, NEW."status", ev,
             nullif(current_setting('fsmgen.worker', true), ''));
     RETURN NULL;
+END
+$fsm$;
+DO $fsm$
+BEGIN
+    EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp', '"workflow_instance_status_fsm"()'::regprocedure, current_schema());
 END
 $fsm$;
 
