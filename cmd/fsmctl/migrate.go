@@ -15,7 +15,7 @@ import (
 func migrateCommand() *command {
 	return &command{
 		name:     "migrate",
-		synopsis: "[-database URL] [-print]",
+		synopsis: "[-database URL] [-print] [-grant KIND=ROLE]...",
 		summary:  "apply the runtime's migrations",
 		details: `Migrate applies the runtime's schema (workflow runs, their append-only log,
 definitions, outbox: package db). It is idempotent: migrations already
@@ -27,10 +27,21 @@ created by the machine's package (make demo does).
 apply, each after a "-- fsmgen migration NNNN_name.sql" line, for teams that
 apply schema changes with their own tool (goose, Atlas, Flyway): it needs no
 database. Such a tool records what it applied itself; fsmgen_migrations, the
-table migrate keeps, is not part of the output.`,
+table migrate keeps, is not part of the output.
+
+-grant KIND=ROLE, after the migrations, gives the existing database role ROLE
+the privileges of KIND: runtime (the engine, the store, the relay), operator
+(fsmctl: the runtime's and retention's) or reader (the console without
+actions: read only); it may be given several times. Run migrate as the
+schema's owner; the roles must exist (CREATE ROLE) and must not own the
+schema, for the database's guarantees hold only for roles that do not. Later
+migrations give the roles granted so the privileges of what they add. With
+nothing to apply and no -grant, migrate only reads: any of the roles may run
+it. docs/security.md describes the role model and lists the grants.`,
 		flags: func(fs *flag.FlagSet) {
 			addDatabaseFlag(fs)
 			fs.Bool("print", false, "print the migrations' SQL instead of applying it")
+			fs.Var(&grantFlag{}, "grant", "after migrating, grant KIND (runtime, operator, reader) to the existing role ROLE: KIND=ROLE; repeatable")
 		},
 		run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 			if len(args) > 0 {
@@ -44,9 +55,49 @@ table migrate keeps, is not part of the output.`,
 				return err
 			}
 			defer pool.Close()
-			return migrate(ctx, pool, c.stdout)
+			if err := migrate(ctx, pool, c.stdout); err != nil {
+				return err
+			}
+			for _, g := range fs.Lookup("grant").Value.(*grantFlag).grants {
+				if err := db.Grant(ctx, pool, g.role, g.name); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.stdout, "granted %s to %s\n", g.role, g.name)
+			}
+			return nil
 		},
 	}
+}
+
+// grantFlag collects -grant KIND=ROLE.
+type grantFlag struct {
+	grants []roleGrant
+}
+
+type roleGrant struct {
+	role db.Role
+	name string
+}
+
+func (g *grantFlag) String() string {
+	var parts []string
+	for _, x := range g.grants {
+		parts = append(parts, string(x.role)+"="+x.name)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (g *grantFlag) Set(v string) error {
+	kind, name, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want KIND=ROLE, not %q", v)
+	}
+	r, err := db.ParseRole(kind)
+	if err != nil {
+		return err
+	}
+	g.grants = append(g.grants, roleGrant{role: r, name: name})
+	return nil
 }
 
 // migrate applies the runtime's schema and says what it did.

@@ -82,14 +82,13 @@ func TestGroupCommitLostConnection(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
-	if _, err := v.pool.Exec(ctx, `
+	v.asOwner(t, `
 		CREATE SEQUENCE kills;
+		GRANT USAGE, SELECT ON SEQUENCE kills TO `+v.role+`;
 		CREATE FUNCTION kill_once() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF nextval('kills') = 3 THEN PERFORM pg_terminate_backend(pg_backend_pid()); END IF; RETURN NEW; END $$;
 		CREATE TRIGGER kill_once BEFORE INSERT ON workflow_step_logs FOR EACH ROW
-		WHEN (NEW.kind = 'transition') EXECUTE FUNCTION kill_once();`); err != nil {
-		t.Fatal(err)
-	}
+		WHEN (NEW.kind = 'transition') EXECUTE FUNCTION kill_once();`)
 	e := v.engine(t, engine.Config{Concurrency: 8, PollInterval: 10 * time.Millisecond}, fourStepDriver("chain"))
 	driveChains(t, v, e, 30)
 	var kills int64

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fsmgen/fsmgen/db"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
@@ -197,12 +198,42 @@ func (c *clock) Advance(d time.Duration) {
 type env struct {
 	pool *pgxpool.Pool
 	st   *store.Store
+	// owner is a pool of the schema's owner, for a test's own set-up, and
+	// role the name of pool's role.
+	owner *pgxpool.Pool
+	role  string
 }
 
+// newEnv gives the test a database of its own and the engine's pool on it,
+// connected as a runtime role of the role model (db.RoleRuntime): the
+// engine's tests run with the privileges a deployment gives the engine.
 func newEnv(t *testing.T, opts ...store.Option) env {
 	t.Helper()
-	pool := pgtest.NewPool(t, pgtest.MaxConns(24))
-	return env{pool: pool, st: store.New(pool, opts...)}
+	dsn := pgtest.NewDatabase(t)
+	owner, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(owner.Close)
+	cfg, err := pgxpool.ParseConfig(pgtest.RoleDSN(t, dsn, db.RoleRuntime))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 24
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return env{pool: pool, st: store.New(pool, opts...), owner: owner, role: cfg.ConnConfig.User}
+}
+
+// asOwner runs sql, the test's own set-up, as the schema's owner.
+func (v env) asOwner(t *testing.T, sql string) {
+	t.Helper()
+	if _, err := v.owner.Exec(context.Background(), sql); err != nil {
+		t.Fatal(err)
+	}
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

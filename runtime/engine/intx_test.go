@@ -20,9 +20,8 @@ func TestInTx(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	v := newEnv(t)
-	if _, err := v.pool.Exec(ctx, `CREATE TABLE intx_marks (run_id UUID, row_version BIGINT, try INT)`); err != nil {
-		t.Fatal(err)
-	}
+	v.asOwner(t, `CREATE TABLE intx_marks (run_id UUID, row_version BIGINT, try INT)`)
+	v.asOwner(t, `GRANT SELECT, INSERT ON intx_marks TO `+v.role)
 	policy := &runtime.RetryPolicy{MaxAttempts: 3, InitialInterval: 0, Coefficient: 1}
 	d := &driver{def: jobDef("intx", policy, "GiveUp"), guards: ownerGuard(), handlers: map[string]handler{
 		"QUEUED": constant(event("Begin")),
