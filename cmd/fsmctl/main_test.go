@@ -225,6 +225,43 @@ func TestMigrateTwice(t *testing.T) {
 	}
 }
 
+// migrate -grant gives existing roles the privileges of their kind; with
+// nothing to apply, migrate needs no more than those: the runtime and the
+// reader roles run it. A role that owns the schema is refused.
+func TestMigrateGrants(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t, pgtest.Empty())
+	n := migrationCount(t)
+	runtimeRole, runtimeURL := pgtest.LoginRole(t, url, "runtime")
+	readerRole, readerURL := pgtest.LoginRole(t, url, "reader")
+	want := result{Code: exitOK, Stdout: fmt.Sprintf("runtime schema: %d migrations, %d applied now\ngranted runtime to %s\ngranted reader to %s\n",
+		n, n, runtimeRole, readerRole)}
+	if diff := cmp.Diff(want, withDB(t, url, "migrate", "-grant", "runtime="+runtimeRole, "-grant", "reader="+readerRole)); diff != "" {
+		t.Errorf("migrate -grant (-want +got):\n%s", diff)
+	}
+	for _, u := range []string{runtimeURL, readerURL} {
+		want := result{Code: exitOK, Stdout: fmt.Sprintf("runtime schema: %d migrations, 0 applied now\n", n)}
+		if diff := cmp.Diff(want, withDB(t, u, "migrate")); diff != "" {
+			t.Errorf("migrate as a role without CREATE (-want +got):\n%s", diff)
+		}
+	}
+	var owner string
+	if err := openPool(t, url).QueryRow(context.Background(), `SELECT current_user`).Scan(&owner); err != nil {
+		t.Fatal(err)
+	}
+	want = result{Code: exitFailure, Stdout: fmt.Sprintf("runtime schema: %d migrations, 0 applied now\n", n),
+		Stderr: fmt.Sprintf("fsmctl: grant runtime to %s: role %q owns the schema or its tables: the database's guarantees hold only for roles that do not\n", owner, owner)}
+	if diff := cmp.Diff(want, withDB(t, url, "migrate", "-grant", "runtime="+owner)); diff != "" {
+		t.Errorf("migrate -grant to the owner (-want +got):\n%s", diff)
+	}
+	want = result{Code: exitUsage, Stderr: "invalid value \"admin=x\" for flag -grant: unknown role kind \"admin\": want one of runtime, operator, reader\n"}
+	got := withDB(t, url, "migrate", "-grant", "admin=x")
+	got.Stderr, _, _ = strings.Cut(got.Stderr, "usage:")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("migrate -grant admin=x (-want +got):\n%s", diff)
+	}
+}
+
 func TestUnmigratedDatabaseSaysToMigrate(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t, pgtest.Empty())
@@ -244,8 +281,10 @@ func TestUnmigratedDatabaseSaysToMigrate(t *testing.T) {
 // fixture starts runs through a store with a stepping clock: rog runs in
 // the tenants acme and globex, and one FCHA run.
 type fixture struct {
-	url string
-	st  *store.Store
+	// url is the database as an operator role (db.RoleOperator), which
+	// fsmctl runs as; owner as the schema's owner.
+	url, owner string
+	st         *store.Store
 	ids map[string]string // name -> run id
 }
 
@@ -261,7 +300,7 @@ func newFixture(t *testing.T) *fixture {
 		}
 	}
 	clock.reset() // the times below start at t0
-	f := &fixture{url: url, st: st, ids: map[string]string{}}
+	f := &fixture{url: pgtest.RoleDSN(t, url, db.RoleOperator), owner: url, st: st, ids: map[string]string{}}
 	start := func(name, typ, tenant string) store.Run {
 		res, err := st.Start(ctx, store.StartParams{Type: typ, Version: 1, IdempotencyKey: name, TenantID: tenant})
 		if err != nil {

@@ -25,6 +25,8 @@ import (
 // RetrieveOrGenerate registered by their processes' store, which fsmctl
 // then operates without their code.
 type opsFixture struct {
+	// url is the database as an operator role (db.RoleOperator), which
+	// fsmctl runs as.
 	url string
 	st  *store.Store
 }
@@ -38,7 +40,7 @@ func newOpsFixture(t *testing.T) *opsFixture {
 			t.Fatal(err)
 		}
 	}
-	return &opsFixture{url: url, st: st}
+	return &opsFixture{url: pgtest.RoleDSN(t, url, db.RoleOperator), st: st}
 }
 
 // start starts a run of typ with key and returns it.

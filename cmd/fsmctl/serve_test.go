@@ -16,7 +16,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fsmgen/fsmgen/db"
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -98,7 +100,8 @@ func serveConsole(t *testing.T, dbURL string, args ...string) string {
 func TestServeReadOnly(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	base := serveConsole(t, f.url)
+	// The read-only console runs as a reader role (db.RoleReader).
+	base := serveConsole(t, pgtest.RoleDSN(t, f.owner, db.RoleReader))
 	resp, err := http.Get(base + "/runs/" + f.ids["b"])
 	if err != nil {
 		t.Fatal(err)

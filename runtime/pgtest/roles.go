@@ -71,8 +71,9 @@ func RolePool(tb testing.TB, dsn string, r db.Role) *pgxpool.Pool {
 	return pool
 }
 
-// dropRole ends the role's sessions, drops what it owns or was granted in
-// the test's database, and the role.
+// dropRole ends the role's sessions, gives the test's database back to the
+// connecting user if the role owns it, drops what the role owns or was
+// granted in it, and the role.
 func dropRole(tb testing.TB, dsn, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -86,6 +87,8 @@ func dropRole(tb testing.TB, dsn, name string) {
 	for _, s := range []string{
 		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + name + "'",
 		"DO $$ BEGIN IF to_regclass('fsmgen_role_grants') IS NOT NULL THEN DELETE FROM fsmgen_role_grants WHERE role_name = '" + name + "'; END IF; END $$",
+		"DO $$ BEGIN IF (SELECT datdba FROM pg_database WHERE datname = current_database()) = '" + id + "'::regrole THEN " +
+			"EXECUTE format('ALTER DATABASE %I OWNER TO %I', current_database(), current_user); END IF; END $$",
 		"DROP OWNED BY " + id,
 		"DROP ROLE " + id,
 	} {
