@@ -285,7 +285,7 @@ type fixture struct {
 	// fsmctl runs as; owner as the schema's owner.
 	url, owner string
 	st         *store.Store
-	ids map[string]string // name -> run id
+	ids        map[string]string // name -> run id
 }
 
 func newFixture(t *testing.T) *fixture {
