@@ -69,13 +69,20 @@
 //     function marks its own transaction (the setting fsmgen.purge holds
 //     its transaction id) for the span of its DELETEs; statement-level
 //     triggers refuse a DELETE without the mark, and check after it, once
-//     per statement, that every row removed belonged to a finished run, so
-//     that a session forging the mark can do no more than retention does;
+//     per statement, that every row removed belonged to a finished run. The
+//     function runs with its owner's rights (SECURITY DEFINER), and the
+//     mark counts only with them: a session that sets it deletes nothing;
 //   - [SQLStateRunImmutable]: a change of a run's id, type or idempotency key,
 //     or of its attempt number or definition version other than the reset of
 //     a failed run to its initial state with attempt_no + 1; status or
 //     row_version set by hand; result or finished_at on a run in a running
-//     state;
+//     state; a change of its tenant_id, user_id, correlation_id, input,
+//     created_at, parent_run_id or parent_event (fixed when the run is
+//     created), of its policy_snapshot but by a restart, of a finished run's
+//     result, finished_at or schedule (next_run_at, lease and parking
+//     columns, step_attempt, last error, attempt_started_at, updated_at) but
+//     by a restart; parent_delivered_at set twice or on a running run;
+//     lease_epoch going down, or a new lease owner without lease_epoch + 1;
 //   - [SQLStateDefinitionImmutable]: UPDATE or DELETE of a registered
 //     definition, state, transition or migration, or an INSERT of a state
 //     or transition of a definition, or of a rule of a migration,
@@ -88,8 +95,28 @@
 //     as the store does, or in one transaction after SET CONSTRAINTS
 //     workflow_runs_logged, workflow_step_logs_change DEFERRED.
 //
+// A transition's log row must name a row of the registered table
+// ([SQLStateTransitionRefused]), and when its event is the completion event
+// of a child run (its parent_event), the transaction must have recorded the
+// delivery of a finished child with that event first (parent_delivered_at),
+// as the engine does; a step row names no event (check constraint
+// workflow_step_logs_step_event_check).
+//
 // The triggers also keep workflow_runs.status equal to the generic status of
 // current_state and add one to row_version at every change of state: a
 // raw UPDATE of current_state alone gets its row_version and status right,
 // and is then refused unless its log row is written with it.
+//
+// # Roles and functions
+//
+// Every function the migrations create runs with search_path pinned to
+// pg_catalog, the schema and pg_temp last, so that a session's temporary
+// tables cannot stand in for the schema's tables. The evidence trigger's
+// function (fsmgen_evidence_append), the functions that install evidence
+// triggers (fsmgen_enable_evidence, fsmgen_enable_implied_evidence) and the
+// purge run with their owner's rights. The guarantees above hold for every
+// role that does not own the schema: [Grant] gives an existing role the
+// privileges of one of the kinds of the role model ([RoleRuntime],
+// [RoleOperator], [RoleReader]), and [Migrate] with nothing to apply only
+// reads, so that those roles may call it. docs/security.md lists the grants.
 package db

@@ -3,6 +3,8 @@ package db_test
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -166,4 +168,26 @@ func TestMigrateGrantsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec(t, rt, `SELECT count(*) FROM evidence_heads`)
+}
+
+// docs/security.md lists the grants of every role as GrantStatements makes
+// them (whitespace aside).
+func TestSecurityDocListsTheGrants(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(string(page)), " ")
+	for _, r := range db.Roles() {
+		stmts, err := db.GrantStatements(r, "public")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stmts {
+			if !strings.Contains(doc, strings.Join(strings.Fields(s), " ")+";") {
+				t.Errorf("docs/security.md does not list the %s role's %s", r, s)
+			}
+		}
+	}
 }

@@ -41,6 +41,19 @@
 // An Example has no testing.TB: OpenPool gives it a database of its own
 // the same way, dropped when Main ends.
 //
+// # Least-privileged roles
+//
+// A database's schema belongs to the server's user the tests connect as. For
+// a test that must run as the roles of the role model (docs/security.md),
+// RoleDSN creates a login role of a kind (db.RoleRuntime, db.RoleOperator,
+// db.RoleReader), grants it with db.Grant and returns the database's
+// connection string as that role; RolePool opens a pool on it; LoginRole
+// creates a role without privileges, for a test that grants its own. The
+// roles are dropped when the test ends. The engine's tests run as the
+// runtime role, fsmctl's as the operator, the read-only console's as the
+// reader, and runtime/store's security tests attack the database as the
+// runtime role.
+//
 // # The invariant check
 //
 // After every test that used NewPool, [CheckInvariants] runs on its database
