@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fsmgen/fsmgen/db"
 	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/relay"
@@ -23,8 +24,9 @@ import (
 func TestOutboxStatus(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	pool := openPool(t, url)
+	owner := pgtest.NewDatabase(t)
+	pool := openPool(t, owner)
+	url := pgtest.RoleDSN(t, owner, db.RoleOperator) // fsmctl's
 	clock := &stepClock{}
 	st := store.New(pool, store.WithClock(clock.now))
 	if err := st.Register(ctx, rog.Definition()); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fsmgen/fsmgen/db"
 	"github.com/fsmgen/fsmgen/machines/shipping"
 	"github.com/fsmgen/fsmgen/machines/shipping/shipment"
 	"github.com/fsmgen/fsmgen/machines/shipping/shipmentv1"
@@ -50,7 +51,8 @@ func newShipEnv(t *testing.T) *shipEnv {
 	if err := eng.Register(context.Background(), shipping.DriverV1()); err != nil {
 		t.Fatal(err)
 	}
-	return &shipEnv{url: url, pool: pool, st: st, eng: eng}
+	// fsmctl runs as an operator role; the engine, the test's own pool.
+	return &shipEnv{url: pgtest.RoleDSN(t, url, db.RoleOperator), pool: pool, st: st, eng: eng}
 }
 
 // run starts a version 1 run and moves it with evs, through the store as
