@@ -27,6 +27,12 @@ type ActivityExecution struct {
 	ConsumedAt         pgtype.Timestamptz
 }
 
+type EvidenceHead struct {
+	WorkflowRunID pgtype.UUID
+	Records       int32
+	Hash          string
+}
+
 type EvidenceRecord struct {
 	ID            int64
 	WorkflowRunID pgtype.UUID
