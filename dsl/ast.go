@@ -102,16 +102,21 @@ type StateOption struct {
 // RetryOpt is a retry policy, either a named preset (retry database) or
 // written out:
 //
-//	retry 3 [backoff 1s] [factor 4] [max 16s] [jitter 0.2] [nonretryable "A", "B"] [else EVENT]
+//	retry [up to] 3 [backoff 1s] [factor 4] [max 16s] [jitter 0.2] [nonretryable "A", "B"] [else EVENT]
+//
+// With up to, the number bounds the attempts and each run's policy
+// snapshot chooses within it.
 type RetryOpt struct {
-	Pos          lexer.Position
-	Preset       *Name        `parser:"'retry' ( @@"`
-	Attempts     *NumberLit   `parser:"        | @@"`
+	Pos lexer.Position
+	// UpTo records up to before the number of attempts.
+	UpTo         bool         `parser:"'retry' ( ( @( 'up' 'to' )?"`
+	Attempts     *NumberLit   `parser:"          @@"`
 	Backoff      *DurationLit `parser:"  ( 'backoff' @@ )?"`
 	Factor       *NumberLit   `parser:"  ( 'factor' @@ )?"`
 	Max          *DurationLit `parser:"  ( 'max' @@ )?"`
 	Jitter       *NumberLit   `parser:"  ( 'jitter' @@ )?"`
 	NonRetryable []*StringLit `parser:"  ( 'nonretryable' @@ ( ',' @@ )* )? )"`
+	Preset       *Name        `parser:"  | @@ )"`
 	// Else names the event fired when the policy gives up.
 	Else *Name `parser:"( 'else' @@ )?"`
 }

@@ -385,7 +385,7 @@ func (mc *machineChecker) retryPolicy(r *RetryOpt) *Retry {
 	} else if err != nil || n < 1 {
 		mc.errorf(r.Attempts.Pos, "retry %s: want a whole number of attempts >= 1", r.Attempts.Value)
 	}
-	out.MaxAttempts = n
+	out.MaxAttempts, out.FromPolicy = n, r.UpTo
 	if r.Backoff != nil {
 		d, err := ParseDuration(r.Backoff.Value)
 		if err != nil {

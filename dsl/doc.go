@@ -63,7 +63,9 @@
 //     most N attempts in all, the first wait D (default 1s), each following
 //     wait F times longer (default 2), capped at max (default: no cap),
 //     spread by ±J of itself (0 to 1, default 0); errors with a listed code
-//     are not retried. retry PRESET
+//     are not retried. retry up to N makes N a bound: each run is tried as
+//     often as its policy snapshot says (its retry_max + 1 attempts), at
+//     most N, and N times without one. retry PRESET
 //     names one of the runtime's policies instead: validation, database,
 //     externalService, payment or background. else EVENT, after either form,
 //     names the event the runtime fires, with an empty payload, when the

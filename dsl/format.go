@@ -393,6 +393,9 @@ func retryString(r *RetryOpt) string {
 	if r.Preset != nil {
 		parts = append(parts, r.Preset.Value)
 	}
+	if r.UpTo {
+		parts = append(parts, "up", "to")
+	}
 	if r.Attempts != nil {
 		parts = append(parts, r.Attempts.Value)
 	}

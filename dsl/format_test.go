@@ -189,6 +189,11 @@ var formatCases = []struct {
 		want: "// a\n\n// b\n// c\n",
 	},
 	{
+		name: "a retry bound the run's policy chooses within",
+		src:  "machine M { initial A retry  up   to 6 backoff 1s else F final B succeeded final C failed A -> B on E A -> C on F event E event F }",
+		want: "machine M {\n    initial A retry up to 6 backoff 1s else F\n    final   B succeeded\n    final   C failed\n    A -> B on E\n    A -> C on F\n    event E\n    event F\n}\n",
+	},
+	{
 		name: "one line machine",
 		src:  "machine M { initial A final B succeeded A -> B on E event E }",
 		want: "machine M {\n    initial A\n    final   B succeeded\n    A -> B on E\n    event E\n}\n",

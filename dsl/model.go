@@ -134,8 +134,11 @@ func (s *State) Driven() bool { return !s.Terminal() && !s.Wait }
 // Retry is a state's retry policy: a preset, or the numbers written out.
 type Retry struct {
 	// Preset names one of the runtime's policies; the other fields are zero.
-	Preset       string
-	MaxAttempts  int
+	Preset      string
+	MaxAttempts int
+	// FromPolicy makes MaxAttempts a bound (retry up to N): each run's
+	// policy snapshot chooses its attempts within it.
+	FromPolicy   bool
 	Initial      time.Duration
 	Factor       float64
 	Max          time.Duration

@@ -74,6 +74,16 @@ func TestParseSyntaxErrors(t *testing.T) {
 			want: []string{`t.fsm:3:11: syntax error: unexpected end of line, expected the name of the event that cancels a run: cancel EVENT`},
 		},
 		{
+			name: "retry up without to",
+			src:  door("initial OPEN retry up 5"),
+			want: []string{`t.fsm:2:27: syntax error: unexpected token "5", expected to: retry up to N, N the most attempts a run's policy may choose`},
+		},
+		{
+			name: "retry up to without a number",
+			src:  door("initial OPEN retry up to database"),
+			want: []string{`t.fsm:2:30: syntax error: unexpected token "database", expected the most attempts a run's policy may choose: retry up to N`},
+		},
+		{
 			name: "event flag misspelt",
 			src:  door("initial OPEN", "event Stop externel { why string }"),
 			want: []string{`t.fsm:3:16: syntax error: unexpected token "externel", expected external, "{" and the payload fields, or the end of the declaration`},

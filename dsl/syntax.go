@@ -74,7 +74,7 @@ const (
 	wantMigrate  = "a migrate rule (OLD -> NEW [when EVENT | unless EVENT] [timers keep|restart], OLD drain, or default EVENT.field VALUE) or \"}\""
 	wantStatus   = "a status: succeeded, failed or cancelled"
 	wantUnits    = "ms, s, m, h or d"
-	wantRetry    = "the number of attempts or a retry policy: validation, database, externalService, payment or background"
+	wantRetry    = "the number of attempts, up to N, or a retry policy: validation, database, externalService, payment or background"
 	supportTypes = `a Go scalar (bool, string, int, int8 to int64, uint, uint8 to uint64, float32, float64, byte, rune), time.Time, time.Duration, []T of one of these, or "import/path".Name`
 )
 
@@ -652,6 +652,18 @@ options:
 func (r *recognizer) retry() {
 	r.take()
 	t := r.peek()
+	if isWord(t, "up") && !r.atEnd() {
+		r.take()
+		if !isWord(r.peek(), "to") || r.atEnd() {
+			r.unexpected(`to: retry up to N, N the most attempts a run's policy may choose`)
+			return
+		}
+		r.take()
+		if t = r.peek(); t.Type != numberToken || r.atEnd() {
+			r.unexpected("the most attempts a run's policy may choose: retry up to N")
+			return
+		}
+	}
 	switch {
 	case r.atEnd():
 		r.unexpected(wantRetry)

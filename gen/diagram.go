@@ -465,6 +465,9 @@ func retryText(r *dsl.Retry) string {
 		return "`" + r.Preset + "` policy"
 	}
 	parts := []string{fmt.Sprintf("%d attempts", r.MaxAttempts)}
+	if r.FromPolicy {
+		parts[0] = fmt.Sprintf("up to %d attempts, as the run's policy says", r.MaxAttempts)
+	}
 	backoff := fmt.Sprintf("backoff %s ×%s", durationText(r.Initial), strconv.FormatFloat(r.Factor, 'g', -1, 64))
 	if r.Max > 0 {
 		backoff += ", max " + durationText(r.Max)

@@ -976,6 +976,9 @@ func (t *table) retry(r *dsl.Retry) *lit {
 		}
 		d = append(d, field("NonRetryable", composite("[]string", codes...)))
 	}
+	if r.FromPolicy {
+		d = append(d, field("FromPolicy", literal(true)))
+	}
 	return composite("&runtime.RetryPolicy", d...)
 }
 

@@ -521,7 +521,11 @@ func importRetry(r *node) (string, error) {
 		if a == nil || a.kind != 'n' {
 			return "", errors.New("want attempts or a preset")
 		}
-		parts = append(parts, "retry", a.s)
+		parts = append(parts, "retry")
+		if r.get("upTo").truth() {
+			parts = append(parts, "up", "to")
+		}
+		parts = append(parts, a.s)
 		// The defaults (backoff 1s, factor 2) are left out.
 		for _, k := range []string{"backoff", "factor", "max", "jitter"} {
 			if v := r.get(k); v != nil && !(k == "backoff" && v.s == "1s" || k == "factor" && v.s == "2") {

@@ -165,6 +165,9 @@ func RetrySource(r *dsl.Retry) string {
 	if r.Preset != "" {
 		parts = append(parts, r.Preset)
 	} else {
+		if r.FromPolicy {
+			parts = append(parts, "up", "to")
+		}
 		parts = append(parts, strconv.Itoa(r.MaxAttempts))
 		if r.Initial != 1e9 {
 			parts = append(parts, "backoff", FormatDuration(r.Initial))

@@ -54,6 +54,9 @@ func refRetryCode(r *dsl.Retry) jen.Code {
 		}
 		d = append(d, kv("NonRetryable", jen.Index().String().Values(codes...)))
 	}
+	if r.FromPolicy {
+		d = append(d, kv("FromPolicy", jen.True()))
+	}
 	return jen.Op("&").Add(rt("RetryPolicy")).Values(d...)
 }
 

@@ -200,6 +200,9 @@ func retryMeta(r *dsl.Retry) obj {
 		o = obj{{"preset", r.Preset}}
 	} else {
 		o = obj{{"attempts", r.MaxAttempts}, {"backoff", FormatDuration(r.Initial)}, {"factor", r.Factor}}
+		if r.FromPolicy {
+			o = append(o, jkv{"upTo", true})
+		}
 		if r.Max != 0 {
 			o = append(o, jkv{"max", FormatDuration(r.Max)})
 		}

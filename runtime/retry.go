@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"math"
 	"time"
 )
@@ -21,6 +22,37 @@ type RetryPolicy struct {
 	// Jitter is a fraction in [0, 1].
 	Jitter       float64
 	NonRetryable []string
+	// FromPolicy makes MaxAttempts a bound (retry up to N in the .fsm):
+	// each run is tried as often as its policy snapshot says, within it
+	// (see ForRun).
+	FromPolicy bool `json:",omitempty"`
+}
+
+// PolicyRetryField is the field of a run's policy snapshot, a JSON object,
+// that sets the run's retries after a first failed try in a state whose
+// policy is FromPolicy: seed 000's ExecutionPolicy.retry_max.
+const PolicyRetryField = "retry_max"
+
+// ForRun returns the policy that governs a run whose policy snapshot is
+// snapshot: p itself, unless p is FromPolicy and the snapshot has a
+// PolicyRetryField number n, when MaxAttempts is n + 1 within [1,
+// p.MaxAttempts]. A snapshot without the field leaves the bound.
+func (p RetryPolicy) ForRun(snapshot json.RawMessage) RetryPolicy {
+	if !p.FromPolicy || len(snapshot) == 0 {
+		return p
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(snapshot, &fields) != nil {
+		return p
+	}
+	var retries float64
+	if raw, ok := fields[PolicyRetryField]; !ok || json.Unmarshal(raw, &retries) != nil || math.IsNaN(retries) {
+		return p
+	}
+	if attempts := retries + 1; attempts < float64(p.MaxAttempts) {
+		p.MaxAttempts = max(1, int(attempts))
+	}
+	return p
 }
 
 // The named retry policies. Their numbers follow the platform's published

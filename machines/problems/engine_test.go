@@ -465,8 +465,10 @@ func TestEngineSolveFailsAfterRetries(t *testing.T) {
 			if diff := cmp.Diff(tc.want, end(t, eng, run, workflowOutput)); diff != "" {
 				t.Errorf("run (-want +got):\n%s", diff)
 			}
-			if n := calls.Load(); n != 3 {
-				t.Errorf("%d solves, want 3", n)
+			// The pro tier's retry_max is 3: four tries, within the
+			// machine's bound of six.
+			if n := calls.Load(); n != 4 {
+				t.Errorf("%d solves, want 4", n)
 			}
 			var delays []float64
 			for _, s := range steps(t, eng, run.ID, "attempt_failed") {
@@ -474,7 +476,7 @@ func TestEngineSolveFailsAfterRetries(t *testing.T) {
 					delays = append(delays, s["delay_ms"].(float64))
 				}
 			}
-			if diff := cmp.Diff([]float64{1000, 4000}, delays); diff != "" {
+			if diff := cmp.Diff([]float64{1000, 4000, 16000}, delays); diff != "" {
 				t.Errorf("retry delays (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.steps, steps(t, eng, run.ID, "near_miss_served")); diff != "" {
@@ -496,7 +498,7 @@ func TestEngineSolveExhaustedByTheEngine(t *testing.T) {
 		s.Fail = func(problems.SolveRequest) error { return errors.New("model unavailable") }
 		a.Solver = &s
 	})
-	detail := "3 tries of GENERATING_SOLUTION were interrupted by expired leases"
+	detail := "4 tries of GENERATING_SOLUTION were interrupted by expired leases"
 	tests := []struct {
 		name  string
 		cmd   problems.SubmitProblem
@@ -528,8 +530,9 @@ func TestEngineSolveExhaustedByTheEngine(t *testing.T) {
 			if _, err := eng.RunDue(ctx); err != nil {
 				t.Fatal(err)
 			}
-			// Two workers claim it in turn and die.
-			for range 2 {
+			// Three workers claim it in turn and die: the pro tier's four
+			// tries are used up.
+			for range 3 {
 				clk.Advance(time.Minute)
 				if _, err := enginetest.AbandonClaim(ctx, eng.Store(), "dead-worker", run.ID, time.Second); err != nil {
 					t.Fatalf("claim by a worker about to die: %v", err)
@@ -835,4 +838,99 @@ func TestEngineIdempotencyBeforePolicy(t *testing.T) {
 	if !errors.Is(err, engine.ErrPolicy) || !errors.Is(err, errPolicyDown) {
 		t.Errorf("a new problem with the policy engine down: %v, want ErrPolicy and the engine's error", err)
 	}
+}
+
+// TestEngineRetriesFromThePolicy: a run's tries of ingestion and solving
+// are its policy's retry_max + 1, within the machine's bound (retry up to
+// 6), not capped below the policy; and a solve retried after a failed try
+// runs on the fallback model, the solver being told the attempt.
+func TestEngineRetriesFromThePolicy(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	var mu sync.Mutex
+	var normalized, solved []int
+	wf := fx.with(t, func(a *problems.Adapters) {
+		a.Policies = fixedPolicies{retryMax: 4}
+		n := a.Normalizer
+		a.Normalizer = normalizerFunc(func(ctx context.Context, c problems.Content) (problems.Media, error) {
+			if c.Text != "What is 9 * 9?" {
+				return n.Normalize(ctx, c)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			normalized = append(normalized, len(normalized)+1)
+			return problems.Media{}, errors.New("ocr unavailable")
+		})
+		s := *fx.set.Solver
+		s.Fail = func(req problems.SolveRequest) error {
+			mu.Lock()
+			defer mu.Unlock()
+			solved = append(solved, req.Attempt)
+			if req.Attempt == 1 {
+				return errors.New("primary model unavailable")
+			}
+			return nil
+		}
+		a.Solver = &s
+	})
+
+	clk := newClock()
+	eng := newEngine(t, fx, wf, engine.Config{}, store.WithClock(clk.Now))
+	// Submit would normalize the problem for its key: start it with one.
+	res, err := eng.Start(context.Background(), engine.StartParams{Type: rog.Type, IdempotencyKey: "ocr-down", TenantID: tenant, UserID: userID,
+		Input: problems.RunInput{SubmitProblem: problems.SubmitProblem{Text: "What is 9 * 9?"}, SubscriptionTier: problems.TierPro}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := runDue(t, eng, clk, res.Run.ID)
+	mu.Lock()
+	tries := len(normalized)
+	mu.Unlock()
+	if run.State != "FAILED" || tries != 5 {
+		t.Errorf("ingestion failing on every try: %s after %d tries, want FAILED after 5 (retry_max 4)", run.State, tries)
+	}
+
+	run = submit(t, wf, eng, problems.SubmitProblem{Text: "Solve 5k + 5 = 30"}, problems.TierPro)
+	run = runDue(t, eng, clk, run.ID)
+	if run.State != "SUCCEEDED" {
+		t.Fatalf("run in %s, want SUCCEEDED", run.State)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]int{1, 2}, solved); diff != "" {
+		t.Errorf("the solver's attempts (-want +got):\n%s", diff)
+	}
+	h, err := eng.Store().History(context.Background(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var provenance []string
+	for _, s := range h {
+		if s.Event == "SolveSucceeded" {
+			var ok rog.SolveSucceeded
+			if err := json.Unmarshal(s.Payload, &ok); err != nil {
+				t.Fatal(err)
+			}
+			provenance = append(provenance, ok.Provenance)
+		}
+	}
+	if diff := cmp.Diff([]string{"local-solver/1 model=fallback method=linear-equation"}, provenance); diff != "" {
+		t.Errorf("the solution's provenance (-want +got):\n%s", diff)
+	}
+}
+
+// fixedPolicies resolves every run to the default policy with retryMax
+// retries.
+type fixedPolicies struct{ retryMax int }
+
+func (f fixedPolicies) Policy(context.Context, problems.PolicyRequest) (problems.ExecutionPolicy, error) {
+	p := problems.DefaultPolicy()
+	p.RetryMax = f.retryMax
+	return p, nil
+}
+
+type normalizerFunc func(context.Context, problems.Content) (problems.Media, error)
+
+func (f normalizerFunc) Normalize(ctx context.Context, c problems.Content) (problems.Media, error) {
+	return f(ctx, c)
 }

@@ -85,8 +85,8 @@ type ExecutionPolicy struct {
 	// VideoGeneration says whether a new solution gets a video.
 	VideoGeneration VideoMode `json:"video_generation"`
 	// RetryMax is the number of retries after a first failed try of the
-	// steps the policy governs (ingestion and solving); the machine's own
-	// retry settings cap it.
+	// steps the policy governs (ingestion and solving), within the bound
+	// the machine declares for each (retry up to N: at most N tries).
 	RetryMax int `json:"retry_max"`
 	// CostCapUSD is the most a run may spend on solving.
 	CostCapUSD float64 `json:"cost_cap_usd"`
@@ -151,16 +151,6 @@ func (p ExecutionPolicy) Threshold(m Method) float64 {
 // Admits reports whether candidate c is good enough to be served under p.
 func (p ExecutionPolicy) Admits(c Candidate) bool {
 	return c.Confidence >= p.Threshold(c.Method)
-}
-
-// attempts returns how many tries p allows a step whose machine allows
-// machineMax; machineMax <= 0 means the machine sets no bound.
-func (p ExecutionPolicy) attempts(machineMax int) int {
-	n := p.RetryMax + 1
-	if machineMax > 0 && machineMax < n {
-		return machineMax
-	}
-	return n
 }
 
 // DecodePolicy reads a policy snapshot, as stored on a run, and validates it.

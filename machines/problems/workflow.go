@@ -141,8 +141,7 @@ func (w *Workflow) Ingesting(ctx context.Context, run *runtime.Run) (rog.Ingesti
 		return nil, errNilRun
 	}
 	fx := effectsOf(run)
-	p, err := DecodePolicy(run.Policy)
-	if err != nil {
+	if _, err := DecodePolicy(run.Policy); err != nil {
 		return nil, runtime.WithCode(CodeInvalidPolicy, err)
 	}
 	cmd, err := DecodeSubmission(run.Input)
@@ -152,7 +151,7 @@ func (w *Workflow) Ingesting(ctx context.Context, run *runtime.Run) (rog.Ingesti
 	}
 	m, err := w.a.Normalizer.Normalize(ctx, cmd.Content())
 	if err != nil {
-		if ctx.Err() == nil && run.StepAttempt >= p.attempts(machineAttempts(rog.StateIngesting)) {
+		if ctx.Err() == nil && run.StepAttempt >= attempts(run, rog.StateIngesting) {
 			return w.reject(run, fx, "normalization_failed", err.Error()), nil
 		}
 		return nil, fmt.Errorf("normalize: %w", err)
@@ -275,7 +274,7 @@ func (w *Workflow) GeneratingSolution(ctx context.Context, run *runtime.Run) (ro
 		err = errors.New("the solver returned no stored HTML")
 	}
 	if err != nil {
-		limit := p.attempts(machineAttempts(rog.StateGeneratingSolution))
+		limit := attempts(run, rog.StateGeneratingSolution)
 		if ctx.Err() != nil || run.StepAttempt < limit {
 			return nil, fmt.Errorf("solve (attempt %d of %d): %w", run.StepAttempt, limit, err)
 		}
@@ -480,15 +479,17 @@ func missing(event string) error {
 	return runtime.WithCode(CodeMissingEvent, fmt.Errorf("no %s event in the run's history", event))
 }
 
-// machineAttempts returns the most attempts the machine's retry policy
-// allows in state s, 0 when it sets no bound.
-func machineAttempts(s rog.State) int {
+// attempts returns how many tries run gets in state s: the state's retry
+// policy as the run's policy snapshot chooses within its bound (retry up
+// to N: the policy's retry_max + 1, at most N), as the engine counts them;
+// 1 in a state without one.
+func attempts(run *runtime.Run, s rog.State) int {
 	d := rog.Definition()
 	spec, ok := d.State(s.String())
 	if !ok || spec.Retry == nil {
-		return 0
+		return 1
 	}
-	return spec.Retry.MaxAttempts
+	return spec.Retry.ForRun(run.Policy).MaxAttempts
 }
 
 func setError(fx runtime.Effects, code, detail string) {

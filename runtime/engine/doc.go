@@ -107,7 +107,10 @@
 // state then fires (or as the parked step), so that the log always tells
 // why a run left a state. An error's code and text are logged with invalid
 // UTF-8 and NUL bytes made U+FFFD, which PostgreSQL can store. A state
-// without a policy is tried once.
+// without a policy is tried once. A state whose policy the .fsm writes
+// retry up to N (runtime.RetryPolicy.FromPolicy) is tried as often as the
+// run's policy snapshot says, retry_max + 1 times, within N: each run's
+// policy chooses its retries, the machine bounds them.
 //
 // A handler error that matches runtime.ErrNoRetry (runtime.NoRetry) is not
 // retried by the state's policy whatever tries are left: it reports work

@@ -385,7 +385,7 @@ func (s *session) loop() error {
 			s.release(timerDue(st, s.now.Sub(s.run.UpdatedAt)))
 			return nil
 		}
-		pol := policyOf(st)
+		pol := policyOf(st, s.run.PolicySnapshot)
 		if s.run.StepAttempt > max(pol.MaxAttempts, s.e.cfg.RecoveryLimit) {
 			if err := s.exhausted(ctx, st, CodeLeaseExpired,
 				fmt.Sprintf("%d tries of %s were interrupted by expired leases", s.run.StepAttempt-1, st.Name)); err != nil || !s.held {
@@ -404,12 +404,14 @@ func (s *session) loop() error {
 	}
 }
 
-// policyOf returns the state's retry policy: one try when it has none.
-func policyOf(st runtime.StateSpec) runtime.RetryPolicy {
+// policyOf returns the state's retry policy for a run with policy
+// snapshot snapshot (runtime.RetryPolicy.ForRun: its tries chosen by the
+// snapshot within the state's bound): one try when it has none.
+func policyOf(st runtime.StateSpec, snapshot json.RawMessage) runtime.RetryPolicy {
 	if st.Retry == nil {
 		return runtime.RetryPolicy{MaxAttempts: 1}
 	}
-	return *st.Retry
+	return st.Retry.ForRun(snapshot)
 }
 
 // handle calls the state's handler once and records what came of it.
@@ -626,7 +628,7 @@ func (s *session) outcome(err error) error {
 // (see diag.Sanitize), as for every failure the engine logs.
 func (s *session) fail(ctx context.Context, st runtime.StateSpec, code, detail string) error {
 	code, detail = diag.Sanitize(code), diag.Sanitize(detail)
-	pol := policyOf(st)
+	pol := policyOf(st, s.run.PolicySnapshot)
 	n := s.run.StepAttempt
 	if pol.Retryable(code, n) {
 		delay := pol.Jittered(pol.Delay(n), s.e.cfg.Jitter())

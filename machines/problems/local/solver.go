@@ -16,6 +16,12 @@ import (
 // SolverProvenance prefixes the provenance of the Solver's solutions.
 const SolverProvenance = "local-solver/1"
 
+// FallbackModel is the model the Solver names in the provenance of a
+// solution found on a retry (SolveRequest.Attempt above 1): seed 001 solves
+// again with a fallback model after a failed try. The first try's
+// provenance names no model.
+const FallbackModel = "fallback"
+
 // DefaultSolveCostUSD is what a Solver charges per solution unless told
 // otherwise.
 const DefaultSolveCostUSD = 0.01
@@ -71,10 +77,14 @@ func (s *Solver) Solve(ctx context.Context, req problems.SolveRequest) (problems
 	if err != nil {
 		return problems.Solution{}, fmt.Errorf("local: store solution: %w", err)
 	}
+	prov := SolverProvenance + " method=" + method
+	if req.Attempt > 1 {
+		prov = SolverProvenance + " model=" + FallbackModel + " method=" + method
+	}
 	return problems.Solution{
 		HTML:       page,
 		StorageKey: key,
-		Provenance: SolverProvenance + " method=" + method,
+		Provenance: prov,
 		CostUSD:    cost,
 	}, nil
 }

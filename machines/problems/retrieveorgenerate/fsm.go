@@ -41,14 +41,16 @@ const (
 	// The run exists; the execution policy is resolved first, then ingestion starts.
 	StateInitiated State = iota
 	// StateIngesting is state INGESTING.
-	// Normalize media, compute hashes, OCR, topic tags: retried after 1s, 4s, 16s.
+	// Normalize media, compute hashes, OCR, topic tags: retried after 1s, 4s,
+	// 16s, as often as the run's policy says (retry_max), at most 5 times.
 	StateIngesting
 	// StateRetrieving is state RETRIEVING.
 	// Hybrid search (pHash + vector + keyword): retried 3 times, exponentially.
 	StateRetrieving
 	// StateGeneratingSolution is state GENERATING_SOLUTION.
 	// The solve sub-workflow, blocking until the HTML is ready: retried with
-	// exponential backoff (the policy's retry_max) except when the cost cap is hit.
+	// exponential backoff as often as the run's policy says (retry_max), at
+	// most 5 times, except when the cost cap is hit; retries use the fallback model.
 	StateGeneratingSolution
 	// StateRegistering is state REGISTERING.
 	// Save the Problem and the AssetVersion: retried 5 times, exponentially.
@@ -791,9 +793,9 @@ var definition = runtime.Definition{
 	Initial: "INITIATED",
 	States: []runtime.StateSpec{
 		{Name: "INITIATED", Initial: true, Status: runtime.StatusRunning},
-		{Name: "INGESTING", Status: runtime.StatusRunning, Retry: &runtime.RetryPolicy{MaxAttempts: 4, InitialInterval: time.Second, Coefficient: 4.0, MaxInterval: 16 * time.Second, Jitter: 0.2, NonRetryable: []string{"MEDIA_REJECTED"}}, OnExhausted: "MediaRejected"},
+		{Name: "INGESTING", Status: runtime.StatusRunning, Retry: &runtime.RetryPolicy{MaxAttempts: 6, InitialInterval: time.Second, Coefficient: 4.0, MaxInterval: 16 * time.Second, Jitter: 0.2, NonRetryable: []string{"MEDIA_REJECTED"}, FromPolicy: true}, OnExhausted: "MediaRejected"},
 		{Name: "RETRIEVING", Status: runtime.StatusRunning, Retry: &runtime.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Second, Coefficient: 2.0}, OnExhausted: "RetrievalFailed"},
-		{Name: "GENERATING_SOLUTION", Status: runtime.StatusRunning, Retry: &runtime.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Second, Coefficient: 4.0, MaxInterval: 16 * time.Second, Jitter: 0.2, NonRetryable: []string{"COST_CAP_EXCEEDED"}}, OnExhausted: "SolveFailed"},
+		{Name: "GENERATING_SOLUTION", Status: runtime.StatusRunning, Retry: &runtime.RetryPolicy{MaxAttempts: 6, InitialInterval: time.Second, Coefficient: 4.0, MaxInterval: 16 * time.Second, Jitter: 0.2, NonRetryable: []string{"COST_CAP_EXCEEDED"}, FromPolicy: true}, OnExhausted: "SolveFailed"},
 		{Name: "REGISTERING", Status: runtime.StatusRunning, Retry: &runtime.RetryPolicy{MaxAttempts: 5, InitialInterval: time.Second, Coefficient: 2.0}, OnExhausted: "RegistrationFailed"},
 		{Name: "INDEXING", Status: runtime.StatusRunning},
 		{Name: "SUCCEEDED", Status: runtime.StatusSucceeded},

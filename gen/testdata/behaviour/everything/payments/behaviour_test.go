@@ -188,7 +188,7 @@ func TestRetryAndTimerData(t *testing.T) {
 			Retry:  &runtime.RetryPolicy{Name: "payment", MaxAttempts: 3, InitialInterval: time.Second, Coefficient: 2, MaxInterval: 10 * time.Second, Jitter: 0.2},
 			Timers: []runtime.Timer{{After: 2 * time.Hour, Event: "CaptureTimedOut"}}},
 		"REFUNDING": {Name: "REFUNDING", Status: runtime.StatusRunning,
-			Retry: &runtime.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Second, Coefficient: 2}},
+			Retry: &runtime.RetryPolicy{MaxAttempts: 4, InitialInterval: time.Second, Coefficient: 2, FromPolicy: true}},
 	}
 	for name, w := range want {
 		if diff := cmp.Diff(w, spec(name)); diff != "" {

@@ -62,7 +62,7 @@ const (
 	// Archives the receipts.
 	StateArchiving
 	// StateRefunding is state REFUNDING.
-	// Gives the money back.
+	// Gives the money back, as often as the run's policy says, at most 4 times.
 	StateRefunding
 	// StateSettled is state SETTLED, final with status succeeded and outcome
 	// "paid".
@@ -840,7 +840,7 @@ var definition = runtime.Definition{
 		{Name: "CAPTURING", Status: runtime.StatusRunning, Retry: runtime.RetryPayment.Clone(), Timers: []runtime.Timer{{After: 2 * time.Hour, Event: "CaptureTimedOut"}}},
 		{Name: "NOTIFYING", Status: runtime.StatusRunning, Retry: runtime.RetryExternalService.Clone()},
 		{Name: "ARCHIVING", Status: runtime.StatusRunning, Retry: runtime.RetryBackground.Clone()},
-		{Name: "REFUNDING", Status: runtime.StatusRunning, Retry: &runtime.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Second, Coefficient: 2.0}},
+		{Name: "REFUNDING", Status: runtime.StatusRunning, Retry: &runtime.RetryPolicy{MaxAttempts: 4, InitialInterval: time.Second, Coefficient: 2.0, FromPolicy: true}},
 		{Name: "SETTLED", Status: runtime.StatusSucceeded, Outcome: "paid"},
 		{Name: "DECLINED", Status: runtime.StatusSucceeded, Outcome: "declined"},
 		{Name: "FAILED", Status: runtime.StatusFailed},
