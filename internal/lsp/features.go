@@ -141,7 +141,11 @@ func retryText(r *dsl.RetryOpt) string {
 	if r.Preset != nil {
 		parts = append(parts, "the runtime's "+r.Preset.Value+" policy")
 	} else {
-		parts = append(parts, r.Attempts.Value+" attempts")
+		if r.UpTo {
+			parts = append(parts, "up to "+r.Attempts.Value+" attempts, as the run's policy says")
+		} else {
+			parts = append(parts, r.Attempts.Value+" attempts")
+		}
 		backoff, factor := "1s", "2"
 		if r.Backoff != nil {
 			backoff = r.Backoff.Value
