@@ -276,7 +276,7 @@ func TestGeneratingSolution(t *testing.T) {
 	nearMiss := rog.RetrievalMiss{BestConfidence: 0.78, CandidateAssetVersionID: "av-near"}
 	farMiss := rog.RetrievalMiss{BestConfidence: 0.65, CandidateAssetVersionID: "av-far"}
 	generous := p
-	generous.RetryMax = 9 // capped by the machine's 3 attempts
+	generous.RetryMax = 9 // bounded by the machine's retry up to 6
 
 	tests := []struct {
 		name    string
@@ -309,7 +309,14 @@ func TestGeneratingSolution(t *testing.T) {
 				Errors:  []coded{{"SOLVE_FAILED", "local: solve: model unavailable"}},
 			},
 		}},
-		{"the machine caps the policy's retries", failingWF, generous, 2, farMiss, want{errText: "solve (attempt 2 of 3): local: solve: model unavailable"}},
+		{"the machine bounds the policy's retries", failingWF, generous, 2, farMiss, want{errText: "solve (attempt 2 of 6): local: solve: model unavailable"}},
+		{"the last attempt the machine allows", failingWF, generous, 6, farMiss, want{
+			event: rog.SolveFailed{ErrorCode: "SOLVE_FAILED", ErrorDetail: "local: solve: model unavailable"},
+			effects: &effects{
+				Results: []result{{nil, 0}},
+				Errors:  []coded{{"SOLVE_FAILED", "local: solve: model unavailable"}},
+			},
+		}},
 	}
 	for _, tt := range tests {
 		run, eff := newRun(t, tt.p, textCmd, rog.Start{}, normalized, tt.miss)
