@@ -20,10 +20,17 @@ func TestRetentionAndCleanup(t *testing.T) {
 	ctx := context.Background()
 	ago := time.Now().Add(-40 * 24 * time.Hour)
 	old := store.New(openPool(t, f.url), store.WithClock(func() time.Time { return ago }))
-	cancelled := func(st *store.Store, key string) store.Run {
+	// cancelled starts a run and cancels it, with a message on each topic
+	// emitted before.
+	cancelled := func(st *store.Store, key string, topics ...string) store.Run {
 		res, err := st.Start(ctx, store.StartParams{Type: order.Type, Version: 1, IdempotencyKey: key, TenantID: "acme"})
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, topic := range topics {
+			if _, err := st.Emit(ctx, res.Run.ID, topic, map[string]string{"id": "x"}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, err := st.Record(ctx, res.Run.ID, res.Run.RowVersion, runtime.Transition{
 			Machine: order.Type, Version: 1, From: "PENDING_PAYMENT", To: "CANCELLED", Event: "PaymentExpired", Payload: order.PaymentExpired{}, Status: runtime.StatusCancelled,
@@ -34,10 +41,7 @@ func TestRetentionAndCleanup(t *testing.T) {
 	}
 	gone1 := cancelled(old, "old-1")
 	cancelled(old, "old-2")
-	held := cancelled(old, "old-held")
-	if _, err := old.Emit(ctx, held.ID, "order.cancelled", map[string]string{"id": "x"}); err != nil {
-		t.Fatal(err)
-	}
+	cancelled(old, "old-held", "order.cancelled")
 	if _, err := old.Start(ctx, store.StartParams{Type: order.Type, Version: 1, IdempotencyKey: "old-running", TenantID: "acme"}); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ type StepRuns struct {
 // payload names. The last such row names the run's latest execution.
 const RerunLog = "rerun"
 
-// Rerun is the payload of a RerunLog row.
+// Rerun is the payload of a RerunLog row, which store.LogLink writes.
 type Rerun struct {
 	// RunID is the id, in the database, of the run that carries the new
 	// execution.

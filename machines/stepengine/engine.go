@@ -247,7 +247,7 @@ func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (store.Ru
 		if err != nil {
 			return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 		}
-		if _, err := e.st.LogStep(ctx, runID, runfiles.RerunLog, runfiles.Rerun{RunID: res.Run.ID}); err != nil {
+		if _, err := e.st.LogLink(ctx, runID, runfiles.RerunLog, res.Run.ID); err != nil {
 			return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 		}
 		if res.Outcome == store.Created || res.Outcome == store.Restarted {

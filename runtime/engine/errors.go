@@ -23,8 +23,8 @@ var (
 	// that the workflow's ownership guard refused. An authorization error.
 	ErrNotOwner = errors.New("not authorized: not the run's owner")
 	// ErrRunFinished: the run is in a terminal state; it can be neither
-	// signalled nor cancelled.
-	ErrRunFinished = errors.New("run is finished")
+	// signalled nor cancelled. It is store.ErrRunFinished.
+	ErrRunFinished = store.ErrRunFinished
 	// ErrNotRegistered: the run's type and version are not registered with
 	// this engine.
 	ErrNotRegistered = errors.New("definition not registered with this engine")

@@ -126,6 +126,13 @@
 //		return err
 //	})
 //
+// A finished run's log and outbox are closed: LogStep and Emit on a run
+// that was succeeded, failed or cancelled before fail with ErrRunFinished,
+// naming the run, its status and its state, and write nothing; inside the
+// transaction that finishes the run, as above, they still write. The one
+// row a finished run's log takes afterwards is a link to another run
+// (LogLink), such as the step engine's rerun of a succeeded run.
+//
 // # Workers
 //
 // Durable driving (workers that claim due runs under leases, fenced

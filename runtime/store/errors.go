@@ -64,6 +64,10 @@ var (
 	// ErrUnknownState: the run's stored state is not a state of its
 	// definition.
 	ErrUnknownState = errors.New("unknown state")
+	// ErrRunFinished: the run is succeeded, failed or cancelled; its log
+	// and outbox take no more rows (LogStep, Emit), and it can be neither
+	// signalled nor cancelled.
+	ErrRunFinished = errors.New("run is finished")
 	// ErrLeaseLost: a fenced write of a worker whose lease on the run has
 	// expired or was taken over by another claim (the lease epoch moved on).
 	// Nothing was written; the worker must stop working on the run.

@@ -344,3 +344,87 @@ func TestRegisterConflictNamesWhatDiffers(t *testing.T) {
 		t.Errorf("register the same definition again: %v", err)
 	}
 }
+
+func TestLogStepAndEmitRefusedOnFinishedRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, c := range []struct {
+		key    string
+		moves  [][3]string
+		status runtime.Status
+		state  string
+	}{
+		{"succeeded", [][3]string{{"INITIATED", "Begin", "WORKING"}, {"WORKING", "Finish", "SUCCEEDED"}}, runtime.StatusSucceeded, "SUCCEEDED"},
+		{"failed", [][3]string{{"INITIATED", "Fail", "FAILED"}}, runtime.StatusFailed, "FAILED"},
+		{"cancelled", [][3]string{{"INITIATED", "Cancel", "CANCELLED"}}, runtime.StatusCancelled, "CANCELLED"},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			run := e.start(t, c.key).Run
+			// Running, in INITIATED and WORKING: both are written.
+			if _, err := e.st.LogStep(e.ctx, run.ID, "noted", nil); err != nil {
+				t.Fatalf("log step on a running run: %v", err)
+			}
+			if _, err := e.st.Emit(e.ctx, run.ID, "order.noted", nil); err != nil {
+				t.Fatalf("emit on a running run: %v", err)
+			}
+			for _, m := range c.moves {
+				run = e.record(t, run, m[0], m[1], m[2])
+			}
+			if run.Status != c.status {
+				t.Fatalf("status %s, want %s", run.Status, c.status)
+			}
+			before := e.history(t, run.ID)
+			_, err := e.st.LogStep(e.ctx, run.ID, "late", map[string]int{"n": 1})
+			want := fmt.Sprintf("store: log step late run %s: run is finished: it is %s in %s", run.ID, c.status, c.state)
+			if !errors.Is(err, store.ErrRunFinished) || err.Error() != want {
+				t.Errorf("log step on a %s run: %v, want %q", c.status, err, want)
+			}
+			err = pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {
+				_, err := e.st.LogStepTx(e.ctx, tx, run.ID, "late", nil)
+				return err
+			})
+			if !errors.Is(err, store.ErrRunFinished) || err.Error() != want {
+				t.Errorf("log step in a transaction on a %s run: %v, want %q", c.status, err, want)
+			}
+			_, err = e.st.Emit(e.ctx, run.ID, "order.late", nil)
+			want = fmt.Sprintf("store: emit order.late run %s: run is finished: it is %s in %s", run.ID, c.status, c.state)
+			if !errors.Is(err, store.ErrRunFinished) || err.Error() != want {
+				t.Errorf("emit on a %s run: %v, want %q", c.status, err, want)
+			}
+			if diff := cmp.Diff(moves(before), moves(e.history(t, run.ID))); diff != "" {
+				t.Errorf("log of the %s run changed (-before +after):\n%s", c.status, diff)
+			}
+			msgs, err := e.st.Outbox(e.ctx, run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(msgs) != 1 || msgs[0].Topic != "order.noted" {
+				t.Errorf("outbox %+v, want only order.noted", msgs)
+			}
+		})
+	}
+}
+
+func TestLogLinkOnAFinishedRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	run := e.start(t, "done").Run
+	run = e.record(t, run, "INITIATED", "Begin", "WORKING")
+	run = e.record(t, run, "WORKING", "Finish", "SUCCEEDED")
+	next := e.start(t, "next").Run
+	step, err := e.st.LogLink(e.ctx, run.ID, "rerun", next.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := e.history(t, run.ID)
+	last := h[len(h)-1]
+	if last.ID != step.ID || last.Name != "rerun" || last.Kind != store.KindStep || string(last.Payload) != fmt.Sprintf(`{"run_id": "%s"}`, next.ID) {
+		t.Errorf("link row %+v, want a rerun step naming %s", last, next.ID)
+	}
+	missing := "00000000-0000-4000-8000-000000000001"
+	_, err = e.st.LogLink(e.ctx, run.ID, "rerun", missing)
+	want := fmt.Sprintf("store: log link rerun run %s: run not found: run %s or the linked run %s", run.ID, run.ID, missing)
+	if !errors.Is(err, store.ErrRunNotFound) || err.Error() != want {
+		t.Errorf("link to a missing run: %v, want %q", err, want)
+	}
+}

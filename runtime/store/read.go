@@ -149,7 +149,11 @@ func (s *Store) History(ctx context.Context, runID string) ([]Step, error) {
 }
 
 // LogStep appends an observable sub-step of a run to its log, at the run's
-// current state and attempt. Use LogStepTx to write it in the transaction of
+// current state and attempt. A finished run's log is closed: on a run that
+// was succeeded, failed or cancelled before, it fails with ErrRunFinished
+// and writes nothing (LogLink is the one row such a run still takes); in
+// the transaction that finishes the run (LogStepTx after RecordTx) the step
+// is still written. Use LogStepTx to write it in the transaction of
 // the work it describes, together with the Emit calls that belong to it.
 func (s *Store) LogStep(ctx context.Context, runID, name string, payload any) (Step, error) {
 	return s.logStep(ctx, nil, runID, name, payload)
@@ -177,10 +181,55 @@ func (s *Store) logStep(ctx context.Context, tx pgx.Tx, runID, name string, payl
 		return Step{}, runErr(op, runID, err)
 	}
 	row, err := s.queries(tx).InsertStep(ctx, dbsqlc.InsertStepParams{StepName: name, Payload: raw, Now: s.now(), ID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = s.whyNotRunning(ctx, tx, id)
+	}
 	if err != nil {
 		return Step{}, runErr(op, runID, Translate(err))
 	}
 	return Step{ID: row.ID, RunID: runID, Kind: KindStep, Name: name, Payload: rawJSON(raw), At: row.OccurredAt.Time}, nil
+}
+
+// LogLink appends to the log of a run, in whatever status, a step row that
+// names another run: its payload is {"run_id": linkedID}. It links a
+// finished run to a run that carries its work on (the step engine's rerun
+// of a succeeded run), the one row that a finished run's log still takes.
+// linkedID must be an existing run; else it fails with ErrRunNotFound.
+func (s *Store) LogLink(ctx context.Context, runID, name, linkedID string) (Step, error) {
+	op := "log link " + short(name)
+	id, err := parseRunID(op, runID)
+	if err != nil {
+		return Step{}, err
+	}
+	linked, err := parseRunID(op, linkedID)
+	if err != nil {
+		return Step{}, err
+	}
+	if name == "" {
+		return Step{}, runErr(op, runID, fmt.Errorf("%w: empty step name", ErrInvalidInput))
+	}
+	if err := s.checkText("step name", name); err != nil {
+		return Step{}, runErr(op, runID, err)
+	}
+	row, err := s.q.InsertLink(ctx, dbsqlc.InsertLinkParams{StepName: name, Now: s.now(), ID: id, LinkedID: linked})
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = fmt.Errorf("%w: run %s or the linked run %s", ErrRunNotFound, runID, linkedID)
+	}
+	if err != nil {
+		return Step{}, runErr(op, runID, Translate(err))
+	}
+	return Step{ID: row.ID, RunID: runID, Kind: KindStep, Name: name, Payload: rawJSON(row.Payload), At: row.OccurredAt.Time}, nil
+}
+
+// whyNotRunning returns why a write for a running run wrote nothing: the
+// run does not exist (pgx.ErrNoRows, which Translate makes ErrRunNotFound)
+// or is finished (ErrRunFinished, naming its status and state).
+func (s *Store) whyNotRunning(ctx context.Context, tx pgx.Tx, id pgtype.UUID) error {
+	r, err := s.queries(tx).GetRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: it is %s in %s", ErrRunFinished, r.Status, r.CurrentState)
 }
 
 // Message is a row of the outbox.
@@ -196,7 +245,9 @@ type Message struct {
 }
 
 // Emit writes a message for the outside world to the outbox on behalf of a
-// run. To keep a message with the step that produced it, call EmitTx in the
+// run. On a run that was finished before, it fails with ErrRunFinished and
+// writes nothing; in the transaction that finishes the run the message is
+// still written. To keep a message with the step that produced it, call EmitTx in the
 // step's transaction:
 //
 //	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -232,6 +283,9 @@ func (s *Store) emit(ctx context.Context, tx pgx.Tx, runID, topic string, payloa
 		return Message{}, runErr(op, runID, err)
 	}
 	row, err := s.queries(tx).InsertOutbox(ctx, dbsqlc.InsertOutboxParams{Topic: topic, Payload: raw, Now: s.now(), ID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = s.whyNotRunning(ctx, tx, id)
+	}
 	if err != nil {
 		return Message{}, runErr(op, runID, Translate(err))
 	}

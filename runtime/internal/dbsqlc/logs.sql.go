@@ -49,11 +49,49 @@ func (q *Queries) History(ctx context.Context, id pgtype.UUID) ([]WorkflowStepLo
 	return items, nil
 }
 
+const insertLink = `-- name: InsertLink :one
+INSERT INTO workflow_step_logs (
+    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+    payload, occurred_at, kind, event, row_version, definition_version)
+SELECT r.id, r.workflow_type, r.attempt_no, $1, r.current_state, r.current_state,
+    jsonb_build_object('run_id', l.id::text), coalesce($2::timestamptz, now()), 'step', NULL, r.row_version, r.definition_version
+FROM workflow_runs r, workflow_runs l
+WHERE r.id = $3 AND l.id = $4
+RETURNING id, occurred_at, payload
+`
+
+type InsertLinkParams struct {
+	StepName string
+	Now      pgtype.Timestamptz
+	ID       pgtype.UUID
+	LinkedID pgtype.UUID
+}
+
+type InsertLinkRow struct {
+	ID         int64
+	OccurredAt pgtype.Timestamptz
+	Payload    []byte
+}
+
+// Logs, on a run in any status, a step row whose payload names another
+// existing run; no row when that run does not exist.
+func (q *Queries) InsertLink(ctx context.Context, arg InsertLinkParams) (InsertLinkRow, error) {
+	row := q.db.QueryRow(ctx, insertLink,
+		arg.StepName,
+		arg.Now,
+		arg.ID,
+		arg.LinkedID,
+	)
+	var i InsertLinkRow
+	err := row.Scan(&i.ID, &i.OccurredAt, &i.Payload)
+	return i, err
+}
+
 const insertOutbox = `-- name: InsertOutbox :one
 INSERT INTO workflow_outbox (workflow_run_id, workflow_type, attempt_no, topic, payload, created_at)
 SELECT r.id, r.workflow_type, r.attempt_no, $1, $2, coalesce($3::timestamptz, now())
 FROM workflow_runs r
-WHERE r.id = $4
+WHERE r.id = $4 AND (r.status = 'running' OR r.xmin = pg_current_xact_id()::xid)
 RETURNING id, created_at
 `
 
@@ -69,7 +107,9 @@ type InsertOutboxRow struct {
 	CreatedAt pgtype.Timestamptz
 }
 
-// Queues a message for the outside world on behalf of a run.
+// Queues a message for the outside world on behalf of a run: a running
+// run, or one the caller's transaction finished (its row's xmin is the
+// transaction's id); no row for a run finished before.
 func (q *Queries) InsertOutbox(ctx context.Context, arg InsertOutboxParams) (InsertOutboxRow, error) {
 	row := q.db.QueryRow(ctx, insertOutbox,
 		arg.Topic,
@@ -89,7 +129,7 @@ INSERT INTO workflow_step_logs (
 SELECT r.id, r.workflow_type, r.attempt_no, $1, r.current_state, r.current_state,
     $2, coalesce($3::timestamptz, now()), 'step', NULL, r.row_version, r.definition_version
 FROM workflow_runs r
-WHERE r.id = $4
+WHERE r.id = $4 AND (r.status = 'running' OR r.xmin = pg_current_xact_id()::xid)
 RETURNING id, occurred_at
 `
 
@@ -105,7 +145,9 @@ type InsertStepRow struct {
 	OccurredAt pgtype.Timestamptz
 }
 
-// Logs an observable sub-step of a run at its current state.
+// Logs an observable sub-step of a run at its current state: a running
+// run, or one the caller's transaction finished (its row's xmin is the
+// transaction's id); no row for a run finished before.
 func (q *Queries) InsertStep(ctx context.Context, arg InsertStepParams) (InsertStepRow, error) {
 	row := q.db.QueryRow(ctx, insertStep,
 		arg.StepName,
