@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,11 +37,7 @@ type slots struct {
 func newSlots(t *testing.T, limit int) *slots {
 	t.Helper()
 	admin := pgtest.NewDatabase(t)
-	dsn := pgtest.NewRole(t, admin, limit)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	role, dsn := pgtest.NewRole(t, admin, limit)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +49,7 @@ func newSlots(t *testing.T, limit int) *slots {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	s := &slots{env: env{pool: pool, st: store.New(pool)}, admin: admin, role: u.User.Username(), limit: limit}
+	s := &slots{env: env{pool: pool, st: store.New(pool)}, admin: admin, role: role, limit: limit}
 	t.Cleanup(func() {
 		if err := s.free(context.Background()); err != nil {
 			t.Error(err)

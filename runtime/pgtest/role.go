@@ -2,7 +2,6 @@ package pgtest
 
 import (
 	"context"
-	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -15,16 +14,12 @@ import (
 // to read and write the tables of that database and to open at most
 // connLimit connections at once (its CONNECTION LIMIT; -1 for none, which
 // superusers, exempt from every such limit, cannot stand in for). It
-// returns dsn for the role. The role is dropped when the test ends, before
-// the database.
-func NewRole(tb testing.TB, dsn string, connLimit int) string {
+// returns the role's name and dsn for the role. The role is dropped when
+// the test ends, before the database.
+func NewRole(tb testing.TB, dsn string, connLimit int) (name, roleDSN string) {
 	tb.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		tb.Fatalf("pgtest: %v", err)
-	}
-	role := "fsmgen_role_" + randomHex(8)
-	ident := pgx.Identifier{role}.Sanitize()
+	name, roleDSN = LoginRole(tb, dsn, "limited")
+	ident := pgx.Identifier{name}.Sanitize()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -33,7 +28,7 @@ func NewRole(tb testing.TB, dsn string, connLimit int) string {
 	}
 	defer conn.Close(ctx)
 	for _, stmt := range []string{
-		"CREATE ROLE " + ident + " LOGIN NOSUPERUSER CONNECTION LIMIT " + strconv.Itoa(connLimit),
+		"ALTER ROLE " + ident + " NOSUPERUSER CONNECTION LIMIT " + strconv.Itoa(connLimit),
 		"GRANT USAGE ON SCHEMA public TO " + ident,
 		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + ident,
 		"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO " + ident,
@@ -42,26 +37,5 @@ func NewRole(tb testing.TB, dsn string, connLimit int) string {
 			tb.Fatalf("pgtest: %s: %v", stmt, err)
 		}
 	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			tb.Errorf("pgtest: drop role %s: %v", role, err)
-			return
-		}
-		defer conn.Close(ctx)
-		for _, stmt := range []string{
-			"SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = '" + role + "'",
-			"DROP OWNED BY " + ident,
-			"DROP ROLE " + ident,
-		} {
-			if _, err := conn.Exec(ctx, stmt); err != nil {
-				tb.Errorf("pgtest: drop role %s: %s: %v", role, stmt, err)
-				return
-			}
-		}
-	})
-	u.User = url.User(role)
-	return u.String()
+	return name, roleDSN
 }

@@ -113,7 +113,7 @@ func TestUnavailableRefusedConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t, pgtest.Empty())
-	limited := pgtest.NewRole(t, dsn, 1)
+	_, limited := pgtest.NewRole(t, dsn, 1)
 	held, err := pgx.Connect(ctx, limited)
 	if err != nil {
 		t.Fatal(err)
