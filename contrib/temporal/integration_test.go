@@ -222,10 +222,12 @@ func TestDevServerSend(t *testing.T) {
 		cause error
 		msg   string
 	}{
-		{fcha.AssessmentCompleted{Approved: true}, runtime.ErrIllegalTransition,
-			"temporal: send AssessmentCompleted to app_clean: signal refused: nyc-application-compliance: illegal transition: state CONDITIONAL_OFFER has no transition on event AssessmentCompleted"},
+		{fcha.BackgroundCheckCompleted{}, runtime.ErrIllegalTransition,
+			"temporal: send BackgroundCheckCompleted to app_clean: signal refused: nyc-application-compliance: illegal transition: state CONDITIONAL_OFFER has no transition on event BackgroundCheckCompleted"},
+		{fcha.AssessmentCompleted{Approved: true}, runtime.ErrNotCallerEvent,
+			"temporal: send AssessmentCompleted to app_clean: signal refused: callers may not send the event: nyc-application-compliance v1 in state CONDITIONAL_OFFER: AssessmentCompleted is returned by the handler of INDIVIDUALIZED_ASSESSMENT; declare it external to let callers send it"},
 		{fcha.AuthorizationTimeout{}, runtime.ErrNotCallerEvent,
-			"temporal: send AuthorizationTimeout to app_clean: signal refused: AuthorizationTimeout is fired by the timer of CONDITIONAL_OFFER, not sent"},
+			"temporal: send AuthorizationTimeout to app_clean: signal refused: callers may not send the event: nyc-application-compliance v1 in state CONDITIONAL_OFFER: AuthorizationTimeout is fired by the timer of CONDITIONAL_OFFER; declare it external to let callers send it"},
 	}
 	for _, r := range refusals {
 		_, err := temporal.Send(ctx, c, st.RunID, r.ev)
