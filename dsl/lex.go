@@ -196,26 +196,26 @@ func match(s string) (rule, n int) {
 }
 
 func (l *handLexerState) Next() (lexer.Token, error) {
-	for len(l.data) > 0 {
-		rule, n := match(l.data)
-		if n == 0 {
-			// The first 16 characters: a conversion of the whole rest
-			// would cost the length of the input per error.
-			sample, i := l.data, 0
-			for k := range sample {
-				if i == 16 {
-					sample = sample[:k] + "..."
-					break
-				}
-				i++
-			}
-			return lexer.Token{}, &lexer.Error{Msg: fmt.Sprintf("lexer: invalid input text %q", sample), Pos: l.pos}
-		}
-		span := l.data[:n]
-		l.data = l.data[n:]
-		pos := l.pos
-		l.pos.Advance(span)
-		return lexer.Token{Type: l.def.types[rule], Value: span, Pos: pos}, nil
+	if len(l.data) == 0 {
+		return lexer.EOFToken(l.pos), nil
 	}
-	return lexer.EOFToken(l.pos), nil
+	rule, n := match(l.data)
+	if n == 0 {
+		// The first 16 characters: a conversion of the whole rest
+		// would cost the length of the input per error.
+		sample, i := l.data, 0
+		for k := range sample {
+			if i == 16 {
+				sample = sample[:k] + "..."
+				break
+			}
+			i++
+		}
+		return lexer.Token{}, &lexer.Error{Msg: fmt.Sprintf("lexer: invalid input text %q", sample), Pos: l.pos}
+	}
+	span := l.data[:n]
+	l.data = l.data[n:]
+	pos := l.pos
+	l.pos.Advance(span)
+	return lexer.Token{Type: l.def.types[rule], Value: span, Pos: pos}, nil
 }

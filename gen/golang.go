@@ -504,18 +504,6 @@ func (g *goGen) moveHelpers(ctxP, def *jen.Statement) {
 // mState is m.state, the generated Machine's current state.
 func mState() *jen.Statement { return jen.Id("m").Dot("state") }
 
-func rowSummary(t *dsl.Transition) string {
-	s := fmt.Sprintf("%s -> %s", t.From.Name, t.To.Name)
-	if t.Guard != nil {
-		if t.Negated {
-			s += " unless " + t.Guard.Name
-		} else {
-			s += " when " + t.Guard.Name
-		}
-	}
-	return s
-}
-
 // armRowSummary describes row t of an arm from states from.
 func armRowSummary(from []*dsl.State, t *dsl.Transition) string {
 	names := make([]string, len(from))

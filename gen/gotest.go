@@ -36,8 +36,6 @@ type testGen struct {
 	g *goGen
 }
 
-func ctxBg() *jen.Statement { return jen.Qual("context", "Background").Call() }
-
 func tParam() jen.Code { return jen.Id("t").Op("*").Qual("testing", "T") }
 
 // newMachine is the code that builds a machine with guards g and options.

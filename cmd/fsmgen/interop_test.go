@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,7 +88,7 @@ func TestInterop(t *testing.T) {
 	slices.Sort(want)
 
 	// The generated machines' own tests write the traces.
-	gotest := exec.Command(goCmd(), append([]string{"test", "-count=1", "-run", "^TestFSM$"}, pkgs...)...)
+	gotest := exec.Command("go", append([]string{"test", "-count=1", "-run", "^TestFSM$"}, pkgs...)...)
 	gotest.Dir = repoRoot
 	gotest.Env = append(os.Environ(), fsmtest.TracesEnv+"="+dir)
 	if out, err := gotest.CombinedOutput(); err != nil {
@@ -138,19 +137,6 @@ func needNode(t *testing.T, dir string) string {
 		t.Fatalf("%s has no node_modules: run npm ci there (make test does)", dir)
 	}
 	return node
-}
-
-// goCmd is the go command of the toolchain running the test.
-func goCmd() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // tail returns the last n lines of s.

@@ -22,7 +22,7 @@ func TestVSCodeExtension(t *testing.T) {
 	t.Parallel()
 	node := needNode(t, vscodeDir)
 	bin := filepath.Join(t.TempDir(), "fsmgen")
-	if out, err := exec.Command(goCmd(), "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(node, "--test")

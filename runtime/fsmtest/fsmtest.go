@@ -434,12 +434,12 @@ func checkDriver(m Machine) []error {
 		errs = append(errs, fmt.Errorf("the driver's definition is of type %q", drv.Definition().Type))
 	}
 	if _, err := drv.Handle(ctx, &runtime.Run{}, "NO_SUCH_STATE"); !errors.Is(err, runtime.ErrUnknownState) {
-		errs = append(errs, fmt.Errorf("Handle in an unknown state: %v, want ErrUnknownState", err))
+		errs = append(errs, fmt.Errorf("the driver's Handle in an unknown state: %v, want ErrUnknownState", err))
 	}
 	for _, s := range d.States {
 		_, err := drv.Handle(ctx, &runtime.Run{}, s.Name)
 		if driven := !s.Terminal() && !s.Wait; driven == errors.Is(err, runtime.ErrNotDriven) {
-			errs = append(errs, fmt.Errorf("Handle in %s: error %v, but the state is driven: %v", s.Name, err, driven))
+			errs = append(errs, fmt.Errorf("the driver's Handle in %s: error %v, but the state is driven: %v", s.Name, err, driven))
 		}
 	}
 	return errs

@@ -22,7 +22,7 @@ import (
 // binary when it is not on PATH.
 const EnvBinary = "NATS_SERVER"
 
-// ErrNoBinary: no nats-server binary was found.
+// ErrNoBinary is returned when no nats-server binary is found.
 var ErrNoBinary = errors.New("nats-server is not installed: apt-get install nats-server (Debian, Ubuntu), " +
 	"go install github.com/nats-io/nats-server/v2@latest, or set " + EnvBinary + " to the binary")
 

@@ -189,7 +189,7 @@ func (f *fixture) ended(t *testing.T) []span {
 			sp.Parent = fmt.Sprintf("%d %s", j, ended[j].Name())
 		}
 		for _, a := range s.Attributes() {
-			v := a.Value.Emit()
+			v := a.Value.String()
 			if n, ok := f.names[v]; ok {
 				v = n
 			}
@@ -199,7 +199,7 @@ func (f *fixture) ended(t *testing.T) []span {
 			e := ev.Name
 			for _, a := range ev.Attributes {
 				if a.Key == "exception.message" {
-					e += ": " + a.Value.Emit()
+					e += ": " + a.Value.String()
 				}
 			}
 			sp.Events = append(sp.Events, e)
@@ -320,7 +320,7 @@ func (f *fixture) metrics(t *testing.T) map[string]map[string]float64 {
 	key := func(s attribute.Set) string {
 		var kv []string
 		for _, a := range s.ToSlice() {
-			kv = append(kv, string(a.Key)+"="+a.Value.Emit())
+			kv = append(kv, string(a.Key)+"="+a.Value.String())
 		}
 		sort.Strings(kv)
 		return strings.Join(kv, ",")

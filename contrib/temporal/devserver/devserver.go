@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// ErrNoCLI: the Temporal CLI is not installed.
+// ErrNoCLI is returned when the Temporal CLI is not installed.
 var ErrNoCLI = errors.New("the Temporal CLI is not installed: go install github.com/temporalio/cli/cmd/temporal@v1.5.1 (or set TEMPORAL_CLI)")
 
 // CLI finds the Temporal CLI: $TEMPORAL_CLI, PATH, or $HOME/go/bin/temporal.
