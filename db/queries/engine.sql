@@ -198,17 +198,23 @@ SELECT upd.id, upd.workflow_type, upd.attempt_no, 'resumed', upd.current_state, 
     NULL, coalesce(sqlc.narg('now')::timestamptz, now()), 'step', NULL, upd.row_version, upd.definition_version
 FROM upd;
 
+-- name: LatestVersion :one
+-- The latest registered version of workflow_type, 0 when none is.
+SELECT coalesce(max(def.version), 0)::int AS version
+FROM workflow_definitions def
+WHERE def.workflow_type = @workflow_type::text;
+
 -- name: EnqueueRun :one
--- Starts a run of the latest registered version of workflow_type on behalf
+-- Starts a run of version definition_version of workflow_type on behalf
 -- of run parent_id (same tenant, user and correlation), or nothing when a
--- run with the same (type, key) exists. With parent_event, the new run is a
--- child: parent_event is fired on the parent when it finishes.
+-- run with the same (type, key) exists. The run is due next_delay_us after
+-- now, or never (NULL) when that is NULL: the schedule of the initial state,
+-- as InsertRun. With parent_event, the new run is a child: parent_event is
+-- fired on the parent when it finishes.
 WITH d AS (
     SELECT def.workflow_type, def.version, def.initial_state
     FROM workflow_definitions def
-    WHERE def.workflow_type = @workflow_type::text
-    ORDER BY def.version DESC
-    LIMIT 1
+    WHERE def.workflow_type = @workflow_type::text AND def.version = @definition_version::int
 ), p AS (
     SELECT r.id, r.tenant_id, r.user_id, r.correlation_id FROM workflow_runs r WHERE r.id = @parent_id
 ), ins AS (
@@ -220,7 +226,9 @@ WITH d AS (
         1, sqlc.narg('policy_snapshot')::jsonb,
         coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
         d.version, sqlc.narg('input')::jsonb,
-        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+        coalesce(sqlc.narg('now')::timestamptz, now()),
+        CASE WHEN sqlc.narg('next_delay_us')::bigint IS NULL THEN NULL
+            ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.narg('next_delay_us')::bigint * interval '1 microsecond' END,
         CASE WHEN sqlc.narg('parent_event')::text IS NULL THEN NULL ELSE p.id END, sqlc.narg('parent_event')::text
     FROM d, p
     ON CONFLICT (workflow_type, idempotency_key) DO NOTHING

@@ -82,6 +82,12 @@
 // with a payload made of the child's id, status, outcome, output, cost and
 // error (the fields the event declares).
 //
+// A run started by Enqueue or StartChild follows the latest registered
+// version of its type and is scheduled as Engine.Start schedules one: due
+// at once when its initial state has a handler, at the first timer when
+// that state waits with timers, and never when it waits without one (only
+// an event moves it).
+//
 // A handler returns an event, or an error. An error is a failed try of the
 // state: runtime.WithCode gives it a code for the retry policy and the
 // run's record.

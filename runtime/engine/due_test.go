@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // claims records Work's claims that took runs: what started each round,
@@ -174,6 +176,74 @@ func TestStartInWaitingState(t *testing.T) {
 	tr := v.start(t, e, "timed", "k")
 	if want := tr.UpdatedAt.Add(time.Hour); !tr.NextRunAt.Equal(want) {
 		t.Errorf("a run started waiting for a timer of an hour is due at %v, want %v", tr.NextRunAt, want)
+	}
+	runDue(t, e, 0)
+}
+
+// TestChildAndEnqueuedRunsStartWaiting: a run started by StartChild or
+// Effects.Enqueue is scheduled as Start schedules one: not due when its
+// initial state waits without a timer, so that no worker claims it until
+// an event moves it, and due at the first timer when it has one.
+func TestChildAndEnqueuedRunsStartWaiting(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v := newEnv(t)
+	waiting := running("WAITING")
+	waiting.Wait = true
+	timed := running("WAITING")
+	timed.Wait = true
+	timed.Timers = []runtime.Timer{{After: time.Hour, Event: "Lapse"}}
+	rows := [][]string{{"WAITING", "Go", "DONE"}, {"WAITING", "Fail", "FAILED"}, {"WAITING", "Lapse", "FAILED"}}
+	states := func(first runtime.StateSpec) []runtime.StateSpec {
+		return []runtime.StateSpec{first, final("DONE", runtime.StatusSucceeded), final("FAILED", runtime.StatusFailed)}
+	}
+	parked := running("P_WAIT")
+	parked.Wait = true
+	parent := &driver{
+		def: def("spawner", []runtime.StateSpec{running("P_START"), parked, final("P_DONE", runtime.StatusSucceeded)},
+			[]string{"P_START", "Spawned", "P_WAIT"}, []string{"P_WAIT", "KidDone", "P_DONE"}),
+		handlers: map[string]handler{"P_START": func(_ context.Context, run *runtime.Run) (runtime.Event, error) {
+			for _, typ := range []string{"inbox", "timed"} {
+				if err := engine.StartChild(run, engine.Child{Type: typ, IdempotencyKey: "child-" + typ, Event: "KidDone"}); err != nil {
+					return nil, err
+				}
+				run.Effects.Enqueue(typ, "enqueued-"+typ, nil)
+			}
+			return event("Spawned"), nil
+		}},
+	}
+	e := v.engine(t, engine.Config{}, parent,
+		&driver{def: def("inbox", states(waiting), rows...)},
+		&driver{def: def("timed", states(timed), rows...)})
+
+	p := v.start(t, e, "spawner", "p")
+	runDue(t, e, 1)
+	if got := v.get(t, p.ID); got.State != "P_WAIT" {
+		t.Fatalf("parent in %s, want P_WAIT", got.State)
+	}
+	var got []string
+	for _, typ := range []string{"inbox", "timed"} {
+		runs, err := v.st.List(ctx, store.Filter{Type: typ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			due := "not due"
+			if !r.NextRunAt.IsZero() {
+				due = fmt.Sprintf("due +%v", r.NextRunAt.Sub(r.UpdatedAt))
+			}
+			got = append(got, fmt.Sprintf("%s %s child=%t %s", typ, r.IdempotencyKey, r.ParentID != "", due))
+		}
+	}
+	slices.Sort(got)
+	want := []string{
+		"inbox child-inbox child=true not due",
+		"inbox enqueued-inbox child=false not due",
+		"timed child-timed child=true due +1h0m0s",
+		"timed enqueued-timed child=false due +1h0m0s",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("started runs (-want +got):\n%s", diff)
 	}
 	runDue(t, e, 0)
 }

@@ -227,6 +227,16 @@ func entryDelay(st runtime.StateSpec) pgtype.Int8 {
 // that starts, or starts again, is first due.
 func (d *definition) initialDelay() pgtype.Int8 { return entryDelay(d.states[d.def.Initial]) }
 
+// initialDelay is the initialDelay of the registered definition of (typ,
+// version), for the runs the engine starts (children, enqueued runs).
+func (s *Store) initialDelay(ctx context.Context, typ string, version int) (pgtype.Int8, error) {
+	d, err := s.definition(ctx, typ, version)
+	if err != nil {
+		return pgtype.Int8{}, err
+	}
+	return d.initialDelay(), nil
+}
+
 // Recorder is a runtime.Recorder bound to one run: hand it to a generated
 // machine (WithRecorder) and every transition the machine makes is recorded
 // first, and applied in memory only if recording succeeded. It tracks the

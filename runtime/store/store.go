@@ -259,7 +259,7 @@ func init() {
 		s := st.(*Store)
 		return storehook.Internals[Run, Result]{
 			Pool: s.pool, Queries: s.q, Now: s.now, RunFromRow: runFromRow, TransitionParams: s.transitionParams,
-			ParseRunID: parseRunID, EncodeJSON: s.encodeJSON, CheckText: s.checkText, RawJSON: rawJSON,
+			InitialDelay: s.initialDelay, ParseRunID: parseRunID, EncodeJSON: s.encodeJSON, CheckText: s.checkText, RawJSON: rawJSON,
 		}
 	}
 }

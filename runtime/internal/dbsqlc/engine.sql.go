@@ -525,22 +525,22 @@ const enqueueRun = `-- name: EnqueueRun :one
 WITH d AS (
     SELECT def.workflow_type, def.version, def.initial_state
     FROM workflow_definitions def
-    WHERE def.workflow_type = $1::text
-    ORDER BY def.version DESC
-    LIMIT 1
+    WHERE def.workflow_type = $1::text AND def.version = $3::int
 ), p AS (
-    SELECT r.id, r.tenant_id, r.user_id, r.correlation_id FROM workflow_runs r WHERE r.id = $3
+    SELECT r.id, r.tenant_id, r.user_id, r.correlation_id FROM workflow_runs r WHERE r.id = $4
 ), ins AS (
     INSERT INTO workflow_runs (
         workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key,
         attempt_no, policy_snapshot, created_at, updated_at, definition_version, input,
         attempt_started_at, next_run_at, parent_run_id, parent_event)
     SELECT d.workflow_type, d.initial_state, p.tenant_id, p.user_id, p.correlation_id, $2::text,
-        1, $4::jsonb,
-        coalesce($5::timestamptz, now()), coalesce($5::timestamptz, now()),
-        d.version, $6::jsonb,
-        coalesce($5::timestamptz, now()), coalesce($5::timestamptz, now()),
-        CASE WHEN $7::text IS NULL THEN NULL ELSE p.id END, $7::text
+        1, $5::jsonb,
+        coalesce($6::timestamptz, now()), coalesce($6::timestamptz, now()),
+        d.version, $7::jsonb,
+        coalesce($6::timestamptz, now()),
+        CASE WHEN $8::bigint IS NULL THEN NULL
+            ELSE coalesce($6::timestamptz, now()) + $8::bigint * interval '1 microsecond' END,
+        CASE WHEN $9::text IS NULL THEN NULL ELSE p.id END, $9::text
     FROM d, p
     ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
     RETURNING id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state
@@ -561,13 +561,15 @@ SELECT EXISTS (SELECT 1 FROM d)::bool AS known_type,
 `
 
 type EnqueueRunParams struct {
-	WorkflowType   string
-	IdempotencyKey string
-	ParentID       pgtype.UUID
-	PolicySnapshot []byte
-	Now            pgtype.Timestamptz
-	Input          []byte
-	ParentEvent    pgtype.Text
+	WorkflowType      string
+	IdempotencyKey    string
+	DefinitionVersion int32
+	ParentID          pgtype.UUID
+	PolicySnapshot    []byte
+	Now               pgtype.Timestamptz
+	Input             []byte
+	NextDelayUs       pgtype.Int8
+	ParentEvent       pgtype.Text
 }
 
 type EnqueueRunRow struct {
@@ -576,18 +578,22 @@ type EnqueueRunRow struct {
 	RunID     pgtype.UUID
 }
 
-// Starts a run of the latest registered version of workflow_type on behalf
+// Starts a run of version definition_version of workflow_type on behalf
 // of run parent_id (same tenant, user and correlation), or nothing when a
-// run with the same (type, key) exists. With parent_event, the new run is a
-// child: parent_event is fired on the parent when it finishes.
+// run with the same (type, key) exists. The run is due next_delay_us after
+// now, or never (NULL) when that is NULL: the schedule of the initial state,
+// as InsertRun. With parent_event, the new run is a child: parent_event is
+// fired on the parent when it finishes.
 func (q *Queries) EnqueueRun(ctx context.Context, arg EnqueueRunParams) (EnqueueRunRow, error) {
 	row := q.db.QueryRow(ctx, enqueueRun,
 		arg.WorkflowType,
 		arg.IdempotencyKey,
+		arg.DefinitionVersion,
 		arg.ParentID,
 		arg.PolicySnapshot,
 		arg.Now,
 		arg.Input,
+		arg.NextDelayUs,
 		arg.ParentEvent,
 	)
 	var i EnqueueRunRow
@@ -667,6 +673,20 @@ func (q *Queries) FinishedChildren(ctx context.Context, id pgtype.UUID) ([]Finis
 		return nil, err
 	}
 	return items, nil
+}
+
+const latestVersion = `-- name: LatestVersion :one
+SELECT coalesce(max(def.version), 0)::int AS version
+FROM workflow_definitions def
+WHERE def.workflow_type = $1::text
+`
+
+// The latest registered version of workflow_type, 0 when none is.
+func (q *Queries) LatestVersion(ctx context.Context, workflowType string) (int32, error) {
+	row := q.db.QueryRow(ctx, latestVersion, workflowType)
+	var version int32
+	err := row.Scan(&version)
+	return version, err
 }
 
 const leaseState = `-- name: LeaseState :one

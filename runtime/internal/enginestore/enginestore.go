@@ -469,15 +469,29 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			if err != nil {
 				return err
 			}
+			// The latest version, scheduled as Start schedules a run:
+			// as its initial state is entered.
+			version, err := q.LatestVersion(ctx, st.Type)
+			if err != nil {
+				return err
+			}
+			unknown := fmt.Errorf("%w: start %s/%s: no version of %s is registered", store.ErrUnknownDefinition, diag.Short(st.Type), diag.Short(st.IdempotencyKey), diag.Short(st.Type))
+			if version == 0 {
+				return unknown
+			}
+			delay, err := s.in.InitialDelay(ctx, st.Type, int(version))
+			if err != nil {
+				return err
+			}
 			r, err := q.EnqueueRun(ctx, dbsqlc.EnqueueRunParams{
-				WorkflowType: st.Type, IdempotencyKey: st.IdempotencyKey, ParentID: id, PolicySnapshot: policy,
-				Now: s.now(), Input: input, ParentEvent: pgtype.Text{String: st.ParentEvent, Valid: st.ParentEvent != ""},
+				WorkflowType: st.Type, DefinitionVersion: version, IdempotencyKey: st.IdempotencyKey, ParentID: id, PolicySnapshot: policy,
+				Now: s.now(), Input: input, NextDelayUs: delay, ParentEvent: pgtype.Text{String: st.ParentEvent, Valid: st.ParentEvent != ""},
 			})
 			if err != nil {
 				return err
 			}
 			if !r.KnownType {
-				return fmt.Errorf("%w: start %s/%s: no version of %s is registered", store.ErrUnknownDefinition, diag.Short(st.Type), diag.Short(st.IdempotencyKey), diag.Short(st.Type))
+				return unknown
 			}
 			out.Started = append(out.Started, uuidString(r.RunID))
 		}

@@ -29,6 +29,10 @@ type Internals[Run, Result any] struct {
 	// definition and builds the statement that records it; it reports
 	// whether the target state is terminal.
 	TransitionParams func(ctx context.Context, id pgtype.UUID, rowVersion int64, t runtime.Transition, res *Result) (dbsqlc.AdvanceRunParams, bool, error)
+	// InitialDelay is when a run of (typ, version) that starts is first
+	// due, as Start schedules it: NULL for an initial state that waits
+	// without a timer, else the delay in microseconds.
+	InitialDelay func(ctx context.Context, typ string, version int) (pgtype.Int8, error)
 	// ParseRunID parses a run id, failing with the store's error for op.
 	ParseRunID func(op, id string) (pgtype.UUID, error)
 	// EncodeJSON encodes a payload for a JSONB column; what names it in
