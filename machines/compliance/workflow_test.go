@@ -24,6 +24,7 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/activity"
 	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/evidence"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -42,24 +43,6 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
-// clock is the stubbed database clock of the store and the executor.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // sleeps records the waits between an activity's tries.
 type sleeps struct {
 	mu sync.Mutex
@@ -75,7 +58,7 @@ func (s *sleeps) sleep(_ context.Context, d time.Duration) error {
 
 type env struct {
 	pool      *pgxpool.Pool
-	clock     *clock
+	clock     *fsmtest.Clock
 	eng       *engine.Engine
 	wf        *compliance.Workflow
 	screening *local.Screening
@@ -123,7 +106,7 @@ func newEnv(t *testing.T, pool *pgxpool.Pool, start time.Time, failFirst int, op
 	for _, o := range opts {
 		o(&cfg)
 	}
-	c := &clock{now: start}
+	c := fsmtest.NewClock(start)
 	st := store.New(pool, store.WithClock(c.Now))
 	if cfg.dbClock {
 		st = store.New(pool)

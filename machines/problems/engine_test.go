@@ -20,6 +20,7 @@ import (
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/enginetest"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -61,26 +62,6 @@ var (
 		return append(toSolve[:3:3], transition{"GENERATING_SOLUTION", to, "SolveFailed"})
 	}
 )
-
-// clock is a settable clock for store.WithClock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -210,7 +191,7 @@ func submitAndDrive(t *testing.T, wf *problems.Workflow, eng *engine.Engine, cmd
 
 // runDue drives run to its end with RunDue, moving clk to each retry's due
 // time, and returns it.
-func runDue(t *testing.T, eng *engine.Engine, clk *clock, runID string) store.Run {
+func runDue(t *testing.T, eng *engine.Engine, clk *fsmtest.Clock, runID string) store.Run {
 	t.Helper()
 	ctx := context.Background()
 	for range 30 {
@@ -458,7 +439,7 @@ func TestEngineSolveFailsAfterRetries(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			calls.Store(0)
-			clk := newClock()
+			clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 			eng := newEngine(t, fx, failing, engine.Config{}, store.WithClock(clk.Now))
 			run := submit(t, failing, eng, tc.cmd, problems.TierPro)
 			run = runDue(t, eng, clk, run.ID)
@@ -523,7 +504,7 @@ func TestEngineSolveExhaustedByTheEngine(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			clk := newClock()
+			clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 			eng := newEngine(t, fx, failing, engine.Config{}, store.WithClock(clk.Now))
 			run := submit(t, failing, eng, tc.cmd, problems.TierPro)
 			// The first try fails and is scheduled again.
@@ -874,7 +855,7 @@ func TestEngineRetriesFromThePolicy(t *testing.T) {
 		a.Solver = &s
 	})
 
-	clk := newClock()
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	eng := newEngine(t, fx, wf, engine.Config{}, store.WithClock(clk.Now))
 	// Submit would normalize the problem for its key: start it with one.
 	res, err := eng.Start(context.Background(), engine.StartParams{Type: rog.Type, IdempotencyKey: "ocr-down", TenantID: tenant, UserID: userID,

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/enginetest"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -28,29 +28,10 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 const owner = "00000000-0000-4000-8000-00000000a11c"
 
-// clock is the store's clock: retries and timers fall due when the test
-// moves it on.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type env struct {
 	ctx   context.Context
 	pool  *pgxpool.Pool
-	clock *clock
+	clock *fsmtest.Clock
 	st    *store.Store
 	eng   *engine.Engine
 }
@@ -58,7 +39,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	pool := pgtest.NewPool(t)
-	c := &clock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	c := fsmtest.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	st := store.New(pool, store.WithClock(c.Now))
 	eng, err := engine.New(pool, st, engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BatchSize: 1})
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/fsmgen/fsmgen/machines/shop/order"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -40,28 +40,9 @@ func (payments) Refund(_ context.Context, id string, _ int64) (string, error) {
 	return "refund-" + id, nil
 }
 
-// clock is a settable clock for store.WithClock: the database computes
-// every time from it, so that due times are exact.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type env struct {
 	pool *pgxpool.Pool
-	clk  *clock
+	clk  *fsmtest.Clock
 	st   *store.Store
 	eng  *engine.Engine
 }
@@ -69,7 +50,7 @@ type env struct {
 func newEnv(t *testing.T) env {
 	t.Helper()
 	pool := pgtest.NewPool(t)
-	clk := &clock{now: time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)}
+	clk := fsmtest.NewClock(time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC))
 	st := store.New(pool, store.WithClock(clk.Now))
 	eng, err := engine.New(pool, st, engine.Config{DisableNotify: true})
 	if err != nil {

@@ -576,7 +576,7 @@ func TestRerunOfASucceededRunWritesTheSameFiles(t *testing.T) {
 	// Each execution has an engine whose clock starts at the same time,
 	// so that a deterministic rerun writes the same bytes.
 	engine := func() *stepengine.Engine {
-		return stepengine.New(st, stepengine.WithClock(newClock().Now), stepengine.WithGitSHA("0123456789abcdef0123456789abcdef01234567"))
+		return stepengine.New(st, stepengine.WithClock(stepClock()), stepengine.WithGitSHA("0123456789abcdef0123456789abcdef01234567"))
 	}
 	first, err := engine().Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
 	if err != nil || first.Status != "OK" {

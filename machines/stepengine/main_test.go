@@ -4,11 +4,11 @@ import (
 	"context"
 	"flag"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fsmgen/fsmgen/machines/stepengine"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -23,22 +23,11 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
-// clock is a fake clock: every reading is one second after the one before,
-// from 2026-02-19T10:30:00Z, so that a run's files are the same bytes at
-// every run of a test.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 2, 19, 10, 30, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.t
-	c.t = c.t.Add(time.Second)
-	return now
+// stepClock is a fake clock: every reading is one second after the one
+// before, from 2026-02-19T10:30:00Z, so that a run's files are the same
+// bytes at every run of a test.
+func stepClock() func() time.Time {
+	return fsmtest.NewClock(time.Date(2026, 2, 19, 10, 30, 0, 0, time.UTC)).Tick(time.Second).Now
 }
 
 // newEngine returns an engine on a fresh database, registered, with a fake
@@ -46,7 +35,7 @@ func (c *clock) Now() time.Time {
 func newEngine(t *testing.T) (*stepengine.Engine, *store.Store) {
 	t.Helper()
 	st := store.New(pgtest.NewPool(t))
-	e := stepengine.New(st, stepengine.WithClock(newClock().Now), stepengine.WithGitSHA("0123456789abcdef0123456789abcdef01234567"))
+	e := stepengine.New(st, stepengine.WithClock(stepClock()), stepengine.WithGitSHA("0123456789abcdef0123456789abcdef01234567"))
 	if err := e.Register(context.Background()); err != nil {
 		t.Fatal(err)
 	}

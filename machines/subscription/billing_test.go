@@ -16,6 +16,7 @@ import (
 	subs "github.com/fsmgen/fsmgen/machines/subscription/subscription"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -28,25 +29,6 @@ const (
 	month    = 30 * 24 * time.Hour
 	grace    = 14 * 24 * time.Hour
 )
-
-// clock is the database clock of the test, for store.WithClock: renewals
-// and grace periods fall due when the test advances it.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // provider is the payment provider: it declines the charges the test says
 // it will, and remembers every charge by key.
@@ -82,7 +64,7 @@ func (p *provider) declining(d bool) {
 }
 
 type fixture struct {
-	clk *clock
+	clk *fsmtest.Clock
 	st  *store.Store
 	e   *engine.Engine
 	pay *provider
@@ -90,7 +72,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	clk := &clock{now: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)}
+	clk := fsmtest.NewClock(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
 	pool := pgtest.NewPool(t)
 	st := store.New(pool, store.WithClock(clk.Now))
 	e, err := engine.New(pool, st, engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

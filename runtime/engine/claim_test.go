@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -20,7 +21,7 @@ import (
 // restart.
 func TestHandlersSeeTheAttemptsEvents(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	v := newEnv(t, store.WithClock(clk.Now))
 	var (
 		mu   sync.Mutex

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -155,7 +156,7 @@ func failing(code string, n int, e runtime.Event, calls *int) handler {
 // attempt_failed steps and the run.
 func retryRun(t *testing.T, pol *runtime.RetryPolicy, onExhausted string, jitter float64, h handler) (env, store.Run, []map[string]any) {
 	t.Helper()
-	clk := newClock()
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	v := newEnv(t, store.WithClock(clk.Now))
 	d := &driver{def: jobDef("job", pol, onExhausted), guards: ownerGuard(),
 		handlers: map[string]handler{"QUEUED": constant(event("Begin")), "WORKING": h}}

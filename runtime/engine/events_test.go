@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -47,7 +48,7 @@ func runDue(t *testing.T, e *engine.Engine, want int) {
 
 func TestSignal(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	v := newEnv(t, store.WithClock(clk.Now))
 	e := v.engine(t, engine.Config{}, approvalDriver())
 	run := v.start(t, e, "approval", "k")
@@ -101,7 +102,7 @@ func TestSignalWakesWorker(t *testing.T) {
 
 func TestTimer(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	v := newEnv(t, store.WithClock(clk.Now))
 	e := v.engine(t, engine.Config{}, approvalDriver())
 	run := v.start(t, e, "approval", "k")

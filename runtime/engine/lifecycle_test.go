@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -86,7 +87,7 @@ func TestCancelRefusedByGuard(t *testing.T) {
 // takes the run.
 func TestHeartbeatKeepsLease(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	v := newEnv(t, store.WithClock(clk.Now))
 	var calls atomic.Int32
 	started, release := make(chan struct{}, 1), make(chan struct{})
@@ -258,7 +259,7 @@ func TestShutdownLetsHandlerFinish(t *testing.T) {
 // longer extended, expires, and another worker resumes the run.
 func TestShutdownAbandonsStuckHandler(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	v := newEnv(t, store.WithClock(clk.Now))
 	started, unblock := make(chan struct{}, 1), make(chan struct{})
 	t.Cleanup(func() { close(unblock) }) // lets the stuck goroutine end with the test

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -208,7 +209,7 @@ func TestPanicRecovered(t *testing.T) {
 
 	t.Run("decode of a timer event", func(t *testing.T) {
 		t.Parallel()
-		clk := newClock()
+		clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 		v := newEnv(t, store.WithClock(clk.Now))
 		d := &panicDecoder{driver: approvalDriver(), name: "Timeout"}
 		e := v.engine(t, engine.Config{}, d)

@@ -7,21 +7,17 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/enginetest"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// clock is a settable clock for store.WithClock.
-type clock struct{ now time.Time }
-
-func (c *clock) Now() time.Time { return c.now }
-
 func TestAbandonClaimLeavesALeaseTheNextClaimCharges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	st := store.New(pgtest.NewPool(t), store.WithClock(clk.Now))
 	def := runtime.Definition{Type: "job", Version: 1, Initial: "QUEUED",
 		States:      []runtime.StateSpec{{Name: "QUEUED", Initial: true}, {Name: "DONE", Status: runtime.StatusSucceeded}},
@@ -46,7 +42,7 @@ func TestAbandonClaimLeavesALeaseTheNextClaimCharges(t *testing.T) {
 		t.Error("a second claim while the lease lives succeeded")
 	}
 	// Once it expired, the next claim charges the interrupted try.
-	clk.now = clk.now.Add(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	run, err = enginetest.AbandonClaim(ctx, st, "dead-2", res.Run.ID, time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -26,4 +26,8 @@
 // Run writes them to DIR/TYPE.vVERSION.traces.json; fsmgen's export tests
 // replay them through XState and an SCXML interpreter, so that an exported
 // machine is shown to behave as the generated Go code does.
+//
+// Clock is a settable clock for tests of code that takes one (the
+// WithClock options of the store and the engines): a test moves time with
+// Advance instead of sleeping.
 package fsmtest

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -17,7 +18,7 @@ import (
 // are apart, and one with nothing waiting has no row.
 func TestBacklog(t *testing.T) {
 	t.Parallel()
-	c := newClock()
+	c := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e := newEnv(t, store.WithClock(c.Now))
 	other := orderDef(1)
 	other.Type = "other"

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -20,7 +21,7 @@ import (
 // workflow_executions; the filters select as the seed's query does.
 func TestExecutions(t *testing.T) {
 	t.Parallel()
-	c := &clock{now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
+	c := fsmtest.NewClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 	e := newEnv(t, store.WithClock(c.Now))
 	const user = "8a5f2c1e-0000-4000-8000-0000000000a1"
 	start := func(key, tenant string) store.Run {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/db"
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -208,7 +209,7 @@ func TestLogStepAndEmitShareTheStepsTransaction(t *testing.T) {
 
 func TestListFilters(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e := newEnv(t, store.WithClock(clk.Now))
 	t0 := clk.Now()
 	ids := map[string]string{}

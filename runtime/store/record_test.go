@@ -18,6 +18,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/db"
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -163,7 +164,7 @@ func TestRecorderTracksRowVersion(t *testing.T) {
 
 func TestFinishComputesDurationWithTheDatabaseClock(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e := newEnv(t, store.WithClock(clk.Now))
 	run := e.start(t, "k").Run
 	clk.Advance(1500 * time.Millisecond)

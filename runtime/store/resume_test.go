@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -17,7 +18,7 @@ import (
 // it; a run that is not parked, or none, is refused.
 func TestResume(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e := newEnv(t, store.WithClock(clk.Now))
 	run := e.record(t, e.start(t, "k").Run, "INITIATED", "Begin", "WORKING")
 	if err := e.st.Resume(e.ctx, run.ID); !errors.Is(err, store.ErrConflict) ||

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -107,7 +108,7 @@ func TestStartConcurrentCallersGetOneRun(t *testing.T) {
 
 func TestStartBranches(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e := newEnv(t, store.WithClock(clk.Now))
 
 	// Three past runs that took 10 s, 20 s and 40 s: median 20 s.

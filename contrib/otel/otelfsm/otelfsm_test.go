@@ -26,6 +26,7 @@ import (
 	"github.com/fsmgen/fsmgen/machines/shop/order"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -61,31 +62,12 @@ func (payments) Refund(_ context.Context, orderID string, _ int64) (string, erro
 	return "refund-" + orderID[:4], nil
 }
 
-// clock is a settable clock for store.WithClock: due times, retries and
-// lags follow it.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // fixture is an engine driving the shop's orders on a database of its
 // own, with the middleware on an SDK tracer provider that records every
 // span and a meter provider read by hand.
 type fixture struct {
 	ctx    context.Context
-	clock  *clock
+	clock  *fsmtest.Clock
 	st     *store.Store
 	e      *engine.Engine
 	wh     *warehouse
@@ -99,7 +81,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{ctx: context.Background(), clock: &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)},
+	f := &fixture{ctx: context.Background(), clock: fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)),
 		wh: &warehouse{fails: map[string]int{}}, spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader(),
 		names: map[string]string{}}
 	f.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.spans))
