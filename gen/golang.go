@@ -581,11 +581,13 @@ func (g *goGen) arms(e *dsl.Event) []*arm {
 }
 
 // eventMethods returns one method per event, each after an empty line, as
-// gofmt lays them out. An event whose rows are all unguarded and lead to
-// one target is a runtime.Step, which the compiler inlines into the
-// caller: without a recorder, a comparison and a store. Any other event is
-// a switch on the state, one case per arm, each row a runtime.Move. The
-// methods are written as text rather than built with jennifer and
+// gofmt lays them out. Without a recorder, an event whose rows are all
+// unguarded is a comparison (one target) or a switch on the state, and a
+// store of the target, which the compiler inlines into the caller; with
+// one, it goes through follow (runtime.Follow). Any other event is a
+// switch on the state, one case per arm, each row a call of move (a store,
+// or runtime.Record through record), and m.refuse when no row admits it.
+// The methods are written as text rather than built with jennifer and
 // formatted: they are the largest part of fsm.go after the table.
 func (g *goGen) eventMethods(events []*dsl.Event) []byte {
 	var b bytes.Buffer
