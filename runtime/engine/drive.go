@@ -28,7 +28,7 @@ var errMoved = errors.New("the run moved under the worker")
 const releaseTimeout = 10 * time.Second
 
 // recorder records the transitions a driver's Fire makes, through
-// store.Advance: fenced by the session's lease when there is one, else by
+// enginestore.Advance: fenced by the session's lease when there is one, else by
 // the row version alone.
 type recorder struct {
 	e       *Engine
