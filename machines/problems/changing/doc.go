@@ -1,5 +1,5 @@
 // Package changing is RetrieveOrGenerate in the middle of the change that
-// the README's "Changing a machine" walks through: version 2 splits
+// docs/changing-a-machine.md walks through: version 2 splits
 // INDEXING into EMBEDDING (compute the solution's embedding) and INDEXING
 // (upsert it), and detects the language of normalized media; version 1 is
 // kept beside it in the same retrieve_or_generate.fsm, as
