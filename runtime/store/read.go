@@ -170,10 +170,7 @@ func (s *Store) logStep(ctx context.Context, tx pgx.Tx, runID, name string, payl
 	if err != nil {
 		return Step{}, err
 	}
-	if name == "" {
-		return Step{}, runErr(op, runID, fmt.Errorf("%w: empty step name", ErrInvalidInput))
-	}
-	if err := s.checkText("step name", name); err != nil {
+	if err := s.checkStepName(name); err != nil {
 		return Step{}, runErr(op, runID, err)
 	}
 	raw, err := s.encodeJSON("payload of step "+short(name), payload)
@@ -188,6 +185,14 @@ func (s *Store) logStep(ctx context.Context, tx pgx.Tx, runID, name string, payl
 		return Step{}, runErr(op, runID, Translate(err))
 	}
 	return Step{ID: row.ID, RunID: runID, Kind: KindStep, Name: name, Payload: rawJSON(raw), At: row.OccurredAt.Time}, nil
+}
+
+// checkStepName refuses an empty step name or one that is not valid text.
+func (s *Store) checkStepName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty step name", ErrInvalidInput)
+	}
+	return s.checkText("step name", name)
 }
 
 // LogLink appends to the log of a run, in whatever status, a step row that
@@ -205,10 +210,7 @@ func (s *Store) LogLink(ctx context.Context, runID, name, linkedID string) (Step
 	if err != nil {
 		return Step{}, err
 	}
-	if name == "" {
-		return Step{}, runErr(op, runID, fmt.Errorf("%w: empty step name", ErrInvalidInput))
-	}
-	if err := s.checkText("step name", name); err != nil {
+	if err := s.checkStepName(name); err != nil {
 		return Step{}, runErr(op, runID, err)
 	}
 	row, err := s.q.InsertLink(ctx, dbsqlc.InsertLinkParams{StepName: name, Now: s.now(), ID: id, LinkedID: linked})
