@@ -54,6 +54,15 @@
 // reader, and runtime/store's security tests attack the database as the
 // runtime role.
 //
+// # Counting statements
+//
+// CountStatements installs a [StatementCounter] on a connection config: a
+// pgx tracer that counts, and names, the statements the connections send
+// to the server (each query, each query of a batch, each COPY). A test
+// holds an operation to its round trips with it; runtime/engine's
+// TestStatementCounts does so for a start, a signal, a cancellation, a
+// claim and a driven transition.
+//
 // # The invariant check
 //
 // After every test that used NewPool, [CheckInvariants] runs on its database
