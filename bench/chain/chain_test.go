@@ -1,5 +1,5 @@
 // Package chain_test measures the linear chain engine of seed 002
-// (machines/linearchain/chain) beside River on the same durable database.
+// (runtime/linearchain) beside River on the same durable database.
 package chain_test
 
 import (
@@ -15,12 +15,12 @@ import (
 
 	"github.com/fsmgen/fsmgen/bench/internal/benchdb"
 	"github.com/fsmgen/fsmgen/bench/internal/riverbench"
-	"github.com/fsmgen/fsmgen/machines/linearchain/chain"
+	"github.com/fsmgen/fsmgen/runtime/linearchain"
 )
 
 func TestMain(m *testing.M) { benchdb.Main(m) }
 
-// withChainAndRiver adds the chain's tables (chain.Migrate) and River's
+// withChainAndRiver adds the chain's tables (linearchain.Migrate) and River's
 // schema (rivermigrate, latest version) to the template.
 var withChainAndRiver = benchdb.Setup("chain+river", func(ctx context.Context, conn *pgx.Conn) error {
 	pool, err := pgxpool.New(ctx, conn.Config().ConnString())
@@ -28,7 +28,7 @@ var withChainAndRiver = benchdb.Setup("chain+river", func(ctx context.Context, c
 		return err
 	}
 	defer pool.Close()
-	if err := chain.Migrate(ctx, pool); err != nil {
+	if err := linearchain.Migrate(ctx, pool); err != nil {
 		return err
 	}
 	return riverbench.Migrate(ctx, pool)
@@ -41,7 +41,7 @@ var stepTypes = []string{"S1", "S2", "S3", "S4", "S5"}
 // same database. One iteration is one chain of five steps:
 //
 //   - system=chain: an instance of a five-step linear workflow whose
-//     handlers return Completed, driven by chain.Engine.Run's workers
+//     handlers return Completed, driven by linearchain.Engine.Run's workers
 //     (batch claim of up to 16 steps, FOR UPDATE SKIP LOCKED, one
 //     transaction per result);
 //   - system=river: a chain of five River jobs, each inserting the next
@@ -79,10 +79,10 @@ func report(b *testing.B, elapsed time.Duration, cost benchdb.Cost) {
 func runChains(b *testing.B, pool *pgxpool.Pool, workers int) (time.Duration, benchdb.Cost) {
 	b.Helper()
 	ctx := context.Background()
-	e := chain.New(pool)
-	d := chain.Definition{Type: "bench", Version: 1}
+	e := linearchain.New(pool)
+	d := linearchain.Definition{Type: "bench", Version: 1}
 	for _, t := range stepTypes {
-		d.Steps = append(d.Steps, chain.Step{Type: t, Handler: func(context.Context, chain.Task) chain.Result { return chain.Completed() }})
+		d.Steps = append(d.Steps, linearchain.Step{Type: t, Handler: func(context.Context, linearchain.Task) linearchain.Result { return linearchain.Completed() }})
 	}
 	if err := e.Register(d); err != nil {
 		b.Fatal(err)
@@ -106,8 +106,8 @@ func runChains(b *testing.B, pool *pgxpool.Pool, workers int) (time.Duration, be
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = e.Run(runCtx, chain.RunOptions{App: "bench", Workers: workers, Batch: 16, Poll: 20 * time.Millisecond,
-			OnApplied: func(a chain.Applied) {
+		_ = e.Run(runCtx, linearchain.RunOptions{App: "bench", Workers: workers, Batch: 16, Poll: 20 * time.Millisecond,
+			OnApplied: func(a linearchain.Applied) {
 				if a.Instance == "COMPLETED" && completed.Add(1) == int64(b.N) {
 					close(finished)
 				}

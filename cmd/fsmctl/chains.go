@@ -14,7 +14,7 @@ import (
 )
 
 // The linear chain's tables (seed 002) are read here by SQL: fsmctl does
-// not import the engine, which lives in machines/linearchain/chain.
+// not import the engine (runtime/linearchain).
 
 // chainStatuses are the statuses of workflow_instance.
 var chainStatuses = []string{"RUNNING", "COMPLETED", "FAILED", "CANCELED"}
@@ -322,7 +322,7 @@ func optTime(t *time.Time) string {
 func chainError(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return fmt.Errorf("the linear chain's tables are missing (%s): they are created by chain.Migrate (machines/linearchain/chain), which make demo runs", pgErr.Message)
+		return fmt.Errorf("the linear chain's tables are missing (%s): they are created by linearchain.Migrate (runtime/linearchain), which make demo runs", pgErr.Message)
 	}
 	return fmt.Errorf("read the linear chain's tables: %w", err)
 }

@@ -17,7 +17,7 @@ func exportCommand() *command {
 		name:     "export",
 		synopsis: "<run_id> [--format json|csv] [--runs-dir DIR] [--out FILE] [--from-db [-database URL]]",
 		summary:  "export a step-engine run's audit as JSON or CSV",
-		details: `Export writes the audit of a run of the step engine (machines/stepengine) from
+		details: `Export writes the audit of a run of the step engine (runtime/stepengine) from
 the summaries it left in runs/<run_id>/: run.json and steps.json.
 
   --format json  writes runs/<run_id>/audit.json: {"run": <run.json>, "steps": <steps.json>}

@@ -18,8 +18,8 @@ import (
 
 	// The test makes real step-engine runs to export; fsmctl itself reads
 	// their files and rows through internal/runfiles only.
-	"github.com/fsmgen/fsmgen/machines/stepengine"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
+	"github.com/fsmgen/fsmgen/runtime/stepengine"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 

@@ -14,11 +14,11 @@ import (
 	"github.com/fsmgen/fsmgen/gen"
 	"github.com/fsmgen/fsmgen/internal/defdiagram"
 	"github.com/fsmgen/fsmgen/machines/compliance/fcha"
-	"github.com/fsmgen/fsmgen/machines/linearchain/instance"
 	"github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
 	"github.com/fsmgen/fsmgen/machines/shop/order"
 	"github.com/fsmgen/fsmgen/machines/subscription/subscription"
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/linearchain/instance"
 )
 
 // TestMermaidMatchesTheGenerator draws the definitions of the repository's
@@ -34,7 +34,7 @@ func TestMermaidMatchesTheGenerator(t *testing.T) {
 		{"machines/shop/shop.fsm", order.Definition()},
 		{"machines/problems/retrieve_or_generate.fsm", retrieveorgenerate.Definition()},
 		{"machines/compliance/fcha.fsm", fcha.Definition()},
-		{"machines/linearchain/linear_chain.fsm", instance.Definition()},
+		{"runtime/linearchain/linear_chain.fsm", instance.Definition()},
 		{"machines/subscription/subscription.fsm", subscription.Definition()},
 	}
 	for _, tt := range tests {

@@ -10,7 +10,7 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
-// The persisted types of the step engine's machines (machines/stepengine's
+// The persisted types of the step engine's machines (runtime/stepengine's
 // run and step packages; their tests check that these agree).
 const (
 	RunType  = "step_engine_run"

@@ -6,13 +6,12 @@
 //
 // # Why here
 //
-// Two programs need this format and may not import each other: the step
-// engine in machines/stepengine writes the files, and fsmctl (which never
-// imports machines/) reads them back for `fsmctl export`. The format is
-// specific to the step engine's contract, so it is no part of runtime/,
-// whose surface serves every generated machine. An internal package at the
-// module's root is importable by both and by nothing outside the module;
-// machines/stepengine re-exports the types a workflow author uses
+// Two programs need this format: the step engine in runtime/stepengine
+// writes the files, and fsmctl reads them back for `fsmctl export` without
+// linking the engine. runtime/internal is importable by the engine only,
+// not by cmd/fsmctl; an internal package at the module's root is
+// importable by both and by nothing outside the module.
+// runtime/stepengine re-exports the types a workflow author uses
 // (RunSummary, StepSummary, ArtifactRecord, ...) as aliases.
 //
 // # Writing

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fsmgen/fsmgen/machines/linearchain/chain"
+	"github.com/fsmgen/fsmgen/runtime/linearchain"
 )
 
 // demoOrder is one order of the demo and how it should end.
@@ -38,10 +38,10 @@ type demoOrder struct {
 // Then it prints each instance with its steps and its history. The
 // instances stay in the database: fsmctl chains list -type order.process.
 func Demo(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
-	if err := chain.Migrate(ctx, pool); err != nil {
+	if err := linearchain.Migrate(ctx, pool); err != nil {
 		return err
 	}
-	e := chain.New(pool)
+	e := linearchain.New(pool)
 	if err := e.Register(OrderProcess()); err != nil {
 		return err
 	}
@@ -68,16 +68,16 @@ func Demo(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
 			i+1, o.title, s.InstanceID, o.order.OrderID, o.order.Quantity, orZero(o.order.SKU), o.order.PaymentTimeout)
 	}
 
-	applied := make(chan chain.Applied, 64)
+	applied := make(chan linearchain.Applied, 64)
 	errs := make(chan error, 16)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = e.Run(runCtx, chain.RunOptions{App: "demo", Workers: 2, Batch: 4, Lease: 30 * time.Second,
+		_ = e.Run(runCtx, linearchain.RunOptions{App: "demo", Workers: 2, Batch: 4, Lease: 30 * time.Second,
 			ClaimTimedOut: true, Poll: 50 * time.Millisecond,
-			OnApplied: func(a chain.Applied) { applied <- a },
+			OnApplied: func(a linearchain.Applied) { applied <- a },
 			OnError: func(err error) {
 				select {
 				case errs <- err:
@@ -101,7 +101,7 @@ func Demo(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
 				ended++
 			}
 			if a.Step.String() == "WAITING" && orders[i].pay {
-				ev := chain.Inbound{ID: "pay-" + orders[i].order.OrderID, Type: PaymentCaptured,
+				ev := linearchain.Inbound{ID: "pay-" + orders[i].order.OrderID, Type: PaymentCaptured,
 					WorkflowType: OrderProcessType, InstanceKey: orders[i].order.OrderID,
 					Payload: json.RawMessage(`{"amount":"39.80","currency":"EUR"}`)}
 				for range 2 {
@@ -110,7 +110,7 @@ func Demo(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
 						return err
 					}
 					extra := ""
-					if d.Outcome == chain.Duplicate {
+					if d.Outcome == linearchain.Duplicate {
 						extra = " (first delivery: " + string(d.First) + ")"
 					}
 					fmt.Fprintf(w, "  payments: %s %s for %s -> %s%s\n", ev.Type, ev.ID, ev.InstanceKey, d.Outcome, extra)
@@ -141,7 +141,7 @@ func Demo(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		hist, err := chain.History(ctx, pool, id)
+		hist, err := linearchain.History(ctx, pool, id)
 		if err != nil {
 			return err
 		}
@@ -168,7 +168,7 @@ func Demo(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
 	return nil
 }
 
-func describe(r chain.Result) string {
+func describe(r linearchain.Result) string {
 	b, _ := json.Marshal(r.Event())
 	s := string(b)
 	if s == "{}" {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fsmgen/fsmgen/machines/linearchain/chain"
+	"github.com/fsmgen/fsmgen/runtime/linearchain"
 )
 
 // OrderProcessType and OrderProcessVersion name the example workflow.
@@ -34,8 +34,8 @@ type Order struct {
 // payment through the outbox and waits for payment.captured (Waiting), then
 // completes when woken, or fails when its deadline passes (a
 // WAITING_TIMEOUT task); SHIP and NOTIFY complete.
-func OrderProcess() chain.Definition {
-	return chain.Definition{Type: OrderProcessType, Version: OrderProcessVersion, Steps: []chain.Step{
+func OrderProcess() linearchain.Definition {
+	return linearchain.Definition{Type: OrderProcessType, Version: OrderProcessVersion, Steps: []linearchain.Step{
 		{Type: "VALIDATE", Handler: validate},
 		{Type: "RESERVE", Handler: reserve, MaxAttempts: 3},
 		{Type: "WAIT_PAYMENT", Handler: waitPayment},
@@ -44,7 +44,7 @@ func OrderProcess() chain.Definition {
 	}}
 }
 
-func decodeOrder(t chain.Task) (Order, error) {
+func decodeOrder(t linearchain.Task) (Order, error) {
 	var o Order
 	if err := json.Unmarshal(t.Input, &o); err != nil {
 		return Order{}, fmt.Errorf("instance %d: decode the order: %w", t.InstanceID, err)
@@ -52,42 +52,42 @@ func decodeOrder(t chain.Task) (Order, error) {
 	return o, nil
 }
 
-func validate(_ context.Context, t chain.Task) chain.Result {
+func validate(_ context.Context, t linearchain.Task) linearchain.Result {
 	o, err := decodeOrder(t)
 	switch {
 	case err != nil:
-		return chain.Dead(err.Error())
+		return linearchain.Dead(err.Error())
 	case o.SKU == "":
-		return chain.Dead("invalid order: no sku")
+		return linearchain.Dead("invalid order: no sku")
 	case o.Quantity < 1:
-		return chain.Dead(fmt.Sprintf("invalid order: quantity %d", o.Quantity))
+		return linearchain.Dead(fmt.Sprintf("invalid order: quantity %d", o.Quantity))
 	}
-	return chain.Completed()
+	return linearchain.Completed()
 }
 
-func reserve(_ context.Context, t chain.Task) chain.Result {
+func reserve(_ context.Context, t linearchain.Task) linearchain.Result {
 	if t.Attempts == 0 {
-		return chain.Retry(100*time.Millisecond, "warehouse busy")
+		return linearchain.Retry(100*time.Millisecond, "warehouse busy")
 	}
-	return chain.Completed()
+	return linearchain.Completed()
 }
 
-func waitPayment(_ context.Context, t chain.Task) chain.Result {
+func waitPayment(_ context.Context, t linearchain.Task) linearchain.Result {
 	o, err := decodeOrder(t)
 	if err != nil {
-		return chain.Dead(err.Error())
+		return linearchain.Dead(err.Error())
 	}
 	switch {
-	case t.TaskType == chain.TaskWaitingTimeout:
-		return chain.Dead("payment not captured before the deadline")
+	case t.TaskType == linearchain.TaskWaitingTimeout:
+		return linearchain.Dead("payment not captured before the deadline")
 	case t.Event != nil && t.Event.Type == PaymentCaptured:
-		return chain.Completed()
+		return linearchain.Completed()
 	}
 	request, err := json.Marshal(map[string]any{"type": "payment.requested", "orderId": o.OrderID, "quantity": o.Quantity})
 	if err != nil {
-		return chain.Dead(err.Error())
+		return linearchain.Dead(err.Error())
 	}
-	return chain.Waiting(PaymentCaptured, o.PaymentTimeout, request)
+	return linearchain.Waiting(PaymentCaptured, o.PaymentTimeout, request)
 }
 
-func complete(context.Context, chain.Task) chain.Result { return chain.Completed() }
+func complete(context.Context, linearchain.Task) linearchain.Result { return linearchain.Completed() }

@@ -23,7 +23,7 @@ test('the commands put fsmgen.args first', () => {
 });
 
 test('machinesIn lists the machines of a file', () => {
-  const text = fs.readFileSync(path.join(repo, 'machines', 'linearchain', 'linear_chain.fsm'), 'utf8');
+  const text = fs.readFileSync(path.join(repo, 'runtime', 'linearchain', 'linear_chain.fsm'), 'utf8');
   assert.deepEqual(lib.machinesIn(text), ['Instance', 'Step']);
 });
 
@@ -34,8 +34,8 @@ test('the preview draws what fsmgen diagram draws, from unsaved text', async () 
   assert.equal(got.error, undefined);
   assert.match(got.mermaid, /^stateDiagram-v2\n/);
   assert.match(got.mermaid, /PENDING_PAYMENT --> IN_TRANSIT : Delivered\n/);
-  const two = await lib.renderDiagram(config, { fileName: path.join(repo, 'machines', 'linearchain', 'linear_chain.fsm'),
-    text: fs.readFileSync(path.join(repo, 'machines', 'linearchain', 'linear_chain.fsm'), 'utf8'), machine: 'Instance' });
+  const two = await lib.renderDiagram(config, { fileName: path.join(repo, 'runtime', 'linearchain', 'linear_chain.fsm'),
+    text: fs.readFileSync(path.join(repo, 'runtime', 'linearchain', 'linear_chain.fsm'), 'utf8'), machine: 'Instance' });
   assert.match(two.mermaid, /RUNNING --> COMPLETED/);
 });
 

@@ -27,15 +27,15 @@
 //
 // Then demo runs the linear chain example, order.process (VALIDATE ->
 // RESERVE -> WAIT_PAYMENT -> SHIP -> NOTIFY, on the workflow_instance and
-// workflow_step tables, package machines/linearchain): a good order woken by
-// payment.captured (delivered twice: the second is a duplicate) ends
-// COMPLETED; an order for no items fails at VALIDATE; an order never paid
-// fails when WAIT_PAYMENT's deadline passes. It prints each instance's steps
-// and history; see them again with fsmctl chains list and fsmctl chains show
-// ID.
+// workflow_step tables of runtime/linearchain, package machines/linearchain):
+// a good order woken by payment.captured (delivered twice: the second is a
+// duplicate) ends COMPLETED; an order for no items fails at VALIDATE; an
+// order never paid fails when WAIT_PAYMENT's deadline passes. It prints each
+// instance's steps and history; see them again with fsmctl chains list and
+// fsmctl chains show ID.
 //
 // Last, demo runs the step engine's report workflow
-// (machines/stepengine/report) three times against a scripted local HTTP
+// (machines/reporting/report) three times against a scripted local HTTP
 // API, with a scripted Sheets API as its sheet output, and exports each
 // run's audit as fsmctl export does:
 //

@@ -16,10 +16,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/internal/runfiles"
-	"github.com/fsmgen/fsmgen/machines/stepengine"
-	"github.com/fsmgen/fsmgen/machines/stepengine/apiclient"
-	"github.com/fsmgen/fsmgen/machines/stepengine/report"
-	"github.com/fsmgen/fsmgen/machines/stepengine/sheets/sheetstest"
+	"github.com/fsmgen/fsmgen/machines/reporting/apiclient"
+	"github.com/fsmgen/fsmgen/machines/reporting/report"
+	"github.com/fsmgen/fsmgen/machines/reporting/sheets/sheetstest"
+	"github.com/fsmgen/fsmgen/runtime/stepengine"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
