@@ -10,7 +10,7 @@ var reservedNames = []string{
 	// fsm.go
 	"Type", "Version", "State", "Event", "Guards", "Handlers", "Machine", "New",
 	"Option", "WithRecorder", "WithState", "ParseState", "States", "Events",
-	"Definition", "DecodeEvent", "Dispatch", "View", "Fire", "NewDriver",
+	"Definition", "DecodeEvent", "View", "Fire", "NewDriver",
 	// runs.go
 	"Handle", "Runs", "Snapshot",
 	// fsm_test.go

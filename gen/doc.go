@@ -10,12 +10,13 @@
 //     one method per event, recording through a runtime.Recorder before
 //     applying, refusing with a *runtime.TransitionError; typed views (View,
 //     InX) whose methods are exactly the transitions of state X; Handlers,
-//     one method per driven state returning one of that state's events, and
-//     Dispatch, when some state is driven; NewDriver for the runtime's
-//     engine; Definition, the table, retry policies and timers as data, a
-//     new copy per call. What every machine does alike is in the helpers of
-//     package runtime; the header names fsmgen's version (Version), and a
-//     constant checks runtime.EnforceVersion at compile time.
+//     one method per driven state returning one of that state's events,
+//     when some state is driven; NewDriver for the runtime's engine;
+//     Definition, the table, retry policies and timers as data, a new copy
+//     per call. What every machine does alike is in the helpers of package
+//     runtime/fsmimpl, which only generated code calls; the header names
+//     fsmgen's version (Version), and a constant checks
+//     fsmimpl.EnforceVersion at compile time.
 //   - runs.go: the typed handle on durable runs, Runs[In](r) over a
 //     runtime.Runner (an *engine.Engine): Start with an input of type In,
 //     Signal taking this machine's Event and one method per event callers

@@ -11,16 +11,20 @@ import (
 	"github.com/fsmgen/fsmgen/dsl"
 )
 
-const runtimePath = "github.com/fsmgen/fsmgen/runtime"
+const (
+	runtimePath = "github.com/fsmgen/fsmgen/runtime"
+	// fsmimplPath is the package of the helpers only generated code calls.
+	fsmimplPath = "github.com/fsmgen/fsmgen/runtime/fsmimpl"
+)
 
 // Version is fsmgen's version, written in the header of every generated Go
 // file.
 const Version = "v0.2.0"
 
 // runtimeVersion is the version of the contract between generated code and
-// package runtime that this generator writes against: runtime.GenVersion
-// when they were last changed together. The generated code checks it at
-// compile time with runtime.EnforceVersion.
+// the runtime's packages that this generator writes against:
+// fsmimpl.GenVersion when they were last changed together. The generated
+// code checks it at compile time with fsmimpl.EnforceVersion.
 const runtimeVersion = 1
 
 // header is the canonical first line of every generated Go file.
@@ -50,6 +54,7 @@ func machineHead(source string, m *dsl.Machine, k int) *jen.File {
 	f := jen.NewFile(m.Package)
 	headerComments(f, source)
 	f.ImportName(runtimePath, "runtime")
+	f.ImportName(fsmimplPath, "fsmimpl")
 	pkgDoc := wrap(fmt.Sprintf("Package %s is the %s state machine, generated from %s.", m.Package, m.Name, source), 76)
 	if len(m.Doc) > 0 {
 		pkgDoc = append(pkgDoc, "")
@@ -75,6 +80,7 @@ func machineHead(source string, m *dsl.Machine, k int) *jen.File {
 func machineTail(m *dsl.Machine, k int) *jen.File {
 	f := jen.NewFile(m.Package)
 	f.ImportName(runtimePath, "runtime")
+	f.ImportName(fsmimplPath, "fsmimpl")
 	g := &goGen{f: f, m: m}
 	g.tail(m.Events[k:])
 	return f
@@ -115,6 +121,9 @@ type goGen struct {
 }
 
 func rt(name string) *jen.Statement { return jen.Qual(runtimePath, name) }
+
+// impl names a helper of package fsmimpl.
+func impl(name string) *jen.Statement { return jen.Qual(fsmimplPath, name) }
 
 // comments appends doc lines as // comments to a group of statements.
 func comments(lines ...string) jen.Code {
@@ -165,8 +174,8 @@ func (g *goGen) constants() {
 	)
 	g.f.Comment(fmt.Sprintf("With a runtime that does not support generated code version %d, this fails.", runtimeVersion))
 	g.f.Const().List(jen.Id("_"), jen.Id("_")).Op("=").List(
-		rt("EnforceVersion").Call(jen.Lit(runtimeVersion).Op("-").Add(rt("MinGenVersion"))),
-		rt("EnforceVersion").Call(rt("GenVersion").Op("-").Lit(runtimeVersion)),
+		impl("EnforceVersion").Call(jen.Lit(runtimeVersion).Op("-").Add(impl("MinGenVersion"))),
+		impl("EnforceVersion").Call(impl("GenVersion").Op("-").Lit(runtimeVersion)),
 	)
 }
 
@@ -212,28 +221,28 @@ func (g *goGen) states() {
 	def := jen.Op("&").Id("definition")
 	sv := jen.Id("s")
 	g.f.Comment("String returns the state's name, its persisted form.")
-	g.f.Func().Params(jen.Id("s").Id("State")).Id("String").Params().String().Add(oneLine(jen.Return(rt("StateName").Call(def, sv))))
+	g.f.Func().Params(jen.Id("s").Id("State")).Id("String").Params().String().Add(oneLine(jen.Return(impl("StateName").Call(def, sv))))
 	g.f.Comment("ParseState returns the state named name, or runtime.ErrUnknownState.")
 	g.f.Func().Id("ParseState").Params(jen.Id("name").String()).Params(jen.Id("State"), jen.Error()).Add(oneLine(
-		jen.Return(rt("ParseState").Types(jen.Id("State")).Call(def, jen.Id("name"))),
+		jen.Return(impl("ParseState").Types(jen.Id("State")).Call(def, jen.Id("name"))),
 	))
 	g.f.Comment("MarshalText implements encoding.TextMarshaler: a state encodes as its name.")
 	g.f.Func().Params(jen.Id("s").Id("State")).Id("MarshalText").Params().Params(jen.Index().Byte(), jen.Error()).Add(oneLine(
-		jen.Return(rt("MarshalState").Call(def, sv)),
+		jen.Return(impl("MarshalState").Call(def, sv)),
 	))
 	g.f.Comment("UnmarshalText implements encoding.TextUnmarshaler, reading a state's name.")
 	g.f.Func().Params(jen.Id("s").Op("*").Id("State")).Id("UnmarshalText").Params(jen.Id("text").Index().Byte()).Error().Add(oneLine(
-		jen.Return(rt("UnmarshalState").Call(def, jen.Id("s"), jen.Id("text"))),
+		jen.Return(impl("UnmarshalState").Call(def, jen.Id("s"), jen.Id("text"))),
 	))
 	g.f.Comment("Terminal reports whether s is a final state, one that no event leaves.")
 	g.f.Func().Params(jen.Id("s").Id("State")).Id("Terminal").Params().Bool().Add(oneLine(jen.Return(jen.Id("s").Dot("Status").Call().Dot("Terminal").Call())))
 	g.f.Comment("Status returns the generic status of s: runtime.StatusRunning unless s is final.")
 	g.f.Func().Params(jen.Id("s").Id("State")).Id("Status").Params().Add(rt("Status")).Add(oneLine(
-		jen.Return(rt("StateSpecOf").Call(def, sv).Dot("Status")),
+		jen.Return(impl("StateSpecOf").Call(def, sv).Dot("Status")),
 	))
 	g.f.Comment("Outcome returns the business outcome that state s declares, or \"\".")
 	g.f.Func().Params(jen.Id("s").Id("State")).Id("Outcome").Params().String().Add(oneLine(
-		jen.Return(rt("StateSpecOf").Call(def, sv).Dot("Outcome")),
+		jen.Return(impl("StateSpecOf").Call(def, sv).Dot("Outcome")),
 	))
 	all := make([]jen.Code, len(m.States))
 	for i, s := range m.States {
@@ -333,11 +342,14 @@ func (g *goGen) events() {
 		values = append(values, jen.Id(e.GoName).Values())
 	}
 	g.f.Comment("DecodeEvent rebuilds the event named name from its JSON payload, as a")
-	g.f.Comment("recorder stored it, strictly: see runtime.Decoder.Decode.")
+	g.f.Comment("recorder stored it, strictly: a name that is no event (an error matched by")
+	g.f.Comment("errors.Is(err, runtime.ErrUnknownEvent)), a key that names no field as it")
+	g.f.Comment("is spelt, a key given twice, a value of the wrong type and data after the")
+	g.f.Comment("payload are errors.")
 	g.f.Func().Id("DecodeEvent").Params(jen.Id("name").String(), jen.Id("payload").Index().Byte()).Params(jen.Id("Event"), jen.Error()).Add(oneLine(
 		jen.Return(jen.Id("decoder").Dot("Decode").Call(jen.Id("name"), jen.Id("payload"))),
 	))
-	g.f.Var().Id("decoder").Op("=").Add(rt("NewDecoder").Types(jen.Id("Event"))).Call(append([]jen.Code{jen.Op("&").Id("definition")}, values...)...)
+	g.f.Var().Id("decoder").Op("=").Add(impl("NewDecoder").Types(jen.Id("Event"))).Call(append([]jen.Code{jen.Op("&").Id("definition")}, values...)...)
 }
 
 func eventOr(es []*dsl.Event) string {
@@ -469,13 +481,13 @@ func (g *goGen) machine() {
 	}
 	g.f.Comment("//go:noinline")
 	g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("follow").Params(ctxP, jen.Id("e").Id("Event")).Error().Block(
-		jen.Return(rt("Follow").Call(jen.Id("ctx"), def, jen.Id("m").Dot("rec"), jen.Op("&").Id("m").Dot("state"), jen.Id("e"))),
+		jen.Return(impl("Follow").Call(jen.Id("ctx"), def, jen.Id("m").Dot("rec"), jen.Op("&").Id("m").Dot("state"), jen.Id("e"))),
 	)
 	// refuse is kept out of line: inlined, its error building would grow
 	// the frame of every method that can refuse.
 	g.f.Comment("//go:noinline")
 	g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("refuse").Params(jen.Id("e").Id("Event")).Error().Add(oneLine(
-		jen.Return(rt("Refuse").Call(def, jen.Id("m").Dot("state"), jen.Id("e"))),
+		jen.Return(impl("Refuse").Call(def, jen.Id("m").Dot("state"), jen.Id("e"))),
 	))
 }
 
@@ -497,7 +509,7 @@ func (g *goGen) moveHelpers(ctxP, def *jen.Statement) {
 	)
 	g.f.Comment("//go:noinline")
 	g.f.Func().Id("record").Types(jen.Id("E").Id("Event")).Params(ctxP, jen.Id("m").Op("*").Id("Machine"), jen.Id("to").Id("State"), jen.Id("e").Op("*").Id("E"), jen.Id("outcome").String()).Error().Block(
-		jen.Return(rt("Record").Call(jen.Id("ctx"), def, jen.Id("m").Dot("rec"), jen.Op("&").Id("m").Dot("state"), jen.Id("to"), jen.Op("*").Id("e"), jen.Id("outcome"))),
+		jen.Return(impl("Record").Call(jen.Id("ctx"), def, jen.Id("m").Dot("rec"), jen.Op("&").Id("m").Dot("state"), jen.Id("to"), jen.Op("*").Id("e"), jen.Id("outcome"))),
 	)
 }
 
@@ -584,9 +596,9 @@ func (g *goGen) arms(e *dsl.Event) []*arm {
 // gofmt lays them out. Without a recorder, an event whose rows are all
 // unguarded is a comparison (one target) or a switch on the state, and a
 // store of the target, which the compiler inlines into the caller; with
-// one, it goes through follow (runtime.Follow). Any other event is a
+// one, it goes through follow (fsmimpl.Follow). Any other event is a
 // switch on the state, one case per arm, each row a call of move (a store,
-// or runtime.Record through record), and m.refuse when no row admits it.
+// or fsmimpl.Record through record), and m.refuse when no row admits it.
 // The methods are written as text rather than built with jennifer and
 // formatted: they are the largest part of fsm.go after the table.
 func (g *goGen) eventMethods(events []*dsl.Event) []byte {
@@ -805,7 +817,7 @@ func (g *goGen) viewTypes() []byte {
 }
 
 // driven reports whether the runtime drives any state of the machine: only
-// then does the package declare Handlers and Dispatch.
+// then does the package declare Handlers and dispatch.
 func (g *goGen) driven() bool {
 	for _, s := range g.m.States {
 		if s.Driven() {
@@ -838,13 +850,13 @@ func (g *goGen) handlers() {
 	g.f.Comment(fmt.Sprintf("Handlers does the work of the states of %s the runtime drives, each", m.Name))
 	g.f.Comment("returning an event of its state; an error is retried by the state's policy.")
 	g.f.Type().Id("Handlers").Interface(methods...)
-	g.f.Comment("Dispatch calls the handler of state s; for a state that is not driven it")
+	g.f.Comment("dispatch calls the handler of state s; for a state that is not driven it")
 	g.f.Comment("returns an error matched by errors.Is(err, runtime.ErrNotDriven).")
-	g.f.Func().Id("Dispatch").Params(
+	g.f.Func().Id("dispatch").Params(
 		jen.Id("ctx").Qual("context", "Context"), jen.Id("h").Id("Handlers"), jen.Id("s").Id("State"), jen.Id("run").Op("*").Add(rt("Run")),
 	).Params(jen.Id("Event"), jen.Error()).Block(
 		jen.Switch(jen.Id("s")).Block(cases...),
-		jen.Return(jen.Nil(), rt("NotDriven").Call(jen.Op("&").Id("definition"), jen.Id("s").Dot("String").Call())),
+		jen.Return(jen.Nil(), impl("NotDriven").Call(jen.Op("&").Id("definition"), jen.Id("s").Dot("String").Call())),
 	)
 }
 
@@ -856,7 +868,7 @@ func (g *goGen) driver() {
 	if g.driven() {
 		params = append(params, jen.Id("h").Id("Handlers"))
 		handle = jen.Func().Params(ctxP, runP, jen.Id("s").Id("State")).Params(rt("Event"), jen.Error()).Block(
-			jen.Return(jen.Id("Dispatch").Call(jen.Id("ctx"), jen.Id("h"), jen.Id("s"), jen.Id("run"))),
+			jen.Return(jen.Id("dispatch").Call(jen.Id("ctx"), jen.Id("h"), jen.Id("s"), jen.Id("run"))),
 		)
 	}
 	var fireBody []jen.Code
@@ -892,7 +904,7 @@ func (g *goGen) driver() {
 		g.f.Comment("NewDriver returns the engine's runtime.Driver (every state waits).")
 	}
 	g.f.Func().Id("NewDriver").Params(params...).Add(rt("Driver")).Block(
-		jen.Return(rt("NewDriver").Call(jen.Op("&").Id("definition"), handle, jen.Id("DecodeEvent"), fire)),
+		jen.Return(impl("NewDriver").Call(jen.Op("&").Id("definition"), handle, jen.Id("DecodeEvent"), fire)),
 	)
 }
 

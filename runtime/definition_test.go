@@ -2,6 +2,9 @@ package runtime_test
 
 import (
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/fsmgen/fsmgen/runtime"
 )
@@ -39,5 +42,39 @@ func TestDefinitionAllows(t *testing.T) {
 	var empty runtime.Definition
 	if empty.Allows("NEW", "Pay", "PAID") {
 		t.Error("an empty definition allows a move")
+	}
+}
+
+// cloneDef is a definition with every part that Clone copies.
+var cloneDef = runtime.Definition{
+	Machine: "M", Type: "m", Version: 1, Initial: "A",
+	States: []runtime.StateSpec{
+		{Name: "A", Initial: true, Status: runtime.StatusRunning, Retry: runtime.RetryDatabase.Clone(), Timers: []runtime.Timer{{After: time.Second, Event: "Ping"}}},
+		{Name: "B", Status: runtime.StatusRunning},
+		{Name: "DONE", Status: runtime.StatusSucceeded},
+	},
+	Events:      []runtime.EventSpec{{Name: "Ping", Fields: []runtime.FieldSpec{{Name: "n", Type: "int"}}}},
+	Guards:      []string{"G"},
+	Transitions: []runtime.TransitionSpec{{From: "A", To: "B", Event: "Ping", Guard: "G"}, {From: "B", To: "DONE", Event: "Ping", Outcome: "ok"}},
+}
+
+func TestDefinitionClone(t *testing.T) {
+	t.Parallel()
+	d := cloneDef.Clone()
+	if diff := cmp.Diff(cloneDef, d); diff != "" {
+		t.Fatalf("clone differs (-def +clone):\n%s", diff)
+	}
+	d.States[0].Retry.MaxAttempts = 99
+	d.States[0].Retry.NonRetryable = append(d.States[0].Retry.NonRetryable, "X")
+	d.States[0].Timers[0].Event = "X"
+	d.Events[0].Fields[0].Name = "x"
+	d.Guards[0] = "X"
+	d.Transitions[0].To = "X"
+	if cloneDef.States[0].Retry.MaxAttempts != 5 || len(cloneDef.States[0].Retry.NonRetryable) != 0 || cloneDef.States[0].Timers[0].Event != "Ping" ||
+		cloneDef.Events[0].Fields[0].Name != "n" || cloneDef.Guards[0] != "G" || cloneDef.Transitions[0].To != "B" {
+		t.Errorf("a change to the clone reached the original: %+v", cloneDef)
+	}
+	if runtime.RetryDatabase.MaxAttempts != 5 {
+		t.Errorf("a change to a clone reached the preset: %+v", runtime.RetryDatabase)
 	}
 }

@@ -15,11 +15,12 @@
 //     who may send each event (below);
 //   - [Run]: what a per-state handler is told about the run it works on;
 //   - [Runner], with [StartRequest], [Owner] and [RunInfo]: the engine as
-//     the generated typed handle (Runs) calls it, and [ErrOtherMachine];
-//   - the helpers of machine.go ([Record], [Follow], [Refuse], [NewDecoder],
-//     [NewDriver], [ParseState] and the other state helpers), which hold
-//     what every generated machine does alike, so that a generated package
-//     keeps only what is particular to its machine.
+//     the generated typed handle (Runs) calls it, and [ErrOtherMachine].
+//
+// What every generated machine does alike (recording a transition, refusing
+// an event, decoding a payload, naming states, the engine's driver, the
+// version check) is written once in package runtime/fsmimpl, which only
+// generated code calls.
 //
 // # Who sends an event
 //
@@ -34,21 +35,6 @@
 // fired by the engine; the cancel event is sent by the run's owner through
 // Cancel. An event the machine declares external ([EventSpec.External]) is
 // a caller's in every state.
-//
-// # Versions
-//
-// Generated code and this package agree on a contract, numbered
-// [GenVersion]. fsmgen writes its own version in the header of every
-// generated file (// versions: fsmgen vX.Y.Z) and, in fsm.go, a constant
-// that converts the contract's version into an [EnforceVersion]:
-//
-//	const _, _ = runtime.EnforceVersion(1 - runtime.MinGenVersion), runtime.EnforceVersion(runtime.GenVersion - 1)
-//
-// With a runtime too new ([MinGenVersion] above the generated version) or
-// too old ([GenVersion] below it) one of the values is negative, and the
-// package fails to compile with "constant -1 overflows EnforceVersion": run
-// the fsmgen of the module version you depend on again (go generate), or
-// upgrade the module.
 //
 // Nothing in this package imports a generated machine, and generated code
 // never needs the generator at run time.

@@ -18,6 +18,7 @@ import (
 	"fmt"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/fsmimpl"
 )
 
 const (
@@ -28,7 +29,7 @@ const (
 )
 
 // With a runtime that does not support generated code version 1, this fails.
-const _, _ = runtime.EnforceVersion(1 - runtime.MinGenVersion), runtime.EnforceVersion(runtime.GenVersion - 1)
+const _, _ = fsmimpl.EnforceVersion(1 - fsmimpl.MinGenVersion), fsmimpl.EnforceVersion(fsmimpl.GenVersion - 1)
 
 // State is a state of Step: its persisted form is its name; its number, its
 // index in the Definition's States, may change between versions.
@@ -65,25 +66,25 @@ const (
 )
 
 // String returns the state's name, its persisted form.
-func (s State) String() string { return runtime.StateName(&definition, s) }
+func (s State) String() string { return fsmimpl.StateName(&definition, s) }
 
 // ParseState returns the state named name, or runtime.ErrUnknownState.
-func ParseState(name string) (State, error) { return runtime.ParseState[State](&definition, name) }
+func ParseState(name string) (State, error) { return fsmimpl.ParseState[State](&definition, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
-func (s State) MarshalText() ([]byte, error) { return runtime.MarshalState(&definition, s) }
+func (s State) MarshalText() ([]byte, error) { return fsmimpl.MarshalState(&definition, s) }
 
 // UnmarshalText implements encoding.TextUnmarshaler, reading a state's name.
-func (s *State) UnmarshalText(text []byte) error { return runtime.UnmarshalState(&definition, s, text) }
+func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(&definition, s, text) }
 
 // Terminal reports whether s is a final state, one that no event leaves.
 func (s State) Terminal() bool { return s.Status().Terminal() }
 
 // Status returns the generic status of s: runtime.StatusRunning unless s is final.
-func (s State) Status() runtime.Status { return runtime.StateSpecOf(&definition, s).Status }
+func (s State) Status() runtime.Status { return fsmimpl.StateSpecOf(&definition, s).Status }
 
 // Outcome returns the business outcome that state s declares, or "".
-func (s State) Outcome() string { return runtime.StateSpecOf(&definition, s).Outcome }
+func (s State) Outcome() string { return fsmimpl.StateSpecOf(&definition, s).Outcome }
 
 // States returns every state in declaration order.
 func States() []State {
@@ -163,10 +164,13 @@ func (RunStopped) EventName() string { return "RunStopped" }
 func (RunStopped) isEvent()          {}
 
 // DecodeEvent rebuilds the event named name from its JSON payload, as a
-// recorder stored it, strictly: see runtime.Decoder.Decode.
+// recorder stored it, strictly: a name that is no event (an error matched by
+// errors.Is(err, runtime.ErrUnknownEvent)), a key that names no field as it
+// is spelt, a key given twice, a value of the wrong type and data after the
+// payload are errors.
 func DecodeEvent(name string, payload []byte) (Event, error) { return decoder.Decode(name, payload) }
 
-var decoder = runtime.NewDecoder[Event](&definition, StepStart{}, StepEnd{}, StepError{}, RunStopped{})
+var decoder = fsmimpl.NewDecoder[Event](&definition, StepStart{}, StepEnd{}, StepError{}, RunStopped{})
 
 // Guards are the conditions of Step; each reports whether it admits e.
 type Guards interface {
@@ -237,16 +241,16 @@ func move[E Event](ctx context.Context, m *Machine, to State, e *E, outcome stri
 
 //go:noinline
 func record[E Event](ctx context.Context, m *Machine, to State, e *E, outcome string) error {
-	return runtime.Record(ctx, &definition, m.rec, &m.state, to, *e, outcome)
+	return fsmimpl.Record(ctx, &definition, m.rec, &m.state, to, *e, outcome)
 }
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
-	return runtime.Follow(ctx, &definition, m.rec, &m.state, e)
+	return fsmimpl.Follow(ctx, &definition, m.rec, &m.state, e)
 }
 
 //go:noinline
-func (m *Machine) refuse(e Event) error { return runtime.Refuse(&definition, m.state, e) }
+func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }
 
 // StepStart moves PENDING -> RUNNING.
 func (m *Machine) StepStart(ctx context.Context, e StepStart) error {
@@ -361,21 +365,21 @@ type Handlers interface {
 	Running(ctx context.Context, run *runtime.Run) (RunningEvent, error)
 }
 
-// Dispatch calls the handler of state s; for a state that is not driven it
+// dispatch calls the handler of state s; for a state that is not driven it
 // returns an error matched by errors.Is(err, runtime.ErrNotDriven).
-func Dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event, error) {
+func dispatch(ctx context.Context, h Handlers, s State, run *runtime.Run) (Event, error) {
 	switch s {
 	case StateRunning:
 		return h.Running(ctx, run)
 	}
-	return nil, runtime.NotDriven(&definition, s.String())
+	return nil, fsmimpl.NotDriven(&definition, s.String())
 }
 
 // NewDriver returns the engine's runtime.Driver: handlers h, and the guards
 // that guards returns for each run.
 func NewDriver(h Handlers, guards func(run *runtime.Run) Guards) runtime.Driver {
-	return runtime.NewDriver(&definition, func(ctx context.Context, run *runtime.Run, s State) (runtime.Event, error) {
-		return Dispatch(ctx, h, s, run)
+	return fsmimpl.NewDriver(&definition, func(ctx context.Context, run *runtime.Run, s State) (runtime.Event, error) {
+		return dispatch(ctx, h, s, run)
 	}, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
 		var g Guards
 		if guards != nil {

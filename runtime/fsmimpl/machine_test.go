@@ -1,4 +1,4 @@
-package runtime_test
+package fsmimpl_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/fsmimpl"
 )
 
 type state uint16
@@ -31,27 +32,6 @@ var def = runtime.Definition{
 	Transitions: []runtime.TransitionSpec{{From: "A", To: "B", Event: "Ping", Guard: "G"}, {From: "B", To: "DONE", Event: "Ping", Outcome: "ok"}},
 }
 
-func TestDefinitionClone(t *testing.T) {
-	t.Parallel()
-	d := def.Clone()
-	if diff := cmp.Diff(def, d); diff != "" {
-		t.Fatalf("clone differs (-def +clone):\n%s", diff)
-	}
-	d.States[0].Retry.MaxAttempts = 99
-	d.States[0].Retry.NonRetryable = append(d.States[0].Retry.NonRetryable, "X")
-	d.States[0].Timers[0].Event = "X"
-	d.Events[0].Fields[0].Name = "x"
-	d.Guards[0] = "X"
-	d.Transitions[0].To = "X"
-	if def.States[0].Retry.MaxAttempts != 5 || len(def.States[0].Retry.NonRetryable) != 0 || def.States[0].Timers[0].Event != "Ping" ||
-		def.Events[0].Fields[0].Name != "n" || def.Guards[0] != "G" || def.Transitions[0].To != "B" {
-		t.Errorf("a change to the clone reached the original: %+v", def)
-	}
-	if runtime.RetryDatabase.MaxAttempts != 5 {
-		t.Errorf("a change to a clone reached the preset: %+v", runtime.RetryDatabase)
-	}
-}
-
 func TestRecordFollowRefuse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -61,7 +41,7 @@ func TestRecordFollowRefuse(t *testing.T) {
 		return nil
 	})
 	s := state(1)
-	if err := runtime.Follow(ctx, &def, rec, &s, ping{N: 1}); err != nil || s != 2 {
+	if err := fsmimpl.Follow(ctx, &def, rec, &s, ping{N: 1}); err != nil || s != 2 {
 		t.Fatalf("Follow from B: %v, state %d", err, s)
 	}
 	want := []runtime.Transition{{Machine: "m", Version: 1, From: "B", To: "DONE", Event: "Ping", Payload: ping{N: 1}, Status: runtime.StatusSucceeded, Outcome: "ok"}}
@@ -71,57 +51,57 @@ func TestRecordFollowRefuse(t *testing.T) {
 	boom := errors.New("boom")
 	failing := runtime.RecorderFunc(func(context.Context, runtime.Transition) error { return boom })
 	s = 1
-	if err := runtime.Record(ctx, &def, failing, &s, state(2), ping{}, ""); !errors.Is(err, boom) || s != 1 {
+	if err := fsmimpl.Record(ctx, &def, failing, &s, state(2), ping{}, ""); !errors.Is(err, boom) || s != 1 {
 		t.Errorf("Record with a failing recorder: %v, state %d", err, s)
 	}
 
 	var te *runtime.TransitionError
-	err := runtime.Refuse(&def, state(0), ping{})
+	err := fsmimpl.Refuse(&def, state(0), ping{})
 	if !errors.As(err, &te) || !errors.Is(err, runtime.ErrGuardRejected) || te.State != "A" || te.Event != "Ping" {
 		t.Fatalf("Refuse in A: %v", err)
 	}
 	if diff := cmp.Diff([]string{"G"}, te.Guards); diff != "" {
 		t.Errorf("guards (-want +got):\n%s", diff)
 	}
-	err = runtime.Refuse(&def, state(2), ping{})
+	err = fsmimpl.Refuse(&def, state(2), ping{})
 	if got, want := err.Error(), "m: illegal transition: state DONE has no transition on event Ping"; got != want || !errors.Is(err, runtime.ErrIllegalTransition) {
 		t.Errorf("Refuse in DONE: %q, want %q", got, want)
 	}
 	s = 0
-	if err := runtime.Follow(ctx, &def, nil, &s, ping{}); !errors.Is(err, runtime.ErrGuardRejected) || s != 0 {
+	if err := fsmimpl.Follow(ctx, &def, nil, &s, ping{}); !errors.Is(err, runtime.ErrGuardRejected) || s != 0 {
 		t.Errorf("Follow on a guarded row: %v", err)
 	}
-	if got, want := runtime.Refuse[state](&def, 0, nil).Error(), "m: illegal transition: nil event in state A"; got != want {
+	if got, want := fsmimpl.Refuse[state](&def, 0, nil).Error(), "m: illegal transition: nil event in state A"; got != want {
 		t.Errorf("Refuse of nil: %q, want %q", got, want)
 	}
 }
 
 func TestStates(t *testing.T) {
 	t.Parallel()
-	if s, err := runtime.ParseState[state](&def, "DONE"); err != nil || s != 2 {
+	if s, err := fsmimpl.ParseState[state](&def, "DONE"); err != nil || s != 2 {
 		t.Errorf("ParseState(DONE) = %d, %v", s, err)
 	}
-	if _, err := runtime.ParseState[state](&def, "NOPE"); !errors.Is(err, runtime.ErrUnknownState) {
+	if _, err := fsmimpl.ParseState[state](&def, "NOPE"); !errors.Is(err, runtime.ErrUnknownState) {
 		t.Errorf("ParseState(NOPE): %v", err)
 	}
-	if got := runtime.StateName(&def, state(7)); got != "State(7)" {
+	if got := fsmimpl.StateName(&def, state(7)); got != "State(7)" {
 		t.Errorf("StateName(7) = %q", got)
 	}
-	if got := runtime.StateSpecOf(&def, state(7)).Status; got != runtime.StatusRunning {
+	if got := fsmimpl.StateSpecOf(&def, state(7)).Status; got != runtime.StatusRunning {
 		t.Errorf("status of no state: %q", got)
 	}
 	var s state
-	if err := runtime.UnmarshalState(&def, &s, []byte("B")); err != nil || s != 1 {
+	if err := fsmimpl.UnmarshalState(&def, &s, []byte("B")); err != nil || s != 1 {
 		t.Errorf("UnmarshalState(B) = %d, %v", s, err)
 	}
-	if _, err := runtime.MarshalState(&def, state(9)); !errors.Is(err, runtime.ErrUnknownState) {
+	if _, err := fsmimpl.MarshalState(&def, state(9)); !errors.Is(err, runtime.ErrUnknownState) {
 		t.Errorf("MarshalState(9): %v", err)
 	}
 }
 
 func TestDecoder(t *testing.T) {
 	t.Parallel()
-	d := runtime.NewDecoder[runtime.Event](&def, ping{})
+	d := fsmimpl.NewDecoder[runtime.Event](&def, ping{})
 	if e, err := d.Decode("Ping", []byte(`{"n":3}`)); err != nil || e != (ping{N: 3}) {
 		t.Errorf("Decode = %v, %v", e, err)
 	}

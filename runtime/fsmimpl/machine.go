@@ -1,4 +1,4 @@
-package runtime
+package fsmimpl
 
 import (
 	"bytes"
@@ -9,14 +9,12 @@ import (
 	"io"
 	"reflect"
 	"strings"
+
+	"github.com/fsmgen/fsmgen/runtime"
 )
 
-// This file holds the helpers that generated machine packages call, so that
-// what every machine does alike is written once. They are exported for
-// generated code; a program rarely calls them itself.
-
 // StateType is the constraint on a generated State: a state's number is its
-// index in the States of the machine's Definition.
+// index in the States of the machine's runtime.Definition.
 type StateType interface {
 	~uint16
 }
@@ -27,8 +25,8 @@ type StateType interface {
 // recorder's error and leaves *state unchanged. A generated machine calls
 // it only when it has a recorder; without one it sets its state itself,
 // which the compiler inlines and which allocates nothing.
-func Record[S StateType, E Event](ctx context.Context, def *Definition, rec Recorder, state *S, to S, e E, outcome string) error {
-	err := rec.Record(ctx, Transition{
+func Record[S StateType, E runtime.Event](ctx context.Context, def *runtime.Definition, rec runtime.Recorder, state *S, to S, e E, outcome string) error {
+	err := rec.Record(ctx, runtime.Transition{
 		Machine: def.Type,
 		Version: def.Version,
 		From:    StateName(def, *state),
@@ -49,10 +47,10 @@ func Record[S StateType, E Event](ctx context.Context, def *Definition, rec Reco
 // of the table on e from that state, which must be unguarded: it records
 // the transition with rec, when rec is not nil, with the row's target and
 // outcome, then applies it. When the table has no such row it returns a
-// *TransitionError matching ErrIllegalTransition. It is the general path
-// of a generated method whose fast path, without a recorder, sets the
-// state itself.
-func Follow[S StateType](ctx context.Context, def *Definition, rec Recorder, state *S, e Event) error {
+// *runtime.TransitionError matching runtime.ErrIllegalTransition. It is
+// the general path of a generated method whose fast path, without a
+// recorder, sets the state itself.
+func Follow[S StateType](ctx context.Context, def *runtime.Definition, rec runtime.Recorder, state *S, e runtime.Event) error {
 	row, ok := rowFrom(def, StateName(def, *state), e.EventName())
 	if !ok || row.Guard != "" {
 		return Refuse(def, *state, e)
@@ -66,15 +64,16 @@ func Follow[S StateType](ctx context.Context, def *Definition, rec Recorder, sta
 			return Record(ctx, def, rec, state, S(i), e, row.Outcome)
 		}
 	}
-	return fmt.Errorf("%s: row %s -> %s on %s: %w %q", def.Type, row.From, row.To, row.Event, ErrUnknownState, row.To)
+	return fmt.Errorf("%s: row %s -> %s on %s: %w %q", def.Type, row.From, row.To, row.Event, runtime.ErrUnknownState, row.To)
 }
 
 // Refuse returns the error of event e refused by the machine of def in
-// state: a *TransitionError matching ErrGuardRejected that names the guards
-// of the rows on e from state, in the order tried, when there are such
-// rows, else one matching ErrIllegalTransition (as for a nil e).
-func Refuse[S StateType](def *Definition, state S, e Event) error {
-	te := &TransitionError{Machine: def.Type, State: StateName(def, state), Err: ErrIllegalTransition}
+// state: a *runtime.TransitionError matching runtime.ErrGuardRejected that
+// names the guards of the rows on e from state, in the order tried, when
+// there are such rows, else one matching runtime.ErrIllegalTransition (as
+// for a nil e).
+func Refuse[S StateType](def *runtime.Definition, state S, e runtime.Event) error {
+	te := &runtime.TransitionError{Machine: def.Type, State: StateName(def, state), Err: runtime.ErrIllegalTransition}
 	if e == nil {
 		return te
 	}
@@ -85,24 +84,24 @@ func Refuse[S StateType](def *Definition, state S, e Event) error {
 		}
 	}
 	if len(te.Guards) > 0 {
-		te.Err = ErrGuardRejected
+		te.Err = runtime.ErrGuardRejected
 	}
 	return te
 }
 
 // rowFrom returns the first row of def on event from the state named from.
-func rowFrom(def *Definition, from, event string) (TransitionSpec, bool) {
+func rowFrom(def *runtime.Definition, from, event string) (runtime.TransitionSpec, bool) {
 	for _, t := range def.Transitions {
 		if t.From == from && t.Event == event {
 			return t, true
 		}
 	}
-	return TransitionSpec{}, false
+	return runtime.TransitionSpec{}, false
 }
 
 // StateName returns the name of state s of def, its persisted form, or
 // "State(n)" for a number that is no state.
-func StateName[S StateType](def *Definition, s S) string {
+func StateName[S StateType](def *runtime.Definition, s S) string {
 	if int(s) < len(def.States) {
 		return def.States[s].Name
 	}
@@ -110,35 +109,36 @@ func StateName[S StateType](def *Definition, s S) string {
 }
 
 // ParseState returns the state of def named name. An unknown name gives an
-// error matched by errors.Is(err, ErrUnknownState).
-func ParseState[S StateType](def *Definition, name string) (S, error) {
+// error matched by errors.Is(err, runtime.ErrUnknownState).
+func ParseState[S StateType](def *runtime.Definition, name string) (S, error) {
 	for i := range def.States {
 		if def.States[i].Name == name {
 			return S(i), nil
 		}
 	}
-	return 0, fmt.Errorf("%s: %w %q", def.Type, ErrUnknownState, truncate(name))
+	return 0, fmt.Errorf("%s: %w %q", def.Type, runtime.ErrUnknownState, truncate(name))
 }
 
 // MarshalState returns the name of state s of def as text, or an error
-// matched by errors.Is(err, ErrUnknownState) for a number that is no state.
-func MarshalState[S StateType](def *Definition, s S) ([]byte, error) {
+// matched by errors.Is(err, runtime.ErrUnknownState) for a number that is
+// no state.
+func MarshalState[S StateType](def *runtime.Definition, s S) ([]byte, error) {
 	if int(s) >= len(def.States) {
-		return nil, fmt.Errorf("%s: %w: %d", def.Type, ErrUnknownState, int(s))
+		return nil, fmt.Errorf("%s: %w: %d", def.Type, runtime.ErrUnknownState, int(s))
 	}
 	return []byte(def.States[s].Name), nil
 }
 
 // Decoder rebuilds the events of one machine from their names and JSON
-// payloads; E is the machine's Event interface.
-type Decoder[E Event] struct {
-	def   *Definition
+// payloads; E is the machine's runtime.Event interface.
+type Decoder[E runtime.Event] struct {
+	def   *runtime.Definition
 	types map[string]reflect.Type
 }
 
 // NewDecoder returns the Decoder of the events of the machine of def, given
 // one value of each event type.
-func NewDecoder[E Event](def *Definition, events ...E) *Decoder[E] {
+func NewDecoder[E runtime.Event](def *runtime.Definition, events ...E) *Decoder[E] {
 	d := &Decoder[E]{def: def, types: make(map[string]reflect.Type, len(events))}
 	for _, e := range events {
 		d.types[e.EventName()] = reflect.TypeOf(e)
@@ -149,11 +149,11 @@ func NewDecoder[E Event](def *Definition, events ...E) *Decoder[E] {
 // Decode rebuilds the event named name from its JSON payload. No payload
 // (nil or empty) gives the zero event, and so does null for an event
 // without fields; null for an event with fields is an error, as it is no
-// object of them. An unknown name gives an error matched
-// by errors.Is(err, ErrUnknownEvent); fields the event lacks, a key that
-// matches a field in another case only, a key given twice, values of the
-// wrong type, and anything but white space after the payload's JSON value
-// are errors.
+// object of them. An unknown name gives an error matched by
+// errors.Is(err, runtime.ErrUnknownEvent); fields the event lacks, a key
+// that matches a field in another case only, a key given twice, values of
+// the wrong type, and anything but white space after the payload's JSON
+// value are errors.
 func (d *Decoder[E]) Decode(name string, payload []byte) (E, error) {
 	var zero E
 	t, ok := d.types[name]
@@ -183,15 +183,15 @@ func (d *Decoder[E]) Decode(name string, payload []byte) (E, error) {
 }
 
 // UnknownEvent returns the error of an event name that is no event of the
-// machine of def, matched by errors.Is(err, ErrUnknownEvent).
-func UnknownEvent(def *Definition, name string) error {
-	return fmt.Errorf("%s: %w %q", def.Type, ErrUnknownEvent, truncate(name))
+// machine of def, matched by errors.Is(err, runtime.ErrUnknownEvent).
+func UnknownEvent(def *runtime.Definition, name string) error {
+	return fmt.Errorf("%s: %w %q", def.Type, runtime.ErrUnknownEvent, truncate(name))
 }
 
 // NotDriven returns the error of a handler asked for in state, a final state
-// or one that waits, matched by errors.Is(err, ErrNotDriven).
-func NotDriven(def *Definition, state string) error {
-	return fmt.Errorf("%s: state %s: %w", def.Type, state, ErrNotDriven)
+// or one that waits, matched by errors.Is(err, runtime.ErrNotDriven).
+func NotDriven(def *runtime.Definition, state string) error {
+	return fmt.Errorf("%s: state %s: %w", def.Type, state, runtime.ErrNotDriven)
 }
 
 // truncate shortens a name quoted in an error message to a readable prefix.
@@ -281,72 +281,19 @@ func fieldNames(t reflect.Type, names map[string]bool) {
 	}
 }
 
-// NewDriver returns the Driver of a generated machine whose definition is
-// def: handle calls the handler of a state (nil when the machine drives no
-// state), decode rebuilds an event from its name and payload, and fire
-// applies an event to a machine built in a state with the guards of a run
-// and a recorder. Its Definition returns a copy of def.
-func NewDriver[S StateType, E Event](
-	def *Definition,
-	handle func(ctx context.Context, run *Run, s S) (Event, error),
-	decode func(name string, payload []byte) (E, error),
-	fire func(ctx context.Context, run *Run, s S, e E, rec Recorder) error,
-) Driver {
-	return driver[S, E]{def: def, handle: handle, decode: decode, fire: fire}
-}
-
-type driver[S StateType, E Event] struct {
-	def    *Definition
-	handle func(context.Context, *Run, S) (Event, error)
-	decode func(string, []byte) (E, error)
-	fire   func(context.Context, *Run, S, E, Recorder) error
-}
-
-func (d driver[S, E]) Definition() Definition { return d.def.Clone() }
-
-func (d driver[S, E]) Handle(ctx context.Context, run *Run, state string) (Event, error) {
-	s, err := ParseState[S](d.def, state)
-	if err != nil {
-		return nil, err
-	}
-	if d.handle == nil {
-		return nil, NotDriven(d.def, state)
-	}
-	return d.handle(ctx, run, s)
-}
-
-func (d driver[S, E]) Decode(name string, payload []byte) (Event, error) {
-	e, err := d.decode(name, payload)
-	if err != nil {
-		return nil, err
-	}
-	return e, nil
-}
-
-func (d driver[S, E]) Fire(ctx context.Context, run *Run, state string, e Event, rec Recorder) error {
-	s, err := ParseState[S](d.def, state)
-	if err != nil {
-		return err
-	}
-	ev, ok := e.(E)
-	if !ok {
-		return fmt.Errorf("%s: %w: %T is not an event of this machine", d.def.Type, ErrUnknownEvent, e)
-	}
-	return d.fire(ctx, run, s, ev, rec)
-}
-
-// StateSpecOf returns the StateSpec of state s of def, or, for a number that
-// is no state, a spec with status StatusRunning and no name.
-func StateSpecOf[S StateType](def *Definition, s S) StateSpec {
+// StateSpecOf returns the runtime.StateSpec of state s of def, or, for a
+// number that is no state, a spec with status runtime.StatusRunning and no
+// name.
+func StateSpecOf[S StateType](def *runtime.Definition, s S) runtime.StateSpec {
 	if int(s) < len(def.States) {
 		return def.States[s]
 	}
-	return StateSpec{Status: StatusRunning}
+	return runtime.StateSpec{Status: runtime.StatusRunning}
 }
 
 // UnmarshalState sets *s to the state of def named text, or returns the
 // error of ParseState and leaves *s unchanged.
-func UnmarshalState[S StateType](def *Definition, s *S, text []byte) error {
+func UnmarshalState[S StateType](def *runtime.Definition, s *S, text []byte) error {
 	v, err := ParseState[S](def, string(text))
 	if err != nil {
 		return err
