@@ -66,8 +66,11 @@ WHERE w.id = @id AND w.lease_owner = @owner::text AND w.lease_epoch = @epoch;
 -- Every transition, in one statement: moves the run from the state and row
 -- version the caller read and logs the move; with finish, stores the result
 -- record too; when fenced, only under the caller's live lease; sets the
--- schedule of the state entered and the lease's fate. No row when the run is
--- not where the caller thought it was or the lease is lost.
+-- schedule of the state entered and the lease's fate. With notify, a run
+-- made due at once (a state with a handler) is announced on fsmgen_runs
+-- (store.NotifyChannel) with its type, at the commit. It returns the run as
+-- it left it (its updated_at is the log row's occurred_at); no row when the
+-- run is not where the caller thought it was or the lease is lost.
 WITH moved AS (
     UPDATE workflow_runs AS w SET
         current_state = @to_state::text,
@@ -109,7 +112,7 @@ WITH moved AS (
         AND w.workflow_type = @workflow_type AND w.definition_version = @definition_version
         AND (NOT @fenced::bool OR (w.lease_owner = @owner::text AND w.lease_epoch = @epoch
              AND w.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())))
-    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version, w.next_run_at
+    RETURNING w.*
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -117,9 +120,13 @@ WITH moved AS (
     SELECT moved.id, moved.workflow_type, moved.attempt_no, @event::text, @from_state::text, @to_state::text,
         sqlc.narg('payload'), moved.updated_at, 'transition', @event::text, moved.row_version, moved.definition_version
     FROM moved
-    RETURNING row_version, occurred_at
+    RETURNING occurred_at
+), notified AS (
+    SELECT CASE WHEN @notify::bool AND NOT @finish::bool AND sqlc.narg('next_delay_us')::bigint = 0
+        THEN pg_notify('fsmgen_runs', moved.workflow_type) END AS n
+    FROM moved
 )
-SELECT logged.row_version, logged.occurred_at, moved.next_run_at FROM logged CROSS JOIN moved;
+SELECT moved.* FROM moved CROSS JOIN logged CROSS JOIN notified;
 
 -- name: LeaseState :one
 -- Where a run and its lease are, to tell why a fenced write moved nothing.
@@ -272,12 +279,40 @@ SELECT pg_notify(@channel::text, @payload::text);
 -- name: DBNow :one
 SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now;
 
--- name: ChildEventNamed :one
--- Whether a child of the run, finished or not, names event as the one
--- fired on the run when it finishes.
-SELECT EXISTS (
-    SELECT 1 FROM workflow_runs c WHERE c.parent_run_id = @id AND c.parent_event = @event::text
-)::bool AS named;
+-- name: ReadRunForEvent :one
+-- A run about to be sent an event from outside (a caller's signal, a
+-- cancellation), with what deciding on it takes, in one statement: whether
+-- a child of the run, finished or not, names child_event as the one fired
+-- on the run when it finishes (false when child_event is NULL); and, when
+-- the run's (type, version, state) is one of the guarded ones (item n:
+-- guarded_types[n], guarded_versions[n], guarded_states[n]; the states
+-- whose rows on the event have guards, which may read them), the events
+-- recorded in its current attempt, names and payloads, oldest first, with
+-- events_read set.
+WITH k AS (
+    SELECT unnest(@guarded_types::text[]) AS workflow_type,
+        unnest(@guarded_versions::int[]) AS version,
+        unnest(@guarded_states::text[]) AS state
+)
+SELECT sqlc.embed(r),
+    (sqlc.narg('child_event')::text IS NOT NULL AND EXISTS (
+        SELECT 1 FROM workflow_runs c WHERE c.parent_run_id = r.id AND c.parent_event = sqlc.narg('child_event')::text
+    ))::bool AS child_event_named,
+    coalesce(g.guarded, false)::bool AS events_read,
+    coalesce(ev.names, '{}')::text[] AS event_names,
+    coalesce(ev.payloads, '{}')::jsonb[] AS event_payloads
+FROM workflow_runs r
+LEFT JOIN LATERAL (
+    SELECT true AS guarded FROM k
+    WHERE k.workflow_type = r.workflow_type AND k.version = r.definition_version AND k.state = r.current_state
+    LIMIT 1
+) g ON true
+LEFT JOIN LATERAL (
+    SELECT array_agg(l.event ORDER BY l.id) AS names, array_agg(l.payload ORDER BY l.id) AS payloads
+    FROM workflow_step_logs l
+    WHERE g.guarded AND l.workflow_run_id = r.id AND l.attempt_no = r.attempt_no AND l.kind = 'transition'
+) ev ON true
+WHERE r.id = @id;
 
 -- name: AdvanceRuns :many
 -- Transitions of many runs (each at most once) in one statement: item n

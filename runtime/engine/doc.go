@@ -213,8 +213,9 @@
 // # Waking workers
 //
 // A new run, a run woken by a signal, a released run and a parent whose
-// child finished are announced with NOTIFY on store.NotifyChannel (a start
-// does so in the statement that writes the run); Work LISTENs on a
+// child finished are announced with NOTIFY on store.NotifyChannel (a
+// start, a signal and a cancellation do so in the statement that writes the
+// run); Work LISTENs on a
 // connection of its own and claims at once. Notifications are a shortcut
 // only: every PollInterval a worker looks for due runs anyway, so runs
 // complete with notifications lost or turned off (DisableNotify). The
@@ -252,6 +253,14 @@
 // the run's children. A wait state's events are callers', and so is, in
 // every state, an event the machine declares external (a timeout that an
 // operator may also trigger, say).
+//
+// Signal and Cancel send two statements: one read of the run with what
+// deciding on the event takes (whether one of its children names the
+// event, and the events of its current attempt when a row from its state
+// on the event has a guard, which may read them in runtime.Run.Events),
+// and one write, the transition, which returns the run as it left it and
+// announces it to idle workers when it is due at once. A refused event
+// costs the read only.
 //
 // Cancel cancels a run on behalf of a user by firing the machine's cancel
 // event, the one its .fsm file names with cancel EVENT

@@ -40,6 +40,9 @@ type recorder struct {
 	// sess is the session recording under its lease; nil for Signal and
 	// Cancel.
 	sess *session
+	// notify announces a run the transition makes due at once to idle
+	// workers (see enginestore.AdvanceParams.Notify).
+	notify bool
 
 	t    *runtime.Transition
 	adv  enginestore.Advanced
@@ -54,7 +57,7 @@ func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", runtime.ErrUnknownState, t.To)
 	}
-	p := enginestore.AdvanceParams{Lease: r.lease, RowVersion: r.run.RowVersion, Transition: t, Result: r.result, Effects: r.effects}
+	p := enginestore.AdvanceParams{Lease: r.lease, RowVersion: r.run.RowVersion, Transition: t, Result: r.result, Effects: r.effects, Notify: r.notify}
 	// A worker goes on driving the run in a state with a handler; the
 	// schedule of the state entered is the store's to set.
 	p.KeepLease = r.lease != nil && !to.Terminal() && !to.Wait
@@ -79,11 +82,17 @@ func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 	return nil
 }
 
-// after returns the run as the recorded transition left it.
+// after returns the run as the recorded transition left it: as the
+// statement that wrote it returned it, or else (a transition written in a
+// batch, or found in the log after its connection was lost) worked out from
+// the run before it and the state entered.
 func (r *recorder) after() store.Run {
 	run := r.run
 	if r.t == nil {
 		return run
+	}
+	if r.adv.Run.ID != "" {
+		return r.adv.Run
 	}
 	to, _ := r.reg.def.State(r.t.To)
 	run.State, run.Status, run.RowVersion, run.UpdatedAt = r.t.To, to.Status, r.adv.RowVersion, r.adv.At

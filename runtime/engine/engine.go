@@ -428,13 +428,19 @@ func (e *Engine) notify(ctx context.Context, typ string) {
 // handler returns, a timer's or an exhausted state's event, unless the
 // machine declares it external; and a child's completion event, see
 // StartChild) is refused with an error matching runtime.ErrNotCallerEvent
-// that names the machine, the state, the event and who sends it.
+// that names the machine, the state, the event and who sends it. The run
+// the driver's Fire is given holds the events of the run's current attempt
+// (runtime.Run.Events), for guards, when a row from its state on the event
+// has a guard; otherwise none are read. Signal sends two statements, a
+// read and the write, which returns the run it gives back.
 func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (store.Run, error) {
 	if ev == nil {
 		return store.Run{}, runErr("signal", diag.Short(runID), fmt.Errorf("%w: nil event", store.ErrInvalidInput))
 	}
-	return e.fireExternal(ctx, "signal "+ev.EventName(), runID, func(run store.Run, r *registered) (runtime.Event, *store.Result, error) {
-		if err := e.signallable(ctx, r, run, ev.EventName()); err != nil {
+	name := ev.EventName()
+	eventOf := func(runtime.Definition) string { return name }
+	return e.fireExternal(ctx, "signal "+name, runID, name, eventOf, func(run store.Run, r *registered, childEvent bool) (runtime.Event, *store.Result, error) {
+		if err := signallable(r, run, name, childEvent); err != nil {
 			return nil, nil, err
 		}
 		return ev, nil, nil
@@ -455,7 +461,8 @@ func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (st
 // context is cancelled at its next heartbeat, and its transition, if it
 // returns one, is refused, so it writes nothing else.
 func (e *Engine) Cancel(ctx context.Context, runID, userID string) (store.Run, error) {
-	return e.fireExternal(ctx, "cancel", runID, func(run store.Run, r *registered) (runtime.Event, *store.Result, error) {
+	eventOf := func(d runtime.Definition) string { return d.Cancel }
+	return e.fireExternal(ctx, "cancel", runID, "", eventOf, func(run store.Run, r *registered, _ bool) (runtime.Event, *store.Result, error) {
 		name := r.def.Cancel
 		if name == "" {
 			return nil, nil, fmt.Errorf("%w: %s v%d declares none", ErrNoCancelEvent, run.Type, run.Version)
@@ -496,9 +503,20 @@ func (r *registered) accepts(state, event string) bool {
 // round ends only because the run moved in between.
 const maxExternalRounds = 8
 
-func (e *Engine) fireExternal(ctx context.Context, op, runID string, build func(store.Run, *registered) (runtime.Event, *store.Result, error)) (store.Run, error) {
+// fireExternal fires, on behalf of a caller, the event build returns for
+// the run, in two statements: one read of the run with what build and the
+// guards need (enginestore.ReadForEvent: whether a child names childEvent,
+// when it is not empty; the attempt's events when the run is in a state
+// whose rows on the event eventOf names have guards), and one write that
+// returns the run as it left it and announces it to idle workers when it
+// made it due at once. A write refused because the run moved meanwhile
+// starts again with a new read.
+func (e *Engine) fireExternal(ctx context.Context, op, runID, childEvent string, eventOf func(runtime.Definition) string,
+	build func(run store.Run, r *registered, childEvent bool) (runtime.Event, *store.Result, error)) (store.Run, error) {
+	guarded := e.guarded(eventOf)
 	for range maxExternalRounds {
-		run, err := e.st.Get(ctx, runID)
+		read, err := e.es.ReadForEvent(ctx, runID, childEvent, guarded)
+		run := read.Run
 		if err != nil {
 			return run, err
 		}
@@ -513,30 +531,21 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID string, build func(
 		var res *store.Result
 		err = protect(op, func() error {
 			var err error
-			ev, res, err = build(run, r)
+			ev, res, err = build(run, r, read.ChildEvent)
 			return err
 		})
 		if err != nil {
 			return run, runErr(op, runID, err)
 		}
-		events, err := e.attemptEvents(ctx, r, run)
-		if err != nil {
-			return run, runErr(op, runID, err)
-		}
 		rt := run.Runtime()
-		rt.Events = events
-		rec := &recorder{e: e, reg: r, run: run, result: res}
+		if read.EventsRead {
+			rt.Events = e.decodeEvents(r, run, read.Events)
+		}
+		rec := &recorder{e: e, reg: r, run: run, result: res, notify: !e.cfg.DisableNotify}
 		err = fireThrough(ctx, r, &rt, run.State, ev, rec)
 		switch {
 		case err == nil:
-			after, gerr := e.st.Get(ctx, runID)
-			if gerr != nil {
-				return rec.after(), nil
-			}
-			if st, ok := r.def.State(after.State); ok && !st.Wait && !st.Terminal() {
-				e.notify(ctx, after.Type)
-			}
-			return after, nil
+			return rec.after(), nil
 		case errors.Is(err, store.ErrConflict):
 			continue // the run moved: decide again
 		case op == "cancel" && errors.Is(err, runtime.ErrGuardRejected):

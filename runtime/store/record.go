@@ -120,7 +120,7 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 		row, err = q.AdvanceRun(ctx, p)
 	}
 	if err == nil {
-		return Recorded{RowVersion: row.RowVersion, At: row.OccurredAt.Time, NextRunAt: row.NextRunAt.Time}, nil
+		return Recorded{RowVersion: row.RowVersion, At: row.UpdatedAt.Time, NextRunAt: row.NextRunAt.Time}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return fail(Translate(err))
@@ -344,7 +344,7 @@ func (s *Store) advanceBatch(ctx context.Context, items []dbsqlc.AdvanceRunParam
 			case r.Busy:
 				out[n].busy = true
 			default:
-				out[n].row = dbsqlc.AdvanceRunRow{RowVersion: r.RowVersion, OccurredAt: r.OccurredAt, NextRunAt: r.NextRunAt}
+				out[n].row = dbsqlc.AdvanceRunRow{RowVersion: r.RowVersion, UpdatedAt: r.OccurredAt, NextRunAt: r.NextRunAt}
 			}
 		}
 		return out

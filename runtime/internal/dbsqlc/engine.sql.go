@@ -53,7 +53,7 @@ WITH moved AS (
         AND w.workflow_type = $18 AND w.definition_version = $19
         AND (NOT $20::bool OR (w.lease_owner = $21::text AND w.lease_epoch = $22
              AND w.lease_expires_at > coalesce($3::timestamptz, now())))
-    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version, w.next_run_at
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -61,9 +61,13 @@ WITH moved AS (
     SELECT moved.id, moved.workflow_type, moved.attempt_no, $23::text, $16::text, $1::text,
         $24, moved.updated_at, 'transition', $23::text, moved.row_version, moved.definition_version
     FROM moved
-    RETURNING row_version, occurred_at
+    RETURNING occurred_at
+), notified AS (
+    SELECT CASE WHEN $25::bool AND NOT $4::bool AND $13::bigint = 0
+        THEN pg_notify('fsmgen_runs', moved.workflow_type) END AS n
+    FROM moved
 )
-SELECT logged.row_version, logged.occurred_at, moved.next_run_at FROM logged CROSS JOIN moved
+SELECT moved.id, moved.workflow_type, moved.current_state, moved.tenant_id, moved.user_id, moved.correlation_id, moved.idempotency_key, moved.attempt_no, moved.policy_snapshot, moved.result, moved.created_at, moved.updated_at, moved.definition_version, moved.row_version, moved.status, moved.input, moved.attempt_started_at, moved.finished_at, moved.lease_owner, moved.lease_expires_at, moved.lease_epoch, moved.next_run_at, moved.step_attempt, moved.last_error_code, moved.last_error, moved.parked_at, moved.parent_run_id, moved.parent_event, moved.parent_delivered_at, moved.previous_state FROM moved CROSS JOIN logged CROSS JOIN notified
 `
 
 type AdvanceRunParams struct {
@@ -91,19 +95,50 @@ type AdvanceRunParams struct {
 	Epoch             int64
 	Event             string
 	Payload           []byte
+	Notify            bool
 }
 
 type AdvanceRunRow struct {
-	RowVersion int64
-	OccurredAt pgtype.Timestamptz
-	NextRunAt  pgtype.Timestamptz
+	ID                pgtype.UUID
+	WorkflowType      string
+	CurrentState      string
+	TenantID          string
+	UserID            pgtype.UUID
+	CorrelationID     pgtype.UUID
+	IdempotencyKey    string
+	AttemptNo         int32
+	PolicySnapshot    []byte
+	Result            []byte
+	CreatedAt         pgtype.Timestamptz
+	UpdatedAt         pgtype.Timestamptz
+	DefinitionVersion int32
+	RowVersion        int64
+	Status            string
+	Input             []byte
+	AttemptStartedAt  pgtype.Timestamptz
+	FinishedAt        pgtype.Timestamptz
+	LeaseOwner        pgtype.Text
+	LeaseExpiresAt    pgtype.Timestamptz
+	LeaseEpoch        int64
+	NextRunAt         pgtype.Timestamptz
+	StepAttempt       int32
+	LastErrorCode     pgtype.Text
+	LastError         pgtype.Text
+	ParkedAt          pgtype.Timestamptz
+	ParentRunID       pgtype.UUID
+	ParentEvent       pgtype.Text
+	ParentDeliveredAt pgtype.Timestamptz
+	PreviousState     pgtype.Text
 }
 
 // Every transition, in one statement: moves the run from the state and row
 // version the caller read and logs the move; with finish, stores the result
 // record too; when fenced, only under the caller's live lease; sets the
-// schedule of the state entered and the lease's fate. No row when the run is
-// not where the caller thought it was or the lease is lost.
+// schedule of the state entered and the lease's fate. With notify, a run
+// made due at once (a state with a handler) is announced on fsmgen_runs
+// (store.NotifyChannel) with its type, at the commit. It returns the run as
+// it left it (its updated_at is the log row's occurred_at); no row when the
+// run is not where the caller thought it was or the lease is lost.
 func (q *Queries) AdvanceRun(ctx context.Context, arg AdvanceRunParams) (AdvanceRunRow, error) {
 	row := q.db.QueryRow(ctx, advanceRun,
 		arg.ToState,
@@ -130,9 +165,41 @@ func (q *Queries) AdvanceRun(ctx context.Context, arg AdvanceRunParams) (Advance
 		arg.Epoch,
 		arg.Event,
 		arg.Payload,
+		arg.Notify,
 	)
 	var i AdvanceRunRow
-	err := row.Scan(&i.RowVersion, &i.OccurredAt, &i.NextRunAt)
+	err := row.Scan(
+		&i.ID,
+		&i.WorkflowType,
+		&i.CurrentState,
+		&i.TenantID,
+		&i.UserID,
+		&i.CorrelationID,
+		&i.IdempotencyKey,
+		&i.AttemptNo,
+		&i.PolicySnapshot,
+		&i.Result,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DefinitionVersion,
+		&i.RowVersion,
+		&i.Status,
+		&i.Input,
+		&i.AttemptStartedAt,
+		&i.FinishedAt,
+		&i.LeaseOwner,
+		&i.LeaseExpiresAt,
+		&i.LeaseEpoch,
+		&i.NextRunAt,
+		&i.StepAttempt,
+		&i.LastErrorCode,
+		&i.LastError,
+		&i.ParkedAt,
+		&i.ParentRunID,
+		&i.ParentEvent,
+		&i.ParentDeliveredAt,
+		&i.PreviousState,
+	)
 	return i, err
 }
 
@@ -344,26 +411,6 @@ func (q *Queries) AttemptEvents(ctx context.Context, arg AttemptEventsParams) ([
 		return nil, err
 	}
 	return items, nil
-}
-
-const childEventNamed = `-- name: ChildEventNamed :one
-SELECT EXISTS (
-    SELECT 1 FROM workflow_runs c WHERE c.parent_run_id = $1 AND c.parent_event = $2::text
-)::bool AS named
-`
-
-type ChildEventNamedParams struct {
-	ID    pgtype.UUID
-	Event string
-}
-
-// Whether a child of the run, finished or not, names event as the one
-// fired on the run when it finishes.
-func (q *Queries) ChildEventNamed(ctx context.Context, arg ChildEventNamedParams) (bool, error) {
-	row := q.db.QueryRow(ctx, childEventNamed, arg.ID, arg.Event)
-	var named bool
-	err := row.Scan(&named)
-	return named, err
 }
 
 const claimRuns = `-- name: ClaimRuns :many
@@ -807,6 +854,106 @@ func (q *Queries) ParkRun(ctx context.Context, arg ParkRunParams) (pgtype.Timest
 	var occurred_at pgtype.Timestamptz
 	err := row.Scan(&occurred_at)
 	return occurred_at, err
+}
+
+const readRunForEvent = `-- name: ReadRunForEvent :one
+WITH k AS (
+    SELECT unnest($3::text[]) AS workflow_type,
+        unnest($4::int[]) AS version,
+        unnest($5::text[]) AS state
+)
+SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state,
+    ($1::text IS NOT NULL AND EXISTS (
+        SELECT 1 FROM workflow_runs c WHERE c.parent_run_id = r.id AND c.parent_event = $1::text
+    ))::bool AS child_event_named,
+    coalesce(g.guarded, false)::bool AS events_read,
+    coalesce(ev.names, '{}')::text[] AS event_names,
+    coalesce(ev.payloads, '{}')::jsonb[] AS event_payloads
+FROM workflow_runs r
+LEFT JOIN LATERAL (
+    SELECT true AS guarded FROM k
+    WHERE k.workflow_type = r.workflow_type AND k.version = r.definition_version AND k.state = r.current_state
+    LIMIT 1
+) g ON true
+LEFT JOIN LATERAL (
+    SELECT array_agg(l.event ORDER BY l.id) AS names, array_agg(l.payload ORDER BY l.id) AS payloads
+    FROM workflow_step_logs l
+    WHERE g.guarded AND l.workflow_run_id = r.id AND l.attempt_no = r.attempt_no AND l.kind = 'transition'
+) ev ON true
+WHERE r.id = $2
+`
+
+type ReadRunForEventParams struct {
+	ChildEvent      pgtype.Text
+	ID              pgtype.UUID
+	GuardedTypes    []string
+	GuardedVersions []int32
+	GuardedStates   []string
+}
+
+type ReadRunForEventRow struct {
+	WorkflowRun     WorkflowRun
+	ChildEventNamed bool
+	EventsRead      bool
+	EventNames      []string
+	EventPayloads   [][]byte
+}
+
+// A run about to be sent an event from outside (a caller's signal, a
+// cancellation), with what deciding on it takes, in one statement: whether
+// a child of the run, finished or not, names child_event as the one fired
+// on the run when it finishes (false when child_event is NULL); and, when
+// the run's (type, version, state) is one of the guarded ones (item n:
+// guarded_types[n], guarded_versions[n], guarded_states[n]; the states
+// whose rows on the event have guards, which may read them), the events
+// recorded in its current attempt, names and payloads, oldest first, with
+// events_read set.
+func (q *Queries) ReadRunForEvent(ctx context.Context, arg ReadRunForEventParams) (ReadRunForEventRow, error) {
+	row := q.db.QueryRow(ctx, readRunForEvent,
+		arg.ChildEvent,
+		arg.ID,
+		arg.GuardedTypes,
+		arg.GuardedVersions,
+		arg.GuardedStates,
+	)
+	var i ReadRunForEventRow
+	err := row.Scan(
+		&i.WorkflowRun.ID,
+		&i.WorkflowRun.WorkflowType,
+		&i.WorkflowRun.CurrentState,
+		&i.WorkflowRun.TenantID,
+		&i.WorkflowRun.UserID,
+		&i.WorkflowRun.CorrelationID,
+		&i.WorkflowRun.IdempotencyKey,
+		&i.WorkflowRun.AttemptNo,
+		&i.WorkflowRun.PolicySnapshot,
+		&i.WorkflowRun.Result,
+		&i.WorkflowRun.CreatedAt,
+		&i.WorkflowRun.UpdatedAt,
+		&i.WorkflowRun.DefinitionVersion,
+		&i.WorkflowRun.RowVersion,
+		&i.WorkflowRun.Status,
+		&i.WorkflowRun.Input,
+		&i.WorkflowRun.AttemptStartedAt,
+		&i.WorkflowRun.FinishedAt,
+		&i.WorkflowRun.LeaseOwner,
+		&i.WorkflowRun.LeaseExpiresAt,
+		&i.WorkflowRun.LeaseEpoch,
+		&i.WorkflowRun.NextRunAt,
+		&i.WorkflowRun.StepAttempt,
+		&i.WorkflowRun.LastErrorCode,
+		&i.WorkflowRun.LastError,
+		&i.WorkflowRun.ParkedAt,
+		&i.WorkflowRun.ParentRunID,
+		&i.WorkflowRun.ParentEvent,
+		&i.WorkflowRun.ParentDeliveredAt,
+		&i.WorkflowRun.PreviousState,
+		&i.ChildEventNamed,
+		&i.EventsRead,
+		&i.EventNames,
+		&i.EventPayloads,
+	)
+	return i, err
 }
 
 const releaseLease = `-- name: ReleaseLease :execrows

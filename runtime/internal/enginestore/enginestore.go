@@ -165,11 +165,7 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 			Now:   run.LeaseExpiresAt.Add(-time.Duration(arg.TtlUs) * time.Microsecond),
 		}
 		if r.LoggedVersion == r.RowVersion && len(r.EventNames) == len(r.EventPayloads) {
-			c.EventsRead = true
-			c.Events = make([]LoggedEvent, len(r.EventNames))
-			for i, name := range r.EventNames {
-				c.Events[i] = LoggedEvent{Name: name, Payload: s.in.RawJSON(r.EventPayloads[i])}
-			}
+			c.EventsRead, c.Events = true, s.loggedEvents(r.EventNames, r.EventPayloads)
 		}
 		out = append(out, c)
 	}
@@ -349,11 +345,21 @@ type AdvanceParams struct {
 	KeepLease bool
 	// Effects commit in the transition's transaction.
 	Effects *Effects
+	// Notify announces the run on store.NotifyChannel, with its type, when
+	// the transition makes it due at once (it enters a state with a
+	// handler), in the same statement: idle workers are woken at its
+	// commit. A writer that holds no lease sets it, for the workers to
+	// take the run over.
+	Notify bool
 }
 
 // Advanced is what Advance did.
 type Advanced struct {
 	store.Recorded
+	// Run is the run as the transition left it, read back by the
+	// statement that wrote it. AdvanceBatch leaves it zero for the
+	// transitions of its shared statement.
+	Run store.Run
 	// Started are the ids of the runs Effects.Starts created or found, in
 	// order.
 	Started []string
@@ -378,6 +384,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 		return fail(err)
 	}
 	arg.ReleaseLease = !p.KeepLease && p.Lease != nil
+	arg.Notify = p.Notify
 	if p.Lease != nil {
 		arg.Fenced, arg.Owner, arg.Epoch = true, p.Lease.Owner, p.Lease.Epoch
 	}
@@ -386,7 +393,9 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 	if p.Effects.empty() {
 		row, err := s.q.AdvanceRun(ctx, arg)
 		if err == nil {
-			out.RowVersion, out.At, out.NextRunAt = row.RowVersion, row.OccurredAt.Time, row.NextRunAt.Time
+			if err := s.advanced(&out, row); err != nil {
+				return fail(err)
+			}
 			return out, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
@@ -436,7 +445,9 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			return err
 		}
 		moved = true
-		out.RowVersion, out.At, out.NextRunAt = row.RowVersion, row.OccurredAt.Time, row.NextRunAt.Time
+		if err := s.advanced(&out, row); err != nil {
+			return err
+		}
 		for _, m := range p.Effects.Messages {
 			if m.Topic == "" {
 				return fmt.Errorf("%w: empty topic", store.ErrInvalidInput)
@@ -512,6 +523,17 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 }
 
 var errNotMoved = errors.New("nothing moved")
+
+// advanced fills out from the row AdvanceRun returned.
+func (s *Store) advanced(out *Advanced, row dbsqlc.AdvanceRunRow) error {
+	run, err := s.in.RunFromRow(dbsqlc.WorkflowRun(row))
+	if err != nil {
+		return err
+	}
+	out.Run = run
+	out.RowVersion, out.At, out.NextRunAt = row.RowVersion, row.UpdatedAt.Time, row.NextRunAt.Time
+	return nil
+}
 
 // whyNot tells why a fenced write moved nothing: store.ErrLeaseLost when the
 // lease is no longer held, store.ErrConflict when the run moved, store.ErrRunNotFound.
@@ -616,6 +638,69 @@ func (s *Store) FinishedChildren(ctx context.Context, runID string) ([]Child, er
 type LoggedEvent struct {
 	Name    string
 	Payload json.RawMessage
+}
+
+// ForEvent is a run read to be sent an event from outside (a caller's
+// signal, a cancellation), with what deciding on the event takes.
+type ForEvent struct {
+	Run store.Run
+	// ChildEvent reports whether a child of the run, finished or not,
+	// names the event as the one fired on the run when it finishes.
+	ChildEvent bool
+	// Events are the events recorded in the run's current attempt, oldest
+	// first, when EventsRead: when the run is in one of the guarded states
+	// ReadForEvent was given.
+	Events     []LoggedEvent
+	EventsRead bool
+}
+
+// KindState is a state of a definition.
+type KindState struct {
+	Kind
+	State string
+}
+
+// ReadForEvent reads a run about to be sent an event from outside, in one
+// statement: the run; whether one of its children names childEvent as the
+// one fired on it when it finishes (not asked when childEvent is empty);
+// and, when the run is in one of guarded (the states whose rows on the
+// event have guards, which may read them), the events recorded in its
+// current attempt. A run that does not exist fails with
+// store.ErrRunNotFound, as store.Store.Get does.
+func (s *Store) ReadForEvent(ctx context.Context, runID, childEvent string, guarded []KindState) (ForEvent, error) {
+	const op = "get"
+	id, err := parseRunID(s, op, runID)
+	if err != nil {
+		return ForEvent{}, err
+	}
+	arg := dbsqlc.ReadRunForEventParams{ID: id, ChildEvent: pgtype.Text{String: childEvent, Valid: childEvent != ""},
+		GuardedTypes: make([]string, len(guarded)), GuardedVersions: make([]int32, len(guarded)), GuardedStates: make([]string, len(guarded))}
+	for i, g := range guarded {
+		arg.GuardedTypes[i], arg.GuardedVersions[i], arg.GuardedStates[i] = g.Type, int32(g.Version), g.State
+	}
+	row, err := s.q.ReadRunForEvent(ctx, arg)
+	if err != nil {
+		return ForEvent{}, runErr(op, runID, store.Translate(err))
+	}
+	run, err := s.in.RunFromRow(row.WorkflowRun)
+	if err != nil {
+		return ForEvent{Run: run}, runErr(op, runID, err)
+	}
+	out := ForEvent{Run: run, ChildEvent: row.ChildEventNamed, EventsRead: row.EventsRead}
+	if out.EventsRead {
+		out.Events = s.loggedEvents(row.EventNames, row.EventPayloads)
+	}
+	return out, nil
+}
+
+// loggedEvents pairs the names and payloads of logged events, as a
+// statement aggregates them.
+func (s *Store) loggedEvents(names []string, payloads [][]byte) []LoggedEvent {
+	out := make([]LoggedEvent, min(len(names), len(payloads)))
+	for i := range out {
+		out[i] = LoggedEvent{Name: names[i], Payload: s.in.RawJSON(payloads[i])}
+	}
+	return out
 }
 
 // AttemptEvents returns the events recorded in the given attempt of a run,
