@@ -15,6 +15,7 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/internal/diag"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
+	"github.com/fsmgen/fsmgen/runtime/internal/worker"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -818,47 +819,32 @@ func (s *session) deliverChild(ctx context.Context) (bool, error) {
 
 // heartbeat extends the lease every Heartbeat while a handler runs, and
 // cancels the handler's context with ErrLeaseLost when the lease is lost,
-// or when no extension succeeded for a whole lease.
+// or when no extension succeeded for a whole lease (worker.Heartbeat).
 func (s *session) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
-	ctx, quit := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(s.e.cfg.Heartbeat)
-		defer t.Stop()
-		lastOK := time.Now()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+	return worker.Heartbeat{
+		Every: s.e.cfg.Heartbeat, Lease: s.e.cfg.Lease,
+		Extend: func(ctx context.Context) error {
 			began := time.Now()
-			// Lost connections are tried again at once, up to the next tick.
-			l, err := retried(ctx, s.e, began.Add(s.e.cfg.Heartbeat), "extend lease", s.run.ID, func() (enginestore.Lease, error) {
-				return s.e.es.ExtendLease(ctx, s.lease, s.e.cfg.Lease)
-			})
-			if ctx.Err() != nil {
-				return
+			l, err := s.e.es.ExtendLease(ctx, s.lease, s.e.cfg.Lease)
+			if err == nil {
+				s.lease, s.leaseUntil = l, began.Add(s.e.cfg.Lease)
 			}
+			return err
+		},
+		Lost: func(err error) bool { return errors.Is(err, ErrLeaseLost) },
+		Expired: func(err error) error {
+			return runErr("heartbeat", s.run.ID, fmt.Errorf("%w: no extension succeeded for %v: %w", ErrLeaseLost, s.e.cfg.Lease, err))
+		},
+		Beat: func(err error) {
 			if s.e.hooks.heartbeat != nil {
 				s.e.hooks.heartbeat(s.run.ID, err)
 			}
-			switch {
-			case err == nil:
-				s.lease, s.leaseUntil, lastOK = l, began.Add(s.e.cfg.Lease), time.Now()
-			case errors.Is(err, ErrLeaseLost):
-				cancel(err)
-				return
-			case time.Since(lastOK) >= s.e.cfg.Lease:
-				cancel(runErr("heartbeat", s.run.ID, fmt.Errorf("%w: no extension succeeded for %v: %w", ErrLeaseLost, s.e.cfg.Lease, err)))
-				return
-			default:
-				s.e.log.Warn("heartbeat failed", "run", s.run.ID, "err", err)
-			}
-		}
-	}()
-	return func() { quit(); <-done }
+		},
+		Warn: func(err error) { s.e.log.Warn("heartbeat failed", "run", s.run.ID, "err", err) },
+		Retrying: func(wait time.Duration, err error) {
+			s.e.log.Warn("server unavailable; trying again", "op", "extend lease", "run", s.run.ID, "in", wait, "err", err)
+		},
+	}.Start(ctx, cancel)
 }
 
 // release gives the lease back, with a context of its own so that it

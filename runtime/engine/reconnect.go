@@ -8,15 +8,8 @@ import (
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
+	"github.com/fsmgen/fsmgen/runtime/internal/worker"
 	"github.com/fsmgen/fsmgen/runtime/store"
-)
-
-// The backoff between tries of the engine's own statements that the server
-// could not serve (pgerr.Unavailable): from retryFirst, doubling, at most
-// retryMax.
-const (
-	retryFirst = 10 * time.Millisecond
-	retryMax   = time.Second
 )
 
 // notifyTimeout bounds a notification, tries again included: it is a
@@ -25,33 +18,13 @@ const notifyTimeout = 2 * time.Second
 
 // retryConn calls op until it succeeds or fails otherwise than by an
 // unavailable server (pgerr.Unavailable: a lost or refused connection, a
-// shutdown, a lack of resources), backing off between tries, while ctx is
-// not done and, unless until is zero, until then. It returns op's last
-// error.
+// shutdown, a lack of resources), backing off between tries
+// (worker.Statements), while ctx is not done and, unless until is zero,
+// until then. It returns op's last error.
 func (e *Engine) retryConn(ctx context.Context, until time.Time, what, runID string, op func() error) error {
-	delay := retryFirst
-	for {
-		err := op()
-		if err == nil || !pgerr.Unavailable(err) || ctx.Err() != nil {
-			return err
-		}
-		wait := delay
-		if !until.IsZero() {
-			wait = min(wait, time.Until(until))
-			if wait <= 0 {
-				return err
-			}
-		}
+	return worker.Statements.Retry(ctx, until, op, func(wait time.Duration, err error) {
 		e.log.Warn("server unavailable; trying again", "op", what, "run", runID, "in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		delay = min(2*delay, retryMax)
-	}
+	})
 }
 
 // retried is retryConn for an op that returns a value.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
+	"github.com/fsmgen/fsmgen/runtime/internal/worker"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -64,7 +65,7 @@ func (e *Engine) Work(ctx context.Context) error {
 		// handling counts the sessions inside a handler.
 		handling atomic.Int32
 		// reclaim is how soon to claim again after a lost connection.
-		reclaim = retryFirst
+		reclaim time.Duration
 		// why says what started the round: wakeStart, wakeNotified,
 		// wakeDue or wakePoll.
 		why = wakeStart
@@ -84,13 +85,13 @@ func (e *Engine) Work(ctx context.Context) error {
 			}
 			switch {
 			case err == nil:
-				reclaim = retryFirst
+				reclaim = 0
 			case ctx.Err() != nil:
 			case pgerr.Unavailable(err):
 				// Try again soon rather than a poll interval later.
+				reclaim = worker.Statements.Next(reclaim)
 				e.log.Warn("claim failed; trying again", "in", reclaim, "err", err)
 				idle = min(idle, reclaim)
-				reclaim = min(2*reclaim, retryMax)
 			default:
 				e.log.Warn("claim failed", "err", err)
 			}
@@ -197,19 +198,20 @@ func (e *Engine) Work(ctx context.Context) error {
 // pokes the worker loop for every notification about a type the engine
 // drives, reconnecting after errors, until ctx is done.
 func (e *Engine) listen(ctx context.Context, poke func()) {
-	backoff := 100 * time.Millisecond
+	b := worker.Backoff{First: 100 * time.Millisecond, Max: 5 * time.Second}
+	var wait time.Duration
 	for ctx.Err() == nil {
 		err := e.listenConn(ctx, poke)
 		if ctx.Err() != nil {
 			return
 		}
+		wait = b.Next(wait)
 		e.log.Warn("listener lost; polling meanwhile", "err", err)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 

@@ -110,15 +110,18 @@ type Task struct {
 	Attempts, MaxAttempts int
 	// WaitingEventType is the event type a timed-out step waited for.
 	WaitingEventType string
-	// WorkerID holds the lease until LockedUntil (by the database clock).
+	// WorkerID held the lease until LockedUntil (by the database clock)
+	// when the step was claimed; Execute extends it while the handler runs.
 	WorkerID    string
 	LockedUntil time.Time
 	// Event is the external event that last woke this step (Deliver), nil
 	// when none did.
 	Event *Event
 
-	// deadline is LockedUntil on this process's clock (Execute).
-	deadline time.Time
+	// deadline is LockedUntil on this process's clock; lease and heartbeat
+	// are the claim's (ClaimOptions), for Execute's heartbeat.
+	deadline         time.Time
+	lease, heartbeat time.Duration
 }
 
 // Event is an external event that woke a step, as its handler sees it.

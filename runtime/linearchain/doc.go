@@ -87,8 +87,21 @@
 // with TaskType WAITING_TIMEOUT (without it, times them out: see
 // Deadlines); then Execute runs each task's handler and applies its
 // result. Claim and Execute are exported for callers that drive their own
-// loop. A handler's context ends when its lease does; a lease must outlast
-// a batch's handlers.
+// loop.
+//
+// While a handler runs, a heartbeat extends by Lease, every Heartbeat
+// (Lease/3 by default), the leases of every step its worker holds, so that
+// a long handler and the tasks of its batch waiting their turn keep their
+// steps. When the lease is lost (its step recovered by another worker
+// after it expired by the database's clock) or no extension succeeded for
+// a whole lease, the handler's context is cancelled with a cause matching
+// ErrLeaseLost, and its result is not written. A write lost with its
+// connection is written again on a new one while the lease holds, and a
+// try that had committed is recognised from the step's status log, so a
+// lost connection spends no attempt. These mechanics (the heartbeat, the
+// backoff of statements the server could not serve, pgerr's
+// classification of a lost connection) are runtime/engine's too, from one
+// internal package.
 //
 // A worker claims only what it can run: steps of a workflow type and
 // version registered on its engine, whose step type has a handler there.

@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
+	"github.com/fsmgen/fsmgen/runtime/internal/worker"
 	"github.com/fsmgen/fsmgen/runtime/linearchain/step"
 )
 
@@ -38,8 +40,12 @@ type ClaimOptions struct {
 	// WorkerID is the lease holder written to locked_by.
 	WorkerID string
 	// Lease is how long a claimed step stays RUNNING under WorkerID
-	// (locked_until = now + Lease); default 30s.
+	// (locked_until = now + Lease) unless extended; default 30s.
 	Lease time.Duration
+	// Heartbeat is how often Execute extends, by Lease, the leases of the
+	// steps WorkerID holds while a handler runs; default Lease/3, and it
+	// must be shorter than Lease.
+	Heartbeat time.Duration
 	// Batch is the most READY steps claimed (and, with ClaimTimedOut, the
 	// most timed-out WAITING steps besides); default 16.
 	Batch int
@@ -59,6 +65,9 @@ func (o ClaimOptions) withDefaults() ClaimOptions {
 	}
 	if o.Batch <= 0 {
 		o.Batch = 16
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = o.Lease / 3
 	}
 	return o
 }
@@ -100,6 +109,9 @@ func (e *Engine) Claim(ctx context.Context, o ClaimOptions) (Claimed, error) {
 	if o.WorkerID == "" {
 		return Claimed{}, errors.New("linearchain: claim: no worker id")
 	}
+	if o.Heartbeat >= o.Lease {
+		return Claimed{}, fmt.Errorf("linearchain: claim: heartbeat %v is not shorter than the lease %v", o.Heartbeat, o.Lease)
+	}
 	claimed := time.Now()
 	types, versions, stepTypes := e.handled()
 	rows, err := e.pool.Query(ctx, claimSQL, o.WorkerID, o.Lease.Microseconds(), o.Batch, o.ClaimTimedOut,
@@ -140,6 +152,7 @@ func (e *Engine) Claim(ctx context.Context, o ClaimOptions) (Claimed, error) {
 		// The lease's end on this process's clock: as far from now as
 		// locked_until is from the database's now.
 		t.deadline = claimed.Add(t.LockedUntil.Sub(dbNow))
+		t.lease, t.heartbeat = o.Lease, o.Heartbeat
 		out.Tasks = append(out.Tasks, t)
 	}
 	if err := rows.Err(); err != nil {
@@ -288,13 +301,19 @@ func (stepGuards) WaitingEventTypeMatches(context.Context, step.WakeUp) bool    
 // locked_by = t.WorkerID and locked_until >= now by the database clock;
 // otherwise nothing changes and the error matches ErrLeaseLost.
 func (e *Engine) Apply(ctx context.Context, t Task, r Result) (Applied, error) {
+	return e.apply(ctx, t, r, t.deadline)
+}
+
+// apply is Apply for a lease that holds until until, on this process's
+// clock: a write lost with its connection is tried again until then.
+func (e *Engine) apply(ctx context.Context, t Task, r Result, until time.Time) (Applied, error) {
 	if r.ev == nil {
 		r = Retry(DefaultRetryBackoff, "handler returned the zero Result")
 	}
 	out := Applied{Task: t, Result: r}
 	var woken bool
 	rec := runtime.RecorderFunc(func(ctx context.Context, tr runtime.Transition) (err error) {
-		woken, err = e.write(ctx, t, tr, r, &out)
+		woken, err = e.write(ctx, t, tr, r, &out, until)
 		return err
 	})
 	m := step.New(stepGuards{attemptsLeft: t.Attempts+1 < t.MaxAttempts}, step.WithState(step.StateRunning), step.WithRecorder(rec))
@@ -329,8 +348,12 @@ func (e *Engine) Apply(ctx context.Context, t Task, r Result) (Applied, error) {
 // write is the step machine's recorder in Apply: one statement per
 // transition of the table, each carrying the lease condition. A Waiting
 // also applies, in the same transaction, an early event of its type that
-// is in the inbox; woken says it did.
-func (e *Engine) write(ctx context.Context, t Task, tr runtime.Transition, r Result, out *Applied) (woken bool, err error) {
+// is in the inbox; woken says it did. A write the server could not serve
+// (a lost connection) is tried again on a new one while the lease holds
+// (until, on this process's clock); when a try lost with its connection
+// had committed, the next is refused, and write finds the transition in
+// the step's status log and reports it written.
+func (e *Engine) write(ctx context.Context, t Task, tr runtime.Transition, r Result, out *Applied, until time.Time) (woken bool, err error) {
 	var (
 		sql  string
 		args = []any{t.InstanceID, t.StepSeq, t.WorkerID, tr.Event}
@@ -362,27 +385,52 @@ func (e *Engine) write(ctx context.Context, t Task, tr runtime.Transition, r Res
 		sql = deadSQL
 		args = append(args, ev.LastError)
 	}
-	var changed int
-	var instance *string
+	var (
+		changed  int
+		instance *string
+		lostConn bool
+	)
 	scan := func(row pgx.Row) error { return row.Scan(&changed, &instance, &out.Outbox) }
-	if w, ok := r.ev.(step.Waiting); ok {
-		err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, lockInstanceEvents, t.InstanceID); err != nil {
+	err = worker.Statements.Retry(ctx, until, func() error {
+		var err error
+		if w, ok := r.ev.(step.Waiting); ok {
+			err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, lockInstanceEvents, t.InstanceID); err != nil {
+					return err
+				}
+				if err := scan(tx.QueryRow(ctx, sql, args...)); err != nil || changed == 0 {
+					return err
+				}
+				var n int
+				err := tx.QueryRow(ctx, wakeEarlySQL, t.InstanceID, t.StepSeq, t.WorkerID, w.WaitingEventType).Scan(&n)
+				woken = n == 1
 				return err
-			}
-			if err := scan(tx.QueryRow(ctx, sql, args...)); err != nil || changed == 0 {
-				return err
-			}
-			var n int
-			err := tx.QueryRow(ctx, wakeEarlySQL, t.InstanceID, t.StepSeq, t.WorkerID, w.WaitingEventType).Scan(&n)
-			woken = n == 1
-			return err
-		})
-	} else {
-		err = scan(e.pool.QueryRow(ctx, sql, args...))
-	}
+			})
+		} else {
+			err = scan(e.pool.QueryRow(ctx, sql, args...))
+		}
+		if pgerr.Unavailable(err) {
+			lostConn = true
+		}
+		return err
+	}, nil)
 	if err != nil {
 		return false, translate(err)
+	}
+	if changed == 0 && lostConn {
+		var written bool
+		err := worker.Statements.Retry(ctx, until, func() error {
+			return e.pool.QueryRow(ctx, writtenSQL, t.InstanceID, t.StepSeq, t.WorkerID, tr.To, tr.Event).Scan(&written, &woken, &instance)
+		}, nil)
+		if err != nil {
+			return false, translate(err)
+		}
+		if written {
+			changed = 1
+			if w, ok := r.ev.(step.Waiting); ok {
+				out.Outbox = len(w.OutboundEvents)
+			}
+		}
 	}
 	if changed == 0 {
 		return false, fmt.Errorf("%w: the step is not RUNNING under %s with an unexpired lease; nothing changed", ErrLeaseLost, t.WorkerID)
@@ -392,6 +440,35 @@ func (e *Engine) write(ctx context.Context, t Task, tr runtime.Transition, r Res
 	}
 	return woken, nil
 }
+
+// writtenSQL finds in the status log of step ($1 instance, $2 step_seq)
+// whether worker $3, since it last claimed the step, moved it from RUNNING
+// to $4 on event $5, and whether it then woke it (an early event applied
+// by a Waiting); with the instance's status.
+const writtenSQL = `
+WITH k AS (
+    SELECT jsonb_build_object('instance_id', $1::bigint, 'step_seq', $2::int) AS key
+), since AS (
+    SELECT coalesce(max(l.id), 0) AS id FROM workflow_step_status_log l, k
+    WHERE l.row_key = k.key AND l.to_state = 'RUNNING' AND l.worker = $3
+)
+SELECT coalesce(bool_or(l.from_state = 'RUNNING' AND l.to_state = $4 AND l.event = $5), false),
+       coalesce(bool_or(l.from_state = 'WAITING' AND l.to_state = 'READY' AND l.event = 'WakeUp'), false),
+       (SELECT i.status FROM workflow_instance i WHERE i.id = $1)
+FROM workflow_step_status_log l, k, since
+WHERE l.row_key = k.key AND l.worker = $3 AND l.id > since.id`
+
+// extendSQL extends by $2 microseconds the lease of every step worker $1
+// holds (the task running and those of its batch waiting their turn), and
+// reports whether step ($3 instance, $4 step_seq) is among them.
+const extendSQL = `
+WITH ext AS (
+    UPDATE workflow_step
+    SET locked_until = workflow_now() + $2::bigint * interval '1 microsecond'
+    WHERE status = 'RUNNING' AND locked_by = $1 AND locked_until >= workflow_now()
+    RETURNING instance_id, step_seq
+)
+SELECT count(*) FILTER (WHERE instance_id = $3 AND step_seq = $4) > 0 FROM ext`
 
 // The result writes: $1 instance, $2 step_seq, $3 worker, $4 event name;
 // each returns (steps changed, instance status, outbox rows).
@@ -540,25 +617,65 @@ var (
 )
 
 // Execute runs the handler of the claimed task t and applies its result
-// (Apply). The handler's context ends when the lease does (on this
-// process's clock, measured from the claim), so a handler that watches it
-// stops when its result could no longer be written. Claim only hands out
-// tasks this engine has a handler for; a task with none here (one that
-// another engine claimed) gives an error matching ErrUnknownWorkflow and
-// changes nothing.
+// (Apply). While the handler runs, a heartbeat extends by the claim's
+// Lease, every Heartbeat, the leases of the steps t.WorkerID holds (this
+// one and those of its batch waiting their turn); the handler's context is
+// cancelled, with a cause matching ErrLeaseLost, when the lease is lost
+// (another worker recovered the step) or when no extension succeeded for
+// a whole lease, and nothing is written then. A result whose write is lost
+// with its connection is written again on a new one while the lease
+// holds. Claim only hands out tasks this engine has a handler for; a task
+// with none here (one that another engine claimed) gives an error
+// matching ErrUnknownWorkflow and changes nothing.
 func (e *Engine) Execute(ctx context.Context, t Task) (Applied, error) {
 	h := e.handler(t.WorkflowType, t.WorkflowVersion, t.StepType)
 	if h == nil {
 		return Applied{}, fmt.Errorf("linearchain: instance %d step %d: no handler for %s v%d step %s: %w",
 			t.InstanceID, t.StepSeq, t.WorkflowType, t.WorkflowVersion, t.StepType, ErrUnknownWorkflow)
 	}
-	hctx, cancel := ctx, context.CancelFunc(func() {})
-	if !t.deadline.IsZero() {
-		hctx, cancel = context.WithDeadline(ctx, t.deadline)
+	until := t.deadline
+	hctx, cancel := context.WithCancelCause(ctx)
+	stop := func() {}
+	switch {
+	case t.heartbeat > 0:
+		stop = e.heartbeat(t, &until).Start(hctx, cancel)
+	case !until.IsZero():
+		var c context.CancelFunc
+		hctx, c = context.WithDeadline(hctx, until)
+		defer c()
 	}
 	r := call(hctx, h, t)
-	cancel()
-	return e.Apply(ctx, t, r)
+	stop()
+	cause := context.Cause(hctx)
+	cancel(nil)
+	if errors.Is(cause, ErrLeaseLost) {
+		return Applied{}, fmt.Errorf("linearchain: instance %d step %d (%s) by %s: %w", t.InstanceID, t.StepSeq, t.StepType, t.WorkerID, cause)
+	}
+	return e.apply(ctx, t, r, until)
+}
+
+// heartbeat is the lease's heartbeat while t's handler runs; each
+// extension moves until, the lease's end on this process's clock.
+func (e *Engine) heartbeat(t Task, until *time.Time) worker.Heartbeat {
+	return worker.Heartbeat{
+		Every: t.heartbeat, Lease: t.lease,
+		Extend: func(ctx context.Context) error {
+			began := time.Now()
+			var held bool
+			if err := e.pool.QueryRow(ctx, extendSQL, t.WorkerID, t.lease.Microseconds(), t.InstanceID, t.StepSeq).Scan(&held); err != nil {
+				return translate(err)
+			}
+			if !held {
+				return fmt.Errorf("%w: the step is no longer RUNNING under %s", ErrLeaseLost, t.WorkerID)
+			}
+			*until = began.Add(t.lease)
+			return nil
+		},
+		Lost: func(err error) bool { return errors.Is(err, ErrLeaseLost) },
+		Expired: func(err error) error {
+			return fmt.Errorf("%w: no extension succeeded for %v: %w", ErrLeaseLost, t.lease, err)
+		},
+	}
 }
 
 // call runs h, taking a panic as a Retry.
@@ -579,10 +696,11 @@ type RunOptions struct {
 	// Workers is how many workers run, each with its own worker id,
 	// claiming and executing in turn; default 1.
 	Workers int
-	// Lease, Batch and ClaimTimedOut are those of each Claim (ClaimOptions).
-	Lease         time.Duration
-	Batch         int
-	ClaimTimedOut bool
+	// Lease, Heartbeat, Batch and ClaimTimedOut are those of each Claim
+	// (ClaimOptions).
+	Lease, Heartbeat time.Duration
+	Batch            int
+	ClaimTimedOut    bool
 	// Poll is how long an idle worker waits before claiming again, unless
 	// this process makes a step runnable first; default 100ms, with up to
 	// 20% added at random.
@@ -619,7 +737,7 @@ func (e *Engine) Run(ctx context.Context, o RunOptions) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.work(ctx, o, ClaimOptions{WorkerID: WorkerID(o.App), Lease: o.Lease, Batch: o.Batch, ClaimTimedOut: o.ClaimTimedOut})
+			e.work(ctx, o, ClaimOptions{WorkerID: WorkerID(o.App), Lease: o.Lease, Heartbeat: o.Heartbeat, Batch: o.Batch, ClaimTimedOut: o.ClaimTimedOut})
 		}()
 	}
 	wg.Wait()
@@ -632,11 +750,19 @@ func (e *Engine) work(ctx context.Context, o RunOptions, co ClaimOptions) {
 			o.OnError(err)
 		}
 	}
+	// reclaim is how soon to claim again after a claim the server could
+	// not serve.
+	var reclaim time.Duration
 	for ctx.Err() == nil {
 		wake := e.woken()
 		c, err := e.Claim(ctx, co)
 		if err != nil {
 			report(err)
+		}
+		if pgerr.Unavailable(err) {
+			reclaim = worker.Statements.Next(reclaim)
+		} else {
+			reclaim = 0
 		}
 		busy := len(c.Tasks) > 0 || c.Recovered > 0 || c.TimedOut > 0
 		if busy && o.OnClaimed != nil {
@@ -658,6 +784,9 @@ func (e *Engine) work(ctx context.Context, o RunOptions, co ClaimOptions) {
 			continue
 		}
 		wait := o.Poll + time.Duration(rand.Int64N(int64(o.Poll)/5+1))
+		if reclaim > 0 {
+			wait = min(wait, reclaim)
+		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

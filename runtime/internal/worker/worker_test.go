@@ -1,0 +1,132 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fsmgen/fsmgen/runtime/internal/worker"
+)
+
+func TestBackoffNext(t *testing.T) {
+	t.Parallel()
+	b := worker.Backoff{First: 10 * time.Millisecond, Max: 50 * time.Millisecond}
+	var got []time.Duration
+	var d time.Duration
+	for range 5 {
+		d = b.Next(d)
+		got = append(got, d)
+	}
+	want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("waits (-want +got):\n%s", diff)
+	}
+}
+
+// lost is an error of a lost connection, as pgerr.Unavailable sees one.
+var lost = fmt.Errorf("write: %w", io.ErrUnexpectedEOF)
+
+func TestRetryTriesAgainOnlyWhileTheServerIsUnavailable(t *testing.T) {
+	t.Parallel()
+	b := worker.Backoff{First: time.Microsecond, Max: time.Microsecond}
+	refused := errors.New("statement refused")
+	for _, tc := range []struct {
+		name  string
+		errs  []error
+		calls int
+		err   error
+	}{
+		{"success", []error{nil}, 1, nil},
+		{"lost twice, then success", []error{lost, lost, nil}, 3, nil},
+		{"lost, then refused", []error{lost, refused, nil}, 2, refused},
+		{"refused", []error{refused, nil}, 1, refused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			calls, warned := 0, 0
+			err := b.Retry(context.Background(), time.Time{}, func() error {
+				calls++
+				return tc.errs[calls-1]
+			}, func(time.Duration, error) { warned++ })
+			if !errors.Is(err, tc.err) || calls != tc.calls || warned != calls-1 {
+				t.Errorf("Retry returned %v after %d calls and %d warnings, want %v after %d", err, calls, warned, tc.err, tc.calls)
+			}
+		})
+	}
+}
+
+func TestRetryStopsAtItsLimitAndWithItsContext(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	op := func() error { calls++; return lost }
+	if err := worker.Statements.Retry(context.Background(), time.Now().Add(-time.Second), op, nil); !errors.Is(err, io.ErrUnexpectedEOF) || calls != 1 {
+		t.Errorf("past its limit: %v after %d calls, want the lost connection after 1", err, calls)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	calls = 0
+	err := worker.Statements.Retry(ctx, time.Time{}, func() error {
+		calls++
+		if calls == 3 {
+			cancel()
+		}
+		return lost
+	}, nil)
+	if !errors.Is(err, io.ErrUnexpectedEOF) || calls != 3 {
+		t.Errorf("cancelled: %v after %d calls, want the lost connection after 3", err, calls)
+	}
+}
+
+var errLeaseLost = errors.New("lease lost")
+
+// beat runs a heartbeat whose extensions return errs in turn (the last
+// one for ever after), until it cancels the work, and returns the cause
+// and the errors Beat saw.
+func beat(t *testing.T, lease time.Duration, errs ...error) (error, []error) {
+	t.Helper()
+	work, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	var seen []error
+	n := 0
+	stop := worker.Heartbeat{
+		Every: time.Millisecond, Lease: lease,
+		Extend: func(context.Context) error {
+			err := errs[min(n, len(errs)-1)]
+			n++
+			return err
+		},
+		Lost:    func(err error) bool { return errors.Is(err, errLeaseLost) },
+		Expired: func(err error) error { return fmt.Errorf("%w: no extension: %w", errLeaseLost, err) },
+		Beat:    func(err error) { seen = append(seen, err) },
+	}.Start(context.Background(), cancel)
+	<-work.Done()
+	stop()
+	return context.Cause(work), seen
+}
+
+func TestHeartbeatCancelsTheWorkWhenTheLeaseIsLost(t *testing.T) {
+	t.Parallel()
+	cause, seen := beat(t, time.Hour, nil, nil, errLeaseLost)
+	if !errors.Is(cause, errLeaseLost) || cause.Error() != "lease lost" {
+		t.Errorf("work cancelled by %v, want the lost lease", cause)
+	}
+	if diff := cmp.Diff([]error{nil, nil, errLeaseLost}, seen, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
+		t.Errorf("beats (-want +got):\n%s", diff)
+	}
+}
+
+func TestHeartbeatCancelsTheWorkWhenNoExtensionSucceedsForALease(t *testing.T) {
+	t.Parallel()
+	failed := errors.New("extension failed")
+	cause, seen := beat(t, 5*time.Millisecond, failed)
+	if want := "lease lost: no extension: extension failed"; cause == nil || cause.Error() != want {
+		t.Errorf("work cancelled by %v, want %q", cause, want)
+	}
+	if len(seen) < 2 {
+		t.Errorf("%d beats before the lease was given up, want some", len(seen))
+	}
+}
