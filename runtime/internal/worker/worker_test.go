@@ -29,7 +29,7 @@ func TestBackoffNext(t *testing.T) {
 }
 
 // lost is an error of a lost connection, as pgerr.Unavailable sees one.
-var lost = fmt.Errorf("write: %w", io.ErrUnexpectedEOF)
+var errLost = fmt.Errorf("write: %w", io.ErrUnexpectedEOF)
 
 func TestRetryTriesAgainOnlyWhileTheServerIsUnavailable(t *testing.T) {
 	t.Parallel()
@@ -42,8 +42,8 @@ func TestRetryTriesAgainOnlyWhileTheServerIsUnavailable(t *testing.T) {
 		err   error
 	}{
 		{"success", []error{nil}, 1, nil},
-		{"lost twice, then success", []error{lost, lost, nil}, 3, nil},
-		{"lost, then refused", []error{lost, refused, nil}, 2, refused},
+		{"lost twice, then success", []error{errLost, errLost, nil}, 3, nil},
+		{"lost, then refused", []error{errLost, refused, nil}, 2, refused},
 		{"refused", []error{refused, nil}, 1, refused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,7 +63,7 @@ func TestRetryTriesAgainOnlyWhileTheServerIsUnavailable(t *testing.T) {
 func TestRetryStopsAtItsLimitAndWithItsContext(t *testing.T) {
 	t.Parallel()
 	calls := 0
-	op := func() error { calls++; return lost }
+	op := func() error { calls++; return errLost }
 	if err := worker.Statements.Retry(context.Background(), time.Now().Add(-time.Second), op, nil); !errors.Is(err, io.ErrUnexpectedEOF) || calls != 1 {
 		t.Errorf("past its limit: %v after %d calls, want the lost connection after 1", err, calls)
 	}
@@ -74,7 +74,7 @@ func TestRetryStopsAtItsLimitAndWithItsContext(t *testing.T) {
 		if calls == 3 {
 			cancel()
 		}
-		return lost
+		return errLost
 	}, nil)
 	if !errors.Is(err, io.ErrUnexpectedEOF) || calls != 3 {
 		t.Errorf("cancelled: %v after %d calls, want the lost connection after 3", err, calls)
@@ -84,9 +84,9 @@ func TestRetryStopsAtItsLimitAndWithItsContext(t *testing.T) {
 var errLeaseLost = errors.New("lease lost")
 
 // beat runs a heartbeat whose extensions return errs in turn (the last
-// one for ever after), until it cancels the work, and returns the cause
-// and the errors Beat saw.
-func beat(t *testing.T, lease time.Duration, errs ...error) (error, []error) {
+// one for ever after), until it cancels the work, and returns the errors
+// Beat saw and the cause.
+func beat(t *testing.T, lease time.Duration, errs ...error) ([]error, error) {
 	t.Helper()
 	work, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -105,12 +105,12 @@ func beat(t *testing.T, lease time.Duration, errs ...error) (error, []error) {
 	}.Start(context.Background(), cancel)
 	<-work.Done()
 	stop()
-	return context.Cause(work), seen
+	return seen, context.Cause(work)
 }
 
 func TestHeartbeatCancelsTheWorkWhenTheLeaseIsLost(t *testing.T) {
 	t.Parallel()
-	cause, seen := beat(t, time.Hour, nil, nil, errLeaseLost)
+	seen, cause := beat(t, time.Hour, nil, nil, errLeaseLost)
 	if !errors.Is(cause, errLeaseLost) || cause.Error() != "lease lost" {
 		t.Errorf("work cancelled by %v, want the lost lease", cause)
 	}
@@ -122,7 +122,7 @@ func TestHeartbeatCancelsTheWorkWhenTheLeaseIsLost(t *testing.T) {
 func TestHeartbeatCancelsTheWorkWhenNoExtensionSucceedsForALease(t *testing.T) {
 	t.Parallel()
 	failed := errors.New("extension failed")
-	cause, seen := beat(t, 5*time.Millisecond, failed)
+	seen, cause := beat(t, 5*time.Millisecond, failed)
 	if want := "lease lost: no extension: extension failed"; cause == nil || cause.Error() != want {
 		t.Errorf("work cancelled by %v, want %q", cause, want)
 	}
