@@ -10,8 +10,9 @@ import (
 //
 // The wait before attempt n+1, after attempt n failed, is
 // InitialInterval * Coefficient^(n-1), capped at MaxInterval, then spread by
-// up to ±Jitter of itself. A step is tried at most MaxAttempts times in all;
-// an error whose code is in NonRetryable is not retried at all.
+// up to ±Jitter of itself, never past MaxInterval. A step is tried at most
+// MaxAttempts times in all; an error whose code is in NonRetryable is not
+// retried at all.
 type RetryPolicy struct {
 	// Name is the preset's name, empty for a policy written out in full.
 	Name            string
@@ -91,13 +92,18 @@ func (p RetryPolicy) Delay(n int) time.Duration {
 	return time.Duration(d)
 }
 
-// Jittered spreads d by up to ±p.Jitter of itself; u must be uniform in
-// [0, 1) (for example rand.Float64()).
+// Jittered spreads d by up to ±p.Jitter of itself, at most MaxInterval
+// when it is set; u must be uniform in [0, 1) (for example
+// rand.Float64()).
 func (p RetryPolicy) Jittered(d time.Duration, u float64) time.Duration {
 	if p.Jitter <= 0 {
 		return d
 	}
-	return time.Duration(float64(d) * (1 + p.Jitter*(2*u-1)))
+	d = time.Duration(float64(d) * (1 + p.Jitter*(2*u-1)))
+	if p.MaxInterval > 0 {
+		d = min(d, p.MaxInterval)
+	}
+	return d
 }
 
 // Retryable reports whether an error with the given code may be retried

@@ -19,6 +19,7 @@ import (
 	"github.com/fsmgen/fsmgen/machines/reporting/apiclient"
 	"github.com/fsmgen/fsmgen/machines/reporting/report"
 	"github.com/fsmgen/fsmgen/machines/reporting/sheets/sheetstest"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/stepengine"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -72,8 +73,8 @@ func stepEngineDemo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, runsDi
 	sheet := &api{}
 	srv := httptest.NewServer(sheet)
 	defer srv.Close()
-	client := &apiclient.Client{HTTP: srv.Client(), Retry: &apiclient.RetryPolicy{
-		MaxRetries: 3, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, JitterRatio: 0.2,
+	client := &apiclient.Client{HTTP: srv.Client(), Retry: &runtime.RetryPolicy{
+		MaxAttempts: 4, InitialInterval: 20 * time.Millisecond, Coefficient: 2, MaxInterval: 100 * time.Millisecond, Jitter: 0.2,
 	}}
 	sink := sheetstest.NewServer("demo-reports")
 	defer sink.Close()

@@ -7,70 +7,41 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/stepengine"
 )
 
-// RetryPolicy is when and how long a request is retried. Every field is
-// taken as written: MaxRetries 0 is no retry, and a zero MaxBackoff means
-// retries do not wait. Use DefaultRetryPolicy for the contract's numbers.
-type RetryPolicy struct {
-	// MaxRetries is the number of retries after the initial attempt; 0
-	// sends the request once.
-	MaxRetries int
-	// InitialBackoff is the delay before the first retry; each retry
-	// doubles it, up to MaxBackoff.
-	InitialBackoff time.Duration
-	// MaxBackoff bounds every wait, a Retry-After included; it is at least
-	// InitialBackoff.
-	MaxBackoff time.Duration
-	// JitterRatio, in [0, 1], spreads each delay at random over
-	// [d*(1-r), d*(1+r)].
-	JitterRatio float64
-}
-
 // ErrInvalidRetryPolicy is the error of a request sent with a policy that
-// has a negative field, a MaxBackoff below InitialBackoff or a JitterRatio
-// outside [0, 1].
+// has a negative MaxAttempts, interval or Coefficient, a MaxInterval below
+// InitialInterval, or a Jitter outside [0, 1].
 var ErrInvalidRetryPolicy = errors.New("invalid retry policy")
 
-// Validate reports whether the policy can be used, as an
-// ErrInvalidRetryPolicy saying why not.
-func (p RetryPolicy) Validate() error {
+// validate reports whether p can be used, as an ErrInvalidRetryPolicy
+// saying why not.
+func validate(p runtime.RetryPolicy) error {
 	switch {
-	case p.MaxRetries < 0 || p.InitialBackoff < 0 || p.MaxBackoff < 0:
-		return fmt.Errorf("%w: negative MaxRetries or backoff in %+v", ErrInvalidRetryPolicy, p)
-	case p.MaxBackoff < p.InitialBackoff:
-		return fmt.Errorf("%w: MaxBackoff %v is below InitialBackoff %v", ErrInvalidRetryPolicy, p.MaxBackoff, p.InitialBackoff)
-	case !(p.JitterRatio >= 0 && p.JitterRatio <= 1):
-		return fmt.Errorf("%w: JitterRatio %v is not in [0, 1]", ErrInvalidRetryPolicy, p.JitterRatio)
+	case p.MaxAttempts < 0 || p.InitialInterval < 0 || p.MaxInterval < 0 || p.Coefficient < 0:
+		return fmt.Errorf("%w: MaxAttempts %d, InitialInterval %v, MaxInterval %v or Coefficient %v is negative",
+			ErrInvalidRetryPolicy, p.MaxAttempts, p.InitialInterval, p.MaxInterval, p.Coefficient)
+	case p.MaxInterval > 0 && p.MaxInterval < p.InitialInterval:
+		return fmt.Errorf("%w: MaxInterval %v is below InitialInterval %v", ErrInvalidRetryPolicy, p.MaxInterval, p.InitialInterval)
+	case !(p.Jitter >= 0 && p.Jitter <= 1):
+		return fmt.Errorf("%w: Jitter %v is not in [0, 1]", ErrInvalidRetryPolicy, p.Jitter)
 	}
 	return nil
 }
 
-// DefaultRetryPolicy returns the contract's policy: max_retries=5,
-// initial_backoff_s=0.5, max_backoff_s=8.0, jitter_ratio=0.2.
-func DefaultRetryPolicy() RetryPolicy {
-	return RetryPolicy{MaxRetries: 5, InitialBackoff: 500 * time.Millisecond, MaxBackoff: 8 * time.Second, JitterRatio: 0.2}
-}
-
-// Backoff returns the delay before retry n (from 1) for the random number
-// u in [0, 1): InitialBackoff * 2^(n-1), capped at MaxBackoff, times
-// 1 + JitterRatio*(2u-1), capped at MaxBackoff again.
-func (p RetryPolicy) Backoff(n int, u float64) time.Duration {
-	base := min(float64(p.InitialBackoff)*math.Pow(2, float64(n-1)), float64(p.MaxBackoff))
-	return p.capped(time.Duration(base * (1 + p.JitterRatio*(2*u-1))))
-}
-
-// capped bounds a wait to [0, MaxBackoff].
-func (p RetryPolicy) capped(d time.Duration) time.Duration {
-	return max(0, min(d, p.MaxBackoff))
+// DefaultRetryPolicy returns the contract's policy: max_retries=5 (six
+// attempts in all), initial_backoff_s=0.5, doubling, max_backoff_s=8.0,
+// jitter_ratio=0.2.
+func DefaultRetryPolicy() runtime.RetryPolicy {
+	return runtime.RetryPolicy{MaxAttempts: 6, InitialInterval: 500 * time.Millisecond, Coefficient: 2, MaxInterval: 8 * time.Second, Jitter: 0.2}
 }
 
 // Client sends API requests with retries. The zero value uses
@@ -79,7 +50,7 @@ type Client struct {
 	// HTTP sends each attempt; nil means http.DefaultClient.
 	HTTP *http.Client
 	// Retry is the policy, used as written; nil means DefaultRetryPolicy.
-	Retry *RetryPolicy
+	Retry *runtime.RetryPolicy
 	// Sleep waits d or until ctx is done; nil means a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Rand returns a number in [0, 1) for the jitter; nil means rand.Float64.
@@ -138,7 +109,7 @@ func (e *APIError) Error() string {
 // ErrorType returns "APIError".
 func (e *APIError) ErrorType() string { return "APIError" }
 
-func (c *Client) policy() RetryPolicy {
+func (c *Client) policy() runtime.RetryPolicy {
 	if c.Retry == nil {
 		return DefaultRetryPolicy()
 	}
@@ -174,7 +145,7 @@ func (c *Client) Do(operation string, req *http.Request) (*http.Response, error)
 		hc = http.DefaultClient
 	}
 	p := c.policy()
-	if err := p.Validate(); err != nil {
+	if err := validate(p); err != nil {
 		return nil, fmt.Errorf("%s: %w", operation, err)
 	}
 	for attempt := 1; ; attempt++ {
@@ -198,7 +169,11 @@ func (c *Client) Do(operation string, req *http.Request) (*http.Response, error)
 		if !retry {
 			return resp, nil
 		}
-		if attempt > p.MaxRetries {
+		code := reason
+		if code == "" {
+			code = strconv.Itoa(resp.StatusCode)
+		}
+		if !p.Retryable(code, attempt) {
 			return nil, &APIRetryExhausted{Operation: operation, Attempts: attempt, StatusCode: resp.StatusCode, Reason: reason, Message: message}
 		}
 		now := time.Now
@@ -207,13 +182,15 @@ func (c *Client) Do(operation string, req *http.Request) (*http.Response, error)
 		}
 		d, ok := retryAfter(resp.Header.Get("Retry-After"), now())
 		if ok {
-			d = p.capped(d)
+			if p.MaxInterval > 0 {
+				d = min(d, p.MaxInterval)
+			}
 		} else {
 			u := rand.Float64()
 			if c.Rand != nil {
 				u = c.Rand()
 			}
-			d = p.Backoff(attempt, u)
+			d = p.Jittered(p.Delay(attempt), u)
 		}
 		if err := c.sleep(ctx, d); err != nil {
 			return nil, fmt.Errorf("%s: waiting %v before attempt %d: %w", operation, d, attempt+1, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fsmgen/fsmgen/machines/reporting/apiclient"
+	"github.com/fsmgen/fsmgen/runtime"
 )
 
 // reply is one scripted response.
@@ -139,7 +140,7 @@ func TestRealJitterStaysInBounds(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, reply{status: 429})
 	sl := &sleeps{}
-	p := apiclient.RetryPolicy{MaxRetries: 40, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond, JitterRatio: 0.5}
+	p := runtime.RetryPolicy{MaxAttempts: 41, InitialInterval: 100 * time.Millisecond, Coefficient: 2, MaxInterval: 400 * time.Millisecond, Jitter: 0.5}
 	c := &apiclient.Client{HTTP: srv.Client(), Retry: &p, Sleep: sl.Sleep}
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 	_, err := c.Do("op", req)
@@ -169,7 +170,7 @@ func TestForbiddenRetriedOnlyForRateLimits(t *testing.T) {
 	for _, reason := range []string{"rateLimitExceeded", "userRateLimitExceeded"} {
 		body := strings.Replace(rateLimited, "rateLimitExceeded", reason, 1)
 		srv := newServer(t, reply{status: 403, body: body})
-		c := &apiclient.Client{HTTP: srv.Client(), Sleep: (&sleeps{}).Sleep, Retry: &apiclient.RetryPolicy{MaxRetries: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}
+		c := &apiclient.Client{HTTP: srv.Client(), Sleep: (&sleeps{}).Sleep, Retry: &runtime.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}}
 		var v any
 		err := c.GetJSON(context.Background(), "op", srv.URL, &v)
 		var x *apiclient.APIRetryExhausted
@@ -257,7 +258,7 @@ func TestRealSleepStopsWithTheContext(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, reply{status: 503})
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &apiclient.Client{HTTP: srv.Client(), Retry: &apiclient.RetryPolicy{MaxRetries: 1, InitialBackoff: time.Hour, MaxBackoff: time.Hour}}
+	c := &apiclient.Client{HTTP: srv.Client(), Retry: &runtime.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Hour, MaxInterval: time.Hour}}
 	// Cancel once the first response is in: the client then waits an hour,
 	// and must stop at once.
 	c.HTTP.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -278,7 +279,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 func TestDefaultPolicy(t *testing.T) {
 	t.Parallel()
-	want := apiclient.RetryPolicy{MaxRetries: 5, InitialBackoff: 500 * time.Millisecond, MaxBackoff: 8 * time.Second, JitterRatio: 0.2}
+	want := runtime.RetryPolicy{MaxAttempts: 6, InitialInterval: 500 * time.Millisecond, Coefficient: 2, MaxInterval: 8 * time.Second, Jitter: 0.2}
 	if diff := cmp.Diff(want, apiclient.DefaultRetryPolicy()); diff != "" {
 		t.Errorf("default policy (-want +got):\n%s", diff)
 	}
@@ -295,12 +296,12 @@ func TestRetryAfterIsCappedAtMaxBackoff(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		name   string
-		policy *apiclient.RetryPolicy
+		policy *runtime.RetryPolicy
 		want   []time.Duration
 	}{
 		// The default policy: at most 8s, whatever the server asks.
 		{"default", nil, []time.Duration{8 * time.Second, 8 * time.Second, 8 * time.Second}},
-		{"set", &apiclient.RetryPolicy{MaxRetries: 3, InitialBackoff: time.Second, MaxBackoff: 2 * time.Second}, []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second}},
+		{"set", &runtime.RetryPolicy{MaxAttempts: 4, InitialInterval: time.Second, Coefficient: 2, MaxInterval: 2 * time.Second}, []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second}},
 	} {
 		srv.mu.Lock()
 		srv.n = 0
@@ -321,7 +322,7 @@ func TestZeroRetriesMeansNoRetry(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, reply{status: 503, body: `{"error":{"code":503,"message":"Backend Error"}}`})
 	sl := &sleeps{}
-	c := &apiclient.Client{HTTP: srv.Client(), Retry: &apiclient.RetryPolicy{MaxRetries: 0}, Sleep: sl.Sleep}
+	c := &apiclient.Client{HTTP: srv.Client(), Retry: &runtime.RetryPolicy{}, Sleep: sl.Sleep}
 	var v any
 	err := c.GetJSON(context.Background(), "sheets.spreadsheets.values.get", srv.URL, &v)
 	var x *apiclient.APIRetryExhausted
@@ -340,12 +341,12 @@ func TestInvalidPolicyIsRefused(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, reply{status: 200, body: `{}`})
 	for _, tc := range []struct {
-		p    apiclient.RetryPolicy
+		p    runtime.RetryPolicy
 		want string
 	}{
-		{apiclient.RetryPolicy{MaxRetries: 3, InitialBackoff: time.Second}, "op: invalid retry policy: MaxBackoff 0s is below InitialBackoff 1s"},
-		{apiclient.RetryPolicy{MaxRetries: -1}, "op: invalid retry policy: negative MaxRetries or backoff in {MaxRetries:-1 InitialBackoff:0s MaxBackoff:0s JitterRatio:0}"},
-		{apiclient.RetryPolicy{MaxRetries: 1, JitterRatio: 1.5}, "op: invalid retry policy: JitterRatio 1.5 is not in [0, 1]"},
+		{runtime.RetryPolicy{MaxAttempts: 4, InitialInterval: 2 * time.Second, MaxInterval: time.Second}, "op: invalid retry policy: MaxInterval 1s is below InitialInterval 2s"},
+		{runtime.RetryPolicy{MaxAttempts: -1}, "op: invalid retry policy: MaxAttempts -1, InitialInterval 0s, MaxInterval 0s or Coefficient 0 is negative"},
+		{runtime.RetryPolicy{MaxAttempts: 2, Jitter: 1.5}, "op: invalid retry policy: Jitter 1.5 is not in [0, 1]"},
 	} {
 		c := &apiclient.Client{HTTP: srv.Client(), Retry: &tc.p, Sleep: (&sleeps{}).Sleep}
 		var v any
@@ -356,5 +357,30 @@ func TestInvalidPolicyIsRefused(t *testing.T) {
 	}
 	if n := srv.requests(); n != 0 {
 		t.Errorf("%d requests sent with an invalid policy", n)
+	}
+}
+
+// TestNonRetryableCodes: a response whose rate-limit reason, or else whose
+// status code, the policy names NonRetryable is not retried.
+func TestNonRetryableCodes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, code string
+		reply      reply
+	}{
+		{"status", "503", reply{status: 503, body: `{"error":{"code":503,"message":"Backend Error"}}`}},
+		{"reason", "rateLimitExceeded", reply{status: 403, body: rateLimited}},
+	} {
+		srv := newServer(t, tc.reply)
+		sl := &sleeps{}
+		p := apiclient.DefaultRetryPolicy()
+		p.NonRetryable = []string{tc.code}
+		c := &apiclient.Client{HTTP: srv.Client(), Retry: &p, Sleep: sl.Sleep}
+		var v any
+		err := c.GetJSON(context.Background(), "op", srv.URL, &v)
+		var x *apiclient.APIRetryExhausted
+		if !errors.As(err, &x) || x.Attempts != 1 || srv.requests() != 1 || len(sl.d) != 0 {
+			t.Errorf("%s %s non-retryable: %v after %d requests and waits %v, want exhausted after 1 and no wait", tc.name, tc.code, err, srv.requests(), sl.d)
+		}
 	}
 }

@@ -13,27 +13,31 @@
 //
 // # How long it waits
 //
-// Exponential backoff with jitter: before retry n (n = 1, 2, ...) it waits
-// InitialBackoff * 2^(n-1), at most MaxBackoff, times a random factor in
-// [1-JitterRatio, 1+JitterRatio]. A Retry-After header (seconds, or an
-// HTTP date) replaces that delay. No wait is ever longer than MaxBackoff,
-// a Retry-After's included: a server asking for an hour gets MaxBackoff.
+// The policy is a runtime.RetryPolicy, the one the engines retry their
+// states with: before retry n (n = 1, 2, ...) it waits InitialInterval *
+// Coefficient^(n-1), at most MaxInterval, spread at random by up to
+// ±Jitter of itself and still at most MaxInterval (RetryPolicy.Delay and
+// Jittered). A Retry-After header (seconds, or an HTTP date) replaces that
+// delay, bounded by MaxInterval too: a server asking for an hour gets
+// MaxInterval. A response whose rate-limit reason, or else whose status
+// code ("503"), is in NonRetryable is not retried.
 //
-// The defaults are the contract's: MaxRetries 5, InitialBackoff 0.5s,
-// MaxBackoff 8s, JitterRatio 0.2 (DefaultRetryPolicy), used when
+// The defaults are the contract's: max_retries=5 (MaxAttempts 6, the
+// initial attempt included), initial_backoff_s=0.5 doubling,
+// max_backoff_s=8.0, jitter_ratio=0.2 (DefaultRetryPolicy), used when
 // Client.Retry is nil. A policy set in Client.Retry is used as written,
-// zero fields included: &RetryPolicy{} sends each request once and
-// never waits. A policy with a negative field, a MaxBackoff below its
-// InitialBackoff or a JitterRatio outside [0, 1] is refused with
-// ErrInvalidRetryPolicy before anything is sent. Client.Sleep, Client.Rand
-// and Client.Now can be replaced, which is how the tests count the delays
-// without waiting for them.
+// zero fields included: &runtime.RetryPolicy{} sends each request once.
+// A policy with a negative MaxAttempts, interval or Coefficient, a
+// MaxInterval below its InitialInterval or a Jitter outside [0, 1] is
+// refused with ErrInvalidRetryPolicy before anything is sent. Client.Sleep,
+// Client.Rand and Client.Now can be replaced, which is how the tests count
+// the delays without waiting for them.
 //
 // # When retries run out
 //
-// After the initial attempt and MaxRetries retries, Do returns an
-// *APIRetryExhausted with the operation's name, the attempts made (initial
-// + retries), the last status code, the rate-limit reason (403 only) and
+// After MaxAttempts attempts (the initial one and the retries), Do returns
+// an *APIRetryExhausted with the operation's name, the attempts made
+// (initial + retries), the last status code, the rate-limit reason (403 only) and
 // the error's message. The step engine writes those fields into the
 // failed step's error artifact.
 package apiclient

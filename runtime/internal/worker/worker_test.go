@@ -28,7 +28,7 @@ func TestBackoffNext(t *testing.T) {
 	}
 }
 
-// lost is an error of a lost connection, as pgerr.Unavailable sees one.
+// errLost is an error of a lost connection, as pgerr.Unavailable sees one.
 var errLost = fmt.Errorf("write: %w", io.ErrUnexpectedEOF)
 
 func TestRetryTriesAgainOnlyWhileTheServerIsUnavailable(t *testing.T) {
