@@ -105,8 +105,9 @@
 // runtime.RetryDatabase, or seed 001's 1 s, 4 s, 16 s) decides what follows
 // a failed try n: if n < MaxAttempts and the code is not NonRetryable, the
 // run is released and due again after InitialInterval * Coefficient^(n-1),
-// capped at MaxInterval and spread by ±Jitter. The next try is a time in the
-// database (next_run_at), not a sleeping goroutine: any worker takes it.
+// capped at MaxInterval and spread by ±Jitter, never past MaxInterval.
+// The next try is a time in the database (next_run_at), not a sleeping
+// goroutine: any worker takes it.
 // Every failed try is logged as an attempt_failed step with its code and
 // error: a retried one with "retry": true, its delay and due time; the one
 // that exhausts the state with "retry": false, written with the event the

@@ -46,10 +46,10 @@
 // A publish that returns an error, exceeds Config.PublishTimeout or
 // panics is a failed try: the relay records it on the row (attempts,
 // last_attempt_at, last_error) with its next try at now() +
-// Config.Backoff.Delay(n) ±jitter, by the database's clock; it stops the
-// batch there (a broker that is down fails every message, and is tried
-// again after Config.PollInterval), marks the rows published before it,
-// and returns an error matching ErrPublish. The failed row, and with it
+// Config.Backoff.Delay(n) ±jitter (at most its MaxInterval), by the
+// database's clock; it stops the batch there (a broker that is down fails
+// every message, and is tried again after Config.PollInterval), marks the
+// rows published before it, and returns an error matching ErrPublish. The failed row, and with it
 // the rest of its run's rows, waits for its backoff; other runs go on. A
 // row is tried until it is published: a message the broker refuses for
 // good (a topic that is no valid subject, a payload over its limit) holds

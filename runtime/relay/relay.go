@@ -91,7 +91,8 @@ type Config struct {
 	PublishTimeout time.Duration
 	// Backoff is the wait before the next try of a row whose publish
 	// failed: after the n-th failed try, Backoff.Delay(n) spread by
-	// Backoff.Jitter. MaxAttempts and NonRetryable are not used: a row is
+	// Backoff.Jitter, at most MaxInterval (RetryPolicy.Jittered).
+	// MaxAttempts and NonRetryable are not used: a row is
 	// tried until it is published. Default 1s doubling, at most 1m, jitter
 	// 0.2.
 	Backoff runtime.RetryPolicy
