@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/linearchain/step"
 )
 
@@ -80,7 +81,8 @@ type Step struct {
 // claimed; it may run again for the same step (a retry, a wake-up, or a
 // lease that expired while it ran), so its side effects must be
 // idempotent per (instance, step, attempt) or tolerate repetition. A
-// panic is taken as Retry(DefaultRetryBackoff, "panic: ...").
+// panic is taken as a Retry with last_error "panic: ..." after
+// DefaultBackoff.
 type Handler func(ctx context.Context, t Task) Result
 
 // TaskType says why a handler runs.
@@ -167,9 +169,14 @@ func Dead(lastError string) Result { return Result{step.Dead{LastError: lastErro
 // zero Result.
 func (r Result) Event() step.RunningEvent { return r.ev }
 
-// DefaultRetryBackoff is the backoff of the Retry a panicking handler, or
-// one returning the zero Result, is taken to have returned.
-const DefaultRetryBackoff = time.Second
+// DefaultBackoff spaces the tries of a step whose handler panicked or
+// returned the zero Result, which is taken as a Retry: after its n-th
+// attempt failed so, the step is due again after DefaultBackoff.Delay(n)
+// spread by its jitter (1s, 2s, 4s, ... at most a minute, ±20%), as
+// runtime/engine spaces a state's failed tries. Only its intervals,
+// coefficient and jitter are used; the step's MaxAttempts bounds the
+// tries.
+var DefaultBackoff = runtime.RetryPolicy{InitialInterval: time.Second, Coefficient: 2, MaxInterval: time.Minute, Jitter: 0.2}
 
 // Engine runs linear workflows on the tables Migrate creates. Register the
 // definitions, Start instances, Run workers; Deliver external events and

@@ -498,11 +498,35 @@ func TestPanicAndZeroResultAreRetried(t *testing.T) {
 		}
 		return linearchain.Result{}
 	}
-	e, _ := newEngine(t, linearchain.Definition{Type: "f", Version: 1, Steps: []linearchain.Step{{Type: "A", Handler: h, MaxAttempts: 2}}})
+	e, pool := newEngine(t, linearchain.Definition{Type: "f", Version: 1, Steps: []linearchain.Step{{Type: "A", Handler: h, MaxAttempts: 3}}})
 	id := start(t, e, "f", "k")
+	// The retries are spaced as runtime/engine spaces a state's failed
+	// tries: DefaultBackoff's 1s, then 2s, each ±20%.
+	backoff := func() time.Duration {
+		t.Helper()
+		var d time.Duration
+		if err := pool.QueryRow(context.Background(), `SELECT next_run_at - updated_at FROM workflow_step WHERE instance_id = $1 AND step_seq = 0`, id).Scan(&d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
 	execute(t, e, claimOne(t, e, w1))
 	in := wantStatuses(t, e, id, "RUNNING", "READY")
 	if *in.Steps[0].LastError != "panic: boom" {
 		t.Errorf("%+v", in.Steps[0])
+	}
+	if d := backoff(); d < 800*time.Millisecond || d > 1200*time.Millisecond {
+		t.Errorf("after the panic of attempt 1: due in %v, want 1s ±20%%", d)
+	}
+	if err := linearchain.AdvanceClock(context.Background(), pool, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	execute(t, e, claimOne(t, e, w1))
+	in = wantStatuses(t, e, id, "RUNNING", "READY")
+	if *in.Steps[0].LastError != "handler returned the zero Result" {
+		t.Errorf("%+v", in.Steps[0])
+	}
+	if d := backoff(); d < 1600*time.Millisecond || d > 2400*time.Millisecond {
+		t.Errorf("after the zero Result of attempt 2: due in %v, want 2s ±20%%", d)
 	}
 }

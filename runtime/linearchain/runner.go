@@ -308,7 +308,7 @@ func (e *Engine) Apply(ctx context.Context, t Task, r Result) (Applied, error) {
 // clock: a write lost with its connection is tried again until then.
 func (e *Engine) apply(ctx context.Context, t Task, r Result, until time.Time) (Applied, error) {
 	if r.ev == nil {
-		r = Retry(DefaultRetryBackoff, "handler returned the zero Result")
+		r = Retry(defaultBackoff(t), "handler returned the zero Result")
 	}
 	out := Applied{Task: t, Result: r}
 	var woken bool
@@ -678,11 +678,17 @@ func (e *Engine) heartbeat(t Task, until *time.Time) worker.Heartbeat {
 	}
 }
 
+// defaultBackoff is the backoff of the Retry a panicking handler of t, or
+// one returning the zero Result, is taken to have returned.
+func defaultBackoff(t Task) time.Duration {
+	return DefaultBackoff.Jittered(DefaultBackoff.Delay(t.Attempts+1), rand.Float64())
+}
+
 // call runs h, taking a panic as a Retry.
 func call(ctx context.Context, h Handler, t Task) (r Result) {
 	defer func() {
 		if p := recover(); p != nil {
-			r = Retry(DefaultRetryBackoff, fmt.Sprintf("panic: %v", p))
+			r = Retry(defaultBackoff(t), fmt.Sprintf("panic: %v", p))
 		}
 	}()
 	return h(ctx, t)
