@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -136,6 +137,15 @@ func TestStatementCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// policied is kid under another name, with a PolicyFunc.
+	policied := kid
+	policied.Machine, policied.Type = "policied", "policied"
+	policy := engine.WithPolicy(func(context.Context, engine.StartParams) (json.RawMessage, error) {
+		return json.RawMessage(`{"tier":"gold"}`), nil
+	})
+	if err := e.Register(ctx, &driver{def: policied}, policy); err != nil {
+		t.Fatal(err)
+	}
 	start := func(typ, key string) store.Run {
 		t.Helper()
 		res, err := e.Start(ctx, store.StartParams{Type: typ, IdempotencyKey: key, TenantID: "t1", UserID: alice})
@@ -167,6 +177,11 @@ func TestStatementCounts(t *testing.T) {
 	count.Take()
 	run := start("plain", "p1")
 	measure("Start (new run)", 1, count.Take())
+	start("plain", "p1")
+	measure("Start (a key that has a run)", 2, count.Take())
+	start("policied", "q1")
+	// The idempotency check comes before the PolicyFunc is asked.
+	measure("Start (new run, with a PolicyFunc)", 2, count.Take())
 
 	// A caller's signal that wakes the run into a driven state, which
 	// announces it to idle workers.
