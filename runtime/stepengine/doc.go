@@ -24,7 +24,9 @@
 // None does in the contract. A step fails when it returns a failed or
 // invalid result, an error, or panics; the engine records each the same
 // way and runs no further step. Run returns an error only when the run
-// could not be carried out (database, disk, invalid workflow).
+// could not be carried out (database, disk, invalid workflow); it rides
+// out lost connections, writing again on new ones while its context
+// lasts.
 //
 // # The machines
 //

@@ -152,7 +152,10 @@ type Failure struct {
 // first that fails. A failed step is a result (Status FAILED, Failure), not
 // an error; Run returns an error when the run could not be carried out:
 // an invalid workflow, the database or the disk failing. Such a run is left
-// RUNNING in the database; run it again with its RunID.
+// RUNNING in the database; run it again with its RunID. A lost connection
+// is not such a failure: while ctx lasts, the engine writes again on a new
+// connection, as runtime/engine and the linear chain do, and recognises a
+// write lost with its connection that had committed.
 func (e *Engine) Run(ctx context.Context, wf Workflow, opts RunOptions) (RunResult, error) {
 	if err := checkWorkflow(wf); err != nil {
 		return RunResult{}, err
@@ -215,16 +218,17 @@ type runInput struct {
 // linked to it when that execution succeeded.
 func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (store.Run, error) {
 	if runID == "" {
-		res, err := e.st.Start(ctx, store.StartParams{
+		p := store.StartParams{
 			Type: run.Type, Version: run.Version, IdempotencyKey: rand.Text(),
 			TenantID: e.tenant, Input: runInput{Workflow: wf.Name},
-		})
+		}
+		res, _, err := retried(ctx, func() (store.StartResult, error) { return e.st.Start(ctx, p) })
 		if err != nil {
 			return store.Run{}, fmt.Errorf("start a run of %s: %w", wf.Name, err)
 		}
 		return res.Run, nil
 	}
-	first, err := e.st.Get(ctx, runID)
+	first, _, err := retried(ctx, func() (store.Run, error) { return e.st.Get(ctx, runID) })
 	if err != nil {
 		return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 	}
@@ -232,21 +236,28 @@ func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (store.Ru
 	if first.Type != run.Type || json.Unmarshal(first.Input, &in) != nil || in.Workflow != wf.Name || in.RerunOf != "" {
 		return store.Run{}, fmt.Errorf("rerun %s: %w %s: it is a run of %s (%s)", runID, ErrOtherRun, wf.Name, first.Type, in.Workflow)
 	}
-	cur, reruns, err := runfiles.LatestExecution(ctx, e.st, runID)
+	var cur store.Run
+	var reruns int
+	_, err = retry(ctx, func() error {
+		var err error
+		cur, reruns, err = runfiles.LatestExecution(ctx, e.st, runID)
+		return err
+	})
 	if err != nil {
 		return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 	}
 	if cur.Status == fsmruntime.StatusSucceeded {
 		// A new execution, under a key its number makes, so that one whose
 		// process died before the link below is found again.
-		res, err := e.st.Start(ctx, store.StartParams{
+		p := store.StartParams{
 			Type: run.Type, Version: run.Version, IdempotencyKey: fmt.Sprintf("%s/rerun/%d", first.IdempotencyKey, reruns+1),
 			TenantID: first.TenantID, Input: runInput{Workflow: wf.Name, RerunOf: runID},
-		})
+		}
+		res, _, err := retried(ctx, func() (store.StartResult, error) { return e.st.Start(ctx, p) })
 		if err != nil {
 			return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 		}
-		if _, err := e.st.LogLink(ctx, runID, runfiles.RerunLog, res.Run.ID); err != nil {
+		if _, _, err := retried(ctx, func() (store.Step, error) { return e.st.LogLink(ctx, runID, runfiles.RerunLog, res.Run.ID) }); err != nil {
 			return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 		}
 		if res.Outcome == store.Created || res.Outcome == store.Restarted {
@@ -262,13 +273,16 @@ func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (store.Ru
 			return store.Run{}, fmt.Errorf("rerun %s: close the interrupted attempt %d: %w", runID, cur.Attempt, err)
 		}
 	}
-	res, err := e.st.Start(ctx, store.StartParams{
-		Type: run.Type, Version: run.Version, IdempotencyKey: cur.IdempotencyKey, TenantID: cur.TenantID,
-	})
+	p := store.StartParams{Type: run.Type, Version: run.Version, IdempotencyKey: cur.IdempotencyKey, TenantID: cur.TenantID}
+	res, lost, err := retried(ctx, func() (store.StartResult, error) { return e.st.Start(ctx, p) })
 	if err != nil {
 		return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 	}
-	if res.Outcome != store.Restarted || res.Run.ID != cur.ID {
+	// A restart lost with its connection had committed when the retry
+	// finds the run running its next attempt.
+	restarted := res.Outcome == store.Restarted ||
+		(lost && res.Run.Status == fsmruntime.StatusRunning && res.Run.Attempt == cur.Attempt+1)
+	if !restarted || res.Run.ID != cur.ID {
 		return store.Run{}, fmt.Errorf("rerun %s: the store did not restart it (%v, state %s)", runID, res.Outcome, res.Run.State)
 	}
 	return res.Run, nil
@@ -280,7 +294,7 @@ func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (store.Ru
 // no summary.
 func (e *Engine) closeInterrupted(ctx context.Context, prev store.Run) error {
 	const msg = "the process running this attempt stopped before it finished; the run was run again"
-	steps, err := runfiles.StepRunsOf(ctx, e.st, prev.ID, prev.Attempt)
+	steps, _, err := retried(ctx, func() (runfiles.StepRuns, error) { return runfiles.StepRunsOf(ctx, e.st, prev.ID, prev.Attempt) })
 	if err != nil {
 		return err
 	}
@@ -288,7 +302,7 @@ func (e *Engine) closeInterrupted(ctx context.Context, prev store.Run) error {
 	var running *store.Run
 	var pending []store.Run
 	for _, s := range steps.Steps {
-		sr, err := e.st.Get(ctx, s.RunID)
+		sr, _, err := retried(ctx, func() (store.Run, error) { return e.st.Get(ctx, s.RunID) })
 		if err != nil {
 			return err
 		}
@@ -300,7 +314,7 @@ func (e *Engine) closeInterrupted(ctx context.Context, prev store.Run) error {
 			pending = append(pending, sr)
 		}
 	}
-	cur, err := e.st.Get(ctx, prev.ID)
+	cur, _, err := retried(ctx, func() (store.Run, error) { return e.st.Get(ctx, prev.ID) })
 	if err != nil {
 		return err
 	}
@@ -323,8 +337,25 @@ func (e *Engine) closeInterrupted(ctx context.Context, prev store.Run) error {
 // each step not started (pending) SKIPPED by RunStopped, then the run,
 // from state from, FAILED by failed with result res. Either all of them
 // are recorded or none is, so that no step of a failed run is left
-// PENDING.
+// PENDING. The transaction is written with a context ctx's end does not
+// cut short, again on a new connection when one is lost while ctx lasts;
+// when a try lost with its connection had committed, the next is refused
+// as a conflict, and failRun finds the run's StepFailed in its log.
 func (e *Engine) failRun(ctx context.Context, r store.Run, from run.State, res store.Result, failed run.StepFailed, pending []store.Run, before func(pgx.Tx) error) error {
+	dbctx := context.WithoutCancel(ctx)
+	lost, err := retry(ctx, func() error { return e.failTx(dbctx, r, from, res, failed, pending, before) })
+	if err == nil || !lost || !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	t := fsmruntime.Transition{Event: failed.EventName(), From: from.String(), To: run.StateFailed.String()}
+	if ok, lerr := e.logged(ctx, r.ID, r.RowVersion, t); lerr != nil || !ok {
+		return err
+	}
+	return nil
+}
+
+// failTx is one try of failRun's transaction.
+func (e *Engine) failTx(ctx context.Context, r store.Run, from run.State, res store.Result, failed run.StepFailed, pending []store.Run, before func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, e.st.Pool(), func(tx pgx.Tx) error {
 		if before != nil {
 			if err := before(tx); err != nil {
@@ -417,23 +448,29 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 	// steps a failure leaves unstarted end SKIPPED with the run.
 	stepRuns := runfiles.StepRuns{Attempt: r.attempt, Steps: make([]runfiles.StepRun, len(r.wf.Steps))}
 	for i, s := range r.wf.Steps {
-		sr, err := e.st.Start(dbctx, store.StartParams{
+		p := store.StartParams{
 			Type: step.Type, Version: step.Version, TenantID: e.tenant, CorrelationID: r.runID,
 			IdempotencyKey: fmt.Sprintf("%s/%d/%d", r.dbID, r.attempt, i+1),
 			Input:          map[string]any{"run_id": r.runID, "workflow": r.wf.Name, "step_index": i + 1, "step_name": s.Name},
-		})
+		}
+		sr, lost, err := retried(ctx, func() (store.StartResult, error) { return e.st.Start(dbctx, p) })
 		if err != nil {
 			return res, fmt.Errorf("run %s: step %d %s: %w", r.runID, i+1, s.Name, err)
 		}
-		if sr.Outcome != store.Created {
+		// The key is this attempt's: a run of it that exists already was
+		// created by a try lost with its connection.
+		if sr.Outcome != store.Created && !(lost && sr.Run.State == step.StatePending.String()) {
 			return res, fmt.Errorf("run %s: step %d %s: its run %s exists already (%v)", r.runID, i+1, s.Name, sr.Run.ID, sr.Outcome)
 		}
 		stepRuns.Steps[i] = runfiles.StepRun{Index: i + 1, Name: s.Name, RunID: sr.Run.ID}
 	}
-	if _, err := e.st.LogStep(dbctx, r.dbID, runfiles.StepRunsLog, stepRuns); err != nil {
+	if _, err := retry(ctx, func() error {
+		_, err := e.st.LogStep(dbctx, r.dbID, runfiles.StepRunsLog, stepRuns)
+		return err
+	}); err != nil {
 		return res, fmt.Errorf("run %s: %w", r.runID, err)
 	}
-	_, runRec, err := e.st.Load(dbctx, r.dbID, run.Definition())
+	runRec, err := e.load(ctx, dbctx, r.dbID, run.Definition())
 	if err != nil {
 		return res, fmt.Errorf("run %s: %w", r.runID, err)
 	}
@@ -517,7 +554,7 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 		// The steps after the failed one end SKIPPED, with the run.
 		var pending []store.Run
 		for i, s := range stepRuns.Steps[failure.StepIndex:] {
-			sr, err := e.st.Get(dbctx, s.RunID)
+			sr, _, err := retried(ctx, func() (store.Run, error) { return e.st.Get(dbctx, s.RunID) })
 			if err != nil {
 				return res, fmt.Errorf("run %s: step %d %s: %w", r.runID, s.Index, s.Name, err)
 			}
@@ -526,7 +563,7 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 		}
 		cur := store.Run{ID: r.dbID, RowVersion: runRec.RowVersion()}
 		failed := run.StepFailed{StepIndex: failure.StepIndex, StepName: failure.StepName, ErrorType: failure.Type, ErrorMessage: failure.Message}
-		err = e.failRun(dbctx, cur, run.StateRunning, result, failed, pending, nil)
+		err = e.failRun(ctx, cur, run.StateRunning, result, failed, pending, nil)
 	} else {
 		runRec.SetResult(result)
 		err = rm.AllStepsOK(dbctx, run.AllStepsOK{})
@@ -570,7 +607,7 @@ func apiDetails(err error, fail *Failure) {
 func (r *runner) runStep(ctx, dbctx context.Context, rc RunContext, index int, s Step, stepRunID string) (StepSummary, *Failure, error) {
 	e := r.e
 	where := fmt.Sprintf("run %s: step %d %s", r.runID, index, s.Name)
-	_, rec, err := e.st.Load(dbctx, stepRunID, step.Definition())
+	rec, err := e.load(ctx, dbctx, stepRunID, step.Definition())
 	if err != nil {
 		return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
 	}
