@@ -48,7 +48,7 @@ type Item struct {
 	Event      *EventDecl      `parser:"| @@"`
 	Guard      *GuardDecl      `parser:"| @@"`
 	Transition *TransitionDecl `parser:"| @@"`
-	Migrate    *MigrateDecl    `parser:"| @@"`
+	Upgrade    *UpgradeDecl    `parser:"| @@"`
 }
 
 // TypeDecl sets the persisted type name: type "retrieve_or_generate".
@@ -229,42 +229,42 @@ type DurationLit struct {
 	Value string `parser:"@Duration"`
 }
 
-// MigrateDecl says how the live runs of an older version of the machine
+// UpgradeDecl says how the live runs of an older version of the machine
 // (declared in the same file, with the same type) move to this version:
 //
-//	migrate from 1 { RULES }
-//	migrate from 1 drain
+//	upgrade from 1 { RULES }
+//	upgrade from 1 drain
 //
 // The second form leaves every run of the older version to finish on it.
-type MigrateDecl struct {
+type UpgradeDecl struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	From   *NumberLit     `parser:"'migrate' 'from' @@"`
-	Drain  bool           `parser:"( @'drain'"`
-	Block  bool           `parser:"| @'{'"`
-	Rules  []*MigrateRule `parser:"  @@* '}' )"`
+	From   *NumberLit         `parser:"'upgrade' 'from' @@"`
+	Drain  bool               `parser:"( @'drain'"`
+	Block  bool               `parser:"| @'{'"`
+	Rules  []*UpgradeRuleDecl `parser:"  @@* '}' )"`
 }
 
-// MigrateRule is one line of a migrate block:
+// UpgradeRuleDecl is one line of an upgrade block:
 //
 //	OLD -> NEW [when EVENT | unless EVENT] [timers keep|restart]
 //	OLD drain
 //	default EVENT.field VALUE
-type MigrateRule struct {
+type UpgradeRuleDecl struct {
 	Pos     lexer.Position
 	EndPos  lexer.Position
 	Default *DefaultDecl `parser:"  @@"`
 	From    *Name        `parser:"| @@"`
 	Drain   bool         `parser:"  ( @'drain'"`
 	To      *Name        `parser:"  | '->' @@"`
-	Cond    *MigrateCond `parser:"    @@?"`
+	Cond    *UpgradeCond `parser:"    @@?"`
 	Timers  *Name        `parser:"    ( 'timers' @@ )? )"`
 }
 
-// MigrateCond is the condition of a migrate rule on the run's stored
+// UpgradeCond is the condition of an upgrade rule on the run's stored
 // history: when EVENT (the run's current attempt has fired EVENT) or unless
 // EVENT.
-type MigrateCond struct {
+type UpgradeCond struct {
 	Pos    lexer.Position
 	Unless bool  `parser:"( 'when' | @'unless' )"`
 	Event  *Name `parser:"@@"`
@@ -272,7 +272,7 @@ type MigrateCond struct {
 
 // DefaultDecl gives a payload field that this version's event has, and the
 // older version's lacks, a value for the events runs carry from before the
-// migration: default MediaNormalized.language "en".
+// upgrade: default MediaNormalized.language "en".
 type DefaultDecl struct {
 	Pos   lexer.Position
 	Event *Name        `parser:"'default' @@ '.'"`

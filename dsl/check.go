@@ -63,7 +63,7 @@ func Check(f *File) (*Spec, Diagnostics) {
 			types[typeVersion{m.Type, m.Version}] = md.Pos
 		}
 	}
-	c.migrations(f, spec.Machines, checkers)
+	c.upgrades(f, spec.Machines, checkers)
 	c.diags.sort()
 	if c.diags.HasErrors() {
 		return nil, c.diags

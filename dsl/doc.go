@@ -120,7 +120,7 @@
 // guards tell them apart; they are tried in the order written and the first
 // whose guard admits the event wins.
 //
-// # Versions and migrations
+// # Versions and upgrades
 //
 // A changed machine gets a new version, and its old version stays in the
 // file beside it, as long as runs of it live: the same type, the old
@@ -129,7 +129,7 @@
 // compile, and one engine drives runs of both. The newer machine says how
 // live runs of the older one move to it:
 //
-//	migrate from 1 {
+//	upgrade from 1 {
 //	    INDEXING   -> EMBEDDING                       // a state split in two
 //	    GENERATING -> REVIEWING when SolutionDrafted  // by the run's history
 //	    GENERATING -> GENERATING
@@ -138,7 +138,7 @@
 //	    default MediaNormalized.language "en"         // a new payload field
 //	}
 //
-// or that none moves: migrate from 1 drain. Each rule maps a state of the
+// or that none moves: upgrade from 1 drain. Each rule maps a state of the
 // older version to a state of this one, or leaves its runs to drain on
 // the older version (drain). A rule may have a condition on the run's
 // stored history: when EVENT admits the runs whose current attempt has
@@ -146,9 +146,9 @@
 // the rules of a state are tried in the order written and the first that
 // admits a run decides. A state that this version keeps under the same
 // name, as a state that is not final, needs no rule: its runs stay in it.
-// Without any migrate declaration, runs of an older version drain on it.
+// Without any upgrade declaration, runs of an older version drain on it.
 //
-// [Check] proves that a migration strands no run: every non-terminal
+// [Check] proves that an upgrade strands no run: every non-terminal
 // state of the older version is mapped, kept by name or left to drain,
 // and conditional rules end with an unconditional one; every target
 // exists and is not final; a run waiting in a wait state moves to a
@@ -158,7 +158,7 @@
 // default, default EVENT.field VALUE, and a field whose type changed is
 // an error; and a target with timers its source does not have says how
 // they count: timers keep (from when the run entered its state) or
-// timers restart (from the migration). Every error names its position,
+// timers restart (from the upgrade). Every error names its position,
 // with a "did you mean" for a mistyped state or event. A state kept by
 // name that this version enters from other states than the older one did
 // draws a warning: its meaning may have changed (a step split in two), and
@@ -233,7 +233,7 @@
 // returns every machine and every declaration and row that parses, for an
 // outline, navigation and completion on the rest of the file. [Refs] lists
 // every occurrence of a state, event or guard name, declarations and uses,
-// each with its span and the machine whose name it is (a migrate rule's
+// each with its span and the machine whose name it is (an upgrade rule's
 // OLD state and condition belong to the older version); [RefAt] finds the
 // one at a position and [Decl] its declaration. A [Diagnostic]'s End is
 // where the text it is about ends, and its Suggestion the name its "did

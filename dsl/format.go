@@ -294,8 +294,8 @@ func (p *printer) item(it *Item) {
 		p.code("guard", "guard", name(it.Guard.Name))
 	case it.Transition != nil:
 		p.code("transition", transitionCells(it.Transition)...)
-	case it.Migrate != nil:
-		p.migrate(it)
+	case it.Upgrade != nil:
+		p.upgrade(it)
 	}
 	for _, c := range p.take(it.EndPos.Offset) {
 		p.trail(c)
@@ -669,16 +669,16 @@ func (p *printer) blockComments(last *int, end int) {
 	}
 }
 
-// migrate prints a migrate declaration: migrate from N drain on one line,
+// upgrade prints an upgrade declaration: upgrade from N drain on one line,
 // or its block with one rule per line, indented one more level, rules
 // aligned like transitions and comments kept as in an event block.
-func (p *printer) migrate(it *Item) {
-	d := it.Migrate
+func (p *printer) upgrade(it *Item) {
+	d := it.Upgrade
 	if d.Drain {
-		p.code("", "migrate from "+d.From.Value+" drain")
+		p.code("", "upgrade from "+d.From.Value+" drain")
 		return
 	}
-	p.code("", "migrate from "+d.From.Value+" {")
+	p.code("", "upgrade from "+d.From.Value+" {")
 	p.open()
 	saved := p.displacedBlank
 	p.displacedBlank = false

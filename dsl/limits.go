@@ -26,7 +26,7 @@ const (
 	// hold, all machines together.
 	MaxItems = 50_000
 	// MaxNesting is the deepest nesting of braces: the language nests two
-	// deep (a machine, an event's fields or a migrate block).
+	// deep (a machine, an event's fields or an upgrade block).
 	MaxNesting = 4
 	// MaxErrors is the most invalid characters reported: reading stops
 	// after them.
@@ -36,7 +36,7 @@ const (
 // itemKeywords are the keywords that start a declaration.
 var itemKeywords = map[string]bool{
 	"type": true, "version": true, "package": true, "cancel": true, "initial": true, "state": true,
-	"final": true, "event": true, "guard": true, "migrate": true,
+	"final": true, "event": true, "guard": true, "upgrade": true,
 }
 
 // overLimit returns the diagnostic of the first limit src exceeds. It lexes

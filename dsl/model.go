@@ -38,9 +38,9 @@ type Machine struct {
 	// machine declares none (its runs cannot be cancelled by the runtime).
 	Cancel *Event
 
-	// Migrations say how the runs of older versions of the machine, declared
-	// in the same file, move to this one: one per migrate declaration.
-	Migrations []*Migration
+	// Upgrades say how the runs of older versions of the machine, declared
+	// in the same file, move to this one: one per upgrade declaration.
+	Upgrades []*Upgrade
 }
 
 // State is a checked state.

@@ -57,7 +57,7 @@ func (r Ref) Same(o Ref) bool {
 // Refs returns every occurrence of a state, event or guard name in f, in
 // source order. It works on any File, also one from ParsePartial, and
 // resolves nothing: a use of a name that is not declared is listed too.
-// The names of a migrate block that belong to the older version (a rule's
+// The names of an upgrade block that belong to the older version (a rule's
 // OLD state, its when or unless event) are refs of that version's machine
 // when the file declares it, and are left out when it does not.
 func Refs(f *File) []Ref {
@@ -78,12 +78,12 @@ func Refs(f *File) []Ref {
 			}
 			addName := func(kind SymbolKind, n *Name, decl bool) { addIn(md, kind, n, decl) }
 			switch {
-			case it.Migrate != nil:
+			case it.Upgrade != nil:
 				var old *MachineDecl
-				if n, err := parseCount(it.Migrate.From.Value); err == nil {
+				if n, err := parseCount(it.Upgrade.From.Value); err == nil {
 					old = versions[typeVersion{declType(md), n}]
 				}
-				for _, r := range it.Migrate.Rules {
+				for _, r := range it.Upgrade.Rules {
 					switch {
 					case r.Default != nil:
 						addName(EventSymbol, r.Default.Event, false)
@@ -131,7 +131,7 @@ func Refs(f *File) []Ref {
 }
 
 // Version returns the machine of f that has the persisted type of md and
-// the given version, as a migrate block of md names it ("migrate from
+// the given version, as an upgrade block of md names it ("upgrade from
 // 1"), and nil when f declares none.
 func Version(f *File, md *MachineDecl, version int) *MachineDecl {
 	return declVersions(f)[typeVersion{declType(md), version}]

@@ -218,10 +218,10 @@ func TestDiagnosticEndAndSuggestion(t *testing.T) {
 	}
 }
 
-// TestRefsOfMigrations shows that a migrate block's names are refs of the
+// TestRefsOfUpgrades shows that an upgrade block's names are refs of the
 // version they belong to: a rule's OLD state and its condition's event of
 // the older machine, its NEW state and a default's event of the newer one.
-func TestRefsOfMigrations(t *testing.T) {
+func TestRefsOfUpgrades(t *testing.T) {
 	t.Parallel()
 	src := `machine OrderV1 {
     type "order"
@@ -237,7 +237,7 @@ func TestRefsOfMigrations(t *testing.T) {
 machine Order {
     type "order"
     version 2
-    migrate from 1 {
+    upgrade from 1 {
         B -> C when Go
         A -> A
         default Go.n 1
@@ -270,12 +270,12 @@ machine Order {
 		"Order event Go 18:17-18:19",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("refs of the migrate block (-want +got):\n%s", diff)
+		t.Errorf("refs of the upgrade block (-want +got):\n%s", diff)
 	}
 	r, _ := RefAt(f, 16, 9)
 	d, ok := Decl(f, r)
 	if !ok || d.Pos.Line != 4 {
-		t.Errorf("declaration of B in the migrate block: %s, %v; want line 4", refString(d), ok)
+		t.Errorf("declaration of B in the upgrade block: %s, %v; want line 4", refString(d), ok)
 	}
 	if got := Version(f, f.Machines[1], 1); got != f.Machines[0] {
 		t.Errorf("Version(Order, 1) = %v, want OrderV1", got)

@@ -63,15 +63,20 @@ var (
 )
 
 // declKeywords are the words that start a declaration.
-var declKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "migrate"}
+var declKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "upgrade"}
+
+// retiredUpgrade is the word that opened an upgrade block before it was
+// named upgrade: a line that starts "migrate from" is an item, reported
+// as such.
+const retiredUpgrade = "migrate"
 
 // retryOptions are the options of a written-out retry policy, in the only
 // order they may be given.
 var retryOptions = []string{"backoff", "factor", "max", "jitter", "nonretryable"}
 
 const (
-	wantItem     = "a declaration (type, version, package, cancel, initial, state, final, event, guard or migrate) or a transition row (FROM -> TO on EVENT)"
-	wantMigrate  = "a migrate rule (OLD -> NEW [when EVENT | unless EVENT] [timers keep|restart], OLD drain, or default EVENT.field VALUE) or \"}\""
+	wantItem     = "a declaration (type, version, package, cancel, initial, state, final, event, guard or upgrade) or a transition row (FROM -> TO on EVENT)"
+	wantUpgrade  = "an upgrade rule (OLD -> NEW [when EVENT | unless EVENT] [timers keep|restart], OLD drain, or default EVENT.field VALUE) or \"}\""
 	wantStatus   = "a status: succeeded, failed or cancelled"
 	wantUnits    = "ms, s, m, h or d"
 	wantRetry    = "the number of attempts, up to N, or a retry policy: validation, database, externalService, payment or background"
@@ -279,6 +284,8 @@ func (s *syntaxScanner) startsItem(i int) bool {
 	switch {
 	case t.Type == identToken && slices.Contains(declKeywords, t.Value):
 		return true
+	case isWord(t, retiredUpgrade) && isWord(s.at(i+1), "from"):
+		return true
 	case t.Type == identToken || isPunct(t, "*"):
 		return s.lineHasArrow(i) || s.startsMachine(i)
 	}
@@ -309,10 +316,10 @@ func (s *syntaxScanner) endsFieldBlock(i int) bool {
 	return false
 }
 
-// endsMigrateBlock reports whether token i, the first of its line inside
-// a migrate block, cannot start a rule: the line is a declaration and the
+// endsUpgradeBlock reports whether token i, the first of its line inside
+// an upgrade block, cannot start a rule: the line is a declaration and the
 // block was not closed.
-func (s *syntaxScanner) endsMigrateBlock(i int) bool {
+func (s *syntaxScanner) endsUpgradeBlock(i int) bool {
 	t, next := s.at(i), s.at(i+1)
 	if s.startsMachine(i) {
 		return true
@@ -425,8 +432,8 @@ func (s *syntaxScanner) chunk() {
 			if isPunct(next, "}") || (s.startsLine(s.i) && s.startsItem(s.i)) {
 				break
 			}
-		} else if isWord(s.at(start), "migrate") {
-			if s.startsLine(s.i) && s.endsMigrateBlock(s.i) {
+		} else if isWord(s.at(start), "upgrade") || isWord(s.at(start), retiredUpgrade) {
+			if s.startsLine(s.i) && s.endsUpgradeBlock(s.i) {
 				break
 			}
 		} else if s.startsLine(s.i) && s.endsFieldBlock(s.i) {
@@ -590,8 +597,13 @@ func (r *recognizer) item() string {
 		r.take()
 		r.expect(identToken, "a guard name")
 		return wantItem
-	case "migrate":
-		return r.migrate()
+	case "upgrade":
+		return r.upgrade()
+	case retiredUpgrade:
+		if isWord(next, "from") {
+			r.fail(t.Pos, `"migrate from" is now "upgrade from": write upgrade from VERSION { ... } or upgrade from VERSION drain`)
+			return ""
+		}
 	}
 	return r.row()
 }
@@ -949,15 +961,15 @@ func (r *recognizer) row() string {
 	return follow
 }
 
-// migrate checks migrate from N { RULES } and migrate from N drain.
-func (r *recognizer) migrate() string {
+// upgrade checks upgrade from N { RULES } and upgrade from N drain.
+func (r *recognizer) upgrade() string {
 	r.take()
 	if !isWord(r.peek(), "from") || r.atEnd() {
-		r.unexpected(`"from": migrate from VERSION { ... }`)
+		r.unexpected(`"from": upgrade from VERSION { ... }`)
 		return ""
 	}
 	r.take()
-	if !r.expect(numberToken, "the version runs are migrated from, a whole number: migrate from 1 { ... }") {
+	if !r.expect(numberToken, "the version runs are upgraded from, a whole number: upgrade from 1 { ... }") {
 		return ""
 	}
 	if isWord(r.peek(), "drain") && !r.atEnd() {
@@ -965,7 +977,7 @@ func (r *recognizer) migrate() string {
 		return wantItem
 	}
 	if !isPunct(r.peek(), "{") || r.atEnd() {
-		r.unexpected(`"{" to open the migrate rules, or drain`)
+		r.unexpected(`"{" to open the upgrade rules, or drain`)
 		return ""
 	}
 	r.take()
@@ -973,7 +985,7 @@ func (r *recognizer) migrate() string {
 		t := r.peek()
 		switch {
 		case r.atEnd():
-			r.unexpected(wantMigrate)
+			r.unexpected(wantUpgrade)
 			return ""
 		case isPunct(t, "}"):
 			r.take()
@@ -1003,7 +1015,7 @@ func (r *recognizer) migrate() string {
 				continue
 			}
 			if r.peek().Type != arrowToken || r.atEnd() {
-				r.unexpected(`"->" or drain: a migrate rule reads OLD -> NEW or OLD drain`)
+				r.unexpected(`"->" or drain: an upgrade rule reads OLD -> NEW or OLD drain`)
 				return ""
 			}
 			r.take()
@@ -1023,7 +1035,7 @@ func (r *recognizer) migrate() string {
 				}
 			}
 		default:
-			r.unexpected(wantMigrate)
+			r.unexpected(wantUpgrade)
 			return ""
 		}
 	}

@@ -1077,8 +1077,8 @@ func definitionTable(m *dsl.Machine) ([]byte, []string) {
 	if m.Cancel != nil {
 		def = append(def, field("Cancel", literal(m.Cancel.Name)))
 	}
-	if len(m.Migrations) > 0 {
-		def = append(def, field("Migrations", t.migrations(m)))
+	if len(m.Upgrades) > 0 {
+		def = append(def, field("Upgrades", t.upgrades(m)))
 	}
 	var b bytes.Buffer
 	b.Grow(64 * (len(m.States) + len(m.Events) + len(m.Transitions) + 8))

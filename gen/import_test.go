@@ -44,7 +44,7 @@ func importXState(t *testing.T, name string, data []byte) []byte {
 // checked model but positions: docs, type, version, package, cancel,
 // states with their statuses, outcomes, retry policies and timers, events
 // with their fields, guards, and the table in its order, rows still
-// written with their FROM lists and *; not the migrate blocks, which
+// written with their FROM lists and *; not the upgrade blocks, which
 // relate two machines); exporting it gives the same
 // bytes; and importing that gives the same .fsm text, a fixed point.
 func TestXStateRoundTrip(t *testing.T) {
@@ -69,9 +69,9 @@ func TestXStateRoundTrip(t *testing.T) {
 					t.Fatalf("the import holds %d machines", len(spec.Machines))
 				}
 				back := spec.Machines[0]
-				// A migrate block relates two machines of one file; an
+				// An upgrade block relates two machines of one file; an
 				// export is one machine, without it.
-				ignore := cmp.Options{cmpopts.IgnoreTypes(lexer.Position{}), cmpopts.IgnoreFields(dsl.Machine{}, "Migrations")}
+				ignore := cmp.Options{cmpopts.IgnoreTypes(lexer.Position{}), cmpopts.IgnoreFields(dsl.Machine{}, "Upgrades")}
 				if diff := cmp.Diff(m, back, ignore); diff != "" {
 					t.Errorf("the imported machine differs (-exported +imported):\n%s\n%s", diff, src)
 				}

@@ -60,9 +60,9 @@ func refRetryCode(r *dsl.Retry) jen.Code {
 	return jen.Op("&").Add(rt("RetryPolicy")).Values(d...)
 }
 
-func refMigrationsCode(m *dsl.Machine) jen.Code {
+func refUpgradesCode(m *dsl.Machine) jen.Code {
 	var out []jen.Code
-	for _, mg := range m.Migrations {
+	for _, mg := range m.Upgrades {
 		d := []jen.Code{
 			kv("Type", jen.Id("Type")),
 			kv("From", jen.Lit(mg.From.Version)),
@@ -91,7 +91,7 @@ func refMigrationsCode(m *dsl.Machine) jen.Code {
 			rules = append(rules, jen.Values(rd...))
 		}
 		if len(rules) > 0 {
-			d = append(d, kv("Rules", jen.Index().Add(rt("MigrationRule")).Values(lines(rules)...)))
+			d = append(d, kv("Rules", jen.Index().Add(rt("UpgradeRule")).Values(lines(rules)...)))
 		}
 		var defaults []jen.Code
 		for _, fd := range mg.Defaults {
@@ -106,7 +106,7 @@ func refMigrationsCode(m *dsl.Machine) jen.Code {
 		}
 		out = append(out, jen.Values(lines(d)...))
 	}
-	return jen.Index().Add(rt("Migration")).Values(lines(out)...)
+	return jen.Index().Add(rt("Upgrade")).Values(lines(out)...)
 }
 
 func refDefinition(g *goGen) {
@@ -187,8 +187,8 @@ func refDefinition(g *goGen) {
 	if m.Cancel != nil {
 		def = append(def, kv("Cancel", jen.Lit(m.Cancel.Name)))
 	}
-	if len(m.Migrations) > 0 {
-		def = append(def, kv("Migrations", refMigrationsCode(m)))
+	if len(m.Upgrades) > 0 {
+		def = append(def, kv("Upgrades", refUpgradesCode(m)))
 	}
 	g.f.Comment("Definition returns the machine's table, retry policies and timers as data:")
 	g.f.Comment("a new copy per call.")

@@ -21,10 +21,10 @@ func (d Definition) Clone() Definition {
 	}
 	c.Guards = slices.Clone(d.Guards)
 	c.Transitions = slices.Clone(d.Transitions)
-	if d.Migrations != nil {
-		c.Migrations = make([]Migration, len(d.Migrations))
-		for i, m := range d.Migrations {
-			c.Migrations[i] = m.Clone()
+	if d.Upgrades != nil {
+		c.Upgrades = make([]Upgrade, len(d.Upgrades))
+		for i, m := range d.Upgrades {
+			c.Upgrades[i] = m.Clone()
 		}
 	}
 	return c

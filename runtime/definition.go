@@ -45,11 +45,11 @@ type Definition struct {
 	// Cancel names the machine's cancel event, the one a run's owner fires to
 	// cancel it; empty when the machine declares none.
 	Cancel string
-	// Migrations say how the runs of older versions move to this one, one
-	// per older version the machine migrates from. They are not part of
+	// Upgrades say how the runs of older versions move to this one, one
+	// per older version the machine upgrades from. They are not part of
 	// the definition's identity: adding one to a registered version is no
 	// conflict.
-	Migrations []Migration `json:",omitempty"`
+	Upgrades []Upgrade `json:",omitempty"`
 }
 
 // StateSpec describes one state.

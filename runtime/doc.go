@@ -38,4 +38,9 @@
 //
 // Nothing in this package imports a generated machine, and generated code
 // never needs the generator at run time.
+//
+// The package is named as the standard library's runtime is; a file that
+// needs both imports one of them under another name:
+//
+//	import fsmruntime "github.com/fsmgen/fsmgen/runtime"
 package runtime

@@ -52,7 +52,7 @@ func commands() []*command {
 		retentionListCommand(), retentionSetCommand(), retentionClearCommand(), cleanupCommand(),
 		chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand(),
 		outboxStatusCommand(),
-		versionsStatusCommand(), versionsPlanCommand(), versionsMigrateCommand(),
+		versionsStatusCommand(), versionsPlanCommand(), versionsUpgradeCommand(),
 		serveCommand(),
 	}
 }

@@ -29,7 +29,7 @@
 //	fsmctl outbox status [-o json]
 //	fsmctl versions status TYPE
 //	fsmctl versions plan [-limit N] TYPE FROM TO
-//	fsmctl versions migrate [-batch N] [-wait D] TYPE FROM TO
+//	fsmctl versions upgrade [-batch N] [-wait D] TYPE FROM TO
 //	fsmctl serve [-addr HOST:PORT] [-hosts NAMES] [-password-file FILE] [-actions]
 //	fsmctl help [command]
 //

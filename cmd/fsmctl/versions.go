@@ -22,7 +22,7 @@ func versionsStatusCommand() *command {
 		summary:  "show the registered versions of a type and the runs left on each",
 		details: `Status prints, for each registered version of TYPE, oldest first: its live
 runs (not finished), of which parked and leased, its finished runs, and the
-newer versions its runs migrate to (a registered migration) or drain beside;
+newer versions its runs are upgraded to (a registered upgrade) or drain beside;
 then the live runs of each version by state. A version whose live runs are 0
 is drained: its processes may stop registering it.`,
 		flags: addDatabaseFlag,
@@ -34,9 +34,9 @@ func versionsPlanCommand() *command {
 	return &command{
 		name:     "versions plan",
 		synopsis: "[-database URL] [-limit N] TYPE FROM TO",
-		summary:  "count the live runs each rule of a migration would move, and list those it cannot",
-		details: `Plan reads the migration of TYPE from version FROM to version TO that the
-newer version registered (its .fsm's "migrate from FROM { ... }", registered
+		summary:  "count the live runs each rule of an upgrade would move, and list those it cannot",
+		details: `Plan reads the upgrade of TYPE from version FROM to version TO that the
+newer version registered (its .fsm's "upgrade from FROM { ... }", registered
 with its definition by the engine), and counts, for each rule in the order
 the rules are tried, the live runs of FROM it admits now, as the database's
 guard decides. It lists the runs it cannot move now, with the reason: left
@@ -50,29 +50,29 @@ lease is given up). It writes nothing.`,
 	}
 }
 
-func versionsMigrateCommand() *command {
+func versionsUpgradeCommand() *command {
 	return &command{
-		name:     "versions migrate",
+		name:     "versions upgrade",
 		synopsis: "[-database URL] [-batch N] [-wait D] TYPE FROM TO",
-		summary:  "move the live runs of a type from one version to another, as its migration says",
-		details: `Migrate moves the live runs of TYPE from version FROM to version TO as the
-registered migration says, in batches of -batch runs read at once, each run
+		summary:  "move the live runs of a type from one version to another, as its upgrade says",
+		details: `Upgrade moves the live runs of TYPE from version FROM to version TO as the
+registered upgrade says, in batches of -batch runs read at once, each run
 in a transaction of its own: the run at its new version and state, and its
 log row (kind and event "migrated", from (FROM, state) to (TO, state)),
-checked by the database against the registered migration. A run leased by a
+checked by the database against the registered upgrade. A run leased by a
 worker is skipped and tried again, every second, until -wait has passed;
 runs left to drain, or admitted by no rule, stay on FROM.
 
 It prints a line per batch and a summary. It is idempotent and resumable:
 after a crash or an interrupt, run it again; a run moved already is not
 moved twice. It fails when leased runs are left after -wait (run it again
-later) and when no migration from FROM to TO is registered.`,
+later) and when no upgrade from FROM to TO is registered.`,
 		flags: func(fs *flag.FlagSet) {
 			addDatabaseFlag(fs)
 			fs.Int("batch", 100, "runs read at once, 1..10000")
 			fs.Duration("wait", time.Minute, "how long to keep trying runs that a worker's lease holds")
 		},
-		run: versionsMigrate,
+		run: versionsUpgrade,
 	}
 }
 
@@ -90,7 +90,7 @@ func typeAndVersions(args []string) (string, int, int, error) {
 		vs[i] = n
 	}
 	if vs[0] >= vs[1] {
-		return "", 0, 0, usagef(nil, "runs migrate from an older version to a newer one, not from %d to %d", vs[0], vs[1])
+		return "", 0, 0, usagef(nil, "runs are upgraded from an older version to a newer one, not from %d to %d", vs[0], vs[1])
 	}
 	return args[0], vs[0], vs[1], nil
 }
@@ -123,9 +123,9 @@ func versionsStatus(ctx context.Context, c *cli, fs *flag.FlagSet, args []string
 
 func printVersions(w io.Writer, typ string, vs []store.VersionStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "VERSION\tLIVE\tPARKED\tLEASED\tFINISHED\tMIGRATES TO\tDRAINS BESIDE")
+	fmt.Fprintln(tw, "VERSION\tLIVE\tPARKED\tLEASED\tFINISHED\tUPGRADES TO\tDRAINS BESIDE")
 	for _, v := range vs {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\t%s\n", v.Version, v.Live, v.Parked, v.Leased, v.Finished, versionList(v.MigratesTo), versionList(v.Drains))
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\t%s\n", v.Version, v.Live, v.Parked, v.Leased, v.Finished, versionList(v.UpgradesTo), versionList(v.Drains))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -173,16 +173,16 @@ func versionsPlan(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 		return err
 	}
 	defer closeDB()
-	plan, err := st.PlanMigration(ctx, typ, from, to)
+	plan, err := st.PlanUpgrade(ctx, typ, from, to)
 	if err != nil {
 		return err
 	}
 	return printPlan(c.stdout, plan, limit)
 }
 
-func printPlan(w io.Writer, p store.MigrationPlan, limit int) error {
+func printPlan(w io.Writer, p store.UpgradePlan, limit int) error {
 	if p.Drain {
-		fmt.Fprintf(w, "%s v%d -> v%d: the migration drains: its %d live runs finish on v%d\n", p.Type, p.From, p.To, p.Live, p.From)
+		fmt.Fprintf(w, "%s v%d -> v%d: the upgrade drains: its %d live runs finish on v%d\n", p.Type, p.From, p.To, p.Live, p.From)
 		return nil
 	}
 	fmt.Fprintf(w, "%s v%d -> v%d: %d live runs, %d to move now\n\n", p.Type, p.From, p.To, p.Live, p.Movable())
@@ -211,7 +211,7 @@ func printPlan(w io.Writer, p store.MigrationPlan, limit int) error {
 	return tw.Flush()
 }
 
-func versionsMigrate(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+func versionsUpgrade(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	typ, from, to, err := typeAndVersions(args)
 	if err != nil {
 		return err
@@ -229,16 +229,16 @@ func versionsMigrate(ctx context.Context, c *cli, fs *flag.FlagSet, args []strin
 		return err
 	}
 	defer closeDB()
-	return migrateVersions(ctx, c.stdout, st, typ, from, to, batch, wait)
+	return upgradeVersions(ctx, c.stdout, st, typ, from, to, batch, wait)
 }
 
-// migrateVersions runs passes of store.Migrate until no leased run is left
+// upgradeVersions runs passes of store.Upgrade until no leased run is left
 // or wait has passed, and reports.
-func migrateVersions(ctx context.Context, w io.Writer, st *store.Store, typ string, from, to, batch int, wait time.Duration) error {
+func upgradeVersions(ctx context.Context, w io.Writer, st *store.Store, typ string, from, to, batch int, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	total := 0
 	for pass := 1; ; pass++ {
-		rep, err := st.Migrate(ctx, typ, from, to, store.MigrateOptions{BatchSize: batch, Progress: func(r store.MigrateReport) {
+		rep, err := st.Upgrade(ctx, typ, from, to, store.UpgradeOptions{BatchSize: batch, Progress: func(r store.UpgradeReport) {
 			fmt.Fprintf(w, "pass %d: moved %d, leased %d, left to drain %d, admitted by no rule %d\n", pass, r.Moved, r.Leased, r.Drained, r.Unmatched)
 		}})
 		total += rep.Moved

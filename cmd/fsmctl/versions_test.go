@@ -82,7 +82,7 @@ func (e *shipEnv) run(t *testing.T, key string, evs ...runtime.Event) store.Run 
 	return run
 }
 
-// upgrade registers version 2 as the new release does, with its migration.
+// upgrade registers version 2 as the new release does, with its upgrade.
 func (e *shipEnv) upgrade(t *testing.T) {
 	t.Helper()
 	if err := e.eng.Register(context.Background(), shipping.DriverV2()); err != nil {
@@ -90,7 +90,7 @@ func (e *shipEnv) upgrade(t *testing.T) {
 	}
 }
 
-func TestVersionsPlanMigrateStatus(t *testing.T) {
+func TestVersionsPlanUpgradeStatus(t *testing.T) {
 	t.Parallel()
 	e := newShipEnv(t)
 	ctx := context.Background()
@@ -104,9 +104,9 @@ func TestVersionsPlanMigrateStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Before the new release: no migration to plan.
+	// Before the new release: no upgrade to plan.
 	got := withDB(t, e.url, "versions", "plan", "shipment", "1", "2")
-	want := result{Code: exitFailure, Stderr: "fsmctl: store: read migration of shipment from v1 to v2: no migration registered: v2 is not registered either; deploy it first; without one, the runs of v1 drain on v1\n"}
+	want := result{Code: exitFailure, Stderr: "fsmctl: store: read upgrade of shipment from v1 to v2: no upgrade registered: v2 is not registered either; deploy it first; without one, the runs of v1 drain on v1\n"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("plan before v2 (-want +got):\n%s", diff)
 	}
@@ -139,25 +139,25 @@ ID                                    STATE    REASON
 	}
 
 	// The leased run is not given up within -wait: the command says so.
-	got = withDB(t, e.url, "versions", "migrate", "-wait", "0s", "shipment", "1", "2")
+	got = withDB(t, e.url, "versions", "upgrade", "-wait", "0s", "shipment", "1", "2")
 	want = result{Code: exitFailure,
 		Stdout: "pass 1: moved 3, leased 1, left to drain 1, admitted by no rule 0\n",
 		Stderr: "fsmctl: shipment v1 -> v2: 3 runs moved; 1 runs are still leased by workers after 0s: run the command again later\n"}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("migrate with a leased run (-want +got):\n%s", diff)
+		t.Errorf("upgrade with a leased run (-want +got):\n%s", diff)
 	}
 	// The dead worker's lease ends; the next run of the command moves it.
 	if _, err := e.pool.Exec(ctx, `UPDATE workflow_runs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, leased.ID); err != nil {
 		t.Fatal(err)
 	}
-	got = withDB(t, e.url, "versions", "migrate", "shipment", "1", "2")
+	got = withDB(t, e.url, "versions", "upgrade", "shipment", "1", "2")
 	want = result{Code: exitOK, Stdout: "pass 1: moved 1, leased 0, left to drain 1, admitted by no rule 0\n" +
 		"shipment v1 -> v2: 1 runs moved; 1 left on v1 to drain, 0 admitted by no rule\n"}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("migrate again (-want +got):\n%s", diff)
+		t.Errorf("upgrade again (-want +got):\n%s", diff)
 	}
 	got = withDB(t, e.url, "versions", "status", "shipment")
-	want = result{Code: exitOK, Stdout: `VERSION  LIVE  PARKED  LEASED  FINISHED  MIGRATES TO  DRAINS BESIDE
+	want = result{Code: exitOK, Stdout: `VERSION  LIVE  PARKED  LEASED  FINISHED  UPGRADES TO  DRAINS BESIDE
 1        1     0       0       0         v2           -
 2        4     0       0       0         -            -
 
@@ -182,13 +182,13 @@ func TestVersionsUsageErrors(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{[]string{"versions"}, "fsmctl: versions needs a subcommand: status, plan or migrate"},
-		{[]string{"versions", "drop"}, `fsmctl: unknown command "versions drop": versions has status, plan and migrate`},
+		{[]string{"versions"}, "fsmctl: versions needs a subcommand: status, plan or upgrade"},
+		{[]string{"versions", "drop"}, `fsmctl: unknown command "versions drop": versions has status, plan and upgrade`},
 		{[]string{"versions", "status"}, "fsmctl versions status: want one TYPE, got 0 arguments (flags go before it)"},
 		{[]string{"versions", "plan", "shipment", "1"}, "fsmctl versions plan: want TYPE FROM TO, got 2 arguments (flags go before them)"},
 		{[]string{"versions", "plan", "shipment", "one", "2"}, `fsmctl versions plan: version "one": want a whole number >= 1`},
-		{[]string{"versions", "migrate", "shipment", "2", "1"}, "fsmctl versions migrate: runs migrate from an older version to a newer one, not from 2 to 1"},
-		{[]string{"versions", "migrate", "-batch", "0", "shipment", "1", "2"}, "fsmctl versions migrate: -batch 0 is not in 1..10000"},
+		{[]string{"versions", "upgrade", "shipment", "2", "1"}, "fsmctl versions upgrade: runs are upgraded from an older version to a newer one, not from 2 to 1"},
+		{[]string{"versions", "upgrade", "-batch", "0", "shipment", "1", "2"}, "fsmctl versions upgrade: -batch 0 is not in 1..10000"},
 	}
 	for _, tt := range tests {
 		got := fsmctl(t, nil, tt.args...)
@@ -199,10 +199,10 @@ func TestVersionsUsageErrors(t *testing.T) {
 	}
 }
 
-// TestVersionsMigrateCrashThenResume kills a real fsmctl process in the
-// middle of a migration, inside the transaction of one run, and migrates
+// TestVersionsUpgradeCrashThenResume kills a real fsmctl process in the
+// middle of an upgrade, inside the transaction of one run, and upgrades
 // again: every run moves exactly once, none is lost.
-func TestVersionsMigrateCrashThenResume(t *testing.T) {
+func TestVersionsUpgradeCrashThenResume(t *testing.T) {
 	t.Parallel()
 	e := newShipEnv(t)
 	ctx := context.Background()
@@ -212,7 +212,7 @@ func TestVersionsMigrateCrashThenResume(t *testing.T) {
 		ids = append(ids, e.run(t, fmt.Sprintf("run-%d", i), shipmentv1.Start{}, shipmentv1.Packed{Parcels: 1}).ID)
 	}
 	e.upgrade(t)
-	// The migration goes in id order; the test holds the fourth run's row,
+	// The upgrade goes in id order; the test holds the fourth run's row,
 	// so that the process blocks inside that run's transaction.
 	var sorted []string
 	rows, err := e.pool.Query(ctx, `SELECT id::text FROM workflow_runs ORDER BY id`)
@@ -242,7 +242,7 @@ func TestVersionsMigrateCrashThenResume(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build fsmctl: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "versions", "migrate", "-batch", "1", "shipment", "1", "2")
+	cmd := exec.Command(bin, "versions", "upgrade", "-batch", "1", "shipment", "1", "2")
 	cmd.Env = append(os.Environ(), EnvDatabaseURL+"="+withAppName(e.url, "fsmctl-crash"))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -279,24 +279,24 @@ func TestVersionsMigrateCrashThenResume(t *testing.T) {
 	if moved != 3 {
 		t.Fatalf("%d runs at v2 after the crash, want 3", moved)
 	}
-	got := withDB(t, e.url, "versions", "migrate", "-batch", "3", "shipment", "1", "2")
+	got := withDB(t, e.url, "versions", "upgrade", "-batch", "3", "shipment", "1", "2")
 	want := result{Code: exitOK, Stdout: "pass 1: moved 3, leased 0, left to drain 0, admitted by no rule 0\n" +
 		"pass 1: moved 5, leased 0, left to drain 0, admitted by no rule 0\n" +
 		"shipment v1 -> v2: 5 runs moved; 0 left on v1 to drain, 0 admitted by no rule\n"}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("resumed migration (-want +got):\n%s", diff)
+		t.Errorf("resumed upgrade (-want +got):\n%s", diff)
 	}
 	for _, id := range ids {
-		var version, migrations int
+		var version, upgrades int
 		var state string
 		err := e.pool.QueryRow(ctx, `SELECT r.definition_version, r.current_state,
 			(SELECT count(*) FROM workflow_step_logs l WHERE l.workflow_run_id = r.id AND l.kind = 'migrated')
-			FROM workflow_runs r WHERE r.id = $1`, id).Scan(&version, &state, &migrations)
+			FROM workflow_runs r WHERE r.id = $1`, id).Scan(&version, &state, &upgrades)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if version != 2 || state != "WEIGHING" || migrations != 1 {
-			t.Errorf("run %s: v%d in %s, %d migrated rows; want v2 in WEIGHING, 1 row", id, version, state, migrations)
+		if version != 2 || state != "WEIGHING" || upgrades != 1 {
+			t.Errorf("run %s: v%d in %s, %d upgraded rows; want v2 in WEIGHING, 1 row", id, version, state, upgrades)
 		}
 	}
 	if err := pgtest.CheckInvariants(ctx, e.pool); err != nil {

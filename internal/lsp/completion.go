@@ -13,7 +13,7 @@ import (
 
 // itemKeywords are the words that start a declaration in a machine block,
 // as the grammar in the dsl package spells them.
-var itemKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "migrate"}
+var itemKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "upgrade"}
 
 // lineToken matches the tokens of a line's text before the cursor, well
 // enough to tell what may come next: an arrow, a string, a comment, a
@@ -43,8 +43,8 @@ func (d *document) completion(p *protocol.CompletionParams) (*protocol.Completio
 	case m == nil:
 		items = keywords("machine")
 	default:
-		if old := d.migrateFrom(m, line); old != nil {
-			items = d.completeMigrate(m, old, toks)
+		if old := d.upgradeFrom(m, line); old != nil {
+			items = d.completeUpgrade(m, old, toks)
 		} else {
 			items = d.complete(m, toks)
 		}
@@ -110,20 +110,20 @@ func (d *document) complete(m *dsl.MachineDecl, toks []string) []protocol.Comple
 	return nil
 }
 
-// migrateOpen matches the line that opens a migrate block, and its version.
-var migrateOpen = regexp.MustCompile(`^\s*migrate\s+from\s+([0-9]+)\s*\{`)
+// upgradeOpen matches the line that opens an upgrade block, and its version.
+var upgradeOpen = regexp.MustCompile(`^\s*upgrade\s+from\s+([0-9]+)\s*\{`)
 
-// migrateFrom returns the older version that the migrate block holding
-// line migrates from (a machine without names when the file declares no
-// such version), nil when line is in no migrate block: no line above it
+// upgradeFrom returns the older version that the upgrade block holding
+// line upgrades from (a machine without names when the file declares no
+// such version), nil when line is in no upgrade block: no line above it
 // in m opens one, or a "}" comes first.
-func (d *document) migrateFrom(m *dsl.MachineDecl, line int) *dsl.MachineDecl {
+func (d *document) upgradeFrom(m *dsl.MachineDecl, line int) *dsl.MachineDecl {
 	for l := line - 1; l >= m.Pos.Line; l-- {
 		text := d.line(l - 1)
 		if i := strings.Index(text, "//"); i >= 0 {
 			text = text[:i]
 		}
-		if g := migrateOpen.FindStringSubmatch(text); g != nil {
+		if g := upgradeOpen.FindStringSubmatch(text); g != nil {
 			n, err := strconv.Atoi(g[1])
 			if err != nil {
 				return nil
@@ -140,11 +140,11 @@ func (d *document) migrateFrom(m *dsl.MachineDecl, line int) *dsl.MachineDecl {
 	return nil
 }
 
-// completeMigrate offers what a migrate block's rules may name: the older
+// completeUpgrade offers what an upgrade block's rules may name: the older
 // version's states first on a line, this version's after ->, the older
 // version's events after when or unless, this version's after default,
 // and the keywords of a rule.
-func (d *document) completeMigrate(m, old *dsl.MachineDecl, toks []string) []protocol.CompletionItem {
+func (d *document) completeUpgrade(m, old *dsl.MachineDecl, toks []string) []protocol.CompletionItem {
 	n := len(toks)
 	if n == 0 {
 		return append(d.names(old, dsl.StateSymbol), keywords("default")...)

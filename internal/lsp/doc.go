@@ -11,7 +11,7 @@
 //     comment and the transition rows that use it;
 //   - go to definition and find references, for states, events and guards
 //     (names are scoped by machine: two machines of a file may both have a
-//     state DONE; a migrate rule's OLD state and its condition's event are
+//     state DONE; an upgrade rule's OLD state and its condition's event are
 //     the older version's, its NEW state and a default's event the newer
 //     one's);
 //   - rename of a state, event or guard across the file. A rename that
@@ -22,7 +22,7 @@
 //     event names after on, cancel, else and a timer's duration, guard
 //     names after when, unless and !, retry presets after retry, and the
 //     keywords of declarations, state options and row clauses; in a
-//     migrate block, the older version's states and events where a rule
+//     upgrade block, the older version's states and events where a rule
 //     names them and this version's after -> and default;
 //   - formatting, as `fsmgen fmt` does (a file that does not parse is left
 //     as it is: its diagnostics say why);

@@ -484,7 +484,7 @@ func TestCompletion(t *testing.T) {
 		{"    final C ", kw("succeeded", "failed", "cancelled")},
 		{"    A -> DONE ", kw("on")},
 		{"    A -> DONE on Stop ", kw("when", "unless", "outcome")},
-		{"    ", append(kw("type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "migrate"), states...)},
+		{"    ", append(kw("type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "upgrade"), states...)},
 		{"    // A -> ", []protocol.CompletionItem{}},
 	} {
 		text := head + tc.last + "\n}\n"
@@ -568,7 +568,7 @@ func TestLifecycle(t *testing.T) {
 }
 
 // TestRenameAcrossVersions renames a state of an older version that a
-// migrate block of the newer one names: the rule's OLD state follows, and
+// upgrade block of the newer one names: the rule's OLD state follows, and
 // the newer version's state of the same name does not.
 func TestRenameAcrossVersions(t *testing.T) {
 	t.Parallel()
@@ -589,7 +589,7 @@ func TestRenameAcrossVersions(t *testing.T) {
 machine Order {
     type "order"
     version 2
-    migrate from 1 {
+    upgrade from 1 {
         B -> B when Go
         B -> B
         default Go.n 0
@@ -606,7 +606,7 @@ machine Order {
 	diff(t, "diagnostics", []protocol.Diagnostic{}, c.open(uri, src))
 	var edit protocol.WorkspaceEdit
 	c.mustCall(protocol.MethodTextDocumentRename, &protocol.RenameParams{TextDocumentPositionParams: at(uri, 15, 8), NewName: "PACKING"}, &edit)
-	diff(t, "rename of OrderV1's B from the migrate block", protocol.WorkspaceEdit{Changes: map[protocol.DocumentURI][]protocol.TextEdit{uri: {
+	diff(t, "rename of OrderV1's B from the upgrade block", protocol.WorkspaceEdit{Changes: map[protocol.DocumentURI][]protocol.TextEdit{uri: {
 		{Range: rng(3, 12, 3, 13), NewText: "PACKING"},
 		{Range: rng(7, 9, 7, 10), NewText: "PACKING"},
 		{Range: rng(8, 4, 8, 5), NewText: "PACKING"},
@@ -618,14 +618,14 @@ machine Order {
 	diff(t, "definition of the rule's NEW state", []protocol.Location{{URI: uri, Range: rng(20, 12, 20, 13)}}, locs)
 }
 
-// TestCompletionInMigrate types the rules of a migrate block: the older
+// TestCompletionInUpgrade types the rules of an upgrade block: the older
 // version's states start a rule and its events follow when, this
 // version's states follow -> and its events default.
-func TestCompletionInMigrate(t *testing.T) {
+func TestCompletionInUpgrade(t *testing.T) {
 	t.Parallel()
 	c := startServer(t)
 	c.initialize()
-	const uri = protocol.DocumentURI("file:///work/migrate.fsm")
+	const uri = protocol.DocumentURI("file:///work/upgrade.fsm")
 	head := `machine OrderV1 {
     type "order"
     initial OLD_A
@@ -638,7 +638,7 @@ machine Order {
     type "order"
     version 2
     event Go { n int }
-    migrate from 1 {
+    upgrade from 1 {
 `
 	tail := "\n    }\n    initial A\n    final   DONE succeeded\n    A -> DONE on Go\n}\n"
 	oldStates := []protocol.CompletionItem{

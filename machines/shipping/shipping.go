@@ -86,7 +86,7 @@ func (v2) Packing(_ context.Context, run *runtime.Run) (shipment.PackingEvent, e
 }
 
 // Weighing weighs what packing reported; a run packed under version 1
-// carries a Packed event without grams, which the migration's default
+// carries a Packed event without grams, which the upgrade's default
 // fills in.
 func (v2) Weighing(_ context.Context, run *runtime.Run) (shipment.WeighingEvent, error) {
 	p, ok := runtime.Last[shipment.Packed](run)
@@ -119,7 +119,7 @@ func DriverV1() runtime.Driver {
 }
 
 // DriverV2 is the driver of version 2; registering it registers its
-// migration from version 1.
+// upgrade from version 1.
 func DriverV2() runtime.Driver {
 	return shipment.NewDriver(v2{}, func(run *runtime.Run) shipment.Guards { return ownerV2{run} })
 }

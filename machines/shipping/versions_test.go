@@ -138,7 +138,7 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// live is the set of version 1 runs the test migrates, one per state of
+// live is the set of version 1 runs the test upgrades, one per state of
 // version 1 that a run can be in, plus the forms a run takes there.
 type live struct {
 	created, retrying, leased, labeling, returned, held, awaiting, finished store.Run
@@ -191,7 +191,7 @@ func enginestest(v *env, id string) (store.Run, error) {
 	return enginetest.AbandonClaim(v.ctx, v.st, "dead-worker", id, time.Hour)
 }
 
-func describePlan(p store.MigrationPlan) ([]string, []string) {
+func describePlan(p store.UpgradePlan) ([]string, []string) {
 	var moves, stuck []string
 	for _, m := range p.Moves {
 		moves = append(moves, store.DescribeRule(m.Rule)+": "+itoa(m.Runs)+" runs, "+itoa(m.Leased)+" leased")
@@ -203,16 +203,16 @@ func describePlan(p store.MigrationPlan) ([]string, []string) {
 	return moves, stuck
 }
 
-// TestMigrateLiveRunsInEveryState is the whole change: runs of version 1
-// in every state, planned, migrated (the leased one once its lease is
+// TestUpgradeLiveRunsInEveryState is the whole change: runs of version 1
+// in every state, planned, upgraded (the leased one once its lease is
 // gone), checked against the invariants, and finished on version 2, while
 // the held run drains on version 1 and a new run starts on version 2.
-func TestMigrateLiveRunsInEveryState(t *testing.T) {
+func TestUpgradeLiveRunsInEveryState(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	l := setUp(t, v)
 
-	// The new release registers both versions: the migration comes with v2.
+	// The new release registers both versions: the upgrade comes with v2.
 	if err := shipping.Register(v.ctx, v.eng); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestMigrateLiveRunsInEveryState(t *testing.T) {
 		t.Fatalf("a new run starts on v%d, want v2", fresh.Version)
 	}
 
-	plan, err := v.st.PlanMigration(v.ctx, shipment.Type, 1, 2)
+	plan, err := v.st.PlanUpgrade(v.ctx, shipment.Type, 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,28 +248,28 @@ func TestMigrateLiveRunsInEveryState(t *testing.T) {
 		t.Errorf("plan: %d live, %d movable; want 7 and 5", plan.Live, plan.Movable())
 	}
 
-	rep, err := v.st.Migrate(v.ctx, shipment.Type, 1, 2, store.MigrateOptions{BatchSize: 2})
+	rep, err := v.st.Upgrade(v.ctx, shipment.Type, 1, 2, store.UpgradeOptions{BatchSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(store.MigrateReport{Moved: plan.Movable(), Leased: 1, Drained: 1}, rep); diff != "" {
+	if diff := cmp.Diff(store.UpgradeReport{Moved: plan.Movable(), Leased: 1, Drained: 1}, rep); diff != "" {
 		t.Errorf("first pass (-want +got):\n%s", diff)
 	}
 	// The dead worker's lease runs out; the next pass moves its run.
 	v.clock.Advance(time.Hour + time.Second)
-	rep, err = v.st.Migrate(v.ctx, shipment.Type, 1, 2, store.MigrateOptions{})
+	rep, err = v.st.Upgrade(v.ctx, shipment.Type, 1, 2, store.UpgradeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(store.MigrateReport{Moved: 1, Drained: 1}, rep); diff != "" {
+	if diff := cmp.Diff(store.UpgradeReport{Moved: 1, Drained: 1}, rep); diff != "" {
 		t.Errorf("second pass (-want +got):\n%s", diff)
 	}
 	// Again: nothing left to move, nothing moved twice.
-	rep, err = v.st.Migrate(v.ctx, shipment.Type, 1, 2, store.MigrateOptions{})
+	rep, err = v.st.Upgrade(v.ctx, shipment.Type, 1, 2, store.UpgradeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(store.MigrateReport{Drained: 1}, rep); diff != "" {
+	if diff := cmp.Diff(store.UpgradeReport{Drained: 1}, rep); diff != "" {
 		t.Errorf("third pass (-want +got):\n%s", diff)
 	}
 	if err := pgtest.CheckInvariants(v.ctx, v.pool); err != nil {
@@ -297,7 +297,7 @@ func TestMigrateLiveRunsInEveryState(t *testing.T) {
 		"finished": {"DELIVERED", 1, 1},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("runs after the migration (-want +got):\n%s", diff)
+		t.Errorf("runs after the upgrade (-want +got):\n%s", diff)
 	}
 	// The timer of the awaiting run counts from its entry into AWAITING
 	// (timers keep), with version 2's three days.
@@ -319,12 +319,12 @@ func TestMigrateLiveRunsInEveryState(t *testing.T) {
 	if !errors.Is(err, store.ErrLiveRuns) {
 		t.Fatalf("deregister v1 with a live run: %v, want ErrLiveRuns", err)
 	}
-	const wantDereg = "engine: deregister shipment v1: the version has live runs: 1 runs of shipment v1 are not finished; migrate them (fsmctl versions plan shipment 1 N) or let them drain (fsmctl versions status shipment) first"
+	const wantDereg = "engine: deregister shipment v1: the version has live runs: 1 runs of shipment v1 are not finished; upgrade them (fsmctl versions plan shipment 1 N) or let them drain (fsmctl versions status shipment) first"
 	if err.Error() != wantDereg {
 		t.Errorf("deregister error:\n got %s\nwant %s", err, wantDereg)
 	}
 
-	// Everything finishes: the migrated runs on version 2, the held one on
+	// Everything finishes: the upgraded runs on version 2, the held one on
 	// version 1, the new one on version 2.
 	v.clock.Advance(2 * time.Second) // the retry falls due
 	v.signal(t, l.held.ID, shipmentv1.Released{})
@@ -354,7 +354,7 @@ func TestMigrateLiveRunsInEveryState(t *testing.T) {
 			t.Errorf("run %s: %s at v%d, want DELIVERED at v%d", r.IdempotencyKey, cur.State, cur.Version, wantV)
 		}
 	}
-	// The run packed under version 1 was weighed with the migration's
+	// The run packed under version 1 was weighed with the upgrade's
 	// default; the run of version 2 with its own reading.
 	for id, want := range map[string]string{l.labeling.ID: `{"grams": 1000}`, l.created.ID: `{"grams": 0}`, fresh.ID: `{"grams": 250}`} {
 		steps, err := v.st.History(v.ctx, id)
@@ -390,9 +390,9 @@ func TestMigrateLiveRunsInEveryState(t *testing.T) {
 	}
 }
 
-// TestDatabaseRefusesUndeclaredMigrations moves runs between versions by
-// hand: the guard refuses what the registered migration does not declare.
-func TestDatabaseRefusesUndeclaredMigrations(t *testing.T) {
+// TestDatabaseRefusesUndeclaredUpgrades moves runs between versions by
+// hand: the guard refuses what the registered upgrade does not declare.
+func TestDatabaseRefusesUndeclaredUpgrades(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	l := setUp(t, v)
@@ -434,7 +434,7 @@ func TestDatabaseRefusesUndeclaredMigrations(t *testing.T) {
 
 // TestOldRunKeepsVersionBesideNew: a run started on version 1 is driven on
 // version 1 to its end while runs of version 2 start and finish beside it
-// in one engine, without any migration.
+// in one engine, without any upgrade.
 func TestOldRunKeepsVersionBesideNew(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
@@ -479,7 +479,7 @@ func TestOldRunKeepsVersionBesideNew(t *testing.T) {
 	}
 	v1run := v.startV1(t, "v1-late")
 	_, err = other.Signal(v.ctx, v1run.ID, shipment.Start{})
-	want := "engine: signal Start run " + v1run.ID + ": definition not registered with this engine: shipment v1 (this engine drives v2); keep registering v1's driver beside v2 until its runs drain, or migrate them: fsmctl versions plan shipment 1 2"
+	want := "engine: signal Start run " + v1run.ID + ": definition not registered with this engine: shipment v1 (this engine drives v2); keep registering v1's driver beside v2 until its runs drain, or upgrade them: fsmctl versions plan shipment 1 2"
 	if !errors.Is(err, engine.ErrNotRegistered) || err.Error() != want {
 		t.Errorf("signal a v1 run on an engine without v1:\n got %v\nwant %s", err, want)
 	}

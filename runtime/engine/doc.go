@@ -378,12 +378,12 @@
 // driver of each (the new version's package and the old one's, kept beside
 // it in the same .fsm file). A run follows the version it started with;
 // Start without a version starts on the latest registered. Registering a
-// version whose Definition declares migrations from older versions
-// registers those migrations too (store.Store.RegisterMigration), once the
-// older version is registered in the database; store.Store.Migrate (fsmctl
-// versions migrate) then moves live runs between versions, and the engine
+// version whose Definition declares upgrades from older versions
+// registers those upgrades too (store.Store.RegisterUpgrade), once the
+// older version is registered in the database; store.Store.Upgrade (fsmctl
+// versions upgrade) then moves live runs between versions, and the engine
 // drives each on the version it is on, decoding the events it carries from
-// the old version with the migration's defaults. Deregister stops driving
+// the old version with the upgrade's defaults. Deregister stops driving
 // a version, and is refused while runs of it are live. A run of a version
 // the engine does not drive fails with ErrNotRegistered, saying whether to
 // keep registering the old version or to deploy the new one.

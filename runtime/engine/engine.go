@@ -239,11 +239,11 @@ type registered struct {
 	exhausted ExhaustedFunc
 	// fields maps an event to its payload fields.
 	fields map[string]map[string]bool
-	// defaults holds, by event, the payload defaults of the migrations
-	// into this version; migrated reports that runs may have moved here
+	// defaults holds, by event, the payload defaults of the upgrades
+	// into this version; upgraded reports that runs may have moved here
 	// from an older version.
 	defaults map[string][]runtime.FieldDefault
-	migrated bool
+	upgraded bool
 }
 
 // Engine drives runs of registered machines durably. It is safe for
@@ -309,11 +309,11 @@ func (e *Engine) Register(ctx context.Context, d runtime.Driver, opts ...Registe
 	if err := e.st.Register(ctx, def); err != nil {
 		return err
 	}
-	if err := e.registerMigrations(ctx, def); err != nil {
+	if err := e.registerUpgrades(ctx, def); err != nil {
 		return err
 	}
 	r := &registered{driver: d, def: def, fields: map[string]map[string]bool{}}
-	r.migrationDefaults()
+	r.upgradeDefaults()
 	for _, o := range opts {
 		o(r)
 	}

@@ -11,48 +11,48 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
-// registerMigrations registers the migrations into def's version whose
+// registerUpgrades registers the upgrades into def's version whose
 // older version is registered in the database (by this process or
 // another): without runs of an older version there is nothing to move.
-func (e *Engine) registerMigrations(ctx context.Context, def runtime.Definition) error {
-	for _, m := range def.Migrations {
+func (e *Engine) registerUpgrades(ctx context.Context, def runtime.Definition) error {
+	for _, m := range def.Upgrades {
 		if _, err := e.st.Definition(ctx, m.Type, m.From); errors.Is(err, store.ErrUnknownDefinition) {
 			continue
 		} else if err != nil {
 			return err
 		}
-		if err := e.st.RegisterMigration(ctx, m); err != nil {
+		if err := e.st.RegisterUpgrade(ctx, m); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// migrationDefaults indexes the payload defaults of the migrations into
+// upgradeDefaults indexes the payload defaults of the upgrades into
 // r's version.
-func (r *registered) migrationDefaults() {
+func (r *registered) upgradeDefaults() {
 	r.defaults = map[string][]runtime.FieldDefault{}
-	for _, m := range r.def.Migrations {
+	for _, m := range r.def.Upgrades {
 		if m.Drain {
 			continue
 		}
-		r.migrated = true
+		r.upgraded = true
 		for _, d := range m.Defaults {
 			r.defaults[d.Event] = append(r.defaults[d.Event], d)
 		}
 	}
 }
 
-// decodeLogged decodes an event from a run's log. A run migrated from an
+// decodeLogged decodes an event from a run's log. A run upgraded from an
 // older version carries events logged under it: their payloads get the
-// migration's defaults for the fields they lack, and, when they still do
+// upgrade's defaults for the fields they lack, and, when they still do
 // not decode, lose the fields the newer event no longer has.
 func decodeLogged(reg *registered, name string, payload []byte) (runtime.Event, error) {
 	if ds := reg.defaults[name]; len(ds) > 0 && len(payload) > 0 {
 		payload = withDefaults(payload, ds)
 	}
 	ev, err := decode(reg, name, payload)
-	if err != nil && reg.migrated && len(payload) > 0 {
+	if err != nil && reg.upgraded && len(payload) > 0 {
 		if pruned, ok := withoutUnknown(payload, reg.fields[name]); ok {
 			if ev2, err2 := decode(reg, name, pruned); err2 == nil {
 				return ev2, nil
@@ -110,8 +110,8 @@ func withoutUnknown(payload []byte, fields map[string]bool) ([]byte, bool) {
 // Deregister stops the engine from driving runs of (typ, version): its
 // workers no longer claim them, and Start, Signal and Cancel refuse them.
 // It is refused, with an error matching store.ErrLiveRuns, while runs of
-// that version are live in the database: migrate them to a newer version
-// (fsmctl versions migrate) or let them finish first. The definition stays
+// that version are live in the database: upgrade them to a newer version
+// (fsmctl versions upgrade) or let them finish first. The definition stays
 // registered in the database, for the history of its runs.
 func (e *Engine) Deregister(ctx context.Context, typ string, version int) error {
 	op := fmt.Sprintf("deregister %s v%d", typ, version)
@@ -123,7 +123,7 @@ func (e *Engine) Deregister(ctx context.Context, typ string, version int) error 
 		return err
 	}
 	if n > 0 {
-		return runErr(op, "", fmt.Errorf("%w: %d runs of %s v%d are not finished; migrate them (fsmctl versions plan %s %d N) or let them drain (fsmctl versions status %s) first",
+		return runErr(op, "", fmt.Errorf("%w: %d runs of %s v%d are not finished; upgrade them (fsmctl versions plan %s %d N) or let them drain (fsmctl versions status %s) first",
 			store.ErrLiveRuns, n, typ, version, typ, version, typ))
 	}
 	e.mu.Lock()
@@ -150,7 +150,7 @@ func (e *Engine) notRegistered(typ string, version int) error {
 	case !known:
 		return fmt.Errorf("%w: %s v%d; register its machine's driver with Register", ErrNotRegistered, typ, version)
 	case version < latest:
-		return fmt.Errorf("%w: %s v%d (this engine drives v%d); keep registering v%d's driver beside v%d until its runs drain, or migrate them: fsmctl versions plan %s %d %d",
+		return fmt.Errorf("%w: %s v%d (this engine drives v%d); keep registering v%d's driver beside v%d until its runs drain, or upgrade them: fsmctl versions plan %s %d %d",
 			ErrNotRegistered, typ, version, latest, version, latest, typ, version, latest)
 	default:
 		return fmt.Errorf("%w: %s v%d (this engine drives up to v%d); deploy the release that registers v%d",

@@ -89,7 +89,7 @@ func TestSecondEngineWithChangedDefinitionIsRefused(t *testing.T) {
 	if !errors.Is(err, store.ErrDefinitionConflict) {
 		t.Fatalf("register a changed v1 in a second engine: %v, want ErrDefinitionConflict", err)
 	}
-	const want = "state WORKING: wait false in the database, true here; bump the version (version 2 in the .fsm file) and keep version 1's machine beside it, registered while its runs live; then migrate or drain them (see docs/changing-a-machine.md)"
+	const want = "state WORKING: wait false in the database, true here; bump the version (version 2 in the .fsm file) and keep version 1's machine beside it, registered while its runs live; then upgrade or drain them (see docs/changing-a-machine.md)"
 	if msg := err.Error(); len(msg) < len(want) || msg[len(msg)-len(want):] != want {
 		t.Errorf("error %q, want it to end in %q", msg, want)
 	}

@@ -430,7 +430,7 @@ WITH changes AS (
             WHERE m.workflow_type = c.workflow_type AND m.from_version = c.prev_definition_version
               AND m.to_version = c.definition_version AND m.from_state = c.state_before
               AND m.to_state = c.state_after)
-            THEN 'a migration that no registered migration declares'
+            THEN 'an upgrade that no registered upgrade declares'
         END AS problem) p
     WHERE p.problem IS NOT NULL
 )

@@ -256,6 +256,6 @@ func conflict(have, want runtime.Definition) error {
 // bumpHint says what to do about a changed definition registered under a
 // registered version.
 func bumpHint(def runtime.Definition) string {
-	return fmt.Sprintf("bump the version (version %d in the .fsm file) and keep version %d's machine beside it, registered while its runs live; then migrate or drain them (see docs/changing-a-machine.md)",
+	return fmt.Sprintf("bump the version (version %d in the .fsm file) and keep version %d's machine beside it, registered while its runs live; then upgrade or drain them (see docs/changing-a-machine.md)",
 		def.Version+1, def.Version)
 }

@@ -36,16 +36,16 @@
 //     beside it in the same file, renamed (OrderV1, with the same type and
 //     version 1): go generate writes a package for each;
 //  2. declare in the new version how live runs of the old one move to it,
-//     "migrate from 1 { ... }", or that they drain, "migrate from 1 drain"
+//     "upgrade from 1 { ... }", or that they drain, "upgrade from 1 drain"
 //     (see package dsl); fsmgen check proves that no run is stranded;
 //  3. register both versions in every process that drives runs: a run
 //     follows the version it was started with, new runs start on the
 //     latest (engine.Engine.Start), and the new version's Definition
-//     carries its migrations, which the engine registers (RegisterMigration);
-//  4. PlanMigration counts the live runs each rule would move and lists
-//     those it cannot; Migrate moves them, each in a transaction of its
-//     own, with a log row of kind KindMigrated, checked by the database
-//     against the registered migration (fsmctl versions plan and migrate);
+//     carries its upgrades, which the engine registers (RegisterUpgrade);
+//  4. PlanUpgrade counts the live runs each rule would move and lists
+//     those it cannot; Upgrade moves them, each in a transaction of its
+//     own, with a log row of kind KindUpgraded, checked by the database
+//     against the registered upgrade (fsmctl versions plan and upgrade);
 //  5. when Versions shows no live run of the old version, stop registering
 //     it (engine.Engine.Deregister refuses while runs of it live) and
 //     delete its machine block. Its definition stays in the database, for
@@ -53,15 +53,16 @@
 //
 // Rolling deploys follow from this: a process of the old release registers
 // only v1 and keeps driving v1 runs; a process of the new release registers
-// both and drives either. Migrate once every process runs the new release.
+// both and drives either. Upgrade the runs once every process runs the new
+// release.
 //
-// A migrated run keeps its id, key, attempt, input and log. Its schedule
+// An upgraded run keeps its id, key, attempt, input and log. Its schedule
 // follows its new state: a retry under way in a state kept by name keeps
 // its due time and its count of tries; a driven state is due at once; a
 // wait state's timers count from the run's entry into its old state
-// (timers keep) or from the migration (timers restart). A parked run stays
+// (timers keep) or from the upgrade (timers restart). A parked run stays
 // parked. The events it carries from the old version are decoded with the
-// new version's types: the engine fills the fields the migration gives a
+// new version's types: the engine fills the fields the upgrade gives a
 // default for, and drops the fields the new version no longer has.
 //
 // # Starting a run

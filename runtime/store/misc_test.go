@@ -335,7 +335,7 @@ func TestRegisterConflictNamesWhatDiffers(t *testing.T) {
 			if !errors.Is(err, store.ErrDefinitionConflict) {
 				t.Fatalf("register: %v, want ErrDefinitionConflict", err)
 			}
-			if diff := cmp.Diff(prefix+tt.want+"; bump the version (version 2 in the .fsm file) and keep version 1's machine beside it, registered while its runs live; then migrate or drain them (see docs/changing-a-machine.md)", err.Error()); diff != "" {
+			if diff := cmp.Diff(prefix+tt.want+"; bump the version (version 2 in the .fsm file) and keep version 1's machine beside it, registered while its runs live; then upgrade or drain them (see docs/changing-a-machine.md)", err.Error()); diff != "" {
 				t.Errorf("message (-want +got):\n%s", diff)
 			}
 		})

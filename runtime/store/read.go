@@ -75,11 +75,12 @@ const (
 	// KindStep is an observable sub-step logged with LogStep; the state does
 	// not change.
 	KindStep StepKind = "step"
-	// KindMigrated is a live run moved to another version of its machine
-	// by a registered migration (Store.Migrate): From and To are its
+	// KindUpgraded is a live run moved to another version of its machine
+	// by a registered upgrade (Store.Upgrade): From and To are its
 	// states in the old and the new version, and the row's version is the
-	// new one.
-	KindMigrated StepKind = "migrated"
+	// new one. The log stores it as "migrated", the word of the database
+	// schema, which keeps its names.
+	KindUpgraded StepKind = "migrated"
 )
 
 // Step is one row of a run's append-only log.

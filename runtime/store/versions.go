@@ -16,27 +16,27 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 )
 
-// The errors of versions and migrations.
+// The errors of versions and upgrades.
 var (
-	// ErrNoMigration: no migration between the two versions is registered.
-	ErrNoMigration = errors.New("no migration registered")
-	// ErrMigrationConflict: a migration between the same versions is
-	// registered with other rules. A registered migration is immutable.
-	ErrMigrationConflict = errors.New("registered migration differs")
+	// ErrNoUpgrade: no upgrade between the two versions is registered.
+	ErrNoUpgrade = errors.New("no upgrade registered")
+	// ErrUpgradeConflict: an upgrade between the same versions is
+	// registered with other rules. A registered upgrade is immutable.
+	ErrUpgradeConflict = errors.New("registered upgrade differs")
 	// ErrLiveRuns: a version still has live runs.
 	ErrLiveRuns = errors.New("the version has live runs")
 )
 
-// RegisterMigration records a migration of live runs between two
+// RegisterUpgrade records an upgrade of live runs between two
 // registered versions of a type, so that the database accepts the moves
 // it declares and no other. It is idempotent; registering other rules for
-// the same versions fails with ErrMigrationConflict. Both versions must be
-// registered, the older one by any process: RegisterMigration returns
+// the same versions fails with ErrUpgradeConflict. Both versions must be
+// registered, the older one by any process: RegisterUpgrade returns
 // ErrUnknownDefinition otherwise. engine.Engine.Register registers the
-// migrations of a definition (Definition.Migrations) whose older version
+// upgrades of a definition (Definition.Upgrades) whose older version
 // is registered.
-func (s *Store) RegisterMigration(ctx context.Context, m runtime.Migration) error {
-	op := fmt.Sprintf("register migration of %s from v%d to v%d", m.Type, m.From, m.To)
+func (s *Store) RegisterUpgrade(ctx context.Context, m runtime.Upgrade) error {
+	op := fmt.Sprintf("register upgrade of %s from v%d to v%d", m.Type, m.From, m.To)
 	from, err := s.definition(ctx, m.Type, m.From)
 	if err != nil {
 		return runErr(op, "", err)
@@ -48,7 +48,7 @@ func (s *Store) RegisterMigration(ctx context.Context, m runtime.Migration) erro
 	if err := m.Validate(from.def, to.def); err != nil {
 		return runErr(op, "", fmt.Errorf("%w: %w", ErrInvalidDefinition, err))
 	}
-	raw, digest, err := migrationDigest(m)
+	raw, digest, err := upgradeDigest(m)
 	if err != nil {
 		return runErr(op, "", err)
 	}
@@ -67,8 +67,8 @@ func (s *Store) RegisterMigration(ctx context.Context, m runtime.Migration) erro
 				return err
 			}
 			if have.Digest != digest {
-				return fmt.Errorf("%w: the database holds other rules (%s) than this process (%s); a migration that moved runs cannot change: give the machine a new version and migrate from this one",
-					ErrMigrationConflict, describeMigration(have.Migration), describeMigration(raw))
+				return fmt.Errorf("%w: the database holds other rules (%s) than this process (%s); an upgrade that moved runs cannot change: give the machine a new version and upgrade from this one",
+					ErrUpgradeConflict, describeUpgrade(have.Migration), describeUpgrade(raw))
 			}
 			return nil
 		}
@@ -90,19 +90,19 @@ func (s *Store) RegisterMigration(ctx context.Context, m runtime.Migration) erro
 	return nil
 }
 
-// migrationDigest returns the JSON of m and its digest.
-func migrationDigest(m runtime.Migration) ([]byte, string, error) {
+// upgradeDigest returns the JSON of m and its digest.
+func upgradeDigest(m runtime.Upgrade) ([]byte, string, error) {
 	raw, err := json.Marshal(m)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: encode migration: %w", ErrInvalidDefinition, err)
+		return nil, "", fmt.Errorf("%w: encode upgrade: %w", ErrInvalidDefinition, err)
 	}
 	sum := sha256.Sum256(raw)
 	return raw, hex.EncodeToString(sum[:]), nil
 }
 
-// describeMigration renders a stored migration's rules on one line.
-func describeMigration(raw []byte) string {
-	var m runtime.Migration
+// describeUpgrade renders a stored upgrade's rules on one line.
+func describeUpgrade(raw []byte) string {
+	var m runtime.Upgrade
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return "undecodable"
 	}
@@ -122,8 +122,8 @@ func describeMigration(raw []byte) string {
 	return out
 }
 
-// DescribeRule renders a migration rule as the .fsm file writes it.
-func DescribeRule(r runtime.MigrationRule) string {
+// DescribeRule renders an upgrade rule as the .fsm file writes it.
+func DescribeRule(r runtime.UpgradeRule) string {
 	s := r.From + " -> " + r.To
 	if r.Drain {
 		s = r.From + " drain"
@@ -141,52 +141,52 @@ func DescribeRule(r runtime.MigrationRule) string {
 	return s
 }
 
-// Migration returns the registered migration of typ from version from to
-// version to, or an error matching ErrNoMigration.
-func (s *Store) Migration(ctx context.Context, typ string, from, to int) (runtime.Migration, error) {
-	op := fmt.Sprintf("read migration of %s from v%d to v%d", typ, from, to)
+// RegisteredUpgrade returns the registered upgrade of typ from version from to
+// version to, or an error matching ErrNoUpgrade.
+func (s *Store) RegisteredUpgrade(ctx context.Context, typ string, from, to int) (runtime.Upgrade, error) {
+	op := fmt.Sprintf("read upgrade of %s from v%d to v%d", typ, from, to)
 	row, err := s.q.GetMigration(ctx, dbsqlc.GetMigrationParams{WorkflowType: typ, FromVersion: int32(from), ToVersion: int32(to)})
 	if errors.Is(err, pgx.ErrNoRows) {
-		hint := fmt.Sprintf("register v%d with an engine: a .fsm whose version %d declares \"migrate from %d { ... }\" carries it", to, to, from)
+		hint := fmt.Sprintf("register v%d with an engine: a .fsm whose version %d declares \"upgrade from %d { ... }\" carries it", to, to, from)
 		if _, derr := s.definition(ctx, typ, to); derr != nil {
 			hint = fmt.Sprintf("v%d is not registered either; deploy it first", to)
 		}
-		return runtime.Migration{}, runErr(op, "", fmt.Errorf("%w: %s; without one, the runs of v%d drain on v%d", ErrNoMigration, hint, from, from))
+		return runtime.Upgrade{}, runErr(op, "", fmt.Errorf("%w: %s; without one, the runs of v%d drain on v%d", ErrNoUpgrade, hint, from, from))
 	}
 	if err != nil {
-		return runtime.Migration{}, runErr(op, "", Translate(err))
+		return runtime.Upgrade{}, runErr(op, "", Translate(err))
 	}
-	var m runtime.Migration
+	var m runtime.Upgrade
 	if err := json.Unmarshal(row.Migration, &m); err != nil {
-		return runtime.Migration{}, runErr(op, "", fmt.Errorf("%w: the registered migration does not decode: %w", ErrNoMigration, err))
+		return runtime.Upgrade{}, runErr(op, "", fmt.Errorf("%w: the registered upgrade does not decode: %w", ErrNoUpgrade, err))
 	}
 	return m, nil
 }
 
-// PlannedMove is what one rule of a migration would do now: move Runs
+// PlannedMove is what one rule of an upgrade would do now: move Runs
 // runs (Leased of them are held by a worker's lease, and wait for it to
 // be given up), or leave them to drain.
 type PlannedMove struct {
-	Rule   runtime.MigrationRule
+	Rule   runtime.UpgradeRule
 	Runs   int
 	Leased int
 }
 
-// StuckRun is a live run that a migration cannot move now, and why.
+// StuckRun is a live run that an upgrade cannot move now, and why.
 type StuckRun struct {
 	RunID, State, Reason string
 }
 
-// MigrationPlan is what migrating the live runs of a type from one
+// UpgradePlan is what upgrading the live runs of a type from one
 // version to another would do, counted in the database.
-type MigrationPlan struct {
+type UpgradePlan struct {
 	Type     string
 	From, To int
-	// Drain reports a migration that moves no run.
+	// Drain reports an upgrade that moves no run.
 	Drain bool
 	// Live counts the live runs of version From.
 	Live int
-	// Moves holds every rule of the migration in the order tried, with
+	// Moves holds every rule of the upgrade in the order tried, with
 	// the runs it admits now (a drain rule's runs stay).
 	Moves []PlannedMove
 	// Stuck lists the runs that cannot move now: left to drain, admitted
@@ -195,7 +195,7 @@ type MigrationPlan struct {
 }
 
 // Movable counts the runs the plan's rules would move now.
-func (p MigrationPlan) Movable() int {
+func (p UpgradePlan) Movable() int {
 	n := 0
 	for _, m := range p.Moves {
 		if !m.Rule.Drain {
@@ -205,29 +205,29 @@ func (p MigrationPlan) Movable() int {
 	return n
 }
 
-// PlanMigration counts, for each rule of the registered migration of typ
+// PlanUpgrade counts, for each rule of the registered upgrade of typ
 // from version from to version to, the live runs of from it admits, as the
 // database's guard decides, and lists the runs it cannot move now with the
 // reason. It writes nothing.
-func (s *Store) PlanMigration(ctx context.Context, typ string, from, to int) (MigrationPlan, error) {
-	m, err := s.Migration(ctx, typ, from, to)
+func (s *Store) PlanUpgrade(ctx context.Context, typ string, from, to int) (UpgradePlan, error) {
+	m, err := s.RegisteredUpgrade(ctx, typ, from, to)
 	if err != nil {
-		return MigrationPlan{}, err
+		return UpgradePlan{}, err
 	}
-	plan := MigrationPlan{Type: typ, From: from, To: to, Drain: m.Drain}
+	plan := UpgradePlan{Type: typ, From: from, To: to, Drain: m.Drain}
 	for _, r := range m.Rules {
 		plan.Moves = append(plan.Moves, PlannedMove{Rule: r})
 	}
 	rows, err := s.q.PlanRuns(ctx, dbsqlc.PlanRunsParams{Now: s.now(), ToVersion: int32(to), WorkflowType: typ, FromVersion: int32(from)})
 	if err != nil {
-		return MigrationPlan{}, runErr(fmt.Sprintf("plan migration of %s from v%d to v%d", typ, from, to), "", Translate(err))
+		return UpgradePlan{}, runErr(fmt.Sprintf("plan upgrade of %s from v%d to v%d", typ, from, to), "", Translate(err))
 	}
 	plan.Live = len(rows)
 	for _, r := range rows {
 		id := uuidString(r.ID)
 		switch {
 		case m.Drain:
-			plan.Stuck = append(plan.Stuck, StuckRun{id, r.CurrentState, fmt.Sprintf("the migration drains: it finishes on v%d", from)})
+			plan.Stuck = append(plan.Stuck, StuckRun{id, r.CurrentState, fmt.Sprintf("the upgrade drains: it finishes on v%d", from)})
 			continue
 		case r.Ordinal < 0 || int(r.Ordinal) >= len(plan.Moves):
 			plan.Stuck = append(plan.Stuck, StuckRun{id, r.CurrentState, fmt.Sprintf("no rule for %s admits it: it finishes on v%d", r.CurrentState, from)})
@@ -247,19 +247,19 @@ func (s *Store) PlanMigration(ctx context.Context, typ string, from, to int) (Mi
 	return plan, nil
 }
 
-// MigrateOptions tune Migrate.
-type MigrateOptions struct {
+// UpgradeOptions tune Upgrade.
+type UpgradeOptions struct {
 	// BatchSize is how many runs are read at once; each is moved in a
 	// transaction of its own. Default 100.
 	BatchSize int
 	// Progress, when set, is called after each batch with the counts so
 	// far.
-	Progress func(MigrateReport)
+	Progress func(UpgradeReport)
 }
 
-// MigrateReport counts what a pass of Migrate did with the live runs of
+// UpgradeReport counts what a pass of Upgrade did with the live runs of
 // the older version it saw.
-type MigrateReport struct {
+type UpgradeReport struct {
 	// Moved runs are now on the newer version, each with its log row.
 	Moved int
 	// Leased runs were held by a worker's lease and were left alone: a
@@ -270,33 +270,33 @@ type MigrateReport struct {
 	Drained, Unmatched int
 }
 
-// Migrate moves the live runs of typ from version from to version to,
-// following the registered migration, in one pass over them in id order:
+// Upgrade moves the live runs of typ from version from to version to,
+// following the registered upgrade, in one pass over them in id order:
 // each run in a transaction of its own that locks it, decides its rule
 // from its state and its current attempt's events, and writes, in one
 // statement, the run at the new version and state and its log row (kind
 // and event "migrated", from (from, state) to (to, state)); the
-// database's guard checks the move against the registered migration.
+// database's guard checks the move against the registered upgrade.
 //
 // A run held by a worker's live lease is left alone and counted in
-// Leased: call Migrate again later for those. Migrate is idempotent and
+// Leased: call Upgrade again later for those. Upgrade is idempotent and
 // resumable: a run moved already is no longer of version from, and a
 // transaction cut short by a crash moved nothing. The moved run's
 // schedule follows its new state: a retry under way in a state kept by
 // name keeps its due time and tries; a driven state is due at once; a
 // wait state's timers count from the run's entry into its old state
-// (timers keep) or from the migration (timers restart). A parked run
+// (timers keep) or from the upgrade (timers restart). A parked run
 // stays parked. Its lease's epoch moves on, so that a worker whose lease
 // expired writes nothing more.
-func (s *Store) Migrate(ctx context.Context, typ string, from, to int, opts MigrateOptions) (MigrateReport, error) {
-	op := fmt.Sprintf("migrate %s from v%d to v%d", typ, from, to)
-	var rep MigrateReport
-	m, err := s.Migration(ctx, typ, from, to)
+func (s *Store) Upgrade(ctx context.Context, typ string, from, to int, opts UpgradeOptions) (UpgradeReport, error) {
+	op := fmt.Sprintf("upgrade %s from v%d to v%d", typ, from, to)
+	var rep UpgradeReport
+	m, err := s.RegisteredUpgrade(ctx, typ, from, to)
 	if err != nil {
 		return rep, err
 	}
 	if m.Drain {
-		return rep, runErr(op, "", fmt.Errorf("%w: the migration from v%d drains: its runs finish on v%d", ErrNoMigration, from, from))
+		return rep, runErr(op, "", fmt.Errorf("%w: the upgrade from v%d drains: its runs finish on v%d", ErrNoUpgrade, from, from))
 	}
 	fromDef, err := s.definition(ctx, typ, from)
 	if err != nil {
@@ -321,7 +321,7 @@ func (s *Store) Migrate(ctx context.Context, typ string, from, to int, opts Migr
 		}
 		moved := rep.Moved
 		for _, id := range ids {
-			if err := s.migrateRun(ctx, m, fromDef, toDef, id, &rep); err != nil {
+			if err := s.upgradeRun(ctx, m, fromDef, toDef, id, &rep); err != nil {
 				return rep, runErr(op, uuidString(id), err)
 			}
 		}
@@ -337,9 +337,9 @@ func (s *Store) Migrate(ctx context.Context, typ string, from, to int, opts Migr
 	}
 }
 
-// migrateRun moves one run in a transaction of its own, counting what it
+// upgradeRun moves one run in a transaction of its own, counting what it
 // did in rep.
-func (s *Store) migrateRun(ctx context.Context, m runtime.Migration, fromDef, toDef *definition, id pgtype.UUID, rep *MigrateReport) error {
+func (s *Store) upgradeRun(ctx context.Context, m runtime.Upgrade, fromDef, toDef *definition, id pgtype.UUID, rep *UpgradeReport) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		run, err := q.LockRunForMigration(ctx, dbsqlc.LockRunForMigrationParams{Now: s.now(), ID: id})
@@ -425,9 +425,9 @@ type VersionStatus struct {
 	Finished int64
 	// States counts the live runs by state, by name.
 	States map[string]int64
-	// MigratesTo lists the newer versions with a registered migration
-	// from this one, and Drains those whose migration moves no run.
-	MigratesTo, Drains []int
+	// UpgradesTo lists the newer versions with a registered upgrade
+	// from this one, and Drains those whose upgrade moves no run.
+	UpgradesTo, Drains []int
 }
 
 // Versions returns the registered versions of typ, oldest first, with
@@ -462,7 +462,7 @@ func (s *Store) Versions(ctx context.Context, typ string) ([]VersionStatus, erro
 				if m.Drain {
 					vs.Drains = append(vs.Drains, int(m.ToVersion))
 				} else {
-					vs.MigratesTo = append(vs.MigratesTo, int(m.ToVersion))
+					vs.UpgradesTo = append(vs.UpgradesTo, int(m.ToVersion))
 				}
 			}
 		}

@@ -66,7 +66,7 @@ func init() {
 
 // TestChangingRetrieveOrGenerate is the README's "Changing a machine": runs
 // of version 1 in every state, version 2 deployed beside it, the plan,
-// the migration, every run finished on version 2, version 1 drained.
+// the upgrade, every run finished on version 2, version 1 drained.
 func TestChangingRetrieveOrGenerate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -99,15 +99,15 @@ func TestChangingRetrieveOrGenerate(t *testing.T) {
 		ids = append(ids, res.Run.ID)
 	}
 
-	// Version 2 is deployed: its definition and its migration from 1.
+	// Version 2 is deployed: its definition and its upgrade from 1.
 	def := rog.Definition()
 	if err := st.Register(ctx, def); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RegisterMigration(ctx, def.Migrations[0]); err != nil {
+	if err := st.RegisterUpgrade(ctx, def.Upgrades[0]); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := st.PlanMigration(ctx, rog.Type, 1, 2)
+	plan, err := st.PlanUpgrade(ctx, rog.Type, 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,15 +125,15 @@ func TestChangingRetrieveOrGenerate(t *testing.T) {
 	if plan.Live != 6 || plan.Movable() != 6 || len(plan.Stuck) != 0 {
 		t.Errorf("plan: %d live, %d movable, stuck %v; want 6, 6, none", plan.Live, plan.Movable(), plan.Stuck)
 	}
-	rep, err := st.Migrate(ctx, rog.Type, 1, 2, store.MigrateOptions{})
+	rep, err := st.Upgrade(ctx, rog.Type, 1, 2, store.UpgradeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(store.MigrateReport{Moved: 6}, rep); diff != "" {
-		t.Errorf("migrate (-want +got):\n%s", diff)
+	if diff := cmp.Diff(store.UpgradeReport{Moved: 6}, rep); diff != "" {
+		t.Errorf("upgrade (-want +got):\n%s", diff)
 	}
 
-	// Every migrated run finishes on version 2, through EMBEDDING.
+	// Every upgraded run finishes on version 2, through EMBEDDING.
 	for _, id := range ids[:6] {
 		run, rec, err := st.Load(ctx, id, def)
 		if err != nil {

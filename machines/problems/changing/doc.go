@@ -4,7 +4,7 @@
 // (upsert it), and detects the language of normalized media; version 1 is
 // kept beside it in the same retrieve_or_generate.fsm, as
 // RetrieveOrGenerateV1, while runs of it live, and version 2 declares how
-// they move ("migrate from 1 { ... }"). The generated packages are
+// they move ("upgrade from 1 { ... }"). The generated packages are
 // retrieveorgenerate (version 2) and retrieveorgeneratev1; the demo keeps
 // running machines/problems, version 1. The test runs the change from the
 // first v1 run to the drained version 1 on a real PostgreSQL.

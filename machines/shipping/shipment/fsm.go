@@ -547,12 +547,12 @@ var definition = runtime.Definition{
 		{From: "AWAITING", To: "CANCELLED", Event: "Cancel", Guard: "UserOwnsRun"},
 	},
 	Cancel: "Cancel",
-	Migrations: []runtime.Migration{
+	Upgrades: []runtime.Upgrade{
 		{
 			Type: Type,
 			From: 1,
 			To:   Version,
-			Rules: []runtime.MigrationRule{
+			Rules: []runtime.UpgradeRule{
 				{From: "CREATED", To: "CREATED"},
 				{From: "PACKING", To: "PACKING"},
 				{From: "LABELING", To: "LABELING", When: "Returned"},

@@ -908,12 +908,12 @@ var definition = runtime.Definition{
 		{From: "INDEXING", To: "CANCELLED", Event: "Cancel", Guard: "UserOwnsRun"},
 	},
 	Cancel: "Cancel",
-	Migrations: []runtime.Migration{
+	Upgrades: []runtime.Upgrade{
 		{
 			Type: Type,
 			From: 1,
 			To:   Version,
-			Rules: []runtime.MigrationRule{
+			Rules: []runtime.UpgradeRule{
 				{From: "INITIATED", To: "INITIATED"},
 				{From: "INGESTING", To: "INGESTING"},
 				{From: "RETRIEVING", To: "RETRIEVING"},

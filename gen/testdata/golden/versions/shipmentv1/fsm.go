@@ -6,7 +6,7 @@
 // versions.fsm.
 //
 // ShipmentV1 is the first version of Shipment, kept while its runs drain
-// or migrate.
+// or upgrade.
 package shipmentv1
 
 import (
@@ -439,7 +439,7 @@ func Definition() runtime.Definition { return definition.Clone() }
 
 var definition = runtime.Definition{
 	Machine: "ShipmentV1",
-	Doc:     "ShipmentV1 is the first version of Shipment, kept while its runs drain\nor migrate.",
+	Doc:     "ShipmentV1 is the first version of Shipment, kept while its runs drain\nor upgrade.",
 	Type:    Type,
 	Version: Version,
 	Initial: "CREATED",

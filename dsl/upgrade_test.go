@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// v1 is version 1 of a machine that the cases below migrate from: a
+// v1 is version 1 of a machine that the cases below upgrade from: a
 // driven state, a wait state with a timer, an event with a payload.
 const v1 = `machine JobV1 {
     type "job"
@@ -29,13 +29,13 @@ const v1 = `machine JobV1 {
 }
 `
 
-// v2 returns version 2 of the machine with the migrate block migrate and
+// v2 returns version 2 of the machine with the upgrade block upgrade and
 // the declarations of v1 changed by the replacements old, new, ...
-func v2(migrate string, replace ...string) string {
+func v2(upgrade string, replace ...string) string {
 	body := `machine Job {
     type "job"
     version 2
-` + migrate + `
+` + upgrade + `
     initial QUEUED
     state WORKING
     state WAITING wait after 1h Expired
@@ -54,33 +54,43 @@ func v2(migrate string, replace ...string) string {
 	return v1 + strings.NewReplacer(replace...).Replace(body)
 }
 
-// The v2 machine starts at line 18; a one-line migrate block is line 21.
+// The v2 machine starts at line 18; a one-line upgrade block is line 21.
 
-func TestCheckMigrations(t *testing.T) {
+func TestCheckUpgrades(t *testing.T) {
 	t.Parallel()
 	runCheckCases(t, []checkCase{
 		{
 			name: "identical versions, every state kept by name",
-			src:  v2("    migrate from 1 {\n    }"),
+			src:  v2("    upgrade from 1 {\n    }"),
 		},
 		{
 			name: "drain",
+			src:  v2("    upgrade from 1 drain"),
+		},
+		{
+			name: "the old keyword, drain",
 			src:  v2("    migrate from 1 drain"),
+			want: []string{`t.fsm:21:5: syntax error: "migrate from" is now "upgrade from": write upgrade from VERSION { ... } or upgrade from VERSION drain`},
+		},
+		{
+			name: "the old keyword, a block of rules",
+			src:  v2("    migrate from 1 {\n        WORKING -> WAITING when Begin\n        default Begin.lang \"en\"\n    }"),
+			want: []string{`t.fsm:21:5: syntax error: "migrate from" is now "upgrade from": write upgrade from VERSION { ... } or upgrade from VERSION drain`},
 		},
 		{
 			name: "no such version",
-			src:  v2("    migrate from 3 drain", "version 2", "version 4"),
-			want: []string{`t.fsm:21:18: migrate from 3: no machine of type "job" has version 3 in this file (versions here: 1); keep version 3's machine block next to this one, renamed JobV3`},
+			src:  v2("    upgrade from 3 drain", "version 2", "version 4"),
+			want: []string{`t.fsm:21:18: upgrade from 3: no machine of type "job" has version 3 in this file (versions here: 1); keep version 3's machine block next to this one, renamed JobV3`},
 		},
 		{
 			name: "from a newer version",
-			src:  v2("    migrate from 2 drain"),
-			want: []string{"t.fsm:21:18: migrate from 2: a machine migrates runs from an older version, and Job is version 2"},
+			src:  v2("    upgrade from 2 drain"),
+			want: []string{"t.fsm:21:18: upgrade from 2: a machine upgrades runs from an older version, and Job is version 2"},
 		},
 		{
 			name: "declared twice",
-			src:  v2("    migrate from 1 drain\n    migrate from 1 drain"),
-			want: []string{"t.fsm:22:5: migrate from 1 declared twice (first at 21:5)"},
+			src:  v2("    upgrade from 1 drain\n    upgrade from 1 drain"),
+			want: []string{"t.fsm:22:5: upgrade from 1 declared twice (first at 21:5)"},
 		},
 		{
 			name: "same type and version twice",
@@ -89,7 +99,7 @@ func TestCheckMigrations(t *testing.T) {
 		},
 		{
 			name: "state not mapped, did you mean",
-			src:  v2("    migrate from 1 {\n    }", "WORKING", "WORKNG"),
+			src:  v2("    upgrade from 1 {\n    }", "WORKING", "WORKNG"),
 			want: []string{
 				`t.fsm:21:5: state WORKING of version 1 is not mapped (which version 2 does not have): its runs would be stranded; add "WORKING -> WORKNG" or "WORKING drain"`,
 				`t.fsm:21:5: warning: runs in WAITING stay in WAITING (kept by name), which version 2 enters from WORKNG rather than WORKING; write "WAITING -> WAITING" if that is intended, or map them to the state that now comes first`,
@@ -97,7 +107,7 @@ func TestCheckMigrations(t *testing.T) {
 		},
 		{
 			name: "state not mapped, final in the new version",
-			src: v2("    migrate from 1 {\n    }", "state WORKING", "final WORKING succeeded",
+			src: v2("    upgrade from 1 {\n    }", "state WORKING", "final WORKING succeeded",
 				"WORKING -> WAITING on Finish", "QUEUED -> WAITING on Finish"),
 			want: []string{
 				`t.fsm:21:5: state WORKING of version 1 is not mapped (which is final in version 2): its runs would be stranded; add "WORKING -> STATE" or "WORKING drain"`,
@@ -106,126 +116,126 @@ func TestCheckMigrations(t *testing.T) {
 		},
 		{
 			name: "kept by name but entered from elsewhere",
-			src: v2("    migrate from 1 {\n    }", "state WORKING", "state WORKING\n    state CHECKING",
+			src: v2("    upgrade from 1 {\n    }", "state WORKING", "state WORKING\n    state CHECKING",
 				"WORKING -> WAITING on Finish", "WORKING -> CHECKING on Finish\n    CHECKING -> WAITING on Finish"),
 			want: []string{`t.fsm:21:5: warning: runs in WAITING stay in WAITING (kept by name), which version 2 enters from CHECKING rather than WORKING; write "WAITING -> WAITING" if that is intended, or map them to the state that now comes first`},
 		},
 		{
 			name: "kept by name, written out",
-			src: v2("    migrate from 1 { WAITING -> WAITING }", "state WORKING", "state WORKING\n    state CHECKING",
+			src: v2("    upgrade from 1 { WAITING -> WAITING }", "state WORKING", "state WORKING\n    state CHECKING",
 				"WORKING -> WAITING on Finish", "WORKING -> CHECKING on Finish\n    CHECKING -> WAITING on Finish"),
 		},
 		{
 			name: "unknown old state",
-			src:  v2("    migrate from 1 { WORKIN -> WORKING }"),
+			src:  v2("    upgrade from 1 { WORKIN -> WORKING }"),
 			want: []string{"t.fsm:21:22: unknown state WORKIN of version 1; did you mean WORKING?"},
 		},
 		{
 			name: "unknown new state",
-			src:  v2("    migrate from 1 { WORKING -> WROKING }"),
+			src:  v2("    upgrade from 1 { WORKING -> WROKING }"),
 			want: []string{"t.fsm:21:33: unknown state WROKING of version 2; did you mean WORKING?"},
 		},
 		{
 			name: "from a final state",
-			src:  v2("    migrate from 1 { DONE -> WORKING }"),
-			want: []string{"t.fsm:21:22: state DONE of version 1 is final: its runs are over and are never migrated"},
+			src:  v2("    upgrade from 1 { DONE -> WORKING }"),
+			want: []string{"t.fsm:21:22: state DONE of version 1 is final: its runs are over and are never upgraded"},
 		},
 		{
 			name: "into a final state",
-			src:  v2("    migrate from 1 { WORKING -> DONE }"),
-			want: []string{"t.fsm:21:33: state DONE of version 2 is final; a migration moves live runs into a state they go on from"},
+			src:  v2("    upgrade from 1 { WORKING -> DONE }"),
+			want: []string{"t.fsm:21:33: state DONE of version 2 is final; an upgrade moves live runs into a state they go on from"},
 		},
 		{
 			name: "unknown condition event",
-			src:  v2("    migrate from 1 {\n        WORKING -> WAITING when Begni\n        WORKING drain\n    }"),
+			src:  v2("    upgrade from 1 {\n        WORKING -> WAITING when Begni\n        WORKING drain\n    }"),
 			want: []string{"t.fsm:22:33: unknown event Begni of version 1; did you mean Begin?; a condition names an event of the older version that the run's current attempt has fired"},
 		},
 		{
 			name: "conditional rules without a fallback",
-			src:  v2("    migrate from 1 {\n        WORKING -> WAITING when Begin timers restart\n    }"),
+			src:  v2("    upgrade from 1 {\n        WORKING -> WAITING when Begin timers restart\n    }"),
 			want: []string{`t.fsm:22:9: runs in WORKING that no condition admits are neither moved nor left to drain; add "WORKING -> STATE" or "WORKING drain" after the conditional rules`},
 		},
 		{
 			name: "rule after an unconditional one",
-			src:  v2("    migrate from 1 {\n        WORKING drain\n        WORKING -> WORKING\n    }"),
+			src:  v2("    upgrade from 1 {\n        WORKING drain\n        WORKING -> WORKING\n    }"),
 			want: []string{"t.fsm:23:9: rule for WORKING can never apply: the one at 22:9 leaves every run in WORKING to drain"},
 		},
 		{
 			name: "same condition twice",
-			src:  v2("    migrate from 1 {\n        WORKING -> WORKING unless Begin\n        WORKING -> WORKING unless Begin\n        WORKING drain\n    }"),
+			src:  v2("    upgrade from 1 {\n        WORKING -> WORKING unless Begin\n        WORKING -> WORKING unless Begin\n        WORKING drain\n    }"),
 			want: []string{"t.fsm:23:9: rule for WORKING can never apply: the one at 22:9 has the same condition"},
 		},
 		{
 			name: "awaited event gone",
-			src: v2("    migrate from 1 {\n    }", "event Settled { ref string }", "event Confirmed { ref string }",
+			src: v2("    upgrade from 1 {\n    }", "event Settled { ref string }", "event Confirmed { ref string }",
 				"WAITING -> DONE on Settled", "WAITING -> DONE on Confirmed"),
 			want: []string{"t.fsm:21:5: runs in WAITING of version 1 wait for Settled, which version 2 does not declare: moved to WAITING (kept by name), they would wait for an event nobody can send"},
 		},
 		{
 			name: "awaited event not taken by the target",
-			src: v2("    migrate from 1 { WAITING -> PAUSED timers restart }", "state WORKING", "state WORKING\n    state PAUSED wait after 1h Expired",
+			src: v2("    upgrade from 1 { WAITING -> PAUSED timers restart }", "state WORKING", "state WORKING\n    state PAUSED wait after 1h Expired",
 				"WORKING -> WAITING on Finish", "WORKING -> WAITING on Finish\n    PAUSED -> FAILED on Expired\n    WORKING -> PAUSED on Begin"),
 			want: []string{"t.fsm:21:22: runs in WAITING of version 1 wait for Settled, but PAUSED of version 2 has no transition on it"},
 		},
 		{
 			name: "new timers need a rule",
-			src:  v2("    migrate from 1 {\n    }", "after 1h Expired", "after 2h Expired"),
-			want: []string{`t.fsm:21:5: state WAITING of version 2 (kept by name) has timers (after 2h Expired) that WAITING of version 1 does not: add "timers restart" to count them from the migration, or "timers keep" to count them from when the run entered WAITING`},
+			src:  v2("    upgrade from 1 {\n    }", "after 1h Expired", "after 2h Expired"),
+			want: []string{`t.fsm:21:5: state WAITING of version 2 (kept by name) has timers (after 2h Expired) that WAITING of version 1 does not: add "timers restart" to count them from the upgrade, or "timers keep" to count them from when the run entered WAITING`},
 		},
 		{
 			name: "timers on a state without any",
-			src:  v2("    migrate from 1 { WORKING -> WORKING timers keep }"),
+			src:  v2("    upgrade from 1 { WORKING -> WORKING timers keep }"),
 			want: []string{"t.fsm:21:48: timers keep: state WORKING of version 2 has no timers"},
 		},
 		{
 			name: "timers neither keep nor restart",
-			src:  v2("    migrate from 1 { WAITING -> WAITING timers kep }"),
-			want: []string{"t.fsm:21:48: timers kep: want keep (count from when the run entered WAITING) or restart (count from the migration); did you mean keep?"},
+			src:  v2("    upgrade from 1 { WAITING -> WAITING timers kep }"),
+			want: []string{"t.fsm:21:48: timers kep: want keep (count from when the run entered WAITING) or restart (count from the upgrade); did you mean keep?"},
 		},
 		{
 			name: "new payload field without a default",
-			src:  v2("    migrate from 1 {\n    }", "event Begin { who string }", "event Begin { who string; lang string }"),
-			want: []string{`t.fsm:21:5: event Begin of version 2 has field lang (string), which version 1's Begin lacks and runs moved from WORKING (kept by name) carry: add "default Begin.lang VALUE" to the migrate block`},
+			src:  v2("    upgrade from 1 {\n    }", "event Begin { who string }", "event Begin { who string; lang string }"),
+			want: []string{`t.fsm:21:5: event Begin of version 2 has field lang (string), which version 1's Begin lacks and runs moved from WORKING (kept by name) carry: add "default Begin.lang VALUE" to the upgrade block`},
 		},
 		{
 			name: "new payload field with a default",
-			src:  v2("    migrate from 1 { default Begin.lang \"en\" }", "event Begin { who string }", "event Begin { who string; lang string }"),
+			src:  v2("    upgrade from 1 { default Begin.lang \"en\" }", "event Begin { who string }", "event Begin { who string; lang string }"),
 		},
 		{
 			name: "payload field of another type",
-			src:  v2("    migrate from 1 {\n    }", "event Begin { who string }", "event Begin { who int }"),
+			src:  v2("    upgrade from 1 {\n    }", "event Begin { who string }", "event Begin { who int }"),
 			want: []string{"t.fsm:21:5: field who of event Begin is string in version 1 and int in version 2: the Begin events that runs moved from WORKING (kept by name) carry would not decode"},
 		},
 		{
 			name: "default of a field the old event has",
-			src:  v2(`    migrate from 1 { default Begin.who "x" }`),
+			src:  v2(`    upgrade from 1 { default Begin.who "x" }`),
 			want: []string{"t.fsm:21:22: default Begin.who: version 1's Begin has field who already; a default fills a field that older payloads lack"},
 		},
 		{
 			name: "default of an unknown field",
-			src:  v2(`    migrate from 1 { default Begin.wh "x" }`),
+			src:  v2(`    upgrade from 1 { default Begin.wh "x" }`),
 			want: []string{"t.fsm:21:36: event Begin of version 2 has no field wh; did you mean who?"},
 		},
 		{
 			name: "default of the wrong type",
-			src:  v2(`    migrate from 1 { default Begin.lang 7 }`, "event Begin { who string }", "event Begin { who string; lang string }"),
+			src:  v2(`    upgrade from 1 { default Begin.lang 7 }`, "event Begin { who string }", "event Begin { who string; lang string }"),
 			want: []string{"t.fsm:21:41: default Begin.lang: 7 is not a value of type string; want a quoted string"},
 		},
 	})
 }
 
-// TestMigrationSpec checks what a migrate block resolves to: the rules of
+// TestUpgradeSpec checks what an upgrade block resolves to: the rules of
 // every old state in order, the implicit ones written out, timers and
 // defaults resolved.
-func TestMigrationSpec(t *testing.T) {
+func TestUpgradeSpec(t *testing.T) {
 	t.Parallel()
-	src := v2("    migrate from 1 {\n        WORKING -> WAITING when Begin timers restart\n        WORKING drain\n        default Begin.lang \"en\"\n    }",
+	src := v2("    upgrade from 1 {\n        WORKING -> WAITING when Begin timers restart\n        WORKING drain\n        default Begin.lang \"en\"\n    }",
 		"event Begin { who string }", "event Begin { who string; lang string }")
 	spec, ds := Load("t.fsm", []byte(src))
 	if ds.HasErrors() {
 		t.Fatal(ds.Err())
 	}
-	mg := spec.Machines[1].Migrations[0]
+	mg := spec.Machines[1].Upgrades[0]
 	var got []string
 	for _, r := range mg.Rules {
 		s := r.From.Name

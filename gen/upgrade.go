@@ -4,12 +4,12 @@ import (
 	"github.com/fsmgen/fsmgen/dsl"
 )
 
-// migrations is the []runtime.Migration literal of m's migrate
+// upgrades is the []runtime.Upgrade literal of m's upgrade
 // declarations, each rule of the older version's states in the order they
 // are tried, the implicit ones (a state kept by name) written out.
-func (t *table) migrations(m *dsl.Machine) *lit {
+func (t *table) upgrades(m *dsl.Machine) *lit {
 	var out []litElem
-	for _, mg := range m.Migrations {
+	for _, mg := range m.Upgrades {
 		d := []litElem{
 			field("Type", expr("Type")),
 			field("From", literal(mg.From.Version)),
@@ -38,7 +38,7 @@ func (t *table) migrations(m *dsl.Machine) *lit {
 			rules = append(rules, elem(composite("", rd...)))
 		}
 		if len(rules) > 0 {
-			d = append(d, field("Rules", compositeLines("[]runtime.MigrationRule", rules...)))
+			d = append(d, field("Rules", compositeLines("[]runtime.UpgradeRule", rules...)))
 		}
 		var defaults []litElem
 		for _, fd := range mg.Defaults {
@@ -54,5 +54,5 @@ func (t *table) migrations(m *dsl.Machine) *lit {
 		}
 		out = append(out, elem(compositeLines("", d...)))
 	}
-	return compositeLines("[]runtime.Migration", out...)
+	return compositeLines("[]runtime.Upgrade", out...)
 }

@@ -6,13 +6,13 @@ import (
 	"slices"
 )
 
-// Migration says how the live runs of an older version of a machine move
-// to a newer one: what fsmgen generated from a "migrate from N" block of a
+// Upgrade says how the live runs of an older version of a machine move
+// to a newer one: what fsmgen generated from an "upgrade from N" block of a
 // .fsm file, checked against both versions. A generated Definition holds
-// the migrations into its version in Migrations; registering the
+// the upgrades into its version in Upgrades; registering the
 // definition with the engine registers them, and the database then
 // refuses any move of a run between versions that they do not declare.
-type Migration struct {
+type Upgrade struct {
 	// Type is the machine's persisted type; runs move from version From to
 	// version To.
 	Type     string
@@ -21,17 +21,17 @@ type Migration struct {
 	Drain bool
 	// Rules hold, for each non-terminal state of From, the rules of that
 	// state in the order they are tried: the first whose condition admits
-	// the run decides. A state without rules is not migrated.
-	Rules []MigrationRule
+	// the run decides. A state without rules is not upgraded.
+	Rules []UpgradeRule
 	// Defaults fill the payload fields that To's events have and From's
 	// events of the same name lack, in the events a moved run carries.
 	Defaults []FieldDefault
 }
 
-// MigrationRule moves the runs in state From of the older version, those
+// UpgradeRule moves the runs in state From of the older version, those
 // its condition admits, to state To of the newer one, or leaves them to
 // drain.
-type MigrationRule struct {
+type UpgradeRule struct {
 	From string
 	// To is empty when Drain.
 	To    string
@@ -43,25 +43,25 @@ type MigrationRule struct {
 	Unless bool   `json:",omitempty"`
 	// Timers says from when the timers of To count for a moved run:
 	// TimersKeep, from when the run entered From; TimersRestart, from the
-	// migration. Empty when To has no timers.
+	// upgrade. Empty when To has no timers.
 	Timers string `json:",omitempty"`
 }
 
-// The values of MigrationRule.Timers.
+// The values of UpgradeRule.Timers.
 const (
 	TimersKeep    = "keep"
 	TimersRestart = "restart"
 )
 
 // FieldDefault is the value, as JSON, that payload field Field of event
-// Event takes in the events a run carries from before its migration.
+// Event takes in the events a run carries from before its upgrade.
 type FieldDefault struct {
 	Event, Field string
 	Value        json.RawMessage
 }
 
 // Clone returns a deep copy of m.
-func (m Migration) Clone() Migration {
+func (m Upgrade) Clone() Upgrade {
 	m.Rules = slices.Clone(m.Rules)
 	m.Defaults = slices.Clone(m.Defaults)
 	for i := range m.Defaults {
@@ -74,7 +74,7 @@ func (m Migration) Clone() Migration {
 // its current attempt has fired each event (fired reports it), and
 // whether there is one: false when state has no rule or no rule admits
 // the run.
-func (m Migration) Decide(state string, fired func(event string) bool) (MigrationRule, bool) {
+func (m Upgrade) Decide(state string, fired func(event string) bool) (UpgradeRule, bool) {
 	for _, r := range m.Rules {
 		if r.From != state {
 			continue
@@ -83,21 +83,21 @@ func (m Migration) Decide(state string, fired func(event string) bool) (Migratio
 			return r, true
 		}
 	}
-	return MigrationRule{}, false
+	return UpgradeRule{}, false
 }
 
-// Validate checks the migration against the definitions of both
+// Validate checks the upgrade against the definitions of both
 // versions: the type and versions match, every rule names a non-terminal
 // state of each, conditions name events of the older version, and
 // defaults name fields of the newer version's events. Generated
-// migrations always pass; it guards hand-built ones.
-func (m Migration) Validate(from, to Definition) error {
-	where := fmt.Sprintf("migration of %s from v%d to v%d", m.Type, m.From, m.To)
+// upgrades always pass; it guards hand-built ones.
+func (m Upgrade) Validate(from, to Definition) error {
+	where := fmt.Sprintf("upgrade of %s from v%d to v%d", m.Type, m.From, m.To)
 	if from.Type != m.Type || to.Type != m.Type || from.Version != m.From || to.Version != m.To {
 		return fmt.Errorf("%s: given the definitions of %s v%d and %s v%d", where, from.Type, from.Version, to.Type, to.Version)
 	}
 	if m.From >= m.To {
-		return fmt.Errorf("%s: runs migrate from an older version to a newer one", where)
+		return fmt.Errorf("%s: runs are upgraded from an older version to a newer one", where)
 	}
 	if m.Drain && len(m.Rules) > 0 {
 		return fmt.Errorf("%s: drains and has rules", where)

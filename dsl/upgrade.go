@@ -11,29 +11,29 @@ import (
 	"github.com/alecthomas/participle/v2/lexer"
 )
 
-// Migration says how the live runs of an older version of a machine move
+// Upgrade says how the live runs of an older version of a machine move
 // to a newer one. Both versions are machines of the same file with the
-// same type; the migration belongs to the newer one.
-type Migration struct {
+// same type; the upgrade belongs to the newer one.
+type Upgrade struct {
 	Pos lexer.Position
 	// From is the older version's machine, To the newer one's.
 	From, To *Machine
-	// Drain reports "migrate from N drain": no run moves, every run of
+	// Drain reports "upgrade from N drain": no run moves, every run of
 	// From finishes on From.
 	Drain bool
 	// Rules hold, for each non-terminal state of From in declaration order,
 	// the rules written for it in the order written, or the implicit rule
 	// that keeps a state by name.
-	Rules []*MigrationRule
+	Rules []*UpgradeRule
 	// Defaults fill the payload fields that To's events have and From's
 	// lack, in the order written.
 	Defaults []*FieldDefault
 }
 
-// MigrationRule moves the runs in one state of the older version, those
+// UpgradeRule moves the runs in one state of the older version, those
 // its condition admits, to a state of the newer one, or leaves them to
 // drain.
-type MigrationRule struct {
+type UpgradeRule struct {
 	Pos lexer.Position
 	// From is a state of the older version; To one of the newer, nil when
 	// Drain.
@@ -46,7 +46,7 @@ type MigrationRule struct {
 	When   *Event
 	Unless bool
 	// Timers is how the timers of To count for a moved run: "keep" (from
-	// when the run entered From), "restart" (from the migration), or ""
+	// when the run entered From), "restart" (from the upgrade), or ""
 	// when To has no timers.
 	Timers string
 	// Implicit marks the rule of a state that the newer version keeps by
@@ -70,9 +70,9 @@ type typeVersion struct {
 	version int
 }
 
-// migrations resolves and checks the migrate declarations of every machine
+// upgrades resolves and checks the upgrade declarations of every machine
 // of a file, once every machine is checked on its own.
-func (c *checker) migrations(f *File, machines []*Machine, checkers map[*Machine]*machineChecker) {
+func (c *checker) upgrades(f *File, machines []*Machine, checkers map[*Machine]*machineChecker) {
 	byVersion := map[typeVersion]*Machine{}
 	for _, m := range machines {
 		if _, dup := byVersion[typeVersion{m.Type, m.Version}]; !dup {
@@ -83,22 +83,22 @@ func (c *checker) migrations(f *File, machines []*Machine, checkers map[*Machine
 		m := machines[i]
 		seen := map[int]lexer.Position{}
 		for _, it := range md.Items {
-			d := it.Migrate
+			d := it.Upgrade
 			if d == nil {
 				continue
 			}
 			n, err := parseCount(d.From.Value)
 			if err != nil || n < 1 {
-				c.errorf(d.From.Pos, "migrate from %s: want a version, a whole number >= 1", d.From.Value)
+				c.errorf(d.From.Pos, "upgrade from %s: want a version, a whole number >= 1", d.From.Value)
 				continue
 			}
 			if prev, dup := seen[n]; dup {
-				c.errorf(it.Pos, "migrate from %d declared twice (first at %s)", n, short(prev))
+				c.errorf(it.Pos, "upgrade from %d declared twice (first at %s)", n, short(prev))
 				continue
 			}
 			seen[n] = it.Pos
 			if n >= m.Version {
-				c.errorf(d.From.Pos, "migrate from %d: a machine migrates runs from an older version, and %s is version %d", n, m.Name, m.Version)
+				c.errorf(d.From.Pos, "upgrade from %d: a machine upgrades runs from an older version, and %s is version %d", n, m.Name, m.Version)
 				continue
 			}
 			old := byVersion[typeVersion{m.Type, n}]
@@ -113,23 +113,23 @@ func (c *checker) migrations(f *File, machines []*Machine, checkers map[*Machine
 				if len(have) > 0 {
 					hint = strings.Join(have, ", ")
 				}
-				c.errorf(d.From.Pos, "migrate from %d: no machine of type %q has version %d in this file (versions here: %s); keep version %d's machine block next to this one, renamed %sV%d", n, m.Type, n, hint, n, m.Name, n)
+				c.errorf(d.From.Pos, "upgrade from %d: no machine of type %q has version %d in this file (versions here: %s); keep version %d's machine block next to this one, renamed %sV%d", n, m.Type, n, hint, n, m.Name, n)
 				continue
 			}
-			mg := &Migration{Pos: it.Pos, From: old, To: m, Drain: d.Drain}
+			mg := &Upgrade{Pos: it.Pos, From: old, To: m, Drain: d.Drain}
 			if !d.Drain {
-				mig := &migrationChecker{checker: c, mg: mg, old: checkers[old], new: checkers[m]}
+				mig := &upgradeChecker{checker: c, mg: mg, old: checkers[old], new: checkers[m]}
 				mig.check(d)
 			}
-			m.Migrations = append(m.Migrations, mg)
+			m.Upgrades = append(m.Upgrades, mg)
 		}
 	}
 }
 
-// migrationChecker checks one migrate block.
-type migrationChecker struct {
+// upgradeChecker checks one upgrade block.
+type upgradeChecker struct {
 	*checker
-	mg       *Migration
+	mg       *Upgrade
 	old, new *machineChecker
 	// defaults by event and field name.
 	defaults map[[2]string]*FieldDefault
@@ -138,15 +138,15 @@ type migrationChecker struct {
 	reported map[[2]string]bool
 }
 
-func (mc *migrationChecker) oldName() string {
+func (mc *upgradeChecker) oldName() string {
 	return fmt.Sprintf("version %d", mc.mg.From.Version)
 }
 
-func (mc *migrationChecker) newName() string {
+func (mc *upgradeChecker) newName() string {
 	return fmt.Sprintf("version %d", mc.mg.To.Version)
 }
 
-func (mc *migrationChecker) check(d *MigrateDecl) {
+func (mc *upgradeChecker) check(d *UpgradeDecl) {
 	mc.defaults = map[[2]string]*FieldDefault{}
 	mc.reported = map[[2]string]bool{}
 	for _, r := range d.Rules {
@@ -154,10 +154,10 @@ func (mc *migrationChecker) check(d *MigrateDecl) {
 			mc.fieldDefault(r.Default)
 		}
 	}
-	written := map[*State][]*MigrationRule{}
+	written := map[*State][]*UpgradeRule{}
 	// ended records, per state, the rule after which no other can apply.
-	ended := map[*State]*MigrationRule{}
-	conds := map[*State]map[string]*MigrationRule{}
+	ended := map[*State]*UpgradeRule{}
+	conds := map[*State]map[string]*UpgradeRule{}
 	for _, r := range d.Rules {
 		if r.Default != nil {
 			continue
@@ -178,7 +178,7 @@ func (mc *migrationChecker) check(d *MigrateDecl) {
 		if rule.When != nil {
 			key := fmt.Sprintf("%t %s", rule.Unless, rule.When.Name)
 			if conds[s] == nil {
-				conds[s] = map[string]*MigrationRule{}
+				conds[s] = map[string]*UpgradeRule{}
 			}
 			if prev := conds[s][key]; prev != nil {
 				mc.errorf(r.Pos, "rule for %s can never apply: the one at %s has the same condition", s.Name, short(prev.Pos))
@@ -197,7 +197,7 @@ func (mc *migrationChecker) check(d *MigrateDecl) {
 		rules := written[s]
 		if len(rules) == 0 {
 			if t := mc.new.states[s.Name]; t != nil && !t.Terminal() {
-				rules = []*MigrationRule{{Pos: mc.mg.Pos, From: s, To: t, Implicit: true}}
+				rules = []*UpgradeRule{{Pos: mc.mg.Pos, From: s, To: t, Implicit: true}}
 			} else {
 				target := "STATE"
 				if c := closest(s.Name, mc.liveStates()); c != "" {
@@ -227,7 +227,7 @@ func (mc *migrationChecker) check(d *MigrateDecl) {
 }
 
 // liveStates lists the non-terminal states of the newer version.
-func (mc *migrationChecker) liveStates() []string {
+func (mc *upgradeChecker) liveStates() []string {
 	var out []string
 	for _, s := range mc.mg.To.States {
 		if !s.Terminal() {
@@ -238,15 +238,15 @@ func (mc *migrationChecker) liveStates() []string {
 }
 
 // rule resolves a written rule; nil when a name in it is unknown.
-func (mc *migrationChecker) rule(r *MigrateRule) *MigrationRule {
-	out := &MigrationRule{Pos: r.Pos, Drain: r.Drain}
+func (mc *upgradeChecker) rule(r *UpgradeRuleDecl) *UpgradeRule {
+	out := &UpgradeRule{Pos: r.Pos, Drain: r.Drain}
 	from := mc.old.states[r.From.Value]
 	switch {
 	case from == nil:
 		mc.errorf(r.From.Pos, "unknown state %s of %s%s", r.From.Value, mc.oldName(), didYouMean(r.From.Value, keys(mc.old.states)))
 		return nil
 	case from.Terminal():
-		mc.errorf(r.From.Pos, "state %s of %s is final: its runs are over and are never migrated", from.Name, mc.oldName())
+		mc.errorf(r.From.Pos, "state %s of %s is final: its runs are over and are never upgraded", from.Name, mc.oldName())
 		return nil
 	}
 	out.From = from
@@ -259,7 +259,7 @@ func (mc *migrationChecker) rule(r *MigrateRule) *MigrationRule {
 		mc.errorf(r.To.Pos, "unknown state %s of %s%s", r.To.Value, mc.newName(), didYouMean(r.To.Value, keys(mc.new.states)))
 		return nil
 	case to.Terminal():
-		mc.errorf(r.To.Pos, "state %s of %s is final; a migration moves live runs into a state they go on from", to.Name, mc.newName())
+		mc.errorf(r.To.Pos, "state %s of %s is final; an upgrade moves live runs into a state they go on from", to.Name, mc.newName())
 		return nil
 	}
 	out.To = to
@@ -280,7 +280,7 @@ func (mc *migrationChecker) rule(r *MigrateRule) *MigrationRule {
 			}
 			out.Timers = v
 		default:
-			mc.errorf(r.Timers.Pos, "timers %s: want keep (count from when the run entered %s) or restart (count from the migration)%s", v, from.Name, didYouMean(v, []string{"keep", "restart"}))
+			mc.errorf(r.Timers.Pos, "timers %s: want keep (count from when the run entered %s) or restart (count from the upgrade)%s", v, from.Name, didYouMean(v, []string{"keep", "restart"}))
 			return nil
 		}
 	}
@@ -290,7 +290,7 @@ func (mc *migrationChecker) rule(r *MigrateRule) *MigrationRule {
 // target checks what a run moved by rule finds in its new state: the
 // events it waits for, its timers, and the payloads of the events it
 // carries.
-func (mc *migrationChecker) target(rule *MigrationRule) {
+func (mc *upgradeChecker) target(rule *UpgradeRule) {
 	s, t := rule.From, rule.To
 	kept := ""
 	if rule.Implicit {
@@ -321,7 +321,7 @@ func (mc *migrationChecker) target(rule *MigrationRule) {
 		if sameTimers(s.Timers, t.Timers) {
 			rule.Timers = "keep"
 		} else {
-			mc.errorf(rule.Pos, "state %s of %s%s has timers (%s) that %s of %s does not: add \"timers restart\" to count them from the migration, or \"timers keep\" to count them from when the run entered %s", t.Name, mc.newName(), kept, describeTimers(t.Timers), s.Name, mc.oldName(), s.Name)
+			mc.errorf(rule.Pos, "state %s of %s%s has timers (%s) that %s of %s does not: add \"timers restart\" to count them from the upgrade, or \"timers keep\" to count them from when the run entered %s", t.Name, mc.newName(), kept, describeTimers(t.Timers), s.Name, mc.oldName(), s.Name)
 		}
 	}
 	// Payloads: the events of the run's current attempt are decoded with
@@ -340,7 +340,7 @@ func (mc *migrationChecker) target(rule *MigrationRule) {
 			switch {
 			case f1 == nil && mc.defaults[key] == nil:
 				mc.reported[key] = true
-				mc.errorf(rule.Pos, "event %s of %s has field %s (%s), which %s's %s lacks and runs moved from %s%s carry: add \"default %s.%s VALUE\" to the migrate block", e.Name, mc.newName(), f2.Name, f2.Type, mc.oldName(), e.Name, s.Name, kept, e.Name, f2.Name)
+				mc.errorf(rule.Pos, "event %s of %s has field %s (%s), which %s's %s lacks and runs moved from %s%s carry: add \"default %s.%s VALUE\" to the upgrade block", e.Name, mc.newName(), f2.Name, f2.Type, mc.oldName(), e.Name, s.Name, kept, e.Name, f2.Name)
 			case f1 != nil && f1.Type != f2.Type:
 				mc.reported[key] = true
 				mc.errorf(rule.Pos, "field %s of event %s is %s in %s and %s in %s: the %s events that runs moved from %s%s carry would not decode", f2.Name, e.Name, f1.Type, mc.oldName(), f2.Type, mc.newName(), e.Name, s.Name, kept)
@@ -407,7 +407,7 @@ func historyEvents(m *Machine, s *State) []*Event {
 // fieldDefault resolves a default: a field of an event of the newer
 // version that the older version's event of that name lacks, and a value
 // of the field's type.
-func (mc *migrationChecker) fieldDefault(d *DefaultDecl) {
+func (mc *upgradeChecker) fieldDefault(d *DefaultDecl) {
 	e := mc.new.events[d.Event.Value]
 	if e == nil {
 		mc.errorf(d.Event.Pos, "unknown event %s of %s%s", d.Event.Value, mc.newName(), didYouMean(d.Event.Value, keys(mc.new.events)))
@@ -522,7 +522,7 @@ func defaultValue(t Type, lit string) (json.RawMessage, error) {
 // enters from other states than the older one did: its meaning may have
 // changed (a step split in two, say), and the runs in it would skip what
 // now comes before it.
-func (mc *migrationChecker) keptByName(rule *MigrationRule) {
+func (mc *upgradeChecker) keptByName(rule *UpgradeRule) {
 	before := func(m *Machine, s *State) []string {
 		var out []string
 		for _, t := range m.Transitions {
