@@ -86,7 +86,7 @@ func TestRoleModel(t *testing.T) {
 	if err := evidence.Enable(ctx, rt, "door"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := st.Start(ctx, store.StartParams{Type: "door", Version: 1, IdempotencyKey: "front", TenantID: "t"})
+	res, err := st.Start(ctx, runtime.StartRequest{Type: "door", Version: 1, IdempotencyKey: "front", Owner: runtime.Owner{TenantID: "t"}})
 	if err != nil {
 		t.Fatal(err)
 	}

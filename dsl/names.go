@@ -12,7 +12,7 @@ var reservedNames = []string{
 	"Option", "WithRecorder", "WithState", "ParseState", "States", "Events",
 	"Definition", "DecodeEvent", "View", "Fire", "NewDriver",
 	// runs.go
-	"Handle", "Runs", "Snapshot",
+	"Handle", "Runs", "Snapshot", "Started",
 	// fsm_test.go
 	"TestFSM", "TestFSMStateNames", "TestFSMViews", "TestFSMSenders",
 }

@@ -35,33 +35,48 @@ func handleCode(source string, m *dsl.Machine) *jen.File {
 		jen.Return(jen.Id("Handle").Types(jen.Id("In")).Values(jen.Dict{jen.Id("r"): jen.Id("r")})),
 	)
 
-	comment(f, fmt.Sprintf("Snapshot is a run of %s as its handle reads it: the run, with its state typed. The embedded RunInfo.State holds the state's name.", m.Name))
+	comment(f, fmt.Sprintf("Snapshot is a run of %s as its handle reads it: the run, with its state typed. The embedded Run.State holds the state's name.", m.Name))
 	f.Type().Id("Snapshot").Struct(
-		rt("RunInfo"),
+		rt("Run"),
 		jen.Comment("State is the run's current state."),
 		jen.Id("State").Id("State"),
 	)
 
+	comment(f, fmt.Sprintf("Started is what Start did and the run of %s it did it to (see runtime.Started).", m.Name))
+	f.Type().Id("Started").Struct(
+		jen.Id("Snapshot"),
+		jen.Comment("Outcome says which branch the start took."),
+		jen.Id("Outcome").Add(rt("StartOutcome")),
+		jen.Comment("ETA, for runtime.StartRunning, is when the run is expected to end; zero when unknown."),
+		jen.Id("ETA").Qual("time", "Time"),
+	)
+
 	f.Comment("snapshot types the run a Runner returned, keeping err. A run of another")
 	f.Comment("machine is an error matched by errors.Is(err, runtime.ErrOtherMachine).")
-	f.Func().Id("snapshot").Params(jen.Id("info").Add(rt("RunInfo")), jen.Err().Error()).Params(result...).Block(
-		jen.Id("s").Op(":=").Id("Snapshot").Values(jen.Dict{jen.Id("RunInfo"): jen.Id("info")}),
-		jen.If(jen.Id("info").Dot("ID").Op("==").Lit("")).Block(jen.Return(jen.Id("s"), jen.Err())),
-		jen.If(jen.Id("info").Dot("Type").Op("!=").Id("Type")).Block(
+	f.Func().Id("snapshot").Params(jen.Id("run").Add(rt("Run")), jen.Err().Error()).Params(result...).Block(
+		jen.Id("s").Op(":=").Id("Snapshot").Values(jen.Dict{jen.Id("Run"): jen.Id("run")}),
+		jen.If(jen.Id("run").Dot("ID").Op("==").Lit("")).Block(jen.Return(jen.Id("s"), jen.Err())),
+		jen.If(jen.Id("run").Dot("Type").Op("!=").Id("Type")).Block(
 			jen.If(jen.Err().Op("==").Nil()).Block(
-				jen.Err().Op("=").Qual("fmt", "Errorf").Call(jen.Lit("%s: run %s is a run of %s: %w"), jen.Id("Type"), jen.Id("info").Dot("ID"), jen.Id("info").Dot("Type"), rt("ErrOtherMachine")),
+				jen.Err().Op("=").Qual("fmt", "Errorf").Call(jen.Lit("%s: run %s is a run of %s: %w"), jen.Id("Type"), jen.Id("run").Dot("ID"), jen.Id("run").Dot("Type"), rt("ErrOtherMachine")),
 			),
 			jen.Return(jen.Id("s"), jen.Err()),
 		),
-		jen.List(jen.Id("st"), jen.Id("perr")).Op(":=").Id("ParseState").Call(jen.Id("info").Dot("State")),
+		jen.List(jen.Id("st"), jen.Id("perr")).Op(":=").Id("ParseState").Call(jen.Id("run").Dot("State")),
 		jen.If(jen.Err().Op("==").Nil()).Block(jen.Err().Op("=").Id("perr")),
 		jen.Id("s").Dot("State").Op("=").Id("st"),
 		jen.Return(jen.Id("s"), jen.Err()),
 	)
 
-	comment(f, fmt.Sprintf("Start starts a run of %s idempotently: one run per key, whoever calls and however often, with input as its JSON input and owner as its tenant, user and correlation. The snapshot's Start says which branch was taken (created, cached, running with an ETA, restarted after a failure, or cancelled).", m.Name))
-	f.Func().Params(recv.Clone()).Id("Start").Params(ctx.Clone(), jen.Id("key").String(), jen.Id("input").Id("In"), jen.Id("owner").Add(rt("Owner"))).Params(result...).Block(
-		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("StartRun").Call(jen.Id("ctx"), rt("StartRequest").Values(
+	f.Comment("started types the start a Runner returned, keeping err.")
+	f.Func().Id("started").Params(jen.Id("res").Add(rt("Started")), jen.Err().Error()).Params(jen.Id("Started"), jen.Error()).Block(
+		jen.List(jen.Id("s"), jen.Err()).Op(":=").Id("snapshot").Call(jen.Id("res").Dot("Run"), jen.Err()),
+		jen.Return(jen.Id("Started").Values(jen.Dict{jen.Id("Snapshot"): jen.Id("s"), jen.Id("Outcome"): jen.Id("res").Dot("Outcome"), jen.Id("ETA"): jen.Id("res").Dot("ETA")}), jen.Err()),
+	)
+
+	comment(f, fmt.Sprintf("Start starts a run of %s idempotently: one run per key, whoever calls and however often, with input as its JSON input and owner as its tenant, user and correlation. Started.Outcome says which branch was taken (created, cached, running with an ETA, restarted after a failure, or cancelled).", m.Name))
+	f.Func().Params(recv.Clone()).Id("Start").Params(ctx.Clone(), jen.Id("key").String(), jen.Id("input").Id("In"), jen.Id("owner").Add(rt("Owner"))).Params(jen.Id("Started"), jen.Error()).Block(
+		jen.Return(jen.Id("started").Call(jen.Id("h").Dot("r").Dot("Start").Call(jen.Id("ctx"), rt("StartRequest").Values(
 			kv("Type", jen.Id("Type")), kv("Version", jen.Id("Version")), kv("IdempotencyKey", jen.Id("key")),
 			kv("Owner", jen.Id("owner")), kv("Input", jen.Id("input")),
 		)))),
@@ -75,7 +90,7 @@ func handleCode(source string, m *dsl.Machine) *jen.File {
 	f.Comment("driven state's handler returns, a timer's) is refused with an error matched")
 	f.Comment("by errors.Is(err, runtime.ErrNotCallerEvent).")
 	f.Func().Params(recv.Clone()).Id("Signal").Params(ctx.Clone(), jen.Id("runID").String(), jen.Id("e").Id("Event")).Params(result...).Block(
-		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("SignalRun").Call(jen.Id("ctx"), jen.Id("runID"), jen.Id("e")))),
+		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("Signal").Call(jen.Id("ctx"), jen.Id("runID"), jen.Id("e")))),
 	)
 
 	for _, e := range m.Events {
@@ -85,24 +100,24 @@ func handleCode(source string, m *dsl.Machine) *jen.File {
 		states := stateNames(statesAccepting(m, e))
 		comment(f, fmt.Sprintf("%s fires %s on the run, as Signal does; %s is accepted in %s.", e.GoName, e.Name, e.Name, states))
 		f.Func().Params(recv.Clone()).Id(e.GoName).Params(ctx.Clone(), jen.Id("runID").String(), jen.Id("e").Id(e.GoName)).Params(result...).Block(
-			jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("SignalRun").Call(jen.Id("ctx"), jen.Id("runID"), jen.Id("e")))),
+			jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("Signal").Call(jen.Id("ctx"), jen.Id("runID"), jen.Id("e")))),
 		)
 	}
 
 	if m.Cancel != nil {
 		comment(f, fmt.Sprintf("Cancel cancels the run on behalf of userID, who must own it, by firing %s, the machine's cancel event, with its guards, from any state that has a transition on it (%s).", m.Cancel.Name, stateNames(statesAccepting(m, m.Cancel))))
 		f.Func().Params(recv.Clone()).Id("Cancel").Params(ctx.Clone(), jen.Id("runID").String(), jen.Id("userID").String()).Params(result...).Block(
-			jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("CancelRun").Call(jen.Id("ctx"), jen.Id("runID"), jen.Id("userID")))),
+			jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("Cancel").Call(jen.Id("ctx"), jen.Id("runID"), jen.Id("userID")))),
 		)
 	}
 
 	f.Comment("Get reads the run.")
 	f.Func().Params(recv.Clone()).Id("Get").Params(ctx.Clone(), jen.Id("runID").String()).Params(result...).Block(
-		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("GetRun").Call(jen.Id("ctx"), jen.Id("runID")))),
+		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("Get").Call(jen.Id("ctx"), jen.Id("runID")))),
 	)
 	f.Comment("Wait waits until the run is terminal, or ctx is done, and returns it.")
 	f.Func().Params(recv.Clone()).Id("Wait").Params(ctx.Clone(), jen.Id("runID").String()).Params(result...).Block(
-		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("WaitRun").Call(jen.Id("ctx"), jen.Id("runID")))),
+		jen.Return(jen.Id("snapshot").Call(jen.Id("h").Dot("r").Dot("Wait").Call(jen.Id("ctx"), jen.Id("runID")))),
 	)
 	return f
 }

@@ -5,46 +5,116 @@ import (
 	"time"
 )
 
-// Run is what a state handler is told about the run it is working on.
+// Run is a run of a machine: one row of workflow_runs as the store reads
+// it, what the engine's Start, Signal, Cancel, Get and Wait return, and
+// what a state handler is told about the run it works on. Times are by
+// the database's clock; a zero time or string means unset.
 type Run struct {
-	// ID identifies the run.
+	// ID is the run's UUID in its canonical text form.
 	ID string
 	// Type and Version name the machine definition the run follows.
 	Type    string
 	Version int
-	// IdempotencyKey is the key the run was started with.
+	// IdempotencyKey is the key the run was started with: one run per
+	// (Type, key).
 	IdempotencyKey string
+	// State is the name of the current state (rebuild a generated machine
+	// with its ParseState function); Status is that state's generic status.
+	State  string
+	Status Status
 	// Attempt is the run's attempt number, starting at 1; it grows when a
-	// FAILED run is started again with the same key.
+	// failed run is started again with the same key.
 	Attempt int
 	// StepAttempt counts the tries of the current state's handler, starting
 	// at 1; it grows with each retry and starts again in the next state.
 	StepAttempt int
+	// Owner is whom the run belongs to.
+	Owner
+	// Input is the JSON input the run was started with; nil when none.
+	Input json.RawMessage
+	// Policy is the snapshot of the execution policy the run was started
+	// under, as the policy engine returned it; nil when none.
+	Policy json.RawMessage
+	// Result is the result record, stored with the transition to a final
+	// state; nil until then.
+	Result *Result
+	// CreatedAt is when the run was created, UpdatedAt when it last
+	// changed, StartedAt when its current attempt started and FinishedAt
+	// when it reached a terminal state (zero until then).
+	CreatedAt, UpdatedAt, StartedAt, FinishedAt time.Time
+	// NextRunAt is when the run is due for a worker (its handler, a retry
+	// or a timer): a run that went on from one state with a handler to the
+	// next stays due from when it first became due, so it may be before
+	// UpdatedAt; zero when the run waits for an event or has ended.
+	NextRunAt time.Time
+	// ParkedAt is set while the run is parked for an operator: its
+	// retries gave up and its state names no event for that.
+	// LastErrorCode and LastError describe the last failed try of the
+	// current state; empty after a change of state.
+	ParkedAt      time.Time
+	LastErrorCode string
+	LastError     string
+	// ParentID is the run that waits for this one, ParentEvent the event
+	// fired on it when this run finishes; empty unless the run is a child.
+	ParentID    string
+	ParentEvent string
+	// RowVersion grows by one at every state change; a write fenced by it
+	// (store.Store.Record) is refused when the run moved since it was read.
+	RowVersion int64
+	// Lease is the worker's claim on the run; zero when no worker holds it.
+	Lease Lease
+
+	// TryKey, Events and Effects are set only when the engine calls a
+	// handler (or a function of a workflow it calls like one); they are
+	// zero in a run read from the store.
+
 	// TryKey identifies this call of the handler, unique among all calls of
 	// all handlers of all runs, retries and interrupted tries included: a
 	// handler's side effects (a payment, a message to another system) can
 	// be made idempotent on it. The engine sets it as
-	// "<run id>/<lease epoch>/<row version>"; it is empty when the handler
-	// is called outside the engine.
+	// "<run id>/<lease epoch>/<row version>".
 	TryKey string
-	// TenantID and UserID identify who the run belongs to.
-	TenantID string
-	UserID   string
-	// CorrelationID traces the request that started the run.
-	CorrelationID string
-	// Input is the JSON input the run was started with.
-	Input json.RawMessage
-	// Policy is the snapshot of the execution policy the run was started
-	// under, as the policy engine returned it.
-	Policy json.RawMessage
 	// Events are the events recorded in this attempt of the run, oldest
 	// first; the last one is the event that entered the current state.
 	Events []Event
-	// StartedAt is when the run (this attempt) started, by the database's clock.
-	StartedAt time.Time
 	// Effects collects what the handler does besides choosing its event.
-	// It is nil when the handler is called outside the engine.
 	Effects Effects
+}
+
+// Terminal reports whether the run is in a terminal state.
+func (r Run) Terminal() bool { return r.Status.Terminal() }
+
+// Lease is a worker's claim on a run: the worker's id, the epoch the
+// claim produced (one more at every claim of the run) and when it
+// expires, by the database's clock.
+type Lease struct {
+	Owner     string
+	Epoch     int64
+	ExpiresAt time.Time
+}
+
+// Result is a run's result record, stored as JSON in workflow_runs.result
+// with the transition to a final state. Its JSON field names are those of
+// the platform's WorkflowResult, and every tool that prints a result
+// (fsmctl's -json, the console's API) prints this shape.
+type Result struct {
+	// Status is the generic status of the terminal state; Outcome the
+	// business outcome (from the transition when left empty).
+	Status  Status `json:"status"`
+	Outcome string `json:"outcome,omitempty"`
+	// Output is the workflow-specific output, any JSON.
+	Output json.RawMessage `json:"output,omitempty"`
+	// RunID and Attempt are filled in by the store.
+	RunID   string  `json:"workflow_run_id"`
+	Attempt int     `json:"attempt_no"`
+	CostUSD float64 `json:"cost_usd"`
+	// DurationMS is the attempt's duration; when left zero, the store
+	// computes it with the database's clock from the attempt's start.
+	DurationMS int64 `json:"duration_ms"`
+	// ErrorCode and ErrorDetail describe a failure; invalid UTF-8 and NUL
+	// bytes in them are stored as U+FFFD.
+	ErrorCode   string `json:"error_code,omitempty"`
+	ErrorDetail string `json:"error_detail,omitempty"`
 }
 
 // Effects are the side effects a handler asks of the runtime. They are

@@ -71,7 +71,7 @@ func BenchmarkClaim(b *testing.B) {
 			if err := pool.QueryRow(ctx, benchdb.Mark+"SELECT count(*) FROM workflow_runs WHERE status = 'running' AND next_run_at <= now()").Scan(&n); err != nil || n != c.others {
 				b.Fatalf("%d due runs, %v; want %d", n, err, c.others)
 			}
-			e, err := engine.New(pool, store.New(pool), engine.Config{Logger: quietLog})
+			e, err := engine.New(store.New(pool), engine.Config{Logger: quietLog})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -131,7 +131,7 @@ func driveChains(b *testing.B, pool *pgxpool.Pool, st *store.Store, workers int,
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var last atomic.Int64
-	e, err := engine.New(pool, st, engine.Config{Concurrency: workers, PollInterval: 5 * time.Millisecond, Logger: quiet,
+	e, err := engine.New(st, engine.Config{Concurrency: workers, PollInterval: 5 * time.Millisecond, Logger: quiet,
 		BatchWindow: *batchWindow})
 	if err != nil {
 		b.Fatal(err)
@@ -147,7 +147,7 @@ func driveChains(b *testing.B, pool *pgxpool.Pool, st *store.Store, workers int,
 		go func() {
 			defer wg.Done()
 			for i := w; i < b.N; i += 16 {
-				if _, err := st.Start(ctx, store.StartParams{Type: typ, Version: 1, IdempotencyKey: fmt.Sprint(i), TenantID: "bench"}); err != nil {
+				if _, err := st.Start(ctx, runtime.StartRequest{Type: typ, Version: 1, IdempotencyKey: fmt.Sprint(i), Owner: runtime.Owner{TenantID: "bench"}}); err != nil {
 					errs <- err
 					return
 				}

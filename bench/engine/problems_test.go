@@ -15,6 +15,7 @@ import (
 	"github.com/fsmgen/fsmgen/machines/problems"
 	"github.com/fsmgen/fsmgen/machines/problems/local"
 	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -69,7 +70,7 @@ func BenchmarkEngineRetrieveOrGenerate(b *testing.B) {
 				problembank.problems, problembank.contents`); err != nil {
 				b.Fatal(err)
 			}
-			e, err := engine.New(pool, st, engine.Config{Concurrency: workers, PollInterval: 5 * time.Millisecond, Logger: quiet})
+			e, err := engine.New(st, engine.Config{Concurrency: workers, PollInterval: 5 * time.Millisecond, Logger: quiet})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -89,7 +90,7 @@ func BenchmarkEngineRetrieveOrGenerate(b *testing.B) {
 							TenantID: tenant, SubscriptionTier: "bench",
 							Problem: problems.SubmitProblem{Text: fmt.Sprintf("Solve %dx + %d = %d", n%97+2, n, 3*n+1)},
 						})
-						if err == nil && res.Outcome != store.Created {
+						if err == nil && res.Outcome != runtime.StartCreated {
 							err = fmt.Errorf("problem %d: start outcome %v, want created", n, res.Outcome)
 						}
 						if err != nil {

@@ -76,7 +76,7 @@ func BenchmarkWakeup(b *testing.B) {
 			ctx := context.Background()
 			pool := benchdb.NewPool(b)
 			st := store.New(pool)
-			e, err := engine.New(pool, st, engine.Config{Concurrency: 1, DisableNotify: mode == "poll", Logger: quietLog})
+			e, err := engine.New(st, engine.Config{Concurrency: 1, DisableNotify: mode == "poll", Logger: quietLog})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -95,14 +95,14 @@ func BenchmarkWakeup(b *testing.B) {
 			}()
 			// A first run, not timed: the listener is up once it is picked
 			// up by notification, and the worker has claimed once.
-			start := func(i int) store.StartResult {
-				res, err := e.Start(ctx, store.StartParams{Type: "bench_wakeup", IdempotencyKey: fmt.Sprint(i), TenantID: "bench"})
+			start := func(i int) runtime.Started {
+				res, err := e.Start(ctx, runtime.StartRequest{Type: "bench_wakeup", IdempotencyKey: fmt.Sprint(i), Owner: runtime.Owner{TenantID: "bench"}})
 				if err != nil {
 					b.Fatal(err)
 				}
 				return res
 			}
-			finish := func(res store.StartResult) {
+			finish := func(res runtime.Started) {
 				wc, cancel := context.WithTimeout(ctx, 30*time.Second)
 				defer cancel()
 				if _, err := e.Wait(wc, res.Run.ID); err != nil {
@@ -147,7 +147,7 @@ func BenchmarkWakeup(b *testing.B) {
 func BenchmarkEngineStart(b *testing.B) {
 	ctx := context.Background()
 	pool := benchdb.NewPool(b)
-	e, err := engine.New(pool, store.New(pool), engine.Config{Logger: quietLog})
+	e, err := engine.New(store.New(pool), engine.Config{Logger: quietLog})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func BenchmarkEngineStart(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		if _, err := e.Start(ctx, store.StartParams{Type: "bench_start", IdempotencyKey: fmt.Sprint(i), TenantID: "bench"}); err != nil {
+		if _, err := e.Start(ctx, runtime.StartRequest{Type: "bench_start", IdempotencyKey: fmt.Sprint(i), Owner: runtime.Owner{TenantID: "bench"}}); err != nil {
 			b.Fatal(err)
 		}
 	}

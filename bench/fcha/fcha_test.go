@@ -122,7 +122,7 @@ func BenchmarkFCHA(b *testing.B) {
 
 	pool := benchdb.NewPool(b, benchdb.MaxConns(2*clients+4))
 	st := store.New(pool)
-	eng, err := engine.New(pool, st, engine.Config{Logger: quiet, DisableNotify: true})
+	eng, err := engine.New(st, engine.Config{Logger: quiet, DisableNotify: true})
 	if err != nil {
 		b.Fatal(err)
 	}

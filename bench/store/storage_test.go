@@ -152,7 +152,7 @@ func logGrowth(b *testing.B, before, after map[string]int64, transitions int) {
 
 // buildRun starts a run of the chain and records its five transitions.
 func buildRun(ctx context.Context, st *store.Store, key string) error {
-	res, err := st.Start(ctx, store.StartParams{Type: chain.Type, Version: 1, IdempotencyKey: key, TenantID: "bench"})
+	res, err := st.Start(ctx, runtime.StartRequest{Type: chain.Type, Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "bench"}})
 	if err != nil {
 		return err
 	}

@@ -62,8 +62,8 @@ func BenchmarkStore(b *testing.B) {
 			recs := make([]*store.Recorder, c)
 			states := make([]string, c)
 			for i := range recs {
-				res, err := st.Start(ctx, store.StartParams{Type: pingPong.Type, Version: 1,
-					IdempotencyKey: fmt.Sprint(keys.Add(1)), TenantID: "bench"})
+				res, err := st.Start(ctx, runtime.StartRequest{Type: pingPong.Type, Version: 1,
+					IdempotencyKey: fmt.Sprint(keys.Add(1)), Owner: runtime.Owner{TenantID: "bench"}})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fsmgen/fsmgen/runtime/store"
+	"github.com/fsmgen/fsmgen/runtime"
 )
 
 // TestRunsPrintEscapesControlCharacters stores a run whose tenant and key
@@ -15,8 +15,8 @@ func TestRunsPrintEscapesControlCharacters(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	const tenant = "acme\x1b]0;owned\x07\x1b[2J"
-	res, err := f.st.Start(context.Background(), store.StartParams{Type: "retrieve_or_generate", Version: 1,
-		IdempotencyKey: "key\u202egnp.exe\r\n", TenantID: tenant})
+	res, err := f.st.Start(context.Background(), runtime.StartRequest{Type: "retrieve_or_generate", Version: 1,
+		IdempotencyKey: "key\u202egnp.exe\r\n", Owner: runtime.Owner{TenantID: tenant}})
 	if err != nil {
 		t.Fatal(err)
 	}

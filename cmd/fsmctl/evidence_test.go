@@ -31,7 +31,7 @@ func complianceRuns(t *testing.T, apps ...string) (owner *pgxpool.Pool, operator
 	url := pgtest.NewDatabase(t)
 	owner = openPool(t, url)
 	pool := openPool(t, pgtest.RoleDSN(t, url, db.RoleRuntime))
-	eng, err := engine.New(pool, store.New(pool), engine.Config{WorkerID: "fsmctl-evidence-test", DisableNotify: true})
+	eng, err := engine.New(store.New(pool), engine.Config{WorkerID: "fsmctl-evidence-test", DisableNotify: true})
 	if err != nil {
 		t.Fatal(err)
 	}

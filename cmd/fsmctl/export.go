@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fsmgen/fsmgen/internal/runfiles"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -116,7 +117,7 @@ func runExport(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) err
 		defer pool.Close()
 		a, err = runfiles.FromStore(ctx, store.New(pool), id)
 		if err != nil {
-			if errors.Is(err, store.ErrRunNotFound) || errors.Is(err, store.ErrInvalidID) {
+			if errors.Is(err, runtime.ErrRunNotFound) || errors.Is(err, runtime.ErrInvalidID) {
 				return runError(id, err)
 			}
 			return fmt.Errorf("export %s: %w", id, operatorError(err))

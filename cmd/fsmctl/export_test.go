@@ -18,6 +18,7 @@ import (
 
 	// The test makes real step-engine runs to export; fsmctl itself reads
 	// their files and rows through internal/runfiles only.
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/stepengine"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -157,8 +158,8 @@ func TestExportErrors(t *testing.T) {
 	const missing = "11111111-2222-4333-8444-555555555555"
 	// A run of the run machine that was started and never finished, as a
 	// process that died leaves it.
-	started, err := store.New(openPool(t, url)).Start(context.Background(), store.StartParams{
-		Type: "step_engine_run", Version: 1, IdempotencyKey: "unfinished", TenantID: "t", Input: map[string]string{"workflow": "report"},
+	started, err := store.New(openPool(t, url)).Start(context.Background(), runtime.StartRequest{
+		Type: "step_engine_run", Version: 1, IdempotencyKey: "unfinished", Owner: runtime.Owner{TenantID: "t"}, Input: map[string]string{"workflow": "report"},
 	})
 	if err != nil {
 		t.Fatal(err)

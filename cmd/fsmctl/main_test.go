@@ -301,15 +301,15 @@ func newFixture(t *testing.T) *fixture {
 	}
 	clock.reset() // the times below start at t0
 	f := &fixture{url: pgtest.RoleDSN(t, url, db.RoleOperator), owner: url, st: st, ids: map[string]string{}}
-	start := func(name, typ, tenant string) store.Run {
-		res, err := st.Start(ctx, store.StartParams{Type: typ, Version: 1, IdempotencyKey: name, TenantID: tenant})
+	start := func(name, typ, tenant string) runtime.Run {
+		res, err := st.Start(ctx, runtime.StartRequest{Type: typ, Version: 1, IdempotencyKey: name, Owner: runtime.Owner{TenantID: tenant}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.ids[name] = res.Run.ID
 		return res.Run
 	}
-	fire := func(run store.Run, rv int64, from, to, event string, payload any) int64 {
+	fire := func(run runtime.Run, rv int64, from, to, event string, payload any) int64 {
 		def := rog.Definition()
 		spec, _ := def.State(to)
 		rec, err := f.st.Record(ctx, run.ID, rv, runtime.Transition{
@@ -333,7 +333,7 @@ func newFixture(t *testing.T) *fixture {
 		Machine: rog.Type, Version: rog.Version, From: "RETRIEVING", To: "SUCCEEDED", Event: "RetrievalHit",
 		Payload: rog.RetrievalHit{AssetVersionID: "av-1", Confidence: 0.99, Method: "text_exact"},
 		Status:  spec.Status, Outcome: "hit",
-	}, store.Result{Output: []byte(`{"asset_version_id": "av-1"}`), CostUSD: 0.25}); err != nil {
+	}, runtime.Result{Output: []byte(`{"asset_version_id": "av-1"}`), CostUSD: 0.25}); err != nil {
 		t.Fatal(err)
 	}
 	// b: INITIATED -> INGESTING, still running, tenant acme.

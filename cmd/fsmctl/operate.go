@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/fsmgen/fsmgen/internal/cliout"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/admin"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -118,7 +119,7 @@ func oneRun(args []string) (string, error) {
 }
 
 // printMove says where a command moved a run, or prints it as JSON.
-func (c *cli) printMove(fs *flag.FlagSet, verb string, before, after string, run store.Run) error {
+func (c *cli) printMove(fs *flag.FlagSet, verb string, before, after string, run runtime.Run) error {
 	if wantJSON(fs) {
 		return cliout.WriteJSON(c.stdout, toJSONRun(run))
 	}

@@ -44,9 +44,9 @@ func newOpsFixture(t *testing.T) *opsFixture {
 }
 
 // start starts a run of typ with key and returns it.
-func (f *opsFixture) start(t *testing.T, typ, key string) store.Run {
+func (f *opsFixture) start(t *testing.T, typ, key string) runtime.Run {
 	t.Helper()
-	res, err := f.st.Start(context.Background(), store.StartParams{Type: typ, Version: 1, IdempotencyKey: key, TenantID: "acme"})
+	res, err := f.st.Start(context.Background(), runtime.StartRequest{Type: typ, Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "acme"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func (f *opsFixture) start(t *testing.T, typ, key string) store.Run {
 }
 
 // get reads run id back.
-func (f *opsFixture) get(t *testing.T, id string) store.Run {
+func (f *opsFixture) get(t *testing.T, id string) runtime.Run {
 	t.Helper()
 	run, err := f.st.Get(context.Background(), id)
 	if err != nil {
@@ -426,7 +426,7 @@ func TestMigratePrint(t *testing.T) {
 	if err := st.Register(ctx, order.Definition()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Start(ctx, store.StartParams{Type: order.Type, Version: 1, IdempotencyKey: "k", TenantID: "t"}); err != nil {
+	if _, err := st.Start(ctx, runtime.StartRequest{Type: order.Type, Version: 1, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t"}}); err != nil {
 		t.Fatal(err)
 	}
 	var n int

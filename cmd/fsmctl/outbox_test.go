@@ -14,6 +14,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/db"
 	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/relay"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -39,7 +40,7 @@ func TestOutboxStatus(t *testing.T) {
 
 	var runs []string
 	for _, key := range []string{"a", "b"} {
-		res, err := st.Start(ctx, store.StartParams{Type: rog.Type, Version: 1, IdempotencyKey: key, TenantID: "t1"})
+		res, err := st.Start(ctx, runtime.StartRequest{Type: rog.Type, Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t1"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,23 +6,13 @@ import (
 	"time"
 
 	"github.com/fsmgen/fsmgen/internal/cliout"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // The JSON forms of what the read commands print with -o json: snake_case
 // fields, times in RFC 3339 UTC (null when unset), JSON documents as
-// stored.
-
-type jsonResult struct {
-	Status      string          `json:"status"`
-	Outcome     string          `json:"outcome"`
-	Output      json.RawMessage `json:"output"`
-	Attempt     int             `json:"attempt_no"`
-	CostUSD     float64         `json:"cost_usd"`
-	DurationMS  int64           `json:"duration_ms"`
-	ErrorCode   string          `json:"error_code"`
-	ErrorDetail string          `json:"error_detail"`
-}
+// stored, and a run's result as the store keeps it (runtime.Result).
 
 type jsonRun struct {
 	ID               string          `json:"id"`
@@ -37,7 +27,7 @@ type jsonRun struct {
 	CorrelationID    string          `json:"correlation_id"`
 	IdempotencyKey   string          `json:"idempotency_key"`
 	Input            json.RawMessage `json:"input"`
-	Result           *jsonResult     `json:"result"`
+	Result           *runtime.Result `json:"result"`
 	CreatedAt        *time.Time      `json:"created_at"`
 	UpdatedAt        *time.Time      `json:"updated_at"`
 	AttemptStartedAt *time.Time      `json:"attempt_started_at"`
@@ -83,21 +73,16 @@ func jsonDoc(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-func toJSONRun(r store.Run) jsonRun {
+func toJSONRun(r runtime.Run) jsonRun {
 	out := jsonRun{
 		ID: r.ID, Type: r.Type, Version: r.Version, State: r.State, Status: string(r.Status),
 		RowVersion: r.RowVersion, Attempt: r.Attempt, TenantID: r.TenantID, UserID: r.UserID,
 		CorrelationID: r.CorrelationID, IdempotencyKey: r.IdempotencyKey, Input: jsonDoc(r.Input),
-		CreatedAt: jsonTime(r.CreatedAt), UpdatedAt: jsonTime(r.UpdatedAt), AttemptStartedAt: jsonTime(r.AttemptStartedAt),
+		CreatedAt: jsonTime(r.CreatedAt), UpdatedAt: jsonTime(r.UpdatedAt), AttemptStartedAt: jsonTime(r.StartedAt),
 		FinishedAt: jsonTime(r.FinishedAt), NextRunAt: jsonTime(r.NextRunAt), ParkedAt: jsonTime(r.ParkedAt),
 		StepAttempt: r.StepAttempt, LastErrorCode: r.LastErrorCode, LastError: r.LastError,
-		LeaseOwner: r.LeaseOwner, LeaseExpiresAt: jsonTime(r.LeaseExpiresAt), ParentID: r.ParentID, ParentEvent: r.ParentEvent,
-	}
-	if res := r.Result; res != nil {
-		out.Result = &jsonResult{
-			Status: string(res.Status), Outcome: res.Outcome, Output: jsonDoc(res.Output), Attempt: res.Attempt,
-			CostUSD: res.CostUSD, DurationMS: res.DurationMS, ErrorCode: res.ErrorCode, ErrorDetail: res.ErrorDetail,
-		}
+		LeaseOwner: r.Lease.Owner, LeaseExpiresAt: jsonTime(r.Lease.ExpiresAt), ParentID: r.ParentID, ParentEvent: r.ParentEvent,
+		Result: r.Result,
 	}
 	return out
 }

@@ -22,8 +22,8 @@ func TestRetentionAndCleanup(t *testing.T) {
 	old := store.New(openPool(t, f.url), store.WithClock(func() time.Time { return ago }))
 	// cancelled starts a run and cancels it, with a message on each topic
 	// emitted before.
-	cancelled := func(st *store.Store, key string, topics ...string) store.Run {
-		res, err := st.Start(ctx, store.StartParams{Type: order.Type, Version: 1, IdempotencyKey: key, TenantID: "acme"})
+	cancelled := func(st *store.Store, key string, topics ...string) runtime.Run {
+		res, err := st.Start(ctx, runtime.StartRequest{Type: order.Type, Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "acme"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func TestRetentionAndCleanup(t *testing.T) {
 	gone1 := cancelled(old, "old-1")
 	cancelled(old, "old-2")
 	cancelled(old, "old-held", "order.cancelled")
-	if _, err := old.Start(ctx, store.StartParams{Type: order.Type, Version: 1, IdempotencyKey: "old-running", TenantID: "acme"}); err != nil {
+	if _, err := old.Start(ctx, runtime.StartRequest{Type: order.Type, Version: 1, IdempotencyKey: "old-running", Owner: runtime.Owner{TenantID: "acme"}}); err != nil {
 		t.Fatal(err)
 	}
 	cancelled(f.st, "today")

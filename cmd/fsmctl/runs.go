@@ -184,9 +184,9 @@ func checkRunID(id string) error {
 // runError words the store's errors about run id for an operator.
 func runError(id string, err error) error {
 	switch {
-	case errors.Is(err, store.ErrRunNotFound):
+	case errors.Is(err, runtime.ErrRunNotFound):
 		return fmt.Errorf("run %s: not found", id)
-	case errors.Is(err, store.ErrInvalidID):
+	case errors.Is(err, runtime.ErrInvalidID):
 		if e := checkRunID(id); e != nil {
 			return e
 		}
@@ -201,7 +201,7 @@ func runError(id string, err error) error {
 // never migrated says what to do. The chain stays intact for errors.Is.
 func operatorError(err error) error {
 	msg := err.Error()
-	var re *store.RunError
+	var re *runtime.RunError
 	if errors.As(err, &re) {
 		msg = re.Err.Error()
 	}

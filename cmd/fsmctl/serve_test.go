@@ -19,7 +19,6 @@ import (
 	"github.com/fsmgen/fsmgen/db"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 func TestServeUsageErrors(t *testing.T) {
@@ -156,7 +155,7 @@ func TestServeActionsSignalAlongTheTable(t *testing.T) {
 	if err := f.st.Register(ctx, door); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.st.Start(ctx, store.StartParams{Type: "door", Version: 1, IdempotencyKey: "front", TenantID: "acme"})
+	res, err := f.st.Start(ctx, runtime.StartRequest{Type: "door", Version: 1, IdempotencyKey: "front", Owner: runtime.Owner{TenantID: "acme"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func newShipEnv(t *testing.T) *shipEnv {
 	url := pgtest.NewDatabase(t)
 	pool := openPool(t, url)
 	st := store.New(pool)
-	eng, err := engine.New(pool, st, engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	eng, err := engine.New(st, engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,10 +57,10 @@ func newShipEnv(t *testing.T) *shipEnv {
 
 // run starts a version 1 run and moves it with evs, through the store as
 // its handlers would (callers may not send a driven state's events).
-func (e *shipEnv) run(t *testing.T, key string, evs ...runtime.Event) store.Run {
+func (e *shipEnv) run(t *testing.T, key string, evs ...runtime.Event) runtime.Run {
 	t.Helper()
 	ctx := context.Background()
-	res, err := e.eng.Start(ctx, engine.StartParams{Type: shipment.Type, IdempotencyKey: key, TenantID: "t", UserID: shipOwner, Input: shipping.Order{Parcels: 1}})
+	res, err := e.eng.Start(ctx, runtime.StartRequest{Type: shipment.Type, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t", UserID: shipOwner}, Input: shipping.Order{Parcels: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func (e *shipEnv) run(t *testing.T, key string, evs ...runtime.Event) store.Run 
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt := run.Runtime()
+		rt := run
 		if err := d.Fire(ctx, &rt, run.State, ev, rec); err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestVersionsPlanUpgradeStatus(t *testing.T) {
 
 	e.upgrade(t)
 	got = withDB(t, e.url, "versions", "plan", "shipment", "1", "2")
-	lease := leased.LeaseExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z")
+	lease := leased.Lease.ExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z")
 	stuck := []string{
 		fmt.Sprintf("%s  HELD     \"HELD drain\": it finishes on v1", held.ID),
 		fmt.Sprintf("%s  PACKING  leased by dead-worker until %s: it moves once the lease is given up", leased.ID, lease),

@@ -23,6 +23,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/machines/shop"
 	"github.com/fsmgen/fsmgen/machines/shop/order"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -62,7 +63,7 @@ func newOrders(t *testing.T) *orders {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	e, err := engine.New(pool, store.New(pool), engine.Config{WorkerID: "console-e2e"})
+	e, err := engine.New(store.New(pool), engine.Config{WorkerID: "console-e2e"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,9 +74,9 @@ func newOrders(t *testing.T) *orders {
 	return &orders{url: url, pool: pool, e: e}
 }
 
-func (o *orders) start(t *testing.T, key, tenant string) store.Run {
+func (o *orders) start(t *testing.T, key, tenant string) runtime.Run {
 	t.Helper()
-	res, err := o.e.Start(context.Background(), engine.StartParams{Type: order.Type, IdempotencyKey: key, TenantID: tenant, UserID: alice,
+	res, err := o.e.Start(context.Background(), runtime.StartRequest{Type: order.Type, IdempotencyKey: key, Owner: runtime.Owner{TenantID: tenant, UserID: alice},
 		Input: shop.Input{Items: []string{"book"}, TotalCents: 1200}})
 	if err != nil {
 		t.Fatal(err)

@@ -100,7 +100,7 @@ func (e *env) start(t *testing.T, n int) []string {
 	t.Helper()
 	ids := make([]string, n)
 	for i := range ids {
-		res, err := e.st.Start(e.ctx, store.StartParams{Type: "job", Version: 1, IdempotencyKey: fmt.Sprintf("job-%d", i), TenantID: "t1"})
+		res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "job", Version: 1, IdempotencyKey: fmt.Sprintf("job-%d", i), Owner: runtime.Owner{TenantID: "t1"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@
 // engine's Signal does. A refused event is a *RefusedError matching
 // runtime.ErrSignalRefused, the error machines/compliance reports for a late
 // authorization (compliance.ErrSignalRefused is that error), and the
-// cause's sentinel: engine.ErrRunFinished, runtime.ErrIllegalTransition,
+// cause's sentinel: runtime.ErrRunFinished, runtime.ErrIllegalTransition,
 // runtime.ErrGuardRejected, runtime.ErrNotCallerEvent or
 // runtime.ErrUnknownEvent. An accepted event moves the run before Send
 // returns the run's Snapshot. Sent while a driven state's handler runs, an

@@ -24,7 +24,6 @@ import (
 	"github.com/fsmgen/fsmgen/machines/compliance/fcha"
 	"github.com/fsmgen/fsmgen/machines/compliance/local"
 	"github.com/fsmgen/fsmgen/runtime"
-	"github.com/fsmgen/fsmgen/runtime/engine"
 )
 
 // devServer starts a dev server for the test, stopped when it ends.
@@ -247,7 +246,7 @@ func TestDevServerSend(t *testing.T) {
 		t.Fatalf("result %+v, %v; want APPROVED with nothing refused in the workflow", res, err)
 	}
 	_, err = temporal.Send(ctx, c, st.RunID, auth)
-	if !errors.Is(err, compliance.ErrSignalRefused) || !errors.Is(err, engine.ErrRunFinished) ||
+	if !errors.Is(err, compliance.ErrSignalRefused) || !errors.Is(err, runtime.ErrRunFinished) ||
 		!strings.HasPrefix(err.Error(), "temporal: send BackgroundCheckAuthorizationSigned to app_clean: signal refused: the run finished in APPROVED on BackgroundCheckCompleted at ") {
 		t.Errorf("second authorization: err = %v, want refused by the finished run", err)
 	}
@@ -263,7 +262,7 @@ func TestDevServerSend(t *testing.T) {
 	}
 	_, err = temporal.Send(ctx, c, late.RunID, auth)
 	var refused *temporal.RefusedError
-	if !errors.As(err, &refused) || !errors.Is(err, compliance.ErrSignalRefused) || !errors.Is(err, engine.ErrRunFinished) || refused.State != "DENIED" ||
+	if !errors.As(err, &refused) || !errors.Is(err, compliance.ErrSignalRefused) || !errors.Is(err, runtime.ErrRunFinished) || refused.State != "DENIED" ||
 		!strings.HasPrefix(err.Error(), "temporal: send BackgroundCheckAuthorizationSigned to app_late: signal refused: the run finished in DENIED on AuthorizationTimeout at ") {
 		t.Errorf("late authorization: err = %v, want refused, naming the timeout", err)
 	}

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fsmgen/fsmgen/runtime"
-	"github.com/fsmgen/fsmgen/runtime/engine"
 )
 
 // SignalName is the signal channel that carries a machine's events.
@@ -136,7 +135,7 @@ func (in handleInput) run(d runtime.Driver) (*runtime.Run, error) {
 		return nil, err
 	}
 	return &runtime.Run{ID: in.RunID, Type: in.Type, Version: in.Version, IdempotencyKey: in.RunID, Attempt: 1, StepAttempt: 1,
-		TenantID: in.TenantID, UserID: in.UserID, Input: in.Input, Events: events}, nil
+		Owner: runtime.Owner{TenantID: in.TenantID, UserID: in.UserID}, Input: in.Input, Events: events}, nil
 }
 
 func handle(ctx context.Context, d runtime.Driver, in handleInput) (EventMessage, error) {
@@ -217,7 +216,7 @@ func run(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Star
 		if err != nil {
 			return nil, err
 		}
-		rt := &runtime.Run{ID: in.RunID, Type: def.Type, Version: def.Version, Input: in.Input, TenantID: in.TenantID, UserID: in.UserID}
+		rt := &runtime.Run{ID: in.RunID, Type: def.Type, Version: def.Version, Input: in.Input, Owner: runtime.Owner{TenantID: in.TenantID, UserID: in.UserID}}
 		if rt.Events, err = decodeAll(d, events); err != nil {
 			return nil, err
 		}
@@ -384,7 +383,7 @@ func Signal(ctx context.Context, c client.Client, workflowID string, ev runtime.
 // RefusedError is an event that Send's run did not take. It matches
 // runtime.ErrSignalRefused (errors.Is), as the PostgreSQL engine's
 // workflows report a refused signal (compliance.ErrSignalRefused is that
-// error), and the sentinel of the cause, Err: engine.ErrRunFinished for a
+// error), and the sentinel of the cause, Err: runtime.ErrRunFinished for a
 // finished run, runtime.ErrIllegalTransition or runtime.ErrGuardRejected
 // for an event the state's table or guards refuse, runtime.ErrNotCallerEvent
 // for an event callers may not send (a timer's, or the event a driven
@@ -417,7 +416,7 @@ func (e *RefusedError) Unwrap() []error { return []error{runtime.ErrSignalRefuse
 // sender knowing, the workflow checks ev against its current state first
 // (the update's validator, which writes nothing to the history when it
 // refuses): a refused event is a *RefusedError. A run whose workflow has
-// closed is refused with engine.ErrRunFinished and the state and last
+// closed is refused with runtime.ErrRunFinished and the state and last
 // transition of its result.
 func Send(ctx context.Context, c client.Client, workflowID string, ev runtime.Event) (Snapshot, error) {
 	raw, err := json.Marshal(ev)
@@ -440,7 +439,7 @@ func Send(ctx context.Context, c client.Client, workflowID string, ev runtime.Ev
 		refused := &RefusedError{WorkflowID: workflowID, Event: ev.EventName(), State: r.State, Reason: app.Message()}
 		switch app.Type() {
 		case refusedFinished:
-			refused.Err = engine.ErrRunFinished
+			refused.Err = runtime.ErrRunFinished
 		case refusedIllegal:
 			refused.Err = runtime.ErrIllegalTransition
 		case refusedGuards:
@@ -471,7 +470,7 @@ func finished(ctx context.Context, c client.Client, workflowID, event string) (*
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return nil, nil
 	}
-	refused := &RefusedError{WorkflowID: workflowID, Event: event, Err: engine.ErrRunFinished,
+	refused := &RefusedError{WorkflowID: workflowID, Event: event, Err: runtime.ErrRunFinished,
 		Reason: "the workflow is closed: " + info.GetStatus().String()}
 	var res Result
 	if err := c.GetWorkflow(ctx, workflowID, info.GetExecution().GetRunId()).Get(ctx, &res); err == nil {

@@ -1,14 +1,18 @@
 -- name: QueryExecutions :many
--- Runs as seed 003's WorkflowExecution, selected as its query does: each
--- filter is optional; the three together (and workflow name with
--- organization) are served by workflow_runs_query_idx, in (started_at, id)
+-- Runs with their state history and evidence ids, from the view
+-- workflow_executions (seed 003's WorkflowExecution), selected as the
+-- seed's query does: each filter is optional; the three together (and type
+-- with tenant) are served by workflow_runs_query_idx, in (created_at, id)
 -- order.
-SELECT * FROM workflow_executions
-WHERE (sqlc.narg('workflow_name')::text IS NULL OR workflow_name = sqlc.narg('workflow_name')::text)
-  AND (sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status')::text)
-  AND (sqlc.narg('organization_id')::text IS NULL OR organization_id = sqlc.narg('organization_id')::text)
-ORDER BY started_at, id
+SELECT sqlc.embed(r), x.state_history, x.evidence_ids
+FROM workflow_runs r JOIN workflow_executions x ON x.id = r.id
+WHERE (sqlc.narg('workflow_type')::text IS NULL OR r.workflow_type = sqlc.narg('workflow_type')::text)
+  AND (sqlc.narg('status')::text IS NULL OR r.status = sqlc.narg('status')::text)
+  AND (sqlc.narg('tenant_id')::text IS NULL OR r.tenant_id = sqlc.narg('tenant_id')::text)
+ORDER BY r.created_at, r.id
 LIMIT @max_rows;
 
 -- name: GetExecution :one
-SELECT * FROM workflow_executions WHERE id = @id;
+SELECT sqlc.embed(r), x.state_history, x.evidence_ids
+FROM workflow_runs r JOIN workflow_executions x ON x.id = r.id
+WHERE r.id = @id;

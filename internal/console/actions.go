@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/admin"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // Actions performs what an operator asks of a run from the console. The
@@ -18,11 +18,11 @@ type Actions interface {
 	// Signal fires event with payload (a JSON object of its fields) on
 	// the run; opts.To names the target state of a guarded row, fired
 	// without its guard.
-	Signal(ctx context.Context, runID, event string, payload json.RawMessage, opts admin.SignalOptions) (store.Run, error)
+	Signal(ctx context.Context, runID, event string, payload json.RawMessage, opts admin.SignalOptions) (runtime.Run, error)
 	// Cancel fires the machine's cancel event on the run.
-	Cancel(ctx context.Context, runID string, opts admin.SignalOptions) (store.Run, error)
+	Cancel(ctx context.Context, runID string, opts admin.SignalOptions) (runtime.Run, error)
 	// Resume makes a parked run due again.
-	Resume(ctx context.Context, runID string) (store.Run, error)
+	Resume(ctx context.Context, runID string) (runtime.Run, error)
 }
 
 var _ Actions = (*admin.Admin)(nil)

@@ -119,7 +119,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	pool := pgtest.NewPool(t, pgtest.MaxConns(12))
 	st := store.New(pool)
-	e, err := engine.New(pool, st, engine.Config{WorkerID: "console-test", Logger: quiet})
+	e, err := engine.New(st, engine.Config{WorkerID: "console-test", Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +133,9 @@ func newEnv(t *testing.T) *env {
 }
 
 // start starts a run of typ with key for tenant, owned by alice.
-func (v *env) start(t *testing.T, typ, key, tenant string) store.Run {
+func (v *env) start(t *testing.T, typ, key, tenant string) runtime.Run {
 	t.Helper()
-	res, err := v.st.Start(context.Background(), store.StartParams{Type: typ, Version: 1, IdempotencyKey: key, TenantID: tenant, UserID: alice,
+	res, err := v.st.Start(context.Background(), runtime.StartRequest{Type: typ, Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: tenant, UserID: alice},
 		Input: map[string]string{"note": "input of " + key}})
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func (v *env) start(t *testing.T, typ, key, tenant string) store.Run {
 }
 
 // signal fires event with payload on run id as an operator.
-func (v *env) signal(t *testing.T, id, event, payload string) store.Run {
+func (v *env) signal(t *testing.T, id, event, payload string) runtime.Run {
 	t.Helper()
 	run, err := v.adm.Signal(context.Background(), id, event, json.RawMessage(payload), admin.SignalOptions{})
 	if err != nil {
@@ -154,7 +154,7 @@ func (v *env) signal(t *testing.T, id, event, payload string) store.Run {
 }
 
 // parked starts a job run and drives it until it parks.
-func (v *env) parked(t *testing.T, key string) store.Run {
+func (v *env) parked(t *testing.T, key string) runtime.Run {
 	t.Helper()
 	run := v.start(t, "job", key, "t1")
 	run, err := v.e.Drive(context.Background(), run.ID)
@@ -167,7 +167,7 @@ func (v *env) parked(t *testing.T, key string) store.Run {
 	return run
 }
 
-func (v *env) get(t *testing.T, id string) store.Run {
+func (v *env) get(t *testing.T, id string) runtime.Run {
 	t.Helper()
 	run, err := v.st.Get(context.Background(), id)
 	if err != nil {

@@ -19,7 +19,6 @@ import (
 	"github.com/fsmgen/fsmgen/internal/statesvg"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/admin"
-	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/evidence"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -104,7 +103,7 @@ type runsData struct {
 	Filter   url.Values
 	Types    []string
 	Statuses []string
-	Runs     []store.Run
+	Runs     []runtime.Run
 	Next     string // the address of the next page, "" when none
 	Now      time.Time
 }
@@ -224,7 +223,7 @@ type historyRow struct {
 }
 
 type runData struct {
-	Run        store.Run
+	Run        runtime.Run
 	Result     string // the result's output
 	Input      string
 	Policy     string
@@ -268,7 +267,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	d := runData{Run: run, Input: pretty(run.Input), Policy: pretty(run.PolicySnapshot)}
+	d := runData{Run: run, Input: pretty(run.Input), Policy: pretty(run.Policy)}
 	if did := q.Get("did"); did != "" && hmac.Equal([]byte(q.Get("sig")), []byte(s.sign("did", id, did))) {
 		d.Did = did
 	}
@@ -402,7 +401,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	opts := admin.SignalOptions{To: strings.TrimSpace(r.PostFormValue("to")), Reason: strings.TrimSpace(r.PostFormValue("reason"))}
-	var run store.Run
+	var run runtime.Run
 	var err error
 	var did string
 	switch action {
@@ -474,17 +473,17 @@ func pageURL(id string, q url.Values, name string, n int64) string {
 // actionStatus is the HTTP status of an action's error.
 func actionStatus(err error) int {
 	switch {
-	case errors.Is(err, store.ErrRunNotFound):
+	case errors.Is(err, runtime.ErrRunNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, store.ErrInvalidInput), errors.Is(err, store.ErrPayload), errors.Is(err, admin.ErrPayload),
-		errors.Is(err, store.ErrInvalidID), errors.Is(err, runtime.ErrUnknownEvent):
+	case errors.Is(err, runtime.ErrInvalidInput), errors.Is(err, runtime.ErrPayload), errors.Is(err, admin.ErrPayload),
+		errors.Is(err, runtime.ErrInvalidID), errors.Is(err, runtime.ErrUnknownEvent):
 		return http.StatusBadRequest
-	case errors.Is(err, engine.ErrNotOwner):
+	case errors.Is(err, runtime.ErrNotOwner):
 		return http.StatusForbidden
-	case errors.Is(err, engine.ErrRunFinished), errors.Is(err, runtime.ErrIllegalTransition),
-		errors.Is(err, runtime.ErrGuardRejected), errors.Is(err, store.ErrConflict), errors.Is(err, engine.ErrNotCancellable),
-		errors.Is(err, engine.ErrNoCancelEvent), errors.Is(err, runtime.ErrNotCallerEvent), errors.Is(err, admin.ErrGuarded),
-		errors.Is(err, admin.ErrNoTransition), errors.Is(err, store.ErrTransitionRefused):
+	case errors.Is(err, runtime.ErrRunFinished), errors.Is(err, runtime.ErrIllegalTransition),
+		errors.Is(err, runtime.ErrGuardRejected), errors.Is(err, runtime.ErrConflict), errors.Is(err, runtime.ErrNotCancellable),
+		errors.Is(err, runtime.ErrNoCancelEvent), errors.Is(err, runtime.ErrNotCallerEvent), errors.Is(err, admin.ErrGuarded),
+		errors.Is(err, admin.ErrNoTransition), errors.Is(err, runtime.ErrTransitionRefused):
 		return http.StatusConflict
 	}
 	return http.StatusInternalServerError
@@ -492,9 +491,9 @@ func actionStatus(err error) int {
 
 func (s *Server) storeError(w http.ResponseWriter, r *http.Request, what string, err error) {
 	switch {
-	case errors.Is(err, store.ErrRunNotFound):
+	case errors.Is(err, runtime.ErrRunNotFound):
 		s.failBack(w, r, http.StatusNotFound, what+": not found", "/runs")
-	case errors.Is(err, store.ErrInvalidID), errors.Is(err, store.ErrInvalidInput):
+	case errors.Is(err, runtime.ErrInvalidID), errors.Is(err, runtime.ErrInvalidInput):
 		s.failBack(w, r, http.StatusBadRequest, what+": "+err.Error(), "/runs")
 	default:
 		slog.Error("console", "what", what, "err", err)
@@ -534,7 +533,7 @@ func (s *Server) machineOf(w http.ResponseWriter, r *http.Request) (runtime.Defi
 		return runtime.Definition{}, nil, false
 	}
 	def, err := s.st.Definition(r.Context(), typ, version)
-	if errors.Is(err, store.ErrUnknownDefinition) {
+	if errors.Is(err, runtime.ErrUnknownDefinition) {
 		s.failBack(w, r, http.StatusNotFound, fmt.Sprintf("machine %s v%d: not registered", typ, version), "/machines")
 		return def, nil, false
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -45,14 +46,14 @@ type Rerun struct {
 // LatestExecution returns the run that carries the latest execution of
 // the step-engine run runID: runID itself, or the run its last RerunLog
 // row names; and how many RerunLog rows runID has.
-func LatestExecution(ctx context.Context, st *store.Store, runID string) (store.Run, int, error) {
+func LatestExecution(ctx context.Context, st *store.Store, runID string) (runtime.Run, int, error) {
 	first, err := st.Get(ctx, runID)
 	if err != nil {
-		return store.Run{}, 0, err
+		return runtime.Run{}, 0, err
 	}
 	hist, err := st.History(ctx, runID)
 	if err != nil {
-		return store.Run{}, 0, err
+		return runtime.Run{}, 0, err
 	}
 	latest, n := "", 0
 	for _, h := range hist {
@@ -61,7 +62,7 @@ func LatestExecution(ctx context.Context, st *store.Store, runID string) (store.
 		}
 		var rr Rerun
 		if err := json.Unmarshal(h.Payload, &rr); err != nil {
-			return store.Run{}, 0, fmt.Errorf("run %s: log row %d (%s): %w: %v", runID, h.ID, RerunLog, ErrSummaryCorrupt, err)
+			return runtime.Run{}, 0, fmt.Errorf("run %s: log row %d (%s): %w: %v", runID, h.ID, RerunLog, ErrSummaryCorrupt, err)
 		}
 		latest, n = rr.RunID, n+1
 	}
@@ -70,7 +71,7 @@ func LatestExecution(ctx context.Context, st *store.Store, runID string) (store.
 	}
 	cur, err := st.Get(ctx, latest)
 	if err != nil {
-		return store.Run{}, 0, fmt.Errorf("run %s: its latest execution: %w", runID, err)
+		return runtime.Run{}, 0, fmt.Errorf("run %s: its latest execution: %w", runID, err)
 	}
 	return cur, n, nil
 }

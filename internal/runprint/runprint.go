@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -114,7 +115,7 @@ func (s safeWriter) Write(p []byte) (int, error) {
 }
 
 // RunTable prints runs as an aligned table, one line each.
-func RunTable(w io.Writer, runs []store.Run) error {
+func RunTable(w io.Writer, runs []runtime.Run) error {
 	tw := Table(w)
 	fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTATUS\tOUTCOME\tTENANT\tATTEMPT\tCREATED\tUPDATED")
 	for _, r := range runs {
@@ -132,7 +133,7 @@ func RunTable(w io.Writer, runs []store.Run) error {
 // Run prints one run as a block of "field  value" lines: its identity,
 // state, result, times, and while it runs its lease, schedule and last
 // error.
-func Run(w io.Writer, r store.Run) error {
+func Run(w io.Writer, r runtime.Run) error {
 	tw := Table(w)
 	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, Escape(v)) }
 	line("run", r.ID)
@@ -169,8 +170,8 @@ func Run(w io.Writer, r store.Run) error {
 		} else if r.ParkedAt.IsZero() {
 			line("due", "- (waits for an event)")
 		}
-		if r.LeaseOwner != "" {
-			line("lease", fmt.Sprintf("%s until %s (epoch %d)", r.LeaseOwner, Time(r.LeaseExpiresAt), r.LeaseEpoch))
+		if r.Lease.Owner != "" {
+			line("lease", fmt.Sprintf("%s until %s (epoch %d)", r.Lease.Owner, Time(r.Lease.ExpiresAt), r.Lease.Epoch))
 		}
 		if !r.ParkedAt.IsZero() {
 			line("parked", Time(r.ParkedAt))

@@ -288,7 +288,7 @@ func (w *Workflow) SendSignal(ctx context.Context, runID, name string, payload A
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, engine.ErrRunFinished) || errors.Is(err, runtime.ErrIllegalTransition) {
+	if errors.Is(err, runtime.ErrRunFinished) || errors.Is(err, runtime.ErrIllegalTransition) {
 		run, gerr := w.eng.Store().Get(ctx, runID)
 		if gerr != nil {
 			return fmt.Errorf("compliance: signal %s to run %s: %w: %w", name, runID, ErrSignalRefused, err)
@@ -343,7 +343,7 @@ type Execution struct {
 	CompletedAt     *time.Time     `json:"completedAt,omitempty"`
 }
 
-// GetWorkflow returns run runID as an Execution; store.ErrRunNotFound
+// GetWorkflow returns run runID as an Execution; runtime.ErrRunNotFound
 // when there is none. It is one read of the view workflow_executions. A
 // succeeded run has an Output; a failed one (status failed, in FAILED) has
 // its error's message in Error and its code in ErrorCode.
@@ -355,12 +355,18 @@ func (w *Workflow) GetWorkflow(ctx context.Context, runID string) (Execution, er
 	return execution(x)
 }
 
-// execution converts the store's execution of a run of the workflow.
+// execution converts the store's execution of a run of the workflow,
+// naming its fields as the seed does: the run's idempotency key is its
+// workflowId, its type the workflowName, its state the currentStep, its
+// tenant the organizationId and its user the actorId.
 func execution(x store.Execution) (Execution, error) {
 	e := Execution{
-		ID: x.ID, WorkflowID: x.WorkflowID, RunID: x.RunID, WorkflowName: x.WorkflowName, WorkflowVersion: strconv.Itoa(x.WorkflowVersion),
-		Status: x.Status, Error: x.Error, ErrorCode: x.ErrorCode, CurrentStep: x.CurrentStep, ActorID: x.ActorID, OrganizationID: x.OrganizationID,
-		StartedAt: x.StartedAt, StateHistory: make([]StateChange, 0, len(x.StateHistory)),
+		ID: x.ID, WorkflowID: x.IdempotencyKey, RunID: x.ID, WorkflowName: x.Type, WorkflowVersion: strconv.Itoa(x.Version),
+		Status: x.Status, CurrentStep: x.State, ActorID: x.UserID, OrganizationID: x.TenantID,
+		StartedAt: x.CreatedAt, StateHistory: make([]StateChange, 0, len(x.StateHistory)),
+	}
+	if x.Result != nil {
+		e.Error, e.ErrorCode = x.Result.ErrorDetail, x.Result.ErrorCode
 	}
 	if err := json.Unmarshal(x.Input, &e.Input); err != nil {
 		return e, fmt.Errorf("compliance: run %s: input: %w", x.ID, err)
@@ -369,7 +375,7 @@ func execution(x store.Execution) (Execution, error) {
 		e.StateHistory = append(e.StateHistory, StateChange(s))
 	}
 	if x.Status.Terminal() {
-		t := x.CompletedAt
+		t := x.FinishedAt
 		e.CompletedAt = &t
 	}
 	if x.Status == runtime.StatusSucceeded {
@@ -381,7 +387,11 @@ func execution(x store.Execution) (Execution, error) {
 
 // output is a finished run's Output.
 func output(x store.Execution) Output {
-	return Output{RunID: x.ID, Approved: x.CurrentStep == fcha.StateApproved.String(), Decision: x.Outcome, EvidenceIDs: x.EvidenceIDs}
+	var decision string
+	if x.Result != nil {
+		decision = x.Result.Outcome
+	}
+	return Output{RunID: x.ID, Approved: x.State == fcha.StateApproved.String(), Decision: decision, EvidenceIDs: x.EvidenceIDs}
 }
 
 // Query selects runs as the seed's workflowStore.query does; empty fields
@@ -399,7 +409,7 @@ type Query struct {
 // status and organization (the run's tenant) is served by the index
 // workflow_runs_query_idx.
 func (w *Workflow) Query(ctx context.Context, q Query) ([]Execution, error) {
-	xs, err := w.eng.Store().Executions(ctx, store.ExecutionFilter{WorkflowName: q.WorkflowName, Status: q.Status, OrganizationID: q.OrganizationID, Limit: q.Limit})
+	xs, err := w.eng.Store().Executions(ctx, store.ExecutionFilter{Type: q.WorkflowName, Status: q.Status, TenantID: q.OrganizationID, Limit: q.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("compliance: query: %w", err)
 	}
@@ -422,7 +432,11 @@ func (w *Workflow) finished(ctx context.Context, id string) (Output, error) {
 		return Output{}, fmt.Errorf("compliance: execute %s: %w", id, err)
 	}
 	if x.Status != runtime.StatusSucceeded {
-		return Output{}, fmt.Errorf("compliance: execute %s: %w in %s: %s: %s", id, ErrWorkflowFailed, x.CurrentStep, x.ErrorCode, x.Error)
+		var code, detail string
+		if x.Result != nil {
+			code, detail = x.Result.ErrorCode, x.Result.ErrorDetail
+		}
+		return Output{}, fmt.Errorf("compliance: execute %s: %w in %s: %s: %s", id, ErrWorkflowFailed, x.State, code, detail)
 	}
 	return output(x), nil
 }

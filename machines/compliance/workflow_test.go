@@ -111,7 +111,7 @@ func newEnv(t *testing.T, pool *pgxpool.Pool, start time.Time, failFirst int, op
 	if cfg.dbClock {
 		st = store.New(pool)
 	}
-	eng, err := engine.New(pool, st, engine.Config{WorkerID: "fcha-test:" + t.Name(), DisableNotify: true})
+	eng, err := engine.New(st, engine.Config{WorkerID: "fcha-test:" + t.Name(), DisableNotify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func (e *env) payload(t *testing.T, runID, kind string) map[string]any {
 }
 
 // drive drives the run inline until it is terminal or waits.
-func (e *env) drive(t *testing.T, runID string) store.Run {
+func (e *env) drive(t *testing.T, runID string) runtime.Run {
 	t.Helper()
 	run, err := e.eng.Drive(context.Background(), runID)
 	if err != nil {
@@ -345,7 +345,7 @@ func TestBranches(t *testing.T) {
 					t.Fatal(err)
 				}
 				err := e.wf.SendSignal(ctx, id, compliance.SignalAuthorizationSigned, compliance.Authorization{SignedAt: e.clock.Now(), SignedBy: "user_456"})
-				if !errors.Is(err, compliance.ErrSignalRefused) || !errors.Is(err, engine.ErrRunFinished) || !strings.Contains(err.Error(), "authorization window of 168h0m0s closed at 2026-03-09T09:00:00Z") {
+				if !errors.Is(err, compliance.ErrSignalRefused) || !errors.Is(err, runtime.ErrRunFinished) || !strings.Contains(err.Error(), "authorization window of 168h0m0s closed at 2026-03-09T09:00:00Z") {
 					t.Errorf("late signal: err = %v, want ErrSignalRefused saying the window closed", err)
 				}
 			}
@@ -630,7 +630,7 @@ func TestQuery(t *testing.T) {
 	if x.Output == nil || x.Output.Approved || x.Output.Decision != "denied" || x.CompletedAt == nil {
 		t.Errorf("denied run = %+v, output %+v", x, x.Output)
 	}
-	if _, err := e.wf.GetWorkflow(ctx, "5d3c1a2b-0000-4000-8000-000000000000"); !errors.Is(err, store.ErrRunNotFound) {
+	if _, err := e.wf.GetWorkflow(ctx, "5d3c1a2b-0000-4000-8000-000000000000"); !errors.Is(err, runtime.ErrRunNotFound) {
 		t.Errorf("unknown run: err = %v, want ErrRunNotFound", err)
 	}
 }
@@ -774,7 +774,7 @@ func crashChild(dsn, runID string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(4)
 	}
-	eng, err := engine.New(pool, store.New(pool), engine.Config{WorkerID: "fcha-crash-child", DisableNotify: true})
+	eng, err := engine.New(store.New(pool), engine.Config{WorkerID: "fcha-crash-child", DisableNotify: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(4)

@@ -39,7 +39,7 @@
 // the background machines its runs enqueue. Submit then starts a run for a
 // submission, idempotently:
 //
-//	eng, err := engine.New(pool, store.New(pool), engine.Config{})
+//	eng, err := engine.New(store.New(pool), engine.Config{})
 //	if err != nil { ... }
 //	if err := wf.Register(ctx, eng); err != nil { ... }
 //	res, err := wf.Submit(ctx, eng, problems.SubmitRequest{
@@ -48,11 +48,11 @@
 //		Problem: problems.SubmitProblem{Text: "Solve 2x + 3 = 7", MediaType: "text/plain"},
 //	})
 //	switch res.Outcome {
-//	case store.Created, store.Restarted:
+//	case runtime.StartCreated, runtime.StartRestarted:
 //		run, err := eng.Drive(ctx, res.Run.ID) // or let eng.Work's workers drive it
-//	case store.Cached: // solved before: res.Run.Result
-//	case store.Running: // under way: res.Run.State, res.ETA
-//	case store.Cancelled: // cancelled by its owner: final for this key
+//	case runtime.StartCached: // solved before: res.Run.Result
+//	case runtime.StartRunning: // under way: res.Run.State, res.ETA
+//	case runtime.StartCancelled: // cancelled by its owner: final for this key
 //	}
 //
 // The run's idempotency key is IdempotencyKey(signature, user, intent):
@@ -64,7 +64,7 @@
 // policy through the PolicyEngine for the run's workflow type, tenant,
 // user, tier and sensitivity, and the engine stores its JSON snapshot on
 // the run, where every handler and guard reads it as run.Policy. A policy
-// engine that fails refuses the submission (engine.ErrPolicy) and writes
+// engine that fails refuses the submission (runtime.ErrPolicy) and writes
 // nothing. A failed run submitted again is restarted in place, attempt 2,
 // under a freshly resolved policy.
 //
@@ -140,11 +140,11 @@
 //	runs := retrieveorgenerate.Runs[problems.RunInput](eng)
 //	run, err := runs.Cancel(ctx, runID, userID) // run.State == retrieveorgenerate.StateCancelled
 //
-// Another user gets engine.ErrNotOwner, a finished run
-// engine.ErrRunFinished. A handler in flight (a long solve, say) has its
+// Another user gets runtime.ErrNotOwner, a finished run
+// runtime.ErrRunFinished. A handler in flight (a long solve, say) has its
 // context cancelled at its next heartbeat and writes nothing; an eng.Drive
-// driving it returns engine.ErrLeaseLost. A cancelled run stays cancelled:
-// submitting the same problem again returns it (store.Cancelled).
+// driving it returns runtime.ErrLeaseLost. A cancelled run stays cancelled:
+// submitting the same problem again returns it (runtime.StartCancelled).
 //
 // # Effects
 //

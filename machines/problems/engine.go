@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // RunInput is the input JSON of a run that Submit starts: the submitted
@@ -64,7 +64,7 @@ func (w *Workflow) Register(ctx context.Context, eng *engine.Engine) error {
 // subscription tier and sensitivity (read from the run's input, a RunInput)
 // and returns the snapshot the engine stores on the run. Register installs
 // it; it is exported for engines wired by hand.
-func (w *Workflow) StartPolicy(ctx context.Context, p engine.StartParams) (json.RawMessage, error) {
+func (w *Workflow) StartPolicy(ctx context.Context, p runtime.StartRequest) (json.RawMessage, error) {
 	in, err := decodeRunInput(p.Input)
 	if err != nil {
 		return nil, err
@@ -82,29 +82,27 @@ func (w *Workflow) StartPolicy(ctx context.Context, p engine.StartParams) (json.
 // idempotency key is IdempotencyKey of the problem's signature, the user
 // and the intent (see Key), so that the same problem submitted again by the
 // same user with the same intent finds the same run. The branches are those
-// of engine.Engine.Start: a new run (store.Created), a failed one started
-// again as its next attempt (store.Restarted), one under way with its ETA
-// (store.Running), one that succeeded with its cached result
-// (store.Cached), or one that was cancelled (store.Cancelled). The engine's
+// of engine.Engine.Start: a new run (runtime.StartCreated), a failed one started
+// again as its next attempt (runtime.StartRestarted), one under way with its ETA
+// (runtime.StartRunning), one that succeeded with its cached result
+// (runtime.StartCached), or one that was cancelled (runtime.StartCancelled). The engine's
 // workers drive a new or restarted run; call eng.Drive to drive it in the
 // caller's goroutine instead.
-func (w *Workflow) Submit(ctx context.Context, eng *engine.Engine, req SubmitRequest) (store.StartResult, error) {
+func (w *Workflow) Submit(ctx context.Context, eng *engine.Engine, req SubmitRequest) (runtime.Started, error) {
 	if eng == nil {
-		return store.StartResult{}, errors.New("problems: submit: nil engine")
+		return runtime.Started{}, errors.New("problems: submit: nil engine")
 	}
 	if req.TenantID == "" {
-		return store.StartResult{}, fmt.Errorf("problems: submit: %w: no tenant", ErrInvalidSubmission)
+		return runtime.Started{}, fmt.Errorf("problems: submit: %w: no tenant", ErrInvalidSubmission)
 	}
 	key, err := w.Key(ctx, req.UserID, req.Problem)
 	if err != nil {
-		return store.StartResult{}, fmt.Errorf("problems: submit: %w", err)
+		return runtime.Started{}, fmt.Errorf("problems: submit: %w", err)
 	}
-	res, err := eng.Start(ctx, engine.StartParams{
+	res, err := eng.Start(ctx, runtime.StartRequest{
 		Type:           rog.Type,
 		IdempotencyKey: key,
-		TenantID:       req.TenantID,
-		UserID:         req.UserID,
-		CorrelationID:  req.CorrelationID,
+		Owner:          runtime.Owner{TenantID: req.TenantID, UserID: req.UserID, CorrelationID: req.CorrelationID},
 		Input: RunInput{
 			SubmitProblem:    req.Problem,
 			SubscriptionTier: req.SubscriptionTier,

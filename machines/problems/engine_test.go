@@ -81,7 +81,7 @@ func newEngine(t *testing.T, fx *fixture, wf *problems.Workflow, cfg engine.Conf
 	if cfg.Jitter == nil {
 		cfg.Jitter = func() float64 { return 0.5 }
 	}
-	eng, err := engine.New(fx.pool, store.New(fx.pool, opts...), cfg)
+	eng, err := engine.New(store.New(fx.pool, opts...), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func steps(t *testing.T, eng *engine.Engine, runID, name string) []map[string]an
 }
 
 // end summarises a terminal run; output decodes the result's output.
-func end(t *testing.T, eng *engine.Engine, run store.Run, output func(json.RawMessage) (any, error)) ended {
+func end(t *testing.T, eng *engine.Engine, run runtime.Run, output func(json.RawMessage) (any, error)) ended {
 	t.Helper()
 	e := ended{Transitions: transitions(t, eng, run.ID, run.Attempt), State: run.State, Status: run.Status, Attempt: run.Attempt}
 	if run.Result == nil {
@@ -163,20 +163,20 @@ func submitReq(cmd problems.SubmitProblem, tier string) problems.SubmitRequest {
 }
 
 // submit submits cmd and requires a new run.
-func submit(t *testing.T, wf *problems.Workflow, eng *engine.Engine, cmd problems.SubmitProblem, tier string) store.Run {
+func submit(t *testing.T, wf *problems.Workflow, eng *engine.Engine, cmd problems.SubmitProblem, tier string) runtime.Run {
 	t.Helper()
 	res, err := wf.Submit(context.Background(), eng, submitReq(cmd, tier))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Outcome != store.Created {
+	if res.Outcome != runtime.StartCreated {
 		t.Fatalf("submit: outcome %v, want created", res.Outcome)
 	}
 	return res.Run
 }
 
 // submitAndDrive submits cmd and drives its run inline to its end.
-func submitAndDrive(t *testing.T, wf *problems.Workflow, eng *engine.Engine, cmd problems.SubmitProblem, tier string) store.Run {
+func submitAndDrive(t *testing.T, wf *problems.Workflow, eng *engine.Engine, cmd problems.SubmitProblem, tier string) runtime.Run {
 	t.Helper()
 	run := submit(t, wf, eng, cmd, tier)
 	run, err := eng.Drive(context.Background(), run.ID)
@@ -191,7 +191,7 @@ func submitAndDrive(t *testing.T, wf *problems.Workflow, eng *engine.Engine, cmd
 
 // runDue drives run to its end with RunDue, moving clk to each retry's due
 // time, and returns it.
-func runDue(t *testing.T, eng *engine.Engine, clk *fsmtest.Clock, runID string) store.Run {
+func runDue(t *testing.T, eng *engine.Engine, clk *fsmtest.Clock, runID string) runtime.Run {
 	t.Helper()
 	ctx := context.Background()
 	for range 30 {
@@ -211,11 +211,11 @@ func runDue(t *testing.T, eng *engine.Engine, clk *fsmtest.Clock, runID string) 
 		clk.Advance(run.NextRunAt.Sub(clk.Now()))
 	}
 	t.Fatal("the run did not end")
-	return store.Run{}
+	return runtime.Run{}
 }
 
 // background returns the run of type typ started with key.
-func background(t *testing.T, eng *engine.Engine, typ, key string) store.Run {
+func background(t *testing.T, eng *engine.Engine, typ, key string) runtime.Run {
 	t.Helper()
 	runs, err := eng.Store().List(context.Background(), store.Filter{Type: typ})
 	if err != nil {
@@ -227,7 +227,7 @@ func background(t *testing.T, eng *engine.Engine, typ, key string) store.Run {
 		}
 	}
 	t.Fatalf("no %s run with key %s among %d", typ, key, len(runs))
-	return store.Run{}
+	return runtime.Run{}
 }
 
 // flakyIndexer times out on its first n writes, then writes through inner.
@@ -282,7 +282,7 @@ func TestEngineHit(t *testing.T) {
 	}
 	// Policy first: the snapshot on the run, and step policy_applied.
 	var pol problems.ExecutionPolicy
-	if err := json.Unmarshal(run.PolicySnapshot, &pol); err != nil {
+	if err := json.Unmarshal(run.Policy, &pol); err != nil {
 		t.Fatal(err)
 	}
 	wantPol := problems.ExecutionPolicy{RetrievalThreshold: 0.85, VideoGeneration: problems.VideoAsync, RetryMax: 3, CostCapUSD: 0.5,
@@ -619,7 +619,7 @@ func TestEngineIdempotentStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Outcome != store.Running || res.Run.ID != first.ID || res.Run.State != "INITIATED" {
+		if res.Outcome != runtime.StartRunning || res.Run.ID != first.ID || res.Run.State != "INITIATED" {
 			t.Errorf("second submission: %v %s in %s, want running %s", res.Outcome, res.Run.ID, res.Run.State, first.ID)
 		}
 		run, err := eng.Drive(ctx, first.ID)
@@ -630,7 +630,7 @@ func TestEngineIdempotentStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Outcome != store.Cached || res.Run.ID != first.ID {
+		if res.Outcome != runtime.StartCached || res.Run.ID != first.ID {
 			t.Fatalf("after success: %v %s, want cached %s", res.Outcome, res.Run.ID, first.ID)
 		}
 		if diff := cmp.Diff(run.Result, res.Run.Result); diff != "" {
@@ -659,7 +659,7 @@ func TestEngineIdempotentStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Outcome != store.Restarted || res.Run.ID != failed.ID || res.Run.Attempt != 2 || res.Run.State != "INITIATED" {
+		if res.Outcome != runtime.StartRestarted || res.Run.ID != failed.ID || res.Run.Attempt != 2 || res.Run.State != "INITIATED" {
 			t.Fatalf("resubmitted: %v %s attempt %d in %s", res.Outcome, res.Run.ID, res.Run.Attempt, res.Run.State)
 		}
 		run, err := eng.Drive(ctx, res.Run.ID)
@@ -693,7 +693,7 @@ func TestEngineCancel(t *testing.T) {
 	eng := newEngine(t, fx, wf, engine.Config{Lease: 600 * time.Millisecond})
 	run := submit(t, wf, eng, problems.SubmitProblem{Text: "Solve 2p + 2 = 8"}, problems.TierPro)
 	type driven struct {
-		run store.Run
+		run runtime.Run
 		err error
 	}
 	done := make(chan driven, 1)
@@ -716,7 +716,7 @@ func TestEngineCancel(t *testing.T) {
 		t.Errorf("Signal(SolveSucceeded) in GENERATING_SOLUTION: %v\nwant %s", err, wantErr)
 	}
 	const stranger = "8a5f2c1e-0000-4000-8000-0000000000ff"
-	if _, err := runs.Cancel(ctx, run.ID, stranger); !errors.Is(err, engine.ErrNotOwner) {
+	if _, err := runs.Cancel(ctx, run.ID, stranger); !errors.Is(err, runtime.ErrNotOwner) {
 		t.Errorf("cancel by another user: %v, want ErrNotOwner", err)
 	}
 	cancelled, err := runs.Cancel(ctx, run.ID, userID)
@@ -733,7 +733,7 @@ func TestEngineCancel(t *testing.T) {
 		t.Fatal("Drive did not return after the cancellation")
 	}
 	// The handler in flight lost its lease and wrote nothing.
-	if d.err != nil && !errors.Is(d.err, engine.ErrLeaseLost) {
+	if d.err != nil && !errors.Is(d.err, runtime.ErrLeaseLost) {
 		t.Errorf("Drive: %v", d.err)
 	}
 	run, err = eng.Store().Get(ctx, run.ID)
@@ -748,12 +748,12 @@ func TestEngineCancel(t *testing.T) {
 	if diff := cmp.Diff(want, end(t, eng, run, workflowOutput), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("run (-want +got):\n%s", diff)
 	}
-	if _, err := runs.Cancel(ctx, run.ID, userID); !errors.Is(err, engine.ErrRunFinished) {
+	if _, err := runs.Cancel(ctx, run.ID, userID); !errors.Is(err, runtime.ErrRunFinished) {
 		t.Errorf("cancel of a cancelled run: %v, want ErrRunFinished", err)
 	}
 	// A cancellation is final for its key.
 	res, err := wf.Submit(ctx, eng, submitReq(problems.SubmitProblem{Text: "Solve 2p + 2 = 8"}, problems.TierPro))
-	if err != nil || res.Outcome != store.Cancelled || res.Run.ID != run.ID {
+	if err != nil || res.Outcome != runtime.StartCancelled || res.Run.ID != run.ID {
 		t.Errorf("resubmitted after the cancellation: %v %s (%v)", res.Outcome, res.Run.ID, err)
 	}
 }
@@ -801,14 +801,14 @@ func TestEngineIdempotencyBeforePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resubmitting a succeeded problem with the policy engine down: %v", err)
 	}
-	if res.Outcome != store.Cached || res.Run.ID != done.ID {
+	if res.Outcome != runtime.StartCached || res.Run.ID != done.ID {
 		t.Errorf("resubmitted: %v %s, want cached %s", res.Outcome, res.Run.ID, done.ID)
 	}
 	if diff := cmp.Diff(done.Result, res.Run.Result); diff != "" {
 		t.Errorf("cached result (-driven +cached):\n%s", diff)
 	}
 	res, err = wf.Submit(ctx, eng, submitReq(problems.SubmitProblem{Text: "Solve 3y = 12"}, problems.TierPro))
-	if err != nil || res.Outcome != store.Running || res.Run.ID != running.ID {
+	if err != nil || res.Outcome != runtime.StartRunning || res.Run.ID != running.ID {
 		t.Errorf("resubmitting a run under way: %v %s, %v; want running %s", res.Outcome, res.Run.ID, err, running.ID)
 	}
 	if n := policies.calls.Load() - before; n != 0 {
@@ -816,7 +816,7 @@ func TestEngineIdempotencyBeforePolicy(t *testing.T) {
 	}
 
 	_, err = wf.Submit(ctx, eng, submitReq(problems.SubmitProblem{Text: "Solve 5z = 10"}, problems.TierPro))
-	if !errors.Is(err, engine.ErrPolicy) || !errors.Is(err, errPolicyDown) {
+	if !errors.Is(err, runtime.ErrPolicy) || !errors.Is(err, errPolicyDown) {
 		t.Errorf("a new problem with the policy engine down: %v, want ErrPolicy and the engine's error", err)
 	}
 }
@@ -858,7 +858,7 @@ func TestEngineRetriesFromThePolicy(t *testing.T) {
 	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	eng := newEngine(t, fx, wf, engine.Config{}, store.WithClock(clk.Now))
 	// Submit would normalize the problem for its key: start it with one.
-	res, err := eng.Start(context.Background(), engine.StartParams{Type: rog.Type, IdempotencyKey: "ocr-down", TenantID: tenant, UserID: userID,
+	res, err := eng.Start(context.Background(), runtime.StartRequest{Type: rog.Type, IdempotencyKey: "ocr-down", Owner: runtime.Owner{TenantID: tenant, UserID: userID},
 		Input: problems.RunInput{SubmitProblem: problems.SubmitProblem{Text: "What is 9 * 9?"}, SubscriptionTier: problems.TierPro}})
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func ExampleWorkflow_Submit() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	eng, err := engine.New(pool, store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("problems")})
+	eng, err := engine.New(store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("problems")})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func newRun(t *testing.T, p problems.ExecutionPolicy, cmd problems.SubmitProblem
 	return &runtime.Run{
 		ID: runID, Type: rog.Type, Version: rog.Version,
 		IdempotencyKey: "key-1", Attempt: 1, StepAttempt: 1,
-		TenantID: "tenant-1", UserID: userID,
+		Owner: runtime.Owner{TenantID: "tenant-1", UserID: userID},
 		Input: input(t, cmd), Policy: snapshot(t, p),
 		Events: events, Effects: fx,
 	}, fx

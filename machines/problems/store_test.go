@@ -53,7 +53,7 @@ func TestGeneratedMachinesOnTheStore(t *testing.T) {
 	if err := st.Register(ctx, rog.Definition()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := st.Start(ctx, store.StartParams{Type: rog.Type, Version: rog.Version, IdempotencyKey: "k-1", TenantID: "acme"})
+	res, err := st.Start(ctx, runtime.StartRequest{Type: rog.Type, Version: rog.Version, IdempotencyKey: "k-1", Owner: runtime.Owner{TenantID: "acme"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +65,8 @@ func TestGeneratedMachinesOnTheStore(t *testing.T) {
 	}
 	// Another transition from the same read loses.
 	err = b.Cancel(ctx, rog.Cancel{UserID: "u-1"})
-	if !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("second machine: error %v, want store.ErrConflict", err)
+	if !errors.Is(err, runtime.ErrConflict) {
+		t.Fatalf("second machine: error %v, want runtime.ErrConflict", err)
 	}
 	if got := b.State(); got != rog.StateInitiated {
 		t.Errorf("the losing machine moved to %s", got)

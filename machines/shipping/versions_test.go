@@ -41,16 +41,16 @@ func newEnv(t *testing.T) *env {
 	pool := pgtest.NewPool(t)
 	c := fsmtest.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	st := store.New(pool, store.WithClock(c.Now))
-	eng, err := engine.New(pool, st, engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BatchSize: 1})
+	eng, err := engine.New(st, engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BatchSize: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &env{ctx: context.Background(), pool: pool, clock: c, st: st, eng: eng}
 }
 
-func (v *env) start(t *testing.T, key string, o shipping.Order) store.Run {
+func (v *env) start(t *testing.T, key string, o shipping.Order) runtime.Run {
 	t.Helper()
-	res, err := v.eng.Start(v.ctx, engine.StartParams{Type: shipment.Type, IdempotencyKey: key, TenantID: "t", UserID: owner, Input: o})
+	res, err := v.eng.Start(v.ctx, runtime.StartRequest{Type: shipment.Type, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t", UserID: owner}, Input: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +60,9 @@ func (v *env) start(t *testing.T, key string, o shipping.Order) store.Run {
 // signal fires evs on run id: a caller's event with Signal, a driven
 // state's event, which callers may not send, through the store as the
 // state's handler would, to put the run in the state a test needs.
-func (v *env) signal(t *testing.T, id string, evs ...runtime.Event) store.Run {
+func (v *env) signal(t *testing.T, id string, evs ...runtime.Event) runtime.Run {
 	t.Helper()
-	var run store.Run
+	var run runtime.Run
 	for _, ev := range evs {
 		run = v.get(t, id)
 		d := shipping.DriverV1()
@@ -76,7 +76,7 @@ func (v *env) signal(t *testing.T, id string, evs ...runtime.Event) store.Run {
 		} else {
 			var rec *store.Recorder
 			if run, rec, err = v.st.Load(v.ctx, id, def); err == nil {
-				rt := run.Runtime()
+				rt := run
 				err = d.Fire(v.ctx, &rt, run.State, ev, rec)
 				run = v.get(t, id)
 			}
@@ -88,7 +88,7 @@ func (v *env) signal(t *testing.T, id string, evs ...runtime.Event) store.Run {
 	return run
 }
 
-func (v *env) get(t *testing.T, id string) store.Run {
+func (v *env) get(t *testing.T, id string) runtime.Run {
 	t.Helper()
 	run, err := v.st.Get(v.ctx, id)
 	if err != nil {
@@ -141,7 +141,7 @@ func mustJSON(v any) []byte {
 // live is the set of version 1 runs the test upgrades, one per state of
 // version 1 that a run can be in, plus the forms a run takes there.
 type live struct {
-	created, retrying, leased, labeling, returned, held, awaiting, finished store.Run
+	created, retrying, leased, labeling, returned, held, awaiting, finished runtime.Run
 }
 
 // setUp starts runs on version 1 only, as the release before the change
@@ -177,17 +177,17 @@ func setUp(t *testing.T, v *env) live {
 	l.awaiting = v.signal(t, l.awaiting.ID, shipmentv1.Start{}, shipmentv1.Packed{Parcels: 6}, shipmentv1.Labeled{Carrier: "ups"})
 	l.finished = v.start(t, "finished", shipping.Order{Parcels: 7})
 	l.finished = v.signal(t, l.finished.ID, shipmentv1.Start{}, shipmentv1.Packed{Parcels: 7}, shipmentv1.Labeled{Carrier: "ups"}, shipmentv1.Delivered{})
-	for _, r := range []store.Run{l.created, l.labeling, l.returned, l.held, l.awaiting} {
+	for _, r := range []runtime.Run{l.created, l.labeling, l.returned, l.held, l.awaiting} {
 		l := v.get(t, r.ID)
-		if l.Version != 1 || l.LeaseOwner != "" {
-			t.Fatalf("run %s: v%d leased by %q", l.IdempotencyKey, l.Version, l.LeaseOwner)
+		if l.Version != 1 || l.Lease.Owner != "" {
+			t.Fatalf("run %s: v%d leased by %q", l.IdempotencyKey, l.Version, l.Lease.Owner)
 		}
 	}
 	return l
 }
 
 // enginestest leases a run as a worker that died right after claiming it.
-func enginestest(v *env, id string) (store.Run, error) {
+func enginestest(v *env, id string) (runtime.Run, error) {
 	return enginetest.AbandonClaim(v.ctx, v.st, "dead-worker", id, time.Hour)
 }
 
@@ -282,7 +282,7 @@ func TestUpgradeLiveRunsInEveryState(t *testing.T) {
 		Attempt int
 	}
 	got := map[string]where{}
-	for _, r := range []store.Run{l.created, l.retrying, l.leased, l.labeling, l.returned, l.held, l.awaiting, l.finished} {
+	for _, r := range []runtime.Run{l.created, l.retrying, l.leased, l.labeling, l.returned, l.held, l.awaiting, l.finished} {
 		r2 := v.get(t, r.ID)
 		got[r.IdempotencyKey] = where{r2.State, r2.Version, r2.StepAttempt}
 	}
@@ -316,7 +316,7 @@ func TestUpgradeLiveRunsInEveryState(t *testing.T) {
 
 	// Version 1 cannot be let go while its held run lives.
 	err = v.eng.Deregister(v.ctx, shipment.Type, 1)
-	if !errors.Is(err, store.ErrLiveRuns) {
+	if !errors.Is(err, runtime.ErrLiveRuns) {
 		t.Fatalf("deregister v1 with a live run: %v, want ErrLiveRuns", err)
 	}
 	const wantDereg = "engine: deregister shipment v1: the version has live runs: 1 runs of shipment v1 are not finished; upgrade them (fsmctl versions plan shipment 1 N) or let them drain (fsmctl versions status shipment) first"
@@ -329,7 +329,7 @@ func TestUpgradeLiveRunsInEveryState(t *testing.T) {
 	v.clock.Advance(2 * time.Second) // the retry falls due
 	v.signal(t, l.held.ID, shipmentv1.Released{})
 	v.runDue(t)
-	for _, r := range []store.Run{l.created, l.retrying, l.leased, l.labeling, l.returned, l.held, l.awaiting, fresh} {
+	for _, r := range []runtime.Run{l.created, l.retrying, l.leased, l.labeling, l.returned, l.held, l.awaiting, fresh} {
 		cur := v.get(t, r.ID)
 		if cur.State != "AWAITING" {
 			t.Fatalf("run %s: %s at v%d, want AWAITING", r.IdempotencyKey, cur.State, cur.Version)
@@ -344,7 +344,7 @@ func TestUpgradeLiveRunsInEveryState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, r := range []store.Run{l.created, l.retrying, l.leased, l.labeling, l.returned, l.held, l.awaiting, fresh} {
+	for _, r := range []runtime.Run{l.created, l.retrying, l.leased, l.labeling, l.returned, l.held, l.awaiting, fresh} {
 		cur := v.get(t, r.ID)
 		wantV := 2
 		if r.ID == l.held.ID {
@@ -417,7 +417,7 @@ func TestDatabaseRefusesUndeclaredUpgrades(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := move(tt.id, tt.to)
-		if !errors.Is(err, store.ErrTransitionRefused) {
+		if !errors.Is(err, runtime.ErrTransitionRefused) {
 			t.Errorf("%s: %v, want ErrTransitionRefused", tt.name, err)
 			continue
 		}
@@ -427,7 +427,7 @@ func TestDatabaseRefusesUndeclaredUpgrades(t *testing.T) {
 	}
 	// The declared move goes through, with its log row written in the same
 	// transaction; without it, the deferred check refuses the commit.
-	if err := move(l.labeling.ID, "WEIGHING"); !errors.Is(err, store.ErrUnlogged) {
+	if err := move(l.labeling.ID, "WEIGHING"); !errors.Is(err, runtime.ErrUnlogged) {
 		t.Errorf("declared move without its log row: %v, want ErrUnlogged", err)
 	}
 }
@@ -470,7 +470,7 @@ func TestOldRunKeepsVersionBesideNew(t *testing.T) {
 	}
 	// An engine of the new release that no longer registers v1 says what
 	// to do about the v1 run.
-	other, err := engine.New(v.pool, store.New(v.pool), engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	other, err := engine.New(store.New(v.pool), engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,14 +480,14 @@ func TestOldRunKeepsVersionBesideNew(t *testing.T) {
 	v1run := v.startV1(t, "v1-late")
 	_, err = other.Signal(v.ctx, v1run.ID, shipment.Start{})
 	want := "engine: signal Start run " + v1run.ID + ": definition not registered with this engine: shipment v1 (this engine drives v2); keep registering v1's driver beside v2 until its runs drain, or upgrade them: fsmctl versions plan shipment 1 2"
-	if !errors.Is(err, engine.ErrNotRegistered) || err.Error() != want {
+	if !errors.Is(err, runtime.ErrNotRegistered) || err.Error() != want {
 		t.Errorf("signal a v1 run on an engine without v1:\n got %v\nwant %s", err, want)
 	}
 }
 
-func (v *env) startV1(t *testing.T, key string) store.Run {
+func (v *env) startV1(t *testing.T, key string) runtime.Run {
 	t.Helper()
-	res, err := v.eng.Start(v.ctx, engine.StartParams{Type: shipment.Type, Version: 1, IdempotencyKey: key, TenantID: "t", UserID: owner, Input: shipping.Order{Parcels: 1}})
+	res, err := v.eng.Start(v.ctx, runtime.StartRequest{Type: shipment.Type, Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t", UserID: owner}, Input: shipping.Order{Parcels: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@
 // machine rebuilt from the store with store.Load, moved through its
 // Recorder.
 //
-//	eng, err := engine.New(pool, store.New(pool), engine.Config{})
+//	eng, err := engine.New(store.New(pool), engine.Config{})
 //	if err != nil { ... }
 //	wf := &shop.Workflow{Warehouse: wh, Payments: psp}
 //	if err := eng.Register(ctx, wf.Driver()); err != nil { ... }

@@ -52,7 +52,7 @@ func newEnv(t *testing.T) env {
 	pool := pgtest.NewPool(t)
 	clk := fsmtest.NewClock(time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC))
 	st := store.New(pool, store.WithClock(clk.Now))
-	eng, err := engine.New(pool, st, engine.Config{DisableNotify: true})
+	eng, err := engine.New(st, engine.Config{DisableNotify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func (v env) runDue(t *testing.T, want int) {
 	}
 }
 
-func (v env) start(t *testing.T, orders order.Handle[shop.Input], key string) order.Snapshot {
+func (v env) start(t *testing.T, orders order.Handle[shop.Input], key string) order.Started {
 	t.Helper()
 	o, err := orders.Start(context.Background(), key, shop.Input{Items: []string{"book"}, TotalCents: 4200},
 		runtime.Owner{TenantID: "acme", UserID: alice})
@@ -125,12 +125,12 @@ func TestTypedHandle(t *testing.T) {
 	if err := json.Unmarshal(o.Input, &in); err != nil {
 		t.Fatal(err)
 	}
-	if o.State != order.StatePendingPayment || o.Start != runtime.StartCreated || in.TotalCents != 4200 {
-		t.Fatalf("started: %s %s %s", o.State, o.Start, o.Input)
+	if o.State != order.StatePendingPayment || o.Outcome != runtime.StartCreated || in.TotalCents != 4200 {
+		t.Fatalf("started: %s %s %s", o.State, o.Outcome, o.Input)
 	}
 	again := v.start(t, orders, "o-1")
-	if again.ID != o.ID || again.Start != runtime.StartRunning {
-		t.Errorf("started again: %s %s, want %s running", again.ID, again.Start, o.ID)
+	if again.ID != o.ID || again.Outcome != runtime.StartRunning {
+		t.Errorf("started again: %s %s, want %s running", again.ID, again.Outcome, o.ID)
 	}
 	v.runDue(t, 0) // it waits for the payment; Start armed its timer
 	steps := []struct {
@@ -151,8 +151,8 @@ func TestTypedHandle(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if got.State != s.want || got.RunInfo.State != s.want.String() {
-			t.Errorf("%s: state %s (%s), want %s", s.name, got.State, got.RunInfo.State, s.want)
+		if got.State != s.want || got.Run.State != s.want.String() {
+			t.Errorf("%s: state %s (%s), want %s", s.name, got.State, got.Run.State, s.want)
 		}
 		if due := v.schedule(t, o.ID); due != s.due {
 			t.Errorf("%s: %s, want %s", s.name, due, s.due)
@@ -169,7 +169,7 @@ func TestTypedHandle(t *testing.T) {
 	// Cancel fires the cancel event where the owner is: before the
 	// payment the order ends, while it is packed it is refunded.
 	early := v.start(t, orders, "o-2")
-	if _, err := orders.Cancel(ctx, early.ID, bob); !errors.Is(err, engine.ErrNotOwner) {
+	if _, err := orders.Cancel(ctx, early.ID, bob); !errors.Is(err, runtime.ErrNotOwner) {
 		t.Errorf("Cancel by another user: %v, want ErrNotOwner", err)
 	}
 	got, err := orders.Cancel(ctx, early.ID, alice)
@@ -185,7 +185,7 @@ func TestTypedHandle(t *testing.T) {
 	if err != nil || got.State != order.StateRefunding || v.schedule(t, paid.ID) != "REFUNDING due since 1s before entry" {
 		t.Errorf("Cancel while packing: %s %v, %s", got.State, err, v.schedule(t, paid.ID))
 	}
-	if _, err := orders.Cancel(ctx, paid.ID, alice); !errors.Is(err, engine.ErrNotCancellable) {
+	if _, err := orders.Cancel(ctx, paid.ID, alice); !errors.Is(err, runtime.ErrNotCancellable) {
 		t.Errorf("Cancel while refunding: %v, want ErrNotCancellable", err)
 	}
 
@@ -211,7 +211,7 @@ func TestTypedHandleRefusesRunsOfAnotherMachine(t *testing.T) {
 	if err := v.st.Register(ctx, rog.Definition()); err != nil {
 		t.Fatal(err)
 	}
-	other, err := v.st.Start(ctx, store.StartParams{Type: rog.Type, Version: rog.Version, IdempotencyKey: "p-1", TenantID: "acme"})
+	other, err := v.st.Start(ctx, runtime.StartRequest{Type: rog.Type, Version: rog.Version, IdempotencyKey: "p-1", Owner: runtime.Owner{TenantID: "acme"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestLoadedMachine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt := run.Runtime()
+		rt := run
 		return order.New(shop.Guards(&rt), order.WithState(state), order.WithRecorder(rec))
 	}
 	steps := []struct {

@@ -75,7 +75,7 @@ func newFixture(t *testing.T) *fixture {
 	clk := fsmtest.NewClock(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
 	pool := pgtest.NewPool(t)
 	st := store.New(pool, store.WithClock(clk.Now))
-	e, err := engine.New(pool, st, engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e, err := engine.New(st, engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func (f *fixture) runDue(t *testing.T, want int) {
 }
 
 // state checks that the run is in state and still running, with no result.
-func (f *fixture) state(t *testing.T, id string, want subs.State) store.Run {
+func (f *fixture) state(t *testing.T, id string, want subs.State) runtime.Run {
 	t.Helper()
 	run, err := f.st.Get(context.Background(), id)
 	if err != nil {
@@ -147,8 +147,8 @@ func TestSubscriptionCyclesForever(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
-	res, err := f.e.Start(ctx, store.StartParams{
-		Type: subs.Type, IdempotencyKey: "sub-1", TenantID: tenant, UserID: customer,
+	res, err := f.e.Start(ctx, runtime.StartRequest{
+		Type: subs.Type, IdempotencyKey: "sub-1", Owner: runtime.Owner{TenantID: tenant, UserID: customer},
 		Input: subscription.Plan{Customer: customer, AmountCents: 1299},
 	})
 	if err != nil {
@@ -160,7 +160,7 @@ func TestSubscriptionCyclesForever(t *testing.T) {
 	// Wait, from now on, on a run that never finishes.
 	waitCtx, stopWaiting := context.WithCancel(ctx)
 	type waited struct {
-		run store.Run
+		run runtime.Run
 		err error
 	}
 	waitDone := make(chan waited, 1)
@@ -246,11 +246,11 @@ func TestSubscriptionCyclesForever(t *testing.T) {
 	}
 
 	// The same subscription started again is the same run, running.
-	again, err := f.e.Start(ctx, store.StartParams{Type: subs.Type, IdempotencyKey: "sub-1", TenantID: tenant, UserID: customer})
+	again, err := f.e.Start(ctx, runtime.StartRequest{Type: subs.Type, IdempotencyKey: "sub-1", Owner: runtime.Owner{TenantID: tenant, UserID: customer}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Outcome != store.Running || again.Run.ID != id || !again.ETA.IsZero() {
+	if again.Outcome != runtime.StartRunning || again.Run.ID != id || !again.ETA.IsZero() {
 		t.Errorf("Start again: %s, run %s, ETA %v; want running, run %s, no ETA", again.Outcome, again.Run.ID, again.ETA, id)
 	}
 	running, err := f.st.List(ctx, store.Filter{Type: subs.Type, Status: runtime.StatusRunning})
@@ -262,7 +262,7 @@ func TestSubscriptionCyclesForever(t *testing.T) {
 	}
 
 	// Nothing to cancel with: the machine names no cancel event.
-	if _, err := f.e.Cancel(ctx, id, customer); !errors.Is(err, engine.ErrNoCancelEvent) {
+	if _, err := f.e.Cancel(ctx, id, customer); !errors.Is(err, runtime.ErrNoCancelEvent) {
 		t.Errorf("Cancel: %v, want ErrNoCancelEvent", err)
 	}
 	f.state(t, id, subs.StateActive)

@@ -20,7 +20,7 @@
 //     only when its context is done, with the context's error; read the run
 //     with store.Get, or use Drive, which returns when the run waits;
 //   - Engine.Cancel needs a transition to a cancelled state; without one it
-//     fails with engine.ErrNoCancelEvent and the run goes on;
+//     fails with runtime.ErrNoCancelEvent and the run goes on;
 //   - between events and timers the run waits in the database, claimed by no
 //     worker, so a run that never ends costs nothing while it waits;
 //   - it has one attempt, whose events all stay in runtime.Run.Events: a

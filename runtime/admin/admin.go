@@ -13,14 +13,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
-	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // The errors of Signal and Cancel beyond the store's and the engine's
-// (engine.ErrRunFinished, engine.ErrNoCancelEvent,
-// engine.ErrNotCancellable, runtime.ErrNotCallerEvent, store.ErrConflict,
-// store.ErrRunNotFound), all matched by errors.Is.
+// (runtime.ErrRunFinished, runtime.ErrNoCancelEvent,
+// runtime.ErrNotCancellable, runtime.ErrNotCallerEvent, runtime.ErrConflict,
+// runtime.ErrRunNotFound), all matched by errors.Is.
 var (
 	// ErrNoTransition: the run's state has no row on the event, or none to
 	// the state asked for.
@@ -67,14 +66,14 @@ type SignalOptions struct {
 // state's handler returns, a timer's or an exhausted state's event not
 // declared external, a child run's completion event; see
 // runtime.Definition.CallerRefusal) is refused with an error matching
-// runtime.ErrNotCallerEvent, a finished run with engine.ErrRunFinished.
+// runtime.ErrNotCallerEvent, a finished run with runtime.ErrRunFinished.
 //
 // An operator step row (operator_signal, with the event, the state entered,
 // the guards not evaluated and opts.Reason) is logged in the transaction of
 // the transition. A run moved into a state the engine drives is announced
 // on store.NotifyChannel.
-func (a *Admin) Signal(ctx context.Context, runID, event string, payload json.RawMessage, opts SignalOptions) (store.Run, error) {
-	return a.fire(ctx, "signal "+event, runID, func(run store.Run, def runtime.Definition) (string, json.RawMessage, *store.Result, error) {
+func (a *Admin) Signal(ctx context.Context, runID, event string, payload json.RawMessage, opts SignalOptions) (runtime.Run, error) {
+	return a.fire(ctx, "signal "+event, runID, func(run runtime.Run, def runtime.Definition) (string, json.RawMessage, *runtime.Result, error) {
 		if _, ok := eventSpec(def, event); !ok {
 			return "", nil, nil, fmt.Errorf("%w: %s v%d has no event %q (%s)", runtime.ErrUnknownEvent, def.Type, def.Version, event, eventList(def))
 		}
@@ -100,22 +99,22 @@ func (a *Admin) Signal(ctx context.Context, runID, event string, payload json.Ra
 // when the state's rows on the cancel event lead to several states, opts.To
 // names one. A transition to a terminal state stores the result error
 // CANCELLED, "cancelled by an operator" (and opts.Reason). A machine
-// without a cancel event fails with engine.ErrNoCancelEvent, a state
-// without a row on it with engine.ErrNotCancellable, a finished run with
-// engine.ErrRunFinished.
-func (a *Admin) Cancel(ctx context.Context, runID string, opts SignalOptions) (store.Run, error) {
-	return a.fire(ctx, "cancel", runID, func(run store.Run, def runtime.Definition) (string, json.RawMessage, *store.Result, error) {
+// without a cancel event fails with runtime.ErrNoCancelEvent, a state
+// without a row on it with runtime.ErrNotCancellable, a finished run with
+// runtime.ErrRunFinished.
+func (a *Admin) Cancel(ctx context.Context, runID string, opts SignalOptions) (runtime.Run, error) {
+	return a.fire(ctx, "cancel", runID, func(run runtime.Run, def runtime.Definition) (string, json.RawMessage, *runtime.Result, error) {
 		if def.Cancel == "" {
-			return "", nil, nil, fmt.Errorf("%w: %s v%d declares none", engine.ErrNoCancelEvent, def.Type, def.Version)
+			return "", nil, nil, fmt.Errorf("%w: %s v%d declares none", runtime.ErrNoCancelEvent, def.Type, def.Version)
 		}
 		if len(rowsOn(def, run.State, def.Cancel)) == 0 {
-			return "", nil, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on the cancel event %s", engine.ErrNotCancellable, run.State, def.Type, def.Version, def.Cancel)
+			return "", nil, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on the cancel event %s", runtime.ErrNotCancellable, run.State, def.Type, def.Version, def.Cancel)
 		}
 		detail := "cancelled by an operator"
 		if opts.Reason != "" {
 			detail += ": " + opts.Reason
 		}
-		return def.Cancel, nil, &store.Result{ErrorCode: "CANCELLED", ErrorDetail: detail}, nil
+		return def.Cancel, nil, &runtime.Result{ErrorCode: "CANCELLED", ErrorDetail: detail}, nil
 	}, opts, true)
 }
 
@@ -124,16 +123,16 @@ func (a *Admin) Cancel(ctx context.Context, runID string, opts SignalOptions) (s
 const maxRounds = 8
 
 func (a *Admin) fire(ctx context.Context, op, runID string,
-	build func(store.Run, runtime.Definition) (string, json.RawMessage, *store.Result, error),
-	opts SignalOptions, cancel bool) (store.Run, error) {
-	fail := func(err error) (store.Run, error) { return store.Run{}, runErr(op, runID, err) }
+	build func(runtime.Run, runtime.Definition) (string, json.RawMessage, *runtime.Result, error),
+	opts SignalOptions, cancel bool) (runtime.Run, error) {
+	fail := func(err error) (runtime.Run, error) { return runtime.Run{}, runErr(op, runID, err) }
 	for range maxRounds {
 		run, err := a.st.Get(ctx, runID)
 		if err != nil {
-			return store.Run{}, err
+			return runtime.Run{}, err
 		}
 		if run.Terminal() {
-			return run, runErr(op, runID, fmt.Errorf("%w: it is %s in %s", engine.ErrRunFinished, run.Status, run.State))
+			return run, runErr(op, runID, fmt.Errorf("%w: it is %s in %s", runtime.ErrRunFinished, run.Status, run.State))
 		}
 		def, err := a.st.Definition(ctx, run.Type, run.Version)
 		if err != nil {
@@ -179,13 +178,13 @@ func (a *Admin) fire(ctx context.Context, op, runID string,
 			_, err := a.st.RecordTx(ctx, tx, run.ID, run.RowVersion, t)
 			return err
 		})
-		if errors.Is(err, store.ErrConflict) {
+		if errors.Is(err, runtime.ErrConflict) {
 			continue // the run moved: decide again
 		}
 		if err != nil {
 			var re *runtime.RunError
 			if errors.As(err, &re) {
-				return store.Run{}, runErr(op, runID, re.Err)
+				return runtime.Run{}, runErr(op, runID, re.Err)
 			}
 			return fail(err)
 		}
@@ -194,7 +193,7 @@ func (a *Admin) fire(ctx context.Context, op, runID string,
 		}
 		return a.st.Get(ctx, runID)
 	}
-	return fail(fmt.Errorf("%w: the run moved under %d consecutive tries", store.ErrConflict, maxRounds))
+	return fail(fmt.Errorf("%w: the run moved under %d consecutive tries", runtime.ErrConflict, maxRounds))
 }
 
 // chooseRow picks the row of state on event that an operator fires, and
@@ -311,9 +310,9 @@ func (a *Admin) childEvent(ctx context.Context, id, event string) (bool, error) 
 
 // Resume makes a parked run due again with a fresh attempt counter, as
 // store.Store.Resume does, and announces it to idle workers.
-func (a *Admin) Resume(ctx context.Context, runID string) (store.Run, error) {
+func (a *Admin) Resume(ctx context.Context, runID string) (runtime.Run, error) {
 	if err := a.st.Resume(ctx, runID); err != nil {
-		return store.Run{}, err
+		return runtime.Run{}, err
 	}
 	run, err := a.st.Get(ctx, runID)
 	if err != nil {
@@ -325,7 +324,7 @@ func (a *Admin) Resume(ctx context.Context, runID string) (store.Run, error) {
 
 // Retry restarts a failed run (store.Store.Retry): same row, attempt_no
 // + 1, the state reset to the initial one.
-func (a *Admin) Retry(ctx context.Context, runID string) (store.Run, error) {
+func (a *Admin) Retry(ctx context.Context, runID string) (runtime.Run, error) {
 	return a.st.Retry(ctx, runID)
 }
 
@@ -361,7 +360,7 @@ func (a *Admin) Definitions(ctx context.Context) ([]Registered, error) {
 		}
 		var def runtime.Definition
 		if err := json.Unmarshal(raw, &def); err != nil {
-			return nil, runErr("list definitions", "", fmt.Errorf("%w: stored definition of %s v%d does not decode: %w", store.ErrUnknownDefinition, r.Type, r.Version, err))
+			return nil, runErr("list definitions", "", fmt.Errorf("%w: stored definition of %s v%d does not decode: %w", runtime.ErrUnknownDefinition, r.Type, r.Version, err))
 		}
 		r.Machine = def.Machine
 		r.States, r.Events, r.Transitions = len(def.States), len(def.Events), len(def.Transitions)
@@ -382,7 +381,7 @@ func (a *Admin) Definition(ctx context.Context, typ string, version int) (runtim
 			return runtime.Definition{}, runErr("read definition", "", store.Translate(err))
 		}
 		if version == 0 {
-			return runtime.Definition{}, runErr("read definition", "", fmt.Errorf("%w: no version of %s is registered", store.ErrUnknownDefinition, typ))
+			return runtime.Definition{}, runErr("read definition", "", fmt.Errorf("%w: no version of %s is registered", runtime.ErrUnknownDefinition, typ))
 		}
 	}
 	return a.st.Definition(ctx, typ, version)

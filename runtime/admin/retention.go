@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -23,14 +24,14 @@ type Policy struct {
 func (a *Admin) SetRetention(ctx context.Context, typ string, days int) (Policy, error) {
 	fail := func(err error) (Policy, error) { return Policy{}, runErr("set retention of "+typ, "", err) }
 	if days < 0 {
-		return fail(fmt.Errorf("%w: %d days: want 0 or more", store.ErrInvalidInput, days))
+		return fail(fmt.Errorf("%w: %d days: want 0 or more", runtime.ErrInvalidInput, days))
 	}
 	var known bool
 	if err := a.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workflow_definitions WHERE workflow_type = $1)`, typ).Scan(&known); err != nil {
 		return fail(store.Translate(err))
 	}
 	if !known {
-		return fail(fmt.Errorf("%w: no version of %s is registered", store.ErrUnknownDefinition, typ))
+		return fail(fmt.Errorf("%w: no version of %s is registered", runtime.ErrUnknownDefinition, typ))
 	}
 	p := Policy{Type: typ}
 	err := a.pool.QueryRow(ctx, `

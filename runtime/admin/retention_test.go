@@ -75,7 +75,7 @@ func newWorld(t *testing.T) *world {
 func (w *world) run(t *testing.T, st *store.Store, def runtime.Definition, name string, events ...string) string {
 	t.Helper()
 	ctx := context.Background()
-	res, err := st.Start(ctx, store.StartParams{Type: def.Type, Version: 1, IdempotencyKey: name, TenantID: "t"})
+	res, err := st.Start(ctx, runtime.StartRequest{Type: def.Type, Version: 1, IdempotencyKey: name, Owner: runtime.Owner{TenantID: "t"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/batch"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 )
@@ -26,7 +27,7 @@ func newBatcher(e *Engine) *batcher {
 // advance records p on run runID: in a batch when it can go in one (see
 // enginestore.Batchable), else alone. A caller whose context ends before a
 // batch takes its transition gets the context's error, and nothing is
-// written; one whose context ends later gets ErrOutcomeUnknown with it: the
+// written; one whose context ends later gets runtime.ErrOutcomeUnknown with it: the
 // batch goes on and may commit the transition, as a statement cancelled in
 // flight may (the compare-and-set refuses it if sent again).
 func (b *batcher) advance(ctx context.Context, runID string, p enginestore.AdvanceParams) (enginestore.Advanced, error) {
@@ -44,7 +45,7 @@ func (b *batcher) advance(ctx context.Context, runID string, p enginestore.Advan
 	case out == batch.Withdrawn:
 		return enginestore.Advanced{}, runErr("advance", runID, ctx.Err())
 	case out == batch.Unknown:
-		return enginestore.Advanced{}, runErr("advance", runID, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err()))
+		return enginestore.Advanced{}, runErr("advance", runID, fmt.Errorf("%w: %w", runtime.ErrOutcomeUnknown, ctx.Err()))
 	case res.Busy:
 		// Another transaction holds the run's row: wait for it alone.
 		return b.e.es.Advance(ctx, runID, p)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // shopDef is an e-commerce order: it waits 20s for the payment, packs,
@@ -135,7 +134,7 @@ func TestCancelLeadingToAStateThatIsNotCancelled(t *testing.T) {
 	if diff := cmp.Diff([]any{alice}, g.got()); diff != "" {
 		t.Errorf("guard asked about (-want +got):\n%s", diff)
 	}
-	if _, err := e.Cancel(ctx, run.ID, "blocked"); !errors.Is(err, engine.ErrNotOwner) {
+	if _, err := e.Cancel(ctx, run.ID, "blocked"); !errors.Is(err, runtime.ErrNotOwner) {
 		t.Errorf("Cancel by a stranger: %v, want ErrNotOwner", err)
 	}
 }
@@ -156,7 +155,7 @@ func TestCancelInAStateWithoutTheCancelEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := e.Cancel(ctx, run.ID, alice)
-	if !errors.Is(err, engine.ErrNotCancellable) {
+	if !errors.Is(err, runtime.ErrNotCancellable) {
 		t.Fatalf("Cancel in REFUNDING: %v, want ErrNotCancellable", err)
 	}
 	want := fmt.Sprintf("engine: cancel run %s: cannot be cancelled in its state: state REFUNDING of shop v1 has no transition on the cancel event Cancel", run.ID)
@@ -182,7 +181,7 @@ func TestCancelWithoutCancelEvent(t *testing.T) {
 	e := v.engine(t, engine.Config{}, &driver{def: d, guards: ownerGuard()})
 	run := v.start(t, e, d.Type, "o-1")
 	_, err := e.Cancel(context.Background(), run.ID, alice)
-	if !errors.Is(err, engine.ErrNoCancelEvent) {
+	if !errors.Is(err, runtime.ErrNoCancelEvent) {
 		t.Fatalf("Cancel: %v, want ErrNoCancelEvent", err)
 	}
 	want := fmt.Sprintf("engine: cancel run %s: the machine has no cancel event: shop_nocancel v1 declares none", run.ID)
@@ -201,12 +200,12 @@ func TestRegisterRefusesAnUnknownCancelEvent(t *testing.T) {
 	v := newEnv(t)
 	d := shopDef()
 	d.Cancel = "Cancle"
-	e, err := engine.New(v.pool, v.st, engine.Config{Logger: quiet})
+	e, err := engine.New(v.st, engine.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = e.Register(context.Background(), &driver{def: d})
-	if !errors.Is(err, store.ErrInvalidDefinition) {
+	if !errors.Is(err, runtime.ErrInvalidDefinition) {
 		t.Fatalf("Register: %v, want ErrInvalidDefinition", err)
 	}
 	const want = "store: register: invalid definition: definition shop v1: unknown cancel event Cancle"

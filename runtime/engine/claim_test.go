@@ -53,8 +53,8 @@ func TestHandlersSeeTheAttemptsEvents(t *testing.T) {
 	if got := v.get(t, run.ID); got.State != "EXPIRED" {
 		t.Fatalf("run in %s, want EXPIRED", got.State)
 	}
-	res, err := e.Start(ctx, store.StartParams{Type: "approval", IdempotencyKey: "k", TenantID: "t1", UserID: alice})
-	if err != nil || res.Outcome != store.Restarted {
+	res, err := e.Start(ctx, runtime.StartRequest{Type: "approval", IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t1", UserID: alice}})
+	if err != nil || res.Outcome != runtime.StartRestarted {
 		t.Fatalf("Start again: %v, %v", res.Outcome, err)
 	}
 	runDue(t, e, 1) // attempt 2: QUEUED -> AWAIT

@@ -5,15 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
-	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 func TestNewRefusesConfig(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
-	other := store.New(pgtest.NewPool(t))
 	tests := []struct {
 		name string
 		st   *store.Store
@@ -29,12 +28,12 @@ func TestNewRefusesConfig(t *testing.T) {
 		{"poll interval under a millisecond", v.st, engine.Config{PollInterval: time.Microsecond},
 			"engine: invalid config: poll interval 1µs is shorter than 1ms"},
 		{"no store", nil, engine.Config{}, "engine: invalid config: no store"},
-		{"a store on another pool", other, engine.Config{}, "engine: invalid config: the store is on another pool"},
+		{"a store without a pool", store.New(nil), engine.Config{}, "engine: invalid config: the store has no pool"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := engine.New(v.pool, tc.st, tc.cfg)
-			if !errors.Is(err, engine.ErrInvalidConfig) || err.Error() != tc.want || e != nil {
+			e, err := engine.New(tc.st, tc.cfg)
+			if !errors.Is(err, runtime.ErrInvalidConfig) || err.Error() != tc.want || e != nil {
 				t.Errorf("New: %v, %v\nwant %s", e, err, tc.want)
 			}
 		})
@@ -42,7 +41,7 @@ func TestNewRefusesConfig(t *testing.T) {
 	// The defaults, and a heartbeat shorter than the lease, are fine.
 	for _, cfg := range []engine.Config{{}, {Lease: time.Second}, {Lease: time.Second, Heartbeat: 999 * time.Millisecond},
 		{PollInterval: engine.MinPollInterval}, {DisableNotify: true}} {
-		if _, err := engine.New(v.pool, v.st, cfg); err != nil {
+		if _, err := engine.New(v.st, cfg); err != nil {
 			t.Errorf("New(%+v): %v", cfg, err)
 		}
 	}

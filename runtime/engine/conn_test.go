@@ -125,7 +125,7 @@ func TestWaitRidesOutLostConnections(t *testing.T) {
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	waited := make(chan error, 1)
-	var last store.Run
+	var last runtime.Run
 	go func() {
 		var err error
 		last, err = e.Wait(waitCtx, run.ID)

@@ -44,7 +44,7 @@ func crashWorker(dsn string) int {
 			select {}
 		},
 	}}
-	e, err := engine.New(pool, store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("crashworker"),
+	e, err := engine.New(store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("crashworker"),
 		Lease: time.Minute, Heartbeat: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -84,7 +84,7 @@ func TestCrashRecovery(t *testing.T) {
 	// The run is started once the worker has registered the machine.
 	var e *engine.Engine
 	var lease enginestore.Lease
-	var run store.Run
+	var run runtime.Run
 	{
 		var calls atomic.Int32
 		finishing := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{
@@ -93,7 +93,7 @@ func TestCrashRecovery(t *testing.T) {
 				// The dead worker's late write, with its stale lease: refused.
 				_, err := enginestore.New(v.st).Advance(ctx, r.ID, enginestore.AdvanceParams{Lease: &lease, RowVersion: run.RowVersion,
 					Transition: runtime.Transition{Machine: "job", Version: 1, From: "WORKING", To: "DONE", Event: "Finish", Status: runtime.StatusSucceeded}})
-				if !errors.Is(err, engine.ErrLeaseLost) {
+				if !errors.Is(err, runtime.ErrLeaseLost) {
 					t.Errorf("late write with a stale lease: %v, want ErrLeaseLost", err)
 				}
 				return event("Finish"), nil
@@ -108,10 +108,10 @@ func TestCrashRecovery(t *testing.T) {
 			t.Fatalf("worker process: %q", got)
 		}
 		held := v.get(t, run.ID)
-		if held.State != "WORKING" || !strings.HasPrefix(held.LeaseOwner, "crashworker:") {
-			t.Fatalf("held run: %s by %q", held.State, held.LeaseOwner)
+		if held.State != "WORKING" || !strings.HasPrefix(held.Lease.Owner, "crashworker:") {
+			t.Fatalf("held run: %s by %q", held.State, held.Lease.Owner)
 		}
-		lease = enginestore.Lease{RunID: run.ID, Owner: held.LeaseOwner, Epoch: held.LeaseEpoch}
+		lease = enginestore.Lease{RunID: run.ID, Owner: held.Lease.Owner, Epoch: held.Lease.Epoch}
 		run = held
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)

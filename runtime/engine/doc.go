@@ -16,10 +16,10 @@
 //	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 //	if err != nil { ... }
 //	if err := db.Migrate(ctx, pool); err != nil { ... }
-//	e, err := engine.New(pool, store.New(pool), engine.Config{
+//	e, err := engine.New(store.New(pool), engine.Config{
 //		WorkerID: engine.DefaultWorkerID("solver"), // app:host:pid:suffix
 //	})
-//	if err != nil { ... } // ErrInvalidConfig: a Config that cannot work
+//	if err != nil { ... } // runtime.ErrInvalidConfig: a Config that cannot work
 //	err = e.Register(ctx, retrieveorgenerate.NewDriver(handlers, guards),
 //		engine.WithPolicy(policies.Resolve))
 //
@@ -35,8 +35,8 @@
 // anything is written and its snapshot stored on the run; handlers read it
 // in runtime.Run.Policy. A new or restarted run wakes idle workers.
 //
-//	res, err := e.Start(ctx, engine.StartParams{
-//		Type: "retrieve_or_generate", IdempotencyKey: key, TenantID: tenant, UserID: user, Input: cmd,
+//	res, err := e.Start(ctx, runtime.StartRequest{
+//		Type: "retrieve_or_generate", IdempotencyKey: key, Owner: runtime.Owner{TenantID: tenant, UserID: user}, Input: cmd,
 //	})
 //
 // Work runs workers in the background until its context is done:
@@ -97,7 +97,7 @@
 // run's state with code PANIC (CodePanic), the panic's value and stack in
 // the run's log, counted by the state's retry policy like any other error;
 // the worker goes on with its other runs. From Start, Signal or Cancel it is
-// returned to the caller as a *PanicError, matching ErrPanic.
+// returned to the caller as a *PanicError, matching runtime.ErrPanic.
 //
 // # Retries and exhaustion
 //
@@ -153,7 +153,7 @@
 // transition, a retry, a parking, a release) carries the lease's owner and
 // epoch and requires the lease to be live, in the same statement as the
 // write: a worker whose lease expired or was taken over writes nothing and
-// gets ErrLeaseLost, and its handler's context is cancelled with that cause
+// gets runtime.ErrLeaseLost, and its handler's context is cancelled with that cause
 // at the next heartbeat.
 //
 // A run whose worker died is claimed again once its lease has expired (never
@@ -269,11 +269,11 @@
 // fired like any event: its guards are asked and its row from the run's
 // state decides where the run goes, a cancelled final state or a state
 // that undoes work first (an order being packed goes to REFUNDING, whose
-// handler refunds). A user who does not own the run gets ErrNotOwner (an
+// handler refunds). A user who does not own the run gets runtime.ErrNotOwner (an
 // authorization error), as does an owner whom the workflow's guard
 // (UserOwnsRun) refuses; a machine that names no cancel event gives
-// ErrNoCancelEvent, a state without a row on it ErrNotCancellable (naming
-// the run, the state and the event), a terminal run ErrRunFinished. The
+// runtime.ErrNoCancelEvent, a state without a row on it runtime.ErrNotCancellable (naming
+// the run, the state and the event), a terminal run runtime.ErrRunFinished. The
 // cancellation releases the run's lease, so a handler in flight learns at
 // its next heartbeat or transition and writes nothing else.
 //
@@ -347,7 +347,7 @@
 //		return ev, err
 //	}
 //
-//	e, err := engine.New(pool, st, engine.Config{Middleware: []engine.Middleware{logged{log: logger}}})
+//	e, err := engine.New(st, engine.Config{Middleware: []engine.Middleware{logged{log: logger}}})
 //
 // Middleware observes: what next returns stands, whatever the middleware
 // returns, and a panic in a middleware is recovered like one in a handler.
@@ -363,14 +363,14 @@
 // # Errors
 //
 // Errors about a run are *RunError values naming the operation and the run
-// and wrapping a sentinel (ErrLeaseLost, ErrNotOwner, ErrRunFinished,
-// ErrNotRegistered, ErrPolicy, ErrNoCancelEvent, ErrNotCancellable,
-// ErrNoEngine, ErrPanic) or an error of the machine
+// and wrapping a sentinel (runtime.ErrLeaseLost, runtime.ErrNotOwner, runtime.ErrRunFinished,
+// runtime.ErrNotRegistered, runtime.ErrPolicy, runtime.ErrNoCancelEvent, runtime.ErrNotCancellable,
+// runtime.ErrNoEngine, runtime.ErrPanic) or an error of the machine
 // (runtime.ErrIllegalTransition, runtime.ErrGuardRejected); match them
-// with errors.Is. Errors of the store (store.ErrConflict,
-// store.ErrRunNotFound, ...) are returned as the store reports them, so
+// with errors.Is. Errors of the store (runtime.ErrConflict,
+// runtime.ErrRunNotFound, ...) are returned as the store reports them, so
 // that a message names one component. New refuses a Config that cannot
-// work with ErrInvalidConfig.
+// work with runtime.ErrInvalidConfig.
 //
 // # Versions
 //
@@ -385,6 +385,6 @@
 // drives each on the version it is on, decoding the events it carries from
 // the old version with the upgrade's defaults. Deregister stops driving
 // a version, and is refused while runs of it are live. A run of a version
-// the engine does not drive fails with ErrNotRegistered, saying whether to
+// the engine does not drive fails with runtime.ErrNotRegistered, saying whether to
 // keep registering the old version or to deploy the new one.
 package engine

@@ -16,7 +16,6 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
 	"github.com/fsmgen/fsmgen/runtime/internal/worker"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // errMoved reports that the run was moved by someone else (a signal, a
@@ -34,9 +33,9 @@ const releaseTimeout = 10 * time.Second
 type recorder struct {
 	e       *Engine
 	reg     *registered
-	run     store.Run
+	run     runtime.Run
 	lease   *enginestore.Lease
-	result  *store.Result
+	result  *runtime.Result
 	effects *enginestore.Effects
 	// sess is the session recording under its lease; nil for Signal and
 	// Cancel.
@@ -87,7 +86,7 @@ func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 // statement that wrote it returned it, or else (a transition written in a
 // batch, or found in the log after its connection was lost) worked out from
 // the run before it and the state entered.
-func (r *recorder) after() store.Run {
+func (r *recorder) after() runtime.Run {
 	run := r.run
 	if r.t == nil {
 		return run
@@ -118,7 +117,7 @@ func (r *recorder) after() store.Run {
 		}
 	}
 	if !r.keep {
-		run.LeaseOwner, run.LeaseExpiresAt = "", time.Time{}
+		run.Lease.Owner, run.Lease.ExpiresAt = "", time.Time{}
 	}
 	return run
 }
@@ -222,10 +221,10 @@ type Child struct {
 func StartChild(run *runtime.Run, c Child) error {
 	f, ok := run.Effects.(*effects)
 	if !ok {
-		return fmt.Errorf("engine: start child %s: %w", diag.Short(c.Type), ErrNoEngine)
+		return fmt.Errorf("engine: start child %s: %w", diag.Short(c.Type), runtime.ErrNoEngine)
 	}
 	if c.Type == "" || c.Event == "" {
-		return fmt.Errorf("engine: start child: %w: a child needs a type and an event", store.ErrInvalidInput)
+		return fmt.Errorf("engine: start child: %w: a child needs a type and an event", runtime.ErrInvalidInput)
 	}
 	if c.IdempotencyKey == "" {
 		c.IdempotencyKey = fmt.Sprintf("%s/%s/%d", run.ID, c.Type, run.Attempt)
@@ -253,14 +252,14 @@ type Committed struct {
 // transaction commits: what fn writes with tx commits with the transition
 // or not at all, and an error from fn refuses the transition (the handler's
 // try fails). Functions run in the order they were given. fn must not
-// keep tx. A handler called outside the engine gets ErrNoEngine.
+// keep tx. A handler called outside the engine gets runtime.ErrNoEngine.
 func InTx(run *runtime.Run, fn func(ctx context.Context, tx pgx.Tx, c Committed) error) error {
 	f, ok := run.Effects.(*effects)
 	if !ok {
-		return fmt.Errorf("engine: in transaction of run %s: %w", diag.Short(run.ID), ErrNoEngine)
+		return fmt.Errorf("engine: in transaction of run %s: %w", diag.Short(run.ID), runtime.ErrNoEngine)
 	}
 	if fn == nil {
-		return fmt.Errorf("engine: in transaction of run %s: %w: nil function", diag.Short(run.ID), store.ErrInvalidInput)
+		return fmt.Errorf("engine: in transaction of run %s: %w: nil function", diag.Short(run.ID), runtime.ErrInvalidInput)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -272,7 +271,7 @@ func InTx(run *runtime.Run, fn func(ctx context.Context, tx pgx.Tx, c Committed)
 
 // build turns the collected effects into the store's, consulting the
 // policy functions of the types started, and the result record.
-func (f *effects) build(ctx context.Context, e *Engine, run store.Run) (*enginestore.Effects, *store.Result, error) {
+func (f *effects) build(ctx context.Context, e *Engine, run runtime.Run) (*enginestore.Effects, *runtime.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := &enginestore.Effects{Steps: f.steps, Messages: f.messages, Starts: f.starts, Tx: f.txs}
@@ -283,20 +282,20 @@ func (f *effects) build(ctx context.Context, e *Engine, run store.Run) (*engines
 		if r == nil || r.policy == nil {
 			continue
 		}
-		snap, err := callPolicy(ctx, r, StartParams{Type: s.Type, Version: r.def.Version, IdempotencyKey: s.IdempotencyKey,
-			TenantID: run.TenantID, UserID: run.UserID, CorrelationID: run.CorrelationID, Input: s.Input})
+		snap, err := callPolicy(ctx, r, runtime.StartRequest{Type: s.Type, Version: r.def.Version, IdempotencyKey: s.IdempotencyKey,
+			Owner: run.Owner, Input: s.Input})
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: start %s: %w", ErrPolicy, diag.Short(s.Type), err)
+			return nil, nil, fmt.Errorf("%w: start %s: %w", runtime.ErrPolicy, diag.Short(s.Type), err)
 		}
-		out.Starts[i].PolicySnapshot = snap
+		out.Starts[i].Policy = snap
 	}
-	var res *store.Result
+	var res *runtime.Result
 	if f.result {
-		res = &store.Result{CostUSD: f.cost, ErrorCode: f.code, ErrorDetail: f.detail}
+		res = &runtime.Result{CostUSD: f.cost, ErrorCode: f.code, ErrorDetail: f.detail}
 		if f.output != nil {
 			raw, err := json.Marshal(f.output)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%w: result output of type %T: %w", store.ErrPayload, f.output, err)
+				return nil, nil, fmt.Errorf("%w: result output of type %T: %w", runtime.ErrPayload, f.output, err)
 			}
 			res.Output = raw
 		}
@@ -308,7 +307,7 @@ func (f *effects) build(ctx context.Context, e *Engine, run store.Run) (*engines
 type session struct {
 	e     *Engine
 	reg   *registered
-	run   store.Run
+	run   runtime.Run
 	lease enginestore.Lease
 	held  bool
 	// leaseUntil is when the lease expires unless extended, by the local
@@ -340,7 +339,7 @@ type session struct {
 // drive drives a claimed run until it is terminal, waits, is parked or
 // scheduled for a retry, the lease is lost, or stop closes. It returns the
 // run as the session last saw it.
-func (e *Engine) drive(c enginestore.Claim, stop <-chan struct{}, hbase context.Context, handling *atomic.Int32) (store.Run, error) {
+func (e *Engine) drive(c enginestore.Claim, stop <-chan struct{}, hbase context.Context, handling *atomic.Int32) (runtime.Run, error) {
 	s := &session{e: e, handling: handling, run: c.Run, lease: c.Lease, held: true, now: c.Now, stop: stop, hbase: hbase, leaseUntil: time.Now().Add(e.cfg.Lease),
 		claimed: c.Events, fromClaim: c.EventsRead}
 	s.reg = e.lookup(c.Run.Type, c.Run.Version)
@@ -395,7 +394,7 @@ func (s *session) loop() error {
 			s.release(timerDue(st, s.now.Sub(s.run.UpdatedAt)))
 			return nil
 		}
-		pol := policyOf(st, s.run.PolicySnapshot)
+		pol := policyOf(st, s.run.Policy)
 		if s.run.StepAttempt > max(pol.MaxAttempts, s.e.cfg.RecoveryLimit) {
 			if err := s.exhausted(ctx, st, CodeLeaseExpired,
 				fmt.Sprintf("%d tries of %s were interrupted by expired leases", s.run.StepAttempt-1, st.Name)); err != nil || !s.held {
@@ -429,7 +428,7 @@ func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
 	if err := s.loadEvents(ctx); err != nil {
 		return err
 	}
-	rt := s.run.Runtime()
+	rt := handlerRun(s.run)
 	rt.Events = s.events
 	rt.TryKey = enginestore.TryKey(s.run.ID, s.lease.Epoch, s.run.RowVersion)
 	eff := &effects{}
@@ -449,7 +448,7 @@ func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
 	cause := context.Cause(hctx)
 	cancel(nil)
 
-	if cause != nil && errors.Is(cause, ErrLeaseLost) {
+	if cause != nil && errors.Is(cause, runtime.ErrLeaseLost) {
 		s.held = false
 		return cause
 	}
@@ -483,7 +482,7 @@ func (s *session) handle(ctx context.Context, st runtime.StateSpec) error {
 // codeOf returns the code of a failure: CodePanic for a panic, else the
 // code attached with runtime.WithCode, else fallback.
 func codeOf(err error, fallback string) string {
-	if errors.Is(err, ErrPanic) {
+	if errors.Is(err, runtime.ErrPanic) {
 		return CodePanic
 	}
 	if code := runtime.ErrorCode(err); code != "" {
@@ -515,7 +514,7 @@ func (s *session) loadEvents(ctx context.Context) error {
 
 // attemptEvents reads and decodes the events recorded in run's current
 // attempt; one that no longer decodes is left out, with a warning.
-func (e *Engine) attemptEvents(ctx context.Context, reg *registered, run store.Run) ([]runtime.Event, error) {
+func (e *Engine) attemptEvents(ctx context.Context, reg *registered, run runtime.Run) ([]runtime.Event, error) {
 	logged, err := e.es.AttemptEvents(ctx, run.ID, run.Attempt)
 	if err != nil {
 		return nil, err
@@ -525,7 +524,7 @@ func (e *Engine) attemptEvents(ctx context.Context, reg *registered, run store.R
 
 // decodeEvents decodes the logged events of run; one that no longer
 // decodes is left out, with a warning.
-func (e *Engine) decodeEvents(reg *registered, run store.Run, logged []enginestore.LoggedEvent) []runtime.Event {
+func (e *Engine) decodeEvents(reg *registered, run runtime.Run, logged []enginestore.LoggedEvent) []runtime.Event {
 	var events []runtime.Event
 	for _, l := range logged {
 		ev, err := decodeLogged(reg, l.Name, l.Payload)
@@ -551,7 +550,7 @@ func fireEvent(ctx context.Context, reg *registered, rt *runtime.Run, state stri
 	err := protect(fmt.Sprintf("firing %s in %s", ev.EventName(), state), func() error {
 		return reg.driver.Fire(ctx, rt, state, ev, rec)
 	})
-	if err != nil && rec.t != nil && errors.Is(err, ErrPanic) {
+	if err != nil && rec.t != nil && errors.Is(err, runtime.ErrPanic) {
 		// The transition was recorded before the panic: it stands.
 		rec.e.log.Error("panic after the transition was recorded", "run", rt.ID, "event", ev.EventName(), "state", state, "err", errorDetail(err))
 		return nil
@@ -561,7 +560,7 @@ func fireEvent(ctx context.Context, reg *registered, rt *runtime.Run, state stri
 
 // fireOrFail fires a handler's event; a refused event or a failed write
 // counts as a failed try of the state.
-func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runtime.Event, res *store.Result, effs *enginestore.Effects) error {
+func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runtime.Event, res *runtime.Result, effs *enginestore.Effects) error {
 	err := s.fire(ctx, ev, res, effs)
 	if err == nil || s.settled(err) {
 		return s.outcome(err)
@@ -582,15 +581,15 @@ func (s *session) fireOrFail(ctx context.Context, st runtime.StateSpec, ev runti
 // result or effects) as input the store cannot hold or encode, which no
 // further try would change.
 func invalidInput(err error) bool {
-	return errors.Is(err, store.ErrInvalidInput) || errors.Is(err, store.ErrPayload)
+	return errors.Is(err, runtime.ErrInvalidInput) || errors.Is(err, runtime.ErrPayload)
 }
 
 // fire applies ev to the run through the driver, with the session's lease.
-func (s *session) fire(ctx context.Context, ev runtime.Event, res *store.Result, effs *enginestore.Effects) error {
+func (s *session) fire(ctx context.Context, ev runtime.Event, res *runtime.Result, effs *enginestore.Effects) error {
 	if err := s.loadEvents(ctx); err != nil {
 		return err
 	}
-	rt := s.run.Runtime()
+	rt := handlerRun(s.run)
 	rt.Events = s.events
 	rec := &recorder{e: s.e, reg: s.reg, run: s.run, lease: &s.lease, result: res, effects: effs, sess: s}
 	if err := fireThrough(ctx, s.reg, &rt, s.run.State, ev, rec); err != nil {
@@ -608,7 +607,7 @@ func (s *session) fire(ctx context.Context, ev runtime.Event, res *store.Result,
 // counting as a failure: the lease is lost, the run moved, or the
 // connection was lost for as long as the lease held.
 func (s *session) settled(err error) bool {
-	return errors.Is(err, ErrLeaseLost) || errors.Is(err, store.ErrConflict) || s.hbase.Err() != nil || pgerr.Unavailable(err)
+	return errors.Is(err, runtime.ErrLeaseLost) || errors.Is(err, runtime.ErrConflict) || s.hbase.Err() != nil || pgerr.Unavailable(err)
 }
 
 // outcome turns a settled error into the session's result.
@@ -616,10 +615,10 @@ func (s *session) outcome(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrLeaseLost):
+	case errors.Is(err, runtime.ErrLeaseLost):
 		s.held = false
 		return err
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, runtime.ErrConflict):
 		// Someone else moved the run (a signal, a cancellation): let it go,
 		// keeping the schedule they set.
 		s.release(enginestore.KeepDue)
@@ -638,7 +637,7 @@ func (s *session) outcome(err error) error {
 // (see diag.Sanitize), as for every failure the engine logs.
 func (s *session) fail(ctx context.Context, st runtime.StateSpec, code, detail string) error {
 	code, detail = diag.Sanitize(code), diag.Sanitize(detail)
-	pol := policyOf(st, s.run.PolicySnapshot)
+	pol := policyOf(st, s.run.Policy)
 	n := s.run.StepAttempt
 	if pol.Retryable(code, n) {
 		delay := pol.Jittered(pol.Delay(n), s.e.cfg.Jitter())
@@ -646,7 +645,7 @@ func (s *session) fail(ctx context.Context, st runtime.StateSpec, code, detail s
 			_, err := s.e.es.ScheduleRetry(ctx, s.lease, s.run.RowVersion, n, delay, code, detail)
 			return err
 		})
-		if err != nil && !(lostConn && errors.Is(err, ErrLeaseLost)) {
+		if err != nil && !(lostConn && errors.Is(err, runtime.ErrLeaseLost)) {
 			return s.outcome(err)
 		}
 		s.e.due.add(delay)
@@ -697,13 +696,13 @@ func withFailure(effs *enginestore.Effects, stepAttempt int, code, detail string
 // result and effects to write with it: the registered ExhaustedFunc's, or
 // the state's OnExhausted event with an empty payload and the error in the
 // result.
-func (s *session) exhaustedEvent(ctx context.Context, st runtime.StateSpec, code, detail string) (runtime.Event, *store.Result, *enginestore.Effects, error) {
-	res := &store.Result{ErrorCode: code, ErrorDetail: detail}
+func (s *session) exhaustedEvent(ctx context.Context, st runtime.StateSpec, code, detail string) (runtime.Event, *runtime.Result, *enginestore.Effects, error) {
+	res := &runtime.Result{ErrorCode: code, ErrorDetail: detail}
 	if s.reg.exhausted != nil {
 		if err := s.loadEvents(ctx); err != nil {
 			return nil, nil, nil, err
 		}
-		rt := s.run.Runtime()
+		rt := handlerRun(s.run)
 		rt.Events = s.events
 		eff := &effects{}
 		rt.Effects = eff
@@ -741,7 +740,7 @@ func (s *session) park(ctx context.Context, code, detail string) error {
 		return s.e.es.Park(ctx, s.lease, s.run.RowVersion, code, detail)
 	})
 	if err != nil {
-		if lostConn && errors.Is(err, ErrLeaseLost) {
+		if lostConn && errors.Is(err, runtime.ErrLeaseLost) {
 			// A try lost with its connection parked the run, or the lease
 			// expired meanwhile: the run is out of the session's hands.
 			s.held = false
@@ -818,7 +817,7 @@ func (s *session) deliverChild(ctx context.Context) (bool, error) {
 }
 
 // heartbeat extends the lease every Heartbeat while a handler runs, and
-// cancels the handler's context with ErrLeaseLost when the lease is lost,
+// cancels the handler's context with runtime.ErrLeaseLost when the lease is lost,
 // or when no extension succeeded for a whole lease (worker.Heartbeat).
 func (s *session) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
 	return worker.Heartbeat{
@@ -831,9 +830,9 @@ func (s *session) heartbeat(ctx context.Context, cancel context.CancelCauseFunc)
 			}
 			return err
 		},
-		Lost: func(err error) bool { return errors.Is(err, ErrLeaseLost) },
+		Lost: func(err error) bool { return errors.Is(err, runtime.ErrLeaseLost) },
 		Expired: func(err error) error {
-			return runErr("heartbeat", s.run.ID, fmt.Errorf("%w: no extension succeeded for %v: %w", ErrLeaseLost, s.e.cfg.Lease, err))
+			return runErr("heartbeat", s.run.ID, fmt.Errorf("%w: no extension succeeded for %v: %w", runtime.ErrLeaseLost, s.e.cfg.Lease, err))
 		},
 		Beat: func(err error) {
 			if s.e.hooks.heartbeat != nil {
@@ -880,7 +879,15 @@ func (s *session) giveUp(what string, op func(ctx context.Context) error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.hbase), releaseTimeout)
 	defer cancel()
 	err := s.e.retryConn(ctx, time.Time{}, what, s.run.ID, func() error { return op(ctx) })
-	if err != nil && !errors.Is(err, ErrLeaseLost) {
+	if err != nil && !errors.Is(err, runtime.ErrLeaseLost) {
 		s.e.log.Warn("giving the lease up failed; it will expire", "op", what, "run", s.run.ID, "err", err)
 	}
+}
+
+// handlerRun is run as a handler is told about it: a copy, with the try
+// of its state counted from 1, that the handler's call fills with its
+// events, try key and effects.
+func handlerRun(run runtime.Run) runtime.Run {
+	run.StepAttempt = max(run.StepAttempt, 1)
+	return run
 }

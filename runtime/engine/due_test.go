@@ -161,7 +161,7 @@ func TestStartInWaitingState(t *testing.T) {
 	if _, err := e.Signal(ctx, run.ID, event("Fail")); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Start(ctx, engine.StartParams{Type: "inbox", IdempotencyKey: "k", TenantID: "t1", UserID: alice})
+	res, err := e.Start(ctx, runtime.StartRequest{Type: "inbox", IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t1", UserID: alice}})
 	if err != nil {
 		t.Fatal(err)
 	}

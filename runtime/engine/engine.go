@@ -137,15 +137,13 @@ func (c Config) withDefaults() Config {
 }
 
 // validate checks a Config with its defaults filled in.
-func (c Config) validate(pool *pgxpool.Pool, st *store.Store) error {
+func (c Config) validate(st *store.Store) error {
 	var bad []string
 	switch {
-	case pool == nil:
-		bad = append(bad, "no pool")
 	case st == nil:
 		bad = append(bad, "no store")
-	case st.Pool() != pool:
-		bad = append(bad, "the store is on another pool")
+	case st.Pool() == nil:
+		bad = append(bad, "the store has no pool")
 	}
 	for _, d := range []struct {
 		name string
@@ -174,7 +172,7 @@ func (c Config) validate(pool *pgxpool.Pool, st *store.Store) error {
 		bad = append(bad, fmt.Sprintf("heartbeat %v is not shorter than the lease %v", c.Heartbeat, c.Lease))
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("engine: %w: %s", ErrInvalidConfig, strings.Join(bad, "; "))
+		return fmt.Errorf("engine: %w: %s", runtime.ErrInvalidConfig, strings.Join(bad, "; "))
 	}
 	return nil
 }
@@ -191,16 +189,12 @@ func DefaultWorkerID(app string) string {
 	return fmt.Sprintf("%s:%s:%d:%s", app, host, os.Getpid(), hex.EncodeToString(b))
 }
 
-// StartParams says which run to start; see store.StartParams. A zero
-// Version means the latest version registered with the engine.
-type StartParams = store.StartParams
-
 // PolicyFunc resolves the execution policy of a run about to start. Start
 // calls it after the idempotency check, only for a run it is about to
 // create or restart, before anything is written; its result is stored on the
 // run as the policy snapshot that handlers read in runtime.Run.Policy. An
-// error refuses the start: it is returned wrapped in ErrPolicy.
-type PolicyFunc func(ctx context.Context, p StartParams) (json.RawMessage, error)
+// error refuses the start: it is returned wrapped in runtime.ErrPolicy.
+type PolicyFunc func(ctx context.Context, p runtime.StartRequest) (json.RawMessage, error)
 
 // RegisterOption configures a registered definition.
 type RegisterOption func(*registered)
@@ -274,18 +268,18 @@ type Engine struct {
 	due dueTimes
 }
 
-// New returns an engine on pool and st (a store on the same pool; give it
+// New returns an engine on st and its pool (give the store
 // store.WithClock to stub the clock in tests). The schema must be migrated.
 // A Config that cannot work (a negative duration or count, a heartbeat not
 // shorter than the lease, a poll interval under MinPollInterval) is refused
-// with an error matching ErrInvalidConfig.
-func New(pool *pgxpool.Pool, st *store.Store, cfg Config) (*Engine, error) {
+// with an error matching runtime.ErrInvalidConfig.
+func New(st *store.Store, cfg Config) (*Engine, error) {
 	cfg = cfg.withDefaults()
-	if err := cfg.validate(pool, st); err != nil {
+	if err := cfg.validate(st); err != nil {
 		return nil, err
 	}
 	e := &Engine{
-		pool: pool, st: st, es: enginestore.New(st), cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
+		pool: st.Pool(), st: st, es: enginestore.New(st), cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
 		kinds: make(map[enginestore.Kind]*registered), latest: make(map[string]int),
 		listening: make(chan struct{}),
 	}
@@ -363,7 +357,7 @@ func (e *Engine) handles(typ string) bool {
 // result. Only a run about to be created, or restarted because it failed,
 // has its policy resolved and its snapshot stored; then idle workers are
 // notified. A policy error refuses the start and writes nothing.
-func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, error) {
+func (e *Engine) Start(ctx context.Context, p runtime.StartRequest) (runtime.Started, error) {
 	op := fmt.Sprintf("start %s/%s", diag.Short(p.Type), diag.Short(p.IdempotencyKey))
 	e.mu.RLock()
 	if p.Version == 0 {
@@ -372,10 +366,10 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, e
 	r := e.kinds[enginestore.Kind{Type: p.Type, Version: p.Version}]
 	e.mu.RUnlock()
 	if r == nil {
-		return store.StartResult{}, runErr(op, "", fmt.Errorf("%w: %s v%d", ErrNotRegistered, diag.Short(p.Type), p.Version))
+		return runtime.Started{}, runErr(op, "", fmt.Errorf("%w: %s v%d", runtime.ErrNotRegistered, diag.Short(p.Type), p.Version))
 	}
 	var policyErr error
-	if r.policy != nil && p.PolicySnapshot == nil && p.ResolvePolicy == nil {
+	if r.policy != nil && p.Policy == nil && p.ResolvePolicy == nil {
 		params := p
 		p.ResolvePolicy = func(ctx context.Context) (json.RawMessage, error) {
 			snap, err := callPolicy(ctx, r, params)
@@ -387,7 +381,7 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, e
 	// that writes it.
 	res, err := e.st.Start(ctx, p)
 	if policyErr != nil {
-		return res, runErr(op, "", fmt.Errorf("%w: %w", ErrPolicy, policyErr))
+		return res, runErr(op, "", fmt.Errorf("%w: %w", runtime.ErrPolicy, policyErr))
 	}
 	if err == nil && res.Run.NextRunAt.After(res.Run.UpdatedAt) {
 		// An initial state that waits for a timer: Work wakes up for it.
@@ -397,7 +391,7 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (store.StartResult, e
 }
 
 // callPolicy calls the policy function of r, a panic in it made an error.
-func callPolicy(ctx context.Context, r *registered, p StartParams) (json.RawMessage, error) {
+func callPolicy(ctx context.Context, r *registered, p runtime.StartRequest) (json.RawMessage, error) {
 	return protected("PolicyFunc of "+p.Type, func() (json.RawMessage, error) {
 		return r.policy(ctx, p)
 	})
@@ -421,7 +415,7 @@ func (e *Engine) notify(ctx context.Context, typ string) {
 // signaller does not hold). A run woken into a state with a handler becomes
 // due at once and idle workers are notified; a handler in flight for the
 // run's previous state finds its own transition refused. Signalling a
-// terminal run fails with ErrRunFinished; an event the state does not
+// terminal run fails with runtime.ErrRunFinished; an event the state does not
 // accept fails with an error matching runtime.ErrIllegalTransition or
 // runtime.ErrGuardRejected. An event callers may not send to the run in
 // its state (runtime.Definition.CallerRefusal: the event a driven state's
@@ -433,13 +427,13 @@ func (e *Engine) notify(ctx context.Context, typ string) {
 // (runtime.Run.Events), for guards, when a row from its state on the event
 // has a guard; otherwise none are read. Signal sends two statements, a
 // read and the write, which returns the run it gives back.
-func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (store.Run, error) {
+func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (runtime.Run, error) {
 	if ev == nil {
-		return store.Run{}, runErr("signal", diag.Short(runID), fmt.Errorf("%w: nil event", store.ErrInvalidInput))
+		return runtime.Run{}, runErr("signal", diag.Short(runID), fmt.Errorf("%w: nil event", runtime.ErrInvalidInput))
 	}
 	name := ev.EventName()
 	eventOf := func(runtime.Definition) string { return name }
-	return e.fireExternal(ctx, "signal "+name, runID, name, eventOf, func(run store.Run, r *registered, childEvent bool) (runtime.Event, *store.Result, error) {
+	return e.fireExternal(ctx, "signal "+name, runID, name, eventOf, func(run runtime.Run, r *registered, childEvent bool) (runtime.Event, *runtime.Result, error) {
 		if err := signallable(r, run, name, childEvent); err != nil {
 			return nil, nil, err
 		}
@@ -448,30 +442,30 @@ func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (st
 }
 
 // Cancel cancels a run on behalf of userID, from any process. Only the
-// run's owner may: another user gets ErrNotOwner, and so does the owner
+// run's owner may: another user gets runtime.ErrNotOwner, and so does the owner
 // when the workflow's guards refuse the cancel event. The cancel event is
 // the one the machine names in its definition (cancel EVENT in the .fsm
 // file); it is fired with the payload {"userID": userID} (fields the event
 // does not declare are left out) and checked like any event: with its
 // guards, from the run's state, to whichever state its row leads (a
 // cancelled final state, or a state that undoes work first). A machine that
-// names no cancel event fails with ErrNoCancelEvent; a run whose state has
-// no transition on it fails with ErrNotCancellable; a terminal run with
-// ErrRunFinished. A handler in flight for the run loses its lease: its
+// names no cancel event fails with runtime.ErrNoCancelEvent; a run whose state has
+// no transition on it fails with runtime.ErrNotCancellable; a terminal run with
+// runtime.ErrRunFinished. A handler in flight for the run loses its lease: its
 // context is cancelled at its next heartbeat, and its transition, if it
 // returns one, is refused, so it writes nothing else.
-func (e *Engine) Cancel(ctx context.Context, runID, userID string) (store.Run, error) {
+func (e *Engine) Cancel(ctx context.Context, runID, userID string) (runtime.Run, error) {
 	eventOf := func(d runtime.Definition) string { return d.Cancel }
-	return e.fireExternal(ctx, "cancel", runID, "", eventOf, func(run store.Run, r *registered, _ bool) (runtime.Event, *store.Result, error) {
+	return e.fireExternal(ctx, "cancel", runID, "", eventOf, func(run runtime.Run, r *registered, _ bool) (runtime.Event, *runtime.Result, error) {
 		name := r.def.Cancel
 		if name == "" {
-			return nil, nil, fmt.Errorf("%w: %s v%d declares none", ErrNoCancelEvent, run.Type, run.Version)
+			return nil, nil, fmt.Errorf("%w: %s v%d declares none", runtime.ErrNoCancelEvent, run.Type, run.Version)
 		}
 		if run.UserID == "" || !strings.EqualFold(run.UserID, userID) {
-			return nil, nil, fmt.Errorf("%w: user %s may not cancel a run of user %q", ErrNotOwner, diag.Quote(userID), run.UserID)
+			return nil, nil, fmt.Errorf("%w: user %s may not cancel a run of user %q", runtime.ErrNotOwner, diag.Quote(userID), run.UserID)
 		}
 		if !r.accepts(run.State, name) {
-			return nil, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on the cancel event %s", ErrNotCancellable, run.State, run.Type, run.Version, name)
+			return nil, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on the cancel event %s", runtime.ErrNotCancellable, run.State, run.Type, run.Version, name)
 		}
 		payload := map[string]any{}
 		if r.fields[name]["userID"] {
@@ -483,9 +477,9 @@ func (e *Engine) Cancel(ctx context.Context, runID, userID string) (store.Run, e
 		}
 		ev, err := r.driver.Decode(name, raw)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: cancel event %s: %w", store.ErrPayload, name, err)
+			return nil, nil, fmt.Errorf("%w: cancel event %s: %w", runtime.ErrPayload, name, err)
 		}
-		return ev, &store.Result{ErrorCode: "CANCELLED", ErrorDetail: "cancelled by user " + userID}, nil
+		return ev, &runtime.Result{ErrorCode: "CANCELLED", ErrorDetail: "cancelled by user " + userID}, nil
 	})
 }
 
@@ -512,7 +506,7 @@ const maxExternalRounds = 8
 // made it due at once. A write refused because the run moved meanwhile
 // starts again with a new read.
 func (e *Engine) fireExternal(ctx context.Context, op, runID, childEvent string, eventOf func(runtime.Definition) string,
-	build func(run store.Run, r *registered, childEvent bool) (runtime.Event, *store.Result, error)) (store.Run, error) {
+	build func(run runtime.Run, r *registered, childEvent bool) (runtime.Event, *runtime.Result, error)) (runtime.Run, error) {
 	guarded := e.guarded(eventOf)
 	for range maxExternalRounds {
 		read, err := e.es.ReadForEvent(ctx, runID, childEvent, guarded)
@@ -521,14 +515,14 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID, childEvent string,
 			return run, err
 		}
 		if run.Terminal() {
-			return run, runErr(op, runID, fmt.Errorf("%w: it is %s in %s", ErrRunFinished, run.Status, run.State))
+			return run, runErr(op, runID, fmt.Errorf("%w: it is %s in %s", runtime.ErrRunFinished, run.Status, run.State))
 		}
 		r := e.lookup(run.Type, run.Version)
 		if r == nil {
 			return run, runErr(op, runID, e.notRegistered(run.Type, run.Version))
 		}
 		var ev runtime.Event
-		var res *store.Result
+		var res *runtime.Result
 		err = protect(op, func() error {
 			var err error
 			ev, res, err = build(run, r, read.ChildEvent)
@@ -537,7 +531,7 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID, childEvent string,
 		if err != nil {
 			return run, runErr(op, runID, err)
 		}
-		rt := run.Runtime()
+		rt := handlerRun(run)
 		if read.EventsRead {
 			rt.Events = e.decodeEvents(r, run, read.Events)
 		}
@@ -546,15 +540,15 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID, childEvent string,
 		switch {
 		case err == nil:
 			return rec.after(), nil
-		case errors.Is(err, store.ErrConflict):
+		case errors.Is(err, runtime.ErrConflict):
 			continue // the run moved: decide again
 		case op == "cancel" && errors.Is(err, runtime.ErrGuardRejected):
-			return run, runErr(op, runID, fmt.Errorf("%w: %w", ErrNotOwner, err))
+			return run, runErr(op, runID, fmt.Errorf("%w: %w", runtime.ErrNotOwner, err))
 		default:
 			return run, runErr(op, runID, err)
 		}
 	}
-	return store.Run{}, runErr(op, runID, fmt.Errorf("%w: the run moved under %d consecutive tries", store.ErrConflict, maxExternalRounds))
+	return runtime.Run{}, runErr(op, runID, fmt.Errorf("%w: the run moved under %d consecutive tries", runtime.ErrConflict, maxExternalRounds))
 }
 
 // Resume makes a parked run due again, with a fresh attempt counter, and
@@ -573,10 +567,10 @@ func (e *Engine) Resume(ctx context.Context, runID string) error {
 // A run of a machine without final states never is: Wait on it returns only
 // when ctx is done, with ctx's error. Wait rides out lost connections (a
 // restart of the server): it tries again until ctx is done.
-func (e *Engine) Wait(ctx context.Context, runID string) (store.Run, error) {
+func (e *Engine) Wait(ctx context.Context, runID string) (runtime.Run, error) {
 	delay := 5 * time.Millisecond
 	for {
-		run, err := retried(ctx, e, time.Time{}, "wait", runID, func() (store.Run, error) {
+		run, err := retried(ctx, e, time.Time{}, "wait", runID, func() (runtime.Run, error) {
 			return e.st.Get(ctx, runID)
 		})
 		if err != nil {

@@ -48,8 +48,8 @@ func TestNotifyWakesIdleWorker(t *testing.T) {
 	<-e.Listening()
 	run := v.start(t, e, "chain", "k1")
 	got := wait(t, e, run.ID, 30*time.Second)
-	if got.State != "END" || got.Result == nil || got.Result.Status != runtime.StatusSucceeded || got.LeaseOwner != "" {
-		t.Errorf("run = %s %+v lease %q", got.State, got.Result, got.LeaseOwner)
+	if got.State != "END" || got.Result == nil || got.Result.Status != runtime.StatusSucceeded || got.Lease.Owner != "" {
+		t.Errorf("run = %s %+v lease %q", got.State, got.Result, got.Lease.Owner)
 	}
 	if diff := cmp.Diff(chainLog, v.moves(t, run.ID)); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
@@ -98,7 +98,7 @@ func TestPolicyFirst(t *testing.T) {
 	d := chainDriver("chain")
 	e := v.engine(t, engine.Config{})
 	var seen []string
-	err := e.Register(context.Background(), d, engine.WithPolicy(func(_ context.Context, p engine.StartParams) (json.RawMessage, error) {
+	err := e.Register(context.Background(), d, engine.WithPolicy(func(_ context.Context, p runtime.StartRequest) (json.RawMessage, error) {
 		seen = append(seen, p.IdempotencyKey)
 		if p.IdempotencyKey == "refused" {
 			return nil, errors.New("tier does not allow it")
@@ -114,8 +114,8 @@ func TestPolicyFirst(t *testing.T) {
 		return event("Next"), nil
 	}
 	run := v.start(t, e, "chain", "ok")
-	if string(run.PolicySnapshot) != `{"retrieval_threshold": 0.85}` {
-		t.Errorf("policy snapshot = %s", run.PolicySnapshot)
+	if string(run.Policy) != `{"retrieval_threshold": 0.85}` {
+		t.Errorf("policy snapshot = %s", run.Policy)
 	}
 	if _, err := e.Drive(context.Background(), run.ID); err != nil {
 		t.Fatal(err)
@@ -123,8 +123,8 @@ func TestPolicyFirst(t *testing.T) {
 	if string(policy) != `{"retrieval_threshold": 0.85}` {
 		t.Errorf("the handler saw policy %s", policy)
 	}
-	_, err = e.Start(context.Background(), store.StartParams{Type: "chain", IdempotencyKey: "refused", TenantID: "t1"})
-	if !errors.Is(err, engine.ErrPolicy) {
+	_, err = e.Start(context.Background(), runtime.StartRequest{Type: "chain", IdempotencyKey: "refused", Owner: runtime.Owner{TenantID: "t1"}})
+	if !errors.Is(err, runtime.ErrPolicy) {
 		t.Errorf("Start with a refusing policy: %v, want ErrPolicy", err)
 	}
 	runs, err := v.st.List(context.Background(), store.Filter{Type: "chain"})
@@ -154,7 +154,7 @@ func failing(code string, n int, e runtime.Event, calls *int) handler {
 // retryRun drives a run of a job machine with the given WORKING policy, with
 // a stubbed clock advanced by each scheduled delay, and returns the
 // attempt_failed steps and the run.
-func retryRun(t *testing.T, pol *runtime.RetryPolicy, onExhausted string, jitter float64, h handler) (env, store.Run, []map[string]any) {
+func retryRun(t *testing.T, pol *runtime.RetryPolicy, onExhausted string, jitter float64, h handler) (env, runtime.Run, []map[string]any) {
 	t.Helper()
 	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	v := newEnv(t, store.WithClock(clk.Now))
@@ -278,7 +278,7 @@ func TestExhaustedWithoutEventParks(t *testing.T) {
 		t.Errorf("calls %d, retries %d", calls, len(steps))
 	}
 	if run.State != "WORKING" || run.ParkedAt.IsZero() || !run.NextRunAt.IsZero() || run.LastErrorCode != "BOOM" ||
-		run.LastError != "BOOM: try 2 failed" || run.LeaseOwner != "" {
+		run.LastError != "BOOM: try 2 failed" || run.Lease.Owner != "" {
 		t.Errorf("parked run = %+v", run)
 	}
 	parked := v.steps(t, run.ID, "parked")

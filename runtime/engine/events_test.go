@@ -54,8 +54,8 @@ func TestSignal(t *testing.T) {
 	run := v.start(t, e, "approval", "k")
 	runDue(t, e, 1)
 	parked := v.get(t, run.ID)
-	if parked.State != "AWAIT" || parked.LeaseOwner != "" || !parked.NextRunAt.Equal(clk.Now().Add(7*24*time.Hour)) {
-		t.Fatalf("waiting run: %s lease %q due %v", parked.State, parked.LeaseOwner, parked.NextRunAt)
+	if parked.State != "AWAIT" || parked.Lease.Owner != "" || !parked.NextRunAt.Equal(clk.Now().Add(7*24*time.Hour)) {
+		t.Fatalf("waiting run: %s lease %q due %v", parked.State, parked.Lease.Owner, parked.NextRunAt)
 	}
 	runDue(t, e, 0) // a waiting run is not claimed
 
@@ -75,7 +75,7 @@ func TestSignal(t *testing.T) {
 	if diff := cmp.Diff(want, v.moves(t, run.ID)); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
 	}
-	if _, err := e.Signal(ctx, run.ID, event("Approve")); !errors.Is(err, engine.ErrRunFinished) {
+	if _, err := e.Signal(ctx, run.ID, event("Approve")); !errors.Is(err, runtime.ErrRunFinished) {
 		t.Errorf("Signal of a finished run: %v, want ErrRunFinished", err)
 	}
 }

@@ -53,7 +53,7 @@ func ExampleMiddleware() {
 			return a
 		},
 	}))
-	e, err := engine.New(pool, store.New(pool), engine.Config{
+	e, err := engine.New(store.New(pool), engine.Config{
 		Middleware: []engine.Middleware{logged{log: logger}},
 		Logger:     quiet,
 	})
@@ -66,7 +66,7 @@ func ExampleMiddleware() {
 	if err := e.Register(ctx, d); err != nil {
 		log.Fatal(err)
 	}
-	res, err := e.Start(ctx, engine.StartParams{Type: "job", IdempotencyKey: "job-1", TenantID: "acme"})
+	res, err := e.Start(ctx, runtime.StartRequest{Type: "job", IdempotencyKey: "job-1", Owner: runtime.Owner{TenantID: "acme"}})
 	if err != nil {
 		log.Fatal(err)
 	}

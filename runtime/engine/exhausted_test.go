@@ -10,7 +10,6 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 func TestExhaustedFunc(t *testing.T) {
@@ -24,7 +23,7 @@ func TestExhaustedFunc(t *testing.T) {
 		// hook is the ExhaustedFunc under test, given what it saw.
 		hook       func(s *seen) engine.ExhaustedFunc
 		wantState  string
-		wantResult *store.Result
+		wantResult *runtime.Result
 		wantSteps  []map[string]any
 		wantParked bool
 	}{
@@ -42,7 +41,7 @@ func TestExhaustedFunc(t *testing.T) {
 				}
 			},
 			wantState:  "FAILED",
-			wantResult: &store.Result{Status: runtime.StatusFailed, Output: json.RawMessage(`{"served": "fallback"}`), CostUSD: 0.25},
+			wantResult: &runtime.Result{Status: runtime.StatusFailed, Output: json.RawMessage(`{"served": "fallback"}`), CostUSD: 0.25},
 			wantSteps:  []map[string]any{{"code": "BOOM"}},
 		},
 		{
@@ -54,7 +53,7 @@ func TestExhaustedFunc(t *testing.T) {
 				}
 			},
 			wantState:  "FAILED",
-			wantResult: &store.Result{Status: runtime.StatusFailed, ErrorCode: "BOOM", ErrorDetail: "BOOM: try 1 failed"},
+			wantResult: &runtime.Result{Status: runtime.StatusFailed, ErrorCode: "BOOM", ErrorDetail: "BOOM: try 1 failed"},
 		},
 		{
 			name: "error: parked",
@@ -147,7 +146,7 @@ func TestNoRetryExhaustsAtOnce(t *testing.T) {
 			}
 			res := *run.Result
 			res.RunID, res.Attempt, res.DurationMS = "", 0, 0
-			want := store.Result{Status: runtime.StatusFailed, ErrorCode: "DB_DOWN", ErrorDetail: "DB_DOWN: activity gave up after 5 tries"}
+			want := runtime.Result{Status: runtime.StatusFailed, ErrorCode: "DB_DOWN", ErrorDetail: "DB_DOWN: activity gave up after 5 tries"}
 			if diff := cmp.Diff(want, res); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
 			}

@@ -223,7 +223,7 @@ func (v env) engine(t *testing.T, cfg engine.Config, drivers ...runtime.Driver) 
 	if cfg.Logger == nil {
 		cfg.Logger = quiet
 	}
-	e, err := engine.New(v.pool, v.st, cfg)
+	e, err := engine.New(v.st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,16 +235,16 @@ func (v env) engine(t *testing.T, cfg engine.Config, drivers ...runtime.Driver) 
 	return e
 }
 
-func (v env) start(t *testing.T, e *engine.Engine, typ, key string) store.Run {
+func (v env) start(t *testing.T, e *engine.Engine, typ, key string) runtime.Run {
 	t.Helper()
-	res, err := e.Start(context.Background(), store.StartParams{Type: typ, IdempotencyKey: key, TenantID: "t1", UserID: alice})
+	res, err := e.Start(context.Background(), runtime.StartRequest{Type: typ, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t1", UserID: alice}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res.Run
 }
 
-func (v env) get(t *testing.T, id string) store.Run {
+func (v env) get(t *testing.T, id string) runtime.Run {
 	t.Helper()
 	run, err := v.st.Get(context.Background(), id)
 	if err != nil {
@@ -301,7 +301,7 @@ func work(t *testing.T, e *engine.Engine) {
 	})
 }
 
-func wait(t *testing.T, e *engine.Engine, id string, limit time.Duration) store.Run {
+func wait(t *testing.T, e *engine.Engine, id string, limit time.Duration) runtime.Run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()

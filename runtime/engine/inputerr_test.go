@@ -23,7 +23,7 @@ func TestStartErrorsQuoteShortPrefix(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	e := v.engine(t, engine.Config{})
-	refuse := func(context.Context, engine.StartParams) (json.RawMessage, error) {
+	refuse := func(context.Context, runtime.StartRequest) (json.RawMessage, error) {
 		return nil, errors.New("over quota")
 	}
 	if err := e.Register(context.Background(), &driver{def: jobDef("job", nil, ""), guards: ownerGuard()}, engine.WithPolicy(refuse)); err != nil {
@@ -37,10 +37,10 @@ func TestStartErrorsQuoteShortPrefix(t *testing.T) {
 		typ, want string
 		sentinel  error
 	}{
-		{"nope", "engine: start nope/" + prefix + ": definition not registered with this engine: nope v0", engine.ErrNotRegistered},
-		{"job", "engine: start job/" + prefix + ": policy refused the run: over quota", engine.ErrPolicy},
+		{"nope", "engine: start nope/" + prefix + ": definition not registered with this engine: nope v0", runtime.ErrNotRegistered},
+		{"job", "engine: start job/" + prefix + ": policy refused the run: over quota", runtime.ErrPolicy},
 	} {
-		_, err := e.Start(context.Background(), store.StartParams{Type: tc.typ, IdempotencyKey: key, TenantID: "t1", UserID: alice})
+		_, err := e.Start(context.Background(), runtime.StartRequest{Type: tc.typ, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t1", UserID: alice}})
 		if !errors.Is(err, tc.sentinel) {
 			t.Fatalf("start %s: %.300v, want %v", tc.typ, err, tc.sentinel)
 		}
@@ -50,7 +50,7 @@ func TestStartErrorsQuoteShortPrefix(t *testing.T) {
 	}
 	// The type is an input too.
 	long := strings.Repeat("t", 100)
-	_, err := e.Start(context.Background(), store.StartParams{Type: long, IdempotencyKey: "k", TenantID: "t1", UserID: alice})
+	_, err := e.Start(context.Background(), runtime.StartRequest{Type: long, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t1", UserID: alice}})
 	want := `engine: start "tttttttttttttttttttttttttttttttt"…/k: definition not registered with this engine: "tttttttttttttttttttttttttttttttt"… v0`
 	if err == nil || err.Error() != want {
 		t.Errorf("start with a long type: %v, want %s", err, want)

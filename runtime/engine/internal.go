@@ -3,7 +3,6 @@ package engine
 import (
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // signallable refuses, with runtime.ErrNotCallerEvent, an event that
@@ -11,7 +10,7 @@ import (
 // gives to a handler or to the engine (runtime.Definition.CallerRefusal),
 // or, when childEvent (read with the run, see enginestore.ReadForEvent),
 // the completion event of one of its children.
-func signallable(r *registered, run store.Run, name string, childEvent bool) error {
+func signallable(r *registered, run runtime.Run, name string, childEvent bool) error {
 	if why := r.def.CallerRefusal(run.State, name); why != "" {
 		return runtime.RefuseCaller(run.Type, run.Version, run.State, name, why)
 	}

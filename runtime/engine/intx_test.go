@@ -73,7 +73,7 @@ func TestInTx(t *testing.T) {
 	if diff := cmp.Diff([][2]int64{{run.RowVersion, 2}}, marks); diff != "" {
 		t.Errorf("marks (row version, try) (-want +got):\n%s", diff)
 	}
-	if err := engine.InTx(&runtime.Run{ID: "x"}, func(context.Context, pgx.Tx, engine.Committed) error { return nil }); !errors.Is(err, engine.ErrNoEngine) {
+	if err := engine.InTx(&runtime.Run{ID: "x"}, func(context.Context, pgx.Tx, engine.Committed) error { return nil }); !errors.Is(err, runtime.ErrNoEngine) {
 		t.Errorf("outside the engine: err = %v, want ErrNoEngine", err)
 	}
 }

@@ -38,19 +38,19 @@ func TestCancelWhileHandlerRuns(t *testing.T) {
 	<-started
 
 	ctx := context.Background()
-	if _, err := e.Cancel(ctx, run.ID, bob); !errors.Is(err, engine.ErrNotOwner) {
+	if _, err := e.Cancel(ctx, run.ID, bob); !errors.Is(err, runtime.ErrNotOwner) {
 		t.Errorf("Cancel by another user: %v, want ErrNotOwner", err)
 	}
 	got, err := e.Cancel(ctx, run.ID, alice)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != "CANCELLED" || got.Result == nil || got.Result.Status != runtime.StatusCancelled || got.LeaseOwner != "" {
-		t.Errorf("cancelled run = %s %+v lease %q", got.State, got.Result, got.LeaseOwner)
+	if got.State != "CANCELLED" || got.Result == nil || got.Result.Status != runtime.StatusCancelled || got.Lease.Owner != "" {
+		t.Errorf("cancelled run = %s %+v lease %q", got.State, got.Result, got.Lease.Owner)
 	}
 	close(release)
 	err = <-driven
-	if !errors.Is(err, engine.ErrLeaseLost) {
+	if !errors.Is(err, runtime.ErrLeaseLost) {
 		t.Errorf("Drive after the cancellation: %v, want ErrLeaseLost", err)
 	}
 	want := []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING", "transition Cancel WORKING->CANCELLED"}
@@ -63,7 +63,7 @@ func TestCancelWhileHandlerRuns(t *testing.T) {
 	if runs, err := v.st.List(ctx, store.Filter{Type: "job"}); err != nil || len(runs) != 1 {
 		t.Errorf("%d runs (%v): the refused transition's enqueued run was written", len(runs), err)
 	}
-	if _, err := e.Cancel(ctx, run.ID, alice); !errors.Is(err, engine.ErrRunFinished) {
+	if _, err := e.Cancel(ctx, run.ID, alice); !errors.Is(err, runtime.ErrRunFinished) {
 		t.Errorf("Cancel of a cancelled run: %v, want ErrRunFinished", err)
 	}
 }
@@ -74,7 +74,7 @@ func TestCancelRefusedByGuard(t *testing.T) {
 	d := &driver{def: jobDef("job", nil, ""), guards: map[string]func(ev) bool{"UserOwnsRun": func(ev) bool { return false }}}
 	e := v.engine(t, engine.Config{}, d)
 	run := v.start(t, e, "job", "k")
-	if _, err := e.Cancel(context.Background(), run.ID, alice); !errors.Is(err, engine.ErrNotOwner) || !errors.Is(err, runtime.ErrGuardRejected) {
+	if _, err := e.Cancel(context.Background(), run.ID, alice); !errors.Is(err, runtime.ErrNotOwner) || !errors.Is(err, runtime.ErrGuardRejected) {
 		t.Errorf("Cancel refused by the guard: %v, want ErrNotOwner and ErrGuardRejected", err)
 	}
 	if got := v.get(t, run.ID); got.State != "QUEUED" {
@@ -162,10 +162,10 @@ func TestLostLeaseCancelsHandler(t *testing.T) {
 	e := v.engine(t, engine.Config{Lease: 5 * time.Second, Heartbeat: 20 * time.Millisecond}, d)
 	run := v.start(t, e, "job", "k")
 	_, err := e.Drive(context.Background(), run.ID)
-	if !errors.Is(err, engine.ErrLeaseLost) {
+	if !errors.Is(err, runtime.ErrLeaseLost) {
 		t.Errorf("Drive: %v, want ErrLeaseLost", err)
 	}
-	if cause := <-causes; !errors.Is(cause, engine.ErrLeaseLost) {
+	if cause := <-causes; !errors.Is(cause, runtime.ErrLeaseLost) {
 		t.Errorf("the handler's context ended with %v, want ErrLeaseLost", cause)
 	}
 	want := []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING"}
@@ -205,9 +205,9 @@ func TestShutdownReleasesLeases(t *testing.T) {
 	}
 	for _, id := range []string{a.ID, b.ID} {
 		got := v.get(t, id)
-		if got.State != "WORKING" || got.LeaseExpiresAt.After(now) || got.NextRunAt.IsZero() || got.StepAttempt != 1 {
+		if got.State != "WORKING" || got.Lease.ExpiresAt.After(now) || got.NextRunAt.IsZero() || got.StepAttempt != 1 {
 			t.Errorf("after shutdown: state %s, lease %q until %v (now %v), next run %v, step attempt %d",
-				got.State, got.LeaseOwner, got.LeaseExpiresAt, now, got.NextRunAt, got.StepAttempt)
+				got.State, got.Lease.Owner, got.Lease.ExpiresAt, now, got.NextRunAt, got.StepAttempt)
 		}
 	}
 	// Another worker takes them at once, without waiting for an expiry.
@@ -249,8 +249,8 @@ func TestShutdownLetsHandlerFinish(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := v.get(t, run.ID); got.State != "DONE" || got.LeaseOwner != "" {
-		t.Errorf("after a graceful shutdown: %s, lease %q", got.State, got.LeaseOwner)
+	if got := v.get(t, run.ID); got.State != "DONE" || got.Lease.Owner != "" {
+		t.Errorf("after a graceful shutdown: %s, lease %q", got.State, got.Lease.Owner)
 	}
 }
 
@@ -288,8 +288,8 @@ func TestShutdownAbandonsStuckHandler(t *testing.T) {
 		t.Fatal("Work did not return with a handler that ignores its context")
 	}
 	held := v.get(t, run.ID)
-	if held.State != "WORKING" || held.LeaseOwner != e1.WorkerID() {
-		t.Fatalf("after the shutdown: %s, lease %q", held.State, held.LeaseOwner)
+	if held.State != "WORKING" || held.Lease.Owner != e1.WorkerID() {
+		t.Fatalf("after the shutdown: %s, lease %q", held.State, held.Lease.Owner)
 	}
 
 	// Once the lease has expired, by the database's clock, another worker

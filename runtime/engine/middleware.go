@@ -6,7 +6,6 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // Middleware wraps the engine's work on runs, for tracing, metrics and
@@ -43,7 +42,7 @@ type Middleware interface {
 	// parked, ParkedAt and its error), and an error when the session was
 	// interrupted: a lost lease, the context done, a state the engine
 	// cannot drive.
-	Drive(ctx context.Context, run store.Run, next func(context.Context) (store.Run, error)) (store.Run, error)
+	Drive(ctx context.Context, run runtime.Run, next func(context.Context) (runtime.Run, error)) (runtime.Run, error)
 	// Handle wraps the call of the handler of state on run; next returns
 	// the event the handler chose, or its error (a *PanicError for a
 	// panic). run must not be changed.
@@ -51,7 +50,7 @@ type Middleware interface {
 	// Transition wraps the firing of ev on run in state from; next returns
 	// the transition recorded, or why there is none: an error matching
 	// runtime.ErrIllegalTransition or runtime.ErrGuardRejected for an event
-	// refused, store.ErrConflict when the run moved, ErrLeaseLost, a
+	// refused, runtime.ErrConflict when the run moved, runtime.ErrLeaseLost, a
 	// database error. run must not be changed.
 	Transition(ctx context.Context, run *runtime.Run, from string, ev runtime.Event, next func(context.Context) (runtime.Transition, error)) (runtime.Transition, error)
 }
@@ -77,7 +76,7 @@ func (MiddlewareDefaults) Claim(ctx context.Context, _ ClaimInfo, next func(cont
 }
 
 // Drive implements Middleware by calling next.
-func (MiddlewareDefaults) Drive(ctx context.Context, _ store.Run, next func(context.Context) (store.Run, error)) (store.Run, error) {
+func (MiddlewareDefaults) Drive(ctx context.Context, _ runtime.Run, next func(context.Context) (runtime.Run, error)) (runtime.Run, error) {
 	return next(ctx)
 }
 
@@ -121,11 +120,11 @@ func (c chain) Claim(ctx context.Context, info ClaimInfo, next func(context.Cont
 	return c[0].Claim(ctx, info, func(ctx context.Context) (int, error) { return c[1:].Claim(ctx, info, next) })
 }
 
-func (c chain) Drive(ctx context.Context, run store.Run, next func(context.Context) (store.Run, error)) (store.Run, error) {
+func (c chain) Drive(ctx context.Context, run runtime.Run, next func(context.Context) (runtime.Run, error)) (runtime.Run, error) {
 	if len(c) == 0 {
 		return next(ctx)
 	}
-	return c[0].Drive(ctx, run, func(ctx context.Context) (store.Run, error) { return c[1:].Drive(ctx, run, next) })
+	return c[0].Drive(ctx, run, func(ctx context.Context) (runtime.Run, error) { return c[1:].Drive(ctx, run, next) })
 }
 
 func (c chain) Handle(ctx context.Context, run *runtime.Run, state string, next func(context.Context) (runtime.Event, error)) (runtime.Event, error) {
@@ -232,8 +231,8 @@ func (s *session) driveObserved() error {
 		err    error
 		called bool
 	)
-	_, merr := protected("middleware around a session", func() (store.Run, error) {
-		return s.e.mw.Drive(s.hbase, s.run, func(ctx context.Context) (store.Run, error) {
+	_, merr := protected("middleware around a session", func() (runtime.Run, error) {
+		return s.e.mw.Drive(s.hbase, s.run, func(ctx context.Context) (runtime.Run, error) {
 			called = true
 			s.hbase = ctx
 			err = s.loop()

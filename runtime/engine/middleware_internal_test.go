@@ -44,7 +44,7 @@ func TestNoMiddlewareAllocatesNothing(t *testing.T) {
 	}
 	reg := &registered{driver: nopDriver{ev: nopEvent{}}}
 	rt := &runtime.Run{ID: "r1", Type: "t", Version: 1}
-	s := &session{e: e, reg: reg, run: store.Run{ID: "r1", Type: "t", State: "A"}}
+	s := &session{e: e, reg: reg, run: runtime.Run{ID: "r1", Type: "t", State: "A"}}
 	rec := &recorder{e: e, reg: reg}
 	ctx := context.Background()
 	cancelled, cancel := context.WithCancel(ctx)

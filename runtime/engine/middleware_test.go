@@ -13,7 +13,6 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // scope is the context key under which the tracing middleware below puts
@@ -56,7 +55,7 @@ func (m *tracer) Claim(ctx context.Context, c engine.ClaimInfo, next func(contex
 	return n, err
 }
 
-func (m *tracer) Drive(ctx context.Context, run store.Run, next func(context.Context) (store.Run, error)) (store.Run, error) {
+func (m *tracer) Drive(ctx context.Context, run runtime.Run, next func(context.Context) (runtime.Run, error)) (runtime.Run, error) {
 	m.add("drive in %q %s from %s", scopeOf(ctx), run.Type, run.State)
 	after, err := next(context.WithValue(ctx, scope{}, "drive"))
 	m.add("drive ended in %s %s parked=%t: %v", after.State, after.Status, !after.ParkedAt.IsZero(), err)

@@ -51,7 +51,7 @@ func panicWorker(dsn string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	e, err := engine.New(pool, store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("panicworker"),
+	e, err := engine.New(store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("panicworker"),
 		Lease: 5 * time.Second, PollInterval: 20 * time.Millisecond, Concurrency: 4, Logger: quiet})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -193,7 +193,7 @@ func TestPanicRecovered(t *testing.T) {
 		// From Signal, the panic is the caller's error.
 		_, err := e.Signal(context.Background(), run.ID, event("Cancel", "userID", alice))
 		var pe *engine.PanicError
-		if !errors.As(err, &pe) || !errors.Is(err, engine.ErrPanic) || !errors.Is(err, boom) || pe.Where != "firing Cancel in QUEUED" {
+		if !errors.As(err, &pe) || !errors.Is(err, runtime.ErrPanic) || !errors.Is(err, boom) || pe.Where != "firing Cancel in QUEUED" {
 			t.Errorf("Signal with a panicking guard: %v", err)
 		}
 		// In a worker, it is a failed try: no policy, so the run is parked.
@@ -252,14 +252,14 @@ func TestPanicRecovered(t *testing.T) {
 		t.Parallel()
 		v := newEnv(t)
 		e := v.engine(t, engine.Config{})
-		err := e.Register(context.Background(), chainDriver("chain"), engine.WithPolicy(func(context.Context, engine.StartParams) (json.RawMessage, error) {
+		err := e.Register(context.Background(), chainDriver("chain"), engine.WithPolicy(func(context.Context, runtime.StartRequest) (json.RawMessage, error) {
 			panic("no policy")
 		}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = e.Start(context.Background(), store.StartParams{Type: "chain", IdempotencyKey: "k", TenantID: "t1"})
-		if !errors.Is(err, engine.ErrPolicy) || !errors.Is(err, engine.ErrPanic) {
+		_, err = e.Start(context.Background(), runtime.StartRequest{Type: "chain", IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t1"}})
+		if !errors.Is(err, runtime.ErrPolicy) || !errors.Is(err, runtime.ErrPanic) {
 			t.Errorf("Start with a panicking policy: %v", err)
 		}
 		runs, err := v.st.List(context.Background(), store.Filter{Type: "chain"})

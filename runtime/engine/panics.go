@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+
+	"github.com/fsmgen/fsmgen/runtime"
 )
 
 // PanicError reports that workflow code the engine called (a handler, a
@@ -11,7 +13,7 @@ import (
 // panicked. The engine recovers the panic: in a worker it is a failed try
 // of the run's state with code CodePanic, its value and stack in the run's
 // log; from Signal, Cancel or Start it is returned to the caller. It
-// matches ErrPanic with errors.Is, and the panic value too when that is an
+// matches runtime.ErrPanic with errors.Is, and the panic value too when that is an
 // error.
 type PanicError struct {
 	// Where names the code that panicked: "handler of WORKING", ...
@@ -25,12 +27,12 @@ type PanicError struct {
 // Error implements error: "panic in handler of WORKING: boom".
 func (e *PanicError) Error() string { return fmt.Sprintf("panic in %s: %v", e.Where, e.Value) }
 
-// Unwrap returns ErrPanic, and the panic value when it is an error.
+// Unwrap returns runtime.ErrPanic, and the panic value when it is an error.
 func (e *PanicError) Unwrap() []error {
 	if err, ok := e.Value.(error); ok {
-		return []error{ErrPanic, err}
+		return []error{runtime.ErrPanic, err}
 	}
-	return []error{ErrPanic}
+	return []error{runtime.ErrPanic}
 }
 
 // protect calls f and turns a panic in it into a *PanicError naming where.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // An event a handler returns that the store refuses as invalid input (a
@@ -71,7 +70,7 @@ func TestSignalRefusesInvalidPayload(t *testing.T) {
 	e := v.engine(t, engine.Config{}, d)
 	run := v.start(t, e, "job", "k")
 	_, err := e.Signal(context.Background(), run.ID, event("Cancel", "userID", "\x00"))
-	if !errors.Is(err, store.ErrInvalidInput) {
+	if !errors.Is(err, runtime.ErrInvalidInput) {
 		t.Fatalf("signal with a NUL: %v, want ErrInvalidInput", err)
 	}
 	if !strings.Contains(err.Error(), `holds a NUL character (\u0000), which PostgreSQL cannot store`) {

@@ -67,7 +67,7 @@ func (s *session) advance(ctx context.Context, p enginestore.AdvanceParams) (eng
 		}
 		return err
 	})
-	if err == nil || !lostConn || !(errors.Is(err, ErrLeaseLost) || errors.Is(err, store.ErrConflict)) {
+	if err == nil || !lostConn || !(errors.Is(err, runtime.ErrLeaseLost) || errors.Is(err, runtime.ErrConflict)) {
 		return adv, false, err
 	}
 	step, ok := s.logged(ctx, p.Transition, p.RowVersion)
@@ -75,7 +75,7 @@ func (s *session) advance(ctx context.Context, p enginestore.AdvanceParams) (eng
 		return adv, false, err
 	}
 	s.e.log.Info("a transition lost with its connection had been recorded", "run", s.run.ID, "event", p.Transition.Event)
-	return enginestore.Advanced{Recorded: store.Recorded{RowVersion: step.RowVersion, At: step.At}}, errors.Is(err, ErrLeaseLost), nil
+	return enginestore.Advanced{Recorded: store.Recorded{RowVersion: step.RowVersion, At: step.At}}, errors.Is(err, runtime.ErrLeaseLost), nil
 }
 
 // logged finds transition t, recorded from row version rowVersion, in the

@@ -11,12 +11,11 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // parkedRun returns an engine and a run of the job machine parked in
 // WORKING, whose handler failed once and succeeds from then on.
-func parkedRun(t *testing.T, v env, cfg engine.Config) (*engine.Engine, store.Run) {
+func parkedRun(t *testing.T, v env, cfg engine.Config) (*engine.Engine, runtime.Run) {
 	t.Helper()
 	var calls atomic.Int32
 	d := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{
@@ -56,7 +55,7 @@ func TestResume(t *testing.T) {
 	if !got.ParkedAt.IsZero() || got.NextRunAt.IsZero() || got.StepAttempt != 1 || got.State != "WORKING" {
 		t.Errorf("resumed run: %s parked %v due %v step attempt %d", got.State, got.ParkedAt, got.NextRunAt, got.StepAttempt)
 	}
-	if err := e.Resume(ctx, run.ID); !errors.Is(err, store.ErrConflict) {
+	if err := e.Resume(ctx, run.ID); !errors.Is(err, runtime.ErrConflict) {
 		t.Errorf("Resume of a run that is not parked: %v, want ErrConflict", err)
 	}
 	runDue(t, e, 1)

@@ -128,7 +128,7 @@ func TestStatementCounts(t *testing.T) {
 		},
 	}}
 
-	e, err := engine.New(pool, st, engine.Config{Logger: quiet, Lease: time.Minute, Concurrency: 1})
+	e, err := engine.New(st, engine.Config{Logger: quiet, Lease: time.Minute, Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,15 +140,15 @@ func TestStatementCounts(t *testing.T) {
 	// policied is kid under another name, with a PolicyFunc.
 	policied := kid
 	policied.Machine, policied.Type = "policied", "policied"
-	policy := engine.WithPolicy(func(context.Context, engine.StartParams) (json.RawMessage, error) {
+	policy := engine.WithPolicy(func(context.Context, runtime.StartRequest) (json.RawMessage, error) {
 		return json.RawMessage(`{"tier":"gold"}`), nil
 	})
 	if err := e.Register(ctx, &driver{def: policied}, policy); err != nil {
 		t.Fatal(err)
 	}
-	start := func(typ, key string) store.Run {
+	start := func(typ, key string) runtime.Run {
 		t.Helper()
-		res, err := e.Start(ctx, store.StartParams{Type: typ, IdempotencyKey: key, TenantID: "t1", UserID: alice})
+		res, err := e.Start(ctx, runtime.StartRequest{Type: typ, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t1", UserID: alice}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -159,7 +159,7 @@ func TestRefusedConnectionNotCharged(t *testing.T) {
 			run := s.start(t, e, "job", "k")
 
 			driven := make(chan error, 1)
-			var got store.Run
+			var got runtime.Run
 			go func() {
 				var err error
 				got, err = e.Drive(ctx, run.ID)
@@ -241,7 +241,7 @@ func TestLostWriteInterruptsTheTry(t *testing.T) {
 	run := s.start(t, e, "job", "k")
 
 	driven := make(chan error, 1)
-	var got store.Run
+	var got runtime.Run
 	go func() {
 		var err error
 		got, err = e.Drive(ctx, run.ID)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // registerUpgrades registers the upgrades into def's version whose
@@ -16,7 +15,7 @@ import (
 // another): without runs of an older version there is nothing to move.
 func (e *Engine) registerUpgrades(ctx context.Context, def runtime.Definition) error {
 	for _, m := range def.Upgrades {
-		if _, err := e.st.Definition(ctx, m.Type, m.From); errors.Is(err, store.ErrUnknownDefinition) {
+		if _, err := e.st.Definition(ctx, m.Type, m.From); errors.Is(err, runtime.ErrUnknownDefinition) {
 			continue
 		} else if err != nil {
 			return err
@@ -109,14 +108,14 @@ func withoutUnknown(payload []byte, fields map[string]bool) ([]byte, bool) {
 
 // Deregister stops the engine from driving runs of (typ, version): its
 // workers no longer claim them, and Start, Signal and Cancel refuse them.
-// It is refused, with an error matching store.ErrLiveRuns, while runs of
+// It is refused, with an error matching runtime.ErrLiveRuns, while runs of
 // that version are live in the database: upgrade them to a newer version
 // (fsmctl versions upgrade) or let them finish first. The definition stays
 // registered in the database, for the history of its runs.
 func (e *Engine) Deregister(ctx context.Context, typ string, version int) error {
 	op := fmt.Sprintf("deregister %s v%d", typ, version)
 	if e.lookup(typ, version) == nil {
-		return runErr(op, "", fmt.Errorf("%w: %s v%d", ErrNotRegistered, typ, version))
+		return runErr(op, "", fmt.Errorf("%w: %s v%d", runtime.ErrNotRegistered, typ, version))
 	}
 	n, err := e.st.LiveRuns(ctx, typ, version)
 	if err != nil {
@@ -124,7 +123,7 @@ func (e *Engine) Deregister(ctx context.Context, typ string, version int) error 
 	}
 	if n > 0 {
 		return runErr(op, "", fmt.Errorf("%w: %d runs of %s v%d are not finished; upgrade them (fsmctl versions plan %s %d N) or let them drain (fsmctl versions status %s) first",
-			store.ErrLiveRuns, n, typ, version, typ, version, typ))
+			runtime.ErrLiveRuns, n, typ, version, typ, version, typ))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -148,12 +147,12 @@ func (e *Engine) notRegistered(typ string, version int) error {
 	e.mu.RUnlock()
 	switch {
 	case !known:
-		return fmt.Errorf("%w: %s v%d; register its machine's driver with Register", ErrNotRegistered, typ, version)
+		return fmt.Errorf("%w: %s v%d; register its machine's driver with Register", runtime.ErrNotRegistered, typ, version)
 	case version < latest:
 		return fmt.Errorf("%w: %s v%d (this engine drives v%d); keep registering v%d's driver beside v%d until its runs drain, or upgrade them: fsmctl versions plan %s %d %d",
-			ErrNotRegistered, typ, version, latest, version, latest, typ, version, latest)
+			runtime.ErrNotRegistered, typ, version, latest, version, latest, typ, version, latest)
 	default:
 		return fmt.Errorf("%w: %s v%d (this engine drives up to v%d); deploy the release that registers v%d",
-			ErrNotRegistered, typ, version, latest, version)
+			runtime.ErrNotRegistered, typ, version, latest, version)
 	}
 }

@@ -57,7 +57,7 @@ func TestOldVersionDrainsBesideNew(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		run  store.Run
+		run  runtime.Run
 		want []string
 	}{
 		{old, []string{"created start ->QUEUED", "transition Begin QUEUED->WORKING", "transition Finish WORKING->DONE"}},
@@ -81,12 +81,12 @@ func TestSecondEngineWithChangedDefinitionIsRefused(t *testing.T) {
 	v.engine(t, engine.Config{}, versioned(1))
 	changed := versioned(1)
 	changed.def.States[1].Wait = true
-	other, err := engine.New(v.pool, store.New(v.pool), engine.Config{Logger: quiet})
+	other, err := engine.New(store.New(v.pool), engine.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = other.Register(context.Background(), changed)
-	if !errors.Is(err, store.ErrDefinitionConflict) {
+	if !errors.Is(err, runtime.ErrDefinitionConflict) {
 		t.Fatalf("register a changed v1 in a second engine: %v, want ErrDefinitionConflict", err)
 	}
 	const want = "state WORKING: wait false in the database, true here; bump the version (version 2 in the .fsm file) and keep version 1's machine beside it, registered while its runs live; then upgrade or drain them (see docs/changing-a-machine.md)"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
 	"github.com/fsmgen/fsmgen/runtime/internal/worker"
@@ -38,7 +39,7 @@ import (
 func (e *Engine) Work(ctx context.Context) error {
 	kinds := e.registeredKinds()
 	if len(kinds) == 0 {
-		return runErr("work", "", fmt.Errorf("%w: register a definition first", ErrNotRegistered))
+		return runErr("work", "", fmt.Errorf("%w: register a definition first", runtime.ErrNotRegistered))
 	}
 	wake := make(chan struct{}, 1)
 	poke := func() {
@@ -257,14 +258,14 @@ func (e *Engine) markListening() {
 // waits for it. It returns the run as it last saw it. When ctx is done the
 // handler's context is cancelled, the lease released and ctx's error
 // returned.
-func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
+func (e *Engine) Drive(ctx context.Context, runID string) (runtime.Run, error) {
 	kinds := e.registeredKinds()
 	for {
 		claims, err := retried(ctx, e, time.Time{}, "claim", runID, func() ([]enginestore.Claim, error) {
 			return e.claim(ctx, enginestore.ClaimParams{Owner: e.cfg.WorkerID, Kinds: kinds, Limit: 1, TTL: e.cfg.Lease, RunID: runID})
 		})
 		if err != nil {
-			return store.Run{}, err
+			return runtime.Run{}, err
 		}
 		if len(claims) == 1 {
 			run, err := e.drive(claims[0], ctx.Done(), ctx, nil)
@@ -276,7 +277,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 				return run, err
 			}
 		}
-		run, err := retried(ctx, e, time.Time{}, "get", runID, func() (store.Run, error) {
+		run, err := retried(ctx, e, time.Time{}, "get", runID, func() (runtime.Run, error) {
 			return e.st.Get(ctx, runID)
 		})
 		if err != nil {
@@ -297,8 +298,8 @@ func (e *Engine) Drive(ctx context.Context, runID string) (store.Run, error) {
 			return run, err
 		}
 		wait := run.NextRunAt.Sub(now)
-		if run.LeaseOwner != "" {
-			wait = max(wait, run.LeaseExpiresAt.Sub(now))
+		if run.Lease.Owner != "" {
+			wait = max(wait, run.Lease.ExpiresAt.Sub(now))
 		}
 		wait = min(max(wait, time.Millisecond), e.cfg.PollInterval)
 		select {

@@ -26,7 +26,7 @@ func TestAbandonClaimLeavesALeaseTheNextClaimCharges(t *testing.T) {
 	if err := st.Register(ctx, def); err != nil {
 		t.Fatal(err)
 	}
-	res, err := st.Start(ctx, store.StartParams{Type: "job", Version: 1, IdempotencyKey: "k", TenantID: "t"})
+	res, err := st.Start(ctx, runtime.StartRequest{Type: "job", Version: 1, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +34,8 @@ func TestAbandonClaimLeavesALeaseTheNextClaimCharges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.LeaseOwner != "dead-1" || run.LeaseEpoch != 1 || run.StepAttempt != 1 {
-		t.Errorf("claimed run: owner %q, epoch %d, step attempt %d; want dead-1, 1, 1", run.LeaseOwner, run.LeaseEpoch, run.StepAttempt)
+	if run.Lease.Owner != "dead-1" || run.Lease.Epoch != 1 || run.StepAttempt != 1 {
+		t.Errorf("claimed run: owner %q, epoch %d, step attempt %d; want dead-1, 1, 1", run.Lease.Owner, run.Lease.Epoch, run.StepAttempt)
 	}
 	// While the lease lives, nobody else claims the run.
 	if _, err := enginetest.AbandonClaim(ctx, st, "dead-2", res.Run.ID, time.Second); err == nil {
@@ -47,7 +47,7 @@ func TestAbandonClaimLeavesALeaseTheNextClaimCharges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.LeaseOwner != "dead-2" || run.LeaseEpoch != 2 || run.StepAttempt != 2 {
-		t.Errorf("claimed again: owner %q, epoch %d, step attempt %d; want dead-2, 2, 2", run.LeaseOwner, run.LeaseEpoch, run.StepAttempt)
+	if run.Lease.Owner != "dead-2" || run.Lease.Epoch != 2 || run.StepAttempt != 2 {
+		t.Errorf("claimed again: owner %q, epoch %d, step attempt %d; want dead-2, 2, 2", run.Lease.Owner, run.Lease.Epoch, run.StepAttempt)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/internal/runfiles"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/stepengine"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -210,7 +211,7 @@ func TestCrashAndRerun(t *testing.T) {
 	}
 }
 
-func resultCode(r store.Run) string {
+func resultCode(r runtime.Run) string {
 	if r.Result == nil {
 		return ""
 	}

@@ -216,27 +216,27 @@ type runInput struct {
 // begin returns the run in the database that carries the execution, RUNNING:
 // a new one; or, for runID, its latest execution restarted, or a new one
 // linked to it when that execution succeeded.
-func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (store.Run, error) {
+func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (fsmruntime.Run, error) {
 	if runID == "" {
-		p := store.StartParams{
+		p := fsmruntime.StartRequest{
 			Type: run.Type, Version: run.Version, IdempotencyKey: rand.Text(),
-			TenantID: e.tenant, Input: runInput{Workflow: wf.Name},
+			Owner: fsmruntime.Owner{TenantID: e.tenant}, Input: runInput{Workflow: wf.Name},
 		}
-		res, _, err := retried(ctx, func() (store.StartResult, error) { return e.st.Start(ctx, p) })
+		res, _, err := retried(ctx, func() (fsmruntime.Started, error) { return e.st.Start(ctx, p) })
 		if err != nil {
-			return store.Run{}, fmt.Errorf("start a run of %s: %w", wf.Name, err)
+			return fsmruntime.Run{}, fmt.Errorf("start a run of %s: %w", wf.Name, err)
 		}
 		return res.Run, nil
 	}
-	first, _, err := retried(ctx, func() (store.Run, error) { return e.st.Get(ctx, runID) })
+	first, _, err := retried(ctx, func() (fsmruntime.Run, error) { return e.st.Get(ctx, runID) })
 	if err != nil {
-		return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
+		return fsmruntime.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 	}
 	var in runInput
 	if first.Type != run.Type || json.Unmarshal(first.Input, &in) != nil || in.Workflow != wf.Name || in.RerunOf != "" {
-		return store.Run{}, fmt.Errorf("rerun %s: %w %s: it is a run of %s (%s)", runID, ErrOtherRun, wf.Name, first.Type, in.Workflow)
+		return fsmruntime.Run{}, fmt.Errorf("rerun %s: %w %s: it is a run of %s (%s)", runID, ErrOtherRun, wf.Name, first.Type, in.Workflow)
 	}
-	var cur store.Run
+	var cur fsmruntime.Run
 	var reruns int
 	_, err = retry(ctx, func() error {
 		var err error
@@ -244,46 +244,46 @@ func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (store.Ru
 		return err
 	})
 	if err != nil {
-		return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
+		return fsmruntime.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 	}
 	if cur.Status == fsmruntime.StatusSucceeded {
 		// A new execution, under a key its number makes, so that one whose
 		// process died before the link below is found again.
-		p := store.StartParams{
+		p := fsmruntime.StartRequest{
 			Type: run.Type, Version: run.Version, IdempotencyKey: fmt.Sprintf("%s/rerun/%d", first.IdempotencyKey, reruns+1),
-			TenantID: first.TenantID, Input: runInput{Workflow: wf.Name, RerunOf: runID},
+			Owner: fsmruntime.Owner{TenantID: first.TenantID}, Input: runInput{Workflow: wf.Name, RerunOf: runID},
 		}
-		res, _, err := retried(ctx, func() (store.StartResult, error) { return e.st.Start(ctx, p) })
+		res, _, err := retried(ctx, func() (fsmruntime.Started, error) { return e.st.Start(ctx, p) })
 		if err != nil {
-			return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
+			return fsmruntime.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 		}
 		if _, _, err := retried(ctx, func() (store.Step, error) { return e.st.LogLink(ctx, runID, runfiles.RerunLog, res.Run.ID) }); err != nil {
-			return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
+			return fsmruntime.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 		}
-		if res.Outcome == store.Created || res.Outcome == store.Restarted {
+		if res.Outcome == fsmruntime.StartCreated || res.Outcome == fsmruntime.StartRestarted {
 			return res.Run, nil
 		}
 		cur = res.Run
 	}
 	switch cur.Status {
 	case fsmruntime.StatusCancelled:
-		return store.Run{}, fmt.Errorf("rerun %s: %w: it was cancelled", runID, ErrOtherRun)
+		return fsmruntime.Run{}, fmt.Errorf("rerun %s: %w: it was cancelled", runID, ErrOtherRun)
 	case fsmruntime.StatusRunning:
 		if err := e.closeInterrupted(ctx, cur); err != nil {
-			return store.Run{}, fmt.Errorf("rerun %s: close the interrupted attempt %d: %w", runID, cur.Attempt, err)
+			return fsmruntime.Run{}, fmt.Errorf("rerun %s: close the interrupted attempt %d: %w", runID, cur.Attempt, err)
 		}
 	}
-	p := store.StartParams{Type: run.Type, Version: run.Version, IdempotencyKey: cur.IdempotencyKey, TenantID: cur.TenantID}
-	res, lost, err := retried(ctx, func() (store.StartResult, error) { return e.st.Start(ctx, p) })
+	p := fsmruntime.StartRequest{Type: run.Type, Version: run.Version, IdempotencyKey: cur.IdempotencyKey, Owner: fsmruntime.Owner{TenantID: cur.TenantID}}
+	res, lost, err := retried(ctx, func() (fsmruntime.Started, error) { return e.st.Start(ctx, p) })
 	if err != nil {
-		return store.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
+		return fsmruntime.Run{}, fmt.Errorf("rerun %s: %w", runID, err)
 	}
 	// A restart lost with its connection had committed when the retry
 	// finds the run running its next attempt.
-	restarted := res.Outcome == store.Restarted ||
+	restarted := res.Outcome == fsmruntime.StartRestarted ||
 		(lost && res.Run.Status == fsmruntime.StatusRunning && res.Run.Attempt == cur.Attempt+1)
 	if !restarted || res.Run.ID != cur.ID {
-		return store.Run{}, fmt.Errorf("rerun %s: the store did not restart it (%v, state %s)", runID, res.Outcome, res.Run.State)
+		return fsmruntime.Run{}, fmt.Errorf("rerun %s: the store did not restart it (%v, state %s)", runID, res.Outcome, res.Run.State)
 	}
 	return res.Run, nil
 }
@@ -292,17 +292,17 @@ func (e *Engine) begin(ctx context.Context, wf Workflow, runID string) (store.Ru
 // process stopped during it, in one transaction: its RUNNING step FAILED,
 // its PENDING steps SKIPPED, the run FAILED, with ErrorTypeInterrupted and
 // no summary.
-func (e *Engine) closeInterrupted(ctx context.Context, prev store.Run) error {
+func (e *Engine) closeInterrupted(ctx context.Context, prev fsmruntime.Run) error {
 	const msg = "the process running this attempt stopped before it finished; the run was run again"
 	steps, _, err := retried(ctx, func() (runfiles.StepRuns, error) { return runfiles.StepRunsOf(ctx, e.st, prev.ID, prev.Attempt) })
 	if err != nil {
 		return err
 	}
 	failed := run.StepFailed{ErrorType: ErrorTypeInterrupted, ErrorMessage: msg}
-	var running *store.Run
-	var pending []store.Run
+	var running *fsmruntime.Run
+	var pending []fsmruntime.Run
 	for _, s := range steps.Steps {
-		sr, _, err := retried(ctx, func() (store.Run, error) { return e.st.Get(ctx, s.RunID) })
+		sr, _, err := retried(ctx, func() (fsmruntime.Run, error) { return e.st.Get(ctx, s.RunID) })
 		if err != nil {
 			return err
 		}
@@ -314,7 +314,7 @@ func (e *Engine) closeInterrupted(ctx context.Context, prev store.Run) error {
 			pending = append(pending, sr)
 		}
 	}
-	cur, _, err := retried(ctx, func() (store.Run, error) { return e.st.Get(ctx, prev.ID) })
+	cur, _, err := retried(ctx, func() (fsmruntime.Run, error) { return e.st.Get(ctx, prev.ID) })
 	if err != nil {
 		return err
 	}
@@ -322,7 +322,7 @@ func (e *Engine) closeInterrupted(ctx context.Context, prev store.Run) error {
 	if err != nil {
 		return err
 	}
-	res := store.Result{ErrorCode: ErrorTypeInterrupted, ErrorDetail: msg}
+	res := fsmruntime.Result{ErrorCode: ErrorTypeInterrupted, ErrorDetail: msg}
 	return e.failRun(ctx, cur, st, res, failed, pending, func(tx pgx.Tx) error {
 		if running == nil {
 			return nil
@@ -341,10 +341,10 @@ func (e *Engine) closeInterrupted(ctx context.Context, prev store.Run) error {
 // cut short, again on a new connection when one is lost while ctx lasts;
 // when a try lost with its connection had committed, the next is refused
 // as a conflict, and failRun finds the run's StepFailed in its log.
-func (e *Engine) failRun(ctx context.Context, r store.Run, from run.State, res store.Result, failed run.StepFailed, pending []store.Run, before func(pgx.Tx) error) error {
+func (e *Engine) failRun(ctx context.Context, r fsmruntime.Run, from run.State, res fsmruntime.Result, failed run.StepFailed, pending []fsmruntime.Run, before func(pgx.Tx) error) error {
 	dbctx := context.WithoutCancel(ctx)
 	lost, err := retry(ctx, func() error { return e.failTx(dbctx, r, from, res, failed, pending, before) })
-	if err == nil || !lost || !errors.Is(err, store.ErrConflict) {
+	if err == nil || !lost || !errors.Is(err, fsmruntime.ErrConflict) {
 		return err
 	}
 	t := fsmruntime.Transition{Event: failed.EventName(), From: from.String(), To: run.StateFailed.String()}
@@ -355,14 +355,14 @@ func (e *Engine) failRun(ctx context.Context, r store.Run, from run.State, res s
 }
 
 // failTx is one try of failRun's transaction.
-func (e *Engine) failTx(ctx context.Context, r store.Run, from run.State, res store.Result, failed run.StepFailed, pending []store.Run, before func(pgx.Tx) error) error {
+func (e *Engine) failTx(ctx context.Context, r fsmruntime.Run, from run.State, res fsmruntime.Result, failed run.StepFailed, pending []fsmruntime.Run, before func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, e.st.Pool(), func(tx pgx.Tx) error {
 		if before != nil {
 			if err := before(tx); err != nil {
 				return err
 			}
 		}
-		skipped := store.Result{ErrorCode: ErrorTypeSkipped, ErrorDetail: fmt.Sprintf("not started: the run stopped at step %d %s", failed.StepIndex, failed.StepName)}
+		skipped := fsmruntime.Result{ErrorCode: ErrorTypeSkipped, ErrorDetail: fmt.Sprintf("not started: the run stopped at step %d %s", failed.StepIndex, failed.StepName)}
 		for _, p := range pending {
 			m := step.New(stepGuards{}, step.WithState(step.StatePending), step.WithRecorder(e.inTx(tx, p, skipped)))
 			if err := m.RunStopped(ctx, step.RunStopped{StepIndex: failed.StepIndex, StepName: failed.StepName}); err != nil {
@@ -375,7 +375,7 @@ func (e *Engine) failTx(ctx context.Context, r store.Run, from run.State, res st
 
 // inTx records a machine's transition of r, to a terminal state, in tx,
 // with the result res.
-func (e *Engine) inTx(tx pgx.Tx, r store.Run, res store.Result) fsmruntime.Recorder {
+func (e *Engine) inTx(tx pgx.Tx, r fsmruntime.Run, res fsmruntime.Result) fsmruntime.Recorder {
 	return fsmruntime.RecorderFunc(func(ctx context.Context, t fsmruntime.Transition) error {
 		_, err := e.st.FinishTx(ctx, tx, r.ID, r.RowVersion, t, res)
 		return err
@@ -448,18 +448,18 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 	// steps a failure leaves unstarted end SKIPPED with the run.
 	stepRuns := runfiles.StepRuns{Attempt: r.attempt, Steps: make([]runfiles.StepRun, len(r.wf.Steps))}
 	for i, s := range r.wf.Steps {
-		p := store.StartParams{
-			Type: step.Type, Version: step.Version, TenantID: e.tenant, CorrelationID: r.runID,
+		p := fsmruntime.StartRequest{
+			Type: step.Type, Version: step.Version, Owner: fsmruntime.Owner{TenantID: e.tenant, CorrelationID: r.runID},
 			IdempotencyKey: fmt.Sprintf("%s/%d/%d", r.dbID, r.attempt, i+1),
 			Input:          map[string]any{"run_id": r.runID, "workflow": r.wf.Name, "step_index": i + 1, "step_name": s.Name},
 		}
-		sr, lost, err := retried(ctx, func() (store.StartResult, error) { return e.st.Start(dbctx, p) })
+		sr, lost, err := retried(ctx, func() (fsmruntime.Started, error) { return e.st.Start(dbctx, p) })
 		if err != nil {
 			return res, fmt.Errorf("run %s: step %d %s: %w", r.runID, i+1, s.Name, err)
 		}
 		// The key is this attempt's: a run of it that exists already was
 		// created by a try lost with its connection.
-		if sr.Outcome != store.Created && !(lost && sr.Run.State == step.StatePending.String()) {
+		if sr.Outcome != fsmruntime.StartCreated && !(lost && sr.Run.State == step.StatePending.String()) {
 			return res, fmt.Errorf("run %s: step %d %s: its run %s exists already (%v)", r.runID, i+1, s.Name, sr.Run.ID, sr.Outcome)
 		}
 		stepRuns.Steps[i] = runfiles.StepRun{Index: i + 1, Name: s.Name, RunID: sr.Run.ID}
@@ -518,7 +518,7 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 		StartedAt: runfiles.FormatTime(r.started), FinishedAt: runfiles.FormatTime(finished),
 		DurationMS: finished.Sub(r.started).Milliseconds(), ConfigHash: r.configHash, GitSHA: e.gitSHA,
 	}
-	result := store.Result{DurationMS: summary.DurationMS}
+	result := fsmruntime.Result{DurationMS: summary.DurationMS}
 	if failure != nil {
 		summary.Status = runfiles.StatusFailed
 		summary.ErrorSummary = fmt.Sprintf("step %d %s failed: %s: %s", failure.StepIndex, failure.StepName, failure.Type, failure.Message)
@@ -552,16 +552,16 @@ func (r *runner) run(ctx context.Context, runsDir string) (res RunResult, err er
 	}
 	if failure != nil {
 		// The steps after the failed one end SKIPPED, with the run.
-		var pending []store.Run
+		var pending []fsmruntime.Run
 		for i, s := range stepRuns.Steps[failure.StepIndex:] {
-			sr, _, err := retried(ctx, func() (store.Run, error) { return e.st.Get(dbctx, s.RunID) })
+			sr, _, err := retried(ctx, func() (fsmruntime.Run, error) { return e.st.Get(dbctx, s.RunID) })
 			if err != nil {
 				return res, fmt.Errorf("run %s: step %d %s: %w", r.runID, s.Index, s.Name, err)
 			}
 			pending = append(pending, sr)
 			states[failure.StepIndex+i] = runfiles.StatusSkipped
 		}
-		cur := store.Run{ID: r.dbID, RowVersion: runRec.RowVersion()}
+		cur := fsmruntime.Run{ID: r.dbID, RowVersion: runRec.RowVersion()}
 		failed := run.StepFailed{StepIndex: failure.StepIndex, StepName: failure.StepName, ErrorType: failure.Type, ErrorMessage: failure.Message}
 		err = e.failRun(ctx, cur, run.StateRunning, result, failed, pending, nil)
 	} else {
@@ -676,7 +676,7 @@ func (r *runner) runStep(ctx, dbctx context.Context, rc RunContext, index int, s
 		if err != nil {
 			return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
 		}
-		rec.SetResult(store.Result{Output: out, DurationMS: sum.DurationMS})
+		rec.SetResult(fsmruntime.Result{Output: out, DurationMS: sum.DurationMS})
 		if err := m.StepEnd(dbctx, step.StepEnd{Ok: true, Outputs: outputs}); err != nil {
 			return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
 		}
@@ -710,7 +710,7 @@ func (r *runner) runStep(ctx, dbctx context.Context, rc RunContext, index int, s
 	if err != nil {
 		return StepSummary{}, nil, fmt.Errorf("%s: %w", where, err)
 	}
-	rec.SetResult(store.Result{Output: out, DurationMS: sum.DurationMS, ErrorCode: fail.Type, ErrorDetail: fail.Message})
+	rec.SetResult(fsmruntime.Result{Output: out, DurationMS: sum.DurationMS, ErrorCode: fail.Type, ErrorDetail: fail.Message})
 	if fail.Type == ErrorTypeStepFailed {
 		err = m.StepEnd(dbctx, step.StepEnd{Ok: false, Outputs: outputs, Error: fail.Message})
 	} else {

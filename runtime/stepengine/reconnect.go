@@ -85,7 +85,7 @@ func (e *Engine) load(ctx, dbctx context.Context, id string, def runtime.Definit
 func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 	from := r.rec.RowVersion()
 	lost, err := retry(r.ctx, func() error { return r.rec.Record(ctx, t) })
-	if err == nil || !lost || !errors.Is(err, store.ErrConflict) {
+	if err == nil || !lost || !errors.Is(err, runtime.ErrConflict) {
 		return err
 	}
 	if ok, lerr := r.e.logged(r.ctx, r.id, from, t); lerr != nil || !ok {
@@ -101,7 +101,7 @@ func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 
 // SetResult sets the result the next transition to a terminal state
 // records.
-func (r *recorder) SetResult(res store.Result) { r.rec.SetResult(res) }
+func (r *recorder) SetResult(res runtime.Result) { r.rec.SetResult(res) }
 
 // RowVersion is the run's row version after the last transition recorded.
 func (r *recorder) RowVersion() int64 { return r.rec.RowVersion() }

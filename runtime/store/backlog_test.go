@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/fsmtest"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -61,7 +62,7 @@ func TestBacklog(t *testing.T) {
 	c.Advance(10 * time.Second)
 	parked := e.start(t, "parked").Run
 	leased := e.start(t, "leased").Run
-	res, err := e.st.Start(e.ctx, store.StartParams{Type: "other", Version: 1, IdempotencyKey: "o", TenantID: "t1"})
+	res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "other", Version: 1, IdempotencyKey: "o", Owner: runtime.Owner{TenantID: "t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func canonicalOf(def runtime.Definition) canonical {
 func digestOf(def runtime.Definition) (string, error) {
 	raw, err := json.Marshal(canonicalOf(def))
 	if err != nil { // a retry policy with a NaN, say
-		return "", fmt.Errorf("%w: encode: %w", ErrInvalidDefinition, err)
+		return "", fmt.Errorf("%w: encode: %w", runtime.ErrInvalidDefinition, err)
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:]), nil
@@ -250,7 +250,7 @@ func conflict(have, want runtime.Definition) error {
 	if len(diffs) > maxDifferences {
 		diffs = append(diffs[:maxDifferences], fmt.Sprintf("and %d more differences", len(diffs)-maxDifferences))
 	}
-	return fmt.Errorf("%w: %s; %s", ErrDefinitionConflict, strings.Join(diffs, "; "), bumpHint(want))
+	return fmt.Errorf("%w: %s; %s", runtime.ErrDefinitionConflict, strings.Join(diffs, "; "), bumpHint(want))
 }
 
 // bumpHint says what to do about a changed definition registered under a

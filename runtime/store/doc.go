@@ -23,7 +23,7 @@
 //
 // A registered (type, version) is immutable. Registering it again with a
 // different definition, from this process or another, fails with
-// ErrDefinitionConflict and names what differs:
+// runtime.ErrDefinitionConflict and names what differs:
 //
 //	store: register order v1: registered definition differs: state WORK: retry 3 in the database, retry 1 here; bump the version
 //
@@ -70,14 +70,14 @@
 // Start is idempotent per (type, idempotency key), with the branches of the
 // platform's contract, told apart by StartResult.Outcome:
 //
-//	res, err := st.Start(ctx, store.StartParams{
-//		Type: "order", Version: 1, IdempotencyKey: cmd.Key, TenantID: cmd.Tenant, Input: cmd,
+//	res, err := st.Start(ctx, runtime.StartRequest{
+//		Type: "order", Version: 1, IdempotencyKey: cmd.Key, Owner: runtime.Owner{TenantID: cmd.Tenant}, Input: cmd,
 //	})
 //	switch res.Outcome {
-//	case store.Created, store.Restarted: // drive res.Run
-//	case store.Running:                  // already under way; res.ETA, res.Remaining
-//	case store.Cached:                   // succeeded before; res.Run.Result
-//	case store.Cancelled:                // cancelled before; final for this key
+//	case runtime.StartCreated, runtime.StartRestarted: // drive res.Run
+//	case runtime.StartRunning:                  // already under way; res.ETA, res.Remaining
+//	case runtime.StartCached:                   // succeeded before; res.Run.Result
+//	case runtime.StartCancelled:                // cancelled before; final for this key
 //	}
 //
 // A failed run is restarted in place: the same row and id, attempt_no + 1,
@@ -98,7 +98,7 @@
 //	state, err := order.ParseState(run.State)
 //	if err != nil { ... }
 //	m := order.New(guards, order.WithState(state), order.WithRecorder(rec))
-//	rec.SetResult(store.Result{Output: out, CostUSD: cost}) // for the terminal transition
+//	rec.SetResult(runtime.Result{Output: out, CostUSD: cost}) // for the terminal transition
 //	err = m.Ship(ctx, order.Ship{...})
 //
 // Each transition is one statement, one round trip: the run's row moves only
@@ -107,7 +107,7 @@
 // version produced) is inserted by the same statement. A transition to a
 // terminal state stores the result record in that statement too.
 //
-// A writer that lost a race gets an error matching ErrConflict and writes
+// A writer that lost a race gets an error matching runtime.ErrConflict and writes
 // nothing: reload the run and decide again. A transition that was committed
 // although its caller never heard back (a timeout, a dropped connection) can
 // simply be retried with the same row version, event and payload: it is
@@ -128,7 +128,7 @@
 //	})
 //
 // A finished run's log and outbox are closed: LogStep and Emit on a run
-// that was succeeded, failed or cancelled before fail with ErrRunFinished,
+// that was succeeded, failed or cancelled before fail with runtime.ErrRunFinished,
 // naming the run, its status and its state, and write nothing; inside the
 // transaction that finishes the run, as above, they still write. The one
 // row a finished run's log takes afterwards is a link to another run
@@ -175,14 +175,14 @@
 // # Errors
 //
 // Every error about a run is a *RunError carrying the run's id and the
-// operation, wrapping one of the package's sentinels (ErrConflict,
-// ErrTransitionRefused, ErrRunNotFound, ErrInvalidID, ErrUnknownDefinition,
-// ErrUnknownState, ErrPayload, ErrClosed, ...) or a context error; match them
+// operation, wrapping one of the package's sentinels (runtime.ErrConflict,
+// runtime.ErrTransitionRefused, runtime.ErrRunNotFound, runtime.ErrInvalidID, runtime.ErrUnknownDefinition,
+// runtime.ErrUnknownState, runtime.ErrPayload, runtime.ErrClosed, ...) or a context error; match them
 // with errors.Is. Nothing is half-written: a transition that fails, for any
 // reason, leaves the run and its log as they were. The database's own guards
 // raise errors with SQLSTATEs of class FS (see package db) for SQL that goes
 // around the store: a move the table lacks, a change of state without its
-// log row or a log row without its change (ErrUnlogged), status, row
+// log row or a log row without its change (runtime.ErrUnlogged), status, row
 // version or result set by hand, a registered table extended; Translate maps
 // them (and a few others) to the same sentinels for code that sends SQL
 // itself.
@@ -198,7 +198,7 @@
 // otherwise store with U+FFFD in place of the bad bytes), a \u escape of a
 // lone UTF-16 surrogate (\ud800), or a NUL character (a NUL byte in a key,
 // \u0000 in a JSON string), none of which PostgreSQL stores as given, fail
-// with ErrInvalidInput and write nothing.
+// with runtime.ErrInvalidInput and write nothing.
 // Set the limits with WithLimits. Error messages quote at most the first 32
 // bytes of an input. The engine does not retry an event refused this way.
 //

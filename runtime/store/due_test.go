@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/fsmgen/fsmgen/runtime"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // shopDef is an order that waits 20s for its payment, is packed, waits
@@ -62,7 +61,7 @@ func shopTr(from, event, to string) runtime.Transition {
 // A run that was due before the transition and entered a state due at once
 // keeps its due time: that is "STATE still due" when the due time is
 // before, not what the run had before the transition (before.NextRunAt).
-func schedule(t *testing.T, e env, id string, before store.Run) string {
+func schedule(t *testing.T, e env, id string, before runtime.Run) string {
 	t.Helper()
 	var state string
 	var delayUS *int64
@@ -95,25 +94,25 @@ func TestEveryRecordSetsTheScheduleOfTheStateEntered(t *testing.T) {
 	if err := e.st.Register(e.ctx, shopDef()); err != nil {
 		t.Fatal(err)
 	}
-	start := func(key string) store.Run {
-		res, err := e.st.Start(e.ctx, store.StartParams{Type: "shop", Version: 1, IdempotencyKey: key, TenantID: "t1"})
+	start := func(key string) runtime.Run {
+		res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "shop", Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res.Run
 	}
-	ways := map[string]func(run store.Run, tr runtime.Transition) error{
-		"Record": func(run store.Run, tr runtime.Transition) error {
+	ways := map[string]func(run runtime.Run, tr runtime.Transition) error{
+		"Record": func(run runtime.Run, tr runtime.Transition) error {
 			_, err := e.st.Record(e.ctx, run.ID, run.RowVersion, tr)
 			return err
 		},
-		"RecordTx": func(run store.Run, tr runtime.Transition) error {
+		"RecordTx": func(run runtime.Run, tr runtime.Transition) error {
 			return pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {
 				_, err := e.st.RecordTx(e.ctx, tx, run.ID, run.RowVersion, tr)
 				return err
 			})
 		},
-		"Recorder": func(run store.Run, tr runtime.Transition) error {
+		"Recorder": func(run runtime.Run, tr runtime.Transition) error {
 			loaded, rec, err := e.st.Load(e.ctx, run.ID, shopDef())
 			if err != nil {
 				return err
@@ -171,7 +170,7 @@ func TestEveryRecordSetsTheScheduleOfTheStateEntered(t *testing.T) {
 			}
 			run = e.get(t, run.ID)
 		}
-		if _, err := e.st.Finish(context.Background(), run.ID, run.RowVersion, shopTr("IN_TRANSIT", "Delivered", "DELIVERED"), store.Result{}); err != nil {
+		if _, err := e.st.Finish(context.Background(), run.ID, run.RowVersion, shopTr("IN_TRANSIT", "Delivered", "DELIVERED"), runtime.Result{}); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff("DELIVERED not due", schedule(t, e, run.ID, run)); diff != "" {
@@ -191,7 +190,7 @@ func TestMoveBetweenRunningStatesIsHOT(t *testing.T) {
 	if err := e.st.Register(e.ctx, shopDef()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.st.Start(e.ctx, store.StartParams{Type: "shop", Version: 1, IdempotencyKey: "hot", TenantID: "t1"})
+	res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "shop", Version: 1, IdempotencyKey: "hot", Owner: runtime.Owner{TenantID: "t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,39 +12,13 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 )
 
-// Execution is a run as seed 003's WorkflowExecution describes it, read
-// from the view workflow_executions in one statement: the run's columns
-// under the seed's names, its state history and the ids of its evidence
-// records.
+// Execution is a run with its state history and the ids of its evidence
+// records, read in one statement with the view workflow_executions (seed
+// 003's WorkflowExecution; machines/compliance gives it the seed's names).
 type Execution struct {
-	// ID and RunID are the run's id; WorkflowID is its idempotency key.
-	ID, WorkflowID, RunID string
-	// WorkflowName is the run's type and WorkflowVersion its definition
-	// version.
-	WorkflowName    string
-	WorkflowVersion int
-	Status          runtime.Status
-	Input           json.RawMessage
-	// Output, Outcome, Error and ErrorCode come from the run's result: nil
-	// and empty until it has one. Error is the message of the run's error
-	// (the result's error detail), ErrorCode its code.
-	Output    json.RawMessage
-	Outcome   string
-	Error     string
-	ErrorCode string
-	// CurrentStep is the run's state.
-	CurrentStep string
+	runtime.Run
 	// StateHistory lists the run's transitions in order.
 	StateHistory []StateChange
-	// ActorID is the run's user ("" for none), OrganizationID its tenant.
-	ActorID        string
-	OrganizationID string
-	// StartedAt is when the run was created; CompletedAt when it finished,
-	// zero while it runs.
-	StartedAt   time.Time
-	CompletedAt time.Time
-	// Attempt is the run's attempt number.
-	Attempt int
 	// EvidenceIDs are the ids of the run's evidence records in chain order
 	// (runtime/evidence), empty when its type records none.
 	EvidenceIDs []int64
@@ -59,30 +33,30 @@ type StateChange struct {
 }
 
 // ExecutionFilter selects executions as seed 003's
-// query({workflowName, status, organizationId}) does; an empty field
-// matches every run.
+// query({workflowName, status, organizationId}) does: by type, status and
+// tenant; an empty field matches every run.
 type ExecutionFilter struct {
-	WorkflowName   string
-	Status         runtime.Status
-	OrganizationID string
+	Type     string
+	Status   runtime.Status
+	TenantID string
 	// Limit caps the number of executions, 100 when zero, at most 10000.
 	Limit int
 }
 
 // Executions returns the executions that match f, oldest first (in
-// (started_at, id) order). The database serves a filter on workflow name,
-// organization and status, or on workflow name and organization, from the
-// index workflow_runs_query_idx.
+// (created_at, id) order). The database serves a filter on type, tenant
+// and status, or on type and tenant, from the index
+// workflow_runs_query_idx.
 func (s *Store) Executions(ctx context.Context, f ExecutionFilter) ([]Execution, error) {
 	p := dbsqlc.QueryExecutionsParams{
-		WorkflowName:   pgtype.Text{String: f.WorkflowName, Valid: f.WorkflowName != ""},
-		Status:         pgtype.Text{String: string(f.Status), Valid: f.Status != ""},
-		OrganizationID: pgtype.Text{String: f.OrganizationID, Valid: f.OrganizationID != ""},
-		MaxRows:        100,
+		WorkflowType: pgtype.Text{String: f.Type, Valid: f.Type != ""},
+		Status:       pgtype.Text{String: string(f.Status), Valid: f.Status != ""},
+		TenantID:     pgtype.Text{String: f.TenantID, Valid: f.TenantID != ""},
+		MaxRows:      100,
 	}
 	switch {
 	case f.Limit < 0 || f.Limit > 10000:
-		return nil, runErr("query executions", "", fmt.Errorf("%w: limit %d, want 0..10000", ErrInvalidInput, f.Limit))
+		return nil, runErr("query executions", "", fmt.Errorf("%w: limit %d, want 0..10000", runtime.ErrInvalidInput, f.Limit))
 	case f.Limit > 0:
 		p.MaxRows = int32(f.Limit)
 	}
@@ -92,7 +66,7 @@ func (s *Store) Executions(ctx context.Context, f ExecutionFilter) ([]Execution,
 	}
 	out := make([]Execution, 0, len(rows))
 	for _, r := range rows {
-		x, err := executionFromRow(r)
+		x, err := executionFromRow(dbsqlc.GetExecutionRow(r))
 		if err != nil {
 			return nil, runErr("query executions", x.ID, err)
 		}
@@ -101,7 +75,7 @@ func (s *Store) Executions(ctx context.Context, f ExecutionFilter) ([]Execution,
 	return out, nil
 }
 
-// Execution returns run runID as an Execution; ErrRunNotFound when there
+// Execution returns run runID as an Execution; runtime.ErrRunNotFound when there
 // is none.
 func (s *Store) Execution(ctx context.Context, runID string) (Execution, error) {
 	id, err := parseRunID("get execution", runID)
@@ -119,20 +93,14 @@ func (s *Store) Execution(ctx context.Context, runID string) (Execution, error) 
 	return x, nil
 }
 
-func executionFromRow(r dbsqlc.WorkflowExecution) (Execution, error) {
-	x := Execution{
-		ID: uuidString(r.ID), WorkflowID: r.WorkflowID, RunID: uuidString(r.RunID),
-		WorkflowName: r.WorkflowName, WorkflowVersion: int(r.WorkflowVersion), Status: runtime.Status(r.Status),
-		Input: json.RawMessage(r.Input), Outcome: r.Outcome, Error: r.Error, ErrorCode: r.ErrorCode, CurrentStep: r.CurrentStep,
-		ActorID: uuidString(r.ActorID), OrganizationID: r.OrganizationID,
-		StartedAt: r.StartedAt.Time, CompletedAt: r.CompletedAt.Time, Attempt: int(r.AttemptNo),
-		EvidenceIDs: r.EvidenceIds, StateHistory: []StateChange{},
-	}
-	if len(r.Output) > 0 {
-		x.Output = json.RawMessage(r.Output)
+func executionFromRow(r dbsqlc.GetExecutionRow) (Execution, error) {
+	run, err := runFromRow(r.WorkflowRun)
+	x := Execution{Run: run, StateHistory: []StateChange{}, EvidenceIDs: r.EvidenceIds}
+	if err != nil {
+		return x, err
 	}
 	if err := json.Unmarshal(r.StateHistory, &x.StateHistory); err != nil {
-		return x, fmt.Errorf("%w: state history: %w", ErrPayload, err)
+		return x, fmt.Errorf("%w: state history: %w", runtime.ErrPayload, err)
 	}
 	return x, nil
 }

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,9 +23,9 @@ func TestExecutions(t *testing.T) {
 	c := fsmtest.NewClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 	e := newEnv(t, store.WithClock(c.Now))
 	const user = "8a5f2c1e-0000-4000-8000-0000000000a1"
-	start := func(key, tenant string) store.Run {
+	start := func(key, tenant string) runtime.Run {
 		t.Helper()
-		res, err := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 1, IdempotencyKey: key, TenantID: tenant, UserID: user,
+		res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: tenant, UserID: user},
 			Input: map[string]string{"key": key}})
 		if err != nil {
 			t.Fatal(err)
@@ -47,14 +46,20 @@ func TestExecutions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	run, err := e.st.Get(e.ctx, done.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Result == nil || run.Result.Outcome != "done" || run.State != "SUCCEEDED" || run.UserID != user || run.TenantID != "org_a" {
+		t.Fatalf("run %+v, want succeeded with outcome done, of %s in org_a", run, user)
+	}
 	want := store.Execution{
-		ID: done.ID, WorkflowID: "a", RunID: done.ID, WorkflowName: "order", WorkflowVersion: 1, Status: runtime.StatusSucceeded,
-		Input: json.RawMessage(`{"key": "a"}`), Outcome: "done", CurrentStep: "SUCCEEDED",
+		Run: run,
 		StateHistory: []store.StateChange{
 			{From: "INITIATED", To: "WORKING", Event: "Begin", At: t0.Add(3 * time.Minute)},
 			{From: "WORKING", To: "SUCCEEDED", Event: "Finish", At: t0.Add(4 * time.Minute)},
 		},
-		ActorID: user, OrganizationID: "org_a", StartedAt: t0, CompletedAt: t0.Add(4 * time.Minute), Attempt: 1, EvidenceIDs: []int64{},
+		EvidenceIDs: []int64{},
 	}
 	if diff := cmp.Diff(want, x, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("execution (-want +got):\n%s", diff)
@@ -63,7 +68,7 @@ func TestExecutions(t *testing.T) {
 	key := func(xs []store.Execution) []string {
 		var out []string
 		for _, x := range xs {
-			out = append(out, fmt.Sprintf("%s %s %s %d", x.WorkflowID, x.Status, x.CurrentStep, len(x.StateHistory)))
+			out = append(out, fmt.Sprintf("%s %s %s %d", x.IdempotencyKey, x.Status, x.State, len(x.StateHistory)))
 		}
 		return out
 	}
@@ -71,12 +76,12 @@ func TestExecutions(t *testing.T) {
 		f    store.ExecutionFilter
 		want []string
 	}{
-		{store.ExecutionFilter{WorkflowName: "order", Status: runtime.StatusRunning, OrganizationID: "org_a"}, []string{"b running WORKING 1"}},
-		{store.ExecutionFilter{WorkflowName: "order", OrganizationID: "org_a"}, []string{"a succeeded SUCCEEDED 2", "b running WORKING 1"}},
+		{store.ExecutionFilter{Type: "order", Status: runtime.StatusRunning, TenantID: "org_a"}, []string{"b running WORKING 1"}},
+		{store.ExecutionFilter{Type: "order", TenantID: "org_a"}, []string{"a succeeded SUCCEEDED 2", "b running WORKING 1"}},
 		{store.ExecutionFilter{Status: runtime.StatusRunning}, []string{"b running WORKING 1", "c running INITIATED 0"}},
 		{store.ExecutionFilter{}, []string{"a succeeded SUCCEEDED 2", "b running WORKING 1", "c running INITIATED 0"}},
 		{store.ExecutionFilter{Limit: 1}, []string{"a succeeded SUCCEEDED 2"}},
-		{store.ExecutionFilter{WorkflowName: "other"}, nil},
+		{store.ExecutionFilter{Type: "other"}, nil},
 	} {
 		got, err := e.st.Executions(e.ctx, tc.f)
 		if err != nil {
@@ -86,11 +91,11 @@ func TestExecutions(t *testing.T) {
 			t.Errorf("executions %+v (-want +got):\n%s", tc.f, diff)
 		}
 	}
-	if _, err := e.st.Executions(e.ctx, store.ExecutionFilter{Limit: 10001}); !errors.Is(err, store.ErrInvalidInput) ||
+	if _, err := e.st.Executions(e.ctx, store.ExecutionFilter{Limit: 10001}); !errors.Is(err, runtime.ErrInvalidInput) ||
 		err.Error() != "store: query executions: invalid input: limit 10001, want 0..10000" {
 		t.Errorf("limit 10001: err = %v", err)
 	}
-	if _, err := e.st.Execution(e.ctx, "5d3c1a2b-0000-4000-8000-000000000000"); !errors.Is(err, store.ErrRunNotFound) {
+	if _, err := e.st.Execution(e.ctx, "5d3c1a2b-0000-4000-8000-000000000000"); !errors.Is(err, runtime.ErrRunNotFound) {
 		t.Errorf("unknown run: err = %v, want ErrRunNotFound", err)
 	}
 	_ = other
@@ -142,12 +147,12 @@ SELECT id, workflow_type, 1, 'created', NULL, current_state, created_at, 'create
 		return n
 	}
 	before := scans()
-	got, err := e.st.Executions(e.ctx, store.ExecutionFilter{WorkflowName: "order", Status: runtime.StatusRunning, OrganizationID: "org_42"})
+	got, err := e.st.Executions(e.ctx, store.ExecutionFilter{Type: "order", Status: runtime.StatusRunning, TenantID: "org_42"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	after := scans()
-	if len(got) != 50 || got[0].WorkflowID != "k84" || got[0].OrganizationID != "org_42" {
+	if len(got) != 50 || got[0].IdempotencyKey != "k84" || got[0].TenantID != "org_42" {
 		t.Fatalf("query returned %d executions, first %+v; want the 50 runs of org_42", len(got), got[0])
 	}
 	if after <= before {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/fsmgen/fsmgen/runtime/store"
+	"github.com/fsmgen/fsmgen/runtime"
 )
 
 // TestRecordGroupCommit: runs recorded at once through one store share
@@ -18,7 +18,7 @@ func TestRecordGroupCommit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	const n = 24
-	runs := make([]store.Run, n)
+	runs := make([]runtime.Run, n)
 	for i := range runs {
 		runs[i] = e.start(t, fmt.Sprint(i)).Run
 	}
@@ -35,12 +35,12 @@ func TestRecordGroupCommit(t *testing.T) {
 			}
 			var inner sync.WaitGroup
 			inner.Go(func() {
-				if _, err := e.st.Record(e.ctx, run.ID, 1, tr("INITIATED", "Fail", "FAILED", nil)); !errors.Is(err, store.ErrConflict) {
+				if _, err := e.st.Record(e.ctx, run.ID, 1, tr("INITIATED", "Fail", "FAILED", nil)); !errors.Is(err, runtime.ErrConflict) {
 					errs <- fmt.Errorf("stale fail %s: %v, want ErrConflict", run.ID, err)
 				}
 			})
 			inner.Go(func() {
-				if rec, err := e.st.Finish(e.ctx, run.ID, 2, tr("WORKING", "Finish", "SUCCEEDED", nil), store.Result{CostUSD: 1}); err != nil || rec.RowVersion != 3 {
+				if rec, err := e.st.Finish(e.ctx, run.ID, 2, tr("WORKING", "Finish", "SUCCEEDED", nil), runtime.Result{CostUSD: 1}); err != nil || rec.RowVersion != 3 {
 					errs <- fmt.Errorf("finish %s: %+v %v", run.ID, rec, err)
 				}
 			})
@@ -80,7 +80,7 @@ func TestRecordGroupCommitLockedRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	locked := e.start(t, "locked").Run
-	others := make([]store.Run, 8)
+	others := make([]runtime.Run, 8)
 	for i := range others {
 		others[i] = e.start(t, fmt.Sprint(i)).Run
 	}

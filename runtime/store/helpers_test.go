@@ -72,16 +72,16 @@ func newEnvPool(t *testing.T, pool *pgxpool.Pool, opts ...store.Option) env {
 	return env{pool: pool, st: st, ctx: ctx}
 }
 
-func (e env) start(t *testing.T, key string) store.StartResult {
+func (e env) start(t *testing.T, key string) runtime.Started {
 	t.Helper()
-	res, err := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 1, IdempotencyKey: key, TenantID: "t1"})
+	res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
 }
 
-func (e env) record(t *testing.T, run store.Run, from, event, to string) store.Run {
+func (e env) record(t *testing.T, run runtime.Run, from, event, to string) runtime.Run {
 	t.Helper()
 	if _, err := e.st.Record(e.ctx, run.ID, run.RowVersion, tr(from, event, to, nil)); err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func (e env) record(t *testing.T, run store.Run, from, event, to string) store.R
 	return e.get(t, run.ID)
 }
 
-func (e env) get(t *testing.T, id string) store.Run {
+func (e env) get(t *testing.T, id string) runtime.Run {
 	t.Helper()
 	run, err := e.st.Get(e.ctx, id)
 	if err != nil {

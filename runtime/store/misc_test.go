@@ -119,12 +119,12 @@ func TestRegister(t *testing.T) {
 	}
 	changed := orderDef(1)
 	changed.Transitions = append(changed.Transitions, runtime.TransitionSpec{From: "WORKING", To: "WORKING", Event: "Begin"})
-	if err := store.New(pool).Register(ctx, changed); !errors.Is(err, store.ErrDefinitionConflict) {
+	if err := store.New(pool).Register(ctx, changed); !errors.Is(err, runtime.ErrDefinitionConflict) {
 		t.Errorf("register of a changed table: %v, want ErrDefinitionConflict", err)
 	}
 	broken := orderDef(3)
 	broken.Initial = "WORKING"
-	if err := store.New(pool).Register(ctx, broken); !errors.Is(err, store.ErrInvalidDefinition) {
+	if err := store.New(pool).Register(ctx, broken); !errors.Is(err, runtime.ErrInvalidDefinition) {
 		t.Errorf("register of an invalid definition: %v, want ErrInvalidDefinition", err)
 	}
 	// A process that did not register it still finds it.
@@ -135,7 +135,7 @@ func TestRegister(t *testing.T) {
 	if diff := cmp.Diff(orderDef(1), got); diff != "" {
 		t.Errorf("stored definition mismatch (-want +got):\n%s", diff)
 	}
-	if _, err := store.New(pool).Definition(ctx, "order", 5); !errors.Is(err, store.ErrUnknownDefinition) {
+	if _, err := store.New(pool).Definition(ctx, "order", 5); !errors.Is(err, runtime.ErrUnknownDefinition) {
 		t.Errorf("unregistered version: %v, want ErrUnknownDefinition", err)
 	}
 }
@@ -189,7 +189,7 @@ func TestLogStepAndEmitShareTheStepsTransaction(t *testing.T) {
 		t.Errorf("step row %+v", h[2])
 	}
 	var v struct{ Cents string }
-	if err := h[2].Decode(&v); !errors.Is(err, store.ErrPayload) || !strings.Contains(err.Error(), run.ID) && strings.Contains(err.Error(), "log row") {
+	if err := h[2].Decode(&v); !errors.Is(err, runtime.ErrPayload) || !strings.Contains(err.Error(), run.ID) && strings.Contains(err.Error(), "log row") {
 		t.Errorf("decode into the wrong type: %v, want ErrPayload naming run and row", err)
 	}
 	msgs, err := e.st.Outbox(e.ctx, run.ID)
@@ -199,10 +199,10 @@ func TestLogStepAndEmitShareTheStepsTransaction(t *testing.T) {
 	if len(msgs) != 1 || msgs[0].Topic != "order.charged" || string(msgs[0].Payload) != `{"cents": 250}` || msgs[0].Attempt != 1 {
 		t.Errorf("outbox %+v, want one order.charged", msgs)
 	}
-	if _, err := e.st.Emit(e.ctx, run.ID, "", nil); !errors.Is(err, store.ErrInvalidInput) {
+	if _, err := e.st.Emit(e.ctx, run.ID, "", nil); !errors.Is(err, runtime.ErrInvalidInput) {
 		t.Errorf("emit without topic: %v, want ErrInvalidInput", err)
 	}
-	if _, err := e.st.LogStep(e.ctx, run.ID, "bad", func() {}); !errors.Is(err, store.ErrPayload) {
+	if _, err := e.st.LogStep(e.ctx, run.ID, "bad", func() {}); !errors.Is(err, runtime.ErrPayload) {
 		t.Errorf("step payload of a func: %v, want ErrPayload", err)
 	}
 }
@@ -216,7 +216,7 @@ func TestListFilters(t *testing.T) {
 	for _, spec := range []struct{ key, tenant, moveTo string }{
 		{"a", "t1", ""}, {"b", "t1", "WORKING"}, {"c", "t2", "WORKING"}, {"d", "t2", "CANCELLED"}, {"e", "t1", ""},
 	} {
-		res, err := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 1, IdempotencyKey: spec.key, TenantID: spec.tenant})
+		res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: spec.key, Owner: runtime.Owner{TenantID: spec.tenant}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func TestListFilters(t *testing.T) {
 		}
 		clk.Advance(time.Minute)
 	}
-	keysOf := func(runs []store.Run) []string {
+	keysOf := func(runs []runtime.Run) []string {
 		var out []string
 		for _, r := range runs {
 			out = append(out, r.IdempotencyKey)
@@ -259,7 +259,7 @@ func TestListFilters(t *testing.T) {
 			t.Errorf("%s mismatch (-want +got):\n%s", tt.name, diff)
 		}
 	}
-	if _, err := e.st.List(e.ctx, store.Filter{Limit: -1}); !errors.Is(err, store.ErrInvalidInput) {
+	if _, err := e.st.List(e.ctx, store.Filter{Limit: -1}); !errors.Is(err, runtime.ErrInvalidInput) {
 		t.Errorf("negative limit: %v, want ErrInvalidInput", err)
 	}
 }
@@ -332,7 +332,7 @@ func TestRegisterConflictNamesWhatDiffers(t *testing.T) {
 			tt.change(&d)
 			// Another process (a store with nothing cached) registers it.
 			err := store.New(e.pool).Register(e.ctx, d)
-			if !errors.Is(err, store.ErrDefinitionConflict) {
+			if !errors.Is(err, runtime.ErrDefinitionConflict) {
 				t.Fatalf("register: %v, want ErrDefinitionConflict", err)
 			}
 			if diff := cmp.Diff(prefix+tt.want+"; bump the version (version 2 in the .fsm file) and keep version 1's machine beside it, registered while its runs live; then upgrade or drain them (see docs/changing-a-machine.md)", err.Error()); diff != "" {
@@ -377,19 +377,19 @@ func TestLogStepAndEmitRefusedOnFinishedRuns(t *testing.T) {
 			before := e.history(t, run.ID)
 			_, err := e.st.LogStep(e.ctx, run.ID, "late", map[string]int{"n": 1})
 			want := fmt.Sprintf("store: log step late run %s: run is finished: it is %s in %s", run.ID, c.status, c.state)
-			if !errors.Is(err, store.ErrRunFinished) || err.Error() != want {
+			if !errors.Is(err, runtime.ErrRunFinished) || err.Error() != want {
 				t.Errorf("log step on a %s run: %v, want %q", c.status, err, want)
 			}
 			err = pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {
 				_, err := e.st.LogStepTx(e.ctx, tx, run.ID, "late", nil)
 				return err
 			})
-			if !errors.Is(err, store.ErrRunFinished) || err.Error() != want {
+			if !errors.Is(err, runtime.ErrRunFinished) || err.Error() != want {
 				t.Errorf("log step in a transaction on a %s run: %v, want %q", c.status, err, want)
 			}
 			_, err = e.st.Emit(e.ctx, run.ID, "order.late", nil)
 			want = fmt.Sprintf("store: emit order.late run %s: run is finished: it is %s in %s", run.ID, c.status, c.state)
-			if !errors.Is(err, store.ErrRunFinished) || err.Error() != want {
+			if !errors.Is(err, runtime.ErrRunFinished) || err.Error() != want {
 				t.Errorf("emit on a %s run: %v, want %q", c.status, err, want)
 			}
 			if diff := cmp.Diff(moves(before), moves(e.history(t, run.ID))); diff != "" {
@@ -425,7 +425,7 @@ func TestLogLinkOnAFinishedRun(t *testing.T) {
 	missing := "00000000-0000-4000-8000-000000000001"
 	_, err = e.st.LogLink(e.ctx, run.ID, "rerun", missing)
 	want := fmt.Sprintf("store: log link rerun run %s: run not found: run %s or the linked run %s", run.ID, run.ID, missing)
-	if !errors.Is(err, store.ErrRunNotFound) || err.Error() != want {
+	if !errors.Is(err, runtime.ErrRunNotFound) || err.Error() != want {
 		t.Errorf("link to a missing run: %v, want %q", err, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -50,20 +51,20 @@ func TestStartNotifies(t *testing.T) {
 			}
 		}
 	}
-	start := func(want store.StartOutcome) store.Run {
+	start := func(want runtime.StartOutcome) runtime.Run {
 		t.Helper()
-		res, err := e.st.Start(e.ctx, store.StartParams{Type: def.Type, Version: 1, IdempotencyKey: "k", TenantID: "t1"})
+		res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: def.Type, Version: 1, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t1"}})
 		if err != nil || res.Outcome != want {
 			t.Fatalf("Start: %v, %v; want %v", res.Outcome, err, want)
 		}
 		return res.Run
 	}
 
-	run := start(store.Created)
+	run := start(runtime.StartCreated)
 	if got := next(); got != def.Type {
 		t.Errorf("after a created run: notification %q, want %q", got, def.Type)
 	}
-	start(store.Running)
+	start(runtime.StartRunning)
 	if _, err := e.pool.Exec(e.ctx, "SELECT pg_notify($1, $2)", store.NotifyChannel, marker); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestStartNotifies(t *testing.T) {
 	if _, err := e.st.Record(e.ctx, run.ID, run.RowVersion, fail); err != nil {
 		t.Fatal(err)
 	}
-	start(store.Restarted)
+	start(runtime.StartRestarted)
 	if got := next(); got != def.Type {
 		t.Errorf("after a restarted run: notification %q, want %q", got, def.Type)
 	}

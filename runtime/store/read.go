@@ -15,18 +15,18 @@ import (
 )
 
 // Get reads a run.
-func (s *Store) Get(ctx context.Context, runID string) (Run, error) {
+func (s *Store) Get(ctx context.Context, runID string) (runtime.Run, error) {
 	return s.get(ctx, "get", runID)
 }
 
-func (s *Store) get(ctx context.Context, op, runID string) (Run, error) {
+func (s *Store) get(ctx context.Context, op, runID string) (runtime.Run, error) {
 	id, err := parseRunID(op, runID)
 	if err != nil {
-		return Run{}, err
+		return runtime.Run{}, err
 	}
 	row, err := s.q.GetRun(ctx, id)
 	if err != nil {
-		return Run{}, runErr(op, runID, Translate(err))
+		return runtime.Run{}, runErr(op, runID, Translate(err))
 	}
 	run, err := runFromRow(row)
 	if err != nil {
@@ -45,18 +45,18 @@ func (s *Store) get(ctx context.Context, op, runID string) (Run, error) {
 //	state, err := mymachine.ParseState(run.State)
 //	if err != nil { ... }
 //	m := mymachine.New(..., mymachine.WithState(state), mymachine.WithRecorder(rec))
-func (s *Store) Load(ctx context.Context, runID string, def runtime.Definition) (Run, *Recorder, error) {
+func (s *Store) Load(ctx context.Context, runID string, def runtime.Definition) (runtime.Run, *Recorder, error) {
 	run, err := s.get(ctx, "load", runID)
 	if err != nil {
 		return run, nil, err
 	}
 	if run.Type != def.Type || run.Version != def.Version {
 		return run, nil, runErr("load", runID, fmt.Errorf("%w: the run is %s v%d, the machine is %s v%d",
-			ErrDefinitionMismatch, run.Type, run.Version, def.Type, def.Version))
+			runtime.ErrDefinitionMismatch, run.Type, run.Version, def.Type, def.Version))
 	}
 	if _, ok := def.State(run.State); !ok {
 		return run, nil, runErr("load", runID, fmt.Errorf("%w: the run is in state %q, which %s v%d does not have",
-			ErrUnknownState, run.State, def.Type, def.Version))
+			runtime.ErrUnknownState, run.State, def.Type, def.Version))
 	}
 	return run, s.Recorder(run), nil
 }
@@ -109,10 +109,10 @@ type Step struct {
 // Decode decodes the step's payload into v.
 func (st Step) Decode(v any) error {
 	if st.Payload == nil {
-		return runErr("decode payload of log row "+fmt.Sprint(st.ID), st.RunID, fmt.Errorf("%w: the row has no payload", ErrPayload))
+		return runErr("decode payload of log row "+fmt.Sprint(st.ID), st.RunID, fmt.Errorf("%w: the row has no payload", runtime.ErrPayload))
 	}
 	if err := json.Unmarshal(st.Payload, v); err != nil {
-		return runErr("decode payload of log row "+fmt.Sprint(st.ID), st.RunID, fmt.Errorf("%w: into %T: %w", ErrPayload, v, err))
+		return runErr("decode payload of log row "+fmt.Sprint(st.ID), st.RunID, fmt.Errorf("%w: into %T: %w", runtime.ErrPayload, v, err))
 	}
 	return nil
 }
@@ -134,7 +134,7 @@ func (s *Store) History(ctx context.Context, runID string) ([]Step, error) {
 			return nil, runErr("history", runID, Translate(err))
 		}
 		if !ok {
-			return nil, runErr("history", runID, ErrRunNotFound)
+			return nil, runErr("history", runID, runtime.ErrRunNotFound)
 		}
 	}
 	out := make([]Step, len(rows))
@@ -151,7 +151,7 @@ func (s *Store) History(ctx context.Context, runID string) ([]Step, error) {
 
 // LogStep appends an observable sub-step of a run to its log, at the run's
 // current state and attempt. A finished run's log is closed: on a run that
-// was succeeded, failed or cancelled before, it fails with ErrRunFinished
+// was succeeded, failed or cancelled before, it fails with runtime.ErrRunFinished
 // and writes nothing (LogLink is the one row such a run still takes); in
 // the transaction that finishes the run (LogStepTx after RecordTx) the step
 // is still written. Use LogStepTx to write it in the transaction of
@@ -191,7 +191,7 @@ func (s *Store) logStep(ctx context.Context, tx pgx.Tx, runID, name string, payl
 // checkStepName refuses an empty step name or one that is not valid text.
 func (s *Store) checkStepName(name string) error {
 	if name == "" {
-		return fmt.Errorf("%w: empty step name", ErrInvalidInput)
+		return fmt.Errorf("%w: empty step name", runtime.ErrInvalidInput)
 	}
 	return s.checkText("step name", name)
 }
@@ -200,7 +200,7 @@ func (s *Store) checkStepName(name string) error {
 // names another run: its payload is {"run_id": linkedID}. It links a
 // finished run to a run that carries its work on (the step engine's rerun
 // of a succeeded run), the one row that a finished run's log still takes.
-// linkedID must be an existing run; else it fails with ErrRunNotFound.
+// linkedID must be an existing run; else it fails with runtime.ErrRunNotFound.
 func (s *Store) LogLink(ctx context.Context, runID, name, linkedID string) (Step, error) {
 	op := "log link " + short(name)
 	id, err := parseRunID(op, runID)
@@ -216,7 +216,7 @@ func (s *Store) LogLink(ctx context.Context, runID, name, linkedID string) (Step
 	}
 	row, err := s.q.InsertLink(ctx, dbsqlc.InsertLinkParams{StepName: name, Now: s.now(), ID: id, LinkedID: linked})
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = fmt.Errorf("%w: run %s or the linked run %s", ErrRunNotFound, runID, linkedID)
+		err = fmt.Errorf("%w: run %s or the linked run %s", runtime.ErrRunNotFound, runID, linkedID)
 	}
 	if err != nil {
 		return Step{}, runErr(op, runID, Translate(err))
@@ -225,14 +225,14 @@ func (s *Store) LogLink(ctx context.Context, runID, name, linkedID string) (Step
 }
 
 // whyNotRunning returns why a write for a running run wrote nothing: the
-// run does not exist (pgx.ErrNoRows, which Translate makes ErrRunNotFound)
-// or is finished (ErrRunFinished, naming its status and state).
+// run does not exist (pgx.ErrNoRows, which Translate makes runtime.ErrRunNotFound)
+// or is finished (runtime.ErrRunFinished, naming its status and state).
 func (s *Store) whyNotRunning(ctx context.Context, tx pgx.Tx, id pgtype.UUID) error {
 	r, err := s.queries(tx).GetRun(ctx, id)
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: it is %s in %s", ErrRunFinished, r.Status, r.CurrentState)
+	return fmt.Errorf("%w: it is %s in %s", runtime.ErrRunFinished, r.Status, r.CurrentState)
 }
 
 // Message is a row of the outbox.
@@ -248,7 +248,7 @@ type Message struct {
 }
 
 // Emit writes a message for the outside world to the outbox on behalf of a
-// run. On a run that was finished before, it fails with ErrRunFinished and
+// run. On a run that was finished before, it fails with runtime.ErrRunFinished and
 // writes nothing; in the transaction that finishes the run the message is
 // still written. To keep a message with the step that produced it, call EmitTx in the
 // step's transaction:
@@ -276,7 +276,7 @@ func (s *Store) emit(ctx context.Context, tx pgx.Tx, runID, topic string, payloa
 		return Message{}, err
 	}
 	if topic == "" {
-		return Message{}, runErr(op, runID, fmt.Errorf("%w: empty topic", ErrInvalidInput))
+		return Message{}, runErr(op, runID, fmt.Errorf("%w: empty topic", runtime.ErrInvalidInput))
 	}
 	if err := s.checkText("topic", topic); err != nil {
 		return Message{}, runErr(op, runID, err)
@@ -331,7 +331,7 @@ type Filter struct {
 }
 
 // List returns the runs that match f, in (created_at, id) order.
-func (s *Store) List(ctx context.Context, f Filter) ([]Run, error) {
+func (s *Store) List(ctx context.Context, f Filter) ([]runtime.Run, error) {
 	p := dbsqlc.ListRunsParams{
 		WorkflowType: pgtype.Text{String: f.Type, Valid: f.Type != ""},
 		States:       f.States,
@@ -346,7 +346,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Run, error) {
 	}
 	switch {
 	case f.Limit < 0 || f.Limit > 10000:
-		return nil, runErr("list", "", fmt.Errorf("%w: limit %d, want 0..10000", ErrInvalidInput, f.Limit))
+		return nil, runErr("list", "", fmt.Errorf("%w: limit %d, want 0..10000", runtime.ErrInvalidInput, f.Limit))
 	case f.Limit > 0:
 		p.MaxRows = int32(f.Limit)
 	}
@@ -361,7 +361,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Run, error) {
 	if err != nil {
 		return nil, runErr("list", "", Translate(err))
 	}
-	out := make([]Run, 0, len(rows))
+	out := make([]runtime.Run, 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		run, err := runFromRow(r)

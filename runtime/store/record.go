@@ -43,7 +43,7 @@ type Recorded struct {
 // trip. Before writing, the transition is checked against the registered
 // table of t.Machine and t.Version.
 //
-// A caller whose read is stale gets ErrConflict and nothing is written. A
+// A caller whose read is stale gets runtime.ErrConflict and nothing is written. A
 // retry of a transition that was committed although its caller never heard
 // back (same run, row version, event and payload) is recognised and reported
 // as Recorded{AlreadyApplied: true}, not as a conflict. A transition to a
@@ -65,7 +65,7 @@ func (s *Store) Record(ctx context.Context, runID string, rowVersion int64, t ru
 // RecordTx is Record inside the caller's transaction, so that the transition
 // commits or rolls back with the caller's own writes (an Emit, a LogStep, a
 // row of the caller's tables). After an error the transaction is unusable
-// only if the database raised it; ErrConflict leaves it usable.
+// only if the database raised it; runtime.ErrConflict leaves it usable.
 func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, runID string, rowVersion int64, t runtime.Transition) (Recorded, error) {
 	return s.record(ctx, tx, "record", runID, rowVersion, t, nil, false)
 }
@@ -74,16 +74,16 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, runID string, rowVersio
 // run's final result, in the same single statement as Record. Status,
 // RunID and Attempt of res are filled in by the store, Outcome from t when
 // empty, and DurationMS, when zero, from the database's clock.
-func (s *Store) Finish(ctx context.Context, runID string, rowVersion int64, t runtime.Transition, res Result) (Recorded, error) {
+func (s *Store) Finish(ctx context.Context, runID string, rowVersion int64, t runtime.Transition, res runtime.Result) (Recorded, error) {
 	return s.record(ctx, nil, "finish", runID, rowVersion, t, &res, true)
 }
 
 // FinishTx is Finish inside the caller's transaction.
-func (s *Store) FinishTx(ctx context.Context, tx pgx.Tx, runID string, rowVersion int64, t runtime.Transition, res Result) (Recorded, error) {
+func (s *Store) FinishTx(ctx context.Context, tx pgx.Tx, runID string, rowVersion int64, t runtime.Transition, res runtime.Result) (Recorded, error) {
 	return s.record(ctx, tx, "finish", runID, rowVersion, t, &res, true)
 }
 
-func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVersion int64, t runtime.Transition, res *Result, mustFinish bool) (Recorded, error) {
+func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVersion int64, t runtime.Transition, res *runtime.Result, mustFinish bool) (Recorded, error) {
 	id, err := parseRunID(op, runID)
 	if err != nil {
 		return Recorded{}, err
@@ -94,7 +94,7 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 		return fail(err)
 	}
 	if mustFinish && !finish {
-		return fail(fmt.Errorf("%w: a result goes with a terminal state, and %s is not", ErrInvalidInput, t.To))
+		return fail(fmt.Errorf("%w: a result goes with a terminal state, and %s is not", runtime.ErrInvalidInput, t.To))
 	}
 	// Unfenced, outside the engine: the lease stays as it is (a worker
 	// holding it finds its own write refused); the schedule is the state's.
@@ -110,7 +110,7 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 		case batch.Withdrawn:
 			return fail(ctx.Err())
 		case batch.Unknown:
-			return fail(fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err()))
+			return fail(fmt.Errorf("%w: %w", runtime.ErrOutcomeUnknown, ctx.Err()))
 		}
 		row, err, busy = r.row, r.err, r.busy
 	}
@@ -130,7 +130,7 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 		RowVersion: rowVersion, FromState: t.From, ToState: t.To, Event: t.Event, Payload: p.Payload, ID: id,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fail(ErrRunNotFound)
+		return fail(runtime.ErrRunNotFound)
 	}
 	if err != nil {
 		return fail(Translate(err))
@@ -140,10 +140,10 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 	}
 	if out.WorkflowType != t.Machine || int(out.DefinitionVersion) != t.Version {
 		return fail(fmt.Errorf("%w: the run is %s v%d, the transition is for %s v%d",
-			ErrDefinitionMismatch, out.WorkflowType, out.DefinitionVersion, t.Machine, t.Version))
+			runtime.ErrDefinitionMismatch, out.WorkflowType, out.DefinitionVersion, t.Machine, t.Version))
 	}
 	return fail(fmt.Errorf("%w: expected %s at row version %d, the run is in %s at row version %d",
-		ErrConflict, t.From, rowVersion, out.CurrentState, out.RowVersion))
+		runtime.ErrConflict, t.From, rowVersion, out.CurrentState, out.RowVersion))
 }
 
 // transitionParams checks t against its registered definition and builds
@@ -154,13 +154,13 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 // Every transition, whoever records it (Record, RecordTx, Finish, a
 // Recorder, the engine), goes through here, so that the run's timers and
 // due time are always those of the state it enters.
-func (s *Store) transitionParams(ctx context.Context, id pgtype.UUID, rowVersion int64, t runtime.Transition, res *Result) (dbsqlc.AdvanceRunParams, bool, error) {
+func (s *Store) transitionParams(ctx context.Context, id pgtype.UUID, rowVersion int64, t runtime.Transition, res *runtime.Result) (dbsqlc.AdvanceRunParams, bool, error) {
 	d, err := s.definition(ctx, t.Machine, t.Version)
 	if err != nil {
 		return dbsqlc.AdvanceRunParams{}, false, err
 	}
 	if !d.moves[[3]string{t.From, t.Event, t.To}] {
-		return dbsqlc.AdvanceRunParams{}, false, fmt.Errorf("%w: %s v%d has no transition %s -> %s on %s", ErrTransitionRefused, t.Machine, t.Version, t.From, t.To, t.Event)
+		return dbsqlc.AdvanceRunParams{}, false, fmt.Errorf("%w: %s v%d has no transition %s -> %s on %s", runtime.ErrTransitionRefused, t.Machine, t.Version, t.From, t.To, t.Event)
 	}
 	payload, err := s.encodeJSON("payload of "+t.Event, t.Payload)
 	if err != nil {
@@ -249,14 +249,14 @@ type Recorder struct {
 
 	mu         sync.Mutex
 	rowVersion int64
-	result     *Result
+	result     *runtime.Result
 }
 
 var _ runtime.Recorder = (*Recorder)(nil)
 
 // Recorder returns a Recorder for run, starting from the row version run
 // was read at.
-func (s *Store) Recorder(run Run) *Recorder {
+func (s *Store) Recorder(run runtime.Run) *Recorder {
 	return &Recorder{s: s, runID: run.ID, rowVersion: run.RowVersion}
 }
 
@@ -276,7 +276,7 @@ func (r *Recorder) Record(ctx context.Context, t runtime.Transition) error {
 // SetResult sets the result stored with the next transition to a terminal
 // state that goes through this recorder. Without it, such a transition
 // stores a result with the state's status, the outcome and the duration.
-func (r *Recorder) SetResult(res Result) {
+func (r *Recorder) SetResult(res runtime.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.result = &res

@@ -109,11 +109,11 @@ func TestTwoRecordersOneWins(t *testing.T) {
 			switch {
 			case err == nil:
 				won++
-			case errors.Is(err, store.ErrConflict):
+			case errors.Is(err, runtime.ErrConflict):
 				if machines[i].state != "INITIATED" {
 					t.Errorf("the losing machine moved to %s", machines[i].state)
 				}
-				var re *store.RunError
+				var re *runtime.RunError
 				if !errors.As(err, &re) || re.RunID != run.ID {
 					t.Errorf("conflict error %v does not name run %s", err, run.ID)
 				}
@@ -138,7 +138,7 @@ func TestRecorderTracksRowVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &machine{state: run.State, rec: rec}
-	rec.SetResult(store.Result{Output: json.RawMessage(`{"ok":true}`), CostUSD: 1.5, DurationMS: 1234})
+	rec.SetResult(runtime.Result{Output: json.RawMessage(`{"ok":true}`), CostUSD: 1.5, DurationMS: 1234})
 	for _, step := range [][2]string{{"Begin", "WORKING"}, {"Finish", "SUCCEEDED"}} {
 		if err := m.fire(e.ctx, step[0], step[1], nil); err != nil {
 			t.Fatal(err)
@@ -148,7 +148,7 @@ func TestRecorderTracksRowVersion(t *testing.T) {
 		t.Errorf("recorder at row version %d, want 3", rec.RowVersion())
 	}
 	got := e.get(t, run.ID)
-	want := &store.Result{Status: runtime.StatusSucceeded, Outcome: "done", Output: json.RawMessage(`{"ok": true}`),
+	want := &runtime.Result{Status: runtime.StatusSucceeded, Outcome: "done", Output: json.RawMessage(`{"ok": true}`),
 		RunID: run.ID, Attempt: 1, CostUSD: 1.5, DurationMS: 1234}
 	if diff := cmp.Diff(want, got.Result); diff != "" {
 		t.Errorf("result mismatch (-want +got):\n%s", diff)
@@ -157,7 +157,7 @@ func TestRecorderTracksRowVersion(t *testing.T) {
 		t.Errorf("finished run: status %s finished at %v", got.Status, got.FinishedAt)
 	}
 	// A terminal state refuses everything.
-	if err := m.fire(e.ctx, "Cancel", "CANCELLED", nil); !errors.Is(err, store.ErrTransitionRefused) {
+	if err := m.fire(e.ctx, "Cancel", "CANCELLED", nil); !errors.Is(err, runtime.ErrTransitionRefused) {
 		t.Errorf("transition out of a terminal state: %v, want ErrTransitionRefused", err)
 	}
 }
@@ -169,11 +169,11 @@ func TestFinishComputesDurationWithTheDatabaseClock(t *testing.T) {
 	run := e.start(t, "k").Run
 	clk.Advance(1500 * time.Millisecond)
 	if _, err := e.st.Finish(e.ctx, run.ID, run.RowVersion, tr("INITIATED", "Fail", "FAILED", nil),
-		store.Result{ErrorCode: "E1", ErrorDetail: "broke"}); err != nil {
+		runtime.Result{ErrorCode: "E1", ErrorDetail: "broke"}); err != nil {
 		t.Fatal(err)
 	}
 	got := e.get(t, run.ID)
-	want := &store.Result{Status: runtime.StatusFailed, RunID: run.ID, Attempt: 1, DurationMS: 1500, ErrorCode: "E1", ErrorDetail: "broke"}
+	want := &runtime.Result{Status: runtime.StatusFailed, RunID: run.ID, Attempt: 1, DurationMS: 1500, ErrorCode: "E1", ErrorDetail: "broke"}
 	if diff := cmp.Diff(want, got.Result); diff != "" {
 		t.Errorf("result mismatch (-want +got):\n%s", diff)
 	}
@@ -182,7 +182,7 @@ func TestFinishComputesDurationWithTheDatabaseClock(t *testing.T) {
 	}
 	// Finish needs a terminal target.
 	run2 := e.start(t, "k2").Run
-	if _, err := e.st.Finish(e.ctx, run2.ID, run2.RowVersion, tr("INITIATED", "Begin", "WORKING", nil), store.Result{}); !errors.Is(err, store.ErrInvalidInput) {
+	if _, err := e.st.Finish(e.ctx, run2.ID, run2.RowVersion, tr("INITIATED", "Begin", "WORKING", nil), runtime.Result{}); !errors.Is(err, runtime.ErrInvalidInput) {
 		t.Errorf("finish on a non-terminal state: %v, want ErrInvalidInput", err)
 	}
 }
@@ -212,7 +212,7 @@ func TestRecordRetryAfterLostAckIsAlreadyApplied(t *testing.T) {
 		t.Errorf("late retry: %+v %v, want already applied", got, err)
 	}
 	// Same version and event with another payload is a conflict, not a retry.
-	if _, err := e.st.Record(e.ctx, run.ID, 1, tr("INITIATED", "Begin", "WORKING", beginPayload{"w2", 1})); !errors.Is(err, store.ErrConflict) {
+	if _, err := e.st.Record(e.ctx, run.ID, 1, tr("INITIATED", "Begin", "WORKING", beginPayload{"w2", 1})); !errors.Is(err, runtime.ErrConflict) {
 		t.Errorf("different payload: %v, want ErrConflict", err)
 	}
 	if n := len(e.history(t, run.ID)); n != 3 {
@@ -231,17 +231,17 @@ func TestDatabaseRefusesRawSQL(t *testing.T) {
 		want error
 	}{
 		{"UPDATE workflow_runs SET current_state = 'SUCCEEDED' WHERE id = $1 AND false", nil},
-		{"UPDATE workflow_runs SET current_state = 'INITIATED' WHERE id = $1", store.ErrTransitionRefused},
-		{"UPDATE workflow_runs SET current_state = 'NOWHERE' WHERE id = $1", store.ErrTransitionRefused},
-		{"UPDATE workflow_runs SET attempt_no = attempt_no + 1 WHERE id = $1", store.ErrRunImmutable},
-		{"UPDATE workflow_runs SET idempotency_key = 'other' WHERE id = $1", store.ErrRunImmutable},
-		{"UPDATE workflow_step_logs SET payload = '{}' WHERE workflow_run_id = $1", store.ErrLogImmutable},
-		{"DELETE FROM workflow_step_logs WHERE workflow_run_id = $1", store.ErrLogImmutable},
-		{"TRUNCATE workflow_step_logs CASCADE", store.ErrLogImmutable},
-		{"UPDATE workflow_transitions SET to_state = 'SUCCEEDED' WHERE from_state = 'INITIATED'", store.ErrDefinitionImmutable},
-		{"DELETE FROM workflow_definitions", store.ErrDefinitionImmutable},
-		{"INSERT INTO workflow_runs (workflow_type, current_state, tenant_id, correlation_id, idempotency_key, definition_version) VALUES ('order', 'WORKING', 't', gen_random_uuid(), $1::uuid::text, 1)", store.ErrTransitionRefused},
-		{"INSERT INTO workflow_runs (workflow_type, current_state, tenant_id, correlation_id, idempotency_key, definition_version) VALUES ('order', 'INITIATED', 't', gen_random_uuid(), $1::uuid::text, 7)", store.ErrUnknownDefinition},
+		{"UPDATE workflow_runs SET current_state = 'INITIATED' WHERE id = $1", runtime.ErrTransitionRefused},
+		{"UPDATE workflow_runs SET current_state = 'NOWHERE' WHERE id = $1", runtime.ErrTransitionRefused},
+		{"UPDATE workflow_runs SET attempt_no = attempt_no + 1 WHERE id = $1", runtime.ErrRunImmutable},
+		{"UPDATE workflow_runs SET idempotency_key = 'other' WHERE id = $1", runtime.ErrRunImmutable},
+		{"UPDATE workflow_step_logs SET payload = '{}' WHERE workflow_run_id = $1", runtime.ErrLogImmutable},
+		{"DELETE FROM workflow_step_logs WHERE workflow_run_id = $1", runtime.ErrLogImmutable},
+		{"TRUNCATE workflow_step_logs CASCADE", runtime.ErrLogImmutable},
+		{"UPDATE workflow_transitions SET to_state = 'SUCCEEDED' WHERE from_state = 'INITIATED'", runtime.ErrDefinitionImmutable},
+		{"DELETE FROM workflow_definitions", runtime.ErrDefinitionImmutable},
+		{"INSERT INTO workflow_runs (workflow_type, current_state, tenant_id, correlation_id, idempotency_key, definition_version) VALUES ('order', 'WORKING', 't', gen_random_uuid(), $1::uuid::text, 1)", runtime.ErrTransitionRefused},
+		{"INSERT INTO workflow_runs (workflow_type, current_state, tenant_id, correlation_id, idempotency_key, definition_version) VALUES ('order', 'INITIATED', 't', gen_random_uuid(), $1::uuid::text, 7)", runtime.ErrUnknownDefinition},
 	}
 	for _, tt := range tests {
 		var args []any
@@ -312,29 +312,29 @@ func TestDatabaseRefusesWritesAroundTheLog(t *testing.T) {
 		want  error
 	}{
 		{"move along a registered pair without a log row",
-			"UPDATE workflow_runs SET current_state = 'SUCCEEDED', result = '{}', finished_at = now() WHERE id = $1", db.SQLStateUnlogged, store.ErrUnlogged},
-		{"forged log row of the next change", fmt.Sprintf(logRow, "3"), db.SQLStateUnlogged, store.ErrUnlogged},
+			"UPDATE workflow_runs SET current_state = 'SUCCEEDED', result = '{}', finished_at = now() WHERE id = $1", db.SQLStateUnlogged, runtime.ErrUnlogged},
+		{"forged log row of the next change", fmt.Sprintf(logRow, "3"), db.SQLStateUnlogged, runtime.ErrUnlogged},
 		// The unique index of the change rows refuses it (no trigger
 		// repeats the index); the store reports it as FS005.
-		{"forged log row of a past change", fmt.Sprintf(logRow, "2"), "23505", store.ErrUnlogged},
+		{"forged log row of a past change", fmt.Sprintf(logRow, "2"), "23505", runtime.ErrUnlogged},
 		{"move along a registered pair with a wrong status",
 			"UPDATE workflow_runs SET current_state = 'SUCCEEDED', previous_state = current_state, status = 'failed', row_version = row_version + 1, result = '{}', finished_at = now() WHERE id = $1",
-			"23503", store.ErrTransitionRefused},
+			"23503", runtime.ErrTransitionRefused},
 		{"move the registered table lacks, written as the runtime writes one",
 			"UPDATE workflow_runs SET current_state = 'INITIATED', previous_state = current_state, row_version = row_version + 1 WHERE id = $1",
-			"23503", store.ErrTransitionRefused},
-		{"previous_state set by hand", "UPDATE workflow_runs SET previous_state = 'SUCCEEDED' WHERE id = $1", db.SQLStateRunImmutable, store.ErrRunImmutable},
-		{"status set by hand", "UPDATE workflow_runs SET status = 'succeeded' WHERE id = $1", db.SQLStateRunImmutable, store.ErrRunImmutable},
-		{"row_version set by hand", "UPDATE workflow_runs SET row_version = 7 WHERE id = $1", db.SQLStateRunImmutable, store.ErrRunImmutable},
-		{"row_version + 1 without a self transition", "UPDATE workflow_runs SET row_version = row_version + 1 WHERE id = $1", db.SQLStateTransitionRefused, store.ErrTransitionRefused},
-		{"result on a running run", `UPDATE workflow_runs SET result = '{"status":"succeeded"}' WHERE id = $1`, db.SQLStateRunImmutable, store.ErrRunImmutable},
-		{"finished_at on a running run", "UPDATE workflow_runs SET finished_at = now() WHERE id = $1", db.SQLStateRunImmutable, store.ErrRunImmutable},
+			"23503", runtime.ErrTransitionRefused},
+		{"previous_state set by hand", "UPDATE workflow_runs SET previous_state = 'SUCCEEDED' WHERE id = $1", db.SQLStateRunImmutable, runtime.ErrRunImmutable},
+		{"status set by hand", "UPDATE workflow_runs SET status = 'succeeded' WHERE id = $1", db.SQLStateRunImmutable, runtime.ErrRunImmutable},
+		{"row_version set by hand", "UPDATE workflow_runs SET row_version = 7 WHERE id = $1", db.SQLStateRunImmutable, runtime.ErrRunImmutable},
+		{"row_version + 1 without a self transition", "UPDATE workflow_runs SET row_version = row_version + 1 WHERE id = $1", db.SQLStateTransitionRefused, runtime.ErrTransitionRefused},
+		{"result on a running run", `UPDATE workflow_runs SET result = '{"status":"succeeded"}' WHERE id = $1`, db.SQLStateRunImmutable, runtime.ErrRunImmutable},
+		{"finished_at on a running run", "UPDATE workflow_runs SET finished_at = now() WHERE id = $1", db.SQLStateRunImmutable, runtime.ErrRunImmutable},
 		{"transition added to a registered table",
 			"INSERT INTO workflow_transitions (workflow_type, version, from_state, event, to_state) VALUES ('order', 1, 'WORKING', 'Begin', 'INITIATED')",
-			db.SQLStateDefinitionImmutable, store.ErrDefinitionImmutable},
+			db.SQLStateDefinitionImmutable, runtime.ErrDefinitionImmutable},
 		{"state added to a registered definition",
 			"INSERT INTO workflow_states (workflow_type, version, state, status) VALUES ('order', 1, 'LIMBO', 'running')",
-			db.SQLStateDefinitionImmutable, store.ErrDefinitionImmutable},
+			db.SQLStateDefinitionImmutable, runtime.ErrDefinitionImmutable},
 	}
 	for _, tt := range tests {
 		var args []any
@@ -388,7 +388,7 @@ func TestSelfTransition(t *testing.T) {
 	if err := e.st.Register(e.ctx, def); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 4, IdempotencyKey: "self", TenantID: "t1"})
+	res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 4, IdempotencyKey: "self", Owner: runtime.Owner{TenantID: "t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,15 +431,15 @@ func TestRecordBadInput(t *testing.T) {
 		want    error
 		message string
 	}{
-		{"malformed id", "run-17", 1, tr("INITIATED", "Begin", "WORKING", nil), store.ErrInvalidID, `"run-17"`},
-		{"missing run", missing, 1, tr("INITIATED", "Begin", "WORKING", nil), store.ErrRunNotFound, missing},
-		{"payload that does not encode", run.ID, 1, nan, store.ErrPayload, run.ID},
-		{"payload of a channel", run.ID, 1, tr("INITIATED", "Begin", "WORKING", make(chan int)), store.ErrPayload, "chan int"},
-		{"unregistered type", run.ID, 1, unknownType, store.ErrUnknownDefinition, "ghost v1"},
-		{"unregistered version", run.ID, 1, unknownVersion, store.ErrUnknownDefinition, "order v3"},
-		{"move not in the table", run.ID, 1, tr("INITIATED", "Finish", "SUCCEEDED", nil), store.ErrTransitionRefused, "INITIATED -> SUCCEEDED on Finish"},
-		{"stale version", run.ID, 7, tr("INITIATED", "Begin", "WORKING", nil), store.ErrConflict, "row version 7"},
-		{"stale state", run.ID, 1, tr("WORKING", "Fail", "FAILED", nil), store.ErrConflict, "expected WORKING"},
+		{"malformed id", "run-17", 1, tr("INITIATED", "Begin", "WORKING", nil), runtime.ErrInvalidID, `"run-17"`},
+		{"missing run", missing, 1, tr("INITIATED", "Begin", "WORKING", nil), runtime.ErrRunNotFound, missing},
+		{"payload that does not encode", run.ID, 1, nan, runtime.ErrPayload, run.ID},
+		{"payload of a channel", run.ID, 1, tr("INITIATED", "Begin", "WORKING", make(chan int)), runtime.ErrPayload, "chan int"},
+		{"unregistered type", run.ID, 1, unknownType, runtime.ErrUnknownDefinition, "ghost v1"},
+		{"unregistered version", run.ID, 1, unknownVersion, runtime.ErrUnknownDefinition, "order v3"},
+		{"move not in the table", run.ID, 1, tr("INITIATED", "Finish", "SUCCEEDED", nil), runtime.ErrTransitionRefused, "INITIATED -> SUCCEEDED on Finish"},
+		{"stale version", run.ID, 7, tr("INITIATED", "Begin", "WORKING", nil), runtime.ErrConflict, "row version 7"},
+		{"stale state", run.ID, 1, tr("WORKING", "Fail", "FAILED", nil), runtime.ErrConflict, "expected WORKING"},
 	}
 	for _, tt := range tests {
 		_, err := e.st.Record(e.ctx, tt.id, tt.version, tt.t)
@@ -458,7 +458,7 @@ func TestRecordBadInput(t *testing.T) {
 	}
 	other := tr("INITIATED", "Begin", "WORKING", nil)
 	other.Version = 2
-	if _, err := e.st.Record(e.ctx, run.ID, 1, other); !errors.Is(err, store.ErrDefinitionMismatch) {
+	if _, err := e.st.Record(e.ctx, run.ID, 1, other); !errors.Is(err, runtime.ErrDefinitionMismatch) {
 		t.Errorf("transition of v2 on a v1 run: %v, want ErrDefinitionMismatch", err)
 	}
 	if diff := cmp.Diff([]string{"created ->INITIATED/@1 a1"}, moves(e.history(t, run.ID))); diff != "" {
@@ -533,13 +533,13 @@ func TestClosedPool(t *testing.T) {
 	st := store.New(pool)
 	pool.Close()
 	_, err = st.Record(e.ctx, run.ID, 1, tr("INITIATED", "Begin", "WORKING", nil))
-	if !errors.Is(err, store.ErrClosed) || !strings.Contains(err.Error(), run.ID) {
+	if !errors.Is(err, runtime.ErrClosed) || !strings.Contains(err.Error(), run.ID) {
 		t.Errorf("record on a closed pool: %v, want ErrClosed naming the run", err)
 	}
-	if _, err := st.Get(e.ctx, run.ID); !errors.Is(err, store.ErrClosed) {
+	if _, err := st.Get(e.ctx, run.ID); !errors.Is(err, runtime.ErrClosed) {
 		t.Errorf("get on a closed pool: %v, want ErrClosed", err)
 	}
-	if _, err := st.Start(e.ctx, store.StartParams{Type: "order", Version: 1, IdempotencyKey: "k2", TenantID: "t"}); !errors.Is(err, store.ErrClosed) {
+	if _, err := st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: "k2", Owner: runtime.Owner{TenantID: "t"}}); !errors.Is(err, runtime.ErrClosed) {
 		t.Errorf("start on a closed pool: %v, want ErrClosed", err)
 	}
 }
@@ -548,7 +548,7 @@ func TestLoadRefusesRunsTheMachineDoesNotKnow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	run := e.start(t, "k").Run
-	if _, _, err := e.st.Load(e.ctx, run.ID, orderDef(2)); !errors.Is(err, store.ErrDefinitionMismatch) {
+	if _, _, err := e.st.Load(e.ctx, run.ID, orderDef(2)); !errors.Is(err, runtime.ErrDefinitionMismatch) {
 		t.Errorf("load with v2: %v, want ErrDefinitionMismatch", err)
 	}
 	// Put the row in a state nobody registered, behind the triggers' back
@@ -569,7 +569,7 @@ func TestLoadRefusesRunsTheMachineDoesNotKnow(t *testing.T) {
 	setState("LIMBO")
 	t.Cleanup(func() { setState("INITIATED") })
 	_, rec, err := e.st.Load(e.ctx, run.ID, orderDef(1))
-	if !errors.Is(err, store.ErrUnknownState) || !strings.Contains(err.Error(), `"LIMBO"`) || !strings.Contains(err.Error(), run.ID) {
+	if !errors.Is(err, runtime.ErrUnknownState) || !strings.Contains(err.Error(), `"LIMBO"`) || !strings.Contains(err.Error(), run.ID) {
 		t.Errorf("load of a run in LIMBO: %v, want ErrUnknownState naming the state and the run", err)
 	}
 	if rec != nil {
@@ -591,7 +591,7 @@ func TestMalformedIDsAreNamed(t *testing.T) {
 		"list":    func() error { _, err := e.st.List(e.ctx, store.Filter{After: "nope-1"}); return err },
 	} {
 		err := call()
-		if !errors.Is(err, store.ErrInvalidID) || !strings.Contains(err.Error(), `"nope-1"`) {
+		if !errors.Is(err, runtime.ErrInvalidID) || !strings.Contains(err.Error(), `"nope-1"`) {
 			t.Errorf("%s: %v, want ErrInvalidID naming the id", name, err)
 		}
 	}
@@ -602,7 +602,7 @@ func TestMalformedIDsAreNamed(t *testing.T) {
 		"log":     func() error { _, err := e.st.LogStep(e.ctx, missing, "s", nil); return err },
 		"emit":    func() error { _, err := e.st.Emit(e.ctx, missing, "topic", nil); return err },
 	} {
-		if err := call(); !errors.Is(err, store.ErrRunNotFound) || !strings.Contains(err.Error(), missing) {
+		if err := call(); !errors.Is(err, runtime.ErrRunNotFound) || !strings.Contains(err.Error(), missing) {
 			t.Errorf("%s: %v, want ErrRunNotFound naming the id", name, err)
 		}
 	}

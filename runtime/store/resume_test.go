@@ -21,7 +21,7 @@ func TestResume(t *testing.T) {
 	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e := newEnv(t, store.WithClock(clk.Now))
 	run := e.record(t, e.start(t, "k").Run, "INITIATED", "Begin", "WORKING")
-	if err := e.st.Resume(e.ctx, run.ID); !errors.Is(err, store.ErrConflict) ||
+	if err := e.st.Resume(e.ctx, run.ID); !errors.Is(err, runtime.ErrConflict) ||
 		err.Error() != "store: resume run "+run.ID+": conflict: the run moved since it was read: the run is not parked" {
 		t.Errorf("resume a run that is not parked: %v, want ErrConflict", err)
 	}
@@ -71,14 +71,14 @@ func TestResume(t *testing.T) {
 	if claims, err = es.Claim(e.ctx, enginestore.ClaimParams{Owner: "w2", Kinds: []enginestore.Kind{{Type: "order", Version: 1}}, TTL: time.Minute, RunID: run.ID}); err != nil || len(claims) != 1 {
 		t.Errorf("claim the resumed run: %d claims, %v", len(claims), err)
 	}
-	if err := e.st.Resume(e.ctx, run.ID); !errors.Is(err, store.ErrConflict) {
+	if err := e.st.Resume(e.ctx, run.ID); !errors.Is(err, runtime.ErrConflict) {
 		t.Errorf("resume twice: %v, want ErrConflict", err)
 	}
 	const missing = "00000000-0000-4000-8000-000000000000"
-	if err := e.st.Resume(e.ctx, missing); !errors.Is(err, store.ErrRunNotFound) {
+	if err := e.st.Resume(e.ctx, missing); !errors.Is(err, runtime.ErrRunNotFound) {
 		t.Errorf("resume a missing run: %v, want ErrRunNotFound", err)
 	}
-	if err := e.st.Resume(e.ctx, "nope"); !errors.Is(err, store.ErrInvalidID) {
+	if err := e.st.Resume(e.ctx, "nope"); !errors.Is(err, runtime.ErrInvalidID) {
 		t.Errorf("resume a malformed id: %v, want ErrInvalidID", err)
 	}
 }
@@ -91,7 +91,7 @@ func TestFinishTx(t *testing.T) {
 	e := newEnv(t)
 	run := e.record(t, e.start(t, "k").Run, "INITIATED", "Begin", "WORKING")
 	finish := tr("WORKING", "Finish", "SUCCEEDED", nil)
-	res := store.Result{Output: []byte(`{"total":42}`), CostUSD: 0.5, DurationMS: 1200}
+	res := runtime.Result{Output: []byte(`{"total":42}`), CostUSD: 0.5, DurationMS: 1200}
 
 	// Rolled back: nothing of it stays.
 	tx, err := e.pool.Begin(e.ctx)
@@ -115,10 +115,10 @@ func TestFinishTx(t *testing.T) {
 	// refusals before it leave the transaction usable.
 	var rec store.Recorded
 	err = pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {
-		if _, err := e.st.FinishTx(e.ctx, tx, run.ID, 1, tr("INITIATED", "Begin", "WORKING", nil), res); !errors.Is(err, store.ErrInvalidInput) {
+		if _, err := e.st.FinishTx(e.ctx, tx, run.ID, 1, tr("INITIATED", "Begin", "WORKING", nil), res); !errors.Is(err, runtime.ErrInvalidInput) {
 			t.Errorf("finish into a running state: %v, want ErrInvalidInput", err)
 		}
-		if _, err := e.st.FinishTx(e.ctx, tx, run.ID, run.RowVersion, tr("WORKING", "Begin", "WORKING", nil), res); !errors.Is(err, store.ErrTransitionRefused) {
+		if _, err := e.st.FinishTx(e.ctx, tx, run.ID, run.RowVersion, tr("WORKING", "Begin", "WORKING", nil), res); !errors.Is(err, runtime.ErrTransitionRefused) {
 			t.Errorf("finish along a move the table lacks: %v, want ErrTransitionRefused", err)
 		}
 		var err error
@@ -132,7 +132,7 @@ func TestFinishTx(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := e.get(t, run.ID)
-	want := &store.Result{Status: runtime.StatusSucceeded, Outcome: "done", Output: []byte(`{"total": 42}`), RunID: run.ID, Attempt: 1, CostUSD: 0.5, DurationMS: 1200}
+	want := &runtime.Result{Status: runtime.StatusSucceeded, Outcome: "done", Output: []byte(`{"total": 42}`), RunID: run.ID, Attempt: 1, CostUSD: 0.5, DurationMS: 1200}
 	if diff := cmp.Diff(want, got.Result); diff != "" || got.State != "SUCCEEDED" || rec.RowVersion != got.RowVersion {
 		t.Errorf("finished run in %s at row version %d (recorded %d), result (-want +got):\n%s", got.State, got.RowVersion, rec.RowVersion, diff)
 	}
@@ -150,7 +150,7 @@ func TestErrorMessagesSayEachThingOnce(t *testing.T) {
 	broken := orderDef(3)
 	broken.Initial = "WORKING"
 	_, defErr := e.st.Definition(e.ctx, "order", 5)
-	_, startErr := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 5, IdempotencyKey: "k", TenantID: "t"})
+	_, startErr := e.st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 5, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t"}})
 	tests := []struct {
 		err  error
 		want string

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 )
 
@@ -15,20 +16,20 @@ import (
 // initial state of the run's definition version, the result and finish
 // time cleared, a restarted row logged, and the run due at once and
 // announced on NotifyChannel. The run's id, key, input and policy
-// snapshot stay. A run that is not failed is refused with ErrConflict
-// (saying its status and state), a missing one with ErrRunNotFound.
-func (s *Store) Retry(ctx context.Context, runID string) (Run, error) {
+// snapshot stay. A run that is not failed is refused with runtime.ErrConflict
+// (saying its status and state), a missing one with runtime.ErrRunNotFound.
+func (s *Store) Retry(ctx context.Context, runID string) (runtime.Run, error) {
 	id, err := parseRunID("retry", runID)
 	if err != nil {
-		return Run{}, err
+		return runtime.Run{}, err
 	}
 	for range maxStartRounds {
 		run, err := s.get(ctx, "retry", runID)
 		if err != nil {
-			return Run{}, err
+			return runtime.Run{}, err
 		}
 		if run.Status != "failed" {
-			return run, runErr("retry", runID, fmt.Errorf("%w: only a failed run is retried, and it is %s in %s", ErrConflict, run.Status, run.State))
+			return run, runErr("retry", runID, fmt.Errorf("%w: only a failed run is retried, and it is %s in %s", runtime.ErrConflict, run.Status, run.State))
 		}
 		d, err := s.definition(ctx, run.Type, run.Version)
 		if err != nil {
@@ -50,5 +51,5 @@ func (s *Store) Retry(ctx context.Context, runID string) (Run, error) {
 		}
 		return out, nil
 	}
-	return Run{}, runErr("retry", runID, fmt.Errorf("%w: the run changed under %d consecutive reads", ErrConflict, maxStartRounds))
+	return runtime.Run{}, runErr("retry", runID, fmt.Errorf("%w: the run changed under %d consecutive reads", runtime.ErrConflict, maxStartRounds))
 }

@@ -28,12 +28,12 @@ func TestRetry(t *testing.T) {
 	if err := st.Register(ctx, retryable); err != nil {
 		t.Fatal(err)
 	}
-	res, err := st.Start(ctx, store.StartParams{Type: "retryable", Version: 1, IdempotencyKey: "k", TenantID: "t", Input: map[string]int{"n": 1}})
+	res, err := st.Start(ctx, runtime.StartRequest{Type: "retryable", Version: 1, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t"}, Input: map[string]int{"n": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := res.Run
-	if _, err := st.Retry(ctx, run.ID); !errors.Is(err, store.ErrConflict) || err.Error() != "store: retry run "+run.ID+": conflict: the run moved since it was read: only a failed run is retried, and it is running in START" {
+	if _, err := st.Retry(ctx, run.ID); !errors.Is(err, runtime.ErrConflict) || err.Error() != "store: retry run "+run.ID+": conflict: the run moved since it was read: only a failed run is retried, and it is running in START" {
 		t.Errorf("retry of a running run: %v", err)
 	}
 	if _, err := st.Record(ctx, run.ID, run.RowVersion, runtime.Transition{Machine: "retryable", Version: 1, From: "START", To: "FAILED", Event: "Fail", Status: runtime.StatusFailed}); err != nil {
@@ -55,10 +55,10 @@ func TestRetry(t *testing.T) {
 		t.Errorf("last log row: %+v", last)
 	}
 	const missing = "1b4e28ba-2fa1-4d2b-883f-0016d3cca427"
-	if _, err := st.Retry(ctx, missing); !errors.Is(err, store.ErrRunNotFound) {
+	if _, err := st.Retry(ctx, missing); !errors.Is(err, runtime.ErrRunNotFound) {
 		t.Errorf("retry of a missing run: %v", err)
 	}
-	if _, err := st.Retry(ctx, "nope"); !errors.Is(err, store.ErrInvalidID) {
+	if _, err := st.Retry(ctx, "nope"); !errors.Is(err, runtime.ErrInvalidID) {
 		t.Errorf("retry of a malformed id: %v", err)
 	}
 }

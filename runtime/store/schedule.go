@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 )
 
@@ -14,8 +15,8 @@ import (
 const NotifyChannel = "fsmgen_runs"
 
 // Resume makes a parked run due again with a fresh attempt counter, and
-// logs it (a resumed step). It fails with ErrConflict when the run is not
-// parked, and ErrRunNotFound when there is no such run.
+// logs it (a resumed step). It fails with runtime.ErrConflict when the run is not
+// parked, and runtime.ErrRunNotFound when there is no such run.
 func (s *Store) Resume(ctx context.Context, runID string) error {
 	id, err := parseRunID("resume", runID)
 	if err != nil {
@@ -31,9 +32,9 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 		case err != nil:
 			return runErr("resume", runID, Translate(err))
 		case !ok:
-			return runErr("resume", runID, ErrRunNotFound)
+			return runErr("resume", runID, runtime.ErrRunNotFound)
 		}
-		return runErr("resume", runID, fmt.Errorf("%w: the run is not parked", ErrConflict))
+		return runErr("resume", runID, fmt.Errorf("%w: the run is not parked", runtime.ErrConflict))
 	}
 	return nil
 }

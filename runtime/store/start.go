@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -14,86 +13,6 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 )
 
-// StartParams says which run to start.
-type StartParams struct {
-	// Type and Version name a registered definition.
-	Type    string
-	Version int
-	// IdempotencyKey identifies the command: one run per (Type, key).
-	IdempotencyKey string
-	// TenantID is required; UserID and CorrelationID are UUIDs, UserID
-	// optional, CorrelationID generated when empty.
-	TenantID      string
-	UserID        string
-	CorrelationID string
-	// Input is the run's input and PolicySnapshot the policy it runs under;
-	// both are encoded to JSON (a json.RawMessage is taken as is) and may be
-	// nil. A restart keeps the first attempt's input and replaces the policy
-	// snapshot when a new one is given.
-	Input          any
-	PolicySnapshot any
-	// ResolvePolicy, when set and PolicySnapshot is nil, resolves the
-	// policy snapshot of a run that Start is about to create or restart.
-	// It is called after the idempotency check, so a run that has the key
-	// and has not failed (Cached, Running, Cancelled) is returned without
-	// it: a policy engine that is down cannot refuse a cached result. Its
-	// error refuses the start and writes nothing.
-	ResolvePolicy func(ctx context.Context) (json.RawMessage, error)
-}
-
-// StartOutcome says which branch Start took.
-type StartOutcome int
-
-// The branches of Start.
-const (
-	// Created: no run had the key; a new one was inserted in the initial
-	// state, attempt 1.
-	Created StartOutcome = iota + 1
-	// Cached: the run succeeded earlier; its result is returned and nothing
-	// runs again.
-	Cached
-	// Running: the run is in a non-terminal state; its id and state are
-	// returned with an ETA, and no duplicate is created.
-	Running
-	// Restarted: the run had failed; the same row was reset to the initial
-	// state with attempt_no + 1.
-	Restarted
-	// Cancelled: the run was cancelled; a cancellation is final, so it is
-	// returned as it is, with its result, and nothing runs again. Use a new
-	// idempotency key to run the command anew.
-	Cancelled
-)
-
-// String returns the outcome's name.
-func (o StartOutcome) String() string {
-	switch o {
-	case Created:
-		return "created"
-	case Cached:
-		return "cached"
-	case Running:
-		return "running"
-	case Restarted:
-		return "restarted"
-	case Cancelled:
-		return "cancelled"
-	}
-	return fmt.Sprintf("StartOutcome(%d)", int(o))
-}
-
-// StartResult is what Start did and the run it did it to.
-type StartResult struct {
-	Outcome StartOutcome
-	Run     Run
-	// ETA, for Running only, is when the run's current attempt is expected to
-	// finish: its start plus the median duration of the last 100 succeeded
-	// runs of its type. Zero when no run of the type has succeeded yet.
-	// Remaining is the time from the database's now to the ETA, never
-	// negative.
-	ETA       time.Time
-	Remaining time.Duration
-}
-
 // maxStartRounds bounds the insert-or-read loop of Start; each round ends
 // only because another caller changed the row in between.
 const maxStartRounds = 16
@@ -102,12 +21,12 @@ const maxStartRounds = 16
 // contract, selected by the state of the run that has the same (Type,
 // IdempotencyKey), if any:
 //
-//   - none: insert a run in the initial state, attempt 1 (Created);
-//   - succeeded: return it with its cached result, run nothing (Cached);
-//   - non-terminal: return its id, state and an ETA (Running);
+//   - none: insert a run in the initial state, attempt 1 (StartCreated);
+//   - succeeded: return it with its cached result, run nothing (StartCached);
+//   - non-terminal: return its id, state and an ETA (StartRunning);
 //   - failed: reset the same row to the initial state with attempt_no + 1
-//     (Restarted), following the Version given;
-//   - cancelled: return it as it is, run nothing (Cancelled).
+//     (StartRestarted), following the Version given;
+//   - cancelled: return it as it is, run nothing (StartCancelled).
 //
 // It is correct under any number of concurrent callers with the same key:
 // the unique (type, key) index decides who inserts (INSERT ... ON CONFLICT
@@ -122,11 +41,11 @@ const maxStartRounds = 16
 // A created or restarted run is announced on NotifyChannel, with its type,
 // by the statement that writes it: idle workers listening there claim it at
 // once, and the start costs one commit.
-func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
+func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Started, error) {
 	op := fmt.Sprintf("start %s/%s", short(p.Type), short(p.IdempotencyKey))
-	fail := func(err error) (StartResult, error) { return StartResult{}, runErr(op, "", err) }
+	fail := func(err error) (runtime.Started, error) { return runtime.Started{}, runErr(op, "", err) }
 	if p.Type == "" || p.IdempotencyKey == "" || p.TenantID == "" {
-		return fail(fmt.Errorf("%w: type, idempotency key and tenant id are required", ErrInvalidInput))
+		return fail(fmt.Errorf("%w: type, idempotency key and tenant id are required", runtime.ErrInvalidInput))
 	}
 	for _, f := range [...]struct{ what, v string }{{"type", p.Type}, {"idempotency key", p.IdempotencyKey}, {"tenant id", p.TenantID}} {
 		if err := s.checkText(f.what, f.v); err != nil {
@@ -137,12 +56,12 @@ func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 	var err error
 	if p.UserID != "" {
 		if userID, err = parseUUID("user id", p.UserID); err != nil {
-			return fail(fmt.Errorf("%w: %w", ErrInvalidInput, err))
+			return fail(fmt.Errorf("%w: %w", runtime.ErrInvalidInput, err))
 		}
 	}
 	if p.CorrelationID != "" {
 		if corrID, err = parseUUID("correlation id", p.CorrelationID); err != nil {
-			return fail(fmt.Errorf("%w: %w", ErrInvalidInput, err))
+			return fail(fmt.Errorf("%w: %w", runtime.ErrInvalidInput, err))
 		}
 	}
 	input, err := s.encodeJSON("input", p.Input)
@@ -153,13 +72,13 @@ func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if p.PolicySnapshot == nil && p.ResolvePolicy != nil {
+	if p.Policy == nil && p.ResolvePolicy != nil {
 		got, err := s.q.GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{Now: s.now(), WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
 		switch {
 		case err == nil:
 			res, done, err := existingStart(got)
 			if err != nil {
-				return StartResult{}, runErr(op, res.Run.ID, err)
+				return runtime.Started{}, runErr(op, res.Run.ID, err)
 			}
 			if done {
 				return res, nil
@@ -171,9 +90,9 @@ func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 		if err != nil {
 			return fail(err)
 		}
-		p.PolicySnapshot = snap
+		p.Policy = snap
 	}
-	policy, err := s.encodeJSON("policy snapshot", p.PolicySnapshot)
+	policy, err := s.encodeJSON("policy snapshot", p.Policy)
 	if err != nil {
 		return fail(err)
 	}
@@ -187,9 +106,9 @@ func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 		if err == nil {
 			run, err := runFromRow(dbsqlc.WorkflowRun(row))
 			if err != nil {
-				return StartResult{}, runErr(op, run.ID, err)
+				return runtime.Started{}, runErr(op, run.ID, err)
 			}
-			return StartResult{Outcome: Created, Run: run}, nil
+			return runtime.Started{Outcome: runtime.StartCreated, Run: run}, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fail(Translate(err))
@@ -204,7 +123,7 @@ func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 		}
 		res, done, err := existingStart(got)
 		if err != nil {
-			return StartResult{}, runErr(op, res.Run.ID, err)
+			return runtime.Started{}, runErr(op, res.Run.ID, err)
 		}
 		if done {
 			return res, nil
@@ -220,40 +139,39 @@ func (s *Store) Start(ctx context.Context, p StartParams) (StartResult, error) {
 				continue // another caller restarted it first: read it again
 			}
 			if err != nil {
-				return StartResult{}, runErr(op, run.ID, Translate(err))
+				return runtime.Started{}, runErr(op, run.ID, Translate(err))
 			}
 			run, err := runFromRow(dbsqlc.WorkflowRun(moved))
 			if err != nil {
-				return StartResult{}, runErr(op, run.ID, err)
+				return runtime.Started{}, runErr(op, run.ID, err)
 			}
-			return StartResult{Outcome: Restarted, Run: run}, nil
+			return runtime.Started{Outcome: runtime.StartRestarted, Run: run}, nil
 		default:
-			return StartResult{}, runErr(op, run.ID, fmt.Errorf("%w: stored status %q", ErrUnknownState, run.Status))
+			return runtime.Started{}, runErr(op, run.ID, fmt.Errorf("%w: stored status %q", runtime.ErrUnknownState, run.Status))
 		}
 	}
-	return fail(fmt.Errorf("%w: the run changed under %d consecutive reads", ErrConflict, maxStartRounds))
+	return fail(fmt.Errorf("%w: the run changed under %d consecutive reads", runtime.ErrConflict, maxStartRounds))
 }
 
 // existingStart returns the branch Start takes for got, the run that has
-// the key: done for Cached, Running and Cancelled; not done, with the run,
+// the key: done for StartCached, StartRunning and StartCancelled; not done, with the run,
 // for a failed run, which Start restarts.
-func existingStart(got dbsqlc.GetRunByKeyRow) (StartResult, bool, error) {
+func existingStart(got dbsqlc.GetRunByKeyRow) (runtime.Started, bool, error) {
 	run, err := runFromRow(got.WorkflowRun)
 	if err != nil {
-		return StartResult{Run: run}, false, err
+		return runtime.Started{Run: run}, false, err
 	}
 	switch run.Status {
 	case runtime.StatusSucceeded:
-		return StartResult{Outcome: Cached, Run: run}, true, nil
+		return runtime.Started{Outcome: runtime.StartCached, Run: run}, true, nil
 	case runtime.StatusCancelled:
-		return StartResult{Outcome: Cancelled, Run: run}, true, nil
+		return runtime.Started{Outcome: runtime.StartCancelled, Run: run}, true, nil
 	case runtime.StatusRunning:
-		res := StartResult{Outcome: Running, Run: run}
+		res := runtime.Started{Outcome: runtime.StartRunning, Run: run}
 		if got.MedianSeconds >= 0 {
-			res.ETA = run.AttemptStartedAt.Add(time.Duration(got.MedianSeconds * float64(time.Second)))
-			res.Remaining = max(0, res.ETA.Sub(got.DbNow.Time))
+			res.ETA = run.StartedAt.Add(time.Duration(got.MedianSeconds * float64(time.Second)))
 		}
 		return res, true, nil
 	}
-	return StartResult{Run: run}, false, nil
+	return runtime.Started{Run: run}, false, nil
 }

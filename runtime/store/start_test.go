@@ -19,19 +19,18 @@ import (
 func TestStartCreatesRunInInitialState(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	res, err := e.st.Start(e.ctx, store.StartParams{
-		Type: "order", Version: 1, IdempotencyKey: "k1", TenantID: "tenant-a",
-		UserID: "6f1c2d3e-0000-4000-8000-000000000001", Input: map[string]int{"n": 1},
-		PolicySnapshot: map[string]string{"tier": "pro"},
+	res, err := e.st.Start(e.ctx, runtime.StartRequest{
+		Type: "order", Version: 1, IdempotencyKey: "k1", Owner: runtime.Owner{TenantID: "tenant-a", UserID: "6f1c2d3e-0000-4000-8000-000000000001"}, Input: map[string]int{"n": 1},
+		Policy: map[string]string{"tier": "pro"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Outcome != store.Created {
+	if res.Outcome != runtime.StartCreated {
 		t.Fatalf("outcome %v, want created", res.Outcome)
 	}
 	r := res.Run
-	got := []any{r.Type, r.Version, r.State, r.Status, r.RowVersion, r.Attempt, r.TenantID, r.UserID, string(r.Input), string(r.PolicySnapshot), r.Result == nil}
+	got := []any{r.Type, r.Version, r.State, r.Status, r.RowVersion, r.Attempt, r.TenantID, r.UserID, string(r.Input), string(r.Policy), r.Result == nil}
 	want := []any{"order", 1, "INITIATED", runtime.StatusRunning, int64(1), 1, "tenant-a", "6f1c2d3e-0000-4000-8000-000000000001", `{"n": 1}`, `{"tier": "pro"}`, true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("created run mismatch (-want +got):\n%s", diff)
@@ -53,7 +52,7 @@ func TestStartConcurrentCallersGetOneRun(t *testing.T) {
 	for k := range keys {
 		key := fmt.Sprintf("key-%d", k)
 		ids := make([]string, callers)
-		outcomes := make([]store.StartOutcome, callers)
+		outcomes := make([]runtime.StartOutcome, callers)
 		errs := make([]error, callers)
 		var ready, done sync.WaitGroup
 		gate := make(chan struct{})
@@ -64,7 +63,7 @@ func TestStartConcurrentCallersGetOneRun(t *testing.T) {
 				defer done.Done()
 				ready.Done()
 				<-gate
-				res, err := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 1, IdempotencyKey: key, TenantID: "t"})
+				res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t"}})
 				ids[i], outcomes[i], errs[i] = res.Run.ID, res.Outcome, err
 			}()
 		}
@@ -80,9 +79,9 @@ func TestStartConcurrentCallersGetOneRun(t *testing.T) {
 				t.Fatalf("%s: caller %d got run %s, caller 0 got %s", key, i, ids[i], ids[0])
 			}
 			switch outcomes[i] {
-			case store.Created:
+			case runtime.StartCreated:
 				created++
-			case store.Running:
+			case runtime.StartRunning:
 			default:
 				t.Fatalf("%s caller %d: outcome %v", key, i, outcomes[i])
 			}
@@ -123,16 +122,16 @@ func TestStartBranches(t *testing.T) {
 		first := e.start(t, "running")
 		clk.Advance(5 * time.Second)
 		again := e.start(t, "running")
-		want := store.StartResult{Outcome: store.Running, Run: first.Run,
-			ETA: first.Run.AttemptStartedAt.Add(20 * time.Second), Remaining: 15 * time.Second}
+		want := runtime.Started{Outcome: runtime.StartRunning, Run: first.Run,
+			ETA: first.Run.StartedAt.Add(20 * time.Second)}
 		if diff := cmp.Diff(want, again); diff != "" {
 			t.Errorf("second start mismatch (-want +got):\n%s", diff)
 		}
-		// Overdue: the ETA stays, the remaining time is zero.
+		// Overdue: the ETA stays.
 		clk.Advance(time.Minute)
 		late := e.start(t, "running")
-		if late.Remaining != 0 || !late.ETA.Equal(want.ETA) {
-			t.Errorf("overdue run: ETA %v remaining %v, want %v and 0", late.ETA, late.Remaining, want.ETA)
+		if !late.ETA.Equal(want.ETA) {
+			t.Errorf("overdue run: ETA %v, want %v", late.ETA, want.ETA)
 		}
 	})
 
@@ -140,15 +139,15 @@ func TestStartBranches(t *testing.T) {
 		run := e.start(t, "done").Run
 		run = e.record(t, run, "INITIATED", "Begin", "WORKING")
 		if _, err := e.st.Finish(e.ctx, run.ID, run.RowVersion, tr("WORKING", "Finish", "SUCCEEDED", nil),
-			store.Result{Output: []byte(`{"answer":42}`), CostUSD: 0.25}); err != nil {
+			runtime.Result{Output: []byte(`{"answer":42}`), CostUSD: 0.25}); err != nil {
 			t.Fatal(err)
 		}
 		before := e.history(t, run.ID)
 		res := e.start(t, "done")
-		if res.Outcome != store.Cached || res.Run.ID != run.ID {
+		if res.Outcome != runtime.StartCached || res.Run.ID != run.ID {
 			t.Fatalf("outcome %v run %s, want cached %s", res.Outcome, res.Run.ID, run.ID)
 		}
-		want := &store.Result{Status: runtime.StatusSucceeded, Outcome: "done", Output: []byte(`{"answer": 42}`),
+		want := &runtime.Result{Status: runtime.StatusSucceeded, Outcome: "done", Output: []byte(`{"answer": 42}`),
 			RunID: run.ID, Attempt: 1, CostUSD: 0.25}
 		if diff := cmp.Diff(want, res.Run.Result); diff != "" {
 			t.Errorf("cached result mismatch (-want +got):\n%s", diff)
@@ -162,7 +161,7 @@ func TestStartBranches(t *testing.T) {
 		run := e.start(t, "fail").Run
 		run = e.record(t, run, "INITIATED", "Begin", "WORKING")
 		if _, err := e.st.Finish(e.ctx, run.ID, run.RowVersion, tr("WORKING", "Fail", "FAILED", nil),
-			store.Result{ErrorCode: "E_UPSTREAM", ErrorDetail: "timeout"}); err != nil {
+			runtime.Result{ErrorCode: "E_UPSTREAM", ErrorDetail: "timeout"}); err != nil {
 			t.Fatal(err)
 		}
 		failed := e.get(t, run.ID)
@@ -171,11 +170,11 @@ func TestStartBranches(t *testing.T) {
 		}
 		clk.Advance(time.Second)
 		res := e.start(t, "fail")
-		if res.Outcome != store.Restarted || res.Run.ID != run.ID {
+		if res.Outcome != runtime.StartRestarted || res.Run.ID != run.ID {
 			t.Fatalf("outcome %v run %s, want restarted %s", res.Outcome, res.Run.ID, run.ID)
 		}
 		r := res.Run
-		got := []any{r.State, r.Status, r.Attempt, r.RowVersion, r.Result == nil, r.FinishedAt.IsZero(), r.AttemptStartedAt.Equal(clk.Now())}
+		got := []any{r.State, r.Status, r.Attempt, r.RowVersion, r.Result == nil, r.FinishedAt.IsZero(), r.StartedAt.Equal(clk.Now())}
 		if diff := cmp.Diff([]any{"INITIATED", runtime.StatusRunning, 2, int64(4), true, true, true}, got); diff != "" {
 			t.Errorf("restarted run mismatch (-want +got):\n%s", diff)
 		}
@@ -198,7 +197,7 @@ func TestStartBranches(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := e.start(t, "cancel")
-		if res.Outcome != store.Cancelled || res.Run.ID != run.ID || res.Run.State != "CANCELLED" || res.Run.Attempt != 1 {
+		if res.Outcome != runtime.StartCancelled || res.Run.ID != run.ID || res.Run.State != "CANCELLED" || res.Run.Attempt != 1 {
 			t.Fatalf("got %v run %s in %s attempt %d, want cancelled %s in CANCELLED attempt 1",
 				res.Outcome, res.Run.ID, res.Run.State, res.Run.Attempt, run.ID)
 		}
@@ -213,7 +212,7 @@ func TestStartBranches(t *testing.T) {
 		if err := e.st.Register(e.ctx, other); err != nil {
 			t.Fatal(err)
 		}
-		p := store.StartParams{Type: "other", Version: 1, IdempotencyKey: "x", TenantID: "t"}
+		p := runtime.StartRequest{Type: "other", Version: 1, IdempotencyKey: "x", Owner: runtime.Owner{TenantID: "t"}}
 		if _, err := e.st.Start(e.ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -221,8 +220,8 @@ func TestStartBranches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Outcome != store.Running || !res.ETA.IsZero() || res.Remaining != 0 {
-			t.Errorf("got %v ETA %v remaining %v, want running with no ETA", res.Outcome, res.ETA, res.Remaining)
+		if res.Outcome != runtime.StartRunning || !res.ETA.IsZero() {
+			t.Errorf("got %v ETA %v, want running with no ETA", res.Outcome, res.ETA)
 		}
 	})
 }
@@ -237,7 +236,7 @@ func TestStartFailedRunRacedBy16(t *testing.T) {
 		key := fmt.Sprintf("k%d", round)
 		run := e.start(t, key).Run
 		e.record(t, run, "INITIATED", "Fail", "FAILED")
-		outcomes := make([]store.StartOutcome, callers)
+		outcomes := make([]runtime.StartOutcome, callers)
 		errs := make([]error, callers)
 		var wg sync.WaitGroup
 		gate := make(chan struct{})
@@ -246,7 +245,7 @@ func TestStartFailedRunRacedBy16(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-gate
-				res, err := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 1, IdempotencyKey: key, TenantID: "t"})
+				res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t"}})
 				outcomes[i], errs[i] = res.Outcome, err
 				if err == nil && (res.Run.ID != run.ID || res.Run.Attempt != 2) {
 					errs[i] = fmt.Errorf("run %s attempt %d, want %s attempt 2", res.Run.ID, res.Run.Attempt, run.ID)
@@ -255,14 +254,14 @@ func TestStartFailedRunRacedBy16(t *testing.T) {
 		}
 		close(gate)
 		wg.Wait()
-		count := map[store.StartOutcome]int{}
+		count := map[runtime.StartOutcome]int{}
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("%s caller %d: %v", key, i, err)
 			}
 			count[outcomes[i]]++
 		}
-		if diff := cmp.Diff(map[store.StartOutcome]int{store.Restarted: 1, store.Running: callers - 1}, count); diff != "" {
+		if diff := cmp.Diff(map[runtime.StartOutcome]int{runtime.StartRestarted: 1, runtime.StartRunning: callers - 1}, count); diff != "" {
 			t.Fatalf("%s outcomes mismatch (-want +got):\n%s", key, diff)
 		}
 	}
@@ -279,11 +278,11 @@ func TestStartRestartsUnderNewVersion(t *testing.T) {
 	if err := e.st.Register(e.ctx, v2); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 2, IdempotencyKey: "k", TenantID: "t1"})
+	res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 2, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Outcome != store.Restarted || res.Run.Version != 2 || res.Run.State != "WORKING" || res.Run.Attempt != 2 {
+	if res.Outcome != runtime.StartRestarted || res.Run.Version != 2 || res.Run.State != "WORKING" || res.Run.Attempt != 2 {
 		t.Fatalf("got %v v%d in %s attempt %d, want restarted v2 in WORKING attempt 2", res.Outcome, res.Run.Version, res.Run.State, res.Run.Attempt)
 	}
 }
@@ -293,17 +292,17 @@ func TestStartBadInput(t *testing.T) {
 	e := newEnv(t)
 	tests := []struct {
 		name string
-		p    store.StartParams
+		p    runtime.StartRequest
 		want error
 	}{
-		{"no key", store.StartParams{Type: "order", Version: 1, TenantID: "t"}, store.ErrInvalidInput},
-		{"no tenant", store.StartParams{Type: "order", Version: 1, IdempotencyKey: "k"}, store.ErrInvalidInput},
-		{"bad user id", store.StartParams{Type: "order", Version: 1, IdempotencyKey: "k", TenantID: "t", UserID: "bob"}, store.ErrInvalidInput},
-		{"bad correlation id", store.StartParams{Type: "order", Version: 1, IdempotencyKey: "k", TenantID: "t", CorrelationID: "x"}, store.ErrInvalidInput},
-		{"unregistered type", store.StartParams{Type: "nope", Version: 1, IdempotencyKey: "k", TenantID: "t"}, store.ErrUnknownDefinition},
-		{"unregistered version", store.StartParams{Type: "order", Version: 9, IdempotencyKey: "k", TenantID: "t"}, store.ErrUnknownDefinition},
-		{"input that does not encode", store.StartParams{Type: "order", Version: 1, IdempotencyKey: "k", TenantID: "t", Input: make(chan int)}, store.ErrPayload},
-		{"raw input that is not JSON", store.StartParams{Type: "order", Version: 1, IdempotencyKey: "k", TenantID: "t", Input: json.RawMessage("{")}, store.ErrPayload},
+		{"no key", runtime.StartRequest{Type: "order", Version: 1, Owner: runtime.Owner{TenantID: "t"}}, runtime.ErrInvalidInput},
+		{"no tenant", runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: "k"}, runtime.ErrInvalidInput},
+		{"bad user id", runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t", UserID: "bob"}}, runtime.ErrInvalidInput},
+		{"bad correlation id", runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t", CorrelationID: "x"}}, runtime.ErrInvalidInput},
+		{"unregistered type", runtime.StartRequest{Type: "nope", Version: 1, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t"}}, runtime.ErrUnknownDefinition},
+		{"unregistered version", runtime.StartRequest{Type: "order", Version: 9, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t"}}, runtime.ErrUnknownDefinition},
+		{"input that does not encode", runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t"}, Input: make(chan int)}, runtime.ErrPayload},
+		{"raw input that is not JSON", runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: "k", Owner: runtime.Owner{TenantID: "t"}, Input: json.RawMessage("{")}, runtime.ErrPayload},
 	}
 	for _, tt := range tests {
 		_, err := e.st.Start(e.ctx, tt.p)

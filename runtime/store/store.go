@@ -126,7 +126,7 @@ func (s *Store) queries(tx pgx.Tx) *dbsqlc.Queries {
 // that runs of it can be started and the database can check their
 // transitions. It is idempotent: registering the same definition again, from
 // any number of processes at once, is a no-op. Registering a (type, version)
-// that exists with a different definition fails with ErrDefinitionConflict,
+// that exists with a different definition fails with runtime.ErrDefinitionConflict,
 // naming what differs: give the changed machine a new version. Everything
 // that changes how runs behave or what is stored for them is compared:
 // states with their status, outcome, wait flag, retry policy, exhausted
@@ -137,7 +137,7 @@ func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
 	op := fmt.Sprintf("register %s v%d", def.Type, def.Version)
 	if err := def.Validate(); err != nil {
 		// Validate's message names the type and version.
-		return runErr("register", "", fmt.Errorf("%w: %w", ErrInvalidDefinition, err))
+		return runErr("register", "", fmt.Errorf("%w: %w", runtime.ErrInvalidDefinition, err))
 	}
 	digest, err := digestOf(def)
 	if err != nil {
@@ -148,7 +148,7 @@ func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
 	}
 	raw, err := json.Marshal(def)
 	if err != nil {
-		return runErr(op, "", fmt.Errorf("%w: encode definition: %w", ErrInvalidDefinition, err))
+		return runErr(op, "", fmt.Errorf("%w: encode definition: %w", runtime.ErrInvalidDefinition, err))
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
@@ -168,7 +168,7 @@ func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
 			// so that rows written under an older digest compare right.
 			var stored runtime.Definition
 			if err := json.Unmarshal(have.Definition, &stored); err != nil {
-				return fmt.Errorf("%w: the registered definition does not decode: %w", ErrDefinitionConflict, err)
+				return fmt.Errorf("%w: the registered definition does not decode: %w", runtime.ErrDefinitionConflict, err)
 			}
 			if sd, err := digestOf(stored); err != nil || sd != digest {
 				return conflict(stored, def)
@@ -224,18 +224,18 @@ func (s *Store) definition(ctx context.Context, typ string, version int) (*defin
 	}
 	row, err := s.q.GetDefinition(ctx, dbsqlc.GetDefinitionParams{WorkflowType: typ, Version: int32(version)})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s v%d is not registered", ErrUnknownDefinition, typ, version)
+		return nil, fmt.Errorf("%w: %s v%d is not registered", runtime.ErrUnknownDefinition, typ, version)
 	}
 	if err != nil {
 		return nil, Translate(err)
 	}
 	var def runtime.Definition
 	if err := json.Unmarshal(row.Definition, &def); err != nil {
-		return nil, fmt.Errorf("%w: stored definition of %s v%d does not decode: %w", ErrUnknownDefinition, typ, version, err)
+		return nil, fmt.Errorf("%w: stored definition of %s v%d does not decode: %w", runtime.ErrUnknownDefinition, typ, version, err)
 	}
 	digest, err := digestOf(def)
 	if err != nil {
-		return nil, fmt.Errorf("%w: stored definition of %s v%d: %w", ErrUnknownDefinition, typ, version, err)
+		return nil, fmt.Errorf("%w: stored definition of %s v%d: %w", runtime.ErrUnknownDefinition, typ, version, err)
 	}
 	d := newDefinition(def, digest)
 	s.mu.Lock()
@@ -257,7 +257,7 @@ func (s *Store) Definition(ctx context.Context, typ string, version int) (runtim
 func init() {
 	storehook.Of = func(st any) any {
 		s := st.(*Store)
-		return storehook.Internals[Run, Result]{
+		return storehook.Internals[runtime.Run, runtime.Result]{
 			Pool: s.pool, Queries: s.q, Now: s.now, RunFromRow: runFromRow, TransitionParams: s.transitionParams,
 			InitialDelay: s.initialDelay, ParseRunID: parseRunID, EncodeJSON: s.encodeJSON, CheckText: s.checkText, RawJSON: rawJSON,
 		}

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/diag"
 )
 
 // Limits bounds what the store accepts from callers, so that a bad payload
-// fails at once with ErrInvalidInput instead of in the database, or worse,
+// fails at once with runtime.ErrInvalidInput instead of in the database, or worse,
 // being stored and reloaded at every step of the run.
 type Limits struct {
 	// MaxPayload is the size in bytes of one JSON document once encoded: a
@@ -62,11 +63,11 @@ var (
 func (s *Store) checkText(what, v string) error {
 	switch {
 	case len(v) > s.limits.MaxKey:
-		return fmt.Errorf("%w: %s is %d bytes, over the limit of %d: %s", ErrInvalidInput, what, len(v), s.limits.MaxKey, quote(v))
+		return fmt.Errorf("%w: %s is %d bytes, over the limit of %d: %s", runtime.ErrInvalidInput, what, len(v), s.limits.MaxKey, quote(v))
 	case !utf8.ValidString(v):
-		return fmt.Errorf("%w: %s is not valid UTF-8: %s", ErrInvalidInput, what, quote(v))
+		return fmt.Errorf("%w: %s is not valid UTF-8: %s", runtime.ErrInvalidInput, what, quote(v))
 	case strings.IndexByte(v, 0) >= 0:
-		return fmt.Errorf("%w: %s holds a NUL byte, which PostgreSQL cannot store: %s", ErrInvalidInput, what, quote(v))
+		return fmt.Errorf("%w: %s holds a NUL byte, which PostgreSQL cannot store: %s", runtime.ErrInvalidInput, what, quote(v))
 	}
 	return nil
 }
@@ -82,7 +83,7 @@ func (s *Store) encodeJSON(what string, v any) ([]byte, error) {
 	// encoding/json writes a string that is not UTF-8 with U+FFFD in
 	// place of its bad bytes: refuse it rather than store another text.
 	if bad, ok := invalidString(reflect.ValueOf(v), 0); ok {
-		return nil, fmt.Errorf("%w: %s holds a string that is not valid UTF-8: %s", ErrInvalidInput, what, quote(bad))
+		return nil, fmt.Errorf("%w: %s holds a string that is not valid UTF-8: %s", runtime.ErrInvalidInput, what, quote(bad))
 	}
 	if err := s.checkJSON(what, b); err != nil {
 		return nil, err
@@ -92,18 +93,18 @@ func (s *Store) encodeJSON(what string, v any) ([]byte, error) {
 
 func (s *Store) checkJSON(what string, b []byte) error {
 	if len(b) > s.limits.MaxPayload {
-		return fmt.Errorf("%w: %s is %d bytes of JSON, over the limit of %d: %s", ErrInvalidInput, what, len(b), s.limits.MaxPayload, quote(string(b)))
+		return fmt.Errorf("%w: %s is %d bytes of JSON, over the limit of %d: %s", runtime.ErrInvalidInput, what, len(b), s.limits.MaxPayload, quote(string(b)))
 	}
 	if !utf8.Valid(b) {
-		return fmt.Errorf("%w: %s is not valid UTF-8: %s", ErrInvalidInput, what, quote(string(b)))
+		return fmt.Errorf("%w: %s is not valid UTF-8: %s", runtime.ErrInvalidInput, what, quote(string(b)))
 	}
 	if at := nulEscape(b); at >= 0 {
 		return fmt.Errorf("%w: %s holds a NUL character (\\u0000), which PostgreSQL cannot store, at byte %d: %s",
-			ErrInvalidInput, what, at, quote(string(b[at:])))
+			runtime.ErrInvalidInput, what, at, quote(string(b[at:])))
 	}
 	if at := loneSurrogate(b); at >= 0 {
 		return fmt.Errorf("%w: %s holds a \\u escape of a lone UTF-16 surrogate, which is no character, at byte %d: %s",
-			ErrInvalidInput, what, at, quote(string(b[at:])))
+			runtime.ErrInvalidInput, what, at, quote(string(b[at:])))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -22,7 +23,7 @@ func TestBadInputIsRefusedAtTheBoundary(t *testing.T) {
 	huge := strings.Repeat("x", 20<<20)
 	bigKey := strings.Repeat("k", 1<<20)
 	start := func(key string, input any) error {
-		_, err := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 1, IdempotencyKey: key, TenantID: "t1", Input: input})
+		_, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t1"}, Input: input})
 		return err
 	}
 	tests := []struct {
@@ -66,7 +67,7 @@ func TestBadInputIsRefusedAtTheBoundary(t *testing.T) {
 			`store: get run "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"…: malformed run id: run id "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"… is not a UUID`},
 	}
 	for _, tt := range tests {
-		if !errors.Is(tt.err, store.ErrInvalidInput) && !errors.Is(tt.err, store.ErrInvalidID) {
+		if !errors.Is(tt.err, runtime.ErrInvalidInput) && !errors.Is(tt.err, runtime.ErrInvalidID) {
 			t.Errorf("%s: %v, want ErrInvalidInput", tt.name, tt.err)
 			continue
 		}
@@ -95,7 +96,7 @@ func TestBadInputIsRefusedAtTheBoundary(t *testing.T) {
 	}
 }
 
-func recordErr(e env, run store.Run, payload any) error {
+func recordErr(e env, run runtime.Run, payload any) error {
 	_, err := e.st.Record(e.ctx, run.ID, run.RowVersion, tr("INITIATED", "Begin", "WORKING", payload))
 	return err
 }
@@ -119,16 +120,16 @@ func getErr(e env, id string) error {
 func TestLimitsAreConfigurable(t *testing.T) {
 	t.Parallel()
 	e := newEnvPool(t, pgtest.NewPool(t), store.WithLimits(store.Limits{MaxPayload: 16, MaxKey: 8}))
-	_, err := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 1, IdempotencyKey: "abcdefghi", TenantID: "t1"})
+	_, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: "abcdefghi", Owner: runtime.Owner{TenantID: "t1"}})
 	if want := `store: start order/abcdefghi: invalid input: idempotency key is 9 bytes, over the limit of 8: "abcdefghi"`; err == nil || err.Error() != want {
 		t.Errorf("start with a 9-byte key: %v, want %s", err, want)
 	}
-	_, err = e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 1, IdempotencyKey: "abcd", TenantID: "t1", Input: map[string]string{"a": "0123456789"}})
-	if !errors.Is(err, store.ErrInvalidInput) {
+	_, err = e.st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: "abcd", Owner: runtime.Owner{TenantID: "t1"}, Input: map[string]string{"a": "0123456789"}})
+	if !errors.Is(err, runtime.ErrInvalidInput) {
 		t.Errorf("start with a 20-byte input: %v, want ErrInvalidInput", err)
 	}
-	res, err := e.st.Start(e.ctx, store.StartParams{Type: "order", Version: 1, IdempotencyKey: "abcd", TenantID: "t1", Input: map[string]string{"a": "b"}})
-	if err != nil || res.Outcome != store.Created {
+	res, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "order", Version: 1, IdempotencyKey: "abcd", Owner: runtime.Owner{TenantID: "t1"}, Input: map[string]string{"a": "b"}})
+	if err != nil || res.Outcome != runtime.StartCreated {
 		t.Errorf("start within the limits: %v, %v", res.Outcome, err)
 	}
 }

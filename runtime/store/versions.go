@@ -16,23 +16,12 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 )
 
-// The errors of versions and upgrades.
-var (
-	// ErrNoUpgrade: no upgrade between the two versions is registered.
-	ErrNoUpgrade = errors.New("no upgrade registered")
-	// ErrUpgradeConflict: an upgrade between the same versions is
-	// registered with other rules. A registered upgrade is immutable.
-	ErrUpgradeConflict = errors.New("registered upgrade differs")
-	// ErrLiveRuns: a version still has live runs.
-	ErrLiveRuns = errors.New("the version has live runs")
-)
-
 // RegisterUpgrade records an upgrade of live runs between two
 // registered versions of a type, so that the database accepts the moves
 // it declares and no other. It is idempotent; registering other rules for
-// the same versions fails with ErrUpgradeConflict. Both versions must be
+// the same versions fails with runtime.ErrUpgradeConflict. Both versions must be
 // registered, the older one by any process: RegisterUpgrade returns
-// ErrUnknownDefinition otherwise. engine.Engine.Register registers the
+// runtime.ErrUnknownDefinition otherwise. engine.Engine.Register registers the
 // upgrades of a definition (Definition.Upgrades) whose older version
 // is registered.
 func (s *Store) RegisterUpgrade(ctx context.Context, m runtime.Upgrade) error {
@@ -46,7 +35,7 @@ func (s *Store) RegisterUpgrade(ctx context.Context, m runtime.Upgrade) error {
 		return runErr(op, "", err)
 	}
 	if err := m.Validate(from.def, to.def); err != nil {
-		return runErr(op, "", fmt.Errorf("%w: %w", ErrInvalidDefinition, err))
+		return runErr(op, "", fmt.Errorf("%w: %w", runtime.ErrInvalidDefinition, err))
 	}
 	raw, digest, err := upgradeDigest(m)
 	if err != nil {
@@ -68,7 +57,7 @@ func (s *Store) RegisterUpgrade(ctx context.Context, m runtime.Upgrade) error {
 			}
 			if have.Digest != digest {
 				return fmt.Errorf("%w: the database holds other rules (%s) than this process (%s); an upgrade that moved runs cannot change: give the machine a new version and upgrade from this one",
-					ErrUpgradeConflict, describeUpgrade(have.Migration), describeUpgrade(raw))
+					runtime.ErrUpgradeConflict, describeUpgrade(have.Migration), describeUpgrade(raw))
 			}
 			return nil
 		}
@@ -94,7 +83,7 @@ func (s *Store) RegisterUpgrade(ctx context.Context, m runtime.Upgrade) error {
 func upgradeDigest(m runtime.Upgrade) ([]byte, string, error) {
 	raw, err := json.Marshal(m)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: encode upgrade: %w", ErrInvalidDefinition, err)
+		return nil, "", fmt.Errorf("%w: encode upgrade: %w", runtime.ErrInvalidDefinition, err)
 	}
 	sum := sha256.Sum256(raw)
 	return raw, hex.EncodeToString(sum[:]), nil
@@ -142,7 +131,7 @@ func DescribeRule(r runtime.UpgradeRule) string {
 }
 
 // RegisteredUpgrade returns the registered upgrade of typ from version from to
-// version to, or an error matching ErrNoUpgrade.
+// version to, or an error matching runtime.ErrNoUpgrade.
 func (s *Store) RegisteredUpgrade(ctx context.Context, typ string, from, to int) (runtime.Upgrade, error) {
 	op := fmt.Sprintf("read upgrade of %s from v%d to v%d", typ, from, to)
 	row, err := s.q.GetMigration(ctx, dbsqlc.GetMigrationParams{WorkflowType: typ, FromVersion: int32(from), ToVersion: int32(to)})
@@ -151,14 +140,14 @@ func (s *Store) RegisteredUpgrade(ctx context.Context, typ string, from, to int)
 		if _, derr := s.definition(ctx, typ, to); derr != nil {
 			hint = fmt.Sprintf("v%d is not registered either; deploy it first", to)
 		}
-		return runtime.Upgrade{}, runErr(op, "", fmt.Errorf("%w: %s; without one, the runs of v%d drain on v%d", ErrNoUpgrade, hint, from, from))
+		return runtime.Upgrade{}, runErr(op, "", fmt.Errorf("%w: %s; without one, the runs of v%d drain on v%d", runtime.ErrNoUpgrade, hint, from, from))
 	}
 	if err != nil {
 		return runtime.Upgrade{}, runErr(op, "", Translate(err))
 	}
 	var m runtime.Upgrade
 	if err := json.Unmarshal(row.Migration, &m); err != nil {
-		return runtime.Upgrade{}, runErr(op, "", fmt.Errorf("%w: the registered upgrade does not decode: %w", ErrNoUpgrade, err))
+		return runtime.Upgrade{}, runErr(op, "", fmt.Errorf("%w: the registered upgrade does not decode: %w", runtime.ErrNoUpgrade, err))
 	}
 	return m, nil
 }
@@ -296,7 +285,7 @@ func (s *Store) Upgrade(ctx context.Context, typ string, from, to int, opts Upgr
 		return rep, err
 	}
 	if m.Drain {
-		return rep, runErr(op, "", fmt.Errorf("%w: the upgrade from v%d drains: its runs finish on v%d", ErrNoUpgrade, from, from))
+		return rep, runErr(op, "", fmt.Errorf("%w: the upgrade from v%d drains: its runs finish on v%d", runtime.ErrNoUpgrade, from, from))
 	}
 	fromDef, err := s.definition(ctx, typ, from)
 	if err != nil {
@@ -439,7 +428,7 @@ func (s *Store) Versions(ctx context.Context, typ string) ([]VersionStatus, erro
 		return nil, runErr(op, "", Translate(err))
 	}
 	if len(rows) == 0 {
-		return nil, runErr(op, "", fmt.Errorf("%w: no version of %s is registered", ErrUnknownDefinition, typ))
+		return nil, runErr(op, "", fmt.Errorf("%w: no version of %s is registered", runtime.ErrUnknownDefinition, typ))
 	}
 	migs, err := s.q.MigrationsOf(ctx, typ)
 	if err != nil {

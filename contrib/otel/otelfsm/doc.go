@@ -15,7 +15,7 @@
 //	cfg := otelfsm.Config{TracerProvider: tp, MeterProvider: mp}
 //	mw, err := otelfsm.NewMiddleware(cfg)
 //	if err != nil { ... }
-//	e, err := engine.New(pool, st, engine.Config{
+//	e, err := engine.New(st, engine.Config{
 //		Middleware: []engine.Middleware{mw},
 //	})
 //	if err != nil { ... }

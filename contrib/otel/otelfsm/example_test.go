@@ -13,6 +13,7 @@ import (
 	"github.com/fsmgen/fsmgen/contrib/otel/otelfsm"
 	"github.com/fsmgen/fsmgen/machines/shop"
 	"github.com/fsmgen/fsmgen/machines/shop/order"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -40,7 +41,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	st := store.New(pool)
-	e, err := engine.New(pool, st, engine.Config{Middleware: []engine.Middleware{mw}})
+	e, err := engine.New(st, engine.Config{Middleware: []engine.Middleware{mw}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	res, err := e.Start(ctx, engine.StartParams{Type: "shop_order", IdempotencyKey: "order-1", TenantID: "acme",
+	res, err := e.Start(ctx, runtime.StartRequest{Type: "shop_order", IdempotencyKey: "order-1", Owner: runtime.Owner{TenantID: "acme"},
 		Input: shop.Input{Items: []string{"book"}, TotalCents: 1200}})
 	if err != nil {
 		log.Fatal(err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
-	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // ScopeName is the instrumentation scope of the tracer and the meter.
@@ -152,10 +151,10 @@ func (m *Middleware) Claim(ctx context.Context, _ engine.ClaimInfo, next func(co
 
 // Drive implements engine.Middleware: a span fsmgen.drive around the
 // session on a claimed run.
-func (m *Middleware) Drive(ctx context.Context, run store.Run, next func(context.Context) (store.Run, error)) (store.Run, error) {
+func (m *Middleware) Drive(ctx context.Context, run runtime.Run, next func(context.Context) (runtime.Run, error)) (runtime.Run, error) {
 	ctx, span := m.tracer.Start(ctx, "fsmgen.drive "+run.Type, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 		KeyRunID.String(run.ID), KeyType.String(run.Type), KeyVersion.Int(run.Version), KeyState.String(run.State),
-		KeyAttempt.Int(run.StepAttempt), KeyRunAttempt.Int(run.Attempt), KeyWorker.String(run.LeaseOwner),
+		KeyAttempt.Int(run.StepAttempt), KeyRunAttempt.Int(run.Attempt), KeyWorker.String(run.Lease.Owner),
 	))
 	defer span.End()
 	after, err := next(ctx)
@@ -182,7 +181,7 @@ func (m *Middleware) Handle(ctx context.Context, run *runtime.Run, state string,
 	took := time.Since(began)
 	outcome := OutcomeOK
 	switch {
-	case errors.Is(err, engine.ErrPanic):
+	case errors.Is(err, runtime.ErrPanic):
 		outcome = OutcomePanic
 	case err != nil:
 		outcome = OutcomeFailed
@@ -224,11 +223,11 @@ func TransitionOutcome(err error) string {
 	switch {
 	case err == nil:
 		return OutcomeRecorded
-	case errors.Is(err, runtime.ErrIllegalTransition), errors.Is(err, runtime.ErrGuardRejected), errors.Is(err, store.ErrTransitionRefused):
+	case errors.Is(err, runtime.ErrIllegalTransition), errors.Is(err, runtime.ErrGuardRejected), errors.Is(err, runtime.ErrTransitionRefused):
 		return OutcomeRefused
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, runtime.ErrConflict):
 		return OutcomeConflict
-	case errors.Is(err, engine.ErrLeaseLost):
+	case errors.Is(err, runtime.ErrLeaseLost):
 		return OutcomeLeaseLost
 	}
 	return OutcomeError

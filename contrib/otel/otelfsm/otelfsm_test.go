@@ -97,7 +97,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	pool := pgtest.NewPool(t)
 	f.st = store.New(pool, store.WithClock(f.clock.Now))
-	f.e, err = engine.New(pool, f.st, engine.Config{
+	f.e, err = engine.New(f.st, engine.Config{
 		WorkerID: "worker-1", Middleware: []engine.Middleware{mw},
 		Jitter: func() float64 { return 0.5 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -113,8 +113,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) start(t *testing.T, name string) string {
 	t.Helper()
-	res, err := f.e.Start(f.ctx, engine.StartParams{Type: "shop_order", IdempotencyKey: name, TenantID: "acme",
-		UserID: "00000000-0000-4000-8000-00000000a11c", Input: shop.Input{Items: []string{"book"}, TotalCents: 1200}})
+	res, err := f.e.Start(f.ctx, runtime.StartRequest{Type: "shop_order", IdempotencyKey: name, Owner: runtime.Owner{TenantID: "acme", UserID: "00000000-0000-4000-8000-00000000a11c"}, Input: shop.Input{Items: []string{"book"}, TotalCents: 1200}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/fsmgen/fsmgen/machines/problems"
 	"github.com/fsmgen/fsmgen/machines/problems/local"
 	rog "github.com/fsmgen/fsmgen/machines/problems/retrieveorgenerate"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/pgcluster"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -193,7 +194,7 @@ func demo(ctx context.Context, w, stderr io.Writer, opts options) (err error) {
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(pool, store.New(pool), engine.Config{
+	eng, err := engine.New(store.New(pool), engine.Config{
 		WorkerID:     engine.DefaultWorkerID("demo"),
 		Lease:        30 * time.Second,
 		PollInterval: 50 * time.Millisecond,
@@ -213,8 +214,8 @@ func demo(ctx context.Context, w, stderr io.Writer, opts options) (err error) {
 		return err
 	}
 	type outcome struct {
-		start store.StartOutcome
-		run   store.Run
+		start runtime.StartOutcome
+		run   runtime.Run
 	}
 	var results []outcome
 	var unexpected []string
@@ -230,14 +231,14 @@ func demo(ctx context.Context, w, stderr io.Writer, opts options) (err error) {
 		}
 		run := res.Run
 		switch res.Outcome {
-		case store.Created, store.Restarted:
+		case runtime.StartCreated, runtime.StartRestarted:
 			fmt.Fprintf(w, "%s run %s; driving it inline\n", res.Outcome, run.ID)
 			if run, err = eng.Drive(ctx, run.ID); err != nil {
 				return fmt.Errorf("submission %d: drive run %s: %w", i+1, res.Run.ID, err)
 			}
-		case store.Cached:
+		case runtime.StartCached:
 			fmt.Fprintf(w, "cached: run %s succeeded before; its stored result is returned and nothing runs again\n", run.ID)
-		case store.Running:
+		case runtime.StartRunning:
 			fmt.Fprintf(w, "running: run %s is under way in state %s; not started again\n", run.ID, run.State)
 		default:
 			fmt.Fprintf(w, "%s: run %s\n", res.Outcome, run.ID)
@@ -315,7 +316,7 @@ func driveBackground(ctx context.Context, w io.Writer, eng *engine.Engine, since
 	if err != nil {
 		return fmt.Errorf("list background runs: %w", err)
 	}
-	var runs []store.Run
+	var runs []runtime.Run
 	for _, r := range all {
 		if r.Type != rog.Type {
 			runs = append(runs, r)
@@ -350,7 +351,7 @@ func driveBackground(ctx context.Context, w io.Writer, eng *engine.Engine, since
 }
 
 // endOf is a run's state and outcome, as the demo's expectations say them.
-func endOf(r store.Run) string {
+func endOf(r runtime.Run) string {
 	if r.Result != nil && r.Result.Outcome != "" {
 		return r.State + " " + r.Result.Outcome
 	}

@@ -30,7 +30,7 @@ func Demo(ctx context.Context, pool *pgxpool.Pool, w io.Writer, suffix string) e
 	var mu sync.Mutex
 	skew := time.Duration(0)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(skew) }
-	eng, err := engine.New(pool, store.New(pool, store.WithClock(clock)), engine.Config{WorkerID: engine.DefaultWorkerID("fcha-demo"), DisableNotify: true})
+	eng, err := engine.New(store.New(pool, store.WithClock(clock)), engine.Config{WorkerID: engine.DefaultWorkerID("fcha-demo"), DisableNotify: true})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	rog "github.com/fsmgen/fsmgen/machines/problems/changing/retrieveorgenerate"
 	rogv1 "github.com/fsmgen/fsmgen/machines/problems/changing/retrieveorgeneratev1"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -78,7 +79,7 @@ func TestChangingRetrieveOrGenerate(t *testing.T) {
 	// One v1 run per state: run i has fired the first i events.
 	var ids []string
 	for i := range len(v1Path) + 1 {
-		res, err := st.Start(ctx, store.StartParams{Type: rogv1.Type, Version: rogv1.Version, IdempotencyKey: string(rune('a' + i)), TenantID: "acme"})
+		res, err := st.Start(ctx, runtime.StartRequest{Type: rogv1.Type, Version: rogv1.Version, IdempotencyKey: string(rune('a' + i)), Owner: runtime.Owner{TenantID: "acme"}})
 		if err != nil {
 			t.Fatal(err)
 		}

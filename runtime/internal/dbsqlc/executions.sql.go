@@ -12,90 +12,132 @@ import (
 )
 
 const getExecution = `-- name: GetExecution :one
-SELECT id, workflow_id, run_id, workflow_name, workflow_version, status, input, output, outcome, error, current_step, state_history, actor_id, organization_id, started_at, completed_at, attempt_no, evidence_ids, error_code FROM workflow_executions WHERE id = $1
+SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state, x.state_history, x.evidence_ids
+FROM workflow_runs r JOIN workflow_executions x ON x.id = r.id
+WHERE r.id = $1
 `
 
-func (q *Queries) GetExecution(ctx context.Context, id pgtype.UUID) (WorkflowExecution, error) {
+type GetExecutionRow struct {
+	WorkflowRun  WorkflowRun
+	StateHistory []byte
+	EvidenceIds  []int64
+}
+
+func (q *Queries) GetExecution(ctx context.Context, id pgtype.UUID) (GetExecutionRow, error) {
 	row := q.db.QueryRow(ctx, getExecution, id)
-	var i WorkflowExecution
+	var i GetExecutionRow
 	err := row.Scan(
-		&i.ID,
-		&i.WorkflowID,
-		&i.RunID,
-		&i.WorkflowName,
-		&i.WorkflowVersion,
-		&i.Status,
-		&i.Input,
-		&i.Output,
-		&i.Outcome,
-		&i.Error,
-		&i.CurrentStep,
+		&i.WorkflowRun.ID,
+		&i.WorkflowRun.WorkflowType,
+		&i.WorkflowRun.CurrentState,
+		&i.WorkflowRun.TenantID,
+		&i.WorkflowRun.UserID,
+		&i.WorkflowRun.CorrelationID,
+		&i.WorkflowRun.IdempotencyKey,
+		&i.WorkflowRun.AttemptNo,
+		&i.WorkflowRun.PolicySnapshot,
+		&i.WorkflowRun.Result,
+		&i.WorkflowRun.CreatedAt,
+		&i.WorkflowRun.UpdatedAt,
+		&i.WorkflowRun.DefinitionVersion,
+		&i.WorkflowRun.RowVersion,
+		&i.WorkflowRun.Status,
+		&i.WorkflowRun.Input,
+		&i.WorkflowRun.AttemptStartedAt,
+		&i.WorkflowRun.FinishedAt,
+		&i.WorkflowRun.LeaseOwner,
+		&i.WorkflowRun.LeaseExpiresAt,
+		&i.WorkflowRun.LeaseEpoch,
+		&i.WorkflowRun.NextRunAt,
+		&i.WorkflowRun.StepAttempt,
+		&i.WorkflowRun.LastErrorCode,
+		&i.WorkflowRun.LastError,
+		&i.WorkflowRun.ParkedAt,
+		&i.WorkflowRun.ParentRunID,
+		&i.WorkflowRun.ParentEvent,
+		&i.WorkflowRun.ParentDeliveredAt,
+		&i.WorkflowRun.PreviousState,
 		&i.StateHistory,
-		&i.ActorID,
-		&i.OrganizationID,
-		&i.StartedAt,
-		&i.CompletedAt,
-		&i.AttemptNo,
 		&i.EvidenceIds,
-		&i.ErrorCode,
 	)
 	return i, err
 }
 
 const queryExecutions = `-- name: QueryExecutions :many
-SELECT id, workflow_id, run_id, workflow_name, workflow_version, status, input, output, outcome, error, current_step, state_history, actor_id, organization_id, started_at, completed_at, attempt_no, evidence_ids, error_code FROM workflow_executions
-WHERE ($1::text IS NULL OR workflow_name = $1::text)
-  AND ($2::text IS NULL OR status = $2::text)
-  AND ($3::text IS NULL OR organization_id = $3::text)
-ORDER BY started_at, id
+SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state, x.state_history, x.evidence_ids
+FROM workflow_runs r JOIN workflow_executions x ON x.id = r.id
+WHERE ($1::text IS NULL OR r.workflow_type = $1::text)
+  AND ($2::text IS NULL OR r.status = $2::text)
+  AND ($3::text IS NULL OR r.tenant_id = $3::text)
+ORDER BY r.created_at, r.id
 LIMIT $4
 `
 
 type QueryExecutionsParams struct {
-	WorkflowName   pgtype.Text
-	Status         pgtype.Text
-	OrganizationID pgtype.Text
-	MaxRows        int32
+	WorkflowType pgtype.Text
+	Status       pgtype.Text
+	TenantID     pgtype.Text
+	MaxRows      int32
 }
 
-// Runs as seed 003's WorkflowExecution, selected as its query does: each
-// filter is optional; the three together (and workflow name with
-// organization) are served by workflow_runs_query_idx, in (started_at, id)
+type QueryExecutionsRow struct {
+	WorkflowRun  WorkflowRun
+	StateHistory []byte
+	EvidenceIds  []int64
+}
+
+// Runs with their state history and evidence ids, from the view
+// workflow_executions (seed 003's WorkflowExecution), selected as the
+// seed's query does: each filter is optional; the three together (and type
+// with tenant) are served by workflow_runs_query_idx, in (created_at, id)
 // order.
-func (q *Queries) QueryExecutions(ctx context.Context, arg QueryExecutionsParams) ([]WorkflowExecution, error) {
+func (q *Queries) QueryExecutions(ctx context.Context, arg QueryExecutionsParams) ([]QueryExecutionsRow, error) {
 	rows, err := q.db.Query(ctx, queryExecutions,
-		arg.WorkflowName,
+		arg.WorkflowType,
 		arg.Status,
-		arg.OrganizationID,
+		arg.TenantID,
 		arg.MaxRows,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []WorkflowExecution{}
+	items := []QueryExecutionsRow{}
 	for rows.Next() {
-		var i WorkflowExecution
+		var i QueryExecutionsRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.WorkflowID,
-			&i.RunID,
-			&i.WorkflowName,
-			&i.WorkflowVersion,
-			&i.Status,
-			&i.Input,
-			&i.Output,
-			&i.Outcome,
-			&i.Error,
-			&i.CurrentStep,
+			&i.WorkflowRun.ID,
+			&i.WorkflowRun.WorkflowType,
+			&i.WorkflowRun.CurrentState,
+			&i.WorkflowRun.TenantID,
+			&i.WorkflowRun.UserID,
+			&i.WorkflowRun.CorrelationID,
+			&i.WorkflowRun.IdempotencyKey,
+			&i.WorkflowRun.AttemptNo,
+			&i.WorkflowRun.PolicySnapshot,
+			&i.WorkflowRun.Result,
+			&i.WorkflowRun.CreatedAt,
+			&i.WorkflowRun.UpdatedAt,
+			&i.WorkflowRun.DefinitionVersion,
+			&i.WorkflowRun.RowVersion,
+			&i.WorkflowRun.Status,
+			&i.WorkflowRun.Input,
+			&i.WorkflowRun.AttemptStartedAt,
+			&i.WorkflowRun.FinishedAt,
+			&i.WorkflowRun.LeaseOwner,
+			&i.WorkflowRun.LeaseExpiresAt,
+			&i.WorkflowRun.LeaseEpoch,
+			&i.WorkflowRun.NextRunAt,
+			&i.WorkflowRun.StepAttempt,
+			&i.WorkflowRun.LastErrorCode,
+			&i.WorkflowRun.LastError,
+			&i.WorkflowRun.ParkedAt,
+			&i.WorkflowRun.ParentRunID,
+			&i.WorkflowRun.ParentEvent,
+			&i.WorkflowRun.ParentDeliveredAt,
+			&i.WorkflowRun.PreviousState,
 			&i.StateHistory,
-			&i.ActorID,
-			&i.OrganizationID,
-			&i.StartedAt,
-			&i.CompletedAt,
-			&i.AttemptNo,
 			&i.EvidenceIds,
-			&i.ErrorCode,
 		); err != nil {
 			return nil, err
 		}

@@ -54,7 +54,7 @@ func newEnv(t *testing.T) env {
 func (e env) claimed(t *testing.T, n int) []enginestore.Claim {
 	t.Helper()
 	for i := range n {
-		if _, err := e.st.Start(e.ctx, store.StartParams{Type: "chain", Version: 1, IdempotencyKey: fmt.Sprint(i), TenantID: "t"}); err != nil {
+		if _, err := e.st.Start(e.ctx, runtime.StartRequest{Type: "chain", Version: 1, IdempotencyKey: fmt.Sprint(i), Owner: runtime.Owner{TenantID: "t"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,7 +74,7 @@ func next(c enginestore.Claim) enginestore.BatchItem {
 
 func done(c enginestore.Claim, rowVersion int64) enginestore.BatchItem {
 	return enginestore.BatchItem{RunID: c.Run.ID, Params: enginestore.AdvanceParams{
-		Lease: &c.Lease, RowVersion: rowVersion, Result: &store.Result{Output: []byte(`{"x":1}`), CostUSD: 0.5},
+		Lease: &c.Lease, RowVersion: rowVersion, Result: &runtime.Result{Output: []byte(`{"x":1}`), CostUSD: 0.5},
 		Transition: runtime.Transition{Machine: "chain", Version: 1, From: "B", To: "C", Event: "Done"},
 	}}
 }
@@ -86,7 +86,7 @@ func (e env) state(t *testing.T, id string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("%s/%s@%d lease %q", r.State, r.Status, r.RowVersion, r.LeaseOwner)
+	return fmt.Sprintf("%s/%s@%d lease %q", r.State, r.Status, r.RowVersion, r.Lease.Owner)
 }
 
 // TestAdvanceBatch: one statement moves the runs whose compare-and-set
@@ -116,7 +116,7 @@ func TestAdvanceBatch(t *testing.T) {
 	items = append(items, next(cs[0]), done(cs[4], 2))
 	res := e.es.AdvanceBatch(e.ctx, items)
 
-	wantErr := []error{nil, store.ErrConflict, store.ErrLeaseLost, store.ErrTransitionRefused, nil, nil, store.ErrConflict, nil}
+	wantErr := []error{nil, runtime.ErrConflict, runtime.ErrLeaseLost, runtime.ErrTransitionRefused, nil, nil, runtime.ErrConflict, nil}
 	for n, r := range res {
 		if wantErr[n] == nil {
 			if r.Err != nil {
@@ -201,7 +201,7 @@ func TestAdvanceBatchConnectionLost(t *testing.T) {
 	}
 	// Sent a third time, the compare-and-set refuses them all.
 	for n, r := range e.es.AdvanceBatch(e.ctx, items) {
-		if !errors.Is(r.Err, store.ErrConflict) {
+		if !errors.Is(r.Err, runtime.ErrConflict) {
 			t.Errorf("item %d sent a third time: %v, want ErrConflict", n, r.Err)
 		}
 	}

@@ -26,13 +26,13 @@ import (
 // Store is the engine's access to a *store.Store.
 type Store struct {
 	st *store.Store
-	in storehook.Internals[store.Run, store.Result]
+	in storehook.Internals[runtime.Run, runtime.Result]
 	q  *dbsqlc.Queries
 }
 
 // New returns the engine's operations on st.
 func New(st *store.Store) *Store {
-	in := storehook.Of(st).(storehook.Internals[store.Run, store.Result])
+	in := storehook.Of(st).(storehook.Internals[runtime.Run, runtime.Result])
 	return &Store{st: st, in: in, q: in.Queries}
 }
 
@@ -107,7 +107,7 @@ type ClaimParams struct {
 
 // Claim is a claimed run and its lease.
 type Claim struct {
-	Run   store.Run
+	Run   runtime.Run
 	Lease Lease
 	// Now is the database's time of the claim.
 	Now time.Time
@@ -134,7 +134,7 @@ type Claim struct {
 // events of each run's current attempt come with it (see Claim.Events).
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	if p.Owner == "" || p.TTL <= 0 {
-		return nil, runErr("claim", p.RunID, fmt.Errorf("%w: a claim needs an owner and a positive lease", store.ErrInvalidInput))
+		return nil, runErr("claim", p.RunID, fmt.Errorf("%w: a claim needs an owner and a positive lease", runtime.ErrInvalidInput))
 	}
 	// "version/type": the version first, so that a type may hold a slash.
 	kinds := make([]string, len(p.Kinds))
@@ -161,8 +161,8 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 		}
 		c := Claim{
 			Run:   run,
-			Lease: Lease{RunID: run.ID, Owner: p.Owner, Epoch: run.LeaseEpoch, ExpiresAt: run.LeaseExpiresAt},
-			Now:   run.LeaseExpiresAt.Add(-time.Duration(arg.TtlUs) * time.Microsecond),
+			Lease: Lease{RunID: run.ID, Owner: p.Owner, Epoch: run.Lease.Epoch, ExpiresAt: run.Lease.ExpiresAt},
+			Now:   run.Lease.ExpiresAt.Add(-time.Duration(arg.TtlUs) * time.Microsecond),
 		}
 		if r.LoggedVersion == r.RowVersion && len(r.EventNames) == len(r.EventPayloads) {
 			c.EventsRead, c.Events = true, s.loggedEvents(r.EventNames, r.EventPayloads)
@@ -187,7 +187,7 @@ func claimedRun(r dbsqlc.ClaimRunsRow) dbsqlc.WorkflowRun {
 }
 
 // ExtendLease extends a live lease to ttl from now. It fails with
-// store.ErrLeaseLost when the lease expired or another claim took the run over.
+// runtime.ErrLeaseLost when the lease expired or another claim took the run over.
 func (s *Store) ExtendLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	id, err := parseRunID(s, "extend lease", l.RunID)
 	if err != nil {
@@ -195,7 +195,7 @@ func (s *Store) ExtendLease(ctx context.Context, l Lease, ttl time.Duration) (Le
 	}
 	at, err := s.q.ExtendLease(ctx, dbsqlc.ExtendLeaseParams{Now: s.now(), TtlUs: ttl.Microseconds(), ID: id, Owner: l.Owner, Epoch: l.Epoch})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return l, runErr("extend lease", l.RunID, fmt.Errorf("%w: epoch %d of %s", store.ErrLeaseLost, l.Epoch, l.Owner))
+		return l, runErr("extend lease", l.RunID, fmt.Errorf("%w: epoch %d of %s", runtime.ErrLeaseLost, l.Epoch, l.Owner))
 	}
 	if err != nil {
 		return l, runErr("extend lease", l.RunID, store.Translate(err))
@@ -233,7 +233,7 @@ func (d Due) delayParam() pgtype.Int8 {
 // ReleaseLease gives a lease up and sets when the run is due next. A run
 // with a finished child whose event was not fired yet is made due at once
 // whatever due says (unless KeepDue). Releasing a lease that is no longer
-// held fails with store.ErrLeaseLost.
+// held fails with runtime.ErrLeaseLost.
 func (s *Store) ReleaseLease(ctx context.Context, l Lease, due Due) error {
 	return s.releaseLease(ctx, "release lease", l, due, false)
 }
@@ -242,7 +242,7 @@ func (s *Store) ReleaseLease(ctx context.Context, l Lease, due Due) error {
 // outcome could not be written: the run is due at once, and the lease is
 // made to expire now rather than cleared, so that the next claim counts the
 // try as interrupted and logs it (a lease_expired step naming its try key),
-// as for a worker that died. It fails with store.ErrLeaseLost when the
+// as for a worker that died. It fails with runtime.ErrLeaseLost when the
 // lease is no longer held.
 func (s *Store) InterruptLease(ctx context.Context, l Lease) error {
 	return s.releaseLease(ctx, "interrupt lease", l, DueIn(0), true)
@@ -259,7 +259,7 @@ func (s *Store) releaseLease(ctx context.Context, op string, l Lease, due Due, i
 		return runErr(op, l.RunID, store.Translate(err))
 	}
 	if n == 0 {
-		return runErr(op, l.RunID, fmt.Errorf("%w: epoch %d of %s", store.ErrLeaseLost, l.Epoch, l.Owner))
+		return runErr(op, l.RunID, fmt.Errorf("%w: epoch %d of %s", runtime.ErrLeaseLost, l.Epoch, l.Owner))
 	}
 	return nil
 }
@@ -321,7 +321,7 @@ type StartEffect struct {
 	Type           string
 	IdempotencyKey string
 	Input          any
-	PolicySnapshot any
+	Policy         any
 	ParentEvent    string
 }
 
@@ -335,7 +335,7 @@ type AdvanceParams struct {
 	// Transition is what the machine records.
 	Transition runtime.Transition
 	// Result is stored with a transition to a terminal state (see Finish).
-	Result *store.Result
+	Result *runtime.Result
 	// KeepLease keeps the lease: the worker goes on driving the run from
 	// the state entered. Otherwise the lease is released. A terminal state
 	// always releases the lease. The run's schedule is always the state
@@ -359,7 +359,7 @@ type Advanced struct {
 	// Run is the run as the transition left it, read back by the
 	// statement that wrote it. AdvanceBatch leaves it zero for the
 	// transitions of its shared statement.
-	Run store.Run
+	Run runtime.Run
 	// Started are the ids of the runs Effects.Starts created or found, in
 	// order.
 	Started []string
@@ -367,7 +367,7 @@ type Advanced struct {
 
 // Advance records a transition of the engine: the state change and its log
 // row in one statement, as Record does, fenced by the lease when one is
-// given (store.ErrLeaseLost when it is no longer held), with the schedule of the
+// given (runtime.ErrLeaseLost when it is no longer held), with the schedule of the
 // state entered and the lease's fate folded into the same statement. Effects,
 // when there are any, are written in the same transaction: if the
 // transition is refused, none of them is.
@@ -409,7 +409,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 		q := s.q.WithTx(tx)
 		for _, st := range p.Effects.Steps {
 			if st.Name == "" {
-				return fmt.Errorf("%w: empty step name", store.ErrInvalidInput)
+				return fmt.Errorf("%w: empty step name", runtime.ErrInvalidInput)
 			}
 			if err := s.in.CheckText("step name", st.Name); err != nil {
 				return err
@@ -427,14 +427,14 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 		for _, child := range p.Effects.Delivered {
 			cid, err := parseUUID("child run id", child)
 			if err != nil {
-				return fmt.Errorf("%w: %w", store.ErrInvalidID, err)
+				return fmt.Errorf("%w: %w", runtime.ErrInvalidID, err)
 			}
 			n, err := q.MarkChildDelivered(ctx, dbsqlc.MarkChildDeliveredParams{Now: s.now(), ID: cid})
 			if err != nil {
 				return err
 			}
 			if n == 0 {
-				return fmt.Errorf("%w: the event of child %s was fired already", store.ErrConflict, child)
+				return fmt.Errorf("%w: the event of child %s was fired already", runtime.ErrConflict, child)
 			}
 		}
 		row, err := q.AdvanceRun(ctx, arg)
@@ -450,7 +450,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 		}
 		for _, m := range p.Effects.Messages {
 			if m.Topic == "" {
-				return fmt.Errorf("%w: empty topic", store.ErrInvalidInput)
+				return fmt.Errorf("%w: empty topic", runtime.ErrInvalidInput)
 			}
 			if err := s.in.CheckText("topic", m.Topic); err != nil {
 				return err
@@ -465,7 +465,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 		}
 		for _, st := range p.Effects.Starts {
 			if st.Type == "" || st.IdempotencyKey == "" {
-				return fmt.Errorf("%w: a started run needs a type and an idempotency key", store.ErrInvalidInput)
+				return fmt.Errorf("%w: a started run needs a type and an idempotency key", runtime.ErrInvalidInput)
 			}
 			for _, f := range [...]struct{ what, v string }{{"type", st.Type}, {"idempotency key", st.IdempotencyKey}, {"parent event", st.ParentEvent}} {
 				if err := s.in.CheckText(f.what, f.v); err != nil {
@@ -476,7 +476,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			if err != nil {
 				return err
 			}
-			policy, err := s.in.EncodeJSON("policy snapshot of "+diag.Short(st.Type), st.PolicySnapshot)
+			policy, err := s.in.EncodeJSON("policy snapshot of "+diag.Short(st.Type), st.Policy)
 			if err != nil {
 				return err
 			}
@@ -486,7 +486,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			if err != nil {
 				return err
 			}
-			unknown := fmt.Errorf("%w: start %s/%s: no version of %s is registered", store.ErrUnknownDefinition, diag.Short(st.Type), diag.Short(st.IdempotencyKey), diag.Short(st.Type))
+			unknown := fmt.Errorf("%w: start %s/%s: no version of %s is registered", runtime.ErrUnknownDefinition, diag.Short(st.Type), diag.Short(st.IdempotencyKey), diag.Short(st.Type))
 			if version == 0 {
 				return unknown
 			}
@@ -535,25 +535,25 @@ func (s *Store) advanced(out *Advanced, row dbsqlc.AdvanceRunRow) error {
 	return nil
 }
 
-// whyNot tells why a fenced write moved nothing: store.ErrLeaseLost when the
-// lease is no longer held, store.ErrConflict when the run moved, store.ErrRunNotFound.
+// whyNot tells why a fenced write moved nothing: runtime.ErrLeaseLost when the
+// lease is no longer held, runtime.ErrConflict when the run moved, runtime.ErrRunNotFound.
 func (s *Store) whyNot(ctx context.Context, id pgtype.UUID, l *Lease, t runtime.Transition, rowVersion int64) error {
 	st, err := s.q.LeaseState(ctx, dbsqlc.LeaseStateParams{Now: s.now(), ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.ErrRunNotFound
+		return runtime.ErrRunNotFound
 	}
 	if err != nil {
 		return store.Translate(err)
 	}
 	if l != nil && (st.LeaseOwner.String != l.Owner || st.LeaseEpoch != l.Epoch || !st.LeaseLive) {
 		return fmt.Errorf("%w: epoch %d of %s; the run is leased by %q at epoch %d (live: %t)",
-			store.ErrLeaseLost, l.Epoch, l.Owner, st.LeaseOwner.String, st.LeaseEpoch, st.LeaseLive)
+			runtime.ErrLeaseLost, l.Epoch, l.Owner, st.LeaseOwner.String, st.LeaseEpoch, st.LeaseLive)
 	}
 	if t.From == "" {
-		return fmt.Errorf("%w: expected row version %d, the run is in %s at row version %d", store.ErrConflict, rowVersion, st.CurrentState, st.RowVersion)
+		return fmt.Errorf("%w: expected row version %d, the run is in %s at row version %d", runtime.ErrConflict, rowVersion, st.CurrentState, st.RowVersion)
 	}
 	return fmt.Errorf("%w: expected %s at row version %d, the run is in %s at row version %d",
-		store.ErrConflict, t.From, rowVersion, st.CurrentState, st.RowVersion)
+		runtime.ErrConflict, t.From, rowVersion, st.CurrentState, st.RowVersion)
 }
 
 // ScheduleRetry gives up the failed try number stepAttempt of the run's
@@ -603,7 +603,7 @@ type Child struct {
 	Type   string
 	State  string
 	Status runtime.Status
-	Result *store.Result
+	Result *runtime.Result
 	// Event is the event to fire on the parent.
 	Event string
 }
@@ -623,9 +623,9 @@ func (s *Store) FinishedChildren(ctx context.Context, runID string) ([]Child, er
 	for _, r := range rows {
 		c := Child{ID: uuidString(r.ID), Type: r.WorkflowType, State: r.CurrentState, Status: runtime.Status(r.Status), Event: r.ParentEvent.String}
 		if len(r.Result) > 0 {
-			var res store.Result
+			var res runtime.Result
 			if err := json.Unmarshal(r.Result, &res); err != nil {
-				return nil, runErr("finished children", runID, fmt.Errorf("%w: result of child %s does not decode: %w", store.ErrPayload, c.ID, err))
+				return nil, runErr("finished children", runID, fmt.Errorf("%w: result of child %s does not decode: %w", runtime.ErrPayload, c.ID, err))
 			}
 			c.Result = &res
 		}
@@ -643,7 +643,7 @@ type LoggedEvent struct {
 // ForEvent is a run read to be sent an event from outside (a caller's
 // signal, a cancellation), with what deciding on the event takes.
 type ForEvent struct {
-	Run store.Run
+	Run runtime.Run
 	// ChildEvent reports whether a child of the run, finished or not,
 	// names the event as the one fired on the run when it finishes.
 	ChildEvent bool
@@ -666,7 +666,7 @@ type KindState struct {
 // and, when the run is in one of guarded (the states whose rows on the
 // event have guards, which may read them), the events recorded in its
 // current attempt. A run that does not exist fails with
-// store.ErrRunNotFound, as store.Store.Get does.
+// runtime.ErrRunNotFound, as store.Store.Get does.
 func (s *Store) ReadForEvent(ctx context.Context, runID, childEvent string, guarded []KindState) (ForEvent, error) {
 	const op = "get"
 	id, err := parseRunID(s, op, runID)

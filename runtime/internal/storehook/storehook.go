@@ -16,7 +16,7 @@ import (
 )
 
 // Internals are the parts of a store that the engine's operations use. Run
-// and Result are store.Run and store.Result.
+// and Result are runtime.Run and runtime.Result.
 type Internals[Run, Result any] struct {
 	Pool    *pgxpool.Pool
 	Queries *dbsqlc.Queries
@@ -46,5 +46,5 @@ type Internals[Run, Result any] struct {
 }
 
 // Of returns the internals of st, a *store.Store, as an
-// Internals[store.Run, store.Result]. Package store sets it.
+// Internals[runtime.Run, runtime.Result]. Package store sets it.
 var Of func(st any) any

@@ -164,7 +164,7 @@ func demo(ctx context.Context, w io.Writer, o options) (err error) {
 	var firstID int64
 	for i := 1; i <= o.runs; i++ {
 		name := fmt.Sprintf("order-%d", i)
-		res, err := st.Start(ctx, store.StartParams{Type: "outboxdemo_order", Version: 1, IdempotencyKey: name + "@" + batch, TenantID: "demo"})
+		res, err := st.Start(ctx, runtime.StartRequest{Type: "outboxdemo_order", Version: 1, IdempotencyKey: name + "@" + batch, Owner: runtime.Owner{TenantID: "demo"}})
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ package retrieveorgenerate
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/fsmgen/fsmgen/runtime"
 )
@@ -27,27 +28,37 @@ func Runs[In any](r runtime.Runner) Handle[In] {
 }
 
 // Snapshot is a run of RetrieveOrGenerate as its handle reads it: the run,
-// with its state typed. The embedded RunInfo.State holds the state's name.
+// with its state typed. The embedded Run.State holds the state's name.
 type Snapshot struct {
-	runtime.RunInfo
+	runtime.Run
 	// State is the run's current state.
 	State State
 }
 
+// Started is what Start did and the run of RetrieveOrGenerate it did it to
+// (see runtime.Started).
+type Started struct {
+	Snapshot
+	// Outcome says which branch the start took.
+	Outcome runtime.StartOutcome
+	// ETA, for runtime.StartRunning, is when the run is expected to end; zero when unknown.
+	ETA time.Time
+}
+
 // snapshot types the run a Runner returned, keeping err. A run of another
 // machine is an error matched by errors.Is(err, runtime.ErrOtherMachine).
-func snapshot(info runtime.RunInfo, err error) (Snapshot, error) {
-	s := Snapshot{RunInfo: info}
-	if info.ID == "" {
+func snapshot(run runtime.Run, err error) (Snapshot, error) {
+	s := Snapshot{Run: run}
+	if run.ID == "" {
 		return s, err
 	}
-	if info.Type != Type {
+	if run.Type != Type {
 		if err == nil {
-			err = fmt.Errorf("%s: run %s is a run of %s: %w", Type, info.ID, info.Type, runtime.ErrOtherMachine)
+			err = fmt.Errorf("%s: run %s is a run of %s: %w", Type, run.ID, run.Type, runtime.ErrOtherMachine)
 		}
 		return s, err
 	}
-	st, perr := ParseState(info.State)
+	st, perr := ParseState(run.State)
 	if err == nil {
 		err = perr
 	}
@@ -55,13 +66,23 @@ func snapshot(info runtime.RunInfo, err error) (Snapshot, error) {
 	return s, err
 }
 
+// started types the start a Runner returned, keeping err.
+func started(res runtime.Started, err error) (Started, error) {
+	s, err := snapshot(res.Run, err)
+	return Started{
+		ETA:      res.ETA,
+		Outcome:  res.Outcome,
+		Snapshot: s,
+	}, err
+}
+
 // Start starts a run of RetrieveOrGenerate idempotently: one run per key,
 // whoever calls and however often, with input as its JSON input and owner as
-// its tenant, user and correlation. The snapshot's Start says which branch was
+// its tenant, user and correlation. Started.Outcome says which branch was
 // taken (created, cached, running with an ETA, restarted after a failure, or
 // cancelled).
-func (h Handle[In]) Start(ctx context.Context, key string, input In, owner runtime.Owner) (Snapshot, error) {
-	return snapshot(h.r.StartRun(ctx, runtime.StartRequest{Type: Type, Version: Version, IdempotencyKey: key, Owner: owner, Input: input}))
+func (h Handle[In]) Start(ctx context.Context, key string, input In, owner runtime.Owner) (Started, error) {
+	return started(h.r.Start(ctx, runtime.StartRequest{Type: Type, Version: Version, IdempotencyKey: key, Owner: owner, Input: input}))
 }
 
 // Signal fires e on the run, from any process: it is checked against the
@@ -72,7 +93,7 @@ func (h Handle[In]) Start(ctx context.Context, key string, input In, owner runti
 // driven state's handler returns, a timer's) is refused with an error matched
 // by errors.Is(err, runtime.ErrNotCallerEvent).
 func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot, error) {
-	return snapshot(h.r.SignalRun(ctx, runID, e))
+	return snapshot(h.r.Signal(ctx, runID, e))
 }
 
 // Cancel cancels the run on behalf of userID, who must own it, by firing
@@ -80,15 +101,15 @@ func (h Handle[In]) Signal(ctx context.Context, runID string, e Event) (Snapshot
 // a transition on it (INITIATED, INGESTING, RETRIEVING, GENERATING_SOLUTION,
 // REGISTERING, EMBEDDING and INDEXING).
 func (h Handle[In]) Cancel(ctx context.Context, runID string, userID string) (Snapshot, error) {
-	return snapshot(h.r.CancelRun(ctx, runID, userID))
+	return snapshot(h.r.Cancel(ctx, runID, userID))
 }
 
 // Get reads the run.
 func (h Handle[In]) Get(ctx context.Context, runID string) (Snapshot, error) {
-	return snapshot(h.r.GetRun(ctx, runID))
+	return snapshot(h.r.Get(ctx, runID))
 }
 
 // Wait waits until the run is terminal, or ctx is done, and returns it.
 func (h Handle[In]) Wait(ctx context.Context, runID string) (Snapshot, error) {
-	return snapshot(h.r.WaitRun(ctx, runID))
+	return snapshot(h.r.Wait(ctx, runID))
 }

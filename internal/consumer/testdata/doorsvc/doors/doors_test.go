@@ -29,7 +29,7 @@ func TestDoorOnTheStore(t *testing.T) {
 	if err := st.Register(ctx, door.Definition()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := st.Start(ctx, store.StartParams{Type: door.Type, Version: door.Version, IdempotencyKey: "front-door", TenantID: "acme"})
+	res, err := st.Start(ctx, runtime.StartRequest{Type: door.Type, Version: door.Version, IdempotencyKey: "front-door", Owner: runtime.Owner{TenantID: "acme"}})
 	if err != nil {
 		t.Fatal(err)
 	}
