@@ -13,9 +13,15 @@
 //     [ErrGuardRejected]: what a machine returns when an event cannot move it;
 //   - [Definition.CallerRefusal], [RefuseCaller] and [ErrNotCallerEvent]:
 //     who may send each event (below);
-//   - [Run]: what a per-state handler is told about the run it works on;
-//   - [Runner], with [StartRequest], [Owner] and [RunInfo]: the engine as
-//     the generated typed handle (Runs) calls it, and [ErrOtherMachine].
+//   - [Run], with [Result] and [Lease]: a run, as the store reads it, the
+//     engine returns it and a per-state handler is told about it;
+//   - [Runner], with [StartRequest], [Owner], [Started] and
+//     [StartOutcome]: the engine as the generated typed handle (Runs) calls
+//     it, and [ErrOtherMachine];
+//   - the sentinel errors of the store and the engine ([ErrRunNotFound],
+//     [ErrConflict], [ErrLeaseLost], [ErrRunFinished], [ErrNotOwner], ...),
+//     each declared once here and wrapped in a [RunError], so that
+//     errors.Is holds whichever part of the runtime reported it.
 //
 // What every generated machine does alike (recording a transition, refusing
 // an event, decoding a payload, naming states, the engine's driver, the

@@ -14,9 +14,9 @@
 //	go eng.Work(ctx)
 //
 //	orders := order.Runs[shop.Input](eng)
-//	o, err := orders.Start(ctx, "order-1042", shop.Input{Items: items, TotalCents: 4200},
-//		runtime.Owner{TenantID: "acme", UserID: userID})
-//	o, err = orders.Pay(ctx, o.ID, order.Pay{PaymentRef: ref}) // o.State == order.StatePacking
+//	started, err := orders.Start(ctx, "order-1042", shop.Input{Items: items, TotalCents: 4200},
+//		runtime.Owner{TenantID: "acme", UserID: userID}) // started.Outcome == runtime.StartCreated
+//	o, err := orders.Pay(ctx, started.ID, order.Pay{PaymentRef: ref}) // o.State == order.StatePacking
 //	o, err = orders.Cancel(ctx, o.ID, userID)                  // refunded first: order.StateRefunding
 //
 // Whichever way an event is fired, the order's timers and due time are

@@ -9,9 +9,9 @@
 //
 // # Setting up
 //
-// Migrate the schema (db.Migrate), make a store and an engine on the same
-// pool, and register every machine the process drives, with the handlers
-// and guards of its workflow:
+// Migrate the schema (db.Migrate), make a store on a pool and an engine on
+// the store, and register every machine the process drives, with the
+// handlers and guards of its workflow:
 //
 //	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 //	if err != nil { ... }
@@ -30,13 +30,15 @@
 // # Starting, working, driving inline
 //
 // Start starts a run idempotently per (type, idempotency key), with the
-// branches of store.Start (created, cached, running with an ETA, restarted
-// after a failure, cancelled). The policy function is called before
-// anything is written and its snapshot stored on the run; handlers read it
-// in runtime.Run.Policy. A new or restarted run wakes idle workers.
+// branches of store.Start (runtime.StartOutcome: created, cached, running
+// with an ETA, restarted after a failure, cancelled). The policy function is
+// called before anything is written and its snapshot stored on the run;
+// handlers read it in runtime.Run.Policy. A new or restarted run wakes idle
+// workers.
 //
 //	res, err := e.Start(ctx, runtime.StartRequest{
-//		Type: "retrieve_or_generate", IdempotencyKey: key, Owner: runtime.Owner{TenantID: tenant, UserID: user}, Input: cmd,
+//		Type: "retrieve_or_generate", IdempotencyKey: key,
+//		Owner: runtime.Owner{TenantID: tenant, UserID: user}, Input: cmd,
 //	})
 //
 // Work runs workers in the background until its context is done:
@@ -153,8 +155,8 @@
 // transition, a retry, a parking, a release) carries the lease's owner and
 // epoch and requires the lease to be live, in the same statement as the
 // write: a worker whose lease expired or was taken over writes nothing and
-// gets runtime.ErrLeaseLost, and its handler's context is cancelled with that cause
-// at the next heartbeat.
+// gets runtime.ErrLeaseLost, and its handler's context is cancelled with
+// that cause at the next heartbeat.
 //
 // A run whose worker died is claimed again once its lease has expired (never
 // because of the time it has spent in its state), and resumes in its last
@@ -265,17 +267,18 @@
 //
 // Cancel cancels a run on behalf of a user by firing the machine's cancel
 // event, the one its .fsm file names with cancel EVENT
-// (runtime.Definition.Cancel), with the payload {"userID": ...}. It is
-// fired like any event: its guards are asked and its row from the run's
-// state decides where the run goes, a cancelled final state or a state
-// that undoes work first (an order being packed goes to REFUNDING, whose
-// handler refunds). A user who does not own the run gets runtime.ErrNotOwner (an
+// (runtime.Definition.Cancel), with the payload {"userID": ...}. It is fired
+// like any event: its guards are asked and its row from the run's state
+// decides where the run goes, a cancelled final state or a state that undoes
+// work first (an order being packed goes to REFUNDING, whose handler
+// refunds). A user who does not own the run gets runtime.ErrNotOwner (an
 // authorization error), as does an owner whom the workflow's guard
 // (UserOwnsRun) refuses; a machine that names no cancel event gives
-// runtime.ErrNoCancelEvent, a state without a row on it runtime.ErrNotCancellable (naming
-// the run, the state and the event), a terminal run runtime.ErrRunFinished. The
-// cancellation releases the run's lease, so a handler in flight learns at
-// its next heartbeat or transition and writes nothing else.
+// runtime.ErrNoCancelEvent, a state without a row on it
+// runtime.ErrNotCancellable (naming the run, the state and the event), a
+// terminal run runtime.ErrRunFinished. The cancellation releases the run's
+// lease, so a handler in flight learns at its next heartbeat or transition
+// and writes nothing else.
 //
 // A state's timers are scheduled in the database when a run enters it: a
 // state that waits is due when its first timer is, and the worker that
@@ -297,15 +300,17 @@
 // event, and reads runs as a Snapshot whose State is the package's State:
 //
 //	orders := order.Runs[shop.Input](eng)
-//	o, err := orders.Start(ctx, "order-1042", shop.Input{TotalCents: 4200},
-//		runtime.Owner{TenantID: "acme", UserID: userID})
-//	o, err = orders.Pay(ctx, o.ID, order.Pay{PaymentRef: ref})
+//	started, err := orders.Start(ctx, "order-1042", shop.Input{TotalCents: 4200},
+//		runtime.Owner{TenantID: "acme", UserID: userID}) // started.Outcome
+//	o, err := orders.Pay(ctx, started.ID, order.Pay{PaymentRef: ref})
 //	if o.State == order.StatePacking { ... }
 //	o, err = orders.Cancel(ctx, o.ID, userID)
 //
-// An event of another machine does not compile. The Runner methods
-// (StartRun, SignalRun, CancelRun, GetRun, WaitRun) are Start, Signal,
-// Cancel, the store's Get and Wait in runtime's plain types.
+// An event of another machine does not compile. The handle calls the
+// engine's Start, Signal, Cancel, Get and Wait, the runtime.Runner
+// methods, which take and return runtime's plain types (runtime.Run,
+// runtime.Started); call them directly where a machine's type is known
+// only at run time.
 //
 // # Shutdown
 //
@@ -363,14 +368,15 @@
 // # Errors
 //
 // Errors about a run are *RunError values naming the operation and the run
-// and wrapping a sentinel (runtime.ErrLeaseLost, runtime.ErrNotOwner, runtime.ErrRunFinished,
-// runtime.ErrNotRegistered, runtime.ErrPolicy, runtime.ErrNoCancelEvent, runtime.ErrNotCancellable,
-// runtime.ErrNoEngine, runtime.ErrPanic) or an error of the machine
-// (runtime.ErrIllegalTransition, runtime.ErrGuardRejected); match them
-// with errors.Is. Errors of the store (runtime.ErrConflict,
+// and wrapping a sentinel (runtime.ErrLeaseLost, runtime.ErrNotOwner,
+// runtime.ErrRunFinished, runtime.ErrNotRegistered, runtime.ErrPolicy,
+// runtime.ErrNoCancelEvent, runtime.ErrNotCancellable, runtime.ErrNoEngine,
+// runtime.ErrPanic) or an error of the machine
+// (runtime.ErrIllegalTransition, runtime.ErrGuardRejected); match them with
+// errors.Is. Errors of the store (runtime.ErrConflict,
 // runtime.ErrRunNotFound, ...) are returned as the store reports them, so
-// that a message names one component. New refuses a Config that cannot
-// work with runtime.ErrInvalidConfig.
+// that a message names one component. New refuses a Config that cannot work
+// with runtime.ErrInvalidConfig.
 //
 // # Versions
 //
@@ -378,13 +384,13 @@
 // driver of each (the new version's package and the old one's, kept beside
 // it in the same .fsm file). A run follows the version it started with;
 // Start without a version starts on the latest registered. Registering a
-// version whose Definition declares upgrades from older versions
-// registers those upgrades too (store.Store.RegisterUpgrade), once the
-// older version is registered in the database; store.Store.Upgrade (fsmctl
-// versions upgrade) then moves live runs between versions, and the engine
-// drives each on the version it is on, decoding the events it carries from
-// the old version with the upgrade's defaults. Deregister stops driving
-// a version, and is refused while runs of it are live. A run of a version
-// the engine does not drive fails with runtime.ErrNotRegistered, saying whether to
-// keep registering the old version or to deploy the new one.
+// version whose Definition declares upgrades from older versions registers
+// those upgrades too (store.Store.RegisterUpgrade), once the older version
+// is registered in the database; store.Store.Upgrade (fsmctl versions
+// upgrade) then moves live runs between versions, and the engine drives each
+// on the version it is on, decoding the events it carries from the old
+// version with the upgrade's defaults. Deregister stops driving a version,
+// and is refused while runs of it are live. A run of a version the engine
+// does not drive fails with runtime.ErrNotRegistered, saying whether to keep
+// registering the old version or to deploy the new one.
 package engine

@@ -68,16 +68,16 @@
 // # Starting a run
 //
 // Start is idempotent per (type, idempotency key), with the branches of the
-// platform's contract, told apart by StartResult.Outcome:
+// platform's contract, told apart by runtime.Started.Outcome:
 //
 //	res, err := st.Start(ctx, runtime.StartRequest{
 //		Type: "order", Version: 1, IdempotencyKey: cmd.Key, Owner: runtime.Owner{TenantID: cmd.Tenant}, Input: cmd,
 //	})
 //	switch res.Outcome {
 //	case runtime.StartCreated, runtime.StartRestarted: // drive res.Run
-//	case runtime.StartRunning:                  // already under way; res.ETA, res.Remaining
-//	case runtime.StartCached:                   // succeeded before; res.Run.Result
-//	case runtime.StartCancelled:                // cancelled before; final for this key
+//	case runtime.StartRunning:   // already under way; res.ETA
+//	case runtime.StartCached:    // succeeded before; res.Run.Result
+//	case runtime.StartCancelled: // cancelled before; final for this key
 //	}
 //
 // A failed run is restarted in place: the same row and id, attempt_no + 1,
@@ -107,12 +107,12 @@
 // version produced) is inserted by the same statement. A transition to a
 // terminal state stores the result record in that statement too.
 //
-// A writer that lost a race gets an error matching runtime.ErrConflict and writes
-// nothing: reload the run and decide again. A transition that was committed
-// although its caller never heard back (a timeout, a dropped connection) can
-// simply be retried with the same row version, event and payload: it is
-// recognised as already applied (Recorded.AlreadyApplied) rather than
-// reported as a conflict.
+// A writer that lost a race gets an error matching runtime.ErrConflict and
+// writes nothing: reload the run and decide again. A transition that was
+// committed although its caller never heard back (a timeout, a dropped
+// connection) can simply be retried with the same row version, event and
+// payload: it is recognised as already applied (Recorded.AlreadyApplied)
+// rather than reported as a conflict.
 //
 // Without a generated machine, call Record and Finish with the row version
 // you read, or RecordTx, FinishTx, LogStepTx and EmitTx inside your own
@@ -127,12 +127,13 @@
 //		return err
 //	})
 //
-// A finished run's log and outbox are closed: LogStep and Emit on a run
-// that was succeeded, failed or cancelled before fail with runtime.ErrRunFinished,
-// naming the run, its status and its state, and write nothing; inside the
-// transaction that finishes the run, as above, they still write. The one
-// row a finished run's log takes afterwards is a link to another run
-// (LogLink), such as the step engine's rerun of a succeeded run.
+// A finished run's log and outbox are closed: LogStep and Emit on a run that
+// was succeeded, failed or cancelled before fail with
+// runtime.ErrRunFinished, naming the run, its status and its state, and
+// write nothing; inside the transaction that finishes the run, as above,
+// they still write. The one row a finished run's log takes afterwards is a
+// link to another run (LogLink), such as the step engine's rerun of a
+// succeeded run.
 //
 // # Workers
 //
@@ -159,33 +160,34 @@
 //
 // # Reading
 //
-// Get reads a run, History its whole log oldest first (creation, transitions,
-// restarts and logged steps), Outbox its messages (which package
-// runtime/relay publishes to a broker), and List selects runs by
-// type, states, status, tenant and creation time, a page at a time.
-// Backlog counts, per type, the work waiting in the database: due runs no
-// worker has claimed and how long the oldest has waited, parked runs, and
-// unpublished outbox messages with the age of the oldest; contrib/otel
-// reports it as gauges. Execution and Executions read runs as seed 003's
-// WorkflowExecution (the seed's field names, the state history and the
-// evidence ids) from the view workflow_executions, one statement per call;
-// a selection by workflow name, status and organization (the tenant) is
-// served by the index workflow_runs_query_idx.
+// Get reads a run, History its whole log oldest first (creation,
+// transitions, restarts and logged steps), Outbox its messages (which
+// package runtime/relay publishes to a broker), and List selects runs by
+// type, states, status, tenant and creation time, a page at a time. Backlog
+// counts, per type, the work waiting in the database: due runs no worker has
+// claimed and how long the oldest has waited, parked runs, and unpublished
+// outbox messages with the age of the oldest; contrib/otel reports it as
+// gauges. Execution and Executions read runs with their state history and
+// evidence ids (seed 003's WorkflowExecution, from the view
+// workflow_executions), one statement per call; a selection by type, status
+// and tenant is served by the index workflow_runs_query_idx.
 //
 // # Errors
 //
-// Every error about a run is a *RunError carrying the run's id and the
-// operation, wrapping one of the package's sentinels (runtime.ErrConflict,
-// runtime.ErrTransitionRefused, runtime.ErrRunNotFound, runtime.ErrInvalidID, runtime.ErrUnknownDefinition,
-// runtime.ErrUnknownState, runtime.ErrPayload, runtime.ErrClosed, ...) or a context error; match them
-// with errors.Is. Nothing is half-written: a transition that fails, for any
-// reason, leaves the run and its log as they were. The database's own guards
-// raise errors with SQLSTATEs of class FS (see package db) for SQL that goes
-// around the store: a move the table lacks, a change of state without its
-// log row or a log row without its change (runtime.ErrUnlogged), status, row
-// version or result set by hand, a registered table extended; Translate maps
-// them (and a few others) to the same sentinels for code that sends SQL
-// itself.
+// Every error about a run is a *runtime.RunError carrying the run's id and
+// the operation, wrapping one of package runtime's sentinels
+// (runtime.ErrConflict, runtime.ErrTransitionRefused,
+// runtime.ErrRunNotFound, runtime.ErrInvalidID,
+// runtime.ErrUnknownDefinition, runtime.ErrUnknownState, runtime.ErrPayload,
+// runtime.ErrClosed, ...) or a context error; match them with errors.Is. The
+// engine's errors wrap the same sentinels. Nothing is half-written: a
+// transition that fails, for any reason, leaves the run and its log as they
+// were. The database's own guards raise errors with SQLSTATEs of class FS
+// (see package db) for SQL that goes around the store: a move the table
+// lacks, a change of state without its log row or a log row without its
+// change (runtime.ErrUnlogged), status, row version or result set by hand, a
+// registered table extended; Translate maps them (and a few others) to the
+// same sentinels for code that sends SQL itself.
 //
 // # Limits
 //
