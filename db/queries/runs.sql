@@ -40,8 +40,7 @@ SELECT sqlc.embed(r),
            FROM workflow_runs q
            WHERE q.workflow_type = r.workflow_type AND q.status = 'succeeded'
            ORDER BY q.finished_at DESC
-           LIMIT 100) p), -1)::float8 AS median_seconds,
-    coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now
+           LIMIT 100) p), -1)::float8 AS median_seconds
 FROM workflow_runs r
 WHERE r.workflow_type = @workflow_type AND r.idempotency_key = @idempotency_key;
 

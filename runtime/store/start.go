@@ -73,7 +73,7 @@ func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Star
 		return fail(err)
 	}
 	if p.Policy == nil && p.ResolvePolicy != nil {
-		got, err := s.q.GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{Now: s.now(), WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
+		got, err := s.q.GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
 		switch {
 		case err == nil:
 			res, done, err := existingStart(got)
@@ -114,7 +114,7 @@ func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Star
 			return fail(Translate(err))
 		}
 
-		got, err := s.q.GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{Now: s.now(), WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
+		got, err := s.q.GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // gone between the insert and the read: insert again
 		}

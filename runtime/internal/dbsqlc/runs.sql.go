@@ -60,14 +60,12 @@ SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correla
            FROM workflow_runs q
            WHERE q.workflow_type = r.workflow_type AND q.status = 'succeeded'
            ORDER BY q.finished_at DESC
-           LIMIT 100) p), -1)::float8 AS median_seconds,
-    coalesce($1::timestamptz, now())::timestamptz AS db_now
+           LIMIT 100) p), -1)::float8 AS median_seconds
 FROM workflow_runs r
-WHERE r.workflow_type = $2 AND r.idempotency_key = $3
+WHERE r.workflow_type = $1 AND r.idempotency_key = $2
 `
 
 type GetRunByKeyParams struct {
-	Now            pgtype.Timestamptz
 	WorkflowType   string
 	IdempotencyKey string
 }
@@ -75,13 +73,12 @@ type GetRunByKeyParams struct {
 type GetRunByKeyRow struct {
 	WorkflowRun   WorkflowRun
 	MedianSeconds float64
-	DbNow         pgtype.Timestamptz
 }
 
 // Reads a run by (type, key) with the median duration of the last 100
 // succeeded attempts of its type, for an ETA.
 func (q *Queries) GetRunByKey(ctx context.Context, arg GetRunByKeyParams) (GetRunByKeyRow, error) {
-	row := q.db.QueryRow(ctx, getRunByKey, arg.Now, arg.WorkflowType, arg.IdempotencyKey)
+	row := q.db.QueryRow(ctx, getRunByKey, arg.WorkflowType, arg.IdempotencyKey)
 	var i GetRunByKeyRow
 	err := row.Scan(
 		&i.WorkflowRun.ID,
@@ -115,7 +112,6 @@ func (q *Queries) GetRunByKey(ctx context.Context, arg GetRunByKeyParams) (GetRu
 		&i.WorkflowRun.ParentDeliveredAt,
 		&i.WorkflowRun.PreviousState,
 		&i.MedianSeconds,
-		&i.DbNow,
 	)
 	return i, err
 }
