@@ -2,6 +2,10 @@ package stepengine_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -92,5 +96,58 @@ func TestLostConnectionsAreRiddenOut(t *testing.T) {
 		if r.State != tc.state || r.Attempt != 1 {
 			t.Errorf("%s: run in the database: %s, attempt %d; want %s at attempt 1", tc.name, r.State, r.Attempt, tc.state)
 		}
+	}
+}
+
+// TestRunHeldIsNotTakenOver: while a Run runs a run id, a Run of the same
+// id is refused with ErrRunHeld and changes nothing, neither the first
+// run's directory nor its rows; the first run ends as it would have.
+func TestRunHeldIsNotTakenOver(t *testing.T) {
+	t.Parallel()
+	e, st := newEngine(t)
+	ctx := context.Background()
+	runsDir := t.TempDir()
+	started, proceed := make(chan stepengine.RunContext), make(chan struct{})
+	var calls atomic.Int32
+	wf := stepengine.Workflow{Name: "report", Steps: []stepengine.Step{
+		{Name: "write", Run: func(_ context.Context, rc stepengine.RunContext, _ *stepengine.RunState, _ *stepengine.Logger) (stepengine.StepResult, error) {
+			if err := os.WriteFile(filepath.Join(rc.ArtifactsDir(), "report.csv"), []byte("a\n"), 0o644); err != nil {
+				return stepengine.StepResult{}, err
+			}
+			if calls.Add(1) == 1 { // the first run waits; a second, if any, does not
+				started <- rc
+				<-proceed
+			}
+			return stepengine.StepResult{OK: true}, nil
+		}},
+	}}
+	type result struct {
+		res stepengine.RunResult
+		err error
+	}
+	first := make(chan result, 1)
+	go func() {
+		res, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir})
+		first <- result{res, err}
+	}()
+	rc := <-started
+	_, err := e.Run(ctx, wf, stepengine.RunOptions{RunsDir: runsDir, RunID: rc.RunID()})
+	if !errors.Is(err, stepengine.ErrRunHeld) || err.Error() != "rerun "+rc.RunID()+": run held by another process" {
+		t.Errorf("a second Run of %s: %v, want ErrRunHeld", rc.RunID(), err)
+	}
+	if _, err := os.Stat(filepath.Join(rc.ArtifactsDir(), "report.csv")); err != nil {
+		t.Errorf("the first run's files after the second Run: %v", err)
+	}
+	close(proceed)
+	r := <-first
+	if r.err != nil || r.res.Status != "OK" {
+		t.Fatalf("the first run: %+v, %v; want it OK", r.res.Summary, r.err)
+	}
+	got, err := st.Get(ctx, rc.RunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != "OK" || got.Attempt != 1 {
+		t.Errorf("run in the database: %s, attempt %d; want OK at attempt 1", got.State, got.Attempt)
 	}
 }

@@ -91,6 +91,14 @@
 // `fsmctl export --from-db` reads the latest execution. Another run gets
 // another id and directory.
 //
+// One Run at a time runs a run id. A Run holds its run id, while it runs,
+// with a session-level advisory lock on a connection of its own, which
+// the server lets go when the process dies; a Run of an id another one
+// holds waits up to two seconds for it, then returns ErrRunHeld, without
+// touching the directory or the database. So an attempt is taken to be
+// interrupted only when no live Run holds it: as runtime/engine and the
+// linear chain take a run or a step over only once its lease has expired.
+//
 // # API calls and the example
 //
 // The seed's report workflow is built on the engine in machines/reporting:

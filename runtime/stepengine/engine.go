@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fsmgen/fsmgen/internal/runfiles"
 	"github.com/fsmgen/fsmgen/internal/safeio"
@@ -31,6 +32,9 @@ var (
 	// ErrOtherRun: the run id given to Run names a run that is not a
 	// step-engine run of this workflow, or a cancelled one.
 	ErrOtherRun = errors.New("not a run of this workflow")
+	// ErrRunHeld: the run id given to Run names a run that another Run,
+	// in this process or another, is running now.
+	ErrRunHeld = errors.New("run held by another process")
 )
 
 // DefaultTenant is the tenant of runs when WithTenant is not given.
@@ -97,9 +101,10 @@ type RunOptions struct {
 	// interrupted (its process died) is restarted in place (attempt + 1);
 	// a run that succeeded is kept as it is, and the new execution is a
 	// run of its own, linked to it (RunResult.ExecutionID). Empty starts a
-	// new run. One process at a time runs a run id: a run still RUNNING in
-	// the database is taken to be interrupted, so a process still running
-	// it would find its next write refused as a conflict.
+	// new run. One Run at a time runs a run id: while one holds it, Run of
+	// the same id returns ErrRunHeld and changes nothing, on disk or in the
+	// database; a run still RUNNING in the database that no Run holds (its
+	// process died) is taken to be interrupted.
 	RunID string
 }
 
@@ -173,17 +178,68 @@ func (e *Engine) Run(ctx context.Context, wf Workflow, opts RunOptions) (RunResu
 		sum := sha256.Sum256(b)
 		configHash = hex.EncodeToString(sum[:])
 	}
-	dbRun, err := e.begin(ctx, wf, opts.RunID)
+	runID := opts.RunID
+	var release func()
+	if runID != "" {
+		var err error
+		if release, err = e.hold(ctx, runID); err != nil {
+			return RunResult{}, fmt.Errorf("rerun %s: %w", runID, err)
+		}
+		defer release()
+	}
+	dbRun, err := e.begin(ctx, wf, runID)
 	if err != nil {
 		return RunResult{}, err
 	}
-	runID := opts.RunID
 	if runID == "" {
 		runID = dbRun.ID
+		// No one else knows the id yet: this takes the lock at once.
+		if release, err = e.hold(ctx, runID); err != nil {
+			return RunResult{}, fmt.Errorf("run %s: %w", runID, err)
+		}
+		defer release()
 	}
 	r := &runner{e: e, wf: wf, runID: runID, dbID: dbRun.ID, attempt: dbRun.Attempt, configHash: configHash}
 	return r.run(ctx, runsDir)
 }
+
+// runLockKey is the first key of the advisory lock a Run holds on its run
+// id ("stpe" in ASCII).
+const runLockKey = 0x73747065
+
+// hold takes the lock of run id runID for as long as a Run runs it, on a
+// connection of its own (so that it takes no slot of the pool): a
+// session-level advisory lock, which the server lets go when the
+// connection ends, so a process that dies lets its runs go with it. It
+// returns ErrRunHeld when another session holds it, and the function that
+// releases it.
+func (e *Engine) hold(ctx context.Context, runID string) (release func(), err error) {
+	conn, _, err := retried(ctx, func() (*pgx.Conn, error) {
+		return pgx.ConnectConfig(ctx, e.st.Pool().Config().ConnConfig.Copy())
+	})
+	if err != nil {
+		return nil, err
+	}
+	closeConn := func() { _ = conn.Close(context.WithoutCancel(ctx)) }
+	// The lock of a process that has just died is let go when the server
+	// has seen its connection end: wait for that a little.
+	_, err = conn.Exec(ctx, `SET lock_timeout = '`+holdTimeout+`'`)
+	if err == nil {
+		_, err = conn.Exec(ctx, `SELECT pg_advisory_lock($1, hashtext($2))`, runLockKey, runID)
+	}
+	if err != nil {
+		closeConn()
+		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "55P03" {
+			return nil, ErrRunHeld
+		}
+		return nil, err
+	}
+	return closeConn, nil
+}
+
+// holdTimeout is how long hold waits for the lock of a run another session
+// holds, as a PostgreSQL interval.
+const holdTimeout = "2s"
 
 func checkWorkflow(wf Workflow) error {
 	if err := runfiles.CheckName(wf.Name); err != nil {
