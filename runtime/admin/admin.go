@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -36,11 +38,13 @@ var (
 type Admin struct {
 	pool *pgxpool.Pool
 	st   *store.Store
+	// es reads runs about to be sent an event as the engine does.
+	es *enginestore.Store
 }
 
 // New returns an Admin on st and the pool st uses.
 func New(st *store.Store) *Admin {
-	return &Admin{pool: st.Pool(), st: st}
+	return &Admin{pool: st.Pool(), st: st, es: enginestore.New(st)}
 }
 
 // SignalOptions tune Signal and Cancel.
@@ -73,16 +77,12 @@ type SignalOptions struct {
 // the transition. A run moved into a state the engine drives is announced
 // on store.NotifyChannel.
 func (a *Admin) Signal(ctx context.Context, runID, event string, payload json.RawMessage, opts SignalOptions) (runtime.Run, error) {
-	return a.fire(ctx, "signal "+event, runID, func(run runtime.Run, def runtime.Definition) (string, json.RawMessage, *runtime.Result, error) {
+	return a.fire(ctx, "signal "+event, runID, event, func(run runtime.Run, def runtime.Definition, child bool) (string, json.RawMessage, *runtime.Result, error) {
 		if _, ok := eventSpec(def, event); !ok {
 			return "", nil, nil, fmt.Errorf("%w: %s v%d has no event %q (%s)", runtime.ErrUnknownEvent, def.Type, def.Version, event, eventList(def))
 		}
 		if why := def.CallerRefusal(run.State, event); why != "" {
 			return "", nil, nil, runtime.RefuseCaller(def.Type, def.Version, run.State, event, why)
-		}
-		child, err := a.childEvent(ctx, run.ID, event)
-		if err != nil {
-			return "", nil, nil, err
 		}
 		if child {
 			return "", nil, nil, runtime.RefuseCaller(def.Type, def.Version, run.State, event, "fired by the engine when a child run finishes")
@@ -103,7 +103,7 @@ func (a *Admin) Signal(ctx context.Context, runID, event string, payload json.Ra
 // without a row on it with runtime.ErrNotCancellable, a finished run with
 // runtime.ErrRunFinished.
 func (a *Admin) Cancel(ctx context.Context, runID string, opts SignalOptions) (runtime.Run, error) {
-	return a.fire(ctx, "cancel", runID, func(run runtime.Run, def runtime.Definition) (string, json.RawMessage, *runtime.Result, error) {
+	return a.fire(ctx, "cancel", runID, "", func(run runtime.Run, def runtime.Definition, _ bool) (string, json.RawMessage, *runtime.Result, error) {
 		if def.Cancel == "" {
 			return "", nil, nil, fmt.Errorf("%w: %s v%d declares none", runtime.ErrNoCancelEvent, def.Type, def.Version)
 		}
@@ -122,15 +122,20 @@ func (a *Admin) Cancel(ctx context.Context, runID string, opts SignalOptions) (r
 // ends only because the run moved in between.
 const maxRounds = 8
 
-func (a *Admin) fire(ctx context.Context, op, runID string,
-	build func(runtime.Run, runtime.Definition) (string, json.RawMessage, *runtime.Result, error),
+// fire fires the event build chooses on run runID, read with whether one of
+// its children names childEvent as its completion event (build's child;
+// not asked when childEvent is empty), in the statement the engine reads a
+// signalled run with (enginestore.ReadForEvent).
+func (a *Admin) fire(ctx context.Context, op, runID, childEvent string,
+	build func(run runtime.Run, def runtime.Definition, child bool) (string, json.RawMessage, *runtime.Result, error),
 	opts SignalOptions, cancel bool) (runtime.Run, error) {
 	fail := func(err error) (runtime.Run, error) { return runtime.Run{}, runErr(op, runID, err) }
 	for range maxRounds {
-		run, err := a.st.Get(ctx, runID)
+		read, err := a.es.ReadForEvent(ctx, runID, childEvent, nil)
 		if err != nil {
 			return runtime.Run{}, err
 		}
+		run := read.Run
 		if run.Terminal() {
 			return run, runErr(op, runID, fmt.Errorf("%w: it is %s in %s", runtime.ErrRunFinished, run.Status, run.State))
 		}
@@ -138,7 +143,7 @@ func (a *Admin) fire(ctx context.Context, op, runID string,
 		if err != nil {
 			return fail(err)
 		}
-		event, payload, res, err := build(run, def)
+		event, payload, res, err := build(run, def, read.ChildEvent)
 		if err != nil {
 			return fail(err)
 		}
@@ -297,17 +302,6 @@ func eventList(def runtime.Definition) string {
 	return "its events: " + strings.Join(names, ", ")
 }
 
-// childEvent reports whether event is the completion event of a child run
-// of run id.
-func (a *Admin) childEvent(ctx context.Context, id, event string) (bool, error) {
-	var child bool
-	err := a.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workflow_runs WHERE parent_run_id = $1 AND parent_event = $2)`, id, event).Scan(&child)
-	if err != nil {
-		return false, store.Translate(err)
-	}
-	return child, nil
-}
-
 // Resume makes a parked run due again with a fresh attempt counter, as
 // store.Store.Resume does, and announces it to idle workers.
 func (a *Admin) Resume(ctx context.Context, runID string) (runtime.Run, error) {
@@ -376,10 +370,11 @@ func (a *Admin) Definitions(ctx context.Context) ([]Registered, error) {
 // its latest registered version when version is 0.
 func (a *Admin) Definition(ctx context.Context, typ string, version int) (runtime.Definition, error) {
 	if version == 0 {
-		err := a.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM workflow_definitions WHERE workflow_type = $1`, typ).Scan(&version)
+		latest, err := (*pgstore.DB)(a.st).Queries(nil).LatestVersion(ctx, typ)
 		if err != nil {
 			return runtime.Definition{}, runErr("read definition", "", store.Translate(err))
 		}
+		version = int(latest)
 		if version == 0 {
 			return runtime.Definition{}, runErr("read definition", "", fmt.Errorf("%w: no version of %s is registered", runtime.ErrUnknownDefinition, typ))
 		}

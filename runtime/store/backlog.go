@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
 
 // Backlog is the work waiting in the database for one workflow type, as
@@ -34,9 +36,9 @@ type Backlog struct {
 // indexes of due, parked and pending rows, meant for a gauge polled every
 // few seconds or more.
 func (s *Store) Backlog(ctx context.Context) ([]Backlog, error) {
-	rows, err := s.q.Backlog(ctx, s.now())
+	rows, err := s.db().Queries(nil).Backlog(ctx, s.db().Now())
 	if err != nil {
-		return nil, runErr("backlog", "", Translate(err))
+		return nil, pgstore.RunErr("backlog", "", pgstore.Translate(err))
 	}
 	out := make([]Backlog, len(rows))
 	for i, r := range rows {

@@ -1,77 +1,14 @@
 package store
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
-
-// canonical is the part of a definition that changes how runs behave or
-// what is stored for them, in a canonical order: everything but the Go
-// name, the doc comments and the list of guard names (the rows name the
-// guards they ask). States and events are sorted by name; transitions by
-// (from, event), keeping the order in which the rows of one (from, event)
-// are tried.
-type canonical struct {
-	Initial     string                   `json:"initial"`
-	Cancel      string                   `json:"cancel,omitempty"`
-	States      []runtime.StateSpec      `json:"states"`
-	Events      []runtime.EventSpec      `json:"events"`
-	Transitions []runtime.TransitionSpec `json:"transitions"`
-}
-
-func canonicalOf(def runtime.Definition) canonical {
-	c := canonical{Initial: def.Initial, Cancel: def.Cancel}
-	for _, st := range def.States {
-		st.Status = statusOf(st)
-		st.Initial = st.Name == def.Initial
-		if st.Retry != nil {
-			r := *st.Retry
-			r.NonRetryable = slices.Sorted(slices.Values(r.NonRetryable))
-			if len(r.NonRetryable) == 0 {
-				r.NonRetryable = nil
-			}
-			st.Retry = &r
-		}
-		if len(st.Timers) == 0 {
-			st.Timers = nil
-		}
-		c.States = append(c.States, st)
-	}
-	slices.SortFunc(c.States, func(a, b runtime.StateSpec) int { return strings.Compare(a.Name, b.Name) })
-	for _, ev := range def.Events {
-		if len(ev.Fields) == 0 {
-			ev.Fields = nil
-		}
-		c.Events = append(c.Events, ev)
-	}
-	slices.SortFunc(c.Events, func(a, b runtime.EventSpec) int { return strings.Compare(a.Name, b.Name) })
-	c.Transitions = slices.Clone(def.Transitions)
-	slices.SortStableFunc(c.Transitions, func(a, b runtime.TransitionSpec) int {
-		if n := strings.Compare(a.From, b.From); n != 0 {
-			return n
-		}
-		return strings.Compare(a.Event, b.Event)
-	})
-	return c
-}
-
-// digestOf hashes the canonical form of a definition: two definitions with
-// the same digest drive runs the same way and store the same data.
-func digestOf(def runtime.Definition) (string, error) {
-	raw, err := json.Marshal(canonicalOf(def))
-	if err != nil { // a retry policy with a NaN, say
-		return "", fmt.Errorf("%w: encode: %w", runtime.ErrInvalidDefinition, err)
-	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:]), nil
-}
 
 // maxDifferences bounds the differences a conflict names.
 const maxDifferences = 5
@@ -80,7 +17,7 @@ const maxDifferences = 5
 // "in the database") and the one given (want, "here"), in the order of the
 // canonical form.
 func differences(have, want runtime.Definition) []string {
-	h, w := canonicalOf(have), canonicalOf(want)
+	h, w := pgstore.CanonicalOf(have), pgstore.CanonicalOf(want)
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	pair := func(what, a, b string) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
 
 // Execution is a run with its state history and the ids of its evidence
@@ -56,19 +57,19 @@ func (s *Store) Executions(ctx context.Context, f ExecutionFilter) ([]Execution,
 	}
 	switch {
 	case f.Limit < 0 || f.Limit > 10000:
-		return nil, runErr("query executions", "", fmt.Errorf("%w: limit %d, want 0..10000", runtime.ErrInvalidInput, f.Limit))
+		return nil, pgstore.RunErr("query executions", "", fmt.Errorf("%w: limit %d, want 0..10000", runtime.ErrInvalidInput, f.Limit))
 	case f.Limit > 0:
 		p.MaxRows = int32(f.Limit)
 	}
-	rows, err := s.q.QueryExecutions(ctx, p)
+	rows, err := s.db().Queries(nil).QueryExecutions(ctx, p)
 	if err != nil {
-		return nil, runErr("query executions", "", Translate(err))
+		return nil, pgstore.RunErr("query executions", "", pgstore.Translate(err))
 	}
 	out := make([]Execution, 0, len(rows))
 	for _, r := range rows {
 		x, err := executionFromRow(dbsqlc.GetExecutionRow(r))
 		if err != nil {
-			return nil, runErr("query executions", x.ID, err)
+			return nil, pgstore.RunErr("query executions", x.ID, err)
 		}
 		out = append(out, x)
 	}
@@ -78,23 +79,23 @@ func (s *Store) Executions(ctx context.Context, f ExecutionFilter) ([]Execution,
 // Execution returns run runID as an Execution; runtime.ErrRunNotFound when there
 // is none.
 func (s *Store) Execution(ctx context.Context, runID string) (Execution, error) {
-	id, err := parseRunID("get execution", runID)
+	id, err := pgstore.ParseRunID("get execution", runID)
 	if err != nil {
 		return Execution{}, err
 	}
-	row, err := s.q.GetExecution(ctx, id)
+	row, err := s.db().Queries(nil).GetExecution(ctx, id)
 	if err != nil {
-		return Execution{}, runErr("get execution", runID, Translate(err))
+		return Execution{}, pgstore.RunErr("get execution", runID, pgstore.Translate(err))
 	}
 	x, err := executionFromRow(row)
 	if err != nil {
-		return x, runErr("get execution", runID, err)
+		return x, pgstore.RunErr("get execution", runID, err)
 	}
 	return x, nil
 }
 
 func executionFromRow(r dbsqlc.GetExecutionRow) (Execution, error) {
-	run, err := runFromRow(r.WorkflowRun)
+	run, err := pgstore.RunFromRow(r.WorkflowRun)
 	x := Execution{Run: run, StateHistory: []StateChange{}, EvidenceIDs: r.EvidenceIds}
 	if err != nil {
 		return x, err

@@ -12,6 +12,8 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/diag"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
 
 // Get reads a run.
@@ -20,17 +22,17 @@ func (s *Store) Get(ctx context.Context, runID string) (runtime.Run, error) {
 }
 
 func (s *Store) get(ctx context.Context, op, runID string) (runtime.Run, error) {
-	id, err := parseRunID(op, runID)
+	id, err := pgstore.ParseRunID(op, runID)
 	if err != nil {
 		return runtime.Run{}, err
 	}
-	row, err := s.q.GetRun(ctx, id)
+	row, err := s.db().Queries(nil).GetRun(ctx, id)
 	if err != nil {
-		return runtime.Run{}, runErr(op, runID, Translate(err))
+		return runtime.Run{}, pgstore.RunErr(op, runID, pgstore.Translate(err))
 	}
-	run, err := runFromRow(row)
+	run, err := pgstore.RunFromRow(row)
 	if err != nil {
-		return run, runErr(op, runID, err)
+		return run, pgstore.RunErr(op, runID, err)
 	}
 	return run, nil
 }
@@ -51,11 +53,11 @@ func (s *Store) Load(ctx context.Context, runID string, def runtime.Definition) 
 		return run, nil, err
 	}
 	if run.Type != def.Type || run.Version != def.Version {
-		return run, nil, runErr("load", runID, fmt.Errorf("%w: the run is %s v%d, the machine is %s v%d",
+		return run, nil, pgstore.RunErr("load", runID, fmt.Errorf("%w: the run is %s v%d, the machine is %s v%d",
 			runtime.ErrDefinitionMismatch, run.Type, run.Version, def.Type, def.Version))
 	}
 	if _, ok := def.State(run.State); !ok {
-		return run, nil, runErr("load", runID, fmt.Errorf("%w: the run is in state %q, which %s v%d does not have",
+		return run, nil, pgstore.RunErr("load", runID, fmt.Errorf("%w: the run is in state %q, which %s v%d does not have",
 			runtime.ErrUnknownState, run.State, def.Type, def.Version))
 	}
 	return run, s.Recorder(run), nil
@@ -109,40 +111,40 @@ type Step struct {
 // Decode decodes the step's payload into v.
 func (st Step) Decode(v any) error {
 	if st.Payload == nil {
-		return runErr("decode payload of log row "+fmt.Sprint(st.ID), st.RunID, fmt.Errorf("%w: the row has no payload", runtime.ErrPayload))
+		return pgstore.RunErr("decode payload of log row "+fmt.Sprint(st.ID), st.RunID, fmt.Errorf("%w: the row has no payload", runtime.ErrPayload))
 	}
 	if err := json.Unmarshal(st.Payload, v); err != nil {
-		return runErr("decode payload of log row "+fmt.Sprint(st.ID), st.RunID, fmt.Errorf("%w: into %T: %w", runtime.ErrPayload, v, err))
+		return pgstore.RunErr("decode payload of log row "+fmt.Sprint(st.ID), st.RunID, fmt.Errorf("%w: into %T: %w", runtime.ErrPayload, v, err))
 	}
 	return nil
 }
 
 // History returns every log row of a run, oldest first.
 func (s *Store) History(ctx context.Context, runID string) ([]Step, error) {
-	id, err := parseRunID("history", runID)
+	id, err := pgstore.ParseRunID("history", runID)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.q.History(ctx, id)
+	rows, err := s.db().Queries(nil).History(ctx, id)
 	if err != nil {
-		return nil, runErr("history", runID, Translate(err))
+		return nil, pgstore.RunErr("history", runID, pgstore.Translate(err))
 	}
 	if len(rows) == 0 {
 		// Every run has at least the row of its creation.
-		ok, err := s.q.RunExists(ctx, id)
+		ok, err := s.db().Queries(nil).RunExists(ctx, id)
 		if err != nil {
-			return nil, runErr("history", runID, Translate(err))
+			return nil, pgstore.RunErr("history", runID, pgstore.Translate(err))
 		}
 		if !ok {
-			return nil, runErr("history", runID, runtime.ErrRunNotFound)
+			return nil, pgstore.RunErr("history", runID, runtime.ErrRunNotFound)
 		}
 	}
 	out := make([]Step, len(rows))
 	for i, r := range rows {
 		out[i] = Step{
-			ID: r.ID, RunID: uuidString(r.WorkflowRunID), Type: r.WorkflowType, Version: int(r.DefinitionVersion),
+			ID: r.ID, RunID: pgstore.UUIDString(r.WorkflowRunID), Type: r.WorkflowType, Version: int(r.DefinitionVersion),
 			Attempt: int(r.AttemptNo), Kind: StepKind(r.Kind), Name: r.StepName, Event: r.Event.String,
-			From: r.StateBefore.String, To: r.StateAfter.String, Payload: rawJSON(r.Payload),
+			From: r.StateBefore.String, To: r.StateAfter.String, Payload: pgstore.RawJSON(r.Payload),
 			RowVersion: r.RowVersion, At: r.OccurredAt.Time,
 		}
 	}
@@ -166,26 +168,26 @@ func (s *Store) LogStepTx(ctx context.Context, tx pgx.Tx, runID, name string, pa
 }
 
 func (s *Store) logStep(ctx context.Context, tx pgx.Tx, runID, name string, payload any) (Step, error) {
-	op := "log step " + short(name)
-	id, err := parseRunID(op, runID)
+	op := "log step " + diag.Short(name)
+	id, err := pgstore.ParseRunID(op, runID)
 	if err != nil {
 		return Step{}, err
 	}
 	if err := s.checkStepName(name); err != nil {
-		return Step{}, runErr(op, runID, err)
+		return Step{}, pgstore.RunErr(op, runID, err)
 	}
-	raw, err := s.encodeJSON("payload of step "+short(name), payload)
+	raw, err := s.db().EncodeJSON("payload of step "+diag.Short(name), payload)
 	if err != nil {
-		return Step{}, runErr(op, runID, err)
+		return Step{}, pgstore.RunErr(op, runID, err)
 	}
-	row, err := s.queries(tx).InsertStep(ctx, dbsqlc.InsertStepParams{StepName: name, Payload: raw, Now: s.now(), ID: id})
+	row, err := s.db().Queries(tx).InsertStep(ctx, dbsqlc.InsertStepParams{StepName: name, Payload: raw, Now: s.db().Now(), ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.whyNotRunning(ctx, tx, id)
 	}
 	if err != nil {
-		return Step{}, runErr(op, runID, Translate(err))
+		return Step{}, pgstore.RunErr(op, runID, pgstore.Translate(err))
 	}
-	return Step{ID: row.ID, RunID: runID, Kind: KindStep, Name: name, Payload: rawJSON(raw), At: row.OccurredAt.Time}, nil
+	return Step{ID: row.ID, RunID: runID, Kind: KindStep, Name: name, Payload: pgstore.RawJSON(raw), At: row.OccurredAt.Time}, nil
 }
 
 // checkStepName refuses an empty step name or one that is not valid text.
@@ -193,7 +195,7 @@ func (s *Store) checkStepName(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty step name", runtime.ErrInvalidInput)
 	}
-	return s.checkText("step name", name)
+	return s.db().CheckText("step name", name)
 }
 
 // LogLink appends to the log of a run, in whatever status, a step row that
@@ -202,33 +204,33 @@ func (s *Store) checkStepName(name string) error {
 // of a succeeded run), the one row that a finished run's log still takes.
 // linkedID must be an existing run; else it fails with runtime.ErrRunNotFound.
 func (s *Store) LogLink(ctx context.Context, runID, name, linkedID string) (Step, error) {
-	op := "log link " + short(name)
-	id, err := parseRunID(op, runID)
+	op := "log link " + diag.Short(name)
+	id, err := pgstore.ParseRunID(op, runID)
 	if err != nil {
 		return Step{}, err
 	}
-	linked, err := parseRunID(op, linkedID)
+	linked, err := pgstore.ParseRunID(op, linkedID)
 	if err != nil {
 		return Step{}, err
 	}
 	if err := s.checkStepName(name); err != nil {
-		return Step{}, runErr(op, runID, err)
+		return Step{}, pgstore.RunErr(op, runID, err)
 	}
-	row, err := s.q.InsertLink(ctx, dbsqlc.InsertLinkParams{StepName: name, Now: s.now(), ID: id, LinkedID: linked})
+	row, err := s.db().Queries(nil).InsertLink(ctx, dbsqlc.InsertLinkParams{StepName: name, Now: s.db().Now(), ID: id, LinkedID: linked})
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = fmt.Errorf("%w: run %s or the linked run %s", runtime.ErrRunNotFound, runID, linkedID)
 	}
 	if err != nil {
-		return Step{}, runErr(op, runID, Translate(err))
+		return Step{}, pgstore.RunErr(op, runID, pgstore.Translate(err))
 	}
-	return Step{ID: row.ID, RunID: runID, Kind: KindStep, Name: name, Payload: rawJSON(row.Payload), At: row.OccurredAt.Time}, nil
+	return Step{ID: row.ID, RunID: runID, Kind: KindStep, Name: name, Payload: pgstore.RawJSON(row.Payload), At: row.OccurredAt.Time}, nil
 }
 
 // whyNotRunning returns why a write for a running run wrote nothing: the
 // run does not exist (pgx.ErrNoRows, which Translate makes runtime.ErrRunNotFound)
 // or is finished (runtime.ErrRunFinished, naming its status and state).
 func (s *Store) whyNotRunning(ctx context.Context, tx pgx.Tx, id pgtype.UUID) error {
-	r, err := s.queries(tx).GetRun(ctx, id)
+	r, err := s.db().Queries(tx).GetRun(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -270,46 +272,46 @@ func (s *Store) EmitTx(ctx context.Context, tx pgx.Tx, runID, topic string, payl
 }
 
 func (s *Store) emit(ctx context.Context, tx pgx.Tx, runID, topic string, payload any) (Message, error) {
-	op := "emit " + short(topic)
-	id, err := parseRunID(op, runID)
+	op := "emit " + diag.Short(topic)
+	id, err := pgstore.ParseRunID(op, runID)
 	if err != nil {
 		return Message{}, err
 	}
 	if topic == "" {
-		return Message{}, runErr(op, runID, fmt.Errorf("%w: empty topic", runtime.ErrInvalidInput))
+		return Message{}, pgstore.RunErr(op, runID, fmt.Errorf("%w: empty topic", runtime.ErrInvalidInput))
 	}
-	if err := s.checkText("topic", topic); err != nil {
-		return Message{}, runErr(op, runID, err)
+	if err := s.db().CheckText("topic", topic); err != nil {
+		return Message{}, pgstore.RunErr(op, runID, err)
 	}
-	raw, err := s.encodeJSON("payload of message "+short(topic), payload)
+	raw, err := s.db().EncodeJSON("payload of message "+diag.Short(topic), payload)
 	if err != nil {
-		return Message{}, runErr(op, runID, err)
+		return Message{}, pgstore.RunErr(op, runID, err)
 	}
-	row, err := s.queries(tx).InsertOutbox(ctx, dbsqlc.InsertOutboxParams{Topic: topic, Payload: raw, Now: s.now(), ID: id})
+	row, err := s.db().Queries(tx).InsertOutbox(ctx, dbsqlc.InsertOutboxParams{Topic: topic, Payload: raw, Now: s.db().Now(), ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.whyNotRunning(ctx, tx, id)
 	}
 	if err != nil {
-		return Message{}, runErr(op, runID, Translate(err))
+		return Message{}, pgstore.RunErr(op, runID, pgstore.Translate(err))
 	}
-	return Message{ID: row.ID, RunID: runID, Topic: topic, Payload: rawJSON(raw), CreatedAt: row.CreatedAt.Time}, nil
+	return Message{ID: row.ID, RunID: runID, Topic: topic, Payload: pgstore.RawJSON(raw), CreatedAt: row.CreatedAt.Time}, nil
 }
 
 // Outbox returns the outbox messages of a run, oldest first.
 func (s *Store) Outbox(ctx context.Context, runID string) ([]Message, error) {
-	id, err := parseRunID("outbox", runID)
+	id, err := pgstore.ParseRunID("outbox", runID)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.q.ListOutbox(ctx, id)
+	rows, err := s.db().Queries(nil).ListOutbox(ctx, id)
 	if err != nil {
-		return nil, runErr("outbox", runID, Translate(err))
+		return nil, pgstore.RunErr("outbox", runID, pgstore.Translate(err))
 	}
 	out := make([]Message, len(rows))
 	for i, r := range rows {
 		out[i] = Message{
-			ID: r.ID, RunID: uuidString(r.WorkflowRunID), Type: r.WorkflowType, Attempt: int(r.AttemptNo),
-			Topic: r.Topic, Payload: rawJSON(r.Payload), CreatedAt: r.CreatedAt.Time, PublishedAt: r.PublishedAt.Time,
+			ID: r.ID, RunID: pgstore.UUIDString(r.WorkflowRunID), Type: r.WorkflowType, Attempt: int(r.AttemptNo),
+			Topic: r.Topic, Payload: pgstore.RawJSON(r.Payload), CreatedAt: r.CreatedAt.Time, PublishedAt: r.PublishedAt.Time,
 		}
 	}
 	return out, nil
@@ -346,27 +348,27 @@ func (s *Store) List(ctx context.Context, f Filter) ([]runtime.Run, error) {
 	}
 	switch {
 	case f.Limit < 0 || f.Limit > 10000:
-		return nil, runErr("list", "", fmt.Errorf("%w: limit %d, want 0..10000", runtime.ErrInvalidInput, f.Limit))
+		return nil, pgstore.RunErr("list", "", fmt.Errorf("%w: limit %d, want 0..10000", runtime.ErrInvalidInput, f.Limit))
 	case f.Limit > 0:
 		p.MaxRows = int32(f.Limit)
 	}
 	if f.After != "" {
-		id, err := parseRunID("list", f.After)
+		id, err := pgstore.ParseRunID("list", f.After)
 		if err != nil {
 			return nil, err
 		}
 		p.AfterID = id
 	}
-	rows, err := s.q.ListRuns(ctx, p)
+	rows, err := s.db().Queries(nil).ListRuns(ctx, p)
 	if err != nil {
-		return nil, runErr("list", "", Translate(err))
+		return nil, pgstore.RunErr("list", "", pgstore.Translate(err))
 	}
 	out := make([]runtime.Run, 0, len(rows))
 	var errs []error
 	for _, r := range rows {
-		run, err := runFromRow(r)
+		run, err := pgstore.RunFromRow(r)
 		if err != nil {
-			errs = append(errs, runErr("list", run.ID, err))
+			errs = append(errs, pgstore.RunErr("list", run.ID, err))
 		}
 		out = append(out, run)
 	}

@@ -8,12 +8,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/batch"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
-	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
 
 // Recorded is what a recorded transition left behind.
@@ -84,12 +83,12 @@ func (s *Store) FinishTx(ctx context.Context, tx pgx.Tx, runID string, rowVersio
 }
 
 func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVersion int64, t runtime.Transition, res *runtime.Result, mustFinish bool) (Recorded, error) {
-	id, err := parseRunID(op, runID)
+	id, err := pgstore.ParseRunID(op, runID)
 	if err != nil {
 		return Recorded{}, err
 	}
-	fail := func(err error) (Recorded, error) { return Recorded{}, runErr(op, runID, err) }
-	p, finish, err := s.transitionParams(ctx, id, rowVersion, t, res)
+	fail := func(err error) (Recorded, error) { return Recorded{}, pgstore.RunErr(op, runID, err) }
+	p, finish, err := s.db().TransitionParams(ctx, id, rowVersion, t, res)
 	if err != nil {
 		return fail(err)
 	}
@@ -98,13 +97,13 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 	}
 	// Unfenced, outside the engine: the lease stays as it is (a worker
 	// holding it finds its own write refused); the schedule is the state's.
-	q := s.queries(tx)
+	q := s.db().Queries(tx)
 	var row dbsqlc.AdvanceRunRow
 	var busy bool
-	if tx == nil && s.batch != nil {
-		r, out := s.batch.Do(ctx, p, func() advanceResult {
+	if tx == nil && s.db().Batch() != nil {
+		r, out := s.db().Batch().Do(ctx, p, func() pgstore.AdvanceResult {
 			row, err := q.AdvanceRun(ctx, p)
-			return advanceResult{row: row, err: err}
+			return pgstore.AdvanceResult{Row: row, Err: err}
 		})
 		switch out {
 		case batch.Withdrawn:
@@ -112,9 +111,9 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 		case batch.Unknown:
 			return fail(fmt.Errorf("%w: %w", runtime.ErrOutcomeUnknown, ctx.Err()))
 		}
-		row, err, busy = r.row, r.err, r.busy
+		row, err, busy = r.Row, r.Err, r.Busy
 	}
-	if tx != nil || s.batch == nil || busy {
+	if tx != nil || s.db().Batch() == nil || busy {
 		// Alone: in the caller's transaction, or waiting for the lock
 		// that another transaction holds on the run.
 		row, err = q.AdvanceRun(ctx, p)
@@ -123,7 +122,7 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 		return Recorded{RowVersion: row.RowVersion, At: row.UpdatedAt.Time, NextRunAt: row.NextRunAt.Time}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return fail(Translate(err))
+		return fail(pgstore.Translate(err))
 	}
 	// Nothing moved: find out why.
 	out, err := q.TransitionOutcome(ctx, dbsqlc.TransitionOutcomeParams{
@@ -133,7 +132,7 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 		return fail(runtime.ErrRunNotFound)
 	}
 	if err != nil {
-		return fail(Translate(err))
+		return fail(pgstore.Translate(err))
 	}
 	if out.Applied {
 		return Recorded{RowVersion: rowVersion + 1, AlreadyApplied: true}, nil
@@ -144,97 +143,6 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 	}
 	return fail(fmt.Errorf("%w: expected %s at row version %d, the run is in %s at row version %d",
 		runtime.ErrConflict, t.From, rowVersion, out.CurrentState, out.RowVersion))
-}
-
-// transitionParams checks t against its registered definition and builds
-// the statement that records it: the move, its log row, the schedule of the
-// state entered (see entryDelay) and, when the target is terminal, the
-// result record (the outcome of res, else of the row, else of the state).
-// It reports whether the target is terminal. Callers set the lease fence.
-// Every transition, whoever records it (Record, RecordTx, Finish, a
-// Recorder, the engine), goes through here, so that the run's timers and
-// due time are always those of the state it enters.
-func (s *Store) transitionParams(ctx context.Context, id pgtype.UUID, rowVersion int64, t runtime.Transition, res *runtime.Result) (dbsqlc.AdvanceRunParams, bool, error) {
-	d, err := s.definition(ctx, t.Machine, t.Version)
-	if err != nil {
-		return dbsqlc.AdvanceRunParams{}, false, err
-	}
-	if !d.moves[[3]string{t.From, t.Event, t.To}] {
-		return dbsqlc.AdvanceRunParams{}, false, fmt.Errorf("%w: %s v%d has no transition %s -> %s on %s", runtime.ErrTransitionRefused, t.Machine, t.Version, t.From, t.To, t.Event)
-	}
-	payload, err := s.encodeJSON("payload of "+t.Event, t.Payload)
-	if err != nil {
-		return dbsqlc.AdvanceRunParams{}, false, err
-	}
-	p := dbsqlc.AdvanceRunParams{
-		Event: t.Event, FromState: t.From, ToState: t.To, Payload: payload, Now: s.now(),
-		ID: id, RowVersion: rowVersion, WorkflowType: t.Machine, DefinitionVersion: int32(t.Version),
-	}
-	to := d.states[t.To]
-	p.ToStatus = string(statusOf(to))
-	if !statusOf(to).Terminal() {
-		p.NextDelayUs = entryDelay(to)
-		return p, false, nil
-	}
-	p.Finish = true
-	p.ResultStatus = string(statusOf(to))
-	outcome := t.Outcome
-	if outcome == "" {
-		outcome = to.Outcome
-	}
-	if res != nil {
-		if res.Outcome != "" {
-			outcome = res.Outcome
-		}
-		if len(res.Output) > 0 {
-			if p.Output, err = s.encodeJSON("result output", res.Output); err != nil {
-				return dbsqlc.AdvanceRunParams{}, false, err
-			}
-		}
-		p.CostUsd = res.CostUSD
-		p.DurationMs = pgtype.Int8{Int64: res.DurationMS, Valid: res.DurationMS != 0}
-		p.ErrorCode = pgtype.Text{String: sanitize(res.ErrorCode), Valid: res.ErrorCode != ""}
-		p.ErrorDetail = pgtype.Text{String: sanitize(res.ErrorDetail), Valid: res.ErrorDetail != ""}
-	}
-	if err := s.checkText("outcome", outcome); err != nil {
-		return dbsqlc.AdvanceRunParams{}, false, err
-	}
-	p.Outcome = pgtype.Text{String: outcome, Valid: outcome != ""}
-	return p, true, nil
-}
-
-// entryDelay is when a run that just entered st is next due, from the
-// moment it entered: at once for a state whose handler the engine runs;
-// after the shortest of its timers for a state that waits; never (NULL)
-// for a state that waits without a timer, which only an event moves. A
-// terminal state clears the schedule in the statement itself. A run due at
-// once that was already due keeps its due time (the statement sees to it).
-func entryDelay(st runtime.StateSpec) pgtype.Int8 {
-	if !st.Wait {
-		return pgtype.Int8{Int64: 0, Valid: true}
-	}
-	if len(st.Timers) == 0 {
-		return pgtype.Int8{}
-	}
-	next := st.Timers[0].After
-	for _, t := range st.Timers[1:] {
-		next = min(next, t.After)
-	}
-	return pgtype.Int8{Int64: max(next, 0).Microseconds(), Valid: true}
-}
-
-// initialDelay is entryDelay of the definition's initial state: when a run
-// that starts, or starts again, is first due.
-func (d *definition) initialDelay() pgtype.Int8 { return entryDelay(d.states[d.def.Initial]) }
-
-// initialDelay is the initialDelay of the registered definition of (typ,
-// version), for the runs the engine starts (children, enqueued runs).
-func (s *Store) initialDelay(ctx context.Context, typ string, version int) (pgtype.Int8, error) {
-	d, err := s.definition(ctx, typ, version)
-	if err != nil {
-		return pgtype.Int8{}, err
-	}
-	return d.initialDelay(), nil
 }
 
 // Recorder is a runtime.Recorder bound to one run: hand it to a generated
@@ -291,68 +199,4 @@ func (r *Recorder) RowVersion() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.rowVersion
-}
-
-// advanceResult is what one transition of a group commit gave:
-// pgx.ErrNoRows when the run did not move.
-type advanceResult struct {
-	row dbsqlc.AdvanceRunRow
-	err error
-	// busy: another transaction holds the run's row; the caller writes
-	// the transition alone.
-	busy bool
-}
-
-// groupCommitTimeout bounds the statement of a group commit, whose
-// callers wait for it whatever their contexts say.
-const groupCommitTimeout = 30 * time.Second
-
-// advanceBatch writes the transitions of a group commit (of different
-// runs) in one statement, dbsqlc.AdvanceRuns, each with its own
-// compare-and-set, or with AdvanceRun when there is one. When the statement
-// fails as a whole with its own error (one row refused), each is written
-// again alone, so that the error goes to the transition that caused it; a
-// lost connection goes to all. A run another transaction holds locked is
-// not waited for: its caller writes it alone (busy).
-// Those of a statement refused as a whole are written again with
-// AdvanceRun, which waits for such a lock.
-func (s *Store) advanceBatch(ctx context.Context, items []dbsqlc.AdvanceRunParams) []advanceResult {
-	out := make([]advanceResult, len(items))
-	alone := func() []advanceResult {
-		for n, a := range items {
-			out[n].row, out[n].err = s.q.AdvanceRun(ctx, a)
-		}
-		return out
-	}
-	var arg dbsqlc.AdvanceRunsParams
-	for _, a := range items {
-		batch.Append(&arg, a)
-	}
-	arg.Now = s.now()
-	rows, err := s.q.AdvanceRuns(ctx, arg)
-	switch {
-	case err == nil:
-		moved := make(map[pgtype.UUID]dbsqlc.AdvanceRunsRow, len(rows))
-		for _, r := range rows {
-			moved[r.ID] = r
-		}
-		for n, a := range items {
-			r, ok := moved[a.ID]
-			switch {
-			case !ok:
-				out[n].err = pgx.ErrNoRows
-			case r.Busy:
-				out[n].busy = true
-			default:
-				out[n].row = dbsqlc.AdvanceRunRow{RowVersion: r.RowVersion, UpdatedAt: r.OccurredAt, NextRunAt: r.NextRunAt}
-			}
-		}
-		return out
-	case pgerr.Unavailable(err) || ctx.Err() != nil:
-		for n := range out {
-			out[n].err = err
-		}
-		return out
-	}
-	return alone()
 }

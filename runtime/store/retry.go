@@ -9,6 +9,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
 
 // Retry restarts a failed run as Start does for a failed run's key (seed
@@ -19,7 +20,7 @@ import (
 // snapshot stay. A run that is not failed is refused with runtime.ErrConflict
 // (saying its status and state), a missing one with runtime.ErrRunNotFound.
 func (s *Store) Retry(ctx context.Context, runID string) (runtime.Run, error) {
-	id, err := parseRunID("retry", runID)
+	id, err := pgstore.ParseRunID("retry", runID)
 	if err != nil {
 		return runtime.Run{}, err
 	}
@@ -29,27 +30,27 @@ func (s *Store) Retry(ctx context.Context, runID string) (runtime.Run, error) {
 			return runtime.Run{}, err
 		}
 		if run.Status != "failed" {
-			return run, runErr("retry", runID, fmt.Errorf("%w: only a failed run is retried, and it is %s in %s", runtime.ErrConflict, run.Status, run.State))
+			return run, pgstore.RunErr("retry", runID, fmt.Errorf("%w: only a failed run is retried, and it is %s in %s", runtime.ErrConflict, run.Status, run.State))
 		}
-		d, err := s.definition(ctx, run.Type, run.Version)
+		d, err := s.db().Definition(ctx, run.Type, run.Version)
 		if err != nil {
-			return run, runErr("retry", runID, err)
+			return run, pgstore.RunErr("retry", runID, err)
 		}
-		moved, err := s.q.RestartRun(ctx, dbsqlc.RestartRunParams{
-			InitialState: d.def.Initial, NextDelayUs: d.initialDelay(), DefinitionVersion: int32(run.Version),
-			Now: s.now(), ID: id, RowVersion: run.RowVersion, FromState: run.State,
+		moved, err := s.db().Queries(nil).RestartRun(ctx, dbsqlc.RestartRunParams{
+			InitialState: d.Def.Initial, NextDelayUs: d.InitialDelay(), DefinitionVersion: int32(run.Version),
+			Now: s.db().Now(), ID: id, RowVersion: run.RowVersion, FromState: run.State,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // it moved between the read and the reset: read it again
 		}
 		if err != nil {
-			return run, runErr("retry", runID, Translate(err))
+			return run, pgstore.RunErr("retry", runID, pgstore.Translate(err))
 		}
-		out, err := runFromRow(dbsqlc.WorkflowRun(moved))
+		out, err := pgstore.RunFromRow(dbsqlc.WorkflowRun(moved))
 		if err != nil {
-			return out, runErr("retry", runID, err)
+			return out, pgstore.RunErr("retry", runID, err)
 		}
 		return out, nil
 	}
-	return runtime.Run{}, runErr("retry", runID, fmt.Errorf("%w: the run changed under %d consecutive reads", runtime.ErrConflict, maxStartRounds))
+	return runtime.Run{}, pgstore.RunErr("retry", runID, fmt.Errorf("%w: the run changed under %d consecutive reads", runtime.ErrConflict, maxStartRounds))
 }

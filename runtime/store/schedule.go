@@ -7,6 +7,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
 
 // NotifyChannel is the channel on which the runtime announces, with the
@@ -18,31 +19,31 @@ const NotifyChannel = "fsmgen_runs"
 // logs it (a resumed step). It fails with runtime.ErrConflict when the run is not
 // parked, and runtime.ErrRunNotFound when there is no such run.
 func (s *Store) Resume(ctx context.Context, runID string) error {
-	id, err := parseRunID("resume", runID)
+	id, err := pgstore.ParseRunID("resume", runID)
 	if err != nil {
 		return err
 	}
-	n, err := s.q.ResumeRun(ctx, dbsqlc.ResumeRunParams{Now: s.now(), ID: id})
+	n, err := s.db().Queries(nil).ResumeRun(ctx, dbsqlc.ResumeRunParams{Now: s.db().Now(), ID: id})
 	if err != nil {
-		return runErr("resume", runID, Translate(err))
+		return pgstore.RunErr("resume", runID, pgstore.Translate(err))
 	}
 	if n == 0 {
-		ok, err := s.q.RunExists(ctx, id)
+		ok, err := s.db().Queries(nil).RunExists(ctx, id)
 		switch {
 		case err != nil:
-			return runErr("resume", runID, Translate(err))
+			return pgstore.RunErr("resume", runID, pgstore.Translate(err))
 		case !ok:
-			return runErr("resume", runID, runtime.ErrRunNotFound)
+			return pgstore.RunErr("resume", runID, runtime.ErrRunNotFound)
 		}
-		return runErr("resume", runID, fmt.Errorf("%w: the run is not parked", runtime.ErrConflict))
+		return pgstore.RunErr("resume", runID, fmt.Errorf("%w: the run is not parked", runtime.ErrConflict))
 	}
 	return nil
 }
 
 // Notify announces on NotifyChannel that a run of type typ became due.
 func (s *Store) Notify(ctx context.Context, typ string) error {
-	if err := s.q.Notify(ctx, dbsqlc.NotifyParams{Channel: NotifyChannel, Payload: typ}); err != nil {
-		return runErr("notify "+typ, "", Translate(err))
+	if err := s.db().Queries(nil).Notify(ctx, dbsqlc.NotifyParams{Channel: NotifyChannel, Payload: typ}); err != nil {
+		return pgstore.RunErr("notify "+typ, "", pgstore.Translate(err))
 	}
 	return nil
 }
@@ -50,9 +51,9 @@ func (s *Store) Notify(ctx context.Context, typ string) error {
 // Now returns the current time of the store's clock: the database's, unless
 // WithClock replaced it.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
-	t, err := s.q.DBNow(ctx, s.now())
+	t, err := s.db().Queries(nil).DBNow(ctx, s.db().Now())
 	if err != nil {
-		return time.Time{}, runErr("now", "", Translate(err))
+		return time.Time{}, pgstore.RunErr("now", "", pgstore.Translate(err))
 	}
 	return t.Time, nil
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/diag"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
 
 // maxStartRounds bounds the insert-or-read loop of Start; each round ends
@@ -42,49 +44,49 @@ const maxStartRounds = 16
 // by the statement that writes it: idle workers listening there claim it at
 // once, and the start costs one commit.
 func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Started, error) {
-	op := fmt.Sprintf("start %s/%s", short(p.Type), short(p.IdempotencyKey))
-	fail := func(err error) (runtime.Started, error) { return runtime.Started{}, runErr(op, "", err) }
+	op := fmt.Sprintf("start %s/%s", diag.Short(p.Type), diag.Short(p.IdempotencyKey))
+	fail := func(err error) (runtime.Started, error) { return runtime.Started{}, pgstore.RunErr(op, "", err) }
 	if p.Type == "" || p.IdempotencyKey == "" || p.TenantID == "" {
 		return fail(fmt.Errorf("%w: type, idempotency key and tenant id are required", runtime.ErrInvalidInput))
 	}
 	for _, f := range [...]struct{ what, v string }{{"type", p.Type}, {"idempotency key", p.IdempotencyKey}, {"tenant id", p.TenantID}} {
-		if err := s.checkText(f.what, f.v); err != nil {
+		if err := s.db().CheckText(f.what, f.v); err != nil {
 			return fail(err)
 		}
 	}
 	var userID, corrID pgtype.UUID
 	var err error
 	if p.UserID != "" {
-		if userID, err = parseUUID("user id", p.UserID); err != nil {
+		if userID, err = pgstore.ParseUUID("user id", p.UserID); err != nil {
 			return fail(fmt.Errorf("%w: %w", runtime.ErrInvalidInput, err))
 		}
 	}
 	if p.CorrelationID != "" {
-		if corrID, err = parseUUID("correlation id", p.CorrelationID); err != nil {
+		if corrID, err = pgstore.ParseUUID("correlation id", p.CorrelationID); err != nil {
 			return fail(fmt.Errorf("%w: %w", runtime.ErrInvalidInput, err))
 		}
 	}
-	input, err := s.encodeJSON("input", p.Input)
+	input, err := s.db().EncodeJSON("input", p.Input)
 	if err != nil {
 		return fail(err)
 	}
-	d, err := s.definition(ctx, p.Type, p.Version)
+	d, err := s.db().Definition(ctx, p.Type, p.Version)
 	if err != nil {
 		return fail(err)
 	}
 	if p.Policy == nil && p.ResolvePolicy != nil {
-		got, err := s.q.GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
+		got, err := s.db().Queries(nil).GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
 		switch {
 		case err == nil:
 			res, done, err := existingStart(got)
 			if err != nil {
-				return runtime.Started{}, runErr(op, res.Run.ID, err)
+				return runtime.Started{}, pgstore.RunErr(op, res.Run.ID, err)
 			}
 			if done {
 				return res, nil
 			}
 		case !errors.Is(err, pgx.ErrNoRows):
-			return fail(Translate(err))
+			return fail(pgstore.Translate(err))
 		}
 		snap, err := p.ResolvePolicy(ctx)
 		if err != nil {
@@ -92,38 +94,38 @@ func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Star
 		}
 		p.Policy = snap
 	}
-	policy, err := s.encodeJSON("policy snapshot", p.Policy)
+	policy, err := s.db().EncodeJSON("policy snapshot", p.Policy)
 	if err != nil {
 		return fail(err)
 	}
 
 	for range maxStartRounds {
-		row, err := s.q.InsertRun(ctx, dbsqlc.InsertRunParams{
-			WorkflowType: p.Type, InitialState: d.def.Initial, NextDelayUs: d.initialDelay(), TenantID: p.TenantID,
+		row, err := s.db().Queries(nil).InsertRun(ctx, dbsqlc.InsertRunParams{
+			WorkflowType: p.Type, InitialState: d.Def.Initial, NextDelayUs: d.InitialDelay(), TenantID: p.TenantID,
 			UserID: userID, CorrelationID: corrID, IdempotencyKey: p.IdempotencyKey,
-			PolicySnapshot: policy, Now: s.now(), DefinitionVersion: int32(p.Version), Input: input,
+			PolicySnapshot: policy, Now: s.db().Now(), DefinitionVersion: int32(p.Version), Input: input,
 		})
 		if err == nil {
-			run, err := runFromRow(dbsqlc.WorkflowRun(row))
+			run, err := pgstore.RunFromRow(dbsqlc.WorkflowRun(row))
 			if err != nil {
-				return runtime.Started{}, runErr(op, run.ID, err)
+				return runtime.Started{}, pgstore.RunErr(op, run.ID, err)
 			}
 			return runtime.Started{Outcome: runtime.StartCreated, Run: run}, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return fail(Translate(err))
+			return fail(pgstore.Translate(err))
 		}
 
-		got, err := s.q.GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
+		got, err := s.db().Queries(nil).GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // gone between the insert and the read: insert again
 		}
 		if err != nil {
-			return fail(Translate(err))
+			return fail(pgstore.Translate(err))
 		}
 		res, done, err := existingStart(got)
 		if err != nil {
-			return runtime.Started{}, runErr(op, res.Run.ID, err)
+			return runtime.Started{}, pgstore.RunErr(op, res.Run.ID, err)
 		}
 		if done {
 			return res, nil
@@ -131,23 +133,23 @@ func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Star
 		run := res.Run
 		switch run.Status {
 		case runtime.StatusFailed:
-			moved, err := s.q.RestartRun(ctx, dbsqlc.RestartRunParams{
-				InitialState: d.def.Initial, NextDelayUs: d.initialDelay(), DefinitionVersion: int32(p.Version), PolicySnapshot: policy,
-				Now: s.now(), ID: got.WorkflowRun.ID, RowVersion: run.RowVersion, FromState: run.State,
+			moved, err := s.db().Queries(nil).RestartRun(ctx, dbsqlc.RestartRunParams{
+				InitialState: d.Def.Initial, NextDelayUs: d.InitialDelay(), DefinitionVersion: int32(p.Version), PolicySnapshot: policy,
+				Now: s.db().Now(), ID: got.WorkflowRun.ID, RowVersion: run.RowVersion, FromState: run.State,
 			})
 			if errors.Is(err, pgx.ErrNoRows) {
 				continue // another caller restarted it first: read it again
 			}
 			if err != nil {
-				return runtime.Started{}, runErr(op, run.ID, Translate(err))
+				return runtime.Started{}, pgstore.RunErr(op, run.ID, pgstore.Translate(err))
 			}
-			run, err := runFromRow(dbsqlc.WorkflowRun(moved))
+			run, err := pgstore.RunFromRow(dbsqlc.WorkflowRun(moved))
 			if err != nil {
-				return runtime.Started{}, runErr(op, run.ID, err)
+				return runtime.Started{}, pgstore.RunErr(op, run.ID, err)
 			}
 			return runtime.Started{Outcome: runtime.StartRestarted, Run: run}, nil
 		default:
-			return runtime.Started{}, runErr(op, run.ID, fmt.Errorf("%w: stored status %q", runtime.ErrUnknownState, run.Status))
+			return runtime.Started{}, pgstore.RunErr(op, run.ID, fmt.Errorf("%w: stored status %q", runtime.ErrUnknownState, run.Status))
 		}
 	}
 	return fail(fmt.Errorf("%w: the run changed under %d consecutive reads", runtime.ErrConflict, maxStartRounds))
@@ -157,7 +159,7 @@ func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Star
 // the key: done for StartCached, StartRunning and StartCancelled; not done, with the run,
 // for a failed run, which Start restarts.
 func existingStart(got dbsqlc.GetRunByKeyRow) (runtime.Started, bool, error) {
-	run, err := runFromRow(got.WorkflowRun)
+	run, err := pgstore.RunFromRow(got.WorkflowRun)
 	if err != nil {
 		return runtime.Started{Run: run}, false, err
 	}

@@ -3,63 +3,23 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
-	"github.com/fsmgen/fsmgen/runtime/internal/batch"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
-	"github.com/fsmgen/fsmgen/runtime/internal/storehook"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
 
 // Store persists runs of generated machines in Postgres. It is safe for
 // concurrent use; create one per pool with New.
-type Store struct {
-	pool   *pgxpool.Pool
-	q      *dbsqlc.Queries
-	clock  func() time.Time
-	limits Limits
+type Store pgstore.DB
 
-	mu   sync.RWMutex
-	defs map[defKey]*definition
-
-	// batchSize and batchWindow configure batch, the group commit of
-	// Record and Finish.
-	batchSize   int
-	batchWindow time.Duration
-	batch       *batch.Batcher[dbsqlc.AdvanceRunParams, advanceResult]
-}
-
-type defKey struct {
-	typ     string
-	version int
-}
-
-// definition is a registered definition, indexed for the checks the store
-// makes before it writes.
-type definition struct {
-	def    runtime.Definition
-	digest string
-	states map[string]runtime.StateSpec
-	moves  map[[3]string]bool // from, event, to
-}
-
-func newDefinition(def runtime.Definition, digest string) *definition {
-	d := &definition{def: def, digest: digest, states: make(map[string]runtime.StateSpec, len(def.States)), moves: make(map[[3]string]bool, len(def.Transitions))}
-	for _, s := range def.States {
-		d.states[s.Name] = s
-	}
-	for _, t := range def.Transitions {
-		d.moves[[3]string{t.From, t.Event, t.To}] = true
-	}
-	return d
-}
+// db is the store as the persistence layer it is.
+func (s *Store) db() *pgstore.DB { return (*pgstore.DB)(s) }
 
 // Option configures a Store.
 type Option func(*Store)
@@ -69,7 +29,7 @@ type Option func(*Store)
 // advancing clock; without it, all times (created_at, ETAs, durations, ...)
 // come from the database server, never from the Go process.
 func WithClock(now func() time.Time) Option {
-	return func(s *Store) { s.clock = now }
+	return func(s *Store) { s.db().SetClock(now) }
 }
 
 // WithGroupCommit sets the group commit of Record and Finish (not of
@@ -86,40 +46,21 @@ func WithClock(now func() time.Time) Option {
 // gets the context's error, and nothing is written; once taken, the
 // transition is written and the caller waits for the outcome (at most 30s).
 func WithGroupCommit(size int, window time.Duration) Option {
-	return func(s *Store) { s.batchSize, s.batchWindow = size, max(window, 0) }
+	return func(s *Store) { s.db().SetGroupCommit(size, window) }
 }
 
 // New returns a Store on pool. The schema must be migrated (db.Migrate).
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool, q: dbsqlc.New(pool), limits: defaultLimits, defs: make(map[defKey]*definition), batchSize: 64}
+	s := (*Store)(pgstore.New(pool))
 	for _, o := range opts {
 		o(s)
 	}
-	if s.batchSize > 1 {
-		key := func(a dbsqlc.AdvanceRunParams) string { return string(a.ID.Bytes[:]) }
-		s.batch = batch.New(s.batchSize, s.batchWindow, groupCommitTimeout, key, s.advanceBatch)
-	}
+	s.db().Open()
 	return s
 }
 
 // Pool returns the pool the store was created with.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
-// now is the value of the queries' now parameter: NULL, meaning the
-// database's clock, unless a clock was set with WithClock.
-func (s *Store) now() pgtype.Timestamptz {
-	if s.clock == nil {
-		return pgtype.Timestamptz{}
-	}
-	return pgtype.Timestamptz{Time: s.clock(), Valid: true}
-}
-
-func (s *Store) queries(tx pgx.Tx) *dbsqlc.Queries {
-	if tx == nil {
-		return s.q
-	}
-	return s.q.WithTx(tx)
-}
+func (s *Store) Pool() *pgxpool.Pool { return s.db().Pool() }
 
 // Register records a machine's definition (type, version, states with their
 // generic status, transition table, and the whole definition as JSON) so
@@ -137,24 +78,24 @@ func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
 	op := fmt.Sprintf("register %s v%d", def.Type, def.Version)
 	if err := def.Validate(); err != nil {
 		// Validate's message names the type and version.
-		return runErr("register", "", fmt.Errorf("%w: %w", runtime.ErrInvalidDefinition, err))
+		return pgstore.RunErr("register", "", fmt.Errorf("%w: %w", runtime.ErrInvalidDefinition, err))
 	}
-	digest, err := digestOf(def)
+	digest, err := pgstore.Digest(def)
 	if err != nil {
-		return runErr(op, "", err)
+		return pgstore.RunErr(op, "", err)
 	}
-	if d := s.cached(def.Type, def.Version); d != nil && d.digest == digest {
+	if d := s.db().Cached(def.Type, def.Version); d != nil && d.Digest == digest {
 		return nil
 	}
 	raw, err := json.Marshal(def)
 	if err != nil {
-		return runErr(op, "", fmt.Errorf("%w: encode definition: %w", runtime.ErrInvalidDefinition, err))
+		return pgstore.RunErr(op, "", fmt.Errorf("%w: encode definition: %w", runtime.ErrInvalidDefinition, err))
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err = pgx.BeginFunc(ctx, s.db().Pool(), func(tx pgx.Tx) error {
+		q := s.db().Queries(nil).WithTx(tx)
 		n, err := q.InsertDefinition(ctx, dbsqlc.InsertDefinitionParams{
 			WorkflowType: def.Type, Version: int32(def.Version), InitialState: def.Initial,
-			Digest: digest, Definition: raw, Now: s.now(),
+			Digest: digest, Definition: raw, Now: s.db().Now(),
 		})
 		if err != nil {
 			return err
@@ -170,7 +111,7 @@ func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
 			if err := json.Unmarshal(have.Definition, &stored); err != nil {
 				return fmt.Errorf("%w: the registered definition does not decode: %w", runtime.ErrDefinitionConflict, err)
 			}
-			if sd, err := digestOf(stored); err != nil || sd != digest {
+			if sd, err := pgstore.Digest(stored); err != nil || sd != digest {
 				return conflict(stored, def)
 			}
 			return nil
@@ -178,7 +119,7 @@ func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
 		sp := dbsqlc.InsertStatesParams{WorkflowType: def.Type, Version: int32(def.Version)}
 		for _, st := range def.States {
 			sp.States = append(sp.States, st.Name)
-			sp.Statuses = append(sp.Statuses, string(statusOf(st)))
+			sp.Statuses = append(sp.Statuses, string(pgstore.StatusOf(st)))
 			sp.Outcomes = append(sp.Outcomes, st.Outcome)
 			sp.Initials = append(sp.Initials, st.Name == def.Initial)
 		}
@@ -195,71 +136,18 @@ func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
 		return q.InsertTransitions(ctx, tp)
 	})
 	if err != nil {
-		return runErr(op, "", Translate(err))
+		return pgstore.RunErr(op, "", pgstore.Translate(err))
 	}
-	s.mu.Lock()
-	s.defs[defKey{def.Type, def.Version}] = newDefinition(def, digest)
-	s.mu.Unlock()
+	s.db().Put(pgstore.NewDefinition(def, digest))
 	return nil
-}
-
-func statusOf(st runtime.StateSpec) runtime.Status {
-	if st.Status == "" {
-		return runtime.StatusRunning
-	}
-	return st.Status
-}
-
-func (s *Store) cached(typ string, version int) *definition {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.defs[defKey{typ, version}]
-}
-
-// definition returns the registered definition of (typ, version), from the
-// cache or else from the database (registered by another process).
-func (s *Store) definition(ctx context.Context, typ string, version int) (*definition, error) {
-	if d := s.cached(typ, version); d != nil {
-		return d, nil
-	}
-	row, err := s.q.GetDefinition(ctx, dbsqlc.GetDefinitionParams{WorkflowType: typ, Version: int32(version)})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s v%d is not registered", runtime.ErrUnknownDefinition, typ, version)
-	}
-	if err != nil {
-		return nil, Translate(err)
-	}
-	var def runtime.Definition
-	if err := json.Unmarshal(row.Definition, &def); err != nil {
-		return nil, fmt.Errorf("%w: stored definition of %s v%d does not decode: %w", runtime.ErrUnknownDefinition, typ, version, err)
-	}
-	digest, err := digestOf(def)
-	if err != nil {
-		return nil, fmt.Errorf("%w: stored definition of %s v%d: %w", runtime.ErrUnknownDefinition, typ, version, err)
-	}
-	d := newDefinition(def, digest)
-	s.mu.Lock()
-	s.defs[defKey{typ, version}] = d
-	s.mu.Unlock()
-	return d, nil
 }
 
 // Definition returns the registered definition of (typ, version), whichever
 // process registered it.
 func (s *Store) Definition(ctx context.Context, typ string, version int) (runtime.Definition, error) {
-	d, err := s.definition(ctx, typ, version)
+	d, err := s.db().Definition(ctx, typ, version)
 	if err != nil {
-		return runtime.Definition{}, runErr("read definition", "", err)
+		return runtime.Definition{}, pgstore.RunErr("read definition", "", err)
 	}
-	return d.def, nil
-}
-
-func init() {
-	storehook.Of = func(st any) any {
-		s := st.(*Store)
-		return storehook.Internals[runtime.Run, runtime.Result]{
-			Pool: s.pool, Queries: s.q, Now: s.now, RunFromRow: runFromRow, TransitionParams: s.transitionParams,
-			InitialDelay: s.initialDelay, ParseRunID: parseRunID, EncodeJSON: s.encodeJSON, CheckText: s.checkText, RawJSON: rawJSON,
-		}
-	}
+	return d.Def, nil
 }

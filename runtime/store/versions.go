@@ -14,6 +14,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
 
 // RegisterUpgrade records an upgrade of live runs between two
@@ -26,26 +27,26 @@ import (
 // is registered.
 func (s *Store) RegisterUpgrade(ctx context.Context, m runtime.Upgrade) error {
 	op := fmt.Sprintf("register upgrade of %s from v%d to v%d", m.Type, m.From, m.To)
-	from, err := s.definition(ctx, m.Type, m.From)
+	from, err := s.db().Definition(ctx, m.Type, m.From)
 	if err != nil {
-		return runErr(op, "", err)
+		return pgstore.RunErr(op, "", err)
 	}
-	to, err := s.definition(ctx, m.Type, m.To)
+	to, err := s.db().Definition(ctx, m.Type, m.To)
 	if err != nil {
-		return runErr(op, "", err)
+		return pgstore.RunErr(op, "", err)
 	}
-	if err := m.Validate(from.def, to.def); err != nil {
-		return runErr(op, "", fmt.Errorf("%w: %w", runtime.ErrInvalidDefinition, err))
+	if err := m.Validate(from.Def, to.Def); err != nil {
+		return pgstore.RunErr(op, "", fmt.Errorf("%w: %w", runtime.ErrInvalidDefinition, err))
 	}
 	raw, digest, err := upgradeDigest(m)
 	if err != nil {
-		return runErr(op, "", err)
+		return pgstore.RunErr(op, "", err)
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err = pgx.BeginFunc(ctx, s.db().Pool(), func(tx pgx.Tx) error {
+		q := s.db().Queries(nil).WithTx(tx)
 		n, err := q.InsertMigration(ctx, dbsqlc.InsertMigrationParams{
 			WorkflowType: m.Type, FromVersion: int32(m.From), ToVersion: int32(m.To), Drain: m.Drain,
-			Digest: digest, Migration: raw, Now: s.now(),
+			Digest: digest, Migration: raw, Now: s.db().Now(),
 		})
 		if err != nil {
 			return err
@@ -74,7 +75,7 @@ func (s *Store) RegisterUpgrade(ctx context.Context, m runtime.Upgrade) error {
 		return q.InsertMigrationRules(ctx, p)
 	})
 	if err != nil {
-		return runErr(op, "", Translate(err))
+		return pgstore.RunErr(op, "", pgstore.Translate(err))
 	}
 	return nil
 }
@@ -134,20 +135,20 @@ func DescribeRule(r runtime.UpgradeRule) string {
 // version to, or an error matching runtime.ErrNoUpgrade.
 func (s *Store) RegisteredUpgrade(ctx context.Context, typ string, from, to int) (runtime.Upgrade, error) {
 	op := fmt.Sprintf("read upgrade of %s from v%d to v%d", typ, from, to)
-	row, err := s.q.GetMigration(ctx, dbsqlc.GetMigrationParams{WorkflowType: typ, FromVersion: int32(from), ToVersion: int32(to)})
+	row, err := s.db().Queries(nil).GetMigration(ctx, dbsqlc.GetMigrationParams{WorkflowType: typ, FromVersion: int32(from), ToVersion: int32(to)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		hint := fmt.Sprintf("register v%d with an engine: a .fsm whose version %d declares \"upgrade from %d { ... }\" carries it", to, to, from)
-		if _, derr := s.definition(ctx, typ, to); derr != nil {
+		if _, derr := s.db().Definition(ctx, typ, to); derr != nil {
 			hint = fmt.Sprintf("v%d is not registered either; deploy it first", to)
 		}
-		return runtime.Upgrade{}, runErr(op, "", fmt.Errorf("%w: %s; without one, the runs of v%d drain on v%d", runtime.ErrNoUpgrade, hint, from, from))
+		return runtime.Upgrade{}, pgstore.RunErr(op, "", fmt.Errorf("%w: %s; without one, the runs of v%d drain on v%d", runtime.ErrNoUpgrade, hint, from, from))
 	}
 	if err != nil {
-		return runtime.Upgrade{}, runErr(op, "", Translate(err))
+		return runtime.Upgrade{}, pgstore.RunErr(op, "", pgstore.Translate(err))
 	}
 	var m runtime.Upgrade
 	if err := json.Unmarshal(row.Migration, &m); err != nil {
-		return runtime.Upgrade{}, runErr(op, "", fmt.Errorf("%w: the registered upgrade does not decode: %w", runtime.ErrNoUpgrade, err))
+		return runtime.Upgrade{}, pgstore.RunErr(op, "", fmt.Errorf("%w: the registered upgrade does not decode: %w", runtime.ErrNoUpgrade, err))
 	}
 	return m, nil
 }
@@ -207,13 +208,13 @@ func (s *Store) PlanUpgrade(ctx context.Context, typ string, from, to int) (Upgr
 	for _, r := range m.Rules {
 		plan.Moves = append(plan.Moves, PlannedMove{Rule: r})
 	}
-	rows, err := s.q.PlanRuns(ctx, dbsqlc.PlanRunsParams{Now: s.now(), ToVersion: int32(to), WorkflowType: typ, FromVersion: int32(from)})
+	rows, err := s.db().Queries(nil).PlanRuns(ctx, dbsqlc.PlanRunsParams{Now: s.db().Now(), ToVersion: int32(to), WorkflowType: typ, FromVersion: int32(from)})
 	if err != nil {
-		return UpgradePlan{}, runErr(fmt.Sprintf("plan upgrade of %s from v%d to v%d", typ, from, to), "", Translate(err))
+		return UpgradePlan{}, pgstore.RunErr(fmt.Sprintf("plan upgrade of %s from v%d to v%d", typ, from, to), "", pgstore.Translate(err))
 	}
 	plan.Live = len(rows)
 	for _, r := range rows {
-		id := uuidString(r.ID)
+		id := pgstore.UUIDString(r.ID)
 		switch {
 		case m.Drain:
 			plan.Stuck = append(plan.Stuck, StuckRun{id, r.CurrentState, fmt.Sprintf("the upgrade drains: it finishes on v%d", from)})
@@ -285,15 +286,15 @@ func (s *Store) Upgrade(ctx context.Context, typ string, from, to int, opts Upgr
 		return rep, err
 	}
 	if m.Drain {
-		return rep, runErr(op, "", fmt.Errorf("%w: the upgrade from v%d drains: its runs finish on v%d", runtime.ErrNoUpgrade, from, from))
+		return rep, pgstore.RunErr(op, "", fmt.Errorf("%w: the upgrade from v%d drains: its runs finish on v%d", runtime.ErrNoUpgrade, from, from))
 	}
-	fromDef, err := s.definition(ctx, typ, from)
+	fromDef, err := s.db().Definition(ctx, typ, from)
 	if err != nil {
-		return rep, runErr(op, "", err)
+		return rep, pgstore.RunErr(op, "", err)
 	}
-	toDef, err := s.definition(ctx, typ, to)
+	toDef, err := s.db().Definition(ctx, typ, to)
 	if err != nil {
-		return rep, runErr(op, "", err)
+		return rep, pgstore.RunErr(op, "", err)
 	}
 	batch := opts.BatchSize
 	if batch <= 0 {
@@ -301,9 +302,9 @@ func (s *Store) Upgrade(ctx context.Context, typ string, from, to int, opts Upgr
 	}
 	after := pgtype.UUID{Valid: true} // the nil UUID sorts first
 	for {
-		ids, err := s.q.MigrationCandidates(ctx, dbsqlc.MigrationCandidatesParams{WorkflowType: typ, Version: int32(from), After: after, MaxRuns: int32(batch)})
+		ids, err := s.db().Queries(nil).MigrationCandidates(ctx, dbsqlc.MigrationCandidatesParams{WorkflowType: typ, Version: int32(from), After: after, MaxRuns: int32(batch)})
 		if err != nil {
-			return rep, runErr(op, "", Translate(err))
+			return rep, pgstore.RunErr(op, "", pgstore.Translate(err))
 		}
 		if len(ids) == 0 {
 			return rep, nil
@@ -311,7 +312,7 @@ func (s *Store) Upgrade(ctx context.Context, typ string, from, to int, opts Upgr
 		moved := rep.Moved
 		for _, id := range ids {
 			if err := s.upgradeRun(ctx, m, fromDef, toDef, id, &rep); err != nil {
-				return rep, runErr(op, uuidString(id), err)
+				return rep, pgstore.RunErr(op, pgstore.UUIDString(id), err)
 			}
 		}
 		after = ids[len(ids)-1]
@@ -328,15 +329,15 @@ func (s *Store) Upgrade(ctx context.Context, typ string, from, to int, opts Upgr
 
 // upgradeRun moves one run in a transaction of its own, counting what it
 // did in rep.
-func (s *Store) upgradeRun(ctx context.Context, m runtime.Upgrade, fromDef, toDef *definition, id pgtype.UUID, rep *UpgradeReport) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		run, err := q.LockRunForMigration(ctx, dbsqlc.LockRunForMigrationParams{Now: s.now(), ID: id})
+func (s *Store) upgradeRun(ctx context.Context, m runtime.Upgrade, fromDef, toDef *pgstore.Definition, id pgtype.UUID, rep *UpgradeReport) error {
+	return pgx.BeginFunc(ctx, s.db().Pool(), func(tx pgx.Tx) error {
+		q := s.db().Queries(nil).WithTx(tx)
+		run, err := q.LockRunForMigration(ctx, dbsqlc.LockRunForMigrationParams{Now: s.db().Now(), ID: id})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
-			return Translate(err)
+			return pgstore.Translate(err)
 		}
 		if int(run.DefinitionVersion) != m.From || run.Status != string(runtime.StatusRunning) {
 			return nil // moved or finished since it was listed
@@ -347,7 +348,7 @@ func (s *Store) upgradeRun(ctx context.Context, m runtime.Upgrade, fromDef, toDe
 		}
 		fired, err := q.FiredEvents(ctx, dbsqlc.FiredEventsParams{ID: id, AttemptNo: run.AttemptNo})
 		if err != nil {
-			return Translate(err)
+			return pgstore.Translate(err)
 		}
 		rule, ok := m.Decide(run.CurrentState, func(e string) bool {
 			for _, f := range fired {
@@ -366,10 +367,10 @@ func (s *Store) upgradeRun(ctx context.Context, m runtime.Upgrade, fromDef, toDe
 			return nil
 		}
 		p := dbsqlc.MigrateRunParams{
-			ToVersion: int32(m.To), ToState: rule.To, RestartTimers: rule.Timers == runtime.TimersRestart, Now: s.now(),
+			ToVersion: int32(m.To), ToState: rule.To, RestartTimers: rule.Timers == runtime.TimersRestart, Now: s.db().Now(),
 			ID: id, WorkflowType: m.Type, FromVersion: int32(m.From), FromState: run.CurrentState, RowVersion: run.RowVersion,
 		}
-		src, dst := fromDef.states[run.CurrentState], toDef.states[rule.To]
+		src, dst := fromDef.States[run.CurrentState], toDef.States[rule.To]
 		switch {
 		case !dst.Wait && !src.Wait && src.Name == dst.Name:
 			p.Schedule, p.KeepAttempts = "keep", true
@@ -397,7 +398,7 @@ func (s *Store) upgradeRun(ctx context.Context, m runtime.Upgrade, fromDef, toDe
 			return nil // it moved under the lock: cannot happen, and harmless
 		}
 		if err != nil {
-			return Translate(err)
+			return pgstore.Translate(err)
 		}
 		rep.Moved++
 		return nil
@@ -423,24 +424,24 @@ type VersionStatus struct {
 // their runs.
 func (s *Store) Versions(ctx context.Context, typ string) ([]VersionStatus, error) {
 	op := "versions of " + typ
-	rows, err := s.q.VersionsOf(ctx, dbsqlc.VersionsOfParams{Now: s.now(), WorkflowType: typ})
+	rows, err := s.db().Queries(nil).VersionsOf(ctx, dbsqlc.VersionsOfParams{Now: s.db().Now(), WorkflowType: typ})
 	if err != nil {
-		return nil, runErr(op, "", Translate(err))
+		return nil, pgstore.RunErr(op, "", pgstore.Translate(err))
 	}
 	if len(rows) == 0 {
-		return nil, runErr(op, "", fmt.Errorf("%w: no version of %s is registered", runtime.ErrUnknownDefinition, typ))
+		return nil, pgstore.RunErr(op, "", fmt.Errorf("%w: no version of %s is registered", runtime.ErrUnknownDefinition, typ))
 	}
-	migs, err := s.q.MigrationsOf(ctx, typ)
+	migs, err := s.db().Queries(nil).MigrationsOf(ctx, typ)
 	if err != nil {
-		return nil, runErr(op, "", Translate(err))
+		return nil, pgstore.RunErr(op, "", pgstore.Translate(err))
 	}
 	out := make([]VersionStatus, 0, len(rows))
 	for _, r := range rows {
 		vs := VersionStatus{Version: int(r.Version), Live: r.Live, Parked: r.Parked, Leased: r.Leased, Finished: r.Finished, States: map[string]int64{}}
 		if r.Live > 0 {
-			states, err := s.q.LiveStates(ctx, dbsqlc.LiveStatesParams{WorkflowType: typ, Version: r.Version})
+			states, err := s.db().Queries(nil).LiveStates(ctx, dbsqlc.LiveStatesParams{WorkflowType: typ, Version: r.Version})
 			if err != nil {
-				return nil, runErr(op, "", Translate(err))
+				return nil, pgstore.RunErr(op, "", pgstore.Translate(err))
 			}
 			for _, st := range states {
 				vs.States[st.CurrentState] = st.Runs
@@ -462,9 +463,9 @@ func (s *Store) Versions(ctx context.Context, typ string) ([]VersionStatus, erro
 
 // LiveRuns counts the runs of (typ, version) that are not finished.
 func (s *Store) LiveRuns(ctx context.Context, typ string, version int) (int64, error) {
-	states, err := s.q.LiveStates(ctx, dbsqlc.LiveStatesParams{WorkflowType: typ, Version: int32(version)})
+	states, err := s.db().Queries(nil).LiveStates(ctx, dbsqlc.LiveStatesParams{WorkflowType: typ, Version: int32(version)})
 	if err != nil {
-		return 0, runErr(fmt.Sprintf("count live runs of %s v%d", typ, version), "", Translate(err))
+		return 0, pgstore.RunErr(fmt.Sprintf("count live runs of %s v%d", typ, version), "", pgstore.Translate(err))
 	}
 	var n int64
 	for _, st := range states {

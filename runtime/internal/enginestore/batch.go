@@ -9,7 +9,7 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/internal/batch"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
-	"github.com/fsmgen/fsmgen/runtime/store"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
 
 // BatchItem is one transition of AdvanceBatch.
@@ -64,7 +64,7 @@ func (s *Store) AdvanceBatch(ctx context.Context, items []BatchItem) []BatchResu
 			alone = append(alone, n)
 			continue
 		}
-		id, err := parseRunID(s, "advance", it.RunID)
+		id, err := pgstore.ParseRunID("advance", it.RunID)
 		if err != nil {
 			out[n].Err = err
 			continue
@@ -74,9 +74,9 @@ func (s *Store) AdvanceBatch(ctx context.Context, items []BatchItem) []BatchResu
 			continue
 		}
 		p := it.Params
-		a, _, err := s.in.TransitionParams(ctx, id, p.RowVersion, p.Transition, p.Result)
+		a, _, err := s.db.TransitionParams(ctx, id, p.RowVersion, p.Transition, p.Result)
 		if err != nil {
-			out[n].Err = runErr("advance", it.RunID, err)
+			out[n].Err = pgstore.RunErr("advance", it.RunID, err)
 			continue
 		}
 		a.Fenced, a.Owner, a.Epoch, a.ReleaseLease = true, p.Lease.Owner, p.Lease.Epoch, !p.KeepLease
@@ -85,7 +85,7 @@ func (s *Store) AdvanceBatch(ctx context.Context, items []BatchItem) []BatchResu
 		batch.Append(&arg, a)
 	}
 	if len(shared) > 0 {
-		arg.Now = s.now()
+		arg.Now = s.db.Now()
 		rows, err := s.q.AdvanceRuns(ctx, arg)
 		switch {
 		case err == nil:
@@ -103,11 +103,11 @@ func (s *Store) AdvanceBatch(ctx context.Context, items []BatchItem) []BatchResu
 					continue
 				}
 				p := items[n].Params
-				out[n].Err = runErr("advance", items[n].RunID, s.whyNot(ctx, ids[n], p.Lease, p.Transition, p.RowVersion))
+				out[n].Err = pgstore.RunErr("advance", items[n].RunID, s.whyNot(ctx, ids[n], p.Lease, p.Transition, p.RowVersion))
 			}
 		case pgerr.Unavailable(err) || ctx.Err() != nil:
 			for _, n := range shared {
-				out[n].Err = runErr("advance", items[n].RunID, store.Translate(err))
+				out[n].Err = pgstore.RunErr("advance", items[n].RunID, pgstore.Translate(err))
 			}
 		default:
 			// One row was refused, and the statement with it: write each

@@ -1,9 +1,9 @@
 // Package enginestore holds the store operations that only the engine may
 // call: claims and leases, the fenced transition (Advance) with its
 // effects, retries, parking, and the reads the engine drives runs with. It
-// works on a *store.Store's pool, queries and definitions; users of the
-// runtime reach runs through package store and drive them through package
-// engine.
+// works on the persistence layer of a *store.Store (package pgstore), which
+// package store declares its Store as; users of the runtime reach runs
+// through package store and drive them through package engine.
 package enginestore
 
 import (
@@ -19,49 +19,25 @@ import (
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
 	"github.com/fsmgen/fsmgen/runtime/internal/diag"
-	"github.com/fsmgen/fsmgen/runtime/internal/storehook"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // Store is the engine's access to a *store.Store.
 type Store struct {
 	st *store.Store
-	in storehook.Internals[runtime.Run, runtime.Result]
+	db *pgstore.DB
 	q  *dbsqlc.Queries
 }
 
 // New returns the engine's operations on st.
 func New(st *store.Store) *Store {
-	in := storehook.Of(st).(storehook.Internals[runtime.Run, runtime.Result])
-	return &Store{st: st, in: in, q: in.Queries}
+	db := (*pgstore.DB)(st)
+	return &Store{st: st, db: db, q: db.Queries(nil)}
 }
 
 // Store returns the store the operations work on.
 func (s *Store) Store() *store.Store { return s.st }
-
-func (s *Store) now() pgtype.Timestamptz { return s.in.Now() }
-
-func parseRunID(s *Store, op, id string) (pgtype.UUID, error) { return s.in.ParseRunID(op, id) }
-
-func runErr(op, id string, err error) error {
-	return &runtime.RunError{Component: "store", Op: op, RunID: id, Err: err}
-}
-
-// parseUUID parses a UUID; what names the parameter in the error.
-func parseUUID(what, s string) (pgtype.UUID, error) {
-	var u pgtype.UUID
-	if err := u.Scan(s); err != nil {
-		return u, fmt.Errorf("%s %s is not a UUID", what, diag.Quote(s))
-	}
-	return u, nil
-}
-
-func uuidString(u pgtype.UUID) string {
-	if !u.Valid {
-		return ""
-	}
-	return u.String()
-}
 
 // Lease is a worker's claim on a run: who holds it, the epoch the claim
 // produced, and until when, by the database's clock. Every write made under
@@ -134,16 +110,16 @@ type Claim struct {
 // events of each run's current attempt come with it (see Claim.Events).
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	if p.Owner == "" || p.TTL <= 0 {
-		return nil, runErr("claim", p.RunID, fmt.Errorf("%w: a claim needs an owner and a positive lease", runtime.ErrInvalidInput))
+		return nil, pgstore.RunErr("claim", p.RunID, fmt.Errorf("%w: a claim needs an owner and a positive lease", runtime.ErrInvalidInput))
 	}
 	// "version/type": the version first, so that a type may hold a slash.
 	kinds := make([]string, len(p.Kinds))
 	for i, k := range p.Kinds {
 		kinds[i] = fmt.Sprintf("%d/%s", k.Version, k.Type)
 	}
-	arg := dbsqlc.ClaimRunsParams{Now: s.now(), Kinds: kinds, MaxRuns: int32(max(p.Limit, 1)), Owner: p.Owner, TtlUs: p.TTL.Microseconds()}
+	arg := dbsqlc.ClaimRunsParams{Now: s.db.Now(), Kinds: kinds, MaxRuns: int32(max(p.Limit, 1)), Owner: p.Owner, TtlUs: p.TTL.Microseconds()}
 	if p.RunID != "" {
-		id, err := parseRunID(s, "claim", p.RunID)
+		id, err := pgstore.ParseRunID("claim", p.RunID)
 		if err != nil {
 			return nil, err
 		}
@@ -151,13 +127,13 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	}
 	rows, err := s.q.ClaimRuns(ctx, arg)
 	if err != nil {
-		return nil, runErr("claim", p.RunID, store.Translate(err))
+		return nil, pgstore.RunErr("claim", p.RunID, pgstore.Translate(err))
 	}
 	out := make([]Claim, 0, len(rows))
 	for _, r := range rows {
-		run, err := s.in.RunFromRow(claimedRun(r))
+		run, err := pgstore.RunFromRow(claimedRun(r))
 		if err != nil {
-			return out, runErr("claim", run.ID, err)
+			return out, pgstore.RunErr("claim", run.ID, err)
 		}
 		c := Claim{
 			Run:   run,
@@ -189,16 +165,16 @@ func claimedRun(r dbsqlc.ClaimRunsRow) dbsqlc.WorkflowRun {
 // ExtendLease extends a live lease to ttl from now. It fails with
 // runtime.ErrLeaseLost when the lease expired or another claim took the run over.
 func (s *Store) ExtendLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
-	id, err := parseRunID(s, "extend lease", l.RunID)
+	id, err := pgstore.ParseRunID("extend lease", l.RunID)
 	if err != nil {
 		return l, err
 	}
-	at, err := s.q.ExtendLease(ctx, dbsqlc.ExtendLeaseParams{Now: s.now(), TtlUs: ttl.Microseconds(), ID: id, Owner: l.Owner, Epoch: l.Epoch})
+	at, err := s.q.ExtendLease(ctx, dbsqlc.ExtendLeaseParams{Now: s.db.Now(), TtlUs: ttl.Microseconds(), ID: id, Owner: l.Owner, Epoch: l.Epoch})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return l, runErr("extend lease", l.RunID, fmt.Errorf("%w: epoch %d of %s", runtime.ErrLeaseLost, l.Epoch, l.Owner))
+		return l, pgstore.RunErr("extend lease", l.RunID, fmt.Errorf("%w: epoch %d of %s", runtime.ErrLeaseLost, l.Epoch, l.Owner))
 	}
 	if err != nil {
-		return l, runErr("extend lease", l.RunID, store.Translate(err))
+		return l, pgstore.RunErr("extend lease", l.RunID, pgstore.Translate(err))
 	}
 	l.ExpiresAt = at.Time
 	return l, nil
@@ -249,17 +225,17 @@ func (s *Store) InterruptLease(ctx context.Context, l Lease) error {
 }
 
 func (s *Store) releaseLease(ctx context.Context, op string, l Lease, due Due, interrupted bool) error {
-	id, err := parseRunID(s, op, l.RunID)
+	id, err := pgstore.ParseRunID(op, l.RunID)
 	if err != nil {
 		return err
 	}
-	n, err := s.q.ReleaseLease(ctx, dbsqlc.ReleaseLeaseParams{Interrupted: interrupted, KeepSchedule: due.keep, Now: s.now(),
+	n, err := s.q.ReleaseLease(ctx, dbsqlc.ReleaseLeaseParams{Interrupted: interrupted, KeepSchedule: due.keep, Now: s.db.Now(),
 		NextDelayUs: due.delayParam(), ID: id, Owner: l.Owner, Epoch: l.Epoch})
 	if err != nil {
-		return runErr(op, l.RunID, store.Translate(err))
+		return pgstore.RunErr(op, l.RunID, pgstore.Translate(err))
 	}
 	if n == 0 {
-		return runErr(op, l.RunID, fmt.Errorf("%w: epoch %d of %s", runtime.ErrLeaseLost, l.Epoch, l.Owner))
+		return pgstore.RunErr(op, l.RunID, fmt.Errorf("%w: epoch %d of %s", runtime.ErrLeaseLost, l.Epoch, l.Owner))
 	}
 	return nil
 }
@@ -373,13 +349,13 @@ type Advanced struct {
 // transition is refused, none of them is.
 func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Advanced, error) {
 	const op = "advance"
-	id, err := parseRunID(s, op, runID)
+	id, err := pgstore.ParseRunID(op, runID)
 	if err != nil {
 		return Advanced{}, err
 	}
-	fail := func(err error) (Advanced, error) { return Advanced{}, runErr(op, runID, err) }
+	fail := func(err error) (Advanced, error) { return Advanced{}, pgstore.RunErr(op, runID, err) }
 	t := p.Transition
-	arg, _, err := s.in.TransitionParams(ctx, id, p.RowVersion, t, p.Result)
+	arg, _, err := s.db.TransitionParams(ctx, id, p.RowVersion, t, p.Result)
 	if err != nil {
 		return fail(err)
 	}
@@ -399,37 +375,37 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			return out, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return fail(store.Translate(err))
+			return fail(pgstore.Translate(err))
 		}
 		return fail(s.whyNot(ctx, id, p.Lease, t, p.RowVersion))
 	}
 
 	moved := false
-	err = pgx.BeginFunc(ctx, s.in.Pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.db.Pool(), func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		for _, st := range p.Effects.Steps {
 			if st.Name == "" {
 				return fmt.Errorf("%w: empty step name", runtime.ErrInvalidInput)
 			}
-			if err := s.in.CheckText("step name", st.Name); err != nil {
+			if err := s.db.CheckText("step name", st.Name); err != nil {
 				return err
 			}
-			raw, err := s.in.EncodeJSON("payload of step "+diag.Short(st.Name), st.Payload)
+			raw, err := s.db.EncodeJSON("payload of step "+diag.Short(st.Name), st.Payload)
 			if err != nil {
 				return err
 			}
-			if _, err := q.InsertStep(ctx, dbsqlc.InsertStepParams{StepName: st.Name, Payload: raw, Now: s.now(), ID: id}); err != nil {
+			if _, err := q.InsertStep(ctx, dbsqlc.InsertStepParams{StepName: st.Name, Payload: raw, Now: s.db.Now(), ID: id}); err != nil {
 				return err
 			}
 		}
 		// A child's delivery is recorded before the transition on its
 		// event: the database admits that transition only after it.
 		for _, child := range p.Effects.Delivered {
-			cid, err := parseUUID("child run id", child)
+			cid, err := pgstore.ParseUUID("child run id", child)
 			if err != nil {
 				return fmt.Errorf("%w: %w", runtime.ErrInvalidID, err)
 			}
-			n, err := q.MarkChildDelivered(ctx, dbsqlc.MarkChildDeliveredParams{Now: s.now(), ID: cid})
+			n, err := q.MarkChildDelivered(ctx, dbsqlc.MarkChildDeliveredParams{Now: s.db.Now(), ID: cid})
 			if err != nil {
 				return err
 			}
@@ -452,14 +428,14 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			if m.Topic == "" {
 				return fmt.Errorf("%w: empty topic", runtime.ErrInvalidInput)
 			}
-			if err := s.in.CheckText("topic", m.Topic); err != nil {
+			if err := s.db.CheckText("topic", m.Topic); err != nil {
 				return err
 			}
-			raw, err := s.in.EncodeJSON("payload of message "+diag.Short(m.Topic), m.Payload)
+			raw, err := s.db.EncodeJSON("payload of message "+diag.Short(m.Topic), m.Payload)
 			if err != nil {
 				return err
 			}
-			if _, err := q.InsertOutbox(ctx, dbsqlc.InsertOutboxParams{Topic: m.Topic, Payload: raw, Now: s.now(), ID: id}); err != nil {
+			if _, err := q.InsertOutbox(ctx, dbsqlc.InsertOutboxParams{Topic: m.Topic, Payload: raw, Now: s.db.Now(), ID: id}); err != nil {
 				return err
 			}
 		}
@@ -468,15 +444,15 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 				return fmt.Errorf("%w: a started run needs a type and an idempotency key", runtime.ErrInvalidInput)
 			}
 			for _, f := range [...]struct{ what, v string }{{"type", st.Type}, {"idempotency key", st.IdempotencyKey}, {"parent event", st.ParentEvent}} {
-				if err := s.in.CheckText(f.what, f.v); err != nil {
+				if err := s.db.CheckText(f.what, f.v); err != nil {
 					return err
 				}
 			}
-			input, err := s.in.EncodeJSON("input of "+diag.Short(st.Type), st.Input)
+			input, err := s.db.EncodeJSON("input of "+diag.Short(st.Type), st.Input)
 			if err != nil {
 				return err
 			}
-			policy, err := s.in.EncodeJSON("policy snapshot of "+diag.Short(st.Type), st.Policy)
+			policy, err := s.db.EncodeJSON("policy snapshot of "+diag.Short(st.Type), st.Policy)
 			if err != nil {
 				return err
 			}
@@ -490,13 +466,13 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			if version == 0 {
 				return unknown
 			}
-			delay, err := s.in.InitialDelay(ctx, st.Type, int(version))
+			delay, err := s.db.InitialDelay(ctx, st.Type, int(version))
 			if err != nil {
 				return err
 			}
 			r, err := q.EnqueueRun(ctx, dbsqlc.EnqueueRunParams{
 				WorkflowType: st.Type, DefinitionVersion: version, IdempotencyKey: st.IdempotencyKey, ParentID: id, PolicySnapshot: policy,
-				Now: s.now(), Input: input, NextDelayUs: delay, ParentEvent: pgtype.Text{String: st.ParentEvent, Valid: st.ParentEvent != ""},
+				Now: s.db.Now(), Input: input, NextDelayUs: delay, ParentEvent: pgtype.Text{String: st.ParentEvent, Valid: st.ParentEvent != ""},
 			})
 			if err != nil {
 				return err
@@ -504,7 +480,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			if !r.KnownType {
 				return unknown
 			}
-			out.Started = append(out.Started, uuidString(r.RunID))
+			out.Started = append(out.Started, pgstore.UUIDString(r.RunID))
 		}
 		for _, f := range p.Effects.Tx {
 			if err := f(ctx, tx, Moved{RunID: runID, RowVersion: out.RowVersion, At: out.At}); err != nil {
@@ -517,7 +493,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 		return fail(s.whyNot(ctx, id, p.Lease, t, p.RowVersion))
 	}
 	if err != nil {
-		return fail(store.Translate(err))
+		return fail(pgstore.Translate(err))
 	}
 	return out, nil
 }
@@ -526,7 +502,7 @@ var errNotMoved = errors.New("nothing moved")
 
 // advanced fills out from the row AdvanceRun returned.
 func (s *Store) advanced(out *Advanced, row dbsqlc.AdvanceRunRow) error {
-	run, err := s.in.RunFromRow(dbsqlc.WorkflowRun(row))
+	run, err := pgstore.RunFromRow(dbsqlc.WorkflowRun(row))
 	if err != nil {
 		return err
 	}
@@ -538,12 +514,12 @@ func (s *Store) advanced(out *Advanced, row dbsqlc.AdvanceRunRow) error {
 // whyNot tells why a fenced write moved nothing: runtime.ErrLeaseLost when the
 // lease is no longer held, runtime.ErrConflict when the run moved, runtime.ErrRunNotFound.
 func (s *Store) whyNot(ctx context.Context, id pgtype.UUID, l *Lease, t runtime.Transition, rowVersion int64) error {
-	st, err := s.q.LeaseState(ctx, dbsqlc.LeaseStateParams{Now: s.now(), ID: id})
+	st, err := s.q.LeaseState(ctx, dbsqlc.LeaseStateParams{Now: s.db.Now(), ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return runtime.ErrRunNotFound
 	}
 	if err != nil {
-		return store.Translate(err)
+		return pgstore.Translate(err)
 	}
 	if l != nil && (st.LeaseOwner.String != l.Owner || st.LeaseEpoch != l.Epoch || !st.LeaseLive) {
 		return fmt.Errorf("%w: epoch %d of %s; the run is leased by %q at epoch %d (live: %t)",
@@ -561,19 +537,19 @@ func (s *Store) whyNot(ctx context.Context, id pgtype.UUID, l *Lease, t runtime.
 // step_attempt grows by one and the error is kept on the run and logged
 // (an attempt_failed step with the delay and the time it is due).
 func (s *Store) ScheduleRetry(ctx context.Context, l Lease, rowVersion int64, stepAttempt int, delay time.Duration, code, detail string) (time.Time, error) {
-	id, err := parseRunID(s, "schedule retry", l.RunID)
+	id, err := pgstore.ParseRunID("schedule retry", l.RunID)
 	if err != nil {
 		return time.Time{}, err
 	}
 	at, err := s.q.ScheduleRetry(ctx, dbsqlc.ScheduleRetryParams{
-		Now: s.now(), DelayUs: max(delay, 0).Microseconds(), ErrorCode: pgtype.Text{String: diag.Sanitize(code), Valid: code != ""},
+		Now: s.db.Now(), DelayUs: max(delay, 0).Microseconds(), ErrorCode: pgtype.Text{String: diag.Sanitize(code), Valid: code != ""},
 		ErrorDetail: diag.Sanitize(detail), ID: id, RowVersion: rowVersion, StepAttempt: int32(stepAttempt), Owner: l.Owner, Epoch: l.Epoch,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, runErr("schedule retry", l.RunID, s.whyNot(ctx, id, &l, runtime.Transition{}, rowVersion))
+		return time.Time{}, pgstore.RunErr("schedule retry", l.RunID, s.whyNot(ctx, id, &l, runtime.Transition{}, rowVersion))
 	}
 	if err != nil {
-		return time.Time{}, runErr("schedule retry", l.RunID, store.Translate(err))
+		return time.Time{}, pgstore.RunErr("schedule retry", l.RunID, pgstore.Translate(err))
 	}
 	return at.Time, nil
 }
@@ -582,17 +558,17 @@ func (s *Store) ScheduleRetry(ctx context.Context, l Lease, rowVersion int64, st
 // error, unscheduled and unleased, until Resume or a cancellation; the
 // parking is logged.
 func (s *Store) Park(ctx context.Context, l Lease, rowVersion int64, code, detail string) error {
-	id, err := parseRunID(s, "park", l.RunID)
+	id, err := pgstore.ParseRunID("park", l.RunID)
 	if err != nil {
 		return err
 	}
-	_, err = s.q.ParkRun(ctx, dbsqlc.ParkRunParams{Now: s.now(), ErrorCode: pgtype.Text{String: diag.Sanitize(code), Valid: code != ""},
+	_, err = s.q.ParkRun(ctx, dbsqlc.ParkRunParams{Now: s.db.Now(), ErrorCode: pgtype.Text{String: diag.Sanitize(code), Valid: code != ""},
 		ErrorDetail: diag.Sanitize(detail), ID: id, RowVersion: rowVersion, Owner: l.Owner, Epoch: l.Epoch})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return runErr("park", l.RunID, s.whyNot(ctx, id, &l, runtime.Transition{}, rowVersion))
+		return pgstore.RunErr("park", l.RunID, s.whyNot(ctx, id, &l, runtime.Transition{}, rowVersion))
 	}
 	if err != nil {
-		return runErr("park", l.RunID, store.Translate(err))
+		return pgstore.RunErr("park", l.RunID, pgstore.Translate(err))
 	}
 	return nil
 }
@@ -611,21 +587,21 @@ type Child struct {
 // FinishedChildren returns the children of a run that reached a terminal
 // state and whose event was not fired on the run yet, first finished first.
 func (s *Store) FinishedChildren(ctx context.Context, runID string) ([]Child, error) {
-	id, err := parseRunID(s, "finished children", runID)
+	id, err := pgstore.ParseRunID("finished children", runID)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := s.q.FinishedChildren(ctx, id)
 	if err != nil {
-		return nil, runErr("finished children", runID, store.Translate(err))
+		return nil, pgstore.RunErr("finished children", runID, pgstore.Translate(err))
 	}
 	out := make([]Child, 0, len(rows))
 	for _, r := range rows {
-		c := Child{ID: uuidString(r.ID), Type: r.WorkflowType, State: r.CurrentState, Status: runtime.Status(r.Status), Event: r.ParentEvent.String}
+		c := Child{ID: pgstore.UUIDString(r.ID), Type: r.WorkflowType, State: r.CurrentState, Status: runtime.Status(r.Status), Event: r.ParentEvent.String}
 		if len(r.Result) > 0 {
 			var res runtime.Result
 			if err := json.Unmarshal(r.Result, &res); err != nil {
-				return nil, runErr("finished children", runID, fmt.Errorf("%w: result of child %s does not decode: %w", runtime.ErrPayload, c.ID, err))
+				return nil, pgstore.RunErr("finished children", runID, fmt.Errorf("%w: result of child %s does not decode: %w", runtime.ErrPayload, c.ID, err))
 			}
 			c.Result = &res
 		}
@@ -669,7 +645,7 @@ type KindState struct {
 // runtime.ErrRunNotFound, as store.Store.Get does.
 func (s *Store) ReadForEvent(ctx context.Context, runID, childEvent string, guarded []KindState) (ForEvent, error) {
 	const op = "get"
-	id, err := parseRunID(s, op, runID)
+	id, err := pgstore.ParseRunID(op, runID)
 	if err != nil {
 		return ForEvent{}, err
 	}
@@ -680,11 +656,11 @@ func (s *Store) ReadForEvent(ctx context.Context, runID, childEvent string, guar
 	}
 	row, err := s.q.ReadRunForEvent(ctx, arg)
 	if err != nil {
-		return ForEvent{}, runErr(op, runID, store.Translate(err))
+		return ForEvent{}, pgstore.RunErr(op, runID, pgstore.Translate(err))
 	}
-	run, err := s.in.RunFromRow(row.WorkflowRun)
+	run, err := pgstore.RunFromRow(row.WorkflowRun)
 	if err != nil {
-		return ForEvent{Run: run}, runErr(op, runID, err)
+		return ForEvent{Run: run}, pgstore.RunErr(op, runID, err)
 	}
 	out := ForEvent{Run: run, ChildEvent: row.ChildEventNamed, EventsRead: row.EventsRead}
 	if out.EventsRead {
@@ -698,7 +674,7 @@ func (s *Store) ReadForEvent(ctx context.Context, runID, childEvent string, guar
 func (s *Store) loggedEvents(names []string, payloads [][]byte) []LoggedEvent {
 	out := make([]LoggedEvent, min(len(names), len(payloads)))
 	for i := range out {
-		out[i] = LoggedEvent{Name: names[i], Payload: s.in.RawJSON(payloads[i])}
+		out[i] = LoggedEvent{Name: names[i], Payload: pgstore.RawJSON(payloads[i])}
 	}
 	return out
 }
@@ -706,17 +682,17 @@ func (s *Store) loggedEvents(names []string, payloads [][]byte) []LoggedEvent {
 // AttemptEvents returns the events recorded in the given attempt of a run,
 // oldest first.
 func (s *Store) AttemptEvents(ctx context.Context, runID string, attempt int) ([]LoggedEvent, error) {
-	id, err := parseRunID(s, "attempt events", runID)
+	id, err := pgstore.ParseRunID("attempt events", runID)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := s.q.AttemptEvents(ctx, dbsqlc.AttemptEventsParams{ID: id, AttemptNo: int32(attempt)})
 	if err != nil {
-		return nil, runErr("attempt events", runID, store.Translate(err))
+		return nil, pgstore.RunErr("attempt events", runID, pgstore.Translate(err))
 	}
 	out := make([]LoggedEvent, len(rows))
 	for i, r := range rows {
-		out[i] = LoggedEvent{Name: r.Event.String, Payload: s.in.RawJSON(r.Payload)}
+		out[i] = LoggedEvent{Name: r.Event.String, Payload: pgstore.RawJSON(r.Payload)}
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package store
+package pgstore
 
 import (
 	"encoding/json"
@@ -8,12 +8,13 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/diag"
 )
 
-// runFromRow converts a row of workflow_runs.
-func runFromRow(r dbsqlc.WorkflowRun) (runtime.Run, error) {
+// RunFromRow converts a row of workflow_runs.
+func RunFromRow(r dbsqlc.WorkflowRun) (runtime.Run, error) {
 	run := runtime.Run{
-		ID:             uuidString(r.ID),
+		ID:             UUIDString(r.ID),
 		Type:           r.WorkflowType,
 		Version:        int(r.DefinitionVersion),
 		IdempotencyKey: r.IdempotencyKey,
@@ -23,11 +24,11 @@ func runFromRow(r dbsqlc.WorkflowRun) (runtime.Run, error) {
 		StepAttempt:    int(r.StepAttempt),
 		Owner: runtime.Owner{
 			TenantID:      r.TenantID,
-			UserID:        uuidString(r.UserID),
-			CorrelationID: uuidString(r.CorrelationID),
+			UserID:        UUIDString(r.UserID),
+			CorrelationID: UUIDString(r.CorrelationID),
 		},
-		Input:         rawJSON(r.Input),
-		Policy:        rawJSON(r.PolicySnapshot),
+		Input:         RawJSON(r.Input),
+		Policy:        RawJSON(r.PolicySnapshot),
 		CreatedAt:     r.CreatedAt.Time,
 		UpdatedAt:     r.UpdatedAt.Time,
 		StartedAt:     r.AttemptStartedAt.Time,
@@ -36,7 +37,7 @@ func runFromRow(r dbsqlc.WorkflowRun) (runtime.Run, error) {
 		ParkedAt:      r.ParkedAt.Time,
 		LastErrorCode: r.LastErrorCode.String,
 		LastError:     r.LastError.String,
-		ParentID:      uuidString(r.ParentRunID),
+		ParentID:      UUIDString(r.ParentRunID),
 		ParentEvent:   r.ParentEvent.String,
 		RowVersion:    r.RowVersion,
 		Lease: runtime.Lease{
@@ -58,40 +59,43 @@ func runFromRow(r dbsqlc.WorkflowRun) (runtime.Run, error) {
 	return run, nil
 }
 
-func rawJSON(b []byte) json.RawMessage {
+// RawJSON maps an empty or null JSONB value to nil.
+func RawJSON(b []byte) json.RawMessage {
 	if len(b) == 0 || string(b) == "null" {
 		return nil
 	}
 	return json.RawMessage(b)
 }
 
-func uuidString(u pgtype.UUID) string {
+// UUIDString is u in its canonical text form, "" when NULL.
+func UUIDString(u pgtype.UUID) string {
 	if !u.Valid {
 		return ""
 	}
 	return u.String()
 }
 
-// parseUUID parses a UUID; what names the parameter in the error.
-func parseUUID(what, s string) (pgtype.UUID, error) {
+// ParseUUID parses a UUID; what names the parameter in the error.
+func ParseUUID(what, s string) (pgtype.UUID, error) {
 	var u pgtype.UUID
 	if err := u.Scan(s); err != nil {
-		return u, fmt.Errorf("%s %s is not a UUID", what, quote(s))
+		return u, fmt.Errorf("%s %s is not a UUID", what, diag.Quote(s))
 	}
 	return u, nil
 }
 
-func parseRunID(op, id string) (pgtype.UUID, error) {
-	u, err := parseUUID("run id", id)
+// ParseRunID parses a run id, failing with the store's error for op.
+func ParseRunID(op, id string) (pgtype.UUID, error) {
+	u, err := ParseUUID("run id", id)
 	if err != nil {
-		return u, runErr(op, short(id), fmt.Errorf("%w: %w", runtime.ErrInvalidID, err))
+		return u, RunErr(op, diag.Short(id), fmt.Errorf("%w: %w", runtime.ErrInvalidID, err))
 	}
 	return u, nil
 }
 
-// marshalJSON encodes v for a JSONB column: nil stays NULL, a
+// MarshalJSON encodes v for a JSONB column: nil stays NULL, a
 // json.RawMessage must already be valid JSON.
-func marshalJSON(what string, v any) ([]byte, error) {
+func MarshalJSON(what string, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return nil, nil
