@@ -5,9 +5,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/fsmgen/fsmgen/machines/shop/order"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
+	"github.com/fsmgen/fsmgen/runtime/linearchain/instance"
 )
 
 // TestErrorMessages: errors name one component, the operation and the run.
@@ -77,7 +77,7 @@ func TestSentinelsShared(t *testing.T) {
 		}
 	}
 	_, _, loadErr := v.st.Load(ctx, run.ID, unknown)
-	_, parseErr := order.ParseState("NOPE")
+	_, parseErr := instance.ParseState("NOPE")
 	for _, tc := range []struct {
 		name     string
 		err      error
