@@ -2,6 +2,7 @@ package gen
 
 import (
 	"bytes"
+	"fmt"
 	"go/format"
 	"go/parser"
 	"go/token"
@@ -29,6 +30,13 @@ func FuzzGenerate(f *testing.F) {
 		}
 	}
 	f.Add([]byte("machine M { initial A\nfinal B succeeded\nevent E\nA -> B on E }"))
+	// States whose names grow a letter at a time, so that each kind of
+	// view method crosses go/printer's limit for a function on one line,
+	// and mutations of them land on either side of it.
+	for n := 1; n <= 90; n++ {
+		state := "W" + strings.Repeat("a", n-1)
+		f.Add(fmt.Appendf(nil, "machine M {\n    initial %s\n    final DONE succeeded\n    event ReachLimit\n    %s -> DONE on ReachLimit\n}\n", state, state))
+	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		spec, diags := dsl.Load("fuzz.fsm", src)
 		for _, d := range diags {

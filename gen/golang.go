@@ -761,18 +761,22 @@ func (g *goGen) viewTypes() []byte {
 	var b bytes.Buffer
 	var group [][2]string // the header and body of one-line methods
 	// flush writes the methods of group, their bodies aligned in a column
-	// as go/printer's tabwriter aligns them. A method whose header and
-	// body are longer than gofmt puts on one line (100 columns) is written
-	// on three and ends the column.
+	// as go/printer's tabwriter aligns them. A method that gofmt does not
+	// keep on one line (oneLineFits) is written on three and ends the
+	// column.
 	flush := func() {
 		for i := 0; i < len(group); {
-			if len(group[i][0])+len(group[i][1]) > 100 {
-				fmt.Fprintf(&b, "%s {\n\t%s\n}\n", group[i][0], group[i][1])
+			if !oneLineFits(group[i][0], group[i][1]) {
+				if group[i][1] == "" {
+					fmt.Fprintf(&b, "%s {\n}\n", group[i][0])
+				} else {
+					fmt.Fprintf(&b, "%s {\n\t%s\n}\n", group[i][0], group[i][1])
+				}
 				i++
 				continue
 			}
 			j, width := i, 0
-			for j < len(group) && len(group[j][0])+len(group[j][1]) <= 100 {
+			for j < len(group) && oneLineFits(group[j][0], group[j][1]) {
 				width = max(width, len(group[j][0]))
 				j++
 			}
@@ -814,6 +818,18 @@ func (g *goGen) viewTypes() []byte {
 		flush()
 	}
 	return b.Bytes()
+}
+
+// oneLineFits reports whether gofmt writes a function declaration with
+// this header and a body of at most one statement on one line, as
+// go/printer's funcBody decides: when headerSize+bodySize <= 100. The
+// header's size is measured by funcDecl from a column taken before the
+// blank after "func" is written, so it is one more than the header's
+// length; the body's size is its statement's length, without the braces
+// and the blanks inside them (0 for an empty body).
+func oneLineFits(header, body string) bool {
+	const maxSize = 100 // go/printer's funcBody
+	return len(header)+1+len(body) <= maxSize
 }
 
 // driven reports whether the runtime drives any state of the machine: only
