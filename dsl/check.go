@@ -108,13 +108,36 @@ type machineChecker struct {
 	// guard, a row out of a final state, a second initial state): its
 	// reachability verdicts would only echo that error.
 	skipGraph bool
+	// unsure holds the (state, event) pairs of rows dropped for an unknown
+	// name, a nil state standing for every state (a row from an unknown
+	// one) and a nil event for every event (a row on an unknown one):
+	// whether such a state has a row on such an event is not known, and a
+	// check that it has one would only echo the error (see mayHandle).
+	unsure map[stateEvent]bool
+	// unknownRefs records the kinds ("event", "guard") of which a name
+	// that is not declared is referred to: the declaration it was meant to
+	// refer to is then not reported as never used.
+	unknownRefs map[string]bool
+	// unknownRowEvent records a row on an unknown event: which events
+	// have rows is not known.
+	unknownRowEvent bool
+	// lostTimer holds the states of which a timer is dropped for its
+	// unknown event: checks about their timers would only echo the error.
+	lostTimer map[*State]bool
+}
+
+// stateEvent is a pair of a state and an event.
+type stateEvent struct {
+	s *State
+	e *Event
 }
 
 func (c *checker) machine(md *MachineDecl) (*Machine, *machineChecker) {
 	m := &Machine{Pos: md.Pos, Name: md.Name, Doc: md.Doc, Version: 1}
 	mc := &machineChecker{checker: c, m: m,
 		states: map[string]*State{}, events: map[string]*Event{}, guards: map[string]*Guard{},
-		timerEvent: map[*Timer]lexer.Position{}, rowEvents: map[*Event]bool{}}
+		timerEvent: map[*Timer]lexer.Position{}, rowEvents: map[*Event]bool{},
+		unsure: map[stateEvent]bool{}, unknownRefs: map[string]bool{}, lostTimer: map[*State]bool{}}
 	mc.used.events, mc.used.guards = map[string]bool{}, map[string]bool{}
 	if !token.IsExported(md.Name) {
 		c.errorf(md.Pos, "machine name %s must start with an upper-case letter", md.Name)
@@ -327,6 +350,7 @@ func (mc *machineChecker) stateOptions(sd *StateDecl) {
 			}
 			ev := mc.lookupEvent(o.Timer.Event)
 			if ev == nil {
+				mc.lostTimer[s] = true
 				continue
 			}
 			for _, t := range s.Timers {
@@ -553,6 +577,7 @@ func (mc *machineChecker) lookupEvent(n *Name) *Event {
 		return e
 	}
 	mc.errorf(n.Pos, "unknown event %s%s", n.Value, didYouMean(n.Value, keys(mc.events)))
+	mc.unknownRefs["event"] = true
 	return nil
 }
 
@@ -561,6 +586,8 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 	ev := mc.lookupEvent(td.Event)
 	if ev != nil {
 		mc.rowEvents[ev] = true
+	} else {
+		mc.unknownRowEvent = true
 	}
 	var g *Guard
 	if td.Guard != nil {
@@ -570,6 +597,7 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 		}
 		if g = mc.guards[td.Guard.Name.Value]; g == nil {
 			mc.errorf(td.Guard.Name.Pos, "unknown guard %s%s", td.Guard.Name.Value, didYouMean(td.Guard.Name.Value, keys(mc.guards)))
+			mc.unknownRefs["guard"] = true
 		} else if ev != nil && !slices.Contains(g.Events, ev) {
 			g.Events = append(g.Events, ev)
 		}
@@ -616,6 +644,7 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 		switch {
 		case s == nil:
 			mc.skipGraph = true
+			mc.unsure[stateEvent{nil, ev}] = true
 		case s.Terminal():
 			mc.errorf(ref.Pos, "transition out of final state %s; a final state is never left", s.Name)
 			mc.skipGraph = true
@@ -630,6 +659,9 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 	}
 	if to == nil || ev == nil || (td.Guard != nil && g == nil) {
 		mc.skipGraph = true
+		for _, s := range froms {
+			mc.unsure[stateEvent{s, ev}] = true
+		}
 		return
 	}
 	neg := td.Guard != nil && td.Guard.Negated()
@@ -696,7 +728,7 @@ func (mc *machineChecker) groups() {
 		}
 		// Only the rows that can fire count: a guarded row next to one that
 		// was just reported is not an alternative.
-		if unguarded == nil && covered == nil && len(seenGuard) >= 2 {
+		if unguarded == nil && covered == nil && len(seenGuard) >= 2 && !mc.unsureOf(k.s, k.e) {
 			last := ts[len(ts)-1]
 			mc.warnf(last.Pos, "every transition from %s on %s is guarded: when no guard admits the event, it is rejected; add an unguarded one last if that is not intended", k.s.Name, k.e.Name)
 		}
@@ -708,11 +740,11 @@ func (mc *machineChecker) groups() {
 
 func (mc *machineChecker) timers() {
 	for _, s := range mc.m.States {
-		if s.Retry != nil && s.Retry.Exhausted != nil && !mc.handles(s, s.Retry.Exhausted) {
+		if s.Retry != nil && s.Retry.Exhausted != nil && !mc.mayHandle(s, s.Retry.Exhausted) {
 			mc.errorf(s.Retry.ExhaustedPos, "retries of state %s end with %s, but %s has no transition on %s", s.Name, s.Retry.Exhausted.Name, s.Name, s.Retry.Exhausted.Name)
 		}
 		for _, tm := range s.Timers {
-			if !mc.handles(s, tm.Event) {
+			if !mc.mayHandle(s, tm.Event) {
 				mc.errorf(mc.timerEvent[tm], "timer fires %s in state %s, which has no transition on %s", tm.Event.Name, s.Name, tm.Event.Name)
 			}
 		}
@@ -741,7 +773,7 @@ func (mc *machineChecker) cancel(md *MachineDecl) {
 			continue
 		}
 		mc.m.Cancel = ev
-		if !mc.rowEvents[ev] {
+		if !mc.rowEvents[ev] && !mc.unknownRowEvent {
 			target := "CANCELLED"
 			for _, s := range mc.m.States {
 				if s.Status == "cancelled" {
@@ -752,7 +784,8 @@ func (mc *machineChecker) cancel(md *MachineDecl) {
 			mc.errorf(it.Cancel.Event.Pos, "cancel event %s has no transition; add one, such as \"* -> %s on %s\"", ev.Name, target, ev.Name)
 		}
 		for _, f := range ev.Fields {
-			if f.Name == "userID" && f.Type != (Type{Name: "string"}) {
+			// A field of an unknown type is reported already.
+			if f.Name == "userID" && f.Type.Name != "" && f.Type != (Type{Name: "string"}) {
 				mc.errorf(f.Pos, "field userID of cancel event %s is %s; the runtime fills it with the cancelling user's id, a string", ev.Name, f.Type)
 			}
 		}
@@ -794,12 +827,29 @@ func (mc *machineChecker) handles(s *State, e *Event) bool {
 	return false
 }
 
+// mayHandle reports whether a row leaves s on e or a row dropped for an
+// unknown name may have: a check that s has a row on e reports neither.
+func (mc *machineChecker) mayHandle(s *State, e *Event) bool {
+	return mc.handles(s, e) || mc.unsureOf(s, e)
+}
+
+// unsureOf reports whether a row dropped for an unknown name may have
+// left s on e.
+func (mc *machineChecker) unsureOf(s *State, e *Event) bool {
+	return mc.unsure[stateEvent{s, e}] || mc.unsure[stateEvent{nil, e}] ||
+		mc.unsure[stateEvent{s, nil}] || mc.unsure[stateEvent{nil, nil}]
+}
+
 // graph checks that every state is reachable from the initial one, and
-// warns about a state from which no final state can be reached: a sink may
-// be intended (a run that reaches it waits there for good), so it is not an
-// error. A machine without final states never ends, which is legal: its runs
-// live until they are cancelled (when it names a cancel event) or deleted,
-// and no warning is given for it.
+// warns about the dead ends among the reachable states, which may be
+// intended (a run that reaches one waits there for good), so they are not
+// errors. In a machine with final states, a dead end is a state from which
+// no final state can be reached. A machine without final states never ends,
+// which is legal: its runs live until they are cancelled (when it names a
+// cancel event) or deleted, and cycling for good is what it is for; its dead
+// ends are the states without a row out of them, where a run can never move
+// again, and the states from which every path leads into one of those (no
+// cycle can be reached from them).
 func (mc *machineChecker) graph() {
 	m := mc.m
 	if m.Initial == nil || mc.skipGraph {
@@ -819,13 +869,94 @@ func (mc *machineChecker) graph() {
 		}
 	}
 	coreach := walk(finals, prev)
+	var stuck map[*State]*deadEnd
+	if len(finals) == 0 {
+		stuck = stuckStates(m.States, next, prev)
+	}
 	for _, s := range m.States {
-		if !reach[s] {
+		switch {
+		case !reach[s]:
 			mc.errorf(s.Pos, "state %s is unreachable from the initial state %s", s.Name, m.Initial.Name)
-		} else if len(finals) > 0 && !coreach[s] {
+		case len(finals) > 0 && !coreach[s]:
 			mc.warnf(s.Pos, "no final state can be reached from state %s; a run that gets there never ends", s.Name)
+		case stuck[s] == nil:
+		case len(next[s]) == 0:
+			mc.warnf(s.Pos, "state %s has no transition out, and machine %s has no final state: a run that gets there is stuck for good; declare %s final if runs end there", s.Name, m.Name, s.Name)
+		default:
+			mc.warnf(s.Pos, "every path from state %s ends in %s: a run that gets there is stuck for good", s.Name, stuck[s])
 		}
 	}
+}
+
+// deadEnd is where every path from a state ends: the first sinks (states
+// without an edge out) in declaration order, at most maxSinks of them, and
+// whether there are more.
+type deadEnd struct {
+	sinks []*State
+	more  bool
+}
+
+const maxSinks = 3
+
+// String lists the sinks: "A, B or C, which have no transition out".
+func (d *deadEnd) String() string {
+	names := make([]string, len(d.sinks))
+	for i, s := range d.sinks {
+		names[i] = s.Name
+	}
+	switch {
+	case d.more:
+		return strings.Join(names, ", ") + " or other states without a transition out"
+	case len(names) == 1:
+		return names[0] + ", which has no transition out"
+	default:
+		return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1] + ", which have no transition out"
+	}
+}
+
+// stuckStates returns the states from which every path ends in a sink, a
+// state without an edge out: the sinks, and each other state once every
+// edge out of it leads to one found before, with where its paths end. A
+// state from which a cycle can be reached is not among them.
+func stuckStates(states []*State, next, prev map[*State][]*State) map[*State]*deadEnd {
+	out := map[*State]int{}
+	var queue []*State
+	stuck := map[*State]*deadEnd{}
+	for _, s := range states {
+		out[s] = len(next[s])
+		if out[s] == 0 {
+			queue = append(queue, s)
+			stuck[s] = &deadEnd{sinks: []*State{s}}
+		}
+	}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		for _, p := range prev[s] {
+			if out[p]--; out[p] > 0 {
+				continue
+			}
+			// Every successor of p is found, so p's sinks are the
+			// first of theirs.
+			d := &deadEnd{}
+			for _, n := range next[p] {
+				dn := stuck[n]
+				d.more = d.more || dn.more
+				for _, k := range dn.sinks {
+					if !slices.Contains(d.sinks, k) {
+						d.sinks = append(d.sinks, k)
+					}
+				}
+			}
+			slices.SortFunc(d.sinks, func(a, b *State) int { return a.Index - b.Index })
+			if len(d.sinks) > maxSinks {
+				d.sinks, d.more = d.sinks[:maxSinks], true
+			}
+			stuck[p] = d
+			queue = append(queue, p)
+		}
+	}
+	return stuck
 }
 
 // senders warns about a wait state that nothing can move: it has no
@@ -836,7 +967,7 @@ func (mc *machineChecker) senders() {
 		return
 	}
 	for _, s := range mc.m.States {
-		if !s.Wait || s.Terminal() || len(s.Timers) > 0 {
+		if !s.Wait || s.Terminal() || len(s.Timers) > 0 || mc.lostTimer[s] {
 			continue
 		}
 		var whys []string
@@ -874,14 +1005,17 @@ func walk(start []*State, edges map[*State][]*State) map[*State]bool {
 	return seen
 }
 
+// unused reports the events and guards nothing refers to, unless a name of
+// the same kind is unknown: the declaration may be what it was meant to
+// be, and the unknown name is the error.
 func (mc *machineChecker) unused() {
 	for _, e := range mc.m.Events {
-		if !mc.used.events[e.Name] {
+		if !mc.used.events[e.Name] && !mc.unknownRefs["event"] {
 			mc.errorf(e.Pos, "event %s is never used", e.Name)
 		}
 	}
 	for _, g := range mc.m.Guards {
-		if !mc.used.guards[g.Name] {
+		if !mc.used.guards[g.Name] && !mc.unknownRefs["guard"] {
 			mc.errorf(g.Pos, "guard %s is never used", g.Name)
 		}
 	}

@@ -87,7 +87,6 @@ func TestCheckUnknownNames(t *testing.T) {
     A -> DONE on Finsh
 }`,
 			want: []string{
-				"t.fsm:4:11: event Finish is never used",
 				"t.fsm:5:18: unknown event Finsh; did you mean Finish?",
 			},
 		},
@@ -100,7 +99,6 @@ func TestCheckUnknownNames(t *testing.T) {
     A -> DONE on Go
 }`,
 			want: []string{
-				"t.fsm:4:11: event Finish is never used",
 				"t.fsm:5:18: unknown event Go",
 			},
 		},
@@ -114,7 +112,6 @@ func TestCheckUnknownNames(t *testing.T) {
     A -> DONE on Go when Alowed
 }`,
 			want: []string{
-				"t.fsm:5:11: guard Allowed is never used",
 				"t.fsm:6:26: unknown guard Alowed; did you mean Allowed?",
 			},
 		},
@@ -1675,4 +1672,306 @@ func TestDidYouMean(t *testing.T) {
 	if got := didYouMean("x", nil); got != "" {
 		t.Errorf("didYouMean with no candidates = %q, want none", got)
 	}
+}
+
+// In a machine without final states, cycling for good is what runs do:
+// the dead ends are the states without a row out of them and the states
+// from which every path leads into one of those.
+func TestCheckDeadEndsWithoutFinalStates(t *testing.T) {
+	t.Parallel()
+	runCheckCases(t, []checkCase{
+		{
+			name: "a cycle has no dead end",
+			src: `machine Light {
+    initial OFF
+    state ON
+    event Toggle
+    OFF -> ON on Toggle
+    ON -> OFF on Toggle
+}`,
+		},
+		{
+			name: "a state without a row out",
+			src: `machine Light {
+    initial OFF
+    state ON
+    state BROKEN
+    event Toggle
+    event Fail
+    OFF -> ON on Toggle
+    ON -> OFF on Toggle
+    ON -> BROKEN on Fail
+}`,
+			want: []string{"t.fsm:4:11: warning: state BROKEN has no transition out, and machine Light has no final state: a run that gets there is stuck for good; declare BROKEN final if runs end there"},
+		},
+		{
+			name: "a state whose every path leads into one",
+			src: `machine Light {
+    initial OFF
+    state ON
+    state DYING
+    state BROKEN wait
+    event Toggle
+    event Fail
+    event Die
+    OFF -> ON on Toggle
+    ON -> OFF on Toggle
+    ON -> DYING on Fail
+    DYING -> BROKEN on Die
+}`,
+			want: []string{
+				"t.fsm:4:11: warning: every path from state DYING ends in BROKEN, which has no transition out: a run that gets there is stuck for good",
+				"t.fsm:5:11: warning: state BROKEN has no transition out, and machine Light has no final state: a run that gets there is stuck for good; declare BROKEN final if runs end there",
+			},
+		},
+		{
+			name: "a state that can still move in place or back is no dead end",
+			src: `machine Light {
+    initial OFF
+    state ON
+    state FAULTY
+    state BROKEN
+    event Toggle
+    event Fail
+    event Ping
+    event Repair
+    OFF -> ON on Toggle
+    ON -> OFF on Toggle
+    ON -> FAULTY on Fail
+    FAULTY -> BROKEN on Fail
+    FAULTY -> OFF on Repair
+    BROKEN -> BROKEN on Ping
+}`,
+		},
+		{
+			name: "paths into two states without a row out",
+			src: `machine M {
+    initial A
+    state B
+    state C
+    event Go
+    event Stop
+    A -> B on Go
+    A -> C on Stop
+}`,
+			want: []string{
+				"t.fsm:2:13: warning: every path from state A ends in B or C, which have no transition out: a run that gets there is stuck for good",
+				"t.fsm:3:11: warning: state B has no transition out, and machine M has no final state: a run that gets there is stuck for good; declare B final if runs end there",
+				"t.fsm:4:11: warning: state C has no transition out, and machine M has no final state: a run that gets there is stuck for good; declare C final if runs end there",
+			},
+		},
+		{
+			name: "paths into more than three, named in the order declared",
+			src: `machine M {
+    initial A
+    state MID
+    state E
+    state D
+    state C
+    state B
+    event Go
+    event Stop
+    event Halt
+    A -> MID on Go
+    A -> B on Stop
+    MID -> C on Go
+    MID -> D on Stop
+    MID -> E on Halt
+}`,
+			want: []string{
+				"t.fsm:2:13: warning: every path from state A ends in E, D, C or other states without a transition out: a run that gets there is stuck for good",
+				"t.fsm:3:11: warning: every path from state MID ends in E, D or C, which have no transition out: a run that gets there is stuck for good",
+				"t.fsm:4:11: warning: state E has no transition out, and machine M has no final state: a run that gets there is stuck for good; declare E final if runs end there",
+				"t.fsm:5:11: warning: state D has no transition out, and machine M has no final state: a run that gets there is stuck for good; declare D final if runs end there",
+				"t.fsm:6:11: warning: state C has no transition out, and machine M has no final state: a run that gets there is stuck for good; declare C final if runs end there",
+				"t.fsm:7:11: warning: state B has no transition out, and machine M has no final state: a run that gets there is stuck for good; declare B final if runs end there",
+			},
+		},
+		{
+			name: "an unreachable state is reported as such only",
+			src: `machine Light {
+    initial OFF
+    state ON
+    state SPARE
+    event Toggle
+    OFF -> ON on Toggle
+    ON -> OFF on Toggle
+}`,
+			want: []string{"t.fsm:4:11: state SPARE is unreachable from the initial state OFF"},
+		},
+	})
+}
+
+// An unknown name is reported, and not what only follows from it: a row
+// dropped for it leaves states without a row on its event, declarations
+// unused, a timer gone. Each case would draw a second diagnostic about the
+// same item otherwise.
+func TestCheckCausesNotConsequences(t *testing.T) {
+	t.Parallel()
+	runCheckCases(t, []checkCase{
+		{
+			name: "timer row with an unknown target",
+			src: `machine M {
+    initial WAITING after 5s Expire
+    final TERMINATED failed
+    final DONE succeeded
+    event Go
+    event Expire
+    WAITING -> DONE on Go
+    WAITING -> TERMINATD on Expire
+}`,
+			want: []string{"t.fsm:8:16: unknown state TERMINATD; did you mean TERMINATED?"},
+		},
+		{
+			name: "timer row from an unknown state",
+			src: `machine M {
+    initial WAITING after 5s Expire
+    final TERMINATED failed
+    final DONE succeeded
+    event Go
+    event Expire
+    WAITING -> DONE on Go
+    WATING -> TERMINATED on Expire
+}`,
+			want: []string{"t.fsm:8:5: unknown state WATING; did you mean WAITING?"},
+		},
+		{
+			name: "timer row on an unknown event",
+			src: `machine M {
+    initial WAITING after 5s Expire
+    final TERMINATED failed
+    final DONE succeeded
+    event Go
+    event Expire
+    WAITING -> DONE on Go
+    WAITING -> TERMINATED on Expier
+}`,
+			want: []string{"t.fsm:8:30: unknown event Expier; did you mean Expire?"},
+		},
+		{
+			name: "timer row with an unknown guard",
+			src: `machine M {
+    initial WAITING after 5s Expire
+    final TERMINATED failed
+    final DONE succeeded
+    event Go
+    event Expire
+    guard Overdue
+    WAITING -> DONE on Go
+    WAITING -> TERMINATED on Expire when Ovredue
+}`,
+			want: []string{"t.fsm:9:42: unknown guard Ovredue; did you mean Overdue?"},
+		},
+		{
+			name: "retry's else event on a row with an unknown target",
+			src: `machine M {
+    initial WORK retry 3 else GaveUp
+    final FAILED failed
+    final DONE succeeded
+    event Go
+    event GaveUp
+    WORK -> DONE on Go
+    WORK -> FIALED on GaveUp
+}`,
+			want: []string{"t.fsm:8:13: unknown state FIALED; did you mean FAILED?"},
+		},
+		{
+			name: "unknown event in a timer of a wait state",
+			src: `machine M {
+    initial A after 1m Tick
+    state HOLD wait after 5s Tikc
+    final DONE succeeded
+    event Tick
+    A -> HOLD on Tick
+    HOLD -> DONE on Tick
+}`,
+			want: []string{"t.fsm:3:30: unknown event Tikc; did you mean Tick?"},
+		},
+		{
+			name: "unknown event in a timer, its event then unused",
+			src: `machine M {
+    initial A after 5s Tikc
+    final DONE succeeded
+    event Go
+    event Tick
+    A -> DONE on Go
+}`,
+			want: []string{"t.fsm:2:24: unknown event Tikc; did you mean Tick?"},
+		},
+		{
+			name: "unknown event in retry's else",
+			src: `machine M {
+    initial A retry 3 else GaveUP
+    final DONE succeeded
+    event Go
+    event GaveUp
+    A -> DONE on Go
+}`,
+			want: []string{"t.fsm:2:28: unknown event GaveUP; did you mean GaveUp?"},
+		},
+		{
+			name: "cancel event's row on an unknown event",
+			src: `machine M {
+    cancel Cancel
+    initial A
+    final DONE succeeded
+    final CANCELLED cancelled
+    event Go
+    event Cancel
+    A -> DONE on Go
+    A -> CANCELLED on Cancle
+}`,
+			want: []string{"t.fsm:9:23: unknown event Cancle; did you mean Cancel?"},
+		},
+		{
+			name: "cancel event's userID of an unknown type",
+			src: `machine M {
+    cancel Cancel
+    initial A
+    final DONE succeeded
+    final CANCELLED cancelled
+    event Go
+    event Cancel { userID strng }
+    A -> DONE on Go
+    A -> CANCELLED on Cancel
+}`,
+			want: []string{"t.fsm:7:27: unknown type strng; did you mean string?"},
+		},
+		{
+			name: "the fallback of guarded rows with an unknown guard",
+			src: `machine M {
+    initial A
+    state B
+    state C
+    final DONE succeeded
+    event Go
+    event Next
+    guard Fast
+    guard Cheap
+    A -> B on Go when Fast
+    A -> C on Go when Cheap
+    A -> DONE on Go unless Chaep
+    B -> DONE on Next
+    C -> DONE on Next
+}`,
+			want: []string{"t.fsm:12:28: unknown guard Chaep; did you mean Cheap?"},
+		},
+		{
+			name: "an unknown name and an unrelated problem: both reported, in order",
+			src: `machine M {
+    initial WAITING after 5s Expire
+    final TERMINATED failed
+    final DONE succeeded
+    event Go
+    event Expire
+    event Spare
+    WAITING -> DONE on Go
+    WAITING -> TERMINATD on Expire
+}`,
+			want: []string{
+				"t.fsm:7:11: event Spare is never used",
+				"t.fsm:9:16: unknown state TERMINATD; did you mean TERMINATED?",
+			},
+		},
+	})
 }

@@ -210,10 +210,25 @@
 // of a machine's). Two things draw a warning only, and do not stop
 // generation: a (state, event) pair with two or more guarded alternatives
 // and no unguarded fallback (when every guard refuses, the event is
-// rejected at run time), and, in a machine that has final states, a state
-// from which none of them can be reached (a sink: a run that gets there
-// never ends, which may be intended; a sink that is driven has a handler
-// that can only return an error).
+// rejected at run time), and a dead end among the reachable states (a run
+// that gets there never ends, which may be intended; a dead end that is
+// driven has a handler that can only return an error). In a machine that
+// has final states, a dead end is a state from which none of them can be
+// reached. In a machine without final states, whose runs are meant to go on
+// for good (cycling between its states), a dead end is a state without a
+// transition out, where a run can never move again, or a state from which
+// every path leads into one of those; the warning names them. A state
+// with a transition out, even back to itself, can still move, and a cycle
+// is never a dead end.
+//
+// An error is reported where it is made, and the checks that would only
+// echo it are not made: a transition row, timer, retry else or upgrade rule
+// that names an unknown state, event or guard is reported once, at the
+// unknown name, and its state and event then draw no "timer fires E in
+// state S, which has no transition on E", no unmapped or unreachable
+// state, no unused declaration of the kind misspelt (an event, a guard)
+// and no warning about guarded rows without a fallback. The diagnostics
+// are sorted by position.
 //
 // A machine without a cancel declaration whose table leads into a
 // cancelled final state on two or more events that callers fire (events

@@ -136,6 +136,12 @@ type upgradeChecker struct {
 	// reported holds the (event, field) pairs whose payload problem is
 	// reported already.
 	reported map[[2]string]bool
+	// dropped holds the states of the older version whose rule is dropped
+	// for an error in it, and unknownFrom records a rule from a state the
+	// older version does not have: which rules those states have is not
+	// known, and reporting them unmapped would only echo the error.
+	dropped     map[*State]bool
+	unknownFrom bool
 }
 
 func (mc *upgradeChecker) oldName() string {
@@ -149,6 +155,7 @@ func (mc *upgradeChecker) newName() string {
 func (mc *upgradeChecker) check(d *UpgradeDecl) {
 	mc.defaults = map[[2]string]*FieldDefault{}
 	mc.reported = map[[2]string]bool{}
+	mc.dropped = map[*State]bool{}
 	for _, r := range d.Rules {
 		if r.Default != nil {
 			mc.fieldDefault(r.Default)
@@ -195,10 +202,16 @@ func (mc *upgradeChecker) check(d *UpgradeDecl) {
 			continue
 		}
 		rules := written[s]
+		if mc.dropped[s] {
+			continue
+		}
 		if len(rules) == 0 {
 			if t := mc.new.states[s.Name]; t != nil && !t.Terminal() {
 				rules = []*UpgradeRule{{Pos: mc.mg.Pos, From: s, To: t, Implicit: true}}
 			} else {
+				if mc.unknownFrom {
+					continue
+				}
 				target := "STATE"
 				if c := closest(s.Name, mc.liveStates()); c != "" {
 					target = c
@@ -237,13 +250,14 @@ func (mc *upgradeChecker) liveStates() []string {
 	return out
 }
 
-// rule resolves a written rule; nil when a name in it is unknown.
+// rule resolves a written rule; nil when it is in error.
 func (mc *upgradeChecker) rule(r *UpgradeRuleDecl) *UpgradeRule {
 	out := &UpgradeRule{Pos: r.Pos, Drain: r.Drain}
 	from := mc.old.states[r.From.Value]
 	switch {
 	case from == nil:
 		mc.errorf(r.From.Pos, "unknown state %s of %s%s", r.From.Value, mc.oldName(), didYouMean(r.From.Value, keys(mc.old.states)))
+		mc.unknownFrom = true
 		return nil
 	case from.Terminal():
 		mc.errorf(r.From.Pos, "state %s of %s is final: its runs are over and are never upgraded", from.Name, mc.oldName())
@@ -257,9 +271,11 @@ func (mc *upgradeChecker) rule(r *UpgradeRuleDecl) *UpgradeRule {
 	switch {
 	case to == nil:
 		mc.errorf(r.To.Pos, "unknown state %s of %s%s", r.To.Value, mc.newName(), didYouMean(r.To.Value, keys(mc.new.states)))
+		mc.dropped[from] = true
 		return nil
 	case to.Terminal():
 		mc.errorf(r.To.Pos, "state %s of %s is final; an upgrade moves live runs into a state they go on from", to.Name, mc.newName())
+		mc.dropped[from] = true
 		return nil
 	}
 	out.To = to
@@ -267,6 +283,7 @@ func (mc *upgradeChecker) rule(r *UpgradeRuleDecl) *UpgradeRule {
 		ev := mc.old.events[r.Cond.Event.Value]
 		if ev == nil {
 			mc.errorf(r.Cond.Event.Pos, "unknown event %s of %s%s; a condition names an event of the older version that the run's current attempt has fired", r.Cond.Event.Value, mc.oldName(), didYouMean(r.Cond.Event.Value, keys(mc.old.events)))
+			mc.dropped[from] = true
 			return nil
 		}
 		out.When, out.Unless = ev, r.Cond.Unless
@@ -274,13 +291,15 @@ func (mc *upgradeChecker) rule(r *UpgradeRuleDecl) *UpgradeRule {
 	if r.Timers != nil {
 		switch v := r.Timers.Value; v {
 		case "keep", "restart":
-			if len(to.Timers) == 0 {
+			if len(to.Timers) == 0 && !mc.new.lostTimer[to] {
 				mc.errorf(r.Timers.Pos, "timers %s: state %s of %s has no timers", v, to.Name, mc.newName())
+				mc.dropped[from] = true
 				return nil
 			}
 			out.Timers = v
 		default:
 			mc.errorf(r.Timers.Pos, "timers %s: want keep (count from when the run entered %s) or restart (count from the upgrade)%s", v, from.Name, didYouMean(v, []string{"keep", "restart"}))
+			mc.dropped[from] = true
 			return nil
 		}
 	}
@@ -311,13 +330,13 @@ func (mc *upgradeChecker) target(rule *UpgradeRule) {
 			switch {
 			case e2 == nil:
 				mc.errorf(rule.Pos, "runs in %s of %s wait for %s, which %s does not declare: moved to %s%s, they would wait for an event nobody can send", s.Name, mc.oldName(), e.Name, mc.newName(), t.Name, kept)
-			case !mc.new.handles(t, e2):
+			case !mc.new.mayHandle(t, e2):
 				mc.errorf(rule.Pos, "runs in %s of %s wait for %s, but %s of %s%s has no transition on it", s.Name, mc.oldName(), e.Name, t.Name, mc.newName(), kept)
 			}
 		}
 	}
 	// Timers.
-	if len(t.Timers) > 0 && rule.Timers == "" {
+	if len(t.Timers) > 0 && rule.Timers == "" && !mc.old.lostTimer[s] && !mc.new.lostTimer[t] {
 		if sameTimers(s.Timers, t.Timers) {
 			rule.Timers = "keep"
 		} else {
@@ -341,7 +360,7 @@ func (mc *upgradeChecker) target(rule *UpgradeRule) {
 			case f1 == nil && mc.defaults[key] == nil:
 				mc.reported[key] = true
 				mc.errorf(rule.Pos, "event %s of %s has field %s (%s), which %s's %s lacks and runs moved from %s%s carry: add \"default %s.%s VALUE\" to the upgrade block", e.Name, mc.newName(), f2.Name, f2.Type, mc.oldName(), e.Name, s.Name, kept, e.Name, f2.Name)
-			case f1 != nil && f1.Type != f2.Type:
+			case f1 != nil && f1.Type != f2.Type && f1.Type.Name != "" && f2.Type.Name != "":
 				mc.reported[key] = true
 				mc.errorf(rule.Pos, "field %s of event %s is %s in %s and %s in %s: the %s events that runs moved from %s%s carry would not decode", f2.Name, e.Name, f1.Type, mc.oldName(), f2.Type, mc.newName(), e.Name, s.Name, kept)
 			}

@@ -263,3 +263,45 @@ func TestUpgradeSpec(t *testing.T) {
 		t.Errorf("defaults: %+v", mg.Defaults)
 	}
 }
+
+// A rule or row in error is reported, and not what only follows from it:
+// the state of the rule left unmapped, a row of the newer version dropped.
+func TestCheckUpgradeCausesNotConsequences(t *testing.T) {
+	t.Parallel()
+	// WORKING is BUSY in version 2, so that it must be mapped; rules
+	// written below "WAITING -> WAITING" start at line 23.
+	renamed := []string{"state WORKING", "state BUSY", "QUEUED -> WORKING on Begin\n    WORKING -> WAITING", "QUEUED -> BUSY on Begin\n    BUSY -> WAITING"}
+	const keepWaiting = "    upgrade from 1 {\n        WAITING -> WAITING\n"
+	runCheckCases(t, []checkCase{
+		{
+			name: "a rule into an unknown state",
+			src:  v2(keepWaiting+"        WORKING -> BSY\n    }", renamed...),
+			want: []string{"t.fsm:23:20: unknown state BSY of version 2; did you mean BUSY?"},
+		},
+		{
+			name: "a rule from an unknown state",
+			src:  v2(keepWaiting+"        WORKNG -> BUSY\n    }", renamed...),
+			want: []string{"t.fsm:23:9: unknown state WORKNG of version 1; did you mean WORKING?"},
+		},
+		{
+			name: "a rule into a final state",
+			src:  v2(keepWaiting+"        WORKING -> DONE\n    }", renamed...),
+			want: []string{"t.fsm:23:20: state DONE of version 2 is final; an upgrade moves live runs into a state they go on from"},
+		},
+		{
+			name: "the fallback rule on an unknown event",
+			src:  v2(keepWaiting+"        WORKING -> BUSY when Begin\n        WORKING -> BUSY unless Begni\n    }", renamed...),
+			want: []string{"t.fsm:24:32: unknown event Begni of version 1; did you mean Begin?; a condition names an event of the older version that the run's current attempt has fired"},
+		},
+		{
+			name: "the awaited event's row on an unknown event in the newer version",
+			src:  v2("    upgrade from 1 {\n    }", "WAITING -> DONE on Settled", "WAITING -> DONE on Setled"),
+			want: []string{"t.fsm:34:24: unknown event Setled; did you mean Settled?"},
+		},
+		{
+			name: "timers keep on a state whose timer names an unknown event",
+			src:  v2("    upgrade from 1 { WAITING -> WAITING timers keep }", "after 1h Expired", "after 1h Expird"),
+			want: []string{"t.fsm:24:33: unknown event Expird; did you mean Expired?"},
+		},
+	})
+}

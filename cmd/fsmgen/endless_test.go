@@ -53,3 +53,30 @@ func TestMachinesThatNeverEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadEndWithoutFinalStates checks the warning about a state without a
+// transition out in a machine without final states, as check prints it
+// (docs/language.md shows it).
+func TestDeadEndWithoutFinalStates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := write(t, dir, "light.fsm", `machine Light {
+    initial OFF
+    state   ON
+    state   BROKEN
+    event Toggle
+    event Fail
+    OFF -> ON     on Toggle
+    ON  -> OFF    on Toggle
+    ON  -> BROKEN on Fail
+}
+`)
+	want := p + ":4:13: warning: state BROKEN has no transition out, and machine Light has no final state: a run that gets there is stuck for good; declare BROKEN final if runs end there\n"
+	code, stdout, stderr := runCmd(t, dir, "", "check", "light.fsm")
+	if code != exitOK || stdout != "" {
+		t.Errorf("exit %d, stdout %q; want 0 and nothing", code, stdout)
+	}
+	if diff := cmp.Diff(want, stderr); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
+	}
+}

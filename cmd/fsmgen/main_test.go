@@ -103,6 +103,31 @@ func TestCheckReportsEveryErrorWithPosition(t *testing.T) {
 	}
 }
 
+// TestCheckReportsTheCause checks that a misspelt target of a timer's row
+// is reported, and not the timer left without a row that follows from it.
+func TestCheckReportsTheCause(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := write(t, dir, "lease.fsm", `machine Lease {
+    initial HELD after 30s Expire
+    final   TERMINATED failed
+    final   RELEASED succeeded
+    event Release
+    event Expire
+    HELD -> RELEASED  on Release
+    HELD -> TERMINATD on Expire
+}
+`)
+	code, _, stderr := runCmd(t, dir, "", "check", "lease.fsm")
+	if code != exitInput {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	want := p + ":8:13: unknown state TERMINATD; did you mean TERMINATED?\n"
+	if diff := cmp.Diff(want, stderr); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
+	}
+}
+
 func TestGenerateWritesAllOrNothing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
