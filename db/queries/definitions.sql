@@ -19,3 +19,8 @@ ON CONFLICT DO NOTHING;
 SELECT workflow_type, version, initial_state, digest, definition
 FROM workflow_definitions
 WHERE workflow_type = @workflow_type AND version = @version;
+
+-- name: ListDefinitions :many
+SELECT workflow_type, version, initial_state, digest, created_at, definition
+FROM workflow_definitions
+ORDER BY workflow_type, version;

@@ -338,30 +338,20 @@ type Registered struct {
 
 // Definitions lists the registered definitions by type, then version.
 func (a *Admin) Definitions(ctx context.Context) ([]Registered, error) {
-	rows, err := a.pool.Query(ctx, `
-		SELECT workflow_type, version, initial_state, digest, created_at, definition
-		FROM workflow_definitions ORDER BY workflow_type, version`)
+	rows, err := a.db().Queries(nil).ListDefinitions(ctx)
 	if err != nil {
-		return nil, runErr("list definitions", "", store.Translate(err))
+		return nil, runErr("list definitions", "", pgstore.Translate(err))
 	}
-	defer rows.Close()
-	out := []Registered{}
-	for rows.Next() {
-		var r Registered
-		var raw []byte
-		if err := rows.Scan(&r.Type, &r.Version, &r.Initial, &r.Digest, &r.RegisteredAt, &raw); err != nil {
-			return nil, runErr("list definitions", "", store.Translate(err))
-		}
+	out := make([]Registered, 0, len(rows))
+	for _, row := range rows {
+		r := Registered{Type: row.WorkflowType, Version: int(row.Version), Initial: row.InitialState, Digest: row.Digest, RegisteredAt: row.CreatedAt.Time}
 		var def runtime.Definition
-		if err := json.Unmarshal(raw, &def); err != nil {
+		if err := json.Unmarshal(row.Definition, &def); err != nil {
 			return nil, runErr("list definitions", "", fmt.Errorf("%w: stored definition of %s v%d does not decode: %w", runtime.ErrUnknownDefinition, r.Type, r.Version, err))
 		}
 		r.Machine = def.Machine
 		r.States, r.Events, r.Transitions = len(def.States), len(def.Events), len(def.Transitions)
 		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, runErr("list definitions", "", store.Translate(err))
 	}
 	return out, nil
 }
@@ -370,9 +360,9 @@ func (a *Admin) Definitions(ctx context.Context) ([]Registered, error) {
 // its latest registered version when version is 0.
 func (a *Admin) Definition(ctx context.Context, typ string, version int) (runtime.Definition, error) {
 	if version == 0 {
-		latest, err := (*pgstore.DB)(a.st).Queries(nil).LatestVersion(ctx, typ)
+		latest, err := a.db().Queries(nil).LatestVersion(ctx, typ)
 		if err != nil {
-			return runtime.Definition{}, runErr("read definition", "", store.Translate(err))
+			return runtime.Definition{}, runErr("read definition", "", pgstore.Translate(err))
 		}
 		version = int(latest)
 		if version == 0 {
@@ -381,6 +371,10 @@ func (a *Admin) Definition(ctx context.Context, typ string, version int) (runtim
 	}
 	return a.st.Definition(ctx, typ, version)
 }
+
+// db is the persistence layer of the Admin's store, which owns the SQL the
+// Admin sends.
+func (a *Admin) db() *pgstore.DB { return (*pgstore.DB)(a.st) }
 
 // runErr is the error of an Admin method: a *runtime.RunError of component
 // admin.

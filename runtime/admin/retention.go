@@ -3,12 +3,14 @@ package admin
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/fsmgen/fsmgen/runtime"
-	"github.com/fsmgen/fsmgen/runtime/store"
+	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
 
 // Policy is the retention policy of one workflow type: its finished runs
@@ -26,49 +28,49 @@ func (a *Admin) SetRetention(ctx context.Context, typ string, days int) (Policy,
 	if days < 0 {
 		return fail(fmt.Errorf("%w: %d days: want 0 or more", runtime.ErrInvalidInput, days))
 	}
-	var known bool
-	if err := a.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workflow_definitions WHERE workflow_type = $1)`, typ).Scan(&known); err != nil {
-		return fail(store.Translate(err))
+	q := a.db().Queries(nil)
+	known, err := q.DefinitionTypeExists(ctx, typ)
+	if err != nil {
+		return fail(pgstore.Translate(err))
 	}
 	if !known {
 		return fail(fmt.Errorf("%w: no version of %s is registered", runtime.ErrUnknownDefinition, typ))
 	}
-	p := Policy{Type: typ}
-	err := a.pool.QueryRow(ctx, `
-		INSERT INTO workflow_retention (workflow_type, keep_days) VALUES ($1, $2)
-		ON CONFLICT (workflow_type) DO UPDATE SET keep_days = EXCLUDED.keep_days, updated_at = now()
-		RETURNING keep_days, updated_at`, typ, days).Scan(&p.KeepDays, &p.UpdatedAt)
-	if err != nil {
-		return fail(store.Translate(err))
+	if days > math.MaxInt32 {
+		return fail(fmt.Errorf("%w: %d days: want at most %d", runtime.ErrInvalidInput, days, math.MaxInt32))
 	}
-	return p, nil
+	row, err := q.UpsertRetention(ctx, dbsqlc.UpsertRetentionParams{WorkflowType: typ, KeepDays: int32(days)})
+	if err != nil {
+		return fail(pgstore.Translate(err))
+	}
+	return policyOf(row), nil
 }
 
 // ClearRetention removes the retention policy of typ: its finished runs
 // are kept for ever. It reports whether typ had one.
 func (a *Admin) ClearRetention(ctx context.Context, typ string) (bool, error) {
-	tag, err := a.pool.Exec(ctx, `DELETE FROM workflow_retention WHERE workflow_type = $1`, typ)
+	n, err := a.db().Queries(nil).DeleteRetention(ctx, typ)
 	if err != nil {
-		return false, runErr("clear retention of "+typ, "", store.Translate(err))
+		return false, runErr("clear retention of "+typ, "", pgstore.Translate(err))
 	}
-	return tag.RowsAffected() > 0, nil
+	return n > 0, nil
 }
 
 // Retention lists the retention policies by type.
 func (a *Admin) Retention(ctx context.Context) ([]Policy, error) {
-	rows, err := a.pool.Query(ctx, `SELECT workflow_type, keep_days, updated_at FROM workflow_retention ORDER BY workflow_type`)
+	rows, err := a.db().Queries(nil).ListRetention(ctx)
 	if err != nil {
-		return nil, runErr("list retention", "", store.Translate(err))
+		return nil, runErr("list retention", "", pgstore.Translate(err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Policy, error) {
-		var p Policy
-		err := r.Scan(&p.Type, &p.KeepDays, &p.UpdatedAt)
-		return p, err
-	})
-	if err != nil {
-		return nil, runErr("list retention", "", store.Translate(err))
+	out := make([]Policy, len(rows))
+	for i, row := range rows {
+		out[i] = policyOf(row)
 	}
 	return out, nil
+}
+
+func policyOf(row dbsqlc.WorkflowRetention) Policy {
+	return Policy{Type: row.WorkflowType, KeepDays: int(row.KeepDays), UpdatedAt: row.UpdatedAt.Time}
 }
 
 // CleanupOptions tune Cleanup.
@@ -124,33 +126,22 @@ func (a *Admin) Cleanup(ctx context.Context, opts CleanupOptions) (CleanupReport
 	rep := CleanupReport{DryRun: opts.DryRun, Types: []Removed{}}
 	byType := map[string]int{}
 	for {
-		var limit *int
+		var limit pgtype.Int4
 		if !opts.DryRun {
-			limit = &batch
+			limit = pgtype.Int4{Int32: int32(min(batch, math.MaxInt32)), Valid: true}
 		}
-		var got []Removed
-		err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, `SELECT workflow_type, runs, step_logs, evidence, outbox, held FROM fsmgen_purge_finished_runs($1, $2)`, opts.DryRun, limit)
-			if err != nil {
-				return err
-			}
-			got, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Removed, error) {
-				var m Removed
-				err := r.Scan(&m.Type, &m.Runs, &m.StepLogs, &m.Evidence, &m.Outbox, &m.Held)
-				return m, err
-			})
-			return err
-		})
+		// One statement, so one transaction: a batch commits alone.
+		got, err := a.db().Queries(nil).PurgeFinishedRuns(ctx, dbsqlc.PurgeFinishedRunsParams{DryRun: opts.DryRun, MaxRuns: limit})
 		if err != nil {
-			return rep, runErr("cleanup", "", store.Translate(err))
+			return rep, runErr("cleanup", "", pgstore.Translate(err))
 		}
 		var runs int64
 		for _, m := range got {
-			i, ok := byType[m.Type]
+			i, ok := byType[m.WorkflowType]
 			if !ok {
 				i = len(rep.Types)
-				byType[m.Type] = i
-				rep.Types = append(rep.Types, Removed{Type: m.Type})
+				byType[m.WorkflowType] = i
+				rep.Types = append(rep.Types, Removed{Type: m.WorkflowType})
 			}
 			t := &rep.Types[i]
 			t.Runs += m.Runs

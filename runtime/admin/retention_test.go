@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -392,6 +393,7 @@ func TestRetentionPolicies(t *testing.T) {
 	}{
 		{"nothing", 3, "admin: set retention of nothing: unknown definition: no version of nothing is registered"},
 		{"shop", -1, "admin: set retention of shop: invalid input: -1 days: want 0 or more"},
+		{"shop", math.MaxInt32 + 1, "admin: set retention of shop: invalid input: 2147483648 days: want at most 2147483647"},
 	} {
 		if _, err := w.a.SetRetention(ctx, tt.typ, tt.days); err == nil || err.Error() != tt.err {
 			t.Errorf("SetRetention(%s, %d): %v, want %s", tt.typ, tt.days, err, tt.err)

@@ -126,3 +126,45 @@ func (q *Queries) InsertTransitions(ctx context.Context, arg InsertTransitionsPa
 	)
 	return err
 }
+
+const listDefinitions = `-- name: ListDefinitions :many
+SELECT workflow_type, version, initial_state, digest, created_at, definition
+FROM workflow_definitions
+ORDER BY workflow_type, version
+`
+
+type ListDefinitionsRow struct {
+	WorkflowType string
+	Version      int32
+	InitialState string
+	Digest       string
+	CreatedAt    pgtype.Timestamptz
+	Definition   []byte
+}
+
+func (q *Queries) ListDefinitions(ctx context.Context) ([]ListDefinitionsRow, error) {
+	rows, err := q.db.Query(ctx, listDefinitions)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListDefinitionsRow{}
+	for rows.Next() {
+		var i ListDefinitionsRow
+		if err := rows.Scan(
+			&i.WorkflowType,
+			&i.Version,
+			&i.InitialState,
+			&i.Digest,
+			&i.CreatedAt,
+			&i.Definition,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
