@@ -189,7 +189,9 @@ FROM upd
 RETURNING occurred_at;
 
 -- name: ResumeRun :execrows
--- Makes a parked run due again with a fresh attempt counter.
+-- Makes a parked run due again with a fresh attempt counter, logs it, and
+-- announces it on fsmgen_runs (store.NotifyChannel) with its type at the
+-- commit of this statement: 1 row when it did, 0 when the run is not parked.
 WITH upd AS (
     UPDATE workflow_runs w SET
         parked_at = NULL,
@@ -197,13 +199,17 @@ WITH upd AS (
         next_run_at = coalesce(sqlc.narg('now')::timestamptz, now())
     WHERE w.id = @id AND w.parked_at IS NOT NULL AND w.status = 'running'
     RETURNING w.*
+), logged AS (
+    INSERT INTO workflow_step_logs (
+        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+        payload, occurred_at, kind, event, row_version, definition_version)
+    SELECT upd.id, upd.workflow_type, upd.attempt_no, 'resumed', upd.current_state, upd.current_state,
+        NULL, coalesce(sqlc.narg('now')::timestamptz, now()), 'step', NULL, upd.row_version, upd.definition_version
+    FROM upd
+), notified AS (
+    SELECT pg_notify('fsmgen_runs', upd.workflow_type) AS n FROM upd
 )
-INSERT INTO workflow_step_logs (
-    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-    payload, occurred_at, kind, event, row_version, definition_version)
-SELECT upd.id, upd.workflow_type, upd.attempt_no, 'resumed', upd.current_state, upd.current_state,
-    NULL, coalesce(sqlc.narg('now')::timestamptz, now()), 'step', NULL, upd.row_version, upd.definition_version
-FROM upd;
+SELECT 1 FROM upd CROSS JOIN notified;
 
 -- name: LatestVersion :one
 -- The latest registered version of workflow_type, 0 when none is.

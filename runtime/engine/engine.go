@@ -554,13 +554,7 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID, childEvent string,
 // Resume makes a parked run due again, with a fresh attempt counter, and
 // notifies idle workers.
 func (e *Engine) Resume(ctx context.Context, runID string) error {
-	if err := e.st.Resume(ctx, runID); err != nil {
-		return err
-	}
-	if run, err := e.st.Get(ctx, runID); err == nil {
-		e.notify(ctx, run.Type)
-	}
-	return nil
+	return e.st.Resume(ctx, runID)
 }
 
 // Wait waits until the run is terminal and returns it, or until ctx is done.

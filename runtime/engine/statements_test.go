@@ -128,11 +128,20 @@ func TestStatementCounts(t *testing.T) {
 		},
 	}}
 
+	// fragile's handler always fails, and TRY names no event for that: the
+	// run parks, for Resume.
+	fragile := def("fragile", []runtime.StateSpec{running("TRY"), final("OK", runtime.StatusSucceeded)}, []string{"TRY", "Ok", "OK"})
+	fragileDriver := &driver{def: fragile, handlers: map[string]handler{
+		"TRY": func(context.Context, *runtime.Run) (runtime.Event, error) {
+			return nil, runtime.WithCode("DOWN", errors.New("down"))
+		},
+	}}
+
 	e, err := engine.New(st, engine.Config{Logger: quiet, Lease: time.Minute, Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []runtime.Driver{plainDriver, &eventsDriver{driver{def: guarded}}, parentDriver, &driver{def: kid}} {
+	for _, d := range []runtime.Driver{plainDriver, &eventsDriver{driver{def: guarded}}, parentDriver, &driver{def: kid}, fragileDriver} {
 		if err := e.Register(ctx, d); err != nil {
 			t.Fatal(err)
 		}
@@ -266,6 +275,37 @@ func TestStatementCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	measure("Signal (to a child's parent)", 2, stmts)
+
+	// Resume of a parked run, which announces it to idle workers in the
+	// same statement.
+	run = start("fragile", "f1")
+	if run, err = e.Drive(ctx, run.ID); err != nil || run.ParkedAt.IsZero() {
+		t.Fatalf("Drive = %s parked at %v, %v; want the run parked", run.State, run.ParkedAt, err)
+	}
+	// Notifications arrive in commit order: the first after this marker
+	// is Resume's.
+	if _, err := pool.Exec(ctx, "SELECT pg_notify($1, 'marker')", store.NotifyChannel); err != nil {
+		t.Fatal(err)
+	}
+	count.Take()
+	if err := e.Resume(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	measure("Resume", 1, count.Take())
+	wctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		n, err := listener.WaitForNotification(wctx)
+		if err != nil {
+			t.Fatalf("waiting for the marker: %v", err)
+		}
+		if n.Payload == "marker" {
+			break
+		}
+	}
+	if n, err := listener.WaitForNotification(wctx); err != nil || n.Payload != "fragile" {
+		t.Fatalf("after Resume: notification %+v, %v; want one of type fragile", n, err)
+	}
 
 	for _, f := range figures {
 		t.Logf("%-50s %d  %s", f.op, len(f.got), strings.Join(f.got, ", "))

@@ -15,9 +15,10 @@ import (
 // workers.
 const NotifyChannel = "fsmgen_runs"
 
-// Resume makes a parked run due again with a fresh attempt counter, and
-// logs it (a resumed step). It fails with runtime.ErrConflict when the run is not
-// parked, and runtime.ErrRunNotFound when there is no such run.
+// Resume makes a parked run due again with a fresh attempt counter, logs it
+// (a resumed step) and announces it on NotifyChannel, in one statement. It
+// fails with runtime.ErrConflict when the run is not parked, and
+// runtime.ErrRunNotFound when there is no such run.
 func (s *Store) Resume(ctx context.Context, runID string) error {
 	id, err := pgstore.ParseRunID("resume", runID)
 	if err != nil {

@@ -1010,13 +1010,17 @@ WITH upd AS (
         next_run_at = coalesce($1::timestamptz, now())
     WHERE w.id = $2 AND w.parked_at IS NOT NULL AND w.status = 'running'
     RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state
+), logged AS (
+    INSERT INTO workflow_step_logs (
+        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+        payload, occurred_at, kind, event, row_version, definition_version)
+    SELECT upd.id, upd.workflow_type, upd.attempt_no, 'resumed', upd.current_state, upd.current_state,
+        NULL, coalesce($1::timestamptz, now()), 'step', NULL, upd.row_version, upd.definition_version
+    FROM upd
+), notified AS (
+    SELECT pg_notify('fsmgen_runs', upd.workflow_type) AS n FROM upd
 )
-INSERT INTO workflow_step_logs (
-    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-    payload, occurred_at, kind, event, row_version, definition_version)
-SELECT upd.id, upd.workflow_type, upd.attempt_no, 'resumed', upd.current_state, upd.current_state,
-    NULL, coalesce($1::timestamptz, now()), 'step', NULL, upd.row_version, upd.definition_version
-FROM upd
+SELECT 1 FROM upd CROSS JOIN notified
 `
 
 type ResumeRunParams struct {
@@ -1024,7 +1028,9 @@ type ResumeRunParams struct {
 	ID  pgtype.UUID
 }
 
-// Makes a parked run due again with a fresh attempt counter.
+// Makes a parked run due again with a fresh attempt counter, logs it, and
+// announces it on fsmgen_runs (store.NotifyChannel) with its type at the
+// commit of this statement: 1 row when it did, 0 when the run is not parked.
 func (q *Queries) ResumeRun(ctx context.Context, arg ResumeRunParams) (int64, error) {
 	result, err := q.db.Exec(ctx, resumeRun, arg.Now, arg.ID)
 	if err != nil {
