@@ -878,7 +878,7 @@ func (s *session) giveUp(what string, op func(ctx context.Context) error) {
 	s.held = false
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.hbase), releaseTimeout)
 	defer cancel()
-	err := s.e.retryConn(ctx, time.Time{}, what, s.run.ID, func() error { return op(ctx) })
+	_, err := s.e.retryConn(ctx, time.Time{}, what, s.run.ID, func() error { return op(ctx) })
 	if err != nil && !errors.Is(err, runtime.ErrLeaseLost) {
 		s.e.log.Warn("giving the lease up failed; it will expire", "op", what, "run", s.run.ID, "err", err)
 	}

@@ -403,7 +403,7 @@ func (e *Engine) notify(ctx context.Context, typ string) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyTimeout)
 	defer cancel()
-	err := e.retryConn(ctx, time.Time{}, "notify", "", func() error { return e.st.Notify(ctx, typ) })
+	_, err := e.retryConn(ctx, time.Time{}, "notify", "", func() error { return e.st.Notify(ctx, typ) })
 	if err != nil {
 		e.log.Warn("notify failed; workers will find the run by polling", "type", typ, "err", err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
-	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
 	"github.com/fsmgen/fsmgen/runtime/internal/worker"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -21,7 +20,9 @@ const notifyTimeout = 2 * time.Second
 // shutdown, a lack of resources), backing off between tries
 // (worker.Statements), while ctx is not done and, unless until is zero,
 // until then. It returns op's last error.
-func (e *Engine) retryConn(ctx context.Context, until time.Time, what, runID string, op func() error) error {
+// lost reports whether a try failed by an unavailable server: such a try
+// may have committed.
+func (e *Engine) retryConn(ctx context.Context, until time.Time, what, runID string, op func() error) (lost bool, err error) {
 	return worker.Statements.Retry(ctx, until, op, func(wait time.Duration, err error) {
 		e.log.Warn("server unavailable; trying again", "op", what, "run", runID, "in", wait, "err", err)
 	})
@@ -30,7 +31,7 @@ func (e *Engine) retryConn(ctx context.Context, until time.Time, what, runID str
 // retried is retryConn for an op that returns a value.
 func retried[T any](ctx context.Context, e *Engine, until time.Time, what, runID string, op func() (T, error)) (T, error) {
 	var v T
-	err := e.retryConn(ctx, until, what, runID, func() error {
+	_, err := e.retryConn(ctx, until, what, runID, func() error {
 		var err error
 		v, err = op()
 		return err
@@ -42,14 +43,7 @@ func retried[T any](ctx context.Context, e *Engine, until time.Time, what, runID
 // long as its lease holds, and reports whether a try was lost with its
 // connection: such a try may have committed.
 func (s *session) retry(ctx context.Context, what string, op func() error) (lostConn bool, err error) {
-	err = s.e.retryConn(ctx, s.leaseUntil, what, s.run.ID, func() error {
-		err := op()
-		if pgerr.Unavailable(err) {
-			lostConn = true
-		}
-		return err
-	})
-	return lostConn, err
+	return s.e.retryConn(ctx, s.leaseUntil, what, s.run.ID, op)
 }
 
 // advance records a transition under the session's lease, again on a new
@@ -87,11 +81,5 @@ func (s *session) logged(ctx context.Context, t runtime.Transition, rowVersion i
 	if err != nil {
 		return store.Step{}, false
 	}
-	for i := len(h) - 1; i >= 0; i-- {
-		st := h[i]
-		if st.Kind == store.KindTransition && st.RowVersion == rowVersion+1 && st.Event == t.Event && st.From == t.From && st.To == t.To {
-			return st, true
-		}
-	}
-	return store.Step{}, false
+	return worker.Recorded(h, rowVersion, t)
 }

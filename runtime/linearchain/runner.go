@@ -391,7 +391,7 @@ func (e *Engine) write(ctx context.Context, t Task, tr runtime.Transition, r Res
 		lostConn bool
 	)
 	scan := func(row pgx.Row) error { return row.Scan(&changed, &instance, &out.Outbox) }
-	err = worker.Statements.Retry(ctx, until, func() error {
+	lostConn, err = worker.Statements.Retry(ctx, until, func() error {
 		var err error
 		if w, ok := r.ev.(step.Waiting); ok {
 			err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
@@ -409,9 +409,6 @@ func (e *Engine) write(ctx context.Context, t Task, tr runtime.Transition, r Res
 		} else {
 			err = scan(e.pool.QueryRow(ctx, sql, args...))
 		}
-		if pgerr.Unavailable(err) {
-			lostConn = true
-		}
 		return err
 	}, nil)
 	if err != nil {
@@ -419,7 +416,7 @@ func (e *Engine) write(ctx context.Context, t Task, tr runtime.Transition, r Res
 	}
 	if changed == 0 && lostConn {
 		var written bool
-		err := worker.Statements.Retry(ctx, until, func() error {
+		_, err := worker.Statements.Retry(ctx, until, func() error {
 			return e.pool.QueryRow(ctx, writtenSQL, t.InstanceID, t.StepSeq, t.WorkerID, tr.To, tr.Event).Scan(&written, &woken, &instance)
 		}, nil)
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fsmgen/fsmgen/runtime"
-	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
 	"github.com/fsmgen/fsmgen/runtime/internal/worker"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
@@ -18,14 +17,7 @@ import (
 // reports whether a try was lost with its connection: such a try may have
 // committed.
 func retry(ctx context.Context, op func() error) (lost bool, err error) {
-	err = worker.Statements.Retry(ctx, time.Time{}, func() error {
-		err := op()
-		if pgerr.Unavailable(err) {
-			lost = true
-		}
-		return err
-	}, nil)
-	return lost, err
+	return worker.Statements.Retry(ctx, time.Time{}, op, nil)
 }
 
 // retried is retry for an op that returns a value.
@@ -46,13 +38,8 @@ func (e *Engine) logged(ctx context.Context, runID string, rowVersion int64, t r
 	if err != nil {
 		return false, err
 	}
-	for i := len(h) - 1; i >= 0; i-- {
-		s := h[i]
-		if s.Kind == store.KindTransition && s.RowVersion == rowVersion+1 && s.Event == t.Event && s.From == t.From && s.To == t.To {
-			return true, nil
-		}
-	}
-	return false, nil
+	_, ok := worker.Recorded(h, rowVersion, t)
+	return ok, nil
 }
 
 // recorder records a machine's transitions of one run through the store,

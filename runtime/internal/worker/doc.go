@@ -8,7 +8,9 @@
 //     waiting First, then twice as long each time up to Max, while the
 //     context lasts and, when a limit is given (the end of the lease the
 //     statement is written under), until then. Any other error is
-//     returned at once.
+//     returned at once. Retry reports whether a try was lost that way: a
+//     write it sent may have committed, and Recorded finds such a
+//     transition in the run's history.
 //   - Heartbeat: while a claimed piece of work runs, its lease is extended
 //     every interval by the database's clock; the work's context is
 //     cancelled, with the cause, when an extension says that the lease is

@@ -4,7 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // Backoff is the wait between tries of an engine's own statement that the
@@ -30,20 +32,25 @@ func (b Backoff) Next(wait time.Duration) time.Duration {
 // unavailable server (pgerr.Unavailable), waiting b between tries, while
 // ctx is not done and, unless until is zero, until then. Before each wait
 // it calls warn, when not nil, with the wait and the error. It returns
-// op's last error.
-func (b Backoff) Retry(ctx context.Context, until time.Time, op func() error, warn func(wait time.Duration, err error)) error {
+// op's last error, and lost: whether a try failed by an unavailable server,
+// so that a write it sent may have committed all the same.
+func (b Backoff) Retry(ctx context.Context, until time.Time, op func() error, warn func(wait time.Duration, err error)) (lost bool, err error) {
 	var delay time.Duration
 	for {
 		err := op()
-		if err == nil || !pgerr.Unavailable(err) || ctx.Err() != nil {
-			return err
+		if err == nil || !pgerr.Unavailable(err) {
+			return lost, err
+		}
+		lost = true
+		if ctx.Err() != nil {
+			return lost, err
 		}
 		delay = b.Next(delay)
 		wait := delay
 		if !until.IsZero() {
 			wait = min(wait, time.Until(until))
 			if wait <= 0 {
-				return err
+				return lost, err
 			}
 		}
 		if warn != nil {
@@ -53,7 +60,7 @@ func (b Backoff) Retry(ctx context.Context, until time.Time, op func() error, wa
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return lost, err
 		case <-t.C:
 		}
 	}
@@ -103,7 +110,7 @@ func (h Heartbeat) Start(ctx context.Context, cancel context.CancelCauseFunc) (s
 			}
 			began := time.Now()
 			// Lost connections are tried again at once, up to the next beat.
-			err := Statements.Retry(ctx, began.Add(h.Every), func() error { return h.Extend(ctx) }, h.Retrying)
+			_, err := Statements.Retry(ctx, began.Add(h.Every), func() error { return h.Extend(ctx) }, h.Retrying)
 			if ctx.Err() != nil {
 				return
 			}
@@ -125,4 +132,17 @@ func (h Heartbeat) Start(ctx context.Context, cancel context.CancelCauseFunc) (s
 		}
 	}()
 	return func() { quit(); <-done }
+}
+
+// Recorded finds, in a run's history h, transition t recorded from row
+// version rowVersion: how an engine learns that a write lost with its
+// connection had committed.
+func Recorded(h []store.Step, rowVersion int64, t runtime.Transition) (store.Step, bool) {
+	for i := len(h) - 1; i >= 0; i-- {
+		s := h[i]
+		if s.Kind == store.KindTransition && s.RowVersion == rowVersion+1 && s.Event == t.Event && s.From == t.From && s.To == t.To {
+			return s, true
+		}
+	}
+	return store.Step{}, false
 }

@@ -40,21 +40,22 @@ func TestRetryTriesAgainOnlyWhileTheServerIsUnavailable(t *testing.T) {
 		errs  []error
 		calls int
 		err   error
+		lost  bool
 	}{
-		{"success", []error{nil}, 1, nil},
-		{"lost twice, then success", []error{errLost, errLost, nil}, 3, nil},
-		{"lost, then refused", []error{errLost, refused, nil}, 2, refused},
-		{"refused", []error{refused, nil}, 1, refused},
+		{"success", []error{nil}, 1, nil, false},
+		{"lost twice, then success", []error{errLost, errLost, nil}, 3, nil, true},
+		{"lost, then refused", []error{errLost, refused, nil}, 2, refused, true},
+		{"refused", []error{refused, nil}, 1, refused, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			calls, warned := 0, 0
-			err := b.Retry(context.Background(), time.Time{}, func() error {
+			lost, err := b.Retry(context.Background(), time.Time{}, func() error {
 				calls++
 				return tc.errs[calls-1]
 			}, func(time.Duration, error) { warned++ })
-			if !errors.Is(err, tc.err) || calls != tc.calls || warned != calls-1 {
-				t.Errorf("Retry returned %v after %d calls and %d warnings, want %v after %d", err, calls, warned, tc.err, tc.calls)
+			if !errors.Is(err, tc.err) || calls != tc.calls || warned != calls-1 || lost != tc.lost {
+				t.Errorf("Retry returned %v (lost %t) after %d calls and %d warnings, want %v (lost %t) after %d", err, lost, calls, warned, tc.err, tc.lost, tc.calls)
 			}
 		})
 	}
@@ -64,12 +65,12 @@ func TestRetryStopsAtItsLimitAndWithItsContext(t *testing.T) {
 	t.Parallel()
 	calls := 0
 	op := func() error { calls++; return errLost }
-	if err := worker.Statements.Retry(context.Background(), time.Now().Add(-time.Second), op, nil); !errors.Is(err, io.ErrUnexpectedEOF) || calls != 1 {
+	if _, err := worker.Statements.Retry(context.Background(), time.Now().Add(-time.Second), op, nil); !errors.Is(err, io.ErrUnexpectedEOF) || calls != 1 {
 		t.Errorf("past its limit: %v after %d calls, want the lost connection after 1", err, calls)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	calls = 0
-	err := worker.Statements.Retry(ctx, time.Time{}, func() error {
+	_, err := worker.Statements.Retry(ctx, time.Time{}, func() error {
 		calls++
 		if calls == 3 {
 			cancel()
