@@ -28,10 +28,27 @@ type Machine struct {
 	// Package is the generated Go package's name.
 	Package string
 
-	States      []*State
-	Initial     *State
-	Events      []*Event
-	Guards      []*Guard
+	// States are the leaf states, the ones a run can be in (its persisted
+	// state is always one of them), in declaration order. In a flat
+	// machine they are all its states.
+	States []*State
+	// Initial is the leaf a run starts in: the initial state declared at
+	// the top level, followed down through initial children when it is a
+	// composite.
+	Initial *State
+	// Composites are the composite states, those with children, in
+	// declaration order. A run is never in a composite alone: it is in
+	// one of its leaves, and so in each of the leaf's ancestors.
+	Composites []*State
+	// Roots are the top-level states, leaves and composites, in
+	// declaration order: the tree the diagrams draw.
+	Roots []*State
+	// Histories are the history pseudostates, in declaration order.
+	Histories []*History
+	Events    []*Event
+	Guards    []*Guard
+	// Actions are the entry and exit actions, in declaration order.
+	Actions     []*Action
 	Transitions []*Transition
 
 	// Cancel is the event a run's owner fires to cancel a run, nil when the
@@ -57,8 +74,95 @@ type State struct {
 	Wait    bool
 	Retry   *Retry
 	Timers  []*Timer
-	// Index is the state's position in Machine.States.
+	// Index is a leaf's position in Machine.States, a composite's in
+	// Machine.Composites.
 	Index int
+
+	// Parent is the composite that contains the state, nil at the top
+	// level; Depth counts its ancestors.
+	Parent *State
+	Depth  int
+	// Children are a composite's substates in declaration order (history
+	// pseudostates apart); nil for a leaf.
+	Children []*State
+	// InitialChild is the child that a transition to the composite
+	// enters; nil for a leaf.
+	InitialChild *State
+	// History are the history pseudostates the composite declares.
+	History []*History
+	// Entry and Exit are the actions run when the state is entered and
+	// exited, in the order written.
+	Entry, Exit []*Action
+	// Done marks a final state inside a composite: it has no status (the
+	// run goes on), and entering it completes its parent, which enables
+	// the parent's "on done" rows.
+	Done bool
+}
+
+// Composite reports whether the state has children.
+func (s *State) Composite() bool { return len(s.Children) > 0 }
+
+// Ancestors returns the composites that contain s, innermost first.
+func (s *State) Ancestors() []*State {
+	var out []*State
+	for p := s.Parent; p != nil; p = p.Parent {
+		out = append(out, p)
+	}
+	return out
+}
+
+// In reports whether s is a or a descendant of a.
+func (s *State) In(a *State) bool {
+	for x := s; x != nil; x = x.Parent {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// InitialLeaf returns the leaf a transition to s enters: s itself for a
+// leaf, else the initial leaf of its initial child.
+func (s *State) InitialLeaf() *State {
+	for s.Composite() {
+		s = s.InitialChild
+	}
+	return s
+}
+
+// Leaves returns the leaves in s (s itself for a leaf), in declaration
+// order.
+func (s *State) Leaves() []*State {
+	if !s.Composite() {
+		return []*State{s}
+	}
+	var out []*State
+	for _, c := range s.Children {
+		out = append(out, c.Leaves()...)
+	}
+	return out
+}
+
+// History is a history pseudostate of a composite: a transition to it
+// enters the composite where the run last left it. A shallow history
+// remembers the child the run was last in (and enters that child's
+// initial leaf when the child is a composite); a deep history remembers
+// the leaf. A composite the run has never left enters its initial leaf.
+type History struct {
+	Pos  lexer.Position
+	Name string
+	Doc  []string
+	Deep bool
+	// Parent is the composite whose history this is.
+	Parent *State
+}
+
+// Action is an entry or exit action, implemented in Go.
+type Action struct {
+	Pos    lexer.Position
+	Name   string
+	Doc    []string
+	GoName string
 }
 
 // RuntimeFired returns the events the runtime fires itself rather than a
@@ -153,13 +257,21 @@ type Retry struct {
 // RetryPresets are the runtime's named retry policies.
 var RetryPresets = []string{"validation", "database", "externalService", "payment", "background"}
 
-// Timer fires Event after the run has spent After in the state.
+// Timer fires Event after the run has spent After in the state (for a
+// composite, anywhere inside it, counted from when the run entered it).
 type Timer struct {
 	Pos   lexer.Position
 	After time.Duration
 	// Text is the duration as written.
 	Text  string
 	Event *Event
+	// Field, when not nil, is the time.Duration payload field of the
+	// event FieldOf that the duration is taken from at run time (after
+	// Polled.interval min 1s max 10m Tick): the value of the event that
+	// last entered the state, clamped to [Min, Max]. After is then Min.
+	FieldOf  *Event
+	Field    *PayloadField
+	Min, Max time.Duration
 }
 
 // Event is a checked event.
@@ -238,6 +350,31 @@ type Transition struct {
 	// Star reports that the row was written with * as its FROM. The rows
 	// that one written row expands to share its Pos.
 	Star bool
+
+	// Source is the state the row was written on: From itself, or the
+	// composite ancestor of From whose row applies to it. Rows are tried
+	// innermost first, so From's own rows come before its parent's.
+	Source *State
+	// Target is the state the row names: To itself, or a composite whose
+	// initial leaf To is; nil when the row targets a history pseudostate.
+	Target *State
+	// History is the history pseudostate the row targets, nil otherwise;
+	// To is then the leaf entered while the composite has no history.
+	History *History
+	// Event is nil for an eventless row, which is taken as soon as From
+	// is active and its guard holds, after the transition that entered
+	// it. Done marks a row "on done": eventless, and taken only once
+	// Source, a composite, is complete (its active child is a final one).
+	Done bool
+	// Internal marks a row that does not exit Source: its entry and exit
+	// actions do not run and its timers keep running. A row is external
+	// (it exits and re-enters Source, restarting its timers) unless
+	// written internal.
+	Internal bool
+	// Exit are the states the transition exits, innermost first, and
+	// Enter those it enters, outermost first, ending at To (for a
+	// history target, those of the default leaf To).
+	Exit, Enter []*State
 }
 
 // goName turns a .fsm name into an exported Go identifier: UPPER_SNAKE and
