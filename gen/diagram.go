@@ -38,12 +38,73 @@ var statuses = []string{"succeeded", "failed", "cancelled"}
 
 // timerOf returns the timer of t's source state that fires t's event, or nil.
 func timerOf(t *dsl.Transition) *dsl.Timer {
-	for _, tm := range t.From.Timers {
+	if t.Event == nil {
+		return nil
+	}
+	for _, tm := range rowSource(t).Timers {
 		if tm.Event == t.Event {
 			return tm
 		}
 	}
 	return nil
+}
+
+// rowSource is the state a row was written on: its Source, or From in a
+// model that does not say.
+func rowSource(t *dsl.Transition) *dsl.State {
+	if t.Source != nil {
+		return t.Source
+	}
+	return t.From
+}
+
+// rowTarget is the name of what a row was written to: its target state,
+// a composite included, or its history pseudostate.
+func rowTarget(t *dsl.Transition) string {
+	switch {
+	case t.History != nil:
+		return t.History.Name
+	case t.Target != nil:
+		return t.Target.Name
+	}
+	return t.To.Name
+}
+
+// writtenRows returns one transition per row as written and event: the
+// rows of a composite, which the model repeats for each of its leaves,
+// once; in order of first appearance in the table.
+func writtenRows(m *dsl.Machine) []*dsl.Transition {
+	type key struct {
+		source        *dsl.State
+		target        string
+		event         *dsl.Event
+		guard         *dsl.Guard
+		negated, done bool
+		internal      bool
+		outcome       string
+	}
+	var out []*dsl.Transition
+	seen := map[key]bool{}
+	for _, t := range m.Transitions {
+		k := key{rowSource(t), rowTarget(t), t.Event, t.Guard, t.Negated, t.Done, t.Internal, t.Outcome}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// eventText is a row's event as the diagrams and the page write it:
+// its name, done for a completion row, "" for an eventless row.
+func eventText(t *dsl.Transition) string {
+	switch {
+	case t.Event != nil:
+		return t.Event.Name
+	case t.Done:
+		return "done"
+	}
+	return ""
 }
 
 // guardText is [G] or [!G], or "" for an unguarded row.
@@ -67,9 +128,12 @@ func edgeOutcome(t *dsl.Transition) string {
 	return t.Outcome
 }
 
-// rowLabel is one row's edge label.
+// rowLabel is one row's edge label: "" for an unguarded eventless row.
 func rowLabel(t *dsl.Transition) string {
-	parts := []string{t.Event.Name}
+	var parts []string
+	if e := eventText(t); e != "" {
+		parts = append(parts, e)
+	}
 	if tm := timerOf(t); tm != nil {
 		parts = append(parts, "(after "+tm.Text+")")
 	}
@@ -78,6 +142,9 @@ func rowLabel(t *dsl.Transition) string {
 	}
 	if o := edgeOutcome(t); o != "" {
 		parts = append(parts, "/ "+o)
+	}
+	if t.Internal {
+		parts = append(parts, "(internal)")
 	}
 	return strings.Join(parts, " ")
 }
@@ -95,30 +162,45 @@ func finalText(s *dsl.State) string {
 	return txt
 }
 
-// edge is one drawn edge: the rows sharing a source and a target.
-type edge struct {
-	from, to *dsl.State
-	timer    bool
-	rows     []*dsl.Transition
+// actionLines are a state's entry and exit actions, one line each.
+func actionLines(s *dsl.State) []string {
+	var out []string
+	for _, a := range s.Entry {
+		out = append(out, "entry "+a.Name)
+	}
+	for _, a := range s.Exit {
+		out = append(out, "exit "+a.Name)
+	}
+	return out
 }
 
-// edges groups m's rows by (from, to), and by whether a timer fires them
-// when byTimer is set, in order of each group's first row.
+// edge is one drawn edge: the rows sharing a source and a target.
+type edge struct {
+	from  *dsl.State
+	to    string
+	timer bool
+	rows  []*dsl.Transition
+}
+
+// edges groups m's written rows by (source, target), and by whether a
+// timer fires them when byTimer is set, in order of each group's first
+// row.
 func edges(m *dsl.Machine, byTimer bool) []*edge {
 	type key struct {
-		from, to *dsl.State
-		timer    bool
+		from  *dsl.State
+		to    string
+		timer bool
 	}
 	var out []*edge
 	index := map[key]*edge{}
-	for _, t := range m.Transitions {
-		k := key{from: t.From, to: t.To}
+	for _, t := range writtenRows(m) {
+		k := key{from: rowSource(t), to: rowTarget(t)}
 		if byTimer {
 			k.timer = timerOf(t) != nil
 		}
 		e := index[k]
 		if e == nil {
-			e = &edge{from: t.From, to: t.To, timer: k.timer}
+			e = &edge{from: k.from, to: k.to, timer: k.timer}
 			index[k] = e
 			out = append(out, e)
 		}
@@ -127,40 +209,150 @@ func edges(m *dsl.Machine, byTimer bool) []*edge {
 	return out
 }
 
-// Mermaid returns the machine as a Mermaid stateDiagram-v2.
+// roots returns the top-level states: Roots, or States in a model that
+// does not fill Roots (a flat machine's top level is its states).
+func roots(m *dsl.Machine) []*dsl.State {
+	if len(m.Roots) > 0 {
+		return m.Roots
+	}
+	return m.States
+}
+
+// topInitial is the initial state of the top level, a leaf or a composite.
+func topInitial(m *dsl.Machine) *dsl.State {
+	s := m.Initial
+	for s.Parent != nil {
+		s = s.Parent
+	}
+	return s
+}
+
+// container is the composite whose block (Mermaid) or cluster (DOT) a
+// state or history of that name is drawn in, nil for the top level.
+func container(m *dsl.Machine, name string) *dsl.State {
+	for _, h := range m.Histories {
+		if h.Name == name {
+			return h.Parent
+		}
+	}
+	for _, s := range m.Composites {
+		if s.Name == name {
+			return s.Parent
+		}
+	}
+	for _, s := range m.States {
+		if s.Name == name {
+			return s.Parent
+		}
+	}
+	return nil
+}
+
+// commonBlock is the innermost composite whose block holds both a and b,
+// nil for the top level.
+func commonBlock(a, b *dsl.State) *dsl.State {
+	for x := a; x != nil; x = x.Parent {
+		if b.In(x) {
+			return x
+		}
+	}
+	return nil
+}
+
+// Mermaid returns the machine as a Mermaid stateDiagram-v2. A composite
+// state is a composite of the diagram (state NAME { ... }) with its own
+// start point, its final children arrows to its [*], its entry and exit
+// actions in a note; a history pseudostate is a state of its composite
+// labelled H (shallow) or H* (deep); a row is drawn from the state it was
+// written on to the state or history it names.
 func Mermaid(m *dsl.Machine) []byte {
 	var b bytes.Buffer
 	ids := mermaidIDs(m)
 	b.WriteString("stateDiagram-v2\n")
 	fmt.Fprintf(&b, "    %%%% %s\n", header(sourceOf(m)))
 	fmt.Fprintf(&b, "    %%%% %s: type %s, version %d.\n", m.Name, m.Type, m.Version)
-	for _, s := range m.States {
-		// A state's one description line is its label.
-		label := s.Name
-		switch {
-		case s.Wait:
-			label += "<br/>wait"
-		case s.Terminal():
-			if txt := finalText(s); txt != "" {
-				label += "<br/>" + mermaidText(txt)
+
+	// Each row's edge is drawn in the innermost block that holds both ends.
+	byBlock := map[*dsl.State][]*edge{}
+	for _, e := range edges(m, false) {
+		var blk *dsl.State
+		if from, to := container(m, e.from.Name), container(m, e.to); from != nil && to != nil {
+			blk = commonBlock(from, to)
+		}
+		byBlock[blk] = append(byBlock[blk], e)
+	}
+	writeEdges := func(indent string, es []*edge) {
+		for _, e := range es {
+			var labels []string
+			for _, t := range e.rows {
+				if l := rowLabel(t); l != "" {
+					labels = append(labels, mermaidText(l))
+				}
+			}
+			if len(labels) == 0 {
+				fmt.Fprintf(&b, "%s%s --> %s\n", indent, ids[e.from.Name], ids[e.to])
+				continue
+			}
+			fmt.Fprintf(&b, "%s%s --> %s : %s\n", indent, ids[e.from.Name], ids[e.to], strings.Join(labels, "<br/>"))
+		}
+	}
+	var states func(indent string, ss []*dsl.State)
+	states = func(indent string, ss []*dsl.State) {
+		for _, s := range ss {
+			if s.Composite() {
+				fmt.Fprintf(&b, "%sstate %s {\n", indent, ids[s.Name])
+				in := indent + "    "
+				states(in, s.Children)
+				for _, h := range s.History {
+					label := h.Name + "<br/>H"
+					if h.Deep {
+						label += "*"
+					}
+					fmt.Fprintf(&b, "%s%s : %s\n", in, ids[h.Name], label)
+				}
+				fmt.Fprintf(&b, "%s[*] --> %s\n", in, ids[s.InitialChild.Name])
+				writeEdges(in, byBlock[s])
+				for _, c := range s.Children {
+					if c.Terminal() || c.Done {
+						fmt.Fprintf(&b, "%s%s --> [*]\n", in, ids[c.Name])
+					}
+				}
+				fmt.Fprintf(&b, "%s}\n", indent)
+				if lines := actionLines(s); len(lines) > 0 {
+					for i, l := range lines {
+						lines[i] = mermaidText(l)
+					}
+					fmt.Fprintf(&b, "%snote right of %s : %s\n", indent, ids[s.Name], strings.Join(lines, "<br/>"))
+				}
+				continue
+			}
+			// A state's one description line is its label.
+			label := s.Name
+			switch {
+			case s.Wait:
+				label += "<br/>wait"
+			case s.Terminal():
+				if txt := finalText(s); txt != "" {
+					label += "<br/>" + mermaidText(txt)
+				}
+			case s.Done:
+				label += "<br/>final"
+			}
+			for _, l := range actionLines(s) {
+				label += "<br/>" + mermaidText(l)
+			}
+			if label != ids[s.Name] {
+				fmt.Fprintf(&b, "%s%s : %s\n", indent, ids[s.Name], label)
 			}
 		}
-		if label != ids[s] {
-			fmt.Fprintf(&b, "    %s : %s\n", ids[s], label)
-		}
 	}
+	states("    ", roots(m))
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "    [*] --> %s\n", ids[m.Initial])
-	for _, e := range edges(m, false) {
-		labels := make([]string, len(e.rows))
-		for i, t := range e.rows {
-			labels[i] = mermaidText(rowLabel(t))
-		}
-		fmt.Fprintf(&b, "    %s --> %s : %s\n", ids[e.from], ids[e.to], strings.Join(labels, "<br/>"))
-	}
-	for _, s := range m.States {
+	fmt.Fprintf(&b, "    [*] --> %s\n", ids[topInitial(m).Name])
+	writeEdges("    ", byBlock[nil])
+	for _, s := range roots(m) {
 		if s.Terminal() {
-			fmt.Fprintf(&b, "    %s --> [*]\n", ids[s])
+			fmt.Fprintf(&b, "    %s --> [*]\n", ids[s.Name])
 		}
 	}
 	var classes bytes.Buffer
@@ -168,7 +360,7 @@ func Mermaid(m *dsl.Machine) []byte {
 		var members []string
 		for _, s := range m.States {
 			if s.Status == st {
-				members = append(members, ids[s])
+				members = append(members, ids[s.Name])
 			}
 		}
 		if len(members) > 0 {
@@ -180,7 +372,7 @@ func Mermaid(m *dsl.Machine) []byte {
 	var waits []string
 	for _, s := range m.States {
 		if s.Wait {
-			waits = append(waits, ids[s])
+			waits = append(waits, ids[s.Name])
 		}
 	}
 	if len(waits) > 0 {
@@ -199,27 +391,37 @@ func Mermaid(m *dsl.Machine) []byte {
 var mermaidKeywords = []string{"default", "state", "note", "class", "classdef", "scale", "style",
 	"direction", "acctitle", "accdescr", "statediagram", "statediagram-v2", "hide", "end"}
 
-// mermaidIDs returns the id of each state in the diagram: its name, unless
-// Mermaid would read the name as a keyword, then an alias whose label is
-// the name.
-func mermaidIDs(m *dsl.Machine) map[*dsl.State]string {
-	taken := map[string]bool{}
+// mermaidIDs returns the id in the diagram of each state, composite and
+// history pseudostate, by name: its name, unless Mermaid would read the
+// name as a keyword, then an alias whose label is the name.
+func mermaidIDs(m *dsl.Machine) map[string]string {
+	var names []string
 	for _, s := range m.States {
-		taken[strings.ToLower(s.Name)] = true
+		names = append(names, s.Name)
 	}
-	ids := make(map[*dsl.State]string, len(m.States))
-	for _, s := range m.States {
-		low := strings.ToLower(s.Name)
+	for _, s := range m.Composites {
+		names = append(names, s.Name)
+	}
+	for _, h := range m.Histories {
+		names = append(names, h.Name)
+	}
+	taken := map[string]bool{}
+	for _, n := range names {
+		taken[strings.ToLower(n)] = true
+	}
+	ids := make(map[string]string, len(names))
+	for _, n := range names {
+		low := strings.ToLower(n)
 		if !slices.Contains(mermaidKeywords, low) {
-			ids[s] = s.Name
+			ids[n] = n
 			continue
 		}
-		id := "state_" + s.Name
+		id := "state_" + n
 		for taken[strings.ToLower(id)] {
 			id += "_"
 		}
 		taken[strings.ToLower(id)] = true
-		ids[s] = id
+		ids[n] = id
 	}
 	return ids
 }
@@ -240,48 +442,130 @@ var mermaidText = strings.NewReplacer(
 	`"`, "'",
 ).Replace
 
-// DOT returns the machine as a Graphviz digraph.
+// DOT returns the machine as a Graphviz digraph. A composite state is a
+// cluster (compound=true) with its own start point; an edge to or from a
+// composite ends at the cluster's border (lhead, ltail), drawn to or from
+// its initial leaf; a history pseudostate is a circle labelled H or H*.
 func DOT(m *dsl.Machine) []byte {
 	var b bytes.Buffer
+	nested := len(m.Composites) > 0
 	fmt.Fprintf(&b, "// %s\n", header(sourceOf(m)))
 	fmt.Fprintf(&b, "// %s: type %s, version %d.\n", m.Name, m.Type, m.Version)
 	fmt.Fprintf(&b, "digraph %s {\n", dotID(m.Name))
 	b.WriteString("    rankdir=LR;\n")
+	if nested {
+		b.WriteString("    compound=true;\n")
+	}
 	fmt.Fprintf(&b, "    label=%s;\n", dotID(fmt.Sprintf("%s (%s v%d)", m.Name, m.Type, m.Version)))
 	b.WriteString("    labelloc=t;\n")
 	b.WriteString("    fontname=\"Helvetica\";\n")
 	b.WriteString("    node [shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\", fontname=\"Helvetica\", fontsize=11];\n")
 	b.WriteString("    edge [fontname=\"Helvetica\", fontsize=9];\n")
 	b.WriteString("\n")
-	start := "__start"
+	taken := map[string]bool{}
 	for _, s := range m.States {
-		if s.Name == start {
-			start += "_"
-		}
+		taken[s.Name] = true
 	}
-	fmt.Fprintf(&b, "    %s [shape=point, width=0.15, style=filled, fillcolor=black, label=\"\"];\n", start)
-	for _, s := range m.States {
-		label := s.Name
-		attrs := []string{}
-		switch {
-		case s.Terminal():
-			if txt := finalText(s); txt != "" {
-				label += "\n" + txt
+	for _, h := range m.Histories {
+		taken[h.Name] = true
+	}
+	startOf := func(s *dsl.State) string {
+		id := "__start"
+		if s != nil {
+			id += "_" + s.Name
+		}
+		for taken[id] {
+			id += "_"
+		}
+		return id
+	}
+	composite := map[string]*dsl.State{}
+	for _, s := range m.Composites {
+		composite[s.Name] = s
+	}
+	// anchor is the node an edge to or from a state is drawn to: the
+	// state, or a composite's initial leaf with the cluster to clip at.
+	anchor := func(name string) (node, cluster string) {
+		if c := composite[name]; c != nil {
+			return c.InitialLeaf().Name, "cluster_" + name
+		}
+		return name, ""
+	}
+	var starts []string
+	var states func(indent string, ss []*dsl.State)
+	states = func(indent string, ss []*dsl.State) {
+		for _, s := range ss {
+			if s.Composite() {
+				fmt.Fprintf(&b, "%ssubgraph %s {\n", indent, dotID("cluster_"+s.Name))
+				in := indent + "    "
+				label := strings.Join(append([]string{s.Name}, actionLines(s)...), "\n")
+				fmt.Fprintf(&b, "%slabel=%s;\n", in, dotID(label))
+				fmt.Fprintf(&b, "%sstyle=\"rounded\";\n", in)
+				if len(s.Doc) > 0 {
+					fmt.Fprintf(&b, "%stooltip=%s;\n", in, dotID(strings.Join(s.Doc, "\n")))
+				}
+				st := startOf(s)
+				fmt.Fprintf(&b, "%s%s [shape=point, width=0.1, style=filled, fillcolor=black, label=\"\"];\n", in, dotID(st))
+				node, cluster := anchor(s.InitialChild.Name)
+				attrs := ""
+				if cluster != "" {
+					attrs = " [lhead=" + dotID(cluster) + "]"
+				}
+				starts = append(starts, fmt.Sprintf("    %s -> %s%s;\n", dotID(st), dotID(node), attrs))
+				states(in, s.Children)
+				for _, h := range s.History {
+					label := "H"
+					if h.Deep {
+						label = "H*"
+					}
+					attrs := []string{"shape=circle", "label=" + dotID(label), "xlabel=" + dotID(h.Name), "width=0.3", "fixedsize=true"}
+					if len(h.Doc) > 0 {
+						attrs = append(attrs, "tooltip="+dotID(strings.Join(h.Doc, "\n")))
+					}
+					fmt.Fprintf(&b, "%s%s [%s];\n", in, dotID(h.Name), strings.Join(attrs, ", "))
+				}
+				fmt.Fprintf(&b, "%s}\n", indent)
+				continue
 			}
-			c := statusColors[s.Status]
-			attrs = append(attrs, "peripheries=2", "fillcolor="+dotID(c[0]), "color="+dotID(c[1]), "fontcolor="+dotID(c[2]))
-		case s.Wait:
-			label += "\nwait"
-			attrs = append(attrs, `style="rounded,filled,dashed"`)
+			label := s.Name
+			attrs := []string{}
+			switch {
+			case s.Terminal():
+				if txt := finalText(s); txt != "" {
+					label += "\n" + txt
+				}
+				c := statusColors[s.Status]
+				attrs = append(attrs, "peripheries=2", "fillcolor="+dotID(c[0]), "color="+dotID(c[1]), "fontcolor="+dotID(c[2]))
+			case s.Wait:
+				label += "\nwait"
+				attrs = append(attrs, `style="rounded,filled,dashed"`)
+			case s.Done:
+				label += "\nfinal"
+				attrs = append(attrs, "peripheries=2")
+			}
+			for _, l := range actionLines(s) {
+				label += "\n" + l
+			}
+			attrs = append([]string{"label=" + dotID(label)}, attrs...)
+			if len(s.Doc) > 0 {
+				attrs = append(attrs, "tooltip="+dotID(strings.Join(s.Doc, "\n")))
+			}
+			fmt.Fprintf(&b, "%s%s [%s];\n", indent, dotID(s.Name), strings.Join(attrs, ", "))
 		}
-		attrs = append([]string{"label=" + dotID(label)}, attrs...)
-		if len(s.Doc) > 0 {
-			attrs = append(attrs, "tooltip="+dotID(strings.Join(s.Doc, "\n")))
-		}
-		fmt.Fprintf(&b, "    %s [%s];\n", dotID(s.Name), strings.Join(attrs, ", "))
 	}
+	start := startOf(nil)
+	fmt.Fprintf(&b, "    %s [shape=point, width=0.15, style=filled, fillcolor=black, label=\"\"];\n", start)
+	states("    ", roots(m))
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "    %s -> %s;\n", start, dotID(m.Initial.Name))
+	top, topCluster := anchor(topInitial(m).Name)
+	if topCluster != "" {
+		fmt.Fprintf(&b, "    %s -> %s [lhead=%s];\n", start, dotID(top), dotID(topCluster))
+	} else {
+		fmt.Fprintf(&b, "    %s -> %s;\n", start, dotID(top))
+	}
+	for _, s := range starts {
+		b.WriteString(s)
+	}
 	for _, e := range edges(m, true) {
 		labels := make([]string, len(e.rows))
 		for i, t := range e.rows {
@@ -291,7 +575,24 @@ func DOT(m *dsl.Machine) []byte {
 		if e.timer {
 			attrs = append(attrs, "style=dashed")
 		}
-		fmt.Fprintf(&b, "    %s -> %s [%s];\n", dotID(e.from.Name), dotID(e.to.Name), strings.Join(attrs, ", "))
+		from, ltail := anchor(e.from.Name)
+		to, lhead := anchor(e.to)
+		// Graphviz clips at a cluster only when the other end is outside it.
+		if lhead != "" && e.from.In(composite[e.to]) {
+			lhead = ""
+		}
+		if ltail != "" {
+			if c := container(m, e.to); c != nil && c.In(e.from) || e.to == e.from.Name {
+				ltail = ""
+			}
+		}
+		if lhead != "" {
+			attrs = append(attrs, "lhead="+dotID(lhead))
+		}
+		if ltail != "" {
+			attrs = append(attrs, "ltail="+dotID(ltail))
+		}
+		fmt.Fprintf(&b, "    %s -> %s [%s];\n", dotID(from), dotID(to), strings.Join(attrs, ", "))
 	}
 	b.WriteString("}\n")
 	return b.Bytes()
@@ -346,24 +647,51 @@ func Page(source string, m *dsl.Machine, mermaid []byte) []byte {
 	b.WriteString("## States\n\n")
 	b.WriteString("| State | Kind | Retry | Timers | Description |\n")
 	b.WriteString("|---|---|---|---|---|\n")
-	for _, s := range m.States {
-		var timers []string
-		for _, tm := range s.Timers {
-			timers = append(timers, fmt.Sprintf("after %s `%s`", tm.Text, tm.Event.Name))
+	var stateRows func(ss []*dsl.State)
+	stateRows = func(ss []*dsl.State) {
+		for _, s := range ss {
+			var timers []string
+			for _, tm := range s.Timers {
+				timers = append(timers, fmt.Sprintf("after %s `%s`", tm.Text, tm.Event.Name))
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n",
+				s.Name, stateKind(s), orDash(retryText(s.Retry)), orDash(strings.Join(timers, ", ")), cell(s.Doc))
+			if s.Composite() {
+				stateRows(s.Children)
+				for _, h := range s.History {
+					kind := "shallow history of `" + s.Name + "`"
+					if h.Deep {
+						kind = "deep history of `" + s.Name + "`"
+					}
+					fmt.Fprintf(&b, "| `%s` | %s | – | – | %s |\n", h.Name, kind, cell(h.Doc))
+				}
+			}
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n",
-			s.Name, stateKind(s), orDash(retryText(s.Retry)), orDash(strings.Join(timers, ", ")), cell(s.Doc))
 	}
+	stateRows(roots(m))
 	b.WriteString("\n")
 
 	b.WriteString("## Transitions\n\n")
-	b.WriteString("In table order: for a state and an event, the first row whose guard admits the event wins.\n\n")
+	b.WriteString("In table order: for a state and an event, the first row whose guard admits the event wins.\n")
+	if len(m.Composites) > 0 {
+		b.WriteString("A row written on a composite state applies in every state inside it, after their own rows.\n")
+	}
+	b.WriteString("\n")
 	b.WriteString("| From | Event | Guard | To | Outcome | Description |\n")
 	b.WriteString("|---|---|---|---|---|---|\n")
-	for _, t := range m.Transitions {
-		ev := "`" + t.Event.Name + "`"
+	for _, t := range writtenRows(m) {
+		var ev string
+		switch {
+		case t.Event != nil:
+			ev = "`" + t.Event.Name + "`"
+		case t.Done:
+			ev = "done"
+		}
 		if tm := timerOf(t); tm != nil {
 			ev += " (after " + tm.Text + ")"
+		}
+		if t.Internal {
+			ev += " (internal)"
 		}
 		guard := ""
 		if t.Guard != nil {
@@ -377,7 +705,7 @@ func Page(source string, m *dsl.Machine, mermaid []byte) []byte {
 			outcome = code(t.Outcome)
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | `%s` | %s | %s |\n",
-			t.From.Name, ev, orDash(guard), t.To.Name, orDash(outcome), cell(t.Doc))
+			rowSource(t).Name, orDash(ev), orDash(guard), rowTarget(t), orDash(outcome), cell(t.Doc))
 	}
 	b.WriteString("\n")
 
@@ -424,6 +752,16 @@ func Page(source string, m *dsl.Machine, mermaid []byte) []byte {
 		b.WriteString("\n")
 	}
 
+	if len(m.Actions) > 0 {
+		b.WriteString("## Actions\n\n")
+		b.WriteString("| Action | Description |\n")
+		b.WriteString("|---|---|\n")
+		for _, a := range m.Actions {
+			fmt.Fprintf(&b, "| `%s` | %s |\n", a.Name, cell(a.Doc))
+		}
+		b.WriteString("\n")
+	}
+
 	b.WriteString("## Regenerating\n\n")
 	fmt.Fprintf(&b, "Every file in this directory is generated from [%s](../%s). Edit that file, then run\n", source, source)
 	b.WriteString("`go generate` in its directory, whose `//go:generate` line runs fsmgen on it (a Go tool of the\n")
@@ -437,21 +775,33 @@ func hasFinal(m *dsl.Machine) bool {
 	return slices.ContainsFunc(m.States, (*dsl.State).Terminal)
 }
 
-// stateKind is a state's kind for the page: initial, driven, wait, or final
-// with its status and outcome.
+// stateKind is a state's kind for the page: initial, driven, wait, final
+// with its status and outcome, final child, or composite; and for a state
+// inside a composite, which one.
 func stateKind(s *dsl.State) string {
+	var k string
 	switch {
 	case s.Terminal() && s.Outcome != "":
-		return fmt.Sprintf("final: %s, outcome %s", s.Status, code(s.Outcome))
+		k = fmt.Sprintf("final: %s, outcome %s", s.Status, code(s.Outcome))
 	case s.Terminal():
-		return "final: " + s.Status
-	}
-	k := "driven"
-	if s.Wait {
+		k = "final: " + s.Status
+	case s.Done:
+		k = "final child"
+	case s.Composite():
+		k = "composite, initial `" + s.InitialChild.Name + "`"
+	case s.Wait:
 		k = "wait"
+	default:
+		k = "driven"
 	}
-	if s.Initial {
+	if s.Initial && !s.Terminal() {
 		k = "initial, " + k
+	}
+	if s.Parent != nil {
+		k += ", in `" + s.Parent.Name + "`"
+	}
+	if lines := actionLines(s); len(lines) > 0 {
+		k += "; " + strings.Join(lines, ", ")
 	}
 	return k
 }
