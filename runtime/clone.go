@@ -21,6 +21,21 @@ func (d Definition) Clone() Definition {
 	}
 	c.Guards = slices.Clone(d.Guards)
 	c.Transitions = slices.Clone(d.Transitions)
+	for i := range c.Transitions {
+		t := &c.Transitions[i]
+		t.Exit, t.Enter = slices.Clone(t.Exit), slices.Clone(t.Enter)
+	}
+	for i := range c.States {
+		s := &c.States[i]
+		s.Entry, s.Exit = slices.Clone(s.Entry), slices.Clone(s.Exit)
+	}
+	c.Composites = slices.Clone(d.Composites)
+	for i := range c.Composites {
+		cs := &c.Composites[i]
+		cs.Timers, cs.History = slices.Clone(cs.Timers), slices.Clone(cs.History)
+		cs.Entry, cs.Exit = slices.Clone(cs.Entry), slices.Clone(cs.Exit)
+	}
+	c.Actions = slices.Clone(d.Actions)
 	if d.Upgrades != nil {
 		c.Upgrades = make([]Upgrade, len(d.Upgrades))
 		for i, m := range d.Upgrades {

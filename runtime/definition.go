@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -45,6 +47,15 @@ type Definition struct {
 	// Cancel names the machine's cancel event, the one a run's owner fires to
 	// cancel it; empty when the machine declares none.
 	Cancel string
+	// Composites are the composite states of a nested machine, in
+	// declaration order (parents before their children); empty for a
+	// flat machine. States holds the leaves only: a run is always in a
+	// leaf, and a composite is active while the run is in one of its
+	// descendants.
+	Composites []CompositeSpec `json:",omitempty"`
+	// Actions names the entry and exit actions the states run, in
+	// declaration order; empty when the machine declares none.
+	Actions []string `json:",omitempty"`
 	// Upgrades say how the runs of older versions move to this one, one
 	// per older version the machine upgrades from. They are not part of
 	// the definition's identity: adding one to a registered version is no
@@ -72,6 +83,45 @@ type StateSpec struct {
 	OnExhausted string
 	// Timers fire events after the run has spent a duration in the state.
 	Timers []Timer
+	// Parent names the composite the state is a child of; empty for a
+	// top-level state.
+	Parent string `json:",omitempty"`
+	// Entry and Exit name the actions run, in order, when a transition
+	// enters or exits the state.
+	Entry []string `json:",omitempty"`
+	Exit  []string `json:",omitempty"`
+}
+
+// CompositeSpec describes a composite state: a state with children. It is
+// active while the run is in one of its descendant leaves; a transition
+// that targets it enters its initial child (followed down to a leaf).
+type CompositeSpec struct {
+	Name string
+	// Parent names the composite this one is a child of; empty for a
+	// top-level composite.
+	Parent string `json:",omitempty"`
+	// Initial names the child (a leaf or a composite) entered when a
+	// transition targets the composite.
+	Initial string
+	// Timers fire events after the run has spent a duration anywhere
+	// inside the composite, counted from when it entered the composite;
+	// moves between its descendants do not restart them.
+	Timers []Timer `json:",omitempty"`
+	// History are the composite's history pseudostates.
+	History []HistorySpec `json:",omitempty"`
+	// Entry and Exit name the actions run, in order, when a transition
+	// enters or exits the composite.
+	Entry []string `json:",omitempty"`
+	Exit  []string `json:",omitempty"`
+}
+
+// HistorySpec is a history pseudostate of a composite. When the composite
+// is exited it records the child that was active (shallow) or the leaf
+// (Deep); a transition to it enters what it recorded, or the composite's
+// initial leaf when it recorded nothing.
+type HistorySpec struct {
+	Name string
+	Deep bool `json:",omitempty"`
 }
 
 // Terminal reports whether the state is terminal.
@@ -103,12 +153,37 @@ type TransitionSpec struct {
 	Negated bool
 	// Outcome is the business outcome the row declares for a terminal target.
 	Outcome string
+	// Exit names the states (leaves and composites) the transition exits,
+	// innermost first, and Enter those it enters, outermost first, ending
+	// at To. Both are empty in a flat machine's table, where a row exits
+	// From and enters To.
+	Exit  []string `json:",omitempty"`
+	Enter []string `json:",omitempty"`
+	// Internal marks a row written internal: it exits and enters nothing
+	// above its target, so the source's timers keep running.
+	Internal bool `json:",omitempty"`
+	// History names the history pseudostate the row was written to. Such
+	// a row is listed once per leaf it may reach, each with its own To,
+	// Exit and Enter, so that every leaf-to-leaf move is in the table.
+	History string `json:",omitempty"`
+	// Done marks a completion row ("on done"): taken once the composite
+	// it was written on has a final child active. Done rows, like every
+	// eventless row, have an empty Event.
+	Done bool `json:",omitempty"`
 }
 
 // Timer says that Event fires once a run has been in a state for After.
+//
+// When Field is set, the duration is taken from run data: Field names a
+// time.Duration payload field as "Event.field", and the duration is the
+// value of that field in the payload of the event that entered the state,
+// clamped to [Min, Max]. After is then Min.
 type Timer struct {
 	After time.Duration
 	Event string
+	Field string        `json:",omitempty"`
+	Min   time.Duration `json:",omitempty"`
+	Max   time.Duration `json:",omitempty"`
 }
 
 // State returns the state named name.
@@ -132,9 +207,42 @@ func (d *Definition) Allows(from, event, to string) bool {
 	return false
 }
 
+// Composite returns the composite state named name.
+func (d *Definition) Composite(name string) (CompositeSpec, bool) {
+	for _, c := range d.Composites {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return CompositeSpec{}, false
+}
+
+// Ancestors returns the composites that contain the state (leaf or
+// composite) named name, innermost first: its parent, its parent's parent,
+// and so on. It is empty for a top-level state and in a flat machine.
+func (d *Definition) Ancestors(name string) []string {
+	parent := ""
+	if s, ok := d.State(name); ok {
+		parent = s.Parent
+	} else if c, ok := d.Composite(name); ok {
+		parent = c.Parent
+	}
+	var out []string
+	for parent != "" && len(out) <= len(d.Composites) {
+		out = append(out, parent)
+		c, _ := d.Composite(parent)
+		parent = c.Parent
+	}
+	return out
+}
+
 // Validate checks the definition's internal consistency: one initial state,
 // every transition naming declared states and events, no row leaving a
-// terminal state. Generated definitions always pass; it guards hand-built ones.
+// terminal state; in a nested machine, every parent, initial child, history
+// and exited or entered state declared, no composite its own ancestor, and
+// timers that take their duration from an event name a time.Duration field
+// of it with bounds. Generated definitions always pass; it guards
+// hand-built ones.
 func (d *Definition) Validate() error {
 	if d.Type == "" {
 		return fmt.Errorf("definition of %q: empty type name", d.Machine)
@@ -142,11 +250,14 @@ func (d *Definition) Validate() error {
 	if d.Version < 1 {
 		return fmt.Errorf("definition %s: version %d, want >= 1", d.Type, d.Version)
 	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("definition %s v%d: "+format, append([]any{d.Type, d.Version}, args...)...)
+	}
 	states := make(map[string]StateSpec, len(d.States))
 	initial := 0
 	for _, s := range d.States {
 		if _, dup := states[s.Name]; dup {
-			return fmt.Errorf("definition %s v%d: duplicate state %s", d.Type, d.Version, s.Name)
+			return fail("duplicate state %s", s.Name)
 		}
 		states[s.Name] = s
 		if s.Initial {
@@ -154,29 +265,211 @@ func (d *Definition) Validate() error {
 		}
 	}
 	if initial != 1 || !states[d.Initial].Initial {
-		return fmt.Errorf("definition %s v%d: want exactly one initial state named by Initial, have %d", d.Type, d.Version, initial)
+		return fail("want exactly one initial state named by Initial, have %d", initial)
 	}
-	events := make(map[string]bool, len(d.Events))
+	events := make(map[string]EventSpec, len(d.Events))
 	for _, e := range d.Events {
-		events[e.Name] = true
+		events[e.Name] = e
 	}
-	if d.Cancel != "" && !events[d.Cancel] {
-		return fmt.Errorf("definition %s v%d: unknown cancel event %s", d.Type, d.Version, d.Cancel)
+	if _, ok := events[d.Cancel]; d.Cancel != "" && !ok {
+		return fail("unknown cancel event %s", d.Cancel)
+	}
+	if err := d.validateNesting(states, events); err != nil {
+		return fail("%w", err)
+	}
+	composites := make(map[string]bool, len(d.Composites))
+	for _, c := range d.Composites {
+		composites[c.Name] = true
+	}
+	histories := make(map[string]bool)
+	for _, c := range d.Composites {
+		for _, h := range c.History {
+			histories[h.Name] = true
+		}
 	}
 	for _, t := range d.Transitions {
 		from, ok := states[t.From]
 		if !ok {
-			return fmt.Errorf("definition %s v%d: transition from unknown state %s", d.Type, d.Version, t.From)
+			if composites[t.From] {
+				return fail("transition from composite state %s: rows are listed from each leaf", t.From)
+			}
+			return fail("transition from unknown state %s", t.From)
 		}
 		if _, ok := states[t.To]; !ok {
-			return fmt.Errorf("definition %s v%d: transition to unknown state %s", d.Type, d.Version, t.To)
+			if composites[t.To] {
+				return fail("transition to composite state %s: rows are listed to the leaf entered", t.To)
+			}
+			return fail("transition to unknown state %s", t.To)
 		}
-		if !events[t.Event] {
-			return fmt.Errorf("definition %s v%d: transition on unknown event %s", d.Type, d.Version, t.Event)
+		if _, ok := events[t.Event]; t.Event != "" && !ok {
+			return fail("transition on unknown event %s", t.Event)
+		}
+		if t.Done && t.Event != "" {
+			return fail("completion row %s -> %s has event %s, want none", t.From, t.To, t.Event)
 		}
 		if from.Terminal() {
-			return fmt.Errorf("definition %s v%d: transition out of terminal state %s", d.Type, d.Version, t.From)
+			return fail("transition out of terminal state %s", t.From)
+		}
+		if t.History != "" && !histories[t.History] {
+			return fail("transition %s -> %s to unknown history %s", t.From, t.To, t.History)
+		}
+		for _, names := range [][]string{t.Exit, t.Enter} {
+			for _, n := range names {
+				if _, ok := states[n]; !ok && !composites[n] {
+					return fail("transition %s -> %s exits or enters unknown state %s", t.From, t.To, n)
+				}
+			}
+		}
+		if len(t.Enter) > 0 && t.Enter[len(t.Enter)-1] != t.To {
+			return fail("transition %s -> %s enters %s last, want %s", t.From, t.To, t.Enter[len(t.Enter)-1], t.To)
 		}
 	}
 	return nil
+}
+
+// validateNesting checks the composites, the parents of states, the
+// histories, the actions and the timers.
+func (d *Definition) validateNesting(states map[string]StateSpec, events map[string]EventSpec) error {
+	comps := make(map[string]CompositeSpec, len(d.Composites))
+	names := make(map[string]bool)
+	for _, c := range d.Composites {
+		if _, dup := states[c.Name]; dup {
+			return fmt.Errorf("composite %s is also a leaf state", c.Name)
+		}
+		if _, dup := comps[c.Name]; dup {
+			return fmt.Errorf("duplicate composite state %s", c.Name)
+		}
+		comps[c.Name] = c
+		for _, h := range c.History {
+			if _, dup := states[h.Name]; dup || names[h.Name] {
+				return fmt.Errorf("history %s of %s: the name is taken", h.Name, c.Name)
+			}
+			names[h.Name] = true
+		}
+	}
+	for _, c := range d.Composites {
+		if names[c.Name] {
+			return fmt.Errorf("history %s: the name is taken", c.Name)
+		}
+	}
+	parentOf := func(name string) string {
+		if s, ok := states[name]; ok {
+			return s.Parent
+		}
+		return comps[name].Parent
+	}
+	children := make(map[string]int)
+	for _, s := range d.States {
+		if s.Parent == "" {
+			continue
+		}
+		if _, ok := comps[s.Parent]; !ok {
+			return fmt.Errorf("state %s: unknown parent %s", s.Name, s.Parent)
+		}
+		children[s.Parent]++
+	}
+	for _, c := range d.Composites {
+		if c.Parent != "" {
+			if _, ok := comps[c.Parent]; !ok {
+				return fmt.Errorf("composite %s: unknown parent %s", c.Name, c.Parent)
+			}
+			children[c.Parent]++
+		}
+		// No composite is its own ancestor: the chain of parents ends
+		// within as many steps as there are composites.
+		p, n := c.Parent, 0
+		for ; p != "" && n <= len(comps); n++ {
+			if p == c.Name {
+				break
+			}
+			p = comps[p].Parent
+		}
+		if p != "" {
+			return fmt.Errorf("composite %s is its own ancestor", c.Name)
+		}
+		if children[c.Name] == 0 && !hasChild(d, c.Name) {
+			return fmt.Errorf("composite %s has no children", c.Name)
+		}
+		if _, isLeaf := states[c.Initial]; !isLeaf {
+			if _, isComp := comps[c.Initial]; !isComp {
+				return fmt.Errorf("composite %s: unknown initial child %s", c.Name, c.Initial)
+			}
+		}
+		if parentOf(c.Initial) != c.Name {
+			return fmt.Errorf("composite %s: initial %s is not its child", c.Name, c.Initial)
+		}
+	}
+	if s := states[d.Initial]; s.Parent != "" {
+		// The initial leaf is the initial child of each of its ancestors.
+		for child, p := d.Initial, s.Parent; p != ""; child, p = p, comps[p].Parent {
+			if comps[p].Initial != child {
+				return fmt.Errorf("initial state %s is not the initial leaf of %s", d.Initial, p)
+			}
+		}
+	}
+	actions := make(map[string]bool, len(d.Actions))
+	for _, a := range d.Actions {
+		actions[a] = true
+	}
+	checkActions := func(state string, lists ...[]string) error {
+		for _, l := range lists {
+			for _, a := range l {
+				if !actions[a] {
+					return fmt.Errorf("state %s: unknown action %s", state, a)
+				}
+			}
+		}
+		return nil
+	}
+	checkTimers := func(state string, ts []Timer) error {
+		for _, t := range ts {
+			if _, ok := events[t.Event]; !ok && (t.Field != "" || len(d.Composites) > 0) {
+				return fmt.Errorf("state %s: timer fires unknown event %s", state, t.Event)
+			}
+			if t.Field == "" {
+				continue
+			}
+			ev, field, ok := strings.Cut(t.Field, ".")
+			if !ok {
+				return fmt.Errorf("state %s: timer field %q, want Event.field", state, t.Field)
+			}
+			spec, ok := events[ev]
+			if !ok {
+				return fmt.Errorf("state %s: timer field %s of unknown event %s", state, t.Field, ev)
+			}
+			if !slices.ContainsFunc(spec.Fields, func(f FieldSpec) bool { return f.Name == field && f.Type == "time.Duration" }) {
+				return fmt.Errorf("state %s: timer field %s: event %s has no time.Duration field %s", state, t.Field, ev, field)
+			}
+			if t.Min <= 0 || t.Max < t.Min {
+				return fmt.Errorf("state %s: timer field %s: bounds [%s, %s], want 0 < min <= max", state, t.Field, t.Min, t.Max)
+			}
+		}
+		return nil
+	}
+	for _, s := range d.States {
+		if err := checkActions(s.Name, s.Entry, s.Exit); err != nil {
+			return err
+		}
+		if err := checkTimers(s.Name, s.Timers); err != nil {
+			return err
+		}
+	}
+	for _, c := range d.Composites {
+		if err := checkActions(c.Name, c.Entry, c.Exit); err != nil {
+			return err
+		}
+		if err := checkTimers(c.Name, c.Timers); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func hasChild(d *Definition, name string) bool {
+	for _, c := range d.Composites {
+		if c.Parent == name {
+			return true
+		}
+	}
+	return false
 }

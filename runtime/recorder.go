@@ -19,11 +19,28 @@ type Transition struct {
 	Status Status
 	// Outcome is the business outcome the transition declares, if any.
 	Outcome string
+	// Exited names the states (leaves and composites) the transition
+	// exits, innermost first, and Entered those it enters, outermost
+	// first, ending at To. A generated machine fills them in for every
+	// transition of a nested machine; they are empty in a flat one.
+	Exited, Entered []string
+	// Actions, when not nil, runs the transition's exit actions
+	// (innermost first) then its entry actions (outermost first). A
+	// Recorder calls it inside the write of the transition, after the
+	// transition is known to apply and before it commits; an error
+	// aborts the write, nothing of it is kept, and Record returns the
+	// error (wrapped or as is). A Recorder that writes to Postgres passes
+	// the transaction in the context Actions receives (see store.Tx). A
+	// Recorder calls Actions at most once per successful Record.
+	Actions func(ctx context.Context) error
 }
 
 // Recorder persists transitions. A generated machine calls Record before it
 // applies a transition and applies it only if Record returned nil, so the
 // in-memory state never runs ahead of what was recorded.
+//
+// A Recorder must call [Transition.Actions], when set, as part of the
+// write: see its documentation.
 type Recorder interface {
 	Record(ctx context.Context, t Transition) error
 }

@@ -45,6 +45,9 @@ type driver struct {
 	def      runtime.Definition
 	handlers map[string]handler
 	guards   map[string]func(e ev) bool
+	// actions, when set, are the entry and exit actions of every
+	// transition, given the transition.
+	actions func(ctx context.Context, t runtime.Transition) error
 }
 
 func (d *driver) Definition() runtime.Definition { return d.def }
@@ -98,8 +101,12 @@ func (d *driver) Fire(ctx context.Context, _ *runtime.Run, state string, e runti
 		if x.data != nil {
 			payload = x.data
 		}
-		return rec.Record(ctx, runtime.Transition{Machine: d.def.Type, Version: d.def.Version, From: state, To: t.To,
-			Event: x.name, Payload: payload, Status: status, Outcome: t.Outcome})
+		tr := runtime.Transition{Machine: d.def.Type, Version: d.def.Version, From: state, To: t.To,
+			Event: x.name, Payload: payload, Status: status, Outcome: t.Outcome}
+		if d.actions != nil {
+			tr.Actions = func(ctx context.Context) error { return d.actions(ctx, tr) }
+		}
+		return rec.Record(ctx, tr)
 	}
 	sentinel := runtime.ErrIllegalTransition
 	if len(tried) > 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/linearchain/instance"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // instanceGuards are the instance machine's guards in Cancel, which does
@@ -45,6 +46,9 @@ func (e *Engine) Cancel(ctx context.Context, instanceID int64, reason string) er
 WITH cfg AS (SELECT set_config('fsmgen.event', $2, true) AS e, set_config('fsmgen.worker', '', true) AS w)
 UPDATE workflow_instance SET status = $3, canceled_at = workflow_now(), cancel_reason = $4, updated_at = workflow_now()
 FROM cfg WHERE id = $1 AND status = $5`, instanceID, tr.Event, tr.To, reason, tr.From)
+			if err == nil && tr.Actions != nil {
+				err = tr.Actions(store.WithTx(ctx, tx))
+			}
 			return translate(err)
 		})
 		m := instance.New(instanceGuards{}, instance.WithState(st), instance.WithRecorder(rec))

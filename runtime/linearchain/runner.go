@@ -19,6 +19,7 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
 	"github.com/fsmgen/fsmgen/runtime/internal/worker"
 	"github.com/fsmgen/fsmgen/runtime/linearchain/step"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // WorkerID returns a new worker id, app:host:pid:suffix, with a random
@@ -393,13 +394,24 @@ func (e *Engine) write(ctx context.Context, t Task, tr runtime.Transition, r Res
 	scan := func(row pgx.Row) error { return row.Scan(&changed, &instance, &out.Outbox) }
 	lostConn, err = worker.Statements.Retry(ctx, until, func() error {
 		var err error
-		if w, ok := r.ev.(step.Waiting); ok {
+		if w, ok := r.ev.(step.Waiting); ok || tr.Actions != nil {
 			err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-				if _, err := tx.Exec(ctx, lockInstanceEvents, t.InstanceID); err != nil {
-					return err
+				if ok {
+					if _, err := tx.Exec(ctx, lockInstanceEvents, t.InstanceID); err != nil {
+						return err
+					}
 				}
 				if err := scan(tx.QueryRow(ctx, sql, args...)); err != nil || changed == 0 {
 					return err
+				}
+				if tr.Actions != nil {
+					// Entry and exit actions, in the transition's transaction.
+					if err := tr.Actions(store.WithTx(ctx, tx)); err != nil {
+						return err
+					}
+				}
+				if !ok {
+					return nil
 				}
 				var n int
 				err := tx.QueryRow(ctx, wakeEarlySQL, t.InstanceID, t.StepSeq, t.WorkerID, w.WaitingEventType).Scan(&n)

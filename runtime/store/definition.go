@@ -53,6 +53,30 @@ func differences(have, want runtime.Definition) []string {
 			}
 			pair(what+" exhausted event", a.OnExhausted, b.OnExhausted)
 			pair(what+" timers", describeTimers(a.Timers), describeTimers(b.Timers))
+			pair(what+" parent", a.Parent, b.Parent)
+			pair(what+" entry", strings.Join(a.Entry, " "), strings.Join(b.Entry, " "))
+			pair(what+" exit", strings.Join(a.Exit, " "), strings.Join(b.Exit, " "))
+		}
+	}
+
+	hc := indexBy(h.Composites, func(c runtime.CompositeSpec) string { return c.Name })
+	wc := indexBy(w.Composites, func(c runtime.CompositeSpec) string { return c.Name })
+	for _, name := range unionNames(hc, wc) {
+		a, inH := hc[name]
+		b, inW := wc[name]
+		switch {
+		case !inW:
+			add("composite state %s: in the database, not here", name)
+		case !inH:
+			add("composite state %s: here, not in the database", name)
+		default:
+			what := "composite state " + name + ":"
+			pair(what+" parent", a.Parent, b.Parent)
+			pair(what+" initial", a.Initial, b.Initial)
+			pair(what+" timers", describeTimers(a.Timers), describeTimers(b.Timers))
+			pair(what+" history", describeHistory(a.History), describeHistory(b.History))
+			pair(what+" entry", strings.Join(a.Entry, " "), strings.Join(b.Entry, " "))
+			pair(what+" exit", strings.Join(a.Exit, " "), strings.Join(b.Exit, " "))
 		}
 	}
 
@@ -150,6 +174,20 @@ func describeTimers(ts []runtime.Timer) string {
 	parts := make([]string, len(ts))
 	for i, t := range ts {
 		parts[i] = "after " + t.After.String() + " " + t.Event
+		if t.Field != "" {
+			parts[i] = "after " + t.Field + " min " + t.Min.String() + " max " + t.Max.String() + " " + t.Event
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describeHistory(hs []runtime.HistorySpec) string {
+	parts := make([]string, len(hs))
+	for i, h := range hs {
+		parts[i] = "history " + h.Name
+		if h.Deep {
+			parts[i] = "deep " + parts[i]
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -163,7 +201,11 @@ func describeFields(fs []runtime.FieldSpec) string {
 }
 
 func describeRow(t runtime.TransitionSpec) string {
-	s := t.From + " -> " + t.To + " on " + t.Event
+	on := " on " + t.Event
+	if t.Event == "" {
+		on = " (eventless)"
+	}
+	s := t.From + " -> " + t.To + on
 	if t.Guard != "" {
 		if t.Negated {
 			s += " unless " + t.Guard
@@ -173,6 +215,18 @@ func describeRow(t runtime.TransitionSpec) string {
 	}
 	if t.Outcome != "" {
 		s += " outcome " + strconv.Quote(t.Outcome)
+	}
+	if t.Internal {
+		s += " internal"
+	}
+	if t.History != "" {
+		s += " via history " + t.History
+	}
+	if t.Done {
+		s += " done"
+	}
+	if len(t.Exit)+len(t.Enter) > 0 {
+		s += " exits [" + strings.Join(t.Exit, " ") + "] enters [" + strings.Join(t.Enter, " ") + "]"
 	}
 	return s
 }

@@ -83,6 +83,20 @@ func (s *Store) FinishTx(ctx context.Context, tx pgx.Tx, runID string, rowVersio
 }
 
 func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVersion int64, t runtime.Transition, res *runtime.Result, mustFinish bool) (Recorded, error) {
+	if t.Actions != nil && tx == nil {
+		// The actions run in the transaction of the transition, before it
+		// commits: one of its own, where the statement alone would do.
+		var rec Recorded
+		err := pgx.BeginFunc(ctx, s.db().Pool(), func(tx pgx.Tx) error {
+			var err error
+			rec, err = s.record(ctx, tx, op, runID, rowVersion, t, res, mustFinish)
+			return err
+		})
+		if err != nil {
+			return Recorded{}, err
+		}
+		return rec, nil
+	}
 	id, err := pgstore.ParseRunID(op, runID)
 	if err != nil {
 		return Recorded{}, err
@@ -119,6 +133,11 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 		row, err = q.AdvanceRun(ctx, p)
 	}
 	if err == nil {
+		if t.Actions != nil {
+			if err := t.Actions(WithTx(ctx, tx)); err != nil {
+				return fail(err)
+			}
+		}
 		return Recorded{RowVersion: row.RowVersion, At: row.UpdatedAt.Time, NextRunAt: row.NextRunAt.Time}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {

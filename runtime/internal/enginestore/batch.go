@@ -32,7 +32,9 @@ type BatchResult struct {
 // Batchable reports whether AdvanceBatch writes p in its shared statement:
 // a transition under a lease, without effects. Others are written by
 // Advance, one by one.
-func Batchable(p AdvanceParams) bool { return p.Lease != nil && p.Effects.empty() }
+func Batchable(p AdvanceParams) bool {
+	return p.Lease != nil && p.Effects.empty() && p.Transition.Actions == nil
+}
 
 // AdvanceBatch records the transitions of items, of different runs, as
 // Advance records each: the batchable ones (see Batchable) in one statement

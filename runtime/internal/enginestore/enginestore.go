@@ -346,7 +346,10 @@ type Advanced struct {
 // given (runtime.ErrLeaseLost when it is no longer held), with the schedule of the
 // state entered and the lease's fate folded into the same statement. Effects,
 // when there are any, are written in the same transaction: if the
-// transition is refused, none of them is.
+// transition is refused, none of them is. The transition's Actions, when
+// set, are called in that transaction after the run moved, with the
+// transaction in their context (store.Tx); their error rolls the
+// transition back and is returned.
 func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Advanced, error) {
 	const op = "advance"
 	id, err := pgstore.ParseRunID(op, runID)
@@ -366,7 +369,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 	}
 
 	var out Advanced
-	if p.Effects.empty() {
+	if p.Effects.empty() && t.Actions == nil {
 		row, err := s.q.AdvanceRun(ctx, arg)
 		if err == nil {
 			if err := s.advanced(&out, row); err != nil {
@@ -380,10 +383,14 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 		return fail(s.whyNot(ctx, id, p.Lease, t, p.RowVersion))
 	}
 
+	fx := p.Effects
+	if fx == nil {
+		fx = &Effects{} // the actions alone
+	}
 	moved := false
 	err = pgx.BeginFunc(ctx, s.db.Pool(), func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		for _, st := range p.Effects.Steps {
+		for _, st := range fx.Steps {
 			if st.Name == "" {
 				return fmt.Errorf("%w: empty step name", runtime.ErrInvalidInput)
 			}
@@ -400,7 +407,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 		}
 		// A child's delivery is recorded before the transition on its
 		// event: the database admits that transition only after it.
-		for _, child := range p.Effects.Delivered {
+		for _, child := range fx.Delivered {
 			cid, err := pgstore.ParseUUID("child run id", child)
 			if err != nil {
 				return fmt.Errorf("%w: %w", runtime.ErrInvalidID, err)
@@ -424,7 +431,14 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 		if err := s.advanced(&out, row); err != nil {
 			return err
 		}
-		for _, m := range p.Effects.Messages {
+		if t.Actions != nil {
+			// The exit and entry actions, in the transaction of the
+			// transition: their error rolls it back.
+			if err := t.Actions(store.WithTx(ctx, tx)); err != nil {
+				return &actionsError{err}
+			}
+		}
+		for _, m := range fx.Messages {
 			if m.Topic == "" {
 				return fmt.Errorf("%w: empty topic", runtime.ErrInvalidInput)
 			}
@@ -439,7 +453,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 				return err
 			}
 		}
-		for _, st := range p.Effects.Starts {
+		for _, st := range fx.Starts {
 			if st.Type == "" || st.IdempotencyKey == "" {
 				return fmt.Errorf("%w: a started run needs a type and an idempotency key", runtime.ErrInvalidInput)
 			}
@@ -482,7 +496,7 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 			}
 			out.Started = append(out.Started, pgstore.UUIDString(r.RunID))
 		}
-		for _, f := range p.Effects.Tx {
+		for _, f := range fx.Tx {
 			if err := f(ctx, tx, Moved{RunID: runID, RowVersion: out.RowVersion, At: out.At}); err != nil {
 				return err
 			}
@@ -492,11 +506,21 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 	if errors.Is(err, errNotMoved) || (err == nil && !moved) {
 		return fail(s.whyNot(ctx, id, p.Lease, t, p.RowVersion))
 	}
+	if ae := (*actionsError)(nil); errors.As(err, &ae) {
+		return fail(ae.err)
+	}
 	if err != nil {
 		return fail(pgstore.Translate(err))
 	}
 	return out, nil
 }
+
+// actionsError carries the error of a transition's actions out of its
+// transaction as they returned it.
+type actionsError struct{ err error }
+
+func (e *actionsError) Error() string { return e.err.Error() }
+func (e *actionsError) Unwrap() error { return e.err }
 
 var errNotMoved = errors.New("nothing moved")
 

@@ -117,6 +117,9 @@ type Canonical struct {
 	States      []runtime.StateSpec      `json:"states"`
 	Events      []runtime.EventSpec      `json:"events"`
 	Transitions []runtime.TransitionSpec `json:"transitions"`
+	// Composites, sorted by name, are absent from a flat machine's form,
+	// which is then what it was before machines could nest.
+	Composites []runtime.CompositeSpec `json:"composites,omitempty"`
 }
 
 // CanonicalOf returns the canonical form of def, which Digest hashes.
@@ -146,6 +149,13 @@ func CanonicalOf(def runtime.Definition) Canonical {
 		c.Events = append(c.Events, ev)
 	}
 	slices.SortFunc(c.Events, func(a, b runtime.EventSpec) int { return strings.Compare(a.Name, b.Name) })
+	for _, cs := range def.Composites {
+		if len(cs.Timers) == 0 {
+			cs.Timers = nil
+		}
+		c.Composites = append(c.Composites, cs)
+	}
+	slices.SortFunc(c.Composites, func(a, b runtime.CompositeSpec) int { return strings.Compare(a.Name, b.Name) })
 	c.Transitions = slices.Clone(def.Transitions)
 	slices.SortStableFunc(c.Transitions, func(a, b runtime.TransitionSpec) int {
 		if n := strings.Compare(a.From, b.From); n != 0 {
