@@ -268,3 +268,20 @@ func TestDiagramNested(t *testing.T) {
 	golden(t, "player.dot", gen.DOT(m))
 	golden(t, "player.md", gen.Page("player.fsm", m, gen.Mermaid(m)))
 }
+
+// TestExportNested exports a nested machine to XState and SCXML.
+func TestExportNested(t *testing.T) {
+	t.Parallel()
+	m := player()
+	x, err := gen.XState(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "player.xstate.json", x)
+	sc, err := gen.SCXML(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wellFormedSCXML(t, sc)
+	golden(t, "player.scxml", sc)
+}

@@ -19,32 +19,44 @@ const SCXMLNamespace = "https://github.com/fsmgen/fsmgen/scxml"
 //
 //   - one <state> per non-terminal state and one <final> per final state,
 //     in declaration order, the initial one named by the initial attribute
-//     of <scxml>;
+//     of <scxml>; a composite state is a <state> with an initial attribute
+//     and its children, then its history pseudostates as
+//     <history type="shallow|deep"> whose default transition enters the
+//     composite's initial child (shallow) or leaf (deep). A final child
+//     without status is a <final>, whose entry raises done.state.PARENT; a
+//     final child with a status, which ends the run and completes nothing,
+//     is a <state> with fsmgen:status;
 //   - each row of the table is a <transition event="EVENT" target="TO">
-//     in each state it leaves, in the order the machine tries them (SCXML
-//     takes the first enabled transition in document order). A guarded one
-//     has cond="guards.NAME(_event)", negated
-//     cond="!guards.NAME(_event)": the host puts an object guards, with one
-//     function per guard taking the event, in the interpreter's global
-//     scope (SCION: model.prepare(callback, {guards})). A self-transition is
-//     external, SCXML's default: it leaves and re-enters its state, which
-//     restarts the state's timers as the runtime does;
+//     in the state it was written on, in the order the machine tries them
+//     (SCXML takes the first enabled transition in document order, from
+//     the atomic state up). An eventless row has no event, a completion
+//     row the event done.state.SOURCE. A guarded one has
+//     cond="guards.NAME(_event)", negated cond="!guards.NAME(_event)": the
+//     host puts an object guards, with one function per guard taking the
+//     event, in the interpreter's global scope (SCION: model.prepare(callback,
+//     {guards})). A row is external, SCXML's default: it leaves and
+//     re-enters its source when it targets it, which restarts the state's
+//     timers as the runtime does; an internal row to its own source has no
+//     target (SCXML exits nothing), one into its source is of
+//     type="internal";
 //   - a timer (after D EVENT) is a delayed <send event="EVENT"
 //     delay="Nms"> in the state's <onentry>, cancelled in its <onexit>;
+//     an entry or exit action is a <log label="entry NAME"> (exit NAME)
+//     there, a placeholder that every interpreter runs;
 //   - docs are XML comments before their element, and what SCXML has no
 //     word for is in the fsmgen namespace ([SCXMLNamespace]): type, version,
 //     package and cancel event as attributes of <scxml>, the events with
-//     their payload fields and the guards as <fsmgen:event> and
-//     <fsmgen:guard> children of <scxml>, the wait flag and retry policy
-//     (as the .fsm file writes it) of a state, the status and outcome of a
-//     final state, a row's own outcome.
+//     their payload fields, the guards and the actions as <fsmgen:event>,
+//     <fsmgen:guard> and <fsmgen:action> children of <scxml>, the wait flag
+//     and retry policy (as the .fsm file writes it) of a state, the status
+//     and outcome of a final state, a row's own outcome.
 func SCXML(m *dsl.Machine) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
 	fmt.Fprintf(&b, "<!-- %s -->\n", exportMarker(m))
 	xmlComment(&b, "", m.Doc)
 	fmt.Fprintf(&b, `<scxml xmlns="http://www.w3.org/2005/07/scxml" xmlns:fsmgen=%s version="1.0" datamodel="ecmascript" name=%s initial=%s`,
-		attr(SCXMLNamespace), attr(m.Name), attr(m.Initial.Name))
+		attr(SCXMLNamespace), attr(m.Name), attr(topInitial(m).Name))
 	fmt.Fprintf(&b, "\n       fsmgen:type=%s fsmgen:version=%s fsmgen:package=%s", attr(m.Type), attr(strconv.Itoa(m.Version)), attr(m.Package))
 	if m.Cancel != nil {
 		fmt.Fprintf(&b, " fsmgen:cancel=%s", attr(m.Cancel.Name))
@@ -70,17 +82,40 @@ func SCXML(m *dsl.Machine) ([]byte, error) {
 		xmlComment(&b, "  ", g.Doc)
 		fmt.Fprintf(&b, "  <fsmgen:guard name=%s/>\n", attr(g.Name))
 	}
-	for _, s := range m.States {
-		xmlComment(&b, "  ", s.Doc)
-		if s.Terminal() {
-			fmt.Fprintf(&b, "  <final id=%s fsmgen:status=%s", attr(s.Name), attr(s.Status))
+	for _, a := range m.Actions {
+		xmlComment(&b, "  ", a.Doc)
+		fmt.Fprintf(&b, "  <fsmgen:action name=%s/>\n", attr(a.Name))
+	}
+	written := writtenRows(m)
+	var state func(indent string, s *dsl.State) error
+	state = func(indent string, s *dsl.State) error {
+		xmlComment(&b, indent, s.Doc)
+		if s.Terminal() && s.Parent == nil || s.Done {
+			// A final child without status completes its parent: SCXML
+			// raises done.state.PARENT when it is entered.
+			fmt.Fprintf(&b, "%s<final id=%s", indent, attr(s.Name))
+			if s.Terminal() {
+				fmt.Fprintf(&b, " fsmgen:status=%s", attr(s.Status))
+			}
 			if s.Outcome != "" {
 				fmt.Fprintf(&b, " fsmgen:outcome=%s", attr(s.Outcome))
 			}
 			b.WriteString("/>\n")
-			continue
+			return nil
 		}
-		fmt.Fprintf(&b, "  <state id=%s", attr(s.Name))
+		fmt.Fprintf(&b, "%s<state id=%s", indent, attr(s.Name))
+		if s.Composite() {
+			fmt.Fprintf(&b, " initial=%s", attr(s.InitialChild.Name))
+		}
+		if s.Terminal() {
+			// A final child with a status ends the run; it does not
+			// complete its parent, so it is no <final> of SCXML, which
+			// would.
+			fmt.Fprintf(&b, " fsmgen:status=%s", attr(s.Status))
+			if s.Outcome != "" {
+				fmt.Fprintf(&b, " fsmgen:outcome=%s", attr(s.Outcome))
+			}
+		}
 		if s.Wait {
 			b.WriteString(` fsmgen:wait="true"`)
 		}
@@ -88,26 +123,46 @@ func SCXML(m *dsl.Machine) ([]byte, error) {
 			fmt.Fprintf(&b, " fsmgen:retry=%s", attr(RetrySource(s.Retry)))
 		}
 		b.WriteString(">\n")
-		if len(s.Timers) > 0 {
-			b.WriteString("    <onentry>\n")
+		in := indent + "  "
+		if len(s.Timers) > 0 || len(s.Entry) > 0 {
+			fmt.Fprintf(&b, "%s<onentry>\n", in)
 			for _, tm := range s.Timers {
 				if tm.After%1e6 != 0 {
-					return nil, fmt.Errorf("machine %s: state %s: timer after %s: SCXML delays are written in whole milliseconds here", m.Name, s.Name, tm.Text)
+					return fmt.Errorf("machine %s: state %s: timer after %s: SCXML delays are written in whole milliseconds here", m.Name, s.Name, tm.Text)
 				}
-				fmt.Fprintf(&b, "      <send event=%s delay=%s id=%s/>\n", attr(tm.Event.Name), attr(strconv.FormatInt(tm.After.Milliseconds(), 10)+"ms"), attr(timerID(s, tm)))
+				fmt.Fprintf(&b, "%s  <send event=%s delay=%s id=%s", in, attr(tm.Event.Name), attr(strconv.FormatInt(tm.After.Milliseconds(), 10)+"ms"), attr(timerID(s, tm)))
+				if tm.Field != nil {
+					fmt.Fprintf(&b, " fsmgen:after=%s", attr(tm.Text))
+				}
+				b.WriteString("/>\n")
 			}
-			b.WriteString("    </onentry>\n    <onexit>\n")
-			for _, tm := range s.Timers {
-				fmt.Fprintf(&b, "      <cancel sendid=%s/>\n", attr(timerID(s, tm)))
+			for _, a := range s.Entry {
+				fmt.Fprintf(&b, "%s  <log label=%s/>\n", in, attr("entry "+a.Name))
 			}
-			b.WriteString("    </onexit>\n")
+			fmt.Fprintf(&b, "%s</onentry>\n", in)
 		}
-		for _, t := range m.Transitions {
-			if t.From != s {
+		if len(s.Timers) > 0 || len(s.Exit) > 0 {
+			fmt.Fprintf(&b, "%s<onexit>\n", in)
+			for _, tm := range s.Timers {
+				fmt.Fprintf(&b, "%s  <cancel sendid=%s/>\n", in, attr(timerID(s, tm)))
+			}
+			for _, a := range s.Exit {
+				fmt.Fprintf(&b, "%s  <log label=%s/>\n", in, attr("exit "+a.Name))
+			}
+			fmt.Fprintf(&b, "%s</onexit>\n", in)
+		}
+		for _, t := range written {
+			if rowSource(t) != s {
 				continue
 			}
-			xmlComment(&b, "    ", t.Doc)
-			fmt.Fprintf(&b, "    <transition event=%s", attr(t.Event.Name))
+			xmlComment(&b, in, t.Doc)
+			b.WriteString(in + "<transition")
+			switch {
+			case t.Done:
+				fmt.Fprintf(&b, " event=%s", attr("done.state."+s.Name))
+			case t.Event != nil:
+				fmt.Fprintf(&b, " event=%s", attr(t.Event.Name))
+			}
 			if t.Guard != nil {
 				cond := "guards." + t.Guard.Name + "(_event)"
 				if t.Negated {
@@ -115,13 +170,41 @@ func SCXML(m *dsl.Machine) ([]byte, error) {
 				}
 				fmt.Fprintf(&b, " cond=%s", attr(cond))
 			}
-			fmt.Fprintf(&b, " target=%s", attr(t.To.Name))
+			// An internal row to its own source has no target: SCXML
+			// then exits and enters nothing. One into its source is of
+			// type internal.
+			switch target := rowTarget(t); {
+			case t.Internal && target == s.Name:
+			case t.Internal:
+				fmt.Fprintf(&b, " type=\"internal\" target=%s", attr(target))
+			default:
+				fmt.Fprintf(&b, " target=%s", attr(target))
+			}
 			if t.Outcome != "" && t.Outcome != t.To.Outcome {
 				fmt.Fprintf(&b, " fsmgen:outcome=%s", attr(t.Outcome))
 			}
 			b.WriteString("/>\n")
 		}
-		b.WriteString("  </state>\n")
+		for _, c := range s.Children {
+			if err := state(in, c); err != nil {
+				return err
+			}
+		}
+		for _, h := range s.History {
+			xmlComment(&b, in, h.Doc)
+			typ, def := "shallow", s.InitialChild
+			if h.Deep {
+				typ, def = "deep", s.InitialLeaf()
+			}
+			fmt.Fprintf(&b, "%s<history id=%s type=%q>\n%s  <transition target=%s/>\n%s</history>\n", in, attr(h.Name), typ, in, attr(def.Name), in)
+		}
+		fmt.Fprintf(&b, "%s</state>\n", indent)
+		return nil
+	}
+	for _, s := range roots(m) {
+		if err := state("  ", s); err != nil {
+			return nil, err
+		}
 	}
 	b.WriteString("</scxml>\n")
 	return b.Bytes(), nil

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/alecthomas/participle/v2/lexer"
 
 	"github.com/fsmgen/fsmgen/dsl"
 )
@@ -14,29 +17,43 @@ import (
 // XState conventions (see also the package documentation and README's
 // Exports section):
 //
-//   - the machine is a flat XState v5 machine config: id is the machine's
-//     name, initial its initial state, one entry of states per state in
-//     declaration order, final states with type "final";
-//   - each row of the table is one transition object, under on.EVENT of
-//     each state it leaves (a FROM list or * is expanded), in the order the
-//     machine tries them: XState takes the first whose guard admits the
-//     event, as the generated Go machine does. A self-transition re-enters
-//     its state (reenter: true), which restarts the state's timers, as the
+//   - the machine is an XState v5 machine config: id is the machine's
+//     name, initial its initial state, one entry of states per top-level
+//     state in declaration order, final states with type "final";
+//   - a composite state is a compound state node: its initial child, its
+//     children under states, then its history pseudostates (type
+//     "history", history "shallow" or "deep"); a final child without
+//     status is of type "final" (it completes its parent, whose "on done"
+//     rows are its onDone), a final child with a status is an atomic node
+//     with the status in its meta (it ends the run, which XState's final
+//     child would not); entry and exit actions are named, as XState's
+//     entry and exit;
+//   - each row of the table is one transition object on the state it was
+//     written on, under on.EVENT (always for an eventless row, onDone for
+//     a completion row), in the order the machine tries them: XState takes
+//     the first whose guard admits the event, innermost state first, as
+//     the generated Go machine does. Its target is a sibling's name, else
+//     #MACHINE.PATH.TO.STATE. XState's default, reenter: false, leaves a
+//     source the target is in (itself or a descendant) without exiting it,
+//     which is an internal row; an external row to its source or into it
+//     has reenter: true, which restarts the source's timers, as the
 //     runtime counts timers from the run's entry into the state;
 //   - a guard is named: "guard": "NAME"; a negated one is
 //     {"type": "not", "params": {"guard": "NAME"}}, which the loader of
 //     editors/interop turns into XState's not("NAME");
 //   - a timer (after D EVENT) is a delayed transition: under after.MS, the
-//     rows of EVENT again, each marked with the event and duration in its
-//     meta; the rows stay under on.EVENT too, for the runtime and, when the
-//     event is external, callers fire it;
+//     rows that EVENT takes in the state, its own and then its ancestors',
+//     each marked with the event and duration in its meta; the rows stay
+//     under on.EVENT too, for the runtime and, when the event is external,
+//     callers fire it. A duration from an event field is the named delay
+//     EVENT.FIELD, with its bounds in the meta;
 //   - docs are descriptions (lines joined by "\n"), and what XState has no
 //     word for lives in meta.fsmgen: the persisted type, version, package
 //     and cancel event, the events with their payload fields and external
-//     flag, the guards, each state's status, outcome, wait flag and retry
-//     policy, each row's index in the table, its FROM as written (a list or
-//     *) and its own outcome. fsmgen import reads it back: a machine
-//     exported and imported again is the same machine.
+//     flag, the guards and actions, each state's status, outcome, wait flag
+//     and retry policy, each row's index in the table, its FROM as written
+//     (a list or *) and its own outcome. fsmgen import reads it back: a
+//     machine exported and imported again is the same machine.
 
 // exportMarker is the note the XState and SCXML exports carry. It is not
 // the marker of [GeneratedFrom]: an export is written where its user says,
@@ -78,6 +95,14 @@ func XState(m *dsl.Machine) ([]byte, error) {
 	}
 	meta = append(meta, jkv{"guards", orEmpty(guards)})
 
+	if len(m.Actions) > 0 {
+		var actions []any
+		for _, a := range m.Actions {
+			actions = append(actions, appendDoc(obj{{"name", a.Name}}, a.Doc))
+		}
+		meta = append(meta, jkv{"actions", actions})
+	}
+
 	rows := tableRows(m)
 	rowOf := map[*dsl.Transition]int{}
 	for i, r := range rows {
@@ -85,9 +110,20 @@ func XState(m *dsl.Machine) ([]byte, error) {
 			rowOf[t] = i
 		}
 	}
-	transition := func(t *dsl.Transition, extra obj) obj {
-		o := obj{{"target", t.To.Name}}
-		if t.To == t.From {
+	nested := len(m.Composites) > 0
+	// transition is row t as a transition object of the state node host:
+	// its source, or a state inside it whose timer fires t's event.
+	transition := func(host *dsl.State, t *dsl.Transition, extra obj) obj {
+		src := rowSource(t)
+		o := obj{{"target", xstateTarget(m, host, t)}}
+		// XState's default, reenter: false, exits nothing of a source
+		// that the target is in: fsmgen's internal row. An external row
+		// to its source or into it reenters the source.
+		tgt := t.Target
+		if tgt == nil {
+			tgt = t.To
+		}
+		if !t.Internal && t.History == nil && tgt.In(src) && tgt.In(host) {
 			o = append(o, jkv{"reenter", true})
 		}
 		if t.Guard != nil {
@@ -99,13 +135,15 @@ func XState(m *dsl.Machine) ([]byte, error) {
 		}
 		o = appendDoc(o, t.Doc)
 		fm := obj{{"row", rowOf[t]}}
-		if r := rows[rowOf[t]]; t.Star {
-			fm = append(fm, jkv{"from", []any{"*"}})
-		} else if len(r) > 1 {
-			var from []any
-			for _, rt := range r {
-				from = append(from, rt.From.Name)
+		var from []any
+		for _, rt := range rows[rowOf[t]] {
+			if f := rowSource(rt).Name; !slices.Contains(from, any(f)) {
+				from = append(from, f)
 			}
+		}
+		if t.Star {
+			fm = append(fm, jkv{"from", []any{"*"}})
+		} else if len(from) > 1 {
 			fm = append(fm, jkv{"from", from})
 		}
 		if t.Outcome != "" && t.Outcome != t.To.Outcome {
@@ -115,13 +153,29 @@ func XState(m *dsl.Machine) ([]byte, error) {
 		return append(o, jkv{"meta", obj{{"fsmgen", fm}}})
 	}
 
-	var states obj
-	for _, s := range m.States {
+	written := writtenRows(m)
+	var stateObj func(s *dsl.State) (obj, error)
+	stateObj = func(s *dsl.State) (obj, error) {
 		so := obj{}
-		if s.Terminal() {
+		if s.Terminal() || s.Done {
 			so = append(so, jkv{"type", "final"})
 		}
 		so = appendDoc(so, s.Doc)
+		if s.Composite() {
+			so = append(so, jkv{"initial", s.InitialChild.Name})
+		}
+		for _, ea := range []struct {
+			key     string
+			actions []*dsl.Action
+		}{{"entry", s.Entry}, {"exit", s.Exit}} {
+			if len(ea.actions) > 0 {
+				var names []any
+				for _, a := range ea.actions {
+					names = append(names, a.Name)
+				}
+				so = append(so, jkv{ea.key, names})
+			}
+		}
 		var sm obj
 		if s.Terminal() {
 			sm = append(sm, jkv{"status", s.Status})
@@ -138,48 +192,102 @@ func XState(m *dsl.Machine) ([]byte, error) {
 		if len(sm) > 0 {
 			so = append(so, jkv{"meta", obj{{"fsmgen", sm}}})
 		}
-		var on obj
-		for _, t := range m.Transitions {
-			if t.From != s {
+		var always, onDone []any
+		var onKeys obj
+		for _, t := range written {
+			if rowSource(t) != s {
 				continue
 			}
-			i := on.index(t.Event.Name)
-			if i < 0 {
-				on = append(on, jkv{t.Event.Name, []any{}})
-				i = len(on) - 1
+			switch {
+			case t.Done:
+				onDone = append(onDone, transition(s, t, nil))
+			case t.Event == nil:
+				always = append(always, transition(s, t, nil))
+			default:
+				i := onKeys.index(t.Event.Name)
+				if i < 0 {
+					onKeys = append(onKeys, jkv{t.Event.Name, []any{}})
+					i = len(onKeys) - 1
+				}
+				onKeys[i].v = append(onKeys[i].v.([]any), transition(s, t, nil))
 			}
-			on[i].v = append(on[i].v.([]any), transition(t, nil))
 		}
 		var after obj
 		for _, tm := range s.Timers {
-			key := strconv.FormatInt(tm.After.Milliseconds(), 10)
-			if tm.After%time.Millisecond != 0 {
-				return nil, fmt.Errorf("machine %s: state %s: timer after %s: XState delays are whole milliseconds", m.Name, s.Name, tm.Text)
+			var key string
+			extra := obj{{"event", tm.Event.Name}, {"after", tm.Text}}
+			if tm.Field != nil {
+				// A duration from run data is a named delay, which the
+				// host implements from the event's field.
+				key = tm.FieldOf.Name + "." + tm.Field.Name
+				extra = append(extra, jkv{"min", FormatDuration(tm.Min)}, jkv{"max", FormatDuration(tm.Max)})
+			} else {
+				if tm.After%time.Millisecond != 0 {
+					return nil, fmt.Errorf("machine %s: state %s: timer after %s: XState delays are whole milliseconds", m.Name, s.Name, tm.Text)
+				}
+				key = strconv.FormatInt(tm.After.Milliseconds(), 10)
 			}
 			i := after.index(key)
 			if i < 0 {
 				after = append(after, jkv{key, []any{}})
 				i = len(after) - 1
 			}
-			for _, t := range m.Transitions {
-				if t.From == s && t.Event == tm.Event {
-					after[i].v = append(after[i].v.([]any), transition(t, obj{{"event", tm.Event.Name}, {"after", tm.Text}}))
+			// The timer's event is taken by the rows of the state, then
+			// of its ancestors, as any event.
+			for x := s; x != nil; x = x.Parent {
+				for _, t := range written {
+					if rowSource(t) == x && t.Event == tm.Event {
+						after[i].v = append(after[i].v.([]any), transition(s, t, extra))
+					}
 				}
 			}
 		}
 		if len(after) > 0 {
 			so = append(so, jkv{"after", after})
 		}
-		if len(on) > 0 {
-			so = append(so, jkv{"on", on})
+		if len(always) > 0 {
+			so = append(so, jkv{"always", always})
+		}
+		if len(onDone) > 0 {
+			so = append(so, jkv{"onDone", onDone})
+		}
+		if len(onKeys) > 0 {
+			so = append(so, jkv{"on", onKeys})
+		}
+		if s.Composite() {
+			var children obj
+			for _, c := range s.Children {
+				co, err := stateObj(c)
+				if err != nil {
+					return nil, err
+				}
+				children = append(children, jkv{c.Name, co})
+			}
+			for _, h := range s.History {
+				ho := obj{{"type", "history"}, {"history", map[bool]string{true: "deep", false: "shallow"}[h.Deep]}}
+				children = append(children, jkv{h.Name, appendDoc(ho, h.Doc)})
+			}
+			so = append(so, jkv{"states", children})
+		}
+		return so, nil
+	}
+	var states obj
+	for _, s := range roots(m) {
+		so, err := stateObj(s)
+		if err != nil {
+			return nil, err
 		}
 		states = append(states, jkv{s.Name, so})
+	}
+	initial := m.Initial.Name
+	if nested {
+		initial = topInitial(m).Name
 	}
 
 	root := obj{{"id", m.Name}}
 	root = appendDoc(root, m.Doc)
 	root = append(root,
-		jkv{"initial", m.Initial.Name},
+		jkv{"initial", initial},
 		jkv{"meta", obj{{"generated", exportMarker(m)}, {"fsmgen", meta}}},
 		jkv{"states", states},
 	)
@@ -223,18 +331,38 @@ func retryMeta(r *dsl.Retry) obj {
 	return o
 }
 
-// tableRows groups a machine's transitions by the row of the table they
-// were written as, in table order.
+// tableRows groups a machine's written rows (one per source and event,
+// see writtenRows) by the row of the table they were written as, in
+// table order: those of a row written with a FROM list, with *, or with
+// several events share its position.
 func tableRows(m *dsl.Machine) [][]*dsl.Transition {
 	var rows [][]*dsl.Transition
-	for i, t := range m.Transitions {
-		if i > 0 && t.Pos == m.Transitions[i-1].Pos && t.Pos.Line != 0 {
-			rows[len(rows)-1] = append(rows[len(rows)-1], t)
+	index := map[lexer.Position]int{}
+	for _, t := range writtenRows(m) {
+		if i, ok := index[t.Pos]; ok && t.Pos.Line != 0 {
+			rows[i] = append(rows[i], t)
 			continue
 		}
+		index[t.Pos] = len(rows)
 		rows = append(rows, []*dsl.Transition{t})
 	}
 	return rows
+}
+
+// xstateTarget is the target of a row as XState reads it from the state
+// node of its source: a sibling by its name, else by the id XState gives
+// every node, #MACHINE.PATH.
+func xstateTarget(m *dsl.Machine, src *dsl.State, t *dsl.Transition) string {
+	name := rowTarget(t)
+	parent := container(m, name)
+	if parent == src.Parent {
+		return name
+	}
+	path := []string{name}
+	for p := parent; p != nil; p = p.Parent {
+		path = append([]string{p.Name}, path...)
+	}
+	return "#" + m.Name + "." + strings.Join(path, ".")
 }
 
 // FieldType is a payload field's type as a .fsm file writes it: string,

@@ -46,6 +46,23 @@ export function machineFromExport(config, { guards = {}, ...implementations } = 
   return createMachine(copy, { ...implementations, guards });
 }
 
+// leaf returns the innermost state of a snapshot's value: the value
+// itself for a flat machine, the deepest key for a nested one.
+export function leaf(value) {
+  while (value && typeof value === 'object') value = Object.values(value)[0];
+  return value;
+}
+
+// findState returns the state node config named name, at any depth.
+export function findState(config, name) {
+  for (const [key, state] of Object.entries(config.states ?? {})) {
+    if (key === name) return state;
+    const inner = findState(state, name);
+    if (inner) return inner;
+  }
+  return undefined;
+}
+
 function forEachTransition(config, fn) {
   for (const state of Object.values(config.states ?? {})) {
     for (const group of [state.on, state.after]) {
@@ -55,5 +72,11 @@ function forEachTransition(config, fn) {
         }
       }
     }
+    for (const ts of [state.always, state.onDone]) {
+      for (const t of ts === undefined ? [] : Array.isArray(ts) ? ts : [ts]) {
+        if (t && typeof t === 'object') fn(t);
+      }
+    }
+    forEachTransition(state, fn);
   }
 }
