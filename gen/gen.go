@@ -224,7 +224,11 @@ func renderMachine(source string, m *dsl.Machine) ([]byte, error) {
 		table, tableImports := definitionTable(m)
 		views := (&goGen{m: m}).viewTypes()
 		methods := (&goGen{m: m}).eventMethods(m.Events[k:])
-		imports <- append(append(lines, tableImports...), strconv.Quote("context"))
+		extra := append(append(lines, tableImports...), strconv.Quote("context"))
+		if len(m.Composites) > 0 {
+			extra = append(extra, strconv.Quote("iter"))
+		}
+		imports <- extra
 		sent = true
 		if err != nil {
 			tail <- tailResult{err: err}
@@ -271,7 +275,13 @@ func renderMachine(source string, m *dsl.Machine) ([]byte, error) {
 		return nil, t.err
 	}
 	out = append(append(bytes.TrimRight(out, "\n"), '\n'), methods...)
-	return append(out, append(bytes.TrimRight(t.body, "\n"), '\n')...), nil
+	out = append(out, append(bytes.TrimRight(t.body, "\n"), '\n')...)
+	if g := (&goGen{m: m}); g.nest() != nil {
+		// A statechart's code is written as text unformatted, and the
+		// file formatted once whole.
+		return format.Source(append(out, g.nest().machineCode(g)...))
+	}
+	return out, nil
 }
 
 // splitImports returns the imports of the Go source src, each as an import

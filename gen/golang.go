@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -68,6 +69,7 @@ func machineHead(source string, m *dsl.Machine, k int) *jen.File {
 	g.states()
 	g.events()
 	g.guards()
+	g.actionsType()
 	g.machine()
 	// The methods of the first k events are written as text by
 	// eventMethods, after this.
@@ -118,6 +120,16 @@ func splitEvents(m *dsl.Machine) int {
 type goGen struct {
 	f *jen.File
 	m *dsl.Machine
+	n *nest
+}
+
+// nest returns what the code of a statechart is written from, nil for
+// any other machine.
+func (g *goGen) nest() *nest {
+	if g.n == nil && statechart(g.m) {
+		g.n = newNest(g.m)
+	}
+	return g.n
 }
 
 func rt(name string) *jen.Statement { return jen.Qual(runtimePath, name) }
@@ -189,16 +201,26 @@ func eventSetMethod(s *dsl.State) string {
 
 func (g *goGen) states() {
 	m := g.m
-	g.f.Comment(fmt.Sprintf("State is a state of %s: its persisted form is its name; its number, its", m.Name))
-	g.f.Comment("index in the Definition's States, may change between versions.")
+	if len(m.Composites) > 0 {
+		comment(g.f, fmt.Sprintf("State is a state of %s, a leaf or a composite state: a leaf's persisted form is its name. Its number may change between versions: the leaves come first, numbered by their index in the Definition's States, then the composite states, by their index in its Composites.", m.Name))
+	} else {
+		g.f.Comment(fmt.Sprintf("State is a state of %s: its persisted form is its name; its number, its", m.Name))
+		g.f.Comment("index in the Definition's States, may change between versions.")
+	}
 	g.f.Type().Id("State").Uint16()
 	defs := make([]jen.Code, 0, len(m.States))
 	for i, s := range m.States {
 		lead := fmt.Sprintf("%s is state %s", stateConst(s), s.Name)
+		if s.Parent != nil {
+			lead += " in " + s.Parent.Name
+		}
+		initial := s == m.Initial
 		switch {
-		case s.Initial && s.Wait:
+		case s.Done:
+			lead += fmt.Sprintf(", a final child that completes %s, where runs wait for an event.", s.Parent.Name)
+		case initial && s.Wait:
 			lead += ", the initial state, where runs wait for an event."
-		case s.Initial:
+		case initial:
 			lead += ", the initial state."
 		case s.Terminal() && s.Outcome != "":
 			lead += fmt.Sprintf(", final with status %s and outcome %q.", s.Status, s.Outcome)
@@ -216,13 +238,23 @@ func (g *goGen) states() {
 			defs = append(defs, jen.Add(c).Line().Id(stateConst(s)))
 		}
 	}
+	for _, s := range m.Composites {
+		lead := fmt.Sprintf("%s is composite state %s: a run in one of its leaves is in it.", stateConst(s), s.Name)
+		defs = append(defs, jen.Add(comments(docLines(lead, s.Doc)...)).Line().Id(stateConst(s)))
+	}
 	g.f.Const().Defs(defs...)
 
 	def := jen.Op("&").Id("definition")
 	sv := jen.Id("s")
 	g.f.Comment("String returns the state's name, its persisted form.")
 	g.f.Func().Params(jen.Id("s").Id("State")).Id("String").Params().String().Add(oneLine(jen.Return(impl("StateName").Call(def, sv))))
-	g.f.Comment("ParseState returns the state named name, or runtime.ErrUnknownState.")
+	if len(m.Composites) > 0 {
+		g.f.Comment("ParseState returns the leaf state named name, or an error matched by")
+		g.f.Comment("errors.Is(err, runtime.ErrUnknownState): also for the name of a composite")
+		g.f.Comment("state, as a run is always in one of its leaves.")
+	} else {
+		g.f.Comment("ParseState returns the state named name, or runtime.ErrUnknownState.")
+	}
 	g.f.Func().Id("ParseState").Params(jen.Id("name").String()).Params(jen.Id("State"), jen.Error()).Add(oneLine(
 		jen.Return(impl("ParseState").Types(jen.Id("State")).Call(def, jen.Id("name"))),
 	))
@@ -248,7 +280,11 @@ func (g *goGen) states() {
 	for i, s := range m.States {
 		all[i] = jen.Id(stateConst(s))
 	}
-	g.f.Comment("States returns every state in declaration order.")
+	if len(m.Composites) > 0 {
+		g.f.Comment("States returns every leaf state, one a run can be in, in declaration order.")
+	} else {
+		g.f.Comment("States returns every state in declaration order.")
+	}
 	g.f.Func().Id("States").Params().Index().Id("State").Block(
 		jen.Return(jen.Index().Id("State").Values(all...)),
 	)
@@ -386,9 +422,15 @@ func joinAnd(xs []string) string {
 }
 
 // guardParam is the type a guard's method takes: its event's, or Event
-// when it serves several.
-func guardParam(gd *dsl.Guard) *jen.Statement {
-	if len(gd.Events) == 1 {
+// when it serves several or an eventless row (which gives it nil).
+func guardParam(m *dsl.Machine, gd *dsl.Guard) *jen.Statement {
+	for _, t := range m.Transitions {
+		if t.Guard == gd && t.Event == nil {
+			// An eventless row's guard is given a nil Event.
+			return jen.Id("Event")
+		}
+	}
+	if len(gd.Events) == 1 && gd.Events[0] != nil {
 		return jen.Id(gd.Events[0].GoName)
 	}
 	return jen.Id("Event")
@@ -405,7 +447,7 @@ func (g *goGen) guards() {
 		if len(doc) == 0 {
 			doc = []string{fmt.Sprintf("%s reports whether the guard admits e.", gd.GoName)}
 		}
-		methods = append(methods, comments(doc...), jen.Id(gd.GoName).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Add(guardParam(gd))).Bool())
+		methods = append(methods, comments(doc...), jen.Id(gd.GoName).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Add(guardParam(m, gd))).Bool())
 	}
 	g.f.Comment(fmt.Sprintf("Guards are the conditions of %s; each reports whether it admits e.", m.Name))
 	g.f.Type().Id("Guards").Interface(methods...)
@@ -413,14 +455,54 @@ func (g *goGen) guards() {
 
 func (g *goGen) hasGuards() bool { return len(g.m.Guards) > 0 }
 
+func (g *goGen) hasActions() bool { return len(g.m.Actions) > 0 }
+
+// actionsType emits Actions, the interface of the entry and exit actions.
+func (g *goGen) actionsType() {
+	m := g.m
+	if !g.hasActions() {
+		return
+	}
+	methods := make([]jen.Code, 0, len(m.Actions))
+	for _, a := range m.Actions {
+		doc := a.Doc
+		if len(doc) == 0 {
+			doc = []string{fmt.Sprintf("%s runs action %s.", a.GoName, a.Name)}
+		}
+		methods = append(methods, comments(doc...), jen.Id(a.GoName).Params(jen.Id("ctx").Qual("context", "Context")).Error())
+	}
+	comment(g.f, fmt.Sprintf("Actions are the entry and exit actions of %s. A transition runs the exit actions of the states it leaves, innermost first, then the entry actions of the states it enters, outermost first, each state's in the order written; an internal transition runs none of its source's. With a recorder they run inside its write of the transition; an error stops them, and the transition is not applied: the machine stays in its state.", m.Name))
+	g.f.Type().Id("Actions").Interface(methods...)
+}
+
 func (g *goGen) machine() {
 	m := g.m
 	fields := []jen.Code{jen.Id("state").Id("State"), jen.Id("rec").Add(rt("Recorder"))}
 	if g.hasGuards() {
 		fields = append(fields, jen.Id("guards").Id("Guards"))
 	}
-	g.f.Comment(fmt.Sprintf("Machine is a %s machine: its state, guards and recorder. It is not", m.Name))
-	g.f.Comment("safe for concurrent use; the database, through the recorder, arbitrates.")
+	if g.hasActions() {
+		fields = append(fields, jen.Id("actions").Id("Actions"))
+	}
+	if len(m.Histories) > 0 {
+		fields = append(fields,
+			jen.Comment("hist holds the record of each history pseudostate, in the order of"),
+			jen.Comment("histories: the state recorded plus one, 0 for none."),
+			jen.Id("hist").Index(jen.Lit(len(m.Histories))).Id("State"),
+		)
+	}
+	switch {
+	case len(m.Histories) > 0:
+		g.f.Comment(fmt.Sprintf("Machine is a %s machine: its state, history records, guards, actions and", m.Name))
+		g.f.Comment("recorder. It is not safe for concurrent use; the database, through the")
+		g.f.Comment("recorder, arbitrates.")
+	case g.hasActions():
+		g.f.Comment(fmt.Sprintf("Machine is a %s machine: its state, guards, actions and recorder. It is", m.Name))
+		g.f.Comment("not safe for concurrent use; the database, through the recorder, arbitrates.")
+	default:
+		g.f.Comment(fmt.Sprintf("Machine is a %s machine: its state, guards and recorder. It is not", m.Name))
+		g.f.Comment("safe for concurrent use; the database, through the recorder, arbitrates.")
+	}
 	g.f.Type().Id("Machine").Struct(fields...)
 
 	mp := jen.Id("m").Op("*").Id("Machine")
@@ -443,10 +525,29 @@ func (g *goGen) machine() {
 			jen.Panic(jen.Lit(m.Package+".New: nil Guards")),
 		))
 		init = append(init, kv("guards", jen.Id("guards")))
-		g.f.Comment(fmt.Sprintf("New returns a machine in state %s; it panics if guards is nil.", m.Initial.Name))
-	} else {
-		g.f.Comment(fmt.Sprintf("New returns a machine in state %s.", m.Initial.Name))
 	}
+	if g.hasActions() {
+		params = append(params, jen.Id("actions").Id("Actions"))
+		body = append(body, jen.If(jen.Id("actions").Op("==").Nil()).Block(
+			jen.Panic(jen.Lit(m.Package+".New: nil Actions")),
+		))
+		init = append(init, kv("actions", jen.Id("actions")))
+	}
+	var lead string
+	switch {
+	case g.hasGuards() && g.hasActions():
+		lead = fmt.Sprintf("New returns a machine in state %s; it panics if guards or actions is nil.", m.Initial.Name)
+	case g.hasGuards():
+		lead = fmt.Sprintf("New returns a machine in state %s; it panics if guards is nil.", m.Initial.Name)
+	case g.hasActions():
+		lead = fmt.Sprintf("New returns a machine in state %s; it panics if actions is nil.", m.Initial.Name)
+	default:
+		lead = fmt.Sprintf("New returns a machine in state %s.", m.Initial.Name)
+	}
+	if g.nest() != nil && g.nest().anyEventless() {
+		lead += " It takes no transition: Settle takes the eventless rows enabled there."
+	}
+	comment(g.f, lead)
 	params = append(params, jen.Id("opts").Op("...").Id("Option"))
 	body = append(body,
 		jen.Id("m").Op(":=").Op("&").Id("Machine").Values(init...),
@@ -476,6 +577,15 @@ func (g *goGen) machine() {
 
 	ctxP := jen.Id("ctx").Qual("context", "Context")
 	def := jen.Op("&").Id("definition")
+	if g.nest() != nil {
+		// A statechart's methods record through record, written by
+		// nest.machineCode.
+		g.f.Comment("//go:noinline")
+		g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("refuse").Params(jen.Id("e").Id("Event")).Error().Add(oneLine(
+			jen.Return(impl("Refuse").Call(def, jen.Id("m").Dot("state"), jen.Id("e"))),
+		))
+		return
+	}
 	if g.hasGuards() {
 		g.moveHelpers(ctxP, def)
 	}
@@ -602,6 +712,9 @@ func (g *goGen) arms(e *dsl.Event) []*arm {
 // The methods are written as text rather than built with jennifer and
 // formatted: they are the largest part of fsm.go after the table.
 func (g *goGen) eventMethods(events []*dsl.Event) []byte {
+	if n := g.nest(); n != nil {
+		return n.eventMethods(g, events)
+	}
 	var b bytes.Buffer
 	line := func(indent int, parts ...string) {
 		writeTabs(&b, indent)
@@ -792,10 +905,21 @@ func (g *goGen) viewTypes() []byte {
 		}
 		group = group[:0]
 	}
-	for _, s := range g.m.States {
+	for _, s := range slices.Concat(g.m.States, g.m.Composites) {
 		v := viewType(s)
 		lead := fmt.Sprintf("%s is the machine in final state %s.", v, s.Name)
-		if !s.Terminal() {
+		events := g.eventsOf(s)
+		in := "m.state == " + stateConst(s)
+		switch {
+		case s.Composite():
+			lead = fmt.Sprintf("%s is the machine in composite state %s, in any of its leaves: its methods are the transitions that every leaf of %s allows.", v, s.Name, s.Name)
+			in = "m.state.In(" + stateConst(s) + ")"
+			if slices.ContainsFunc(s.Leaves(), (*dsl.State).Terminal) {
+				lead = fmt.Sprintf("%s is the machine in composite state %s, in any of its leaves but the final ones, where the run has ended: its methods are the transitions that every other leaf of %s allows.", v, s.Name, s.Name)
+				in += " && !m.state.Terminal()"
+			}
+			events = g.nest().compositeEvents(g, s)
+		case !s.Terminal():
 			lead = fmt.Sprintf("%s is the machine in state %s.", v, s.Name)
 		}
 		b.WriteByte('\n')
@@ -805,11 +929,11 @@ func (g *goGen) viewTypes() []byte {
 		fmt.Fprintf(&b, "type %s struct{ m *Machine }\n\n", v)
 		fmt.Fprintf(&b, "// %s returns the machine as %s and whether it is in that state.\n", v, v)
 		group = append(group,
-			[2]string{fmt.Sprintf("func (m *Machine) %s() (%s, bool)", v, v), fmt.Sprintf("return %s{m}, m.state == %s", v, stateConst(s))},
+			[2]string{fmt.Sprintf("func (m *Machine) %s() (%s, bool)", v, v), fmt.Sprintf("return %s{m}, %s", v, in)},
 			[2]string{fmt.Sprintf("func (%s) State() State", v), "return " + stateConst(s)},
 			[2]string{fmt.Sprintf("func (%s) isView()", v), ""},
 		)
-		for _, e := range g.eventsOf(s) {
+		for _, e := range events {
 			group = append(group, [2]string{
 				fmt.Sprintf("func (v %s) %s(ctx context.Context, e %s) error", v, e.GoName, e.GoName),
 				fmt.Sprintf("return v.m.%s(ctx, e)", e.GoName),
@@ -900,14 +1024,39 @@ func (g *goGen) driver() {
 		)
 		newArgs = append(newArgs, jen.Id("g"))
 	}
+	if g.hasActions() {
+		params = append(params, jen.Id("actions").Func().Params(jen.Id("run").Op("*").Add(rt("Run"))).Id("Actions"))
+		fireBody = append(fireBody,
+			jen.Var().Id("a").Id("Actions"),
+			jen.If(jen.Id("actions").Op("!=").Nil()).Block(jen.Id("a").Op("=").Id("actions").Call(jen.Id("run"))),
+			jen.If(jen.Id("a").Op("==").Nil()).Block(
+				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: no actions for the run"), jen.Id("Type"))),
+			),
+		)
+		newArgs = append(newArgs, jen.Id("a"))
+	}
 	fireBody = append(fireBody, jen.Return(jen.Id("New").Call(append(newArgs, jen.Id("WithState").Call(jen.Id("s")), jen.Id("WithRecorder").Call(jen.Id("rec")))...).Dot("Fire").Call(jen.Id("ctx"), jen.Id("e"))))
 	runParam := jen.Id("_").Op("*").Add(rt("Run"))
-	if g.hasGuards() {
+	if g.hasGuards() || g.hasActions() {
 		runParam = jen.Id("run").Op("*").Add(rt("Run"))
 	}
 	fire := jen.Func().Params(ctxP, runParam, jen.Id("s").Id("State"), jen.Id("e").Id("Event"), jen.Id("rec").Add(rt("Recorder"))).Error().Block(fireBody...)
 
 	switch {
+	case g.hasActions():
+		var with []string
+		if g.driven() {
+			with = append(with, "the handlers h")
+		}
+		if g.hasGuards() {
+			with = append(with, "the guards that guards returns for each run")
+		}
+		with = append(with, "the actions that actions returns for each run")
+		wait := ""
+		if !g.driven() {
+			wait = " (every state waits)"
+		}
+		comment(g.f, fmt.Sprintf("NewDriver returns the engine's runtime.Driver%s, with %s.", wait, joinAnd(with)))
 	case g.driven() && g.hasGuards():
 		g.f.Comment("NewDriver returns the engine's runtime.Driver: handlers h, and the guards")
 		g.f.Comment("that guards returns for each run.")
@@ -1000,6 +1149,52 @@ func (t *table) retry(r *dsl.Retry) *lit {
 	return composite("&runtime.RetryPolicy", d...)
 }
 
+// timers is the literal of a state's timers.
+func (t *table) timers(timers []*dsl.Timer) *lit {
+	ts := make([]litElem, len(timers))
+	for i, tm := range timers {
+		d := []litElem{field("After", t.duration(int64(tm.After))), field("Event", literal(tm.Event.Name))}
+		if tm.Field != nil {
+			d = append(d,
+				field("Field", literal(tm.FieldOf.Name+"."+tm.Field.Name)),
+				field("Min", t.duration(int64(tm.Min))),
+				field("Max", t.duration(int64(tm.Max))),
+			)
+		}
+		ts[i] = elem(composite("", d...))
+	}
+	return composite("[]runtime.Timer", ts...)
+}
+
+// actionLists are the Entry and Exit fields of state s's spec, those it
+// has.
+func actionLists(s *dsl.State) []litElem {
+	var out []litElem
+	for _, l := range []struct {
+		key     string
+		actions []*dsl.Action
+	}{{"Entry", s.Entry}, {"Exit", s.Exit}} {
+		if len(l.actions) == 0 {
+			continue
+		}
+		names := make([]litElem, len(l.actions))
+		for i, a := range l.actions {
+			names[i] = elem(literal(a.Name))
+		}
+		out = append(out, field(l.key, composite("[]string", names...)))
+	}
+	return out
+}
+
+// stateList is the literal of the names of states.
+func stateList(ss []*dsl.State) *lit {
+	names := make([]litElem, len(ss))
+	for i, s := range ss {
+		names[i] = elem(literal(s.Name))
+	}
+	return composite("[]string", names...)
+}
+
 // definition emits Definition, whose table, the variable definition, is
 // written by definitionTable.
 func (g *goGen) definition() {
@@ -1019,7 +1214,7 @@ func definitionTable(m *dsl.Machine) ([]byte, []string) {
 	var states, events, rows []litElem
 	for _, s := range m.States {
 		d := []litElem{field("Name", literal(s.Name))}
-		if s.Initial {
+		if s == m.Initial {
 			d = append(d, field("Initial", literal(true)))
 		}
 		d = append(d, field("Status", t.rt(statusConst(s.Status))))
@@ -1036,13 +1231,37 @@ func definitionTable(m *dsl.Machine) ([]byte, []string) {
 			}
 		}
 		if len(s.Timers) > 0 {
-			ts := make([]litElem, len(s.Timers))
-			for i, tm := range s.Timers {
-				ts[i] = elem(composite("", field("After", t.duration(int64(tm.After))), field("Event", literal(tm.Event.Name))))
-			}
-			d = append(d, field("Timers", composite("[]runtime.Timer", ts...)))
+			d = append(d, field("Timers", t.timers(s.Timers)))
 		}
+		if s.Parent != nil {
+			d = append(d, field("Parent", literal(s.Parent.Name)))
+		}
+		d = append(d, actionLists(s)...)
 		states = append(states, elem(composite("", d...)))
+	}
+	var composites []litElem
+	for _, s := range m.Composites {
+		d := []litElem{field("Name", literal(s.Name))}
+		if s.Parent != nil {
+			d = append(d, field("Parent", literal(s.Parent.Name)))
+		}
+		d = append(d, field("Initial", literal(s.InitialChild.Name)))
+		if len(s.Timers) > 0 {
+			d = append(d, field("Timers", t.timers(s.Timers)))
+		}
+		if len(s.History) > 0 {
+			hs := make([]litElem, len(s.History))
+			for i, h := range s.History {
+				hd := []litElem{field("Name", literal(h.Name))}
+				if h.Deep {
+					hd = append(hd, field("Deep", literal(true)))
+				}
+				hs[i] = elem(composite("", hd...))
+			}
+			d = append(d, field("History", composite("[]runtime.HistorySpec", hs...)))
+		}
+		d = append(d, actionLists(s)...)
+		composites = append(composites, elem(composite("", d...)))
 	}
 	for _, e := range m.Events {
 		d := []litElem{field("Name", literal(e.Name))}
@@ -1058,8 +1277,12 @@ func definitionTable(m *dsl.Machine) ([]byte, []string) {
 		}
 		events = append(events, elem(composite("", d...)))
 	}
-	for _, tr := range m.Transitions {
-		d := []litElem{field("From", literal(tr.From.Name)), field("To", literal(tr.To.Name)), field("Event", literal(tr.Event.Name))}
+	for _, r := range specRowsOf(m) {
+		tr := r.t
+		d := []litElem{field("From", literal(tr.From.Name)), field("To", literal(r.to.Name))}
+		if tr.Event != nil {
+			d = append(d, field("Event", literal(tr.Event.Name)))
+		}
 		if tr.Guard != nil {
 			d = append(d, field("Guard", literal(tr.Guard.Name)))
 		}
@@ -1068,6 +1291,25 @@ func definitionTable(m *dsl.Machine) ([]byte, []string) {
 		}
 		if tr.Outcome != "" {
 			d = append(d, field("Outcome", literal(tr.Outcome)))
+		}
+		if statechart(m) {
+			// A flat machine's rows exit From and enter To, and say
+			// nothing more.
+			if len(tr.Exit) > 0 {
+				d = append(d, field("Exit", stateList(tr.Exit)))
+			}
+			if len(r.enter) > 0 {
+				d = append(d, field("Enter", stateList(r.enter)))
+			}
+			if tr.Internal {
+				d = append(d, field("Internal", literal(true)))
+			}
+			if tr.History != nil {
+				d = append(d, field("History", literal(tr.History.Name)))
+			}
+			if tr.Done {
+				d = append(d, field("Done", literal(true)))
+			}
 		}
 		rows = append(rows, elem(composite("", d...)))
 	}
@@ -1092,6 +1334,16 @@ func definitionTable(m *dsl.Machine) ([]byte, []string) {
 	def = append(def, field("Transitions", compositeLines("[]runtime.TransitionSpec", rows...)))
 	if m.Cancel != nil {
 		def = append(def, field("Cancel", literal(m.Cancel.Name)))
+	}
+	if len(composites) > 0 {
+		def = append(def, field("Composites", compositeLines("[]runtime.CompositeSpec", composites...)))
+	}
+	if len(m.Actions) > 0 {
+		actions := make([]litElem, len(m.Actions))
+		for i, a := range m.Actions {
+			actions[i] = elem(literal(a.Name))
+		}
+		def = append(def, field("Actions", composite("[]string", actions...)))
 	}
 	if len(m.Upgrades) > 0 {
 		def = append(def, field("Upgrades", t.upgrades(m)))

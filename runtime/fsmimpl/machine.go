@@ -100,20 +100,32 @@ func rowFrom(def *runtime.Definition, from, event string) (runtime.TransitionSpe
 }
 
 // StateName returns the name of state s of def, its persisted form, or
-// "State(n)" for a number that is no state.
+// "State(n)" for a number that is no state. In a nested machine the
+// leaves, def's States, are numbered first, then the composite states,
+// def's Composites.
 func StateName[S StateType](def *runtime.Definition, s S) string {
 	if int(s) < len(def.States) {
 		return def.States[s].Name
 	}
+	if i := int(s) - len(def.States); i < len(def.Composites) {
+		return def.Composites[i].Name
+	}
 	return fmt.Sprintf("State(%d)", s)
 }
 
-// ParseState returns the state of def named name. An unknown name gives an
-// error matched by errors.Is(err, runtime.ErrUnknownState).
+// ParseState returns the state of def named name, a leaf: the state of a
+// run. An unknown name, and the name of a composite state (a run is always
+// in one of its leaves), give an error matched by errors.Is(err,
+// runtime.ErrUnknownState).
 func ParseState[S StateType](def *runtime.Definition, name string) (S, error) {
 	for i := range def.States {
 		if def.States[i].Name == name {
 			return S(i), nil
+		}
+	}
+	for _, c := range def.Composites {
+		if c.Name == name {
+			return 0, fmt.Errorf("%s: %w %q: a composite state, and a run is always in one of its leaves", def.Type, runtime.ErrUnknownState, name)
 		}
 	}
 	return 0, fmt.Errorf("%s: %w %q", def.Type, runtime.ErrUnknownState, truncate(name))
