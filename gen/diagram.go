@@ -329,14 +329,14 @@ func Mermaid(m *dsl.Machine) []byte {
 			// A state's one description line is its label.
 			label := s.Name
 			switch {
+			case s.Done:
+				label += "<br/>final"
 			case s.Wait:
 				label += "<br/>wait"
 			case s.Terminal():
 				if txt := finalText(s); txt != "" {
 					label += "<br/>" + mermaidText(txt)
 				}
-			case s.Done:
-				label += "<br/>final"
 			}
 			for _, l := range actionLines(s) {
 				label += "<br/>" + mermaidText(l)
@@ -371,7 +371,7 @@ func Mermaid(m *dsl.Machine) []byte {
 	}
 	var waits []string
 	for _, s := range m.States {
-		if s.Wait {
+		if s.Wait && !s.Done {
 			waits = append(waits, ids[s.Name])
 		}
 	}
@@ -536,12 +536,12 @@ func DOT(m *dsl.Machine) []byte {
 				}
 				c := statusColors[s.Status]
 				attrs = append(attrs, "peripheries=2", "fillcolor="+dotID(c[0]), "color="+dotID(c[1]), "fontcolor="+dotID(c[2]))
-			case s.Wait:
-				label += "\nwait"
-				attrs = append(attrs, `style="rounded,filled,dashed"`)
 			case s.Done:
 				label += "\nfinal"
 				attrs = append(attrs, "peripheries=2")
+			case s.Wait:
+				label += "\nwait"
+				attrs = append(attrs, `style="rounded,filled,dashed"`)
 			}
 			for _, l := range actionLines(s) {
 				label += "\n" + l

@@ -151,7 +151,12 @@ func (b *builder) row(from, to string, events []string, opts ...string) {
 		if guard != nil && e != nil && !slices.Contains(guard.Events, e) {
 			guard.Events = append(guard.Events, e)
 		}
-		for _, l := range src.Leaves() {
+		// A completion row is taken in the source's final children.
+		leaves := src.Leaves()
+		if done {
+			leaves = slices.DeleteFunc(slices.Clone(leaves), func(l *dsl.State) bool { return !l.Done })
+		}
+		for _, l := range leaves {
 			b.m.Transitions = append(b.m.Transitions, &dsl.Transition{
 				Pos:  lexer.Position{Filename: b.m.Pos.Filename, Line: b.line, Column: 5},
 				From: l, To: leaf(), Event: e, Guard: guard, Negated: negated,

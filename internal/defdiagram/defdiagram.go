@@ -90,7 +90,11 @@ func finalText(s runtime.StateSpec) string {
 }
 
 // Mermaid returns def as a Mermaid stateDiagram-v2.
+// A nested machine is drawn by fsmgen's own Mermaid (see [Machine]).
 func Mermaid(def runtime.Definition) []byte {
+	if len(def.Composites) > 0 {
+		return nestedMermaid(def)
+	}
 	var b bytes.Buffer
 	ids := mermaidIDs(def)
 	b.WriteString("stateDiagram-v2\n")

@@ -13,6 +13,15 @@
 // negated with !). The initial state has an entry dot, terminal states a
 // double border.
 //
+// A nested machine (a definition with composites) is drawn as fsmgen's
+// diagrams draw it: each composite is a frame around its children, which
+// are ranked inside it as the top level is, with a start point above its
+// initial child; history pseudostates are circles marked H or H*; each
+// row is drawn once, from the state it was written on (a composite's row
+// from its frame) to the state or history it names, as
+// defdiagram.Machine reads the rows back from the leaf-to-leaf table. The
+// composites that hold Marks.Current have the class active.
+//
 // Render returns the SVG element as text. Everything that comes from the
 // definition or the marks (state and event names, guards, counts) is
 // escaped, so the result can be inlined in an HTML page as is. The drawing

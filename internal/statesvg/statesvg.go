@@ -71,6 +71,9 @@ func Render(def runtime.Definition, marks Marks) []byte {
 	if prefix == "" {
 		prefix = "fsm"
 	}
+	if len(def.Composites) > 0 {
+		return renderNested(def, marks, prefix)
+	}
 	nodes := layout(def, marks.Heat != nil)
 	edges := edgesOf(def, nodes)
 

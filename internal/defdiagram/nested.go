@@ -1,0 +1,241 @@
+package defdiagram
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fsmgen/fsmgen/dsl"
+	"github.com/fsmgen/fsmgen/gen"
+	"github.com/fsmgen/fsmgen/runtime"
+)
+
+// Machine returns the machine def describes as the model fsmgen's
+// diagrams draw (gen.Mermaid, gen.DOT): its states in a tree, its
+// composites with their initial children, histories, timers and actions,
+// and its rows as written, so that a nested machine is drawn from its
+// registered definition as from its .fsm file.
+//
+// The definition lists rows leaf to leaf; Machine writes them back onto
+// the states they apply to: the rows that share an event, guard, target
+// (or history), outcome and kind are one row written on the outermost
+// states all of whose leaves they leave, and a row whose target is a leaf
+// entered through the initial children of composites is drawn to the
+// outermost of them. A FROM list that names every child of a composite is
+// drawn from the composite, which means the same.
+func Machine(def runtime.Definition) *dsl.Machine {
+	m := &dsl.Machine{Name: def.Machine, Type: def.Type, Version: def.Version}
+	events := map[string]*dsl.Event{}
+	for _, e := range def.Events {
+		ev := &dsl.Event{Name: e.Name, GoName: e.Name, External: e.External}
+		events[e.Name] = ev
+		m.Events = append(m.Events, ev)
+	}
+	guards := map[string]*dsl.Guard{}
+	for _, g := range def.Guards {
+		guards[g] = &dsl.Guard{Name: g, GoName: g}
+		m.Guards = append(m.Guards, guards[g])
+	}
+	actions := map[string]*dsl.Action{}
+	for _, a := range def.Actions {
+		actions[a] = &dsl.Action{Name: a, GoName: a}
+		m.Actions = append(m.Actions, actions[a])
+	}
+	actionsOf := func(names []string) []*dsl.Action {
+		var out []*dsl.Action
+		for _, n := range names {
+			a := actions[n]
+			if a == nil {
+				a = &dsl.Action{Name: n, GoName: n}
+				actions[n] = a
+			}
+			out = append(out, a)
+		}
+		return out
+	}
+	timersOf := func(ts []runtime.Timer) []*dsl.Timer {
+		var out []*dsl.Timer
+		for _, tm := range ts {
+			ev := events[tm.Event]
+			if ev == nil {
+				ev = &dsl.Event{Name: tm.Event}
+			}
+			text := Duration(tm.After)
+			if tm.Field != "" {
+				text = tm.Field + " min " + Duration(tm.Min) + " max " + Duration(tm.Max)
+			}
+			out = append(out, &dsl.Timer{After: tm.After, Text: text, Event: ev, Min: tm.Min, Max: tm.Max})
+		}
+		return out
+	}
+
+	states := map[string]*dsl.State{}
+	comps := map[string]runtime.CompositeSpec{}
+	for _, c := range def.Composites {
+		comps[c.Name] = c
+	}
+	histories := map[string]*dsl.History{}
+	// composite returns the composite named name, made (with its
+	// ancestors) on first use: a composite comes in the tree where its
+	// first leaf does, which is where it was declared.
+	var composite func(name string) *dsl.State
+	composite = func(name string) *dsl.State {
+		if s := states[name]; s != nil {
+			return s
+		}
+		c := comps[name]
+		s := &dsl.State{Name: name, GoName: name, Timers: timersOf(c.Timers), Entry: actionsOf(c.Entry), Exit: actionsOf(c.Exit)}
+		states[name] = s
+		place(m, s, c.Parent, composite)
+		s.Index = len(m.Composites)
+		m.Composites = append(m.Composites, s)
+		for _, h := range c.History {
+			hs := &dsl.History{Name: h.Name, Deep: h.Deep, Parent: s}
+			s.History = append(s.History, hs)
+			m.Histories = append(m.Histories, hs)
+			histories[h.Name] = hs
+		}
+		return s
+	}
+	for _, st := range def.States {
+		s := &dsl.State{Name: st.Name, GoName: st.Name, Initial: st.Initial, Wait: st.Wait, Outcome: st.Outcome,
+			Timers: timersOf(st.Timers), Entry: actionsOf(st.Entry), Exit: actionsOf(st.Exit)}
+		if st.Terminal() {
+			s.Status = string(st.Status)
+		}
+		states[st.Name] = s
+		place(m, s, st.Parent, composite)
+		s.Index = len(m.States)
+		m.States = append(m.States, s)
+		if st.Name == def.Initial {
+			m.Initial = s
+		}
+	}
+	for _, c := range def.Composites {
+		s := composite(c.Name)
+		s.InitialChild = states[c.Initial]
+		if s.InitialChild != nil {
+			s.InitialChild.Initial = true
+		}
+	}
+	// A top-level composite the run starts in is the initial state of the
+	// top level.
+	if m.Initial == nil && len(m.States) > 0 {
+		m.Initial = m.States[0]
+	}
+	for p := m.Initial.Parent; p != nil; p = p.Parent {
+		if p.Parent == nil {
+			p.Initial = true
+		}
+	}
+	leaves := func(s *dsl.State) []*dsl.State {
+		if s.Composite() {
+			return s.Leaves()
+		}
+		return []*dsl.State{s}
+	}
+
+	// The rows, grouped by all but their source, in table order.
+	type key struct {
+		event, guard, target, history, outcome string
+		negated, internal, done                bool
+	}
+	var order []key
+	froms := map[key][]string{}
+	firsts := map[key]map[string]int{}
+	for i, t := range def.Transitions {
+		k := key{t.Event, t.Guard, t.To, t.History, t.Outcome, t.Negated, t.Internal, t.Done}
+		if t.History != "" {
+			k.target = ""
+		}
+		if _, ok := froms[k]; !ok {
+			order = append(order, k)
+			firsts[k] = map[string]int{}
+		}
+		if _, ok := firsts[k][t.From]; !ok {
+			firsts[k][t.From] = i
+		}
+		if !slices.Contains(froms[k], t.From) {
+			froms[k] = append(froms[k], t.From)
+		}
+	}
+	type written struct {
+		k     key
+		src   *dsl.State
+		first int
+	}
+	var rows []written
+	for _, k := range order {
+		from := froms[k]
+		for _, f := range from {
+			src := states[f]
+			// Climb while every leaf of the parent leaves by this row (but
+			// its terminal ones, which no row leaves).
+			for src.Parent != nil && !slices.ContainsFunc(leaves(src.Parent), func(l *dsl.State) bool { return !l.Terminal() && !slices.Contains(from, l.Name) }) {
+				src = src.Parent
+			}
+			// A completion row leaves from the final children of the
+			// composite it was written on.
+			if k.done && !src.Composite() && src.Parent != nil {
+				src.Done = true
+				src = src.Parent
+			}
+			if !slices.ContainsFunc(rows, func(w written) bool { return w.k == k && w.src == src }) {
+				rows = append(rows, written{k, src, firsts[k][f]})
+			}
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b written) int { return a.first - b.first })
+	for _, w := range rows {
+		k, src := w.k, w.src
+		var target *dsl.State
+		var hist *dsl.History
+		to := states[k.target]
+		if k.history != "" {
+			hist = histories[k.history]
+			to = hist.Parent.InitialLeaf()
+		} else if to != nil {
+			// Drawn to the outermost composite entered through its
+			// initial children, unless that holds the source.
+			target = to
+			for p := to.Parent; p != nil && p.InitialChild == target && !src.In(p); p = p.Parent {
+				target = p
+			}
+		}
+		if to == nil {
+			continue
+		}
+		var ev *dsl.Event
+		if k.event != "" {
+			ev = events[k.event]
+		}
+		var g *dsl.Guard
+		if k.guard != "" {
+			g = guards[k.guard]
+		}
+		m.Transitions = append(m.Transitions, &dsl.Transition{
+			From: src.InitialLeaf(), To: to, Event: ev, Guard: g, Negated: k.negated, Outcome: k.outcome,
+			Source: src, Target: target, History: hist, Done: k.done, Internal: k.internal,
+		})
+	}
+	return m
+}
+
+// place puts s in the tree under the composite named parent.
+func place(m *dsl.Machine, s *dsl.State, parent string, composite func(string) *dsl.State) {
+	if parent == "" {
+		m.Roots = append(m.Roots, s)
+		return
+	}
+	p := composite(parent)
+	s.Parent, s.Depth = p, p.Depth+1
+	p.Children = append(p.Children, s)
+}
+
+// nestedMermaid draws a nested machine's definition with fsmgen's own
+// Mermaid, its first comment naming the registered definition.
+func nestedMermaid(def runtime.Definition) []byte {
+	lines := strings.SplitN(string(gen.Mermaid(Machine(def))), "\n", 3)
+	lines[1] = "    %% Drawn from the registered definition of " + mermaidText(def.Type) + " v" + strconv.Itoa(def.Version) + "."
+	return []byte(strings.Join(lines, "\n"))
+}

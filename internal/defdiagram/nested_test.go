@@ -1,0 +1,132 @@
+package defdiagram_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fsmgen/fsmgen/internal/defdiagram"
+	"github.com/fsmgen/fsmgen/runtime"
+)
+
+// playerDefinition is the definition of the Player machine of
+// gen/testdata/nested (STATECHARTS.md's example), rows leaf to leaf as the
+// generator lists them.
+func playerDefinition() runtime.Definition {
+	row := func(from, event, to string, opts ...string) runtime.TransitionSpec {
+		t := runtime.TransitionSpec{From: from, Event: event, To: to}
+		for _, o := range opts {
+			switch {
+			case o == "internal":
+				t.Internal = true
+			case o == "done":
+				t.Done = true
+			case strings.HasPrefix(o, "guard "):
+				t.Guard = o[6:]
+			case strings.HasPrefix(o, "history "):
+				t.History = o[8:]
+			}
+		}
+		return t
+	}
+	var rows []runtime.TransitionSpec
+	rows = append(rows, row("STOPPED", "Play", "PLAYING"))
+	for _, h := range []string{"RESUME", "LAST"} {
+		ev := map[string]string{"RESUME": "Resume", "LAST": "Recall"}[h]
+		for _, to := range []string{"PLAYING", "PAUSED", "ENDED"} {
+			rows = append(rows, row("STOPPED", ev, to, "history "+h))
+		}
+	}
+	rows = append(rows,
+		row("PLAYING", "Pause", "PAUSED"),
+		row("PLAYING", "Tick", "PLAYING", "internal"),
+		row("PLAYING", "Finish", "ENDED"),
+		row("PLAYING", "Fail", "BROKEN"),
+		row("PLAYING", "Stop", "STOPPED"),
+		row("PLAYING", "IdleTimeout", "OFF"),
+		row("PAUSED", "Pause", "PLAYING"),
+		row("PAUSED", "Play", "PLAYING"),
+		row("PAUSED", "", "STOPPED", "guard Expired"),
+		row("PAUSED", "Stop", "STOPPED"),
+		row("PAUSED", "IdleTimeout", "OFF"),
+		row("ENDED", "Stop", "STOPPED"),
+		row("ENDED", "", "OFF", "done"),
+		row("ENDED", "IdleTimeout", "OFF"),
+	)
+	var events []runtime.EventSpec
+	for _, e := range []string{"IdleTimeout", "Stop", "Play", "Pause", "Resume", "Recall", "Tick", "Finish", "Fail"} {
+		events = append(events, runtime.EventSpec{Name: e})
+	}
+	return runtime.Definition{
+		Machine: "Player", Type: "Player", Version: 1, Initial: "STOPPED",
+		States: []runtime.StateSpec{
+			{Name: "STOPPED", Initial: true, Status: runtime.StatusRunning, Wait: true},
+			{Name: "PLAYING", Status: runtime.StatusRunning, Wait: true, Parent: "ACTIVE"},
+			{Name: "PAUSED", Status: runtime.StatusRunning, Wait: true, Parent: "ACTIVE", Timers: []runtime.Timer{{After: 5 * time.Minute, Event: "Stop"}}},
+			{Name: "ENDED", Status: runtime.StatusRunning, Wait: true, Parent: "ACTIVE"},
+			{Name: "BROKEN", Status: runtime.StatusFailed, Parent: "ACTIVE"},
+			{Name: "OFF", Status: runtime.StatusSucceeded},
+		},
+		Composites: []runtime.CompositeSpec{{
+			Name: "ACTIVE", Initial: "PLAYING", Timers: []runtime.Timer{{After: 30 * time.Minute, Event: "IdleTimeout"}},
+			History: []runtime.HistorySpec{{Name: "RESUME"}, {Name: "LAST", Deep: true}},
+			Entry:   []string{"StartClock"}, Exit: []string{"StopClock"},
+		}},
+		Events:      events,
+		Guards:      []string{"Expired"},
+		Actions:     []string{"StartClock", "StopClock"},
+		Transitions: rows,
+	}
+}
+
+// TestMermaidNested draws a nested machine from its definition as the
+// generator draws it from its .fsm file: composites, histories, final
+// children and the rows as written, not leaf to leaf.
+func TestMermaidNested(t *testing.T) {
+	t.Parallel()
+	want, err := os.ReadFile(filepath.Join("..", "..", "gen", "testdata", "nested", "player.mmd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := defdiagram.Mermaid(playerDefinition())
+	wantLines := strings.Split(string(want), "\n")
+	gotLines := strings.Split(string(got), "\n")
+	if gotLines[1] != "    %% Drawn from the registered definition of Player v1." {
+		t.Errorf("first comment %q", gotLines[1])
+	}
+	if diff := cmp.Diff(wantLines[2:], gotLines[2:]); diff != "" {
+		t.Errorf("the diagram differs from the generator's (-generator +definition):\n%s", diff)
+	}
+}
+
+// TestPlayerDefinitionFile keeps testdata/player.json, the definition
+// package statesvg draws in its tests, equal to playerDefinition.
+func TestPlayerDefinitionFile(t *testing.T) {
+	t.Parallel()
+	got, err := json.MarshalIndent(playerDefinition(), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	file := filepath.Join("testdata", "player.json")
+	if os.Getenv("FSMGEN_UPDATE") != "" {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run with FSMGEN_UPDATE=1)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("testdata/player.json (-file +playerDefinition):\n%s", diff)
+	}
+}
