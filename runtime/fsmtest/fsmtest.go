@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"testing"
 
@@ -100,20 +101,29 @@ var anyFields = cmp.Exporter(func(reflect.Type) bool { return true })
 // expect computes from the table alone what firing event in state does when
 // the guards in admit admit it: the row that fires, or the refusal.
 func expect(d runtime.Definition, state, event string, admit map[string]bool) (runtime.TransitionSpec, error) {
+	i, err := expectRow(d, state, event, admit)
+	if err != nil {
+		return runtime.TransitionSpec{}, err
+	}
+	return d.Transitions[i], nil
+}
+
+// expectRow is expect returning the row's index.
+func expectRow(d runtime.Definition, state, event string, admit map[string]bool) (int, error) {
 	matched := false
-	for _, r := range d.Transitions {
+	for i, r := range d.Transitions {
 		if r.From != state || r.Event != event {
 			continue
 		}
 		matched = true
 		if r.Guard == "" || admit[r.Guard] != r.Negated {
-			return r, nil
+			return i, nil
 		}
 	}
 	if matched {
-		return runtime.TransitionSpec{}, runtime.ErrGuardRejected
+		return -1, runtime.ErrGuardRejected
 	}
-	return runtime.TransitionSpec{}, runtime.ErrIllegalTransition
+	return -1, runtime.ErrIllegalTransition
 }
 
 // guardsOf returns the distinct guards of the rows from state on event.
@@ -193,14 +203,24 @@ func checkEveryPair(m Machine) []error {
 					admit[g] = mask&(1<<i) != 0
 				}
 				name := fmt.Sprintf("%s on %s with guards %v", s.Name, e.EventName(), admit)
-				row, wantErr := expect(d, s.Name, e.EventName(), admit)
+				i, wantErr := expectRow(d, s.Name, e.EventName(), admit)
+				var moves []moved
+				if wantErr == nil {
+					var loop bool
+					if moves, loop = follow(d, i, e.EventName(), admit, map[string]string{}); loop {
+						continue
+					}
+				}
 				l := &log{}
 				inst, err := m.New(s.Name, admit, l)
 				if err != nil {
 					return append(errs, fmt.Errorf("%s: New: %w", name, err))
 				}
 				err = inst.Fire(ctx, e)
-				wantState := row.To
+				wantState := ""
+				if len(moves) > 0 {
+					wantState = d.Transitions[moves[len(moves)-1].row].To
+				}
 				if wantErr != nil {
 					wantState = s.Name
 				}
@@ -224,10 +244,7 @@ func checkEveryPair(m Machine) []error {
 					errs = append(errs, fmt.Errorf("%s: %w", name, err))
 					continue
 				}
-				want := []runtime.Transition{{
-					Machine: d.Type, Version: d.Version, From: s.Name, To: row.To, Event: e.EventName(),
-					Payload: e, Status: status(d, row.To), Outcome: row.Outcome,
-				}}
+				want := transitions(d, moves, e)
 				if diff := cmp.Diff(want, l.got, anyFields); diff != "" {
 					errs = append(errs, fmt.Errorf("%s: recorded (-want +got):\n%s", name, diff))
 				}
@@ -242,6 +259,10 @@ func checkRecordFirst(m Machine) []error {
 	boom := errors.New("storage unavailable")
 	failing := runtime.RecorderFunc(func(context.Context, runtime.Transition) error { return boom })
 	for i, r := range m.Definition.Transitions {
+		if r.Event == "" || alternate(m.Definition, i) {
+			// Taken after another row, or with a history record.
+			continue
+		}
 		e, err := event(m, r.Event)
 		if err != nil {
 			return append(errs, err)
@@ -287,21 +308,32 @@ func checkFinal(m Machine) []error {
 
 // shortestPaths returns, for every state reachable from the initial one,
 // the rows of a shortest path to it (breadth first, rows in table order).
+// The rows are those an event takes; in a nested machine, the state a row
+// reaches is the one its eventless rows settle in, and a row taken only
+// with a history record is no step of a path.
 func shortestPaths(d runtime.Definition) map[string][]int {
 	paths := map[string][]int{d.Initial: nil}
+	hists := map[string]map[string]string{d.Initial: {}}
 	queue := []string{d.Initial}
 	for len(queue) > 0 {
 		s := queue[0]
 		queue = queue[1:]
 		for i, r := range d.Transitions {
-			if r.From != s {
+			if r.From != s || r.Event == "" || alternate(d, i) {
 				continue
 			}
-			if _, seen := paths[r.To]; seen {
+			hist := maps.Clone(hists[s])
+			moves, loop := follow(d, i, r.Event, admitRow(d, i), hist)
+			if loop {
 				continue
 			}
-			paths[r.To] = append(append([]int(nil), paths[s]...), i)
-			queue = append(queue, r.To)
+			to := d.Transitions[moves[len(moves)-1].row].To
+			if _, seen := paths[to]; seen {
+				continue
+			}
+			paths[to] = append(append([]int(nil), paths[s]...), i)
+			hists[to] = hist
+			queue = append(queue, to)
 		}
 	}
 	return paths
@@ -316,6 +348,7 @@ func replay(m Machine, rows []int) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	hist := map[string]string{}
 	for _, i := range rows {
 		r := d.Transitions[i]
 		clear(admit)
@@ -332,8 +365,9 @@ func replay(m Machine, rows []int) (string, error) {
 		if err := inst.Fire(context.Background(), e); err != nil {
 			return inst.State(), fmt.Errorf("row %d: %w", i, err)
 		}
-		if got := inst.State(); got != r.To {
-			return got, fmt.Errorf("row %d: state %s, want %s", i, got, r.To)
+		moves, _ := follow(d, i, r.Event, admit, hist)
+		if got, want := inst.State(), d.Transitions[moves[len(moves)-1].row].To; got != want {
+			return got, fmt.Errorf("row %d: state %s, want %s", i, got, want)
 		}
 	}
 	return inst.State(), nil
@@ -344,6 +378,11 @@ func checkShortest(m Machine) []error {
 	paths := shortestPaths(m.Definition)
 	for _, s := range m.Definition.States {
 		rows, ok := paths[s.Name]
+		if !ok && transient(m.Definition, s.Name) {
+			// An unguarded eventless row leaves it as soon as it is
+			// entered: no run rests there.
+			continue
+		}
 		if !ok {
 			errs = append(errs, fmt.Errorf("state %s is unreachable from %s", s.Name, m.Definition.Initial))
 			continue
@@ -364,10 +403,15 @@ func checkCover(m Machine) []error {
 	paths := shortestPaths(d)
 	taken := make([]bool, len(d.Transitions))
 	for i, r := range d.Transitions {
-		if taken[i] {
+		if taken[i] || r.Event == "" || alternate(d, i) {
+			// An eventless row is taken after another, a history's
+			// other rows only with a record.
 			continue
 		}
 		prefix, ok := paths[r.From]
+		if !ok && transient(d, r.From) {
+			continue
+		}
 		if !ok {
 			errs = append(errs, fmt.Errorf("row %d leaves %s, which is unreachable", i, r.From))
 			continue
@@ -424,6 +468,9 @@ func checkDriver(m Machine) []error {
 	ctx := context.Background()
 	d := m.Definition
 	for i, r := range d.Transitions {
+		if r.Event == "" || alternate(d, i) {
+			continue
+		}
 		drv := m.Driver(admitRow(d, i))
 		e, err := drv.Decode(r.Event, nil)
 		if err != nil {
@@ -434,7 +481,8 @@ func checkDriver(m Machine) []error {
 			errs = append(errs, fmt.Errorf("row %d through the driver: %w", i, err))
 			continue
 		}
-		if len(l.got) != 1 || l.got[0].To != r.To {
+		moves, _ := follow(d, i, r.Event, admitRow(d, i), map[string]string{})
+		if len(l.got) != len(moves) || l.got[0].To != r.To {
 			errs = append(errs, fmt.Errorf("row %d through the driver recorded %+v, want a move to %s", i, l.got, r.To))
 		}
 	}
