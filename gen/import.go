@@ -14,26 +14,34 @@ import (
 	"github.com/fsmgen/fsmgen/dsl"
 )
 
-// ImportXState reads a flat XState machine config in JSON (one level of
-// states, as [XState] writes and as a hand-written XState machine without
-// nested or parallel states is) and returns it as .fsm source, formatted
-// and checked; filename names the result in its diagnostics. What
-// meta.fsmgen holds (see [XState]) is read back, so that a machine exported
-// and imported again is the same machine: its type, version, package,
-// cancel event, events and payload fields, guards, statuses, outcomes,
-// retry policies and timers, its docs, and its table in the order and the
-// grouping it was written in (FROM lists and *).
+// ImportXState reads an XState v5 machine config in JSON (as [XState]
+// writes and as XState users write without fsmgen's metadata) and returns
+// it as .fsm source, formatted and checked; filename names the result in
+// its diagnostics. What meta.fsmgen holds (see [XState]) is read back, so
+// that a machine exported and imported again is the same machine: its
+// type, version, package, cancel event, events and payload fields, guards,
+// actions, statuses, outcomes, retry policies and timers, its docs, and
+// its table in the order and the grouping it was written in (FROM lists,
+// * and several events).
 //
-// A config that XState wrote without fsmgen's metadata is read as well:
-// final states are succeeded, events and guards are declared in order of
-// first use, each transition is a row of its own, in the order of the
-// states and their events, and a delayed transition after.MS that names no
-// event fires a new event, AfterD (After20s), from a timer of its state.
-// What a .fsm file cannot say is an error that names it: nested, parallel
-// and history states, eventless (always) transitions, invocations,
-// targetless transitions, named delays and event names that are not .fsm
-// names. Actions, context and tags, which belong in Go, are dropped; the
-// returned notes say so.
+// Nested states import as composite states (initial names the initial
+// child), history nodes as history pseudostates (history: "deep" or
+// "shallow"), final children as final children that complete their parent
+// (onDone is the parent's "on done" row), entry and exit action names as
+// entry and exit actions, always as eventless rows, and a transition
+// without reenter (XState's default, reenter: false) to its own state or
+// into it as an internal row; a transition with no target is an internal
+// row to its own state. A config that XState wrote without fsmgen's
+// metadata is read as well: top-level final states are succeeded, events,
+// guards and actions are declared in order of first use, each transition
+// is a row of its own, in the order of the states and their events (rows
+// of one state alike but for their events are one row on several events),
+// and a delayed transition after.MS that names no event fires a new event,
+// AfterD (After20s), from a timer of its state. What a .fsm file cannot
+// say is an error that names it: parallel states, invocations, named
+// delays and event names that are not .fsm names. Transition actions,
+// context and tags, which belong in Go, are dropped; the returned notes
+// say so.
 func ImportXState(filename string, data []byte) (src []byte, notes []string, err error) {
 	root, err := parseOrdered(data)
 	if err != nil {
@@ -63,8 +71,11 @@ type importer struct {
 	states                 []*imState
 	events                 []*imEvent
 	guards                 []*imGuard
+	actions                []*imGuard
 	rows                   []*imRow
 	notes                  []string
+	// ids are the state nodes' own ids (a node's id property), by id.
+	ids map[string]string
 }
 
 type imState struct {
@@ -72,6 +83,14 @@ type imState struct {
 	final, wait                bool
 	retry                      string
 	timers                     []string
+	// A nested state's parent; a composite's initial child, children and
+	// history pseudostates; a history's depth.
+	parent      *imState
+	initial     string
+	children    []*imState
+	history     bool
+	deep        bool
+	entry, exit []string
 }
 
 type imEvent struct {
@@ -83,11 +102,22 @@ type imEvent struct {
 type imGuard struct{ name, doc string }
 
 type imRow struct {
-	index   int // the row's place in the table; -1 when the config does not say
-	order   int
-	from    []string
-	to      string
-	event   string
+	index int // the row's place in the table; -1 when the config does not say
+	order int
+	// node is the state whose node the transition is on; from the row's
+	// FROM as written.
+	node string
+	from []string
+	// to is the target as the config writes it until resolve, then the
+	// state's name.
+	to string
+	// events are the row's events, none for an eventless row; done marks
+	// a completion row.
+	events   []string
+	done     bool
+	internal bool
+	// reenter is the transition's reenter, which resolve reads.
+	reenter bool
 	guard   string
 	negated bool
 	outcome string
@@ -187,6 +217,16 @@ func (im *importer) machine(root *node) error {
 			}
 			im.guards = append(im.guards, gd)
 		}
+		for _, a := range fm.get("actions").items() {
+			ad := &imGuard{}
+			if ad.name, err = a.str("name"); err != nil {
+				return err
+			}
+			if ad.doc, err = a.str("description"); err != nil {
+				return err
+			}
+			im.actions = append(im.actions, ad)
+		}
 	}
 	states := root.get("states")
 	if states == nil || states.kind != '{' || len(states.keys) == 0 {
@@ -196,59 +236,99 @@ func (im *importer) machine(root *node) error {
 		im.initial = states.keys[0]
 		im.note("machine %s names no initial state; the first, %s, is", id, im.initial)
 	}
+	im.ids = map[string]string{}
 	for i, name := range states.keys {
-		if err := im.state(name, states.vals[i]); err != nil {
+		if err := im.state(name, states.vals[i], nil); err != nil {
 			return fmt.Errorf("state %s: %w", name, err)
 		}
 	}
-	if !slices.ContainsFunc(im.states, func(s *imState) bool { return s.name == im.initial }) {
+	if !slices.ContainsFunc(im.states, func(s *imState) bool { return s.name == im.initial && s.parent == nil }) {
 		return fmt.Errorf("initial state %q is not one of the states", im.initial)
+	}
+	if err := im.resolve(id); err != nil {
+		return err
 	}
 	return im.table()
 }
 
-func (im *importer) state(name string, sn *node) error {
+func (im *importer) state(name string, sn *node, parent *imState) error {
 	if !isName(name) {
 		return fmt.Errorf("%q is not a .fsm name (a letter or _, then letters, digits and _)", name)
 	}
 	if sn.kind != '{' {
 		return errors.New("want an object")
 	}
-	s := &imState{name: name}
+	if prev := im.find(name); prev != nil {
+		return fmt.Errorf("a second state named %s: .fsm names are unique across the machine", name)
+	}
+	s := &imState{name: name, parent: parent}
 	var err error
 	if s.doc, err = sn.str("description"); err != nil {
 		return err
+	}
+	if id, err := sn.str("id"); err != nil {
+		return err
+	} else if id != "" {
+		im.ids[id] = name
 	}
 	typ, err := sn.str("type")
 	if err != nil {
 		return err
 	}
 	switch typ {
-	case "", "atomic":
+	case "", "atomic", "compound":
 	case "final":
 		s.final = true
-		s.status = "succeeded"
-	default:
-		return fmt.Errorf("a state of type %q does not import; only flat machines of atomic and final states do", typ)
-	}
-	if sn.get("states") != nil {
-		return errors.New("nested states do not import; only flat machines do")
-	}
-	for _, k := range []string{"always", "invoke"} {
-		if sn.get(k) != nil {
-			return fmt.Errorf("%s does not import: a .fsm state has no %s", k, map[string]string{"always": "eventless transition", "invoke": "invoked actor"}[k])
+		if parent == nil {
+			s.status = "succeeded"
 		}
+	case "history":
+		if parent == nil {
+			return errors.New("a history node at the top level does not import; put it in a compound state")
+		}
+		h, err := sn.str("history")
+		if err != nil {
+			return err
+		}
+		switch h {
+		case "", "shallow":
+		case "deep":
+			s.deep = true
+		default:
+			return fmt.Errorf("history %q: want shallow or deep", h)
+		}
+		if sn.get("target") != nil {
+			im.note("history %s: its default target dropped: a .fsm history with no record enters its composite's initial state", name)
+		}
+		s.history = true
+		parent.children = append(parent.children, s)
+		im.states = append(im.states, s)
+		return nil
+	default:
+		return fmt.Errorf("a state of type %q does not import; parallel states have no .fsm form", typ)
 	}
-	for _, k := range []string{"entry", "exit", "tags"} {
-		if sn.get(k) != nil {
-			im.note("state %s: %s dropped: they belong in Go", name, k)
+	if sn.get("invoke") != nil {
+		return errors.New("invoke does not import: a .fsm state has no invoked actor")
+	}
+	if sn.get("tags") != nil {
+		im.note("state %s: tags dropped: they belong in Go", name)
+	}
+	for _, k := range []string{"entry", "exit"} {
+		names, err := im.actionNames(name, k, sn.get(k))
+		if err != nil {
+			return err
+		}
+		if k == "entry" {
+			s.entry = names
+		} else {
+			s.exit = names
 		}
 	}
 	if fm := sn.path("meta", "fsmgen"); fm != nil {
 		if st, err := fm.str("status"); err != nil {
 			return err
 		} else if st != "" {
-			s.status = st
+			s.status, s.final = st, true
 		}
 		if s.outcome, err = fm.str("outcome"); err != nil {
 			return err
@@ -259,6 +339,9 @@ func (im *importer) state(name string, sn *node) error {
 				return fmt.Errorf("meta.fsmgen.retry: %w", err)
 			}
 		}
+	}
+	if parent != nil {
+		parent.children = append(parent.children, s)
 	}
 	im.states = append(im.states, s)
 	if on := sn.get("on"); on != nil {
@@ -272,9 +355,25 @@ func (im *importer) state(name string, sn *node) error {
 			if !isName(ev) {
 				return fmt.Errorf("on %q: the event is not a .fsm name (a letter or _, then letters, digits and _)", ev)
 			}
-			if err := im.transitions(s, ev, on.vals[i], nil); err != nil {
+			if ev == "done" {
+				return errors.New(`on "done": done is a reserved word of .fsm, the completion of a composite state; rename the event`)
+			}
+			if err := im.transitions(s, ev, on.vals[i], nil, false); err != nil {
 				return fmt.Errorf("on %s: %w", ev, err)
 			}
+		}
+	}
+	if always := sn.get("always"); always != nil {
+		if err := im.transitions(s, "", always, nil, false); err != nil {
+			return fmt.Errorf("always: %w", err)
+		}
+	}
+	if onDone := sn.get("onDone"); onDone != nil {
+		if sn.get("states") == nil {
+			return errors.New("onDone on a state without children does not import: only a compound state completes")
+		}
+		if err := im.transitions(s, "", onDone, nil, true); err != nil {
+			return fmt.Errorf("onDone: %w", err)
 		}
 	}
 	if after := sn.get("after"); after != nil {
@@ -284,19 +383,147 @@ func (im *importer) state(name string, sn *node) error {
 		for i, delay := range after.keys {
 			ms, err := strconv.ParseInt(delay, 10, 64)
 			if err != nil || ms <= 0 {
-				return fmt.Errorf("after %q: named or non-positive delays do not import; write the delay in milliseconds", delay)
+				// A named delay imports only as fsmgen's own timer, whose
+				// duration its meta gives.
+				ms = -1
 			}
-			if err := im.transitions(s, "", after.vals[i], &ms); err != nil {
+			if err := im.transitions(s, "", after.vals[i], &ms, false); err != nil {
+				if ms < 0 && errors.Is(err, errNamedDelay) {
+					return fmt.Errorf("after %q: a named delay does not import, its duration is in the machine's implementation; write the delay in milliseconds", delay)
+				}
 				return fmt.Errorf("after %s: %w", delay, err)
 			}
 		}
+	}
+	if children := sn.get("states"); children != nil {
+		if children.kind != '{' || len(children.keys) == 0 {
+			return errors.New("states: want an object of child states")
+		}
+		if s.initial, err = sn.str("initial"); err != nil {
+			return err
+		}
+		for i, c := range children.keys {
+			if err := im.state(c, children.vals[i], s); err != nil {
+				return fmt.Errorf("state %s: %w", c, err)
+			}
+		}
+		if s.initial == "" {
+			for _, c := range s.children {
+				if !c.history {
+					s.initial = c.name
+					break
+				}
+			}
+			im.note("state %s names no initial state; the first, %s, is", name, s.initial)
+		}
+		if !slices.ContainsFunc(s.children, func(c *imState) bool { return c.name == s.initial && !c.history }) {
+			return fmt.Errorf("initial state %q is not one of the children", s.initial)
+		}
+		if s.final {
+			return errors.New("a final state with children does not import")
+		}
+	}
+	return nil
+}
+
+// errNamedDelay is the error of a delayed transition under a named delay
+// without fsmgen's metadata.
+var errNamedDelay = errors.New("named delay")
+
+// actionNames reads the action names of a state's entry or exit: a name,
+// {"type": NAME}, or a list of them.
+func (im *importer) actionNames(state, key string, n *node) ([]string, error) {
+	if n == nil {
+		return nil, nil
+	}
+	items := []*node{n}
+	if n.kind == '[' {
+		items = n.vals
+	}
+	var out []string
+	for _, a := range items {
+		name := a.s
+		if a.kind == '{' {
+			t, err := a.str("type")
+			if err != nil {
+				return nil, err
+			}
+			if a.get("params") != nil {
+				im.note("state %s: %s %s: parameters dropped: a .fsm action takes none", state, key, t)
+			}
+			name = t
+		} else if a.kind != '"' {
+			return nil, fmt.Errorf("%s: want action names", key)
+		}
+		if !isName(name) {
+			im.note("state %s: %s %q dropped: not a .fsm name", state, key, name)
+			continue
+		}
+		name = im.upper("action", name)
+		out = append(out, name)
+		if !slices.ContainsFunc(im.actions, func(g *imGuard) bool { return g.name == name }) {
+			im.actions = append(im.actions, &imGuard{name: name})
+		}
+	}
+	return out, nil
+}
+
+// find returns the state or history named name, nil when none is.
+func (im *importer) find(name string) *imState {
+	for _, s := range im.states {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// resolve turns each row's target, as the config writes it, into the
+// name of a state or history, and decides whether it is internal: a
+// transition without reenter to its own state or into it is.
+func (im *importer) resolve(machineID string) error {
+	for _, r := range im.rows {
+		src := im.find(r.node)
+		target := r.to
+		if target == "" {
+			// A targetless transition stays in its state.
+			r.to, r.internal = src.name, true
+			continue
+		}
+		if strings.HasPrefix(target, "#") {
+			id, rest, _ := strings.Cut(target[1:], ".")
+			switch {
+			case im.ids[id] != "" && rest == "":
+				target = im.ids[id]
+			case im.ids[id] != "" || id == machineID:
+				target = rest
+			default:
+				return fmt.Errorf("state %s: target %q: no state has id %s", src.name, r.to, id)
+			}
+		}
+		target = strings.TrimPrefix(target, ".")
+		if i := strings.LastIndex(target, "."); i >= 0 {
+			target = target[i+1:]
+		}
+		t := im.find(target)
+		if t == nil {
+			return fmt.Errorf("state %s: target %q: want a state of this machine", src.name, r.to)
+		}
+		r.to = t.name
+		into := false
+		for x := t; x != nil; x = x.parent {
+			if x == src {
+				into = true
+			}
+		}
+		r.internal = into && !r.reenter && !t.history
 	}
 	return nil
 }
 
 // transitions reads the transitions of state s on event ev, or, with
 // delay, of its after.DELAY.
-func (im *importer) transitions(s *imState, ev string, tn *node, delay *int64) error {
+func (im *importer) transitions(s *imState, ev string, tn *node, delay *int64, done bool) error {
 	ts := []*node{tn}
 	if tn.kind == '[' {
 		ts = tn.vals
@@ -320,8 +547,20 @@ func (im *importer) transitions(s *imState, ev string, tn *node, delay *int64) e
 			}
 			if timerEvent != "" {
 				// fsmgen's timer: its rows are under on as well.
-				if text == "" {
+				if text == "" && *delay > 0 {
 					text = FormatDuration(time.Duration(*delay) * time.Millisecond)
+				}
+				if text == "" {
+					return errNamedDelay
+				}
+				if mn, err := fm.str("min"); err != nil {
+					return err
+				} else if mn != "" {
+					mx, err := fm.str("max")
+					if err != nil {
+						return err
+					}
+					text += " min " + mn + " max " + mx
 				}
 				timer := "after " + text + " " + timerEvent
 				if !slices.Contains(s.timers, timer) {
@@ -329,22 +568,34 @@ func (im *importer) transitions(s *imState, ev string, tn *node, delay *int64) e
 				}
 				continue
 			}
+			if *delay < 0 {
+				return errNamedDelay
+			}
 			text = FormatDuration(time.Duration(*delay) * time.Millisecond)
 			ev = "After" + text
 			if timer := "after " + text + " " + ev; !slices.Contains(s.timers, timer) {
 				s.timers = append(s.timers, timer)
 			}
 		}
-		for _, k := range []string{"actions"} {
-			if t.get(k) != nil {
-				im.note("state %s on %s: actions dropped: they belong in Go", s.name, ev)
-			}
+		what := "on " + ev
+		switch {
+		case done:
+			what = "onDone"
+		case ev == "":
+			what = "always"
+		}
+		if t.get("actions") != nil {
+			im.note("state %s %s: actions dropped: they belong in Go", s.name, what)
 		}
 		target, err := targetOf(t.get("target"))
 		if err != nil {
 			return err
 		}
-		r := &imRow{index: -1, order: len(im.rows), from: []string{s.name}, to: target, event: ev}
+		r := &imRow{index: -1, order: len(im.rows), from: []string{s.name}, to: target, done: done,
+			reenter: t.get("reenter").truth()}
+		if ev != "" {
+			r.events = []string{ev}
+		}
 		if r.doc, err = t.str("description"); err != nil {
 			return err
 		}
@@ -372,25 +623,37 @@ func (im *importer) transitions(s *imState, ev string, tn *node, delay *int64) e
 				return err
 			}
 		}
+		r.node = s.name
 		im.rows = append(im.rows, r)
 	}
 	return nil
 }
 
-// table merges the transitions of one written row, declares the events
-// and guards the table uses that the metadata does not, and orders the
-// rows.
+// table merges the transitions of one written row (a FROM list, *, or
+// several events), merges the rows of one state that differ only in their
+// event when the config does not say how the table was written, declares
+// the events and guards the table uses that the metadata does not, and
+// orders the rows.
 func (im *importer) table() error {
 	var rows []*imRow
 	byIndex := map[int]*imRow{}
 	for _, r := range im.rows {
 		if r.index < 0 {
+			if n := len(rows); n > 0 && rows[n-1].index < 0 && sameButEvents(rows[n-1], r) {
+				rows[n-1].events = append(rows[n-1].events, r.events...)
+				continue
+			}
 			rows = append(rows, r)
 			continue
 		}
 		if prev, ok := byIndex[r.index]; ok {
-			if prev.to != r.to || prev.event != r.event || prev.guard != r.guard || prev.negated != r.negated {
-				return fmt.Errorf("the transitions of row %d (%s on %s, %s on %s) differ", r.index, prev.from, prev.event, r.from, r.event)
+			if prev.to != r.to || prev.guard != r.guard || prev.negated != r.negated || prev.done != r.done || prev.internal != r.internal || (len(prev.events) == 0) != (len(r.events) == 0) {
+				return fmt.Errorf("the transitions of row %d (%s on %s, %s on %s) differ", r.index, prev.from, prev.events, r.from, r.events)
+			}
+			for _, e := range r.events {
+				if !slices.Contains(prev.events, e) {
+					prev.events = append(prev.events, e)
+				}
 			}
 			continue
 		}
@@ -410,14 +673,25 @@ func (im *importer) table() error {
 	})
 	im.rows = rows
 	for _, r := range rows {
-		if !slices.ContainsFunc(im.events, func(e *imEvent) bool { return e.name == r.event }) {
-			im.events = append(im.events, &imEvent{name: r.event})
+		for _, ev := range r.events {
+			if !slices.ContainsFunc(im.events, func(e *imEvent) bool { return e.name == ev }) {
+				im.events = append(im.events, &imEvent{name: ev})
+			}
 		}
 		if r.guard != "" && !slices.ContainsFunc(im.guards, func(g *imGuard) bool { return g.name == r.guard }) {
 			im.guards = append(im.guards, &imGuard{name: r.guard})
 		}
 	}
 	return nil
+}
+
+// sameButEvents reports whether two rows without table metadata are one
+// row on several events: the same state, target, guard and kind, both on
+// events.
+func sameButEvents(a, b *imRow) bool {
+	return a.node == b.node && a.to == b.to && a.guard == b.guard && a.negated == b.negated &&
+		a.internal == b.internal && !a.done && !b.done && len(a.events) > 0 && len(b.events) > 0 &&
+		a.outcome == b.outcome && a.doc == "" && b.doc == "" && !slices.Contains(a.events, b.events[0])
 }
 
 // render writes the machine as .fsm source, for dsl.FormatSource to lay out.
@@ -444,18 +718,29 @@ func (im *importer) render() []byte {
 		fmt.Fprintf(&b, "    cancel %s\n", im.cancel)
 	}
 	b.WriteString("\n")
-	for _, s := range im.states {
-		doc("    ", s.doc)
+	var state func(indent string, s *imState)
+	state = func(indent string, s *imState) {
+		doc(indent, s.doc)
+		initial := s.parent == nil && s.name == im.initial || s.parent != nil && s.parent.initial == s.name
 		switch {
+		case s.history && s.deep:
+			fmt.Fprintf(&b, "%sdeep history %s\n", indent, s.name)
+			return
+		case s.history:
+			fmt.Fprintf(&b, "%shistory %s\n", indent, s.name)
+			return
 		case s.final:
-			fmt.Fprintf(&b, "    final %s %s", s.name, s.status)
+			fmt.Fprintf(&b, "%sfinal %s", indent, s.name)
+			if s.status != "" {
+				b.WriteString(" " + s.status)
+			}
 			if s.outcome != "" {
 				fmt.Fprintf(&b, " outcome %s", strconv.Quote(s.outcome))
 			}
-		case s.name == im.initial:
-			fmt.Fprintf(&b, "    initial %s", s.name)
+		case initial:
+			fmt.Fprintf(&b, "%sinitial %s", indent, s.name)
 		default:
-			fmt.Fprintf(&b, "    state %s", s.name)
+			fmt.Fprintf(&b, "%sstate %s", indent, s.name)
 		}
 		if s.wait {
 			b.WriteString(" wait")
@@ -466,7 +751,33 @@ func (im *importer) render() []byte {
 		for _, t := range s.timers {
 			b.WriteString(" " + t)
 		}
-		b.WriteString("\n")
+		for _, a := range s.entry {
+			b.WriteString(" entry " + a)
+		}
+		for _, a := range s.exit {
+			b.WriteString(" exit " + a)
+		}
+		if len(s.children) == 0 {
+			b.WriteString("\n")
+			return
+		}
+		b.WriteString(" {\n")
+		for _, c := range s.children {
+			if !c.history {
+				state(indent+"    ", c)
+			}
+		}
+		for _, c := range s.children {
+			if c.history {
+				state(indent+"    ", c)
+			}
+		}
+		b.WriteString(indent + "}\n")
+	}
+	for _, s := range im.states {
+		if s.parent == nil {
+			state("    ", s)
+		}
 	}
 	b.WriteString("\n")
 	for _, e := range im.events {
@@ -490,10 +801,23 @@ func (im *importer) render() []byte {
 		doc("    ", g.doc)
 		fmt.Fprintf(&b, "    guard %s\n", g.name)
 	}
+	if len(im.actions) > 0 {
+		b.WriteString("\n")
+	}
+	for _, a := range im.actions {
+		doc("    ", a.doc)
+		fmt.Fprintf(&b, "    action %s\n", a.name)
+	}
 	b.WriteString("\n")
 	for _, r := range im.rows {
 		doc("    ", r.doc)
-		fmt.Fprintf(&b, "    %s -> %s on %s", strings.Join(r.from, ", "), r.to, r.event)
+		fmt.Fprintf(&b, "    %s -> %s", strings.Join(r.from, ", "), r.to)
+		switch {
+		case r.done:
+			b.WriteString(" on done")
+		case len(r.events) > 0:
+			b.WriteString(" on " + strings.Join(r.events, ", "))
+		}
 		switch {
 		case r.guard != "" && r.negated:
 			b.WriteString(" unless " + r.guard)
@@ -502,6 +826,9 @@ func (im *importer) render() []byte {
 		}
 		if r.outcome != "" {
 			fmt.Fprintf(&b, " outcome %s", strconv.Quote(r.outcome))
+		}
+		if r.internal {
+			b.WriteString(" internal")
 		}
 		b.WriteString("\n")
 	}
@@ -548,11 +875,12 @@ func importRetry(r *node) (string, error) {
 	return strings.Join(parts, " "), nil
 }
 
-// targetOf reads a transition's target: a sibling state, written as its
-// name, .NAME or #MACHINE.NAME.
+// targetOf reads a transition's target as the config writes it (a
+// sibling's name, .CHILD, #ID or #ID.PATH), "" for a transition without
+// one; resolve finds the state it names.
 func targetOf(t *node) (string, error) {
-	if t == nil {
-		return "", errors.New("a transition without a target does not import: a .fsm row always names its target")
+	if t == nil || t.kind == 0 {
+		return "", nil
 	}
 	if t.kind == '[' {
 		if len(t.vals) != 1 {
@@ -563,17 +891,10 @@ func targetOf(t *node) (string, error) {
 	if t.kind != '"' {
 		return "", errors.New("target: want a state's name")
 	}
-	s := t.s
-	if strings.HasPrefix(s, "#") {
-		if _, rest, ok := strings.Cut(s, "."); ok {
-			s = rest
-		}
+	if t.s == "" {
+		return "", nil
 	}
-	s = strings.TrimPrefix(s, ".")
-	if !isName(s) {
-		return "", fmt.Errorf("target %q: want a state of this machine", t.s)
-	}
-	return s, nil
+	return t.s, nil
 }
 
 // guardOf reads a guard: "NAME", {"type": "NAME"}, or fsmgen's negation
