@@ -50,7 +50,7 @@ func (b *builder) state(parent, name string, opts ...string) *dsl.State {
 		case "wait":
 			s.Wait = true
 		case "final":
-			s.Done = true
+			s.Done, s.Wait = true, true
 		default:
 			s.Status = o
 		}
@@ -290,3 +290,4 @@ func TestExportNested(t *testing.T) {
 	wellFormedSCXML(t, sc)
 	golden(t, "player.scxml", sc)
 }
+

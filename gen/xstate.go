@@ -183,7 +183,7 @@ func XState(m *dsl.Machine) ([]byte, error) {
 				sm = append(sm, jkv{"outcome", s.Outcome})
 			}
 		}
-		if s.Wait {
+		if s.Wait && !s.Done {
 			sm = append(sm, jkv{"wait", true})
 		}
 		if s.Retry != nil {
@@ -346,6 +346,15 @@ func tableRows(m *dsl.Machine) [][]*dsl.Transition {
 		index[t.Pos] = len(rows)
 		rows = append(rows, []*dsl.Transition{t})
 	}
+	// The table tries a composite's rows after its children's; the rows
+	// as written are in the order of the file.
+	slices.SortStableFunc(rows, func(a, b []*dsl.Transition) int {
+		pa, pb := a[0].Pos, b[0].Pos
+		if pa.Line == 0 || pb.Line == 0 || pa.Filename != pb.Filename {
+			return 0
+		}
+		return pa.Offset - pb.Offset
+	})
 	return rows
 }
 
