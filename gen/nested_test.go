@@ -290,4 +290,3 @@ func TestExportNested(t *testing.T) {
 	wellFormedSCXML(t, sc)
 	golden(t, "player.scxml", sc)
 }
-
