@@ -64,6 +64,29 @@
 // with imports grouped as goimports does; Generate renders a machine's
 // files concurrently.
 //
+// A nested machine (composite states, history, entry and exit actions,
+// eventless, completion or internal rows) gets more in fsm.go. State
+// numbers the leaves first, the persisted states, then the composites;
+// Parent, Ancestors, In, Leaf and Composites give the hierarchy, and
+// ParseState refuses a composite's name. Each event's method is a switch
+// on the leaf whose cases hold the rows of the leaf and of its ancestors,
+// innermost first, as the model lists them (a row of an outer composite
+// that an unguarded inner row always beats is left out, of the definition
+// too). A move runs the exit actions of the states it leaves, innermost
+// first, then the entry actions of those it enters, through the generated
+// Actions interface (New and NewDriver take it after the guards), or,
+// with a recorder, hands them to it in runtime.Transition.Actions with the
+// states exited and entered; an action's error leaves the machine where
+// it was. The Machine holds the records of the history pseudostates
+// (History, SetHistory); a row to a history is registered in the
+// definition once per leaf it may enter. After each move, and in Settle,
+// the eventless and completion rows enabled in the leaf reached are taken,
+// at most 64 in a row. A composite's view offers the events that each of
+// its leaves but the final ones accepts. fsm_test.go adds TestFSMNested,
+// every leaf move with its actions, history records and eventless
+// follow-ups as the model says; runtime/fsmtest follows the same rules
+// from the definition. Such a file is formatted whole once.
+//
 // A per-event method whose rows are all unguarded is, without a recorder,
 // a comparison and a store that the compiler inlines into its caller; a
 // guarded one asks its guard and, without a recorder, stores the new state

@@ -432,6 +432,9 @@ func (t *testGen) nested() {
 	}
 	newArgs = append(newArgs, jen.Id("opts").Op("..."))
 	fire := func(ctxName string) []jen.Code {
+		if !n.anyEventless() {
+			return []jen.Code{jen.Err().Op("=").Id("m").Dot("Fire").Call(jen.Id(ctxName), jen.Id("c").Dot("event"))}
+		}
 		return []jen.Code{
 			jen.If(jen.Id("c").Dot("event").Op("==").Nil()).Block(
 				jen.Err().Op("=").Id("m").Dot("Settle").Call(jen.Id(ctxName)),

@@ -70,10 +70,19 @@ type nest struct {
 
 func newNest(m *dsl.Machine) *nest {
 	n := &nest{m: m, byRow: map[*dsl.Transition][]*specRow{}, actions: map[string]string{}}
+	open := map[[2]any]bool{} // (leaf, event) whose rows may still be taken
 	for _, t := range m.Transitions {
 		if !takeable(t) {
 			continue
 		}
+		k := [2]any{t.From, t.Event}
+		if stillOpen, seen := open[k]; seen && !stillOpen {
+			// An earlier unguarded row from the leaf on the event, its
+			// own or an inner composite's, always wins: this row of an
+			// outer composite is never taken there.
+			continue
+		}
+		open[k] = t.Guard != nil
 		for _, r := range historyRows(t) {
 			r.index = len(n.rows)
 			n.rows = append(n.rows, r)
