@@ -64,7 +64,7 @@ var runColumns = []string{
 	"current_state", "previous_state", "status", "row_version", "attempt_no", "definition_version",
 	"policy_snapshot", "result", "finished_at", "updated_at", "attempt_started_at", "step_attempt",
 	"last_error_code", "last_error", "parked_at", "next_run_at", "lease_owner", "lease_expires_at",
-	"lease_epoch", "parent_delivered_at",
+	"lease_epoch", "parent_delivered_at", "timer_anchors", "history",
 }
 
 // GrantStatements returns the statements that give a role of kind r its

@@ -207,6 +207,24 @@ func (d *Definition) Allows(from, event, to string) bool {
 	return false
 }
 
+// Nested reports whether d is a nested machine's definition: it has
+// composite states, or a timer whose duration comes from an event. The
+// store keeps the timer anchors, history and exited and entered states of
+// the runs of such a machine (see Run.TimerAnchors and Run.History).
+func (d *Definition) Nested() bool {
+	if len(d.Composites) > 0 {
+		return true
+	}
+	for _, s := range d.States {
+		for _, t := range s.Timers {
+			if t.Field != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Composite returns the composite state named name.
 func (d *Definition) Composite(name string) (CompositeSpec, bool) {
 	for _, c := range d.Composites {

@@ -26,3 +26,18 @@ type Driver interface {
 	// refused event returns a *TransitionError.
 	Fire(ctx context.Context, run *Run, state string, e Event, rec Recorder) error
 }
+
+// Settler is implemented by the Driver of a machine with eventless or
+// completion rows (TransitionSpec.Event empty). The engine calls Settle
+// when it claims a run whose leaf, or a composite above it, has such rows,
+// before it fires a timer or calls a handler: a run whose worker died
+// between the transition that entered the leaf and the eventless moves
+// that follow it takes them then.
+type Settler interface {
+	// Settle takes the eventless and completion rows enabled in the
+	// machine of run in the leaf named state, with the workflow's guards
+	// for run and its history restored from run.History, recording each
+	// move through rec before applying it, as Fire does after an event's
+	// transition. It records nothing when no such row is enabled.
+	Settle(ctx context.Context, run *Run, state string, rec Recorder) error
+}

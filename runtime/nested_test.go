@@ -173,3 +173,18 @@ func TestCloneNested(t *testing.T) {
 		t.Errorf("a change to the clone reached the original (-want +got):\n%s", diff)
 	}
 }
+
+func TestCallerRefusalCompositeTimer(t *testing.T) {
+	t.Parallel()
+	d := playerDef()
+	const want = "fired by the timer of ACTIVE; declare it external to let callers send it"
+	if got := d.CallerRefusal("PLAYING", "IdleTimeout"); got != want {
+		t.Errorf("CallerRefusal = %q, want %q", got, want)
+	}
+	if !d.Nested() {
+		t.Error("a definition with composites is not nested")
+	}
+	if flat := cloneDef; flat.Nested() {
+		t.Error("a flat definition is nested")
+	}
+}

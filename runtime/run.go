@@ -63,6 +63,22 @@ type Run struct {
 	RowVersion int64
 	// Lease is the worker's claim on the run; zero when no worker holds it.
 	Lease Lease
+	// History holds, for a run of a nested machine, the records of its
+	// history pseudostates: each history's name (HistorySpec.Name) mapped
+	// to the state it recorded when its composite was last exited, the
+	// child of the composite for a shallow history, the leaf for a deep
+	// one. It is nil until one records. The statement that records a
+	// transition updates it, so it survives a crash; a Driver's Fire and
+	// Settle restore a machine's history memory from it before firing.
+	History map[string]string
+	// TimerAnchors holds, for a run of a nested machine, when each active
+	// state with timers (its leaf and the composites above it) was
+	// entered, and the durations of its timers: a state that a transition
+	// neither exits nor enters keeps its anchor. A state of the run's
+	// first configuration has no anchor until a transition writes one: it
+	// counts from StartedAt. Nil for a flat machine's run, whose timers
+	// count from UpdatedAt.
+	TimerAnchors map[string]TimerAnchor
 
 	// TryKey, Events and Effects are set only when the engine calls a
 	// handler (or a function of a workflow it calls like one); they are
@@ -83,6 +99,16 @@ type Run struct {
 
 // Terminal reports whether the run is in a terminal state.
 func (r Run) Terminal() bool { return r.Status.Terminal() }
+
+// TimerAnchor is when a run entered a state with timers, by the
+// database's clock, and the durations of the state's timers, in the
+// order of its Timers: a timer is due at At plus its duration. A negative
+// duration marks a timer that fired while the run stayed in the state (it
+// fires once per entry).
+type TimerAnchor struct {
+	At    time.Time
+	After []time.Duration
+}
 
 // Lease is a worker's claim on a run: the worker's id, the epoch the
 // claim produced (one more at every claim of the run) and when it

@@ -68,6 +68,13 @@ func (d *Definition) sender(state, event string) string {
 			return "fired by the engine when the tries of " + s.Name + " are used up"
 		}
 	}
+	for _, c := range d.Composites {
+		for _, t := range c.Timers {
+			if t.Event == event {
+				return "fired by the timer of " + c.Name
+			}
+		}
+	}
 	var handlers []string
 	waits := false
 	for _, t := range d.Transitions {

@@ -98,9 +98,21 @@ WITH moved AS (
         -- became so: next_run_at, which workflow_runs_claim_idx holds,
         -- keeps its value, so that a move between two running states
         -- changes no indexed column and is a HOT update.
+        -- A nested machine's (anchored): the anchors of its active states'
+        -- timers, and the records of its histories (see 0015_nested.sql).
+        timer_anchors = CASE WHEN @anchored::bool THEN fsmgen_timer_anchors(w.timer_anchors,
+            sqlc.narg('anchor_keep')::jsonb, sqlc.narg('anchor_enter')::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()),
+            w.attempt_started_at, sqlc.narg('fired_state')::text, sqlc.narg('fired_index')::int) ELSE w.timer_anchors END,
+        history = CASE WHEN sqlc.narg('history_set')::jsonb IS NULL THEN w.history
+            ELSE coalesce(w.history, '{}'::jsonb) || sqlc.narg('history_set')::jsonb END,
         next_run_at = CASE
             WHEN @finish::bool THEN NULL
             WHEN @keep_schedule::bool THEN w.next_run_at
+            -- A nested machine's state that waits: its first timer, or
+            -- that of a composite above it.
+            WHEN @anchored::bool AND sqlc.narg('next_delay_us')::bigint IS NULL THEN fsmgen_timer_due(fsmgen_timer_anchors(w.timer_anchors,
+                sqlc.narg('anchor_keep')::jsonb, sqlc.narg('anchor_enter')::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()),
+                w.attempt_started_at, sqlc.narg('fired_state')::text, sqlc.narg('fired_index')::int))
             WHEN sqlc.narg('next_delay_us')::bigint IS NULL THEN NULL
             WHEN sqlc.narg('next_delay_us')::bigint = 0
                 AND w.next_run_at <= coalesce(sqlc.narg('now')::timestamptz, now()) THEN w.next_run_at
@@ -116,9 +128,10 @@ WITH moved AS (
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-        payload, occurred_at, kind, event, row_version, definition_version)
+        payload, occurred_at, kind, event, row_version, definition_version, exited, entered)
     SELECT moved.id, moved.workflow_type, moved.attempt_no, @event::text, @from_state::text, @to_state::text,
-        sqlc.narg('payload'), moved.updated_at, 'transition', @event::text, moved.row_version, moved.definition_version
+        sqlc.narg('payload'), moved.updated_at, 'transition', @event::text, moved.row_version, moved.definition_version,
+        sqlc.narg('exited')::text[], sqlc.narg('entered')::text[]
     FROM moved
     RETURNING occurred_at
 ), notified AS (

@@ -61,6 +61,8 @@ WITH moved AS (
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
         attempt_started_at = coalesce(sqlc.narg('now')::timestamptz, now()),
         finished_at = NULL,
+        timer_anchors = NULL,
+        history = NULL,
         next_run_at = CASE WHEN sqlc.narg('next_delay_us')::bigint IS NULL THEN NULL
             ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.narg('next_delay_us')::bigint * interval '1 microsecond' END,
         lease_owner = NULL,

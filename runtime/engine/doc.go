@@ -283,13 +283,55 @@
 // A state's timers are scheduled in the database when a run enters it: a
 // state that waits is due when its first timer is, and the worker that
 // claims it then fires the timer's event (FCHA's seven-day authorization
-// timeout). Timers count from the run's entry into the state (updated_at).
+// timeout). Timers count from the run's entry into the state (updated_at;
+// for a nested machine, see below).
 // The schedule is set by the store in the statement that records the
 // transition, from the registered definition, whoever fires the event: a
 // worker, Signal, Cancel, a typed handle, or a machine moved outside the
 // engine through store.Load and its Recorder. A state with a handler is due
 // at once; one that waits without a timer is not due until an event moves
 // it; a timer of the state left never fires in the next.
+//
+// # Nested machines
+//
+// A nested machine's run is in one leaf; the composite states above it are
+// active with it. Its moves are leaf to leaf, each one transition with one
+// log row, which names the states it exited (innermost first) and entered
+// (outermost first) (store.Step.Exited and Entered; the evidence chain
+// covers them). The database checks every move against the registered
+// table, where a row to a history is listed once per leaf it may reach.
+//
+// Timers on composites: the run row keeps, for each active state with
+// timers, when the run entered it (runtime.Run.TimerAnchors), written by
+// the statement that records each transition. A state that a transition
+// neither exits nor enters keeps its anchor, so a composite's timer runs
+// while the run moves below it, and an internal row keeps its state's
+// timers running; an external self-row exits and re-enters its state and
+// restarts them. A run that waits is due at the first timer of its leaf
+// and the composites above it, and the worker that claims it fires that
+// timer's event to the leaf, from which it bubbles; a timer fires once per
+// entry of its state. A timer whose duration comes from an event takes the
+// value of the event that entered the state, clamped to its bounds.
+//
+// History after a crash: the records of the run's history pseudostates
+// (runtime.Run.History) are written by the statement that records the
+// transition exiting their composite, and handed to the driver's Fire and
+// Settle with the run: a worker that takes over the run of a worker that
+// died goes back to the recorded state.
+//
+// Entry and exit actions run in the transition's transaction: the engine's
+// recorder calls runtime.Transition.Actions after the run moved and before
+// the commit, and Tx gives an action the transaction. An action's error
+// rolls the transition back whole (state, anchors, history, log and
+// effects): Signal returns it, and in a worker it is a failed try of the
+// state, retried by its policy or parked like a handler's error.
+//
+// Eventless and completion rows are taken by the driver right after the
+// transition that enables them, each as a transition of its own. A run
+// left in a leaf with such rows (its process died between two moves) is
+// due at once, and the worker that claims it takes them first, through the
+// driver's Settle (runtime.Settler), before it fires a timer or calls a
+// handler.
 //
 // # Typed handles
 //

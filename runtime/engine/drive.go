@@ -15,6 +15,7 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/internal/diag"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 	"github.com/fsmgen/fsmgen/runtime/internal/worker"
 )
 
@@ -44,6 +45,10 @@ type recorder struct {
 	// workers (see enginestore.AdvanceParams.Notify).
 	notify bool
 
+	// fired is the timer whose event is fired, for the first transition
+	// recorded (see enginestore.AdvanceParams.Fired).
+	fired *enginestore.FiredTimer
+
 	t    *runtime.Transition
 	adv  enginestore.Advanced
 	keep bool
@@ -57,10 +62,14 @@ func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", runtime.ErrUnknownState, t.To)
 	}
-	p := enginestore.AdvanceParams{Lease: r.lease, RowVersion: r.run.RowVersion, Transition: t, Result: r.result, Effects: r.effects, Notify: r.notify}
+	p := enginestore.AdvanceParams{Lease: r.lease, RowVersion: r.run.RowVersion, Transition: t, Result: r.result, Effects: r.effects, Notify: r.notify,
+		Nested: r.reg.nest != nil, Fired: r.fired}
 	// A worker goes on driving the run in a state with a handler; the
-	// schedule of the state entered is the store's to set.
-	p.KeepLease = r.lease != nil && !to.Terminal() && !to.Wait
+	// schedule of the state entered is the store's to set. In a nested
+	// machine it keeps the lease in a state that waits too: the driver
+	// may record eventless moves after this one, and the session lets
+	// the lease go when the run is left waiting.
+	p.KeepLease = r.lease != nil && !to.Terminal() && (!to.Wait || r.reg.nest != nil)
 	var (
 		adv  enginestore.Advanced
 		lost bool
@@ -78,6 +87,12 @@ func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 	if !adv.NextRunAt.IsZero() {
 		// A state that waits, due at its first timer.
 		r.e.due.add(adv.NextRunAt.Sub(adv.At))
+	}
+	// The next transition of the same Fire (an eventless move) starts
+	// where this one left the run.
+	r.run, r.fired, r.effects = r.after(), nil, nil
+	if to.Terminal() {
+		r.result = nil
 	}
 	return nil
 }
@@ -310,6 +325,9 @@ type session struct {
 	run   runtime.Run
 	lease enginestore.Lease
 	held  bool
+	// firing is the timer whose event the next fire fires (a nested
+	// machine's).
+	firing *enginestore.FiredTimer
 	// leaseUntil is when the lease expires unless extended, by the local
 	// clock: how long the session's statements are tried again after lost
 	// connections.
@@ -377,6 +395,17 @@ func (s *session) loop() error {
 			s.release(enginestore.KeepDue)
 			return nil
 		}
+		if s.reg.nest != nil && s.reg.nest.Eventless(st.Name) {
+			// A run left in a leaf with eventless rows (its worker died
+			// between two moves, or they were not enabled then) takes
+			// them before anything else.
+			if moved, err := s.settle(ctx, st); moved || err != nil {
+				if err != nil || !s.held {
+					return err
+				}
+				continue
+			}
+		}
 		if fired, err := s.fireDueTimer(ctx, st); fired || err != nil {
 			if err != nil || !s.held {
 				return err
@@ -390,6 +419,14 @@ func (s *session) loop() error {
 			}
 			if fired {
 				continue
+			}
+			if s.reg.nest != nil {
+				due := enginestore.NotDue
+				if t, ok := nextTimer(s.reg, s.run); ok {
+					due = enginestore.DueIn(t.due.Sub(s.now))
+				}
+				s.release(due)
+				return nil
 			}
 			s.release(timerDue(st, s.now.Sub(s.run.UpdatedAt)))
 			return nil
@@ -527,6 +564,9 @@ func (e *Engine) attemptEvents(ctx context.Context, reg *registered, run runtime
 func (e *Engine) decodeEvents(reg *registered, run runtime.Run, logged []enginestore.LoggedEvent) []runtime.Event {
 	var events []runtime.Event
 	for _, l := range logged {
+		if l.Name == "" {
+			continue // an eventless move
+		}
 		ev, err := decodeLogged(reg, l.Name, l.Payload)
 		if err != nil {
 			e.log.Warn("a logged event does not decode; handlers will not see it", "run", run.ID, "event", l.Name, "err", err)
@@ -591,16 +631,46 @@ func (s *session) fire(ctx context.Context, ev runtime.Event, res *runtime.Resul
 	}
 	rt := handlerRun(s.run)
 	rt.Events = s.events
-	rec := &recorder{e: s.e, reg: s.reg, run: s.run, lease: &s.lease, result: res, effects: effs, sess: s}
-	if err := fireThrough(ctx, s.reg, &rt, s.run.State, ev, rec); err != nil {
+	rec := &recorder{e: s.e, reg: s.reg, run: s.run, lease: &s.lease, result: res, effects: effs, sess: s, fired: s.firing}
+	s.firing = nil
+	err := fireThrough(ctx, s.reg, &rt, s.run.State, ev, rec)
+	if rec.t != nil {
+		// Recorded, at least the event's transition: a later eventless
+		// move that failed is a failed try of the state it left.
+		s.run, s.now, s.held, s.called = rec.after(), rec.adv.At, rec.keep, false
+		s.events = append(s.events, ev)
+	}
+	if err != nil {
 		return err
 	}
 	if rec.t == nil {
 		return fmt.Errorf("engine: %s: Fire recorded nothing for %s in %s", s.run.Type, ev.EventName(), s.run.State)
 	}
-	s.run, s.now, s.held, s.called = rec.after(), rec.adv.At, rec.keep, false
-	s.events = append(s.events, ev)
 	return nil
+}
+
+// settle takes the eventless and completion rows enabled in the run's
+// leaf through the driver's Settle (runtime.Settler), and reports whether
+// it moved the run. A failed move is a failed try of the state.
+func (s *session) settle(ctx context.Context, st runtime.StateSpec) (bool, error) {
+	settler, ok := s.reg.driver.(runtime.Settler)
+	if !ok {
+		return false, nil
+	}
+	if err := s.loadEvents(ctx); err != nil {
+		return false, err
+	}
+	rt := handlerRun(s.run)
+	rt.Events = s.events
+	rec := &recorder{e: s.e, reg: s.reg, run: s.run, lease: &s.lease, sess: s}
+	err := protect("settling "+st.Name, func() error { return settler.Settle(ctx, &rt, st.Name, rec) })
+	if rec.t != nil {
+		s.run, s.now, s.held, s.called = rec.after(), rec.adv.At, rec.keep, false
+	}
+	if err == nil || s.settled(err) {
+		return rec.t != nil, s.outcome(err)
+	}
+	return true, s.fail(ctx, st, codeOf(err, CodeHandlerError), errorDetail(err))
 }
 
 // settled reports whether a write's error ends the session without
@@ -756,6 +826,9 @@ func (s *session) park(ctx context.Context, code, detail string) error {
 
 // fireDueTimer fires the first of the state's timers that is due.
 func (s *session) fireDueTimer(ctx context.Context, st runtime.StateSpec) (bool, error) {
+	if s.reg.nest != nil {
+		return s.fireDueNested(ctx)
+	}
 	elapsed := s.now.Sub(s.run.UpdatedAt)
 	var due *runtime.Timer
 	for i, t := range st.Timers {
@@ -890,4 +963,72 @@ func (s *session) giveUp(what string, op func(ctx context.Context) error) {
 func handlerRun(run runtime.Run) runtime.Run {
 	run.StepAttempt = max(run.StepAttempt, 1)
 	return run
+}
+
+// activeTimer is a timer of one of the run's active states and when it
+// falls due.
+type activeTimer struct {
+	state string
+	index int
+	timer runtime.Timer
+	due   time.Time
+}
+
+// nextTimer returns the timer of a nested machine's run that falls due
+// first, among those of its leaf and the composites above it (the
+// innermost on a tie), from the run's timer anchors: a state without one
+// was entered when the attempt started. A timer that fired while its state
+// stayed active is not counted.
+func nextTimer(reg *registered, run runtime.Run) (activeTimer, bool) {
+	var next activeTimer
+	found := false
+	for _, name := range reg.nest.Active(run.State) {
+		timers := reg.nest.Timers(name)
+		if len(timers) == 0 {
+			continue
+		}
+		a, ok := run.TimerAnchors[name]
+		if !ok {
+			a = runtime.TimerAnchor{At: run.StartedAt, After: pgstore.Durations(timers, "", nil)}
+		}
+		for i, t := range timers {
+			if i >= len(a.After) || a.After[i] < 0 {
+				continue
+			}
+			due := a.At.Add(a.After[i])
+			if !found || due.Before(next.due) {
+				next, found = activeTimer{state: name, index: i, timer: t, due: due}, true
+			}
+		}
+	}
+	return next, found
+}
+
+// fireDueNested fires the timer of a nested machine's run that is due,
+// if one is: its event is fired to the run's leaf, from which it bubbles
+// to the composite that declares the timer.
+func (s *session) fireDueNested(ctx context.Context) (bool, error) {
+	due, ok := nextTimer(s.reg, s.run)
+	if !ok || due.due.After(s.now) {
+		return false, nil
+	}
+	ev, err := decode(s.reg, due.timer.Event, nil)
+	if err == nil {
+		s.firing = &enginestore.FiredTimer{State: due.state, Index: due.index}
+		err = s.fire(ctx, ev, nil, nil)
+		if err == nil || s.settled(err) {
+			return true, s.outcome(err)
+		}
+	}
+	return true, s.park(ctx, codeOf(err, CodeTransitionRefused), fmt.Sprintf("timer %s of %s after %v: %s", due.timer.Event, due.state,
+		due.due.Sub(s.anchorOf(due.state)), errorDetail(err)))
+}
+
+// anchorOf returns when the run entered the active state name, as its
+// timers count.
+func (s *session) anchorOf(name string) time.Time {
+	if a, ok := s.run.TimerAnchors[name]; ok {
+		return a.At
+	}
+	return s.run.StartedAt
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/diag"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
+	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -238,6 +239,8 @@ type registered struct {
 	// from an older version.
 	defaults map[string][]runtime.FieldDefault
 	upgraded bool
+	// nest indexes the hierarchy of a nested machine; nil for a flat one.
+	nest *pgstore.Nesting
 }
 
 // Engine drives runs of registered machines durably. It is safe for
@@ -306,7 +309,7 @@ func (e *Engine) Register(ctx context.Context, d runtime.Driver, opts ...Registe
 	if err := e.registerUpgrades(ctx, def); err != nil {
 		return err
 	}
-	r := &registered{driver: d, def: def, fields: map[string]map[string]bool{}}
+	r := &registered{driver: d, def: def, fields: map[string]map[string]bool{}, nest: pgstore.NestingOf(def)}
 	r.upgradeDefaults()
 	for _, o := range opts {
 		o(r)
@@ -539,6 +542,13 @@ func (e *Engine) fireExternal(ctx context.Context, op, runID, childEvent string,
 		err = fireThrough(ctx, r, &rt, run.State, ev, rec)
 		switch {
 		case err == nil:
+			return rec.after(), nil
+		case rec.t != nil:
+			// The event's transition was recorded and a later move (an
+			// eventless row of a nested machine) was not: the event
+			// stands, and the run, due at once in the state it entered,
+			// is taken on by a worker (see Settle).
+			e.log.Warn("an eventless move after the event failed; a worker takes it on", "run", runID, "event", ev.EventName(), "state", rec.run.State, "err", errorDetail(err))
 			return rec.after(), nil
 		case errors.Is(err, runtime.ErrConflict):
 			continue // the run moved: decide again

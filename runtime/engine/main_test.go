@@ -11,6 +11,9 @@ func TestMain(m *testing.M) {
 	if dsn := os.Getenv(crashEnv); dsn != "" {
 		os.Exit(crashWorker(dsn))
 	}
+	if dsn := os.Getenv(nestedCrashEnv); dsn != "" {
+		os.Exit(nestedCrashWorker(dsn))
+	}
 	if dsn := os.Getenv(panicEnv); dsn != "" {
 		os.Exit(panicWorker(dsn))
 	}

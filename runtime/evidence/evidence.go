@@ -115,6 +115,10 @@ type Content struct {
 	Event       *string         `json:"event"`
 	Payload     json.RawMessage `json:"payload"`
 	OccurredAt  string          `json:"occurred_at"`
+	// Exited and Entered name, for a transition of a nested machine, the
+	// states it exited and entered; absent for every other record.
+	Exited  []string `json:"exited,omitempty"`
+	Entered []string `json:"entered,omitempty"`
 }
 
 // Decode decodes the record's content.

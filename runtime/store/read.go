@@ -106,6 +106,11 @@ type Step struct {
 	// RowVersion is the run's row version after this row.
 	RowVersion int64
 	At         time.Time
+	// Exited and Entered are, for a transition of a nested machine, the
+	// states it exited (innermost first) and entered (outermost first):
+	// both empty for an internal transition. Nil for a flat machine's
+	// transitions, which exit From and enter To, and for other rows.
+	Exited, Entered []string
 }
 
 // Decode decodes the step's payload into v.
@@ -145,7 +150,7 @@ func (s *Store) History(ctx context.Context, runID string) ([]Step, error) {
 			ID: r.ID, RunID: pgstore.UUIDString(r.WorkflowRunID), Type: r.WorkflowType, Version: int(r.DefinitionVersion),
 			Attempt: int(r.AttemptNo), Kind: StepKind(r.Kind), Name: r.StepName, Event: r.Event.String,
 			From: r.StateBefore.String, To: r.StateAfter.String, Payload: pgstore.RawJSON(r.Payload),
-			RowVersion: r.RowVersion, At: r.OccurredAt.Time,
+			RowVersion: r.RowVersion, At: r.OccurredAt.Time, Exited: r.Exited, Entered: r.Entered,
 		}
 	}
 	return out, nil

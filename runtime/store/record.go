@@ -114,7 +114,7 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 	q := s.db().Queries(tx)
 	var row dbsqlc.AdvanceRunRow
 	var busy bool
-	if tx == nil && s.db().Batch() != nil {
+	if tx == nil && s.db().Batch() != nil && batch.Fits(p) {
 		r, out := s.db().Batch().Do(ctx, p, func() pgstore.AdvanceResult {
 			row, err := q.AdvanceRun(ctx, p)
 			return pgstore.AdvanceResult{Row: row, Err: err}
@@ -127,7 +127,7 @@ func (s *Store) record(ctx context.Context, tx pgx.Tx, op, runID string, rowVers
 		}
 		row, err, busy = r.Row, r.Err, r.Busy
 	}
-	if tx != nil || s.db().Batch() == nil || busy {
+	if tx != nil || s.db().Batch() == nil || !batch.Fits(p) || busy {
 		// Alone: in the caller's transaction, or waiting for the lock
 		// that another transaction holds on the run.
 		row, err = q.AdvanceRun(ctx, p)

@@ -196,6 +196,13 @@ func (b *Batcher[I, R]) take() []*item[I, R] {
 	return batch
 }
 
+// Fits reports whether the transition a can be written by AdvanceRuns:
+// a transition of a nested machine cannot (AdvanceRuns keeps no timer
+// anchors, history or exited and entered states), and is written alone.
+func Fits(a dbsqlc.AdvanceRunParams) bool {
+	return !a.Anchored && a.HistorySet == nil && a.Exited == nil && a.Entered == nil
+}
+
 // Append adds the transition a, as built for dbsqlc.AdvanceRun, to the
 // arguments of dbsqlc.AdvanceRuns. Now is left to the caller.
 func Append(arg *dbsqlc.AdvanceRunsParams, a dbsqlc.AdvanceRunParams) {

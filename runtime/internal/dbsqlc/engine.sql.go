@@ -39,35 +39,48 @@ WITH moved AS (
         -- became so: next_run_at, which workflow_runs_claim_idx holds,
         -- keeps its value, so that a move between two running states
         -- changes no indexed column and is a HOT update.
+        -- A nested machine's (anchored): the anchors of its active states'
+        -- timers, and the records of its histories (see 0015_nested.sql).
+        timer_anchors = CASE WHEN $12::bool THEN fsmgen_timer_anchors(w.timer_anchors,
+            $13::jsonb, $14::jsonb, coalesce($3::timestamptz, now()),
+            w.attempt_started_at, $15::text, $16::int) ELSE w.timer_anchors END,
+        history = CASE WHEN $17::jsonb IS NULL THEN w.history
+            ELSE coalesce(w.history, '{}'::jsonb) || $17::jsonb END,
         next_run_at = CASE
             WHEN $4::bool THEN NULL
-            WHEN $12::bool THEN w.next_run_at
-            WHEN $13::bigint IS NULL THEN NULL
-            WHEN $13::bigint = 0
+            WHEN $18::bool THEN w.next_run_at
+            -- A nested machine's state that waits: its first timer, or
+            -- that of a composite above it.
+            WHEN $12::bool AND $19::bigint IS NULL THEN fsmgen_timer_due(fsmgen_timer_anchors(w.timer_anchors,
+                $13::jsonb, $14::jsonb, coalesce($3::timestamptz, now()),
+                w.attempt_started_at, $15::text, $16::int))
+            WHEN $19::bigint IS NULL THEN NULL
+            WHEN $19::bigint = 0
                 AND w.next_run_at <= coalesce($3::timestamptz, now()) THEN w.next_run_at
-            ELSE coalesce($3::timestamptz, now()) + $13::bigint * interval '1 microsecond'
+            ELSE coalesce($3::timestamptz, now()) + $19::bigint * interval '1 microsecond'
         END,
-        lease_owner = CASE WHEN $4::bool OR $14::bool THEN NULL ELSE w.lease_owner END,
-        lease_expires_at = CASE WHEN $4::bool OR $14::bool THEN NULL ELSE w.lease_expires_at END
-    WHERE w.id = $15 AND w.current_state = $16::text AND w.row_version = $17
-        AND w.workflow_type = $18 AND w.definition_version = $19
-        AND (NOT $20::bool OR (w.lease_owner = $21::text AND w.lease_epoch = $22
+        lease_owner = CASE WHEN $4::bool OR $20::bool THEN NULL ELSE w.lease_owner END,
+        lease_expires_at = CASE WHEN $4::bool OR $20::bool THEN NULL ELSE w.lease_expires_at END
+    WHERE w.id = $21 AND w.current_state = $22::text AND w.row_version = $23
+        AND w.workflow_type = $24 AND w.definition_version = $25
+        AND (NOT $26::bool OR (w.lease_owner = $27::text AND w.lease_epoch = $28
              AND w.lease_expires_at > coalesce($3::timestamptz, now())))
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-        payload, occurred_at, kind, event, row_version, definition_version)
-    SELECT moved.id, moved.workflow_type, moved.attempt_no, $23::text, $16::text, $1::text,
-        $24, moved.updated_at, 'transition', $23::text, moved.row_version, moved.definition_version
+        payload, occurred_at, kind, event, row_version, definition_version, exited, entered)
+    SELECT moved.id, moved.workflow_type, moved.attempt_no, $29::text, $22::text, $1::text,
+        $30, moved.updated_at, 'transition', $29::text, moved.row_version, moved.definition_version,
+        $31::text[], $32::text[]
     FROM moved
     RETURNING occurred_at
 ), notified AS (
-    SELECT CASE WHEN $25::bool AND NOT $4::bool AND $13::bigint = 0
+    SELECT CASE WHEN $33::bool AND NOT $4::bool AND $19::bigint = 0
         THEN pg_notify('fsmgen_runs', moved.workflow_type) END AS n
     FROM moved
 )
-SELECT moved.id, moved.workflow_type, moved.current_state, moved.tenant_id, moved.user_id, moved.correlation_id, moved.idempotency_key, moved.attempt_no, moved.policy_snapshot, moved.result, moved.created_at, moved.updated_at, moved.definition_version, moved.row_version, moved.status, moved.input, moved.attempt_started_at, moved.finished_at, moved.lease_owner, moved.lease_expires_at, moved.lease_epoch, moved.next_run_at, moved.step_attempt, moved.last_error_code, moved.last_error, moved.parked_at, moved.parent_run_id, moved.parent_event, moved.parent_delivered_at, moved.previous_state FROM moved CROSS JOIN logged CROSS JOIN notified
+SELECT moved.id, moved.workflow_type, moved.current_state, moved.tenant_id, moved.user_id, moved.correlation_id, moved.idempotency_key, moved.attempt_no, moved.policy_snapshot, moved.result, moved.created_at, moved.updated_at, moved.definition_version, moved.row_version, moved.status, moved.input, moved.attempt_started_at, moved.finished_at, moved.lease_owner, moved.lease_expires_at, moved.lease_epoch, moved.next_run_at, moved.step_attempt, moved.last_error_code, moved.last_error, moved.parked_at, moved.parent_run_id, moved.parent_event, moved.parent_delivered_at, moved.previous_state, moved.timer_anchors, moved.history FROM moved CROSS JOIN logged CROSS JOIN notified
 `
 
 type AdvanceRunParams struct {
@@ -82,6 +95,12 @@ type AdvanceRunParams struct {
 	DurationMs        pgtype.Int8
 	ErrorCode         pgtype.Text
 	ErrorDetail       pgtype.Text
+	Anchored          bool
+	AnchorKeep        []byte
+	AnchorEnter       []byte
+	FiredState        pgtype.Text
+	FiredIndex        pgtype.Int4
+	HistorySet        []byte
 	KeepSchedule      bool
 	NextDelayUs       pgtype.Int8
 	ReleaseLease      bool
@@ -95,6 +114,8 @@ type AdvanceRunParams struct {
 	Epoch             int64
 	Event             string
 	Payload           []byte
+	Exited            []string
+	Entered           []string
 	Notify            bool
 }
 
@@ -129,6 +150,8 @@ type AdvanceRunRow struct {
 	ParentEvent       pgtype.Text
 	ParentDeliveredAt pgtype.Timestamptz
 	PreviousState     pgtype.Text
+	TimerAnchors      []byte
+	History           []byte
 }
 
 // Every transition, in one statement: moves the run from the state and row
@@ -152,6 +175,12 @@ func (q *Queries) AdvanceRun(ctx context.Context, arg AdvanceRunParams) (Advance
 		arg.DurationMs,
 		arg.ErrorCode,
 		arg.ErrorDetail,
+		arg.Anchored,
+		arg.AnchorKeep,
+		arg.AnchorEnter,
+		arg.FiredState,
+		arg.FiredIndex,
+		arg.HistorySet,
 		arg.KeepSchedule,
 		arg.NextDelayUs,
 		arg.ReleaseLease,
@@ -165,6 +194,8 @@ func (q *Queries) AdvanceRun(ctx context.Context, arg AdvanceRunParams) (Advance
 		arg.Epoch,
 		arg.Event,
 		arg.Payload,
+		arg.Exited,
+		arg.Entered,
 		arg.Notify,
 	)
 	var i AdvanceRunRow
@@ -199,6 +230,8 @@ func (q *Queries) AdvanceRun(ctx context.Context, arg AdvanceRunParams) (Advance
 		&i.ParentEvent,
 		&i.ParentDeliveredAt,
 		&i.PreviousState,
+		&i.TimerAnchors,
+		&i.History,
 	)
 	return i, err
 }
@@ -414,7 +447,7 @@ func (q *Queries) AttemptEvents(ctx context.Context, arg AttemptEventsParams) ([
 }
 
 const claimRuns = `-- name: ClaimRuns :many
-SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correlation_id, c.idempotency_key, c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version, c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner, c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error, c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at, c.previous_state,
+SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correlation_id, c.idempotency_key, c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version, c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner, c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error, c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at, c.previous_state, c.timer_anchors, c.history,
     coalesce(ev.names, '{}')::text[] AS event_names,
     coalesce(ev.payloads, '{}')::jsonb[] AS event_payloads,
     coalesce(ev.logged_version, 0)::bigint AS logged_version
@@ -469,6 +502,8 @@ type ClaimRunsRow struct {
 	ParentEvent       pgtype.Text
 	ParentDeliveredAt pgtype.Timestamptz
 	PreviousState     pgtype.Text
+	TimerAnchors      []byte
+	History           []byte
 	EventNames        []string
 	EventPayloads     [][]byte
 	LoggedVersion     int64
@@ -543,6 +578,8 @@ func (q *Queries) ClaimRuns(ctx context.Context, arg ClaimRunsParams) ([]ClaimRu
 			&i.ParentEvent,
 			&i.ParentDeliveredAt,
 			&i.PreviousState,
+			&i.TimerAnchors,
+			&i.History,
 			&i.EventNames,
 			&i.EventPayloads,
 			&i.LoggedVersion,
@@ -590,7 +627,7 @@ WITH d AS (
         CASE WHEN $9::text IS NULL THEN NULL ELSE p.id END, $9::text
     FROM d, p
     ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
-    RETURNING id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state
+    RETURNING id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -816,7 +853,7 @@ WITH upd AS (
     WHERE w.id = $4 AND w.row_version = $5
       AND w.lease_owner = $6::text AND w.lease_epoch = $7
       AND w.lease_expires_at > coalesce($3::timestamptz, now())
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history
 )
 INSERT INTO workflow_step_logs (
     workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -862,7 +899,7 @@ WITH k AS (
         unnest($4::int[]) AS version,
         unnest($5::text[]) AS state
 )
-SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state,
+SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state, r.timer_anchors, r.history,
     ($1::text IS NOT NULL AND EXISTS (
         SELECT 1 FROM workflow_runs c WHERE c.parent_run_id = r.id AND c.parent_event = $1::text
     ))::bool AS child_event_named,
@@ -948,6 +985,8 @@ func (q *Queries) ReadRunForEvent(ctx context.Context, arg ReadRunForEventParams
 		&i.WorkflowRun.ParentEvent,
 		&i.WorkflowRun.ParentDeliveredAt,
 		&i.WorkflowRun.PreviousState,
+		&i.WorkflowRun.TimerAnchors,
+		&i.WorkflowRun.History,
 		&i.ChildEventNamed,
 		&i.EventsRead,
 		&i.EventNames,
@@ -1009,7 +1048,7 @@ WITH upd AS (
         step_attempt = 1,
         next_run_at = coalesce($1::timestamptz, now())
     WHERE w.id = $2 AND w.parked_at IS NOT NULL AND w.status = 'running'
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -1051,7 +1090,7 @@ WITH upd AS (
     WHERE w.id = $6 AND w.row_version = $7 AND w.step_attempt = $1
       AND w.lease_owner = $8::text AND w.lease_epoch = $9
       AND w.lease_expires_at > coalesce($5::timestamptz, now())
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history
 )
 INSERT INTO workflow_step_logs (
     workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,

@@ -12,7 +12,7 @@ import (
 )
 
 const history = `-- name: History :many
-SELECT id, workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after, payload, occurred_at, kind, event, row_version, definition_version FROM workflow_step_logs WHERE workflow_run_id = $1 ORDER BY id
+SELECT id, workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after, payload, occurred_at, kind, event, row_version, definition_version, exited, entered FROM workflow_step_logs WHERE workflow_run_id = $1 ORDER BY id
 `
 
 func (q *Queries) History(ctx context.Context, id pgtype.UUID) ([]WorkflowStepLog, error) {
@@ -38,6 +38,8 @@ func (q *Queries) History(ctx context.Context, id pgtype.UUID) ([]WorkflowStepLo
 			&i.Event,
 			&i.RowVersion,
 			&i.DefinitionVersion,
+			&i.Exited,
+			&i.Entered,
 		); err != nil {
 			return nil, err
 		}

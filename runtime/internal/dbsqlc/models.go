@@ -160,6 +160,8 @@ type WorkflowRun struct {
 	ParentEvent       pgtype.Text
 	ParentDeliveredAt pgtype.Timestamptz
 	PreviousState     pgtype.Text
+	TimerAnchors      []byte
+	History           []byte
 }
 
 type WorkflowState struct {
@@ -185,6 +187,8 @@ type WorkflowStepLog struct {
 	Event             pgtype.Text
 	RowVersion        int64
 	DefinitionVersion int32
+	Exited            []string
+	Entered           []string
 }
 
 type WorkflowTransition struct {

@@ -12,7 +12,7 @@ import (
 )
 
 const getRun = `-- name: GetRun :one
-SELECT id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state FROM workflow_runs WHERE id = $1
+SELECT id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history FROM workflow_runs WHERE id = $1
 `
 
 func (q *Queries) GetRun(ctx context.Context, id pgtype.UUID) (WorkflowRun, error) {
@@ -49,12 +49,14 @@ func (q *Queries) GetRun(ctx context.Context, id pgtype.UUID) (WorkflowRun, erro
 		&i.ParentEvent,
 		&i.ParentDeliveredAt,
 		&i.PreviousState,
+		&i.TimerAnchors,
+		&i.History,
 	)
 	return i, err
 }
 
 const getRunByKey = `-- name: GetRunByKey :one
-SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state,
+SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state, r.timer_anchors, r.history,
     coalesce((SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM (p.finished_at - p.attempt_started_at)))
      FROM (SELECT q.finished_at, q.attempt_started_at
            FROM workflow_runs q
@@ -111,6 +113,8 @@ func (q *Queries) GetRunByKey(ctx context.Context, arg GetRunByKeyParams) (GetRu
 		&i.WorkflowRun.ParentEvent,
 		&i.WorkflowRun.ParentDeliveredAt,
 		&i.WorkflowRun.PreviousState,
+		&i.WorkflowRun.TimerAnchors,
+		&i.WorkflowRun.History,
 		&i.MedianSeconds,
 	)
 	return i, err
@@ -132,7 +136,7 @@ WITH ins AS (
         CASE WHEN $11::bigint IS NULL THEN NULL
             ELSE coalesce($8::timestamptz, now()) + $11::bigint * interval '1 microsecond' END)
     ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
-    RETURNING id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state
+    RETURNING id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -143,7 +147,7 @@ WITH ins AS (
 ), notified AS (
     SELECT pg_notify('fsmgen_runs', ins.workflow_type) AS n FROM ins
 )
-SELECT ins.id, ins.workflow_type, ins.current_state, ins.tenant_id, ins.user_id, ins.correlation_id, ins.idempotency_key, ins.attempt_no, ins.policy_snapshot, ins.result, ins.created_at, ins.updated_at, ins.definition_version, ins.row_version, ins.status, ins.input, ins.attempt_started_at, ins.finished_at, ins.lease_owner, ins.lease_expires_at, ins.lease_epoch, ins.next_run_at, ins.step_attempt, ins.last_error_code, ins.last_error, ins.parked_at, ins.parent_run_id, ins.parent_event, ins.parent_delivered_at, ins.previous_state FROM ins CROSS JOIN notified
+SELECT ins.id, ins.workflow_type, ins.current_state, ins.tenant_id, ins.user_id, ins.correlation_id, ins.idempotency_key, ins.attempt_no, ins.policy_snapshot, ins.result, ins.created_at, ins.updated_at, ins.definition_version, ins.row_version, ins.status, ins.input, ins.attempt_started_at, ins.finished_at, ins.lease_owner, ins.lease_expires_at, ins.lease_epoch, ins.next_run_at, ins.step_attempt, ins.last_error_code, ins.last_error, ins.parked_at, ins.parent_run_id, ins.parent_event, ins.parent_delivered_at, ins.previous_state, ins.timer_anchors, ins.history FROM ins CROSS JOIN notified
 `
 
 type InsertRunParams struct {
@@ -191,6 +195,8 @@ type InsertRunRow struct {
 	ParentEvent       pgtype.Text
 	ParentDeliveredAt pgtype.Timestamptz
 	PreviousState     pgtype.Text
+	TimerAnchors      []byte
+	History           []byte
 }
 
 // Creates a run and its first log row, or does nothing when a run with the
@@ -243,12 +249,14 @@ func (q *Queries) InsertRun(ctx context.Context, arg InsertRunParams) (InsertRun
 		&i.ParentEvent,
 		&i.ParentDeliveredAt,
 		&i.PreviousState,
+		&i.TimerAnchors,
+		&i.History,
 	)
 	return i, err
 }
 
 const listRuns = `-- name: ListRuns :many
-SELECT id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state FROM workflow_runs
+SELECT id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history FROM workflow_runs
 WHERE ($1::text IS NULL OR workflow_type = $1::text)
   AND (cardinality($2::text[]) = 0 OR current_state = ANY ($2::text[]))
   AND ($3::text IS NULL OR status = $3::text)
@@ -321,6 +329,8 @@ func (q *Queries) ListRuns(ctx context.Context, arg ListRunsParams) ([]WorkflowR
 			&i.ParentEvent,
 			&i.ParentDeliveredAt,
 			&i.PreviousState,
+			&i.TimerAnchors,
+			&i.History,
 		); err != nil {
 			return nil, err
 		}
@@ -344,12 +354,14 @@ WITH moved AS (
         updated_at = coalesce($4::timestamptz, now()),
         attempt_started_at = coalesce($4::timestamptz, now()),
         finished_at = NULL,
+        timer_anchors = NULL,
+        history = NULL,
         next_run_at = CASE WHEN $5::bigint IS NULL THEN NULL
             ELSE coalesce($4::timestamptz, now()) + $5::bigint * interval '1 microsecond' END,
         lease_owner = NULL,
         lease_expires_at = NULL
     WHERE w.id = $6 AND w.row_version = $7 AND w.current_state = $8::text AND w.status = 'failed'
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -360,7 +372,7 @@ WITH moved AS (
 ), notified AS (
     SELECT pg_notify('fsmgen_runs', moved.workflow_type) AS n FROM moved
 )
-SELECT moved.id, moved.workflow_type, moved.current_state, moved.tenant_id, moved.user_id, moved.correlation_id, moved.idempotency_key, moved.attempt_no, moved.policy_snapshot, moved.result, moved.created_at, moved.updated_at, moved.definition_version, moved.row_version, moved.status, moved.input, moved.attempt_started_at, moved.finished_at, moved.lease_owner, moved.lease_expires_at, moved.lease_epoch, moved.next_run_at, moved.step_attempt, moved.last_error_code, moved.last_error, moved.parked_at, moved.parent_run_id, moved.parent_event, moved.parent_delivered_at, moved.previous_state FROM moved CROSS JOIN notified
+SELECT moved.id, moved.workflow_type, moved.current_state, moved.tenant_id, moved.user_id, moved.correlation_id, moved.idempotency_key, moved.attempt_no, moved.policy_snapshot, moved.result, moved.created_at, moved.updated_at, moved.definition_version, moved.row_version, moved.status, moved.input, moved.attempt_started_at, moved.finished_at, moved.lease_owner, moved.lease_expires_at, moved.lease_epoch, moved.next_run_at, moved.step_attempt, moved.last_error_code, moved.last_error, moved.parked_at, moved.parent_run_id, moved.parent_event, moved.parent_delivered_at, moved.previous_state, moved.timer_anchors, moved.history FROM moved CROSS JOIN notified
 `
 
 type RestartRunParams struct {
@@ -405,6 +417,8 @@ type RestartRunRow struct {
 	ParentEvent       pgtype.Text
 	ParentDeliveredAt pgtype.Timestamptz
 	PreviousState     pgtype.Text
+	TimerAnchors      []byte
+	History           []byte
 }
 
 // Resets a failed run to the initial state of the given version, with
@@ -455,6 +469,8 @@ func (q *Queries) RestartRun(ctx context.Context, arg RestartRunParams) (Restart
 		&i.ParentEvent,
 		&i.ParentDeliveredAt,
 		&i.PreviousState,
+		&i.TimerAnchors,
+		&i.History,
 	)
 	return i, err
 }

@@ -33,7 +33,7 @@ type BatchResult struct {
 // a transition under a lease, without effects. Others are written by
 // Advance, one by one.
 func Batchable(p AdvanceParams) bool {
-	return p.Lease != nil && p.Effects.empty() && p.Transition.Actions == nil
+	return p.Lease != nil && p.Effects.empty() && p.Transition.Actions == nil && !p.Nested
 }
 
 // AdvanceBatch records the transitions of items, of different runs, as
@@ -79,6 +79,10 @@ func (s *Store) AdvanceBatch(ctx context.Context, items []BatchItem) []BatchResu
 		a, _, err := s.db.TransitionParams(ctx, id, p.RowVersion, p.Transition, p.Result)
 		if err != nil {
 			out[n].Err = pgstore.RunErr("advance", it.RunID, err)
+			continue
+		}
+		if !batch.Fits(a) {
+			alone = append(alone, n)
 			continue
 		}
 		a.Fenced, a.Owner, a.Epoch, a.ReleaseLease = true, p.Lease.Owner, p.Lease.Epoch, !p.KeepLease

@@ -159,6 +159,7 @@ func claimedRun(r dbsqlc.ClaimRunsRow) dbsqlc.WorkflowRun {
 		LeaseExpiresAt: r.LeaseExpiresAt, LeaseEpoch: r.LeaseEpoch, NextRunAt: r.NextRunAt, StepAttempt: r.StepAttempt,
 		LastErrorCode: r.LastErrorCode, LastError: r.LastError, ParkedAt: r.ParkedAt, ParentRunID: r.ParentRunID,
 		ParentEvent: r.ParentEvent, ParentDeliveredAt: r.ParentDeliveredAt, PreviousState: r.PreviousState,
+		TimerAnchors: r.TimerAnchors, History: r.History,
 	}
 }
 
@@ -321,12 +322,26 @@ type AdvanceParams struct {
 	KeepLease bool
 	// Effects commit in the transition's transaction.
 	Effects *Effects
+	// Fired names the timer whose event the transition is the move of,
+	// for a nested machine: a state the transition keeps marks it fired,
+	// so that it fires once per entry. Nil otherwise.
+	Fired *FiredTimer
+	// Nested marks a transition of a nested machine, which Advance writes
+	// alone, never in a shared statement (see Batchable).
+	Nested bool
 	// Notify announces the run on store.NotifyChannel, with its type, when
 	// the transition makes it due at once (it enters a state with a
 	// handler), in the same statement: idle workers are woken at its
 	// commit. A writer that holds no lease sets it, for the workers to
 	// take the run over.
 	Notify bool
+}
+
+// FiredTimer is timer number Index (from 0) of the state or composite
+// State.
+type FiredTimer struct {
+	State string
+	Index int
 }
 
 // Advanced is what Advance did.
@@ -364,6 +379,10 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 	}
 	arg.ReleaseLease = !p.KeepLease && p.Lease != nil
 	arg.Notify = p.Notify
+	if p.Fired != nil && arg.Anchored {
+		arg.FiredState = pgtype.Text{String: p.Fired.State, Valid: true}
+		arg.FiredIndex = pgtype.Int4{Int32: int32(p.Fired.Index), Valid: true}
+	}
 	if p.Lease != nil {
 		arg.Fenced, arg.Owner, arg.Epoch = true, p.Lease.Owner, p.Lease.Epoch
 	}

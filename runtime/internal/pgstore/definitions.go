@@ -29,6 +29,8 @@ type Definition struct {
 	Digest string
 	States map[string]runtime.StateSpec
 	Moves  map[[3]string]bool // from, event, to
+	// Nest indexes the hierarchy of a nested machine; nil for a flat one.
+	Nest *Nesting
 }
 
 // NewDefinition indexes def, whose digest is digest.
@@ -40,12 +42,18 @@ func NewDefinition(def runtime.Definition, digest string) *Definition {
 	for _, t := range def.Transitions {
 		d.Moves[[3]string{t.From, t.Event, t.To}] = true
 	}
+	d.Nest = NestingOf(def)
 	return d
 }
 
 // InitialDelay is EntryDelay of the definition's initial state: when a run
 // that starts, or starts again, is first due.
-func (d *Definition) InitialDelay() pgtype.Int8 { return EntryDelay(d.States[d.Def.Initial]) }
+func (d *Definition) InitialDelay() pgtype.Int8 {
+	if d.Nest != nil {
+		return d.initialDelay()
+	}
+	return EntryDelay(d.States[d.Def.Initial])
+}
 
 // StatusOf is the status of st, running when it names none.
 func StatusOf(st runtime.StateSpec) runtime.Status {

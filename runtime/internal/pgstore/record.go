@@ -43,6 +43,16 @@ func (db *DB) TransitionParams(ctx context.Context, id pgtype.UUID, rowVersion i
 	p.ToStatus = string(StatusOf(to))
 	if !StatusOf(to).Terminal() {
 		p.NextDelayUs = EntryDelay(to)
+	}
+	if d.Nest != nil {
+		if err := d.checkNested(t); err != nil {
+			return dbsqlc.AdvanceRunParams{}, false, err
+		}
+		if err := d.nestedParams(&p, t, to); err != nil {
+			return dbsqlc.AdvanceRunParams{}, false, err
+		}
+	}
+	if !StatusOf(to).Terminal() {
 		return p, false, nil
 	}
 	p.Finish = true

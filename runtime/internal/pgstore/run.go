@@ -3,6 +3,7 @@ package pgstore
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -56,7 +57,42 @@ func RunFromRow(r dbsqlc.WorkflowRun) (runtime.Run, error) {
 		}
 		run.Result = &res
 	}
+	if len(r.History) > 0 && string(r.History) != "null" {
+		if err := json.Unmarshal(r.History, &run.History); err != nil {
+			return run, fmt.Errorf("%w: stored history does not decode: %w", runtime.ErrPayload, err)
+		}
+	}
+	if len(r.TimerAnchors) > 0 && string(r.TimerAnchors) != "null" {
+		anchors, err := DecodeAnchors(r.TimerAnchors)
+		if err != nil {
+			return run, err
+		}
+		run.TimerAnchors = anchors
+	}
 	return run, nil
+}
+
+// storedAnchor is a timer anchor as workflow_runs.timer_anchors holds it.
+type storedAnchor struct {
+	At      time.Time `json:"at"`
+	AfterUS []int64   `json:"after_us"`
+}
+
+// DecodeAnchors decodes workflow_runs.timer_anchors.
+func DecodeAnchors(raw []byte) (map[string]runtime.TimerAnchor, error) {
+	var stored map[string]storedAnchor
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		return nil, fmt.Errorf("%w: stored timer anchors do not decode: %w", runtime.ErrPayload, err)
+	}
+	out := make(map[string]runtime.TimerAnchor, len(stored))
+	for state, a := range stored {
+		ta := runtime.TimerAnchor{At: a.At, After: make([]time.Duration, len(a.AfterUS))}
+		for i, us := range a.AfterUS {
+			ta.After[i] = time.Duration(us) * time.Microsecond
+		}
+		out[state] = ta
+	}
+	return out, nil
 }
 
 // RawJSON maps an empty or null JSONB value to nil.
