@@ -683,7 +683,12 @@ func (g *goGen) arms(e *dsl.Event) []*arm {
 	byKey := map[string]*arm{}
 	// The rows on e from each state, in order, in one pass over the table.
 	rowsFrom := map[*dsl.State][]*dsl.Transition{}
+	n := g.nest()
 	for _, t := range g.m.Transitions {
+		if n != nil && n.byRow[t] == nil {
+			// Never taken (see newNest).
+			continue
+		}
 		if t.Event == e {
 			rowsFrom[t.From] = append(rowsFrom[t.From], t)
 		}
