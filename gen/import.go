@@ -358,6 +358,11 @@ func (im *importer) state(name string, sn *node, parent *imState) error {
 			if ev == "done" {
 				return errors.New(`on "done": done is a reserved word of .fsm, the completion of a composite state; rename the event`)
 			}
+			if s.final && isForbidden(on.vals[i]) {
+				// fsmgen's export refuses in a final child with a status
+				// the events its ancestors take; a final state has no row.
+				continue
+			}
 			if err := im.transitions(s, ev, on.vals[i], nil, false); err != nil {
 				return fmt.Errorf("on %s: %w", ev, err)
 			}
@@ -424,6 +429,12 @@ func (im *importer) state(name string, sn *node, parent *imState) error {
 		}
 	}
 	return nil
+}
+
+// isForbidden reports whether a transition is XState's forbidden one: no
+// target, no actions.
+func isForbidden(t *node) bool {
+	return t.kind == '{' && t.get("target") == nil && t.get("actions") == nil
 }
 
 // errNamedDelay is the error of a delayed transition under a named delay

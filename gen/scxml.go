@@ -25,7 +25,8 @@ const SCXMLNamespace = "https://github.com/fsmgen/fsmgen/scxml"
 //     composite's initial child (shallow) or leaf (deep). A final child
 //     without status is a <final>, whose entry raises done.state.PARENT; a
 //     final child with a status, which ends the run and completes nothing,
-//     is a <state> with fsmgen:status;
+//     is a <state> with fsmgen:status, whose transitions without target
+//     refuse the events its ancestors take;
 //   - each row of the table is a <transition event="EVENT" target="TO">
 //     in the state it was written on, in the order the machine tries them
 //     (SCXML takes the first enabled transition in document order, from
@@ -184,6 +185,13 @@ func SCXML(m *dsl.Machine) ([]byte, error) {
 				fmt.Fprintf(&b, " fsmgen:outcome=%s", attr(t.Outcome))
 			}
 			b.WriteString("/>\n")
+		}
+		if s.Terminal() {
+			// The run ends in a final child with a status: a transition
+			// without target refuses the events its ancestors take.
+			for _, e := range ancestorEvents(written, s) {
+				fmt.Fprintf(&b, "%s<transition event=%s/>\n", in, attr(e.Name))
+			}
 		}
 		for _, c := range s.Children {
 			if err := state(in, c); err != nil {

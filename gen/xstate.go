@@ -26,8 +26,9 @@ import (
 //     status is of type "final" (it completes its parent, whose "on done"
 //     rows are its onDone), a final child with a status is an atomic node
 //     with the status in its meta (it ends the run, which XState's final
-//     child would not); entry and exit actions are named, as XState's
-//     entry and exit;
+//     child would not), where the events its ancestors take are refused
+//     by transitions without target; entry and exit actions are named, as
+//     XState's entry and exit;
 //   - each row of the table is one transition object on the state it was
 //     written on, under on.EVENT (always for an eventless row, onDone for
 //     a completion row), in the order the machine tries them: XState takes
@@ -157,7 +158,7 @@ func XState(m *dsl.Machine) ([]byte, error) {
 	var stateObj func(s *dsl.State) (obj, error)
 	stateObj = func(s *dsl.State) (obj, error) {
 		so := obj{}
-		if s.Terminal() || s.Done {
+		if s.Terminal() && s.Parent == nil || s.Done {
 			so = append(so, jkv{"type", "final"})
 		}
 		so = appendDoc(so, s.Doc)
@@ -250,6 +251,15 @@ func XState(m *dsl.Machine) ([]byte, error) {
 		}
 		if len(onDone) > 0 {
 			so = append(so, jkv{"onDone", onDone})
+		}
+		if s.Terminal() && s.Parent != nil {
+			// A final child with a status ends the run: the events its
+			// ancestors take are refused there, by a transition without
+			// target, which XState takes without moving (a forbidden
+			// transition: can() says no).
+			for _, e := range ancestorEvents(written, s) {
+				onKeys = append(onKeys, jkv{e.Name, obj{}})
+			}
 		}
 		if len(onKeys) > 0 {
 			so = append(so, jkv{"on", onKeys})
@@ -356,6 +366,18 @@ func tableRows(m *dsl.Machine) [][]*dsl.Transition {
 		return pa.Offset - pb.Offset
 	})
 	return rows
+}
+
+// ancestorEvents returns the events that rows written on s's ancestors
+// take, in table order.
+func ancestorEvents(written []*dsl.Transition, s *dsl.State) []*dsl.Event {
+	var out []*dsl.Event
+	for _, t := range written {
+		if src := rowSource(t); t.Event != nil && src != s && s.In(src) && !slices.Contains(out, t.Event) {
+			out = append(out, t.Event)
+		}
+	}
+	return out
 }
 
 // xstateTarget is the target of a row as XState reads it from the state
