@@ -566,7 +566,7 @@ func (im *importer) transitions(s *imState, ev string, tn *node, delay *int64, d
 				}
 				if mn, err := fm.str("min"); err != nil {
 					return err
-				} else if mn != "" {
+				} else if mn != "" && !strings.Contains(text, " min ") {
 					mx, err := fm.str("max")
 					if err != nil {
 						return err

@@ -38,12 +38,32 @@ export function machineFromExport(config, { guards = {}, ...implementations } = 
     throw new Error(`machine ${config.id}: no implementation of guard ${missing.join(', ')}`);
   }
   const copy = structuredClone(config);
+  const delays = { ...(implementations.delays ?? {}) };
   forEachTransition(copy, (t) => {
     if (t.guard && typeof t.guard === 'object' && t.guard.type === 'not') {
       t.guard = not(t.guard.params.guard);
     }
+    // A timer whose duration is an event's field (after Polled.interval
+    // min 1s max 10m Tick) is the named delay EVENT.FIELD: the field of the
+    // event that entered the state (a Go time.Duration, nanoseconds),
+    // clamped to its bounds.
+    const fm = t.meta?.fsmgen;
+    if (fm?.min && fm?.max && typeof fm.after === 'string') {
+      const key = fm.after.split(' ')[0];
+      const field = key.slice(key.indexOf('.') + 1);
+      const [min, max] = [ms(fm.min), ms(fm.max)];
+      delays[key] ??= ({ event }) => Math.min(max, Math.max(min, Number(event?.[field] ?? 0) / 1e6));
+    }
   });
-  return createMachine(copy, { ...implementations, guards });
+  return createMachine(copy, { ...implementations, guards, delays });
+}
+
+// ms is a .fsm duration (1d2h, 1m30s, 500ms) in milliseconds.
+export function ms(text) {
+  const units = { d: 864e5, h: 36e5, m: 6e4, s: 1e3, ms: 1, us: 1e-3, ns: 1e-6 };
+  let total = 0;
+  for (const [, n, u] of text.matchAll(/(\d+(?:\.\d+)?)(ms|us|ns|d|h|m|s)/g)) total += Number(n) * units[u];
+  return total;
 }
 
 // leaf returns the innermost state of a snapshot's value: the value
