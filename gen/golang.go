@@ -1016,36 +1016,40 @@ func (g *goGen) driver() {
 			jen.Return(jen.Id("dispatch").Call(jen.Id("ctx"), jen.Id("h"), jen.Id("s"), jen.Id("run"))),
 		)
 	}
-	var fireBody []jen.Code
+	// fetch returns the statements that set v, of type typ, from the
+	// function fn for the run, returning an error (after the values in
+	// lead) when there is none.
+	fetch := func(v, typ, fn, what string, lead ...jen.Code) []jen.Code {
+		return []jen.Code{
+			jen.Var().Id(v).Id(typ),
+			jen.If(jen.Id(fn).Op("!=").Nil()).Block(jen.Id(v).Op("=").Id(fn).Call(jen.Id("run"))),
+			jen.If(jen.Id(v).Op("==").Nil()).Block(
+				jen.Return(append(lead, jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: no "+what+" for the run"), jen.Id("Type")))...),
+			),
+		}
+	}
+	// prepare returns the statements that fetch the run's guards and
+	// actions.
+	prepare := func(lead ...jen.Code) []jen.Code {
+		var out []jen.Code
+		if g.hasGuards() {
+			out = append(out, fetch("g", "Guards", "guards", "guards", lead...)...)
+		}
+		if g.hasActions() {
+			out = append(out, fetch("a", "Actions", "actions", "actions", lead...)...)
+		}
+		return out
+	}
 	newArgs := []jen.Code{}
 	if g.hasGuards() {
 		params = append(params, jen.Id("guards").Func().Params(jen.Id("run").Op("*").Add(rt("Run"))).Id("Guards"))
-		fireBody = append(fireBody,
-			jen.Var().Id("g").Id("Guards"),
-			jen.If(jen.Id("guards").Op("!=").Nil()).Block(jen.Id("g").Op("=").Id("guards").Call(jen.Id("run"))),
-			jen.If(jen.Id("g").Op("==").Nil()).Block(
-				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: no guards for the run"), jen.Id("Type"))),
-			),
-		)
 		newArgs = append(newArgs, jen.Id("g"))
 	}
 	if g.hasActions() {
 		params = append(params, jen.Id("actions").Func().Params(jen.Id("run").Op("*").Add(rt("Run"))).Id("Actions"))
-		fireBody = append(fireBody,
-			jen.Var().Id("a").Id("Actions"),
-			jen.If(jen.Id("actions").Op("!=").Nil()).Block(jen.Id("a").Op("=").Id("actions").Call(jen.Id("run"))),
-			jen.If(jen.Id("a").Op("==").Nil()).Block(
-				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: no actions for the run"), jen.Id("Type"))),
-			),
-		)
 		newArgs = append(newArgs, jen.Id("a"))
 	}
-	fireBody = append(fireBody, jen.Return(jen.Id("New").Call(append(newArgs, jen.Id("WithState").Call(jen.Id("s")), jen.Id("WithRecorder").Call(jen.Id("rec")))...).Dot("Fire").Call(jen.Id("ctx"), jen.Id("e"))))
-	runParam := jen.Id("_").Op("*").Add(rt("Run"))
-	if g.hasGuards() || g.hasActions() {
-		runParam = jen.Id("run").Op("*").Add(rt("Run"))
-	}
-	fire := jen.Func().Params(ctxP, runParam, jen.Id("s").Id("State"), jen.Id("e").Id("Event"), jen.Id("rec").Add(rt("Recorder"))).Error().Block(fireBody...)
+	newArgs = append(newArgs, jen.Id("WithState").Call(jen.Id("s")), jen.Id("WithRecorder").Call(jen.Id("rec")))
 
 	switch {
 	case g.hasActions():
@@ -1073,8 +1077,62 @@ func (g *goGen) driver() {
 	default:
 		g.f.Comment("NewDriver returns the engine's runtime.Driver (every state waits).")
 	}
+
+	if g.nest() == nil {
+		fireBody := append(prepare(), jen.Return(jen.Id("New").Call(newArgs...).Dot("Fire").Call(jen.Id("ctx"), jen.Id("e"))))
+		runParam := jen.Id("_").Op("*").Add(rt("Run"))
+		if g.hasGuards() {
+			runParam = jen.Id("run").Op("*").Add(rt("Run"))
+		}
+		fire := jen.Func().Params(ctxP, runParam, jen.Id("s").Id("State"), jen.Id("e").Id("Event"), jen.Id("rec").Add(rt("Recorder"))).Error().Block(fireBody...)
+		g.f.Func().Id("NewDriver").Params(params...).Add(rt("Driver")).Block(
+			jen.Return(impl("NewDriver").Call(jen.Op("&").Id("definition"), handle, jen.Id("DecodeEvent"), fire)),
+		)
+		return
+	}
+
+	// A statechart's machine for a run: with its guards and actions, and
+	// its history records restored from the run's; Fire fires on it,
+	// Settle (for a machine with eventless rows) settles it.
+	build := append(prepare(jen.Nil()),
+		jen.Id("m").Op(":=").Id("New").Call(newArgs...),
+	)
+	if len(g.m.Histories) > 0 {
+		build = append(build, jen.If(jen.Err().Op(":=").Id("m").Dot("SetHistory").Call(jen.Id("run").Dot("History")), jen.Err().Op("!=").Nil()).Block(
+			jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit("run %s: %w"), jen.Id("run").Dot("ID"), jen.Err())),
+		))
+	}
+	build = append(build, jen.Return(jen.Id("m"), jen.Nil()))
+	runParam := jen.Id("_").Op("*").Add(rt("Run"))
+	if g.hasGuards() || g.hasActions() || len(g.m.Histories) > 0 {
+		runParam = jen.Id("run").Op("*").Add(rt("Run"))
+	}
+	machineFn := jen.Id("machine").Op(":=").Func().Params(runParam, jen.Id("s").Id("State"), jen.Id("rec").Add(rt("Recorder"))).Params(jen.Op("*").Id("Machine"), jen.Error()).Block(build...)
+	use := func(call jen.Code) []jen.Code {
+		return []jen.Code{
+			jen.List(jen.Id("m"), jen.Err()).Op(":=").Id("machine").Call(jen.Id("run"), jen.Id("s"), jen.Id("rec")),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+			jen.Return(call),
+		}
+	}
+	fire := jen.Func().Params(ctxP, runP.Clone(), jen.Id("s").Id("State"), jen.Id("e").Id("Event"), jen.Id("rec").Add(rt("Recorder"))).Error().Block(
+		use(jen.Id("m").Dot("Fire").Call(jen.Id("ctx"), jen.Id("e")))...,
+	)
+	if !g.nest().anyEventless() {
+		g.f.Func().Id("NewDriver").Params(params...).Add(rt("Driver")).Block(
+			machineFn,
+			jen.Return(impl("NewDriver").Call(jen.Op("&").Id("definition"), handle, jen.Id("DecodeEvent"), fire)),
+		)
+		return
+	}
+	settle := jen.Func().Params(ctxP, runP.Clone(), jen.Id("s").Id("State"), jen.Id("rec").Add(rt("Recorder"))).Error().Block(
+		use(jen.Id("m").Dot("Settle").Call(jen.Id("ctx")))...,
+	)
+	g.f.Comment("Its Settle (runtime.Settler) takes the eventless rows enabled in a run's")
+	g.f.Comment("state, as the engine asks when it claims the run.")
 	g.f.Func().Id("NewDriver").Params(params...).Add(rt("Driver")).Block(
-		jen.Return(impl("NewDriver").Call(jen.Op("&").Id("definition"), handle, jen.Id("DecodeEvent"), fire)),
+		machineFn,
+		jen.Return(impl("NewSettlingDriver").Call(jen.Op("&").Id("definition"), handle, jen.Id("DecodeEvent"), fire, settle)),
 	)
 }
 
