@@ -74,10 +74,11 @@ type Run struct {
 	// TimerAnchors holds, for a run of a nested machine, when each active
 	// state with timers (its leaf and the composites above it) was
 	// entered, and the durations of its timers: a state that a transition
-	// neither exits nor enters keeps its anchor. A state of the run's
-	// first configuration has no anchor until a transition writes one: it
-	// counts from StartedAt. Nil for a flat machine's run, whose timers
-	// count from UpdatedAt.
+	// neither exits nor enters keeps its anchor. A state with timers and no
+	// anchor (one of the run's first configuration, before a transition
+	// writes its anchor, or after an upgrade to another version) counts
+	// from UpdatedAt. Nil for a flat machine's run, whose timers count from
+	// UpdatedAt.
 	TimerAnchors map[string]TimerAnchor
 
 	// TryKey, Events and Effects are set only when the engine calls a

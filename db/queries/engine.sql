@@ -100,9 +100,11 @@ WITH moved AS (
         -- changes no indexed column and is a HOT update.
         -- A nested machine's (anchored): the anchors of its active states'
         -- timers, and the records of its histories (see 0015_nested.sql).
+        -- A kept state without an anchor (entered when the attempt started,
+        -- or before an upgrade cleared them) is anchored at updated_at.
         timer_anchors = CASE WHEN @anchored::bool THEN fsmgen_timer_anchors(w.timer_anchors,
             sqlc.narg('anchor_keep')::jsonb, sqlc.narg('anchor_enter')::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()),
-            w.attempt_started_at, sqlc.narg('fired_state')::text, sqlc.narg('fired_index')::int) ELSE w.timer_anchors END,
+            w.updated_at, sqlc.narg('fired_state')::text, sqlc.narg('fired_index')::int) ELSE w.timer_anchors END,
         history = CASE WHEN sqlc.narg('history_set')::jsonb IS NULL THEN w.history
             ELSE coalesce(w.history, '{}'::jsonb) || sqlc.narg('history_set')::jsonb END,
         next_run_at = CASE
@@ -112,7 +114,7 @@ WITH moved AS (
             -- that of a composite above it.
             WHEN @anchored::bool AND sqlc.narg('next_delay_us')::bigint IS NULL THEN fsmgen_timer_due(fsmgen_timer_anchors(w.timer_anchors,
                 sqlc.narg('anchor_keep')::jsonb, sqlc.narg('anchor_enter')::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()),
-                w.attempt_started_at, sqlc.narg('fired_state')::text, sqlc.narg('fired_index')::int))
+                w.updated_at, sqlc.narg('fired_state')::text, sqlc.narg('fired_index')::int))
             WHEN sqlc.narg('next_delay_us')::bigint IS NULL THEN NULL
             WHEN sqlc.narg('next_delay_us')::bigint = 0
                 AND w.next_run_at <= coalesce(sqlc.narg('now')::timestamptz, now()) THEN w.next_run_at

@@ -114,6 +114,9 @@ WITH upd AS (
         current_state = sqlc.arg('to_state'),
         row_version = w.row_version + 1,
         previous_state = NULL,
+        -- The anchors name the states of the old version: the new one's
+        -- timers count from updated_at (see 0015_nested.sql).
+        timer_anchors = NULL,
         updated_at = CASE WHEN sqlc.arg('restart_timers')::bool THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE w.updated_at END,
         next_run_at = CASE
             WHEN w.parked_at IS NOT NULL THEN NULL

@@ -83,6 +83,14 @@ func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
 	if err != nil {
 		return err
 	}
+	if r.reg.nest != nil && adv.Run.ID == "" {
+		// Found in the log after its connection was lost: the timer
+		// anchors and history it wrote are read back, best effort (a
+		// later claim reads them anyway).
+		if run, err := r.e.st.Get(ctx, r.run.ID); err == nil && run.RowVersion == adv.RowVersion {
+			adv.Run = run
+		}
+	}
 	r.t, r.adv, r.keep = &t, adv, p.KeepLease && !lost
 	if !adv.NextRunAt.IsZero() {
 		// A state that waits, due at its first timer.
@@ -977,7 +985,8 @@ type activeTimer struct {
 // nextTimer returns the timer of a nested machine's run that falls due
 // first, among those of its leaf and the composites above it (the
 // innermost on a tie), from the run's timer anchors: a state without one
-// was entered when the attempt started. A timer that fired while its state
+// counts from the run's updated_at (it was entered when the attempt
+// started, or the run was upgraded). A timer that fired while its state
 // stayed active is not counted.
 func nextTimer(reg *registered, run runtime.Run) (activeTimer, bool) {
 	var next activeTimer
@@ -989,7 +998,7 @@ func nextTimer(reg *registered, run runtime.Run) (activeTimer, bool) {
 		}
 		a, ok := run.TimerAnchors[name]
 		if !ok {
-			a = runtime.TimerAnchor{At: run.StartedAt, After: pgstore.Durations(timers, "", nil)}
+			a = runtime.TimerAnchor{At: run.UpdatedAt, After: pgstore.Durations(timers, "", nil)}
 		}
 		for i, t := range timers {
 			if i >= len(a.After) || a.After[i] < 0 {
@@ -1030,5 +1039,5 @@ func (s *session) anchorOf(name string) time.Time {
 	if a, ok := s.run.TimerAnchors[name]; ok {
 		return a.At
 	}
-	return s.run.StartedAt
+	return s.run.UpdatedAt
 }

@@ -654,3 +654,58 @@ func TestEventlessAfterCrash(t *testing.T) {
 		t.Errorf("transitions (-want +got):\n%s", diff)
 	}
 }
+
+// TestUpgradeSplitsStateIntoComposite: a run of a flat version waiting in
+// WAITING, with a timer, moves to the nested version where WAITING became
+// a composite with that timer and two children; its timer keeps counting
+// from when the run entered WAITING, across a move between the children.
+func TestUpgradeSplitsStateIntoComposite(t *testing.T) {
+	t.Parallel()
+	waiting := func(name, parent string) runtime.StateSpec {
+		return runtime.StateSpec{Name: name, Status: runtime.StatusRunning, Wait: true, Parent: parent}
+	}
+	timeout := []runtime.Timer{{After: time.Minute, Event: "Timeout"}}
+	v1 := def("poll", []runtime.StateSpec{waiting("QUEUED", ""), waiting("WAITING", ""), final("DONE", runtime.StatusSucceeded),
+		final("EXPIRED", runtime.StatusFailed)},
+		[]string{"QUEUED", "Go", "WAITING"}, []string{"WAITING", "Done", "DONE"}, []string{"WAITING", "Timeout", "EXPIRED"})
+	v1.States[1].Timers = timeout
+	v2 := def("poll", []runtime.StateSpec{waiting("QUEUED", ""), waiting("POLLING", "WAITING"), waiting("BACKOFF", "WAITING"),
+		final("DONE", runtime.StatusSucceeded), final("EXPIRED", runtime.StatusFailed)})
+	v2.Version = 2
+	v2.Composites = []runtime.CompositeSpec{{Name: "WAITING", Initial: "POLLING", Timers: timeout}}
+	v2.Events = []runtime.EventSpec{{Name: "Go"}, {Name: "Done"}, {Name: "Timeout"}, {Name: "Slow"}}
+	v2.Transitions = []runtime.TransitionSpec{
+		{From: "QUEUED", Event: "Go", To: "POLLING", Exit: []string{"QUEUED"}, Enter: []string{"WAITING", "POLLING"}},
+		{From: "POLLING", Event: "Slow", To: "BACKOFF", Exit: []string{"POLLING"}, Enter: []string{"BACKOFF"}},
+	}
+	for _, leaf := range []string{"POLLING", "BACKOFF"} {
+		v2.Transitions = append(v2.Transitions,
+			runtime.TransitionSpec{From: leaf, Event: "Done", To: "DONE", Exit: []string{leaf, "WAITING"}, Enter: []string{"DONE"}},
+			runtime.TransitionSpec{From: leaf, Event: "Timeout", To: "EXPIRED", Exit: []string{leaf, "WAITING"}, Enter: []string{"EXPIRED"}})
+	}
+	v2.Upgrades = []runtime.Upgrade{{Type: "poll", From: 1, To: 2, Rules: []runtime.UpgradeRule{
+		{From: "QUEUED", To: "QUEUED"}, {From: "WAITING", To: "POLLING", Timers: runtime.TimersKeep}}}}
+
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := fsmtest.NewClock(t0)
+	v := newEnv(t, store.WithClock(clk.Now))
+	old := v.engine(t, engine.Config{}, &nestedDriver{driver: driver{def: v1}})
+	n := nestedEnv{env: v, clk: clk, e: old, t0: t0}
+	run := n.start(t, old, "poll", "k")
+	n.signal(t, run.ID, 10*time.Second, event("Go"))
+	n.due(t, run.ID, "WAITING", 70*time.Second)
+
+	n.e = v.engine(t, engine.Config{}, &nestedDriver{driver: driver{def: v1}}, &nestedDriver{driver: driver{def: v2}})
+	clk.Advance(10 * time.Second)
+	rep, err := v.st.Upgrade(context.Background(), "poll", 1, 2, store.UpgradeOptions{})
+	if err != nil || rep.Moved != 1 {
+		t.Fatalf("upgrade: %+v, %v", rep, err)
+	}
+	n.due(t, run.ID, "POLLING", 70*time.Second)
+	n.signal(t, run.ID, 30*time.Second, event("Slow"))
+	n.due(t, run.ID, "BACKOFF", 70*time.Second)
+	n.runAt(t, 70*time.Second, 1)
+	if got := n.get(t, run.ID); got.State != "EXPIRED" {
+		t.Errorf("after WAITING's timer the run is in %s, want EXPIRED", got.State)
+	}
+}

@@ -376,6 +376,21 @@ func (s *Store) upgradeRun(ctx context.Context, m runtime.Upgrade, fromDef, toDe
 			p.Schedule, p.KeepAttempts = "keep", true
 		case !dst.Wait:
 			p.Schedule = "now"
+		case toDef.Nest != nil:
+			// The timers of the leaf and of the composites above it, all
+			// counting from the run's entry (or now, restarted).
+			first := time.Duration(-1)
+			for _, st := range toDef.Nest.Active(dst.Name) {
+				for _, d := range pgstore.Durations(toDef.Nest.Timers(st), "", nil) {
+					if first < 0 || d < first {
+						first = d
+					}
+				}
+			}
+			p.Schedule, p.DelayUs = "timer", int64(first/time.Microsecond)
+			if first < 0 {
+				p.Schedule, p.DelayUs = "never", 0
+			}
 		case len(dst.Timers) == 0:
 			p.Schedule = "never"
 		default:

@@ -41,9 +41,11 @@ WITH moved AS (
         -- changes no indexed column and is a HOT update.
         -- A nested machine's (anchored): the anchors of its active states'
         -- timers, and the records of its histories (see 0015_nested.sql).
+        -- A kept state without an anchor (entered when the attempt started,
+        -- or before an upgrade cleared them) is anchored at updated_at.
         timer_anchors = CASE WHEN $12::bool THEN fsmgen_timer_anchors(w.timer_anchors,
             $13::jsonb, $14::jsonb, coalesce($3::timestamptz, now()),
-            w.attempt_started_at, $15::text, $16::int) ELSE w.timer_anchors END,
+            w.updated_at, $15::text, $16::int) ELSE w.timer_anchors END,
         history = CASE WHEN $17::jsonb IS NULL THEN w.history
             ELSE coalesce(w.history, '{}'::jsonb) || $17::jsonb END,
         next_run_at = CASE
@@ -53,7 +55,7 @@ WITH moved AS (
             -- that of a composite above it.
             WHEN $12::bool AND $19::bigint IS NULL THEN fsmgen_timer_due(fsmgen_timer_anchors(w.timer_anchors,
                 $13::jsonb, $14::jsonb, coalesce($3::timestamptz, now()),
-                w.attempt_started_at, $15::text, $16::int))
+                w.updated_at, $15::text, $16::int))
             WHEN $19::bigint IS NULL THEN NULL
             WHEN $19::bigint = 0
                 AND w.next_run_at <= coalesce($3::timestamptz, now()) THEN w.next_run_at
