@@ -709,3 +709,32 @@ func TestUpgradeSplitsStateIntoComposite(t *testing.T) {
 		t.Errorf("after WAITING's timer the run is in %s, want EXPIRED", got.State)
 	}
 }
+
+// TestEventlessActionErrorParks: the event's transition stands when an
+// action of the eventless move after it fails: Signal returns the run in
+// the state the event entered, due at once; the worker that claims it
+// settles it, and the failing action is a failed try of that state, whose
+// retries (none) give up: the run is parked with the action's error.
+func TestEventlessActionErrorParks(t *testing.T) {
+	t.Parallel()
+	d := playerDriver()
+	boom := errors.New("the tray is stuck")
+	d.actions = func(_ context.Context, tr runtime.Transition) error {
+		if tr.From == "EJECTING" {
+			return boom
+		}
+		return nil
+	}
+	n := newNestedEnv(t, d)
+	run := n.start(t, n.e, "player", "k")
+	n.signal(t, run.ID, 0, event("Play"))
+	got := n.signal(t, run.ID, time.Second, event("Eject"))
+	if got.State != "EJECTING" || !got.NextRunAt.Equal(n.t0.Add(time.Second)) {
+		t.Fatalf("Eject left the run in %s due %v, want EJECTING due now", got.State, got.NextRunAt)
+	}
+	runDue(t, n.e, 1)
+	got = n.get(t, run.ID)
+	if got.State != "EJECTING" || got.ParkedAt.IsZero() || got.LastError != "store: advance run "+run.ID+": the tray is stuck" {
+		t.Errorf("after the failing eventless move: %s parked %v error %q", got.State, got.ParkedAt, got.LastError)
+	}
+}

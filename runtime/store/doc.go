@@ -107,6 +107,15 @@
 // version produced) is inserted by the same statement. A transition to a
 // terminal state stores the result record in that statement too.
 //
+// A transition with entry or exit actions (runtime.Transition.Actions, a
+// nested machine's) is written in a transaction of its own, or the
+// caller's with RecordTx: the actions run after the run moved and before
+// the commit, Tx(ctx) gives them the transaction, and their error rolls
+// the transition back and comes back from Record. A nested machine's
+// transition also keeps the run's timer anchors and history
+// (runtime.Run.TimerAnchors, History) and logs the states it exited and
+// entered (Step.Exited, Entered), in the same statement.
+//
 // A writer that lost a race gets an error matching runtime.ErrConflict and
 // writes nothing: reload the run and decide again. A transition that was
 // committed although its caller never heard back (a timeout, a dropped
