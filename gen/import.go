@@ -76,6 +76,11 @@ type importer struct {
 	notes                  []string
 	// ids are the state nodes' own ids (a node's id property), by id.
 	ids map[string]string
+	// namedDelay is the name of the delay whose transitions are being
+	// read, "" for one in milliseconds.
+	namedDelay string
+	// fields are the payload fields that named delays declare, by event.
+	fields map[string][]string
 }
 
 type imState struct {
@@ -91,6 +96,9 @@ type imState struct {
 	history     bool
 	deep        bool
 	entry, exit []string
+	// delays are the state's named delays, which resolve turns into
+	// timers that take their duration from the entering event.
+	delays []string
 }
 
 type imEvent struct {
@@ -392,10 +400,14 @@ func (im *importer) state(name string, sn *node, parent *imState) error {
 				// duration its meta gives.
 				ms = -1
 			}
-			if err := im.transitions(s, "", after.vals[i], &ms, false); err != nil {
-				if ms < 0 && errors.Is(err, errNamedDelay) {
-					return fmt.Errorf("after %q: a named delay does not import, its duration is in the machine's implementation; write the delay in milliseconds", delay)
+			im.namedDelay = ""
+			if ms < 0 {
+				if !isName(delay) {
+					return fmt.Errorf("after %q: a named delay imports as the duration field of that name of the event that enters the state; %q is not a .fsm name", delay, delay)
 				}
+				im.namedDelay = delay
+			}
+			if err := im.transitions(s, "", after.vals[i], &ms, false); err != nil {
 				return fmt.Errorf("after %s: %w", delay, err)
 			}
 		}
@@ -440,6 +452,10 @@ func isForbidden(t *node) bool {
 // errNamedDelay is the error of a delayed transition under a named delay
 // without fsmgen's metadata.
 var errNamedDelay = errors.New("named delay")
+
+// Bounds of a timer imported from a named delay, whose implementation is
+// not in the config.
+const namedDelayMin, namedDelayMax = "1ms", "7d"
 
 // actionNames reads the action names of a state's entry or exit: a name,
 // {"type": NAME}, or a list of them.
@@ -529,7 +545,91 @@ func (im *importer) resolve(machineID string) error {
 		}
 		r.internal = into && !r.reenter && !t.history
 	}
+	for _, s := range im.states {
+		for _, d := range s.delays {
+			ev, err := im.enteringEvent(s)
+			if err != nil {
+				return fmt.Errorf("state %s: after %q: a named delay imports as the duration field %s of the event that enters the state: %w", s.name, d, d, err)
+			}
+			s.timers = append(s.timers, fmt.Sprintf("after %s.%s min %s max %s After%s", ev, d, namedDelayMin, namedDelayMax, strings.ToUpper(d[:1])+d[1:]))
+			if im.fields == nil {
+				im.fields = map[string][]string{}
+			}
+			if f := d + " time.Duration"; !slices.Contains(im.fields[ev], f) {
+				im.fields[ev] = append(im.fields[ev], f)
+			}
+			im.note("state %s: the named delay %s is the field %s of event %s, bounded to [%s, %s]", s.name, d, d, ev, namedDelayMin, namedDelayMax)
+		}
+	}
 	return nil
+}
+
+// enteringEvent returns the one event of the rows that enter s: those
+// whose target is s, inside s, or a state whose initial descent goes
+// through s, and that exit the state they leave up to above s.
+func (im *importer) enteringEvent(s *imState) (string, error) {
+	within := func(x, a *imState) bool { // x is a or inside it
+		for ; x != nil; x = x.parent {
+			if x == a {
+				return true
+			}
+		}
+		return false
+	}
+	descends := func(t *imState) bool { // s is on t's initial descent
+		for x := t; x != nil; x = im.find(x.initial) {
+			if x == s {
+				return true
+			}
+			if len(x.children) == 0 {
+				break
+			}
+		}
+		return false
+	}
+	for x := im.find(im.initial); x != nil; x = im.find(x.initial) {
+		if x == s {
+			return "", errors.New("the run starts there, entered by no event")
+		}
+		if len(x.children) == 0 {
+			break
+		}
+	}
+	var events []string
+	for _, r := range im.rows {
+		src, t := im.find(r.node), im.find(r.to)
+		// The domain of the row: its source for an internal row, else the
+		// innermost state that holds both its source and target strictly.
+		var domain *imState
+		if r.internal {
+			domain = src
+		} else {
+			for a := src.parent; a != nil; a = a.parent {
+				if t != a && within(t, a) {
+					domain = a
+					break
+				}
+			}
+		}
+		if domain == s || domain != nil && !within(s, domain) || !within(t, s) && !descends(t) {
+			continue
+		}
+		if len(r.events) == 0 {
+			return "", fmt.Errorf("%s enters it without an event", r.node)
+		}
+		for _, e := range r.events {
+			if !slices.Contains(events, e) {
+				events = append(events, e)
+			}
+		}
+	}
+	switch len(events) {
+	case 0:
+		return "", errors.New("no row enters it")
+	case 1:
+		return events[0], nil
+	}
+	return "", fmt.Errorf("the rows that enter it are on %s, not one event", strings.Join(events, ", "))
 }
 
 // transitions reads the transitions of state s on event ev, or, with
@@ -580,12 +680,19 @@ func (im *importer) transitions(s *imState, ev string, tn *node, delay *int64, d
 				continue
 			}
 			if *delay < 0 {
-				return errNamedDelay
-			}
-			text = FormatDuration(time.Duration(*delay) * time.Millisecond)
-			ev = "After" + text
-			if timer := "after " + text + " " + ev; !slices.Contains(s.timers, timer) {
-				s.timers = append(s.timers, timer)
+				// A named delay: the duration field of that name of the
+				// event that enters the state, which resolve finds.
+				d := im.namedDelay
+				ev = "After" + strings.ToUpper(d[:1]) + d[1:]
+				if !slices.Contains(s.delays, d) {
+					s.delays = append(s.delays, d)
+				}
+			} else {
+				text = FormatDuration(time.Duration(*delay) * time.Millisecond)
+				ev = "After" + text
+				if timer := "after " + text + " " + ev; !slices.Contains(s.timers, timer) {
+					s.timers = append(s.timers, timer)
+				}
 			}
 		}
 		what := "on " + ev
@@ -686,7 +793,7 @@ func (im *importer) table() error {
 	for _, r := range rows {
 		for _, ev := range r.events {
 			if !slices.ContainsFunc(im.events, func(e *imEvent) bool { return e.name == ev }) {
-				im.events = append(im.events, &imEvent{name: ev})
+				im.events = append(im.events, &imEvent{name: ev, fields: im.fields[ev]})
 			}
 		}
 		if r.guard != "" && !slices.ContainsFunc(im.guards, func(g *imGuard) bool { return g.name == r.guard }) {
