@@ -360,25 +360,8 @@ func (n *nest) take(c *src, indent int, t *dsl.Transition, ev, fail string, done
 		n.step(c, indent+1, r, ev, fail)
 		c.line(indent+1, done(r.to))
 	}
-	// A record that leads to the leaf of the row without one.
-	var same []string
-	for _, s := range n.historyChoices(h) {
-		if s.Terminal() {
-			continue
-		}
-		leaf := s
-		if !h.Deep {
-			leaf = s.InitialLeaf()
-		}
-		if leaf == rows[0].to {
-			same = append(same, stateConst(s)+" + 1")
-		}
-	}
-	if len(same) > 0 {
-		c.line(indent, "case 0, ", strings.Join(same, ", "), ":")
-	} else {
-		c.line(indent, "case 0:")
-	}
+	// No record, or one that leads to the leaf of the row without one.
+	c.line(indent, "default:")
 	n.step(c, indent+1, rows[0], ev, fail)
 	c.line(indent+1, done(rows[0].to))
 	c.line(indent, "}")
