@@ -47,6 +47,8 @@ type Item struct {
 	State      *StateDecl      `parser:"| @@"`
 	Event      *EventDecl      `parser:"| @@"`
 	Guard      *GuardDecl      `parser:"| @@"`
+	Action     *ActionDecl     `parser:"| @@"`
+	History    *HistoryDecl    `parser:"| @@"`
 	Transition *TransitionDecl `parser:"| @@"`
 	Upgrade    *UpgradeDecl    `parser:"| @@"`
 }
@@ -78,17 +80,51 @@ type CancelDecl struct {
 
 // StateDecl declares a state:
 //
-//	initial NAME [options]
-//	state   NAME [options]
-//	final   NAME STATUS [outcome "x"]
+//	initial NAME [options] [{ CHILDREN }]
+//	state   NAME [options] [{ CHILDREN }]
+//	final   NAME [STATUS [outcome "x"]]
+//
+// A state with a block is a composite: its children are states and
+// history pseudostates. A final state without a status is only valid as
+// a child: it completes its parent.
 type StateDecl struct {
-	Pos  lexer.Position
-	Kind string `parser:"@('initial' | 'state' | 'final')"`
-	Name *Name  `parser:"@@"`
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Kind   string `parser:"@('initial' | 'state' | 'final')"`
+	Name   *Name  `parser:"@@"`
 
 	Status  *StatusLit     `parser:"( @@"`
 	Outcome *StringLit     `parser:"  ( 'outcome' @@ )? )?"`
 	Options []*StateOption `parser:"@@*"`
+	// Block records that the state had braces, even empty ones.
+	Block    bool     `parser:"( @'{'"`
+	Children []*Child `parser:"  @@* '}' )?"`
+}
+
+// Child is one line of a composite state's block: a state (possibly a
+// composite itself) or a history pseudostate.
+type Child struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Doc    []string
+
+	State   *StateDecl   `parser:"  @@"`
+	History *HistoryDecl `parser:"| @@"`
+}
+
+// HistoryDecl declares a history pseudostate of the composite it is
+// written in: history NAME (shallow) or deep history NAME.
+type HistoryDecl struct {
+	Pos  lexer.Position
+	Deep bool  `parser:"@'deep'? 'history'"`
+	Name *Name `parser:"@@"`
+}
+
+// ActionDecl declares an entry or exit action implemented in Go:
+// action StartClock.
+type ActionDecl struct {
+	Pos  lexer.Position
+	Name *Name `parser:"'action' @@"`
 }
 
 // StateOption is one option of a non-terminal state.
@@ -97,6 +133,10 @@ type StateOption struct {
 	Wait  bool      `parser:"  @'wait'"`
 	Retry *RetryOpt `parser:"| @@"`
 	Timer *TimerOpt `parser:"| @@"`
+	// Entry and Exit name an action run when the state is entered or
+	// exited: entry StartClock, exit StopClock.
+	Entry *Name `parser:"| 'entry' @@"`
+	Exit  *Name `parser:"| 'exit' @@"`
 }
 
 // RetryOpt is a retry policy, either a named preset (retry database) or
@@ -122,11 +162,17 @@ type RetryOpt struct {
 }
 
 // TimerOpt fires an event after the run has spent a duration in the state:
-// after 7d AuthorizationTimeout.
+// after 7d AuthorizationTimeout, or, with the duration taken from a
+// time.Duration field of the event that entered the state, clamped to
+// bounds: after Polled.interval min 1s max 10m Tick.
 type TimerOpt struct {
-	Pos   lexer.Position
-	After *DurationLit `parser:"'after' @@"`
-	Event *Name        `parser:"@@"`
+	Pos     lexer.Position
+	After   *DurationLit `parser:"'after' ( @@"`
+	FieldOf *Name        `parser:"        | @@ '.'"`
+	Field   *Name        `parser:"          @@"`
+	Min     *DurationLit `parser:"          'min' @@"`
+	Max     *DurationLit `parser:"          'max' @@ )"`
+	Event   *Name        `parser:"@@"`
 }
 
 // EventDecl declares an event and its payload fields:
@@ -169,16 +215,30 @@ type GuardDecl struct {
 
 // TransitionDecl is a row of the transition table:
 //
-//	FROM[, FROM...] -> TO on EVENT [when [!]GUARD | unless GUARD] [outcome "x"]
+//	FROM[, FROM...] -> TO [on EVENT[, EVENT...]] [when [!]GUARD | unless GUARD] [outcome "x"] [internal]
 //
-// FROM may be * for every non-terminal state.
+// FROM may be * for every non-terminal top-level state. Without "on" the
+// row is eventless; "on done" is a completion row.
 type TransitionDecl struct {
-	Pos     lexer.Position
-	From    []*StateRef `parser:"@@ ( ',' @@ )*"`
-	To      *Name       `parser:"'->' @@"`
-	Event   *Name       `parser:"'on' @@"`
-	Guard   *GuardRef   `parser:"@@?"`
-	Outcome *StringLit  `parser:"( 'outcome' @@ )?"`
+	Pos  lexer.Position
+	From []*StateRef `parser:"@@ ( ',' @@ )*"`
+	To   *Name       `parser:"'->' @@"`
+	// Event is the first event of the row, nil for an eventless row;
+	// More are the events after it (on A, B, C).
+	Event    *Name      `parser:"( 'on' @@"`
+	More     []*Name    `parser:"  ( ',' @@ )* )?"`
+	Guard    *GuardRef  `parser:"@@?"`
+	Outcome  *StringLit `parser:"( 'outcome' @@ )?"`
+	Internal bool       `parser:"@'internal'?"`
+}
+
+// Events returns the row's events in the order written: none for an
+// eventless row.
+func (t *TransitionDecl) Events() []*Name {
+	if t.Event == nil {
+		return nil
+	}
+	return append([]*Name{t.Event}, t.More...)
 }
 
 // StateRef is a state name or *.

@@ -97,7 +97,13 @@ type machineChecker struct {
 	states map[string]*State
 	events map[string]*Event
 	guards map[string]*Guard
-	used   struct{ events, guards map[string]bool }
+	// histories and actions are the history pseudostates and actions by
+	// name; topInitial is the top-level initial state, a leaf or a
+	// composite.
+	histories  map[string]*History
+	actions    map[string]*Action
+	topInitial *State
+	used       struct{ events, guards, actions map[string]bool }
 	// timerEvent is the position of each timer's event name.
 	timerEvent map[*Timer]lexer.Position
 	// rowEvents holds the events named by a transition row, including rows
@@ -136,9 +142,10 @@ func (c *checker) machine(md *MachineDecl) (*Machine, *machineChecker) {
 	m := &Machine{Pos: md.Pos, Name: md.Name, Doc: md.Doc, Version: 1}
 	mc := &machineChecker{checker: c, m: m,
 		states: map[string]*State{}, events: map[string]*Event{}, guards: map[string]*Guard{},
+		histories: map[string]*History{}, actions: map[string]*Action{},
 		timerEvent: map[*Timer]lexer.Position{}, rowEvents: map[*Event]bool{},
 		unsure: map[stateEvent]bool{}, unknownRefs: map[string]bool{}, lostTimer: map[*State]bool{}}
-	mc.used.events, mc.used.guards = map[string]bool{}, map[string]bool{}
+	mc.used.events, mc.used.guards, mc.used.actions = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	if !token.IsExported(md.Name) {
 		c.errorf(md.Pos, "machine name %s must start with an upper-case letter", md.Name)
 	}
@@ -149,16 +156,23 @@ func (c *checker) machine(md *MachineDecl) (*Machine, *machineChecker) {
 	for _, it := range md.Items {
 		switch {
 		case it.State != nil:
-			mc.declareState(it.State, it.Doc)
+			mc.declareState(it.State, it.Doc, nil)
 			stateDecls = append(stateDecls, it.State)
+		case it.History != nil:
+			mc.declareHistory(it.History, it.Doc, nil)
 		case it.Event != nil:
 			mc.declareEvent(it.Event, it.Doc)
 		case it.Guard != nil:
 			mc.declareGuard(it.Guard, it.Doc)
+		case it.Action != nil:
+			mc.declareAction(it.Action, it.Doc)
 		}
 	}
-	if len(m.States) > maxStates {
-		c.errorf(md.Pos, "machine %s has %d states; a machine has at most %d", m.Name, len(m.States), maxStates)
+	if n := len(m.States) + len(m.Composites); n > maxStates {
+		c.errorf(md.Pos, "machine %s has %d states; a machine has at most %d", m.Name, n, maxStates)
+	}
+	if mc.topInitial != nil {
+		m.Initial = mc.topInitial.InitialLeaf()
 	}
 	if m.Initial == nil {
 		c.errorf(md.Pos, "machine %s has no initial state; declare one with \"initial NAME\"", m.Name)
@@ -173,6 +187,9 @@ func (c *checker) machine(md *MachineDecl) (*Machine, *machineChecker) {
 			rows++
 		}
 	}
+	// Innermost first: for a leaf, its own rows come before its parent's,
+	// and rows of one source stay in the order written.
+	slices.SortStableFunc(m.Transitions, func(a, b *Transition) int { return b.Source.Depth - a.Source.Depth })
 	if rows == 0 && m.Initial != nil {
 		// Reachability would only echo this: every other state is
 		// unreachable.
@@ -265,30 +282,79 @@ func validTypeName(s string) bool {
 
 func isLetter(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
 
-func (mc *machineChecker) declareState(sd *StateDecl, doc []string) {
+// declared returns the position of the state or history pseudostate
+// named name, and whether there is one: the two share one name space.
+func (mc *machineChecker) declared(name string) (lexer.Position, bool) {
+	if s := mc.states[name]; s != nil {
+		return s.Pos, true
+	}
+	if h := mc.histories[name]; h != nil {
+		return h.Pos, true
+	}
+	return lexer.Position{}, false
+}
+
+// declareState declares a state and, for a composite, its children;
+// parent is the composite it is written in, nil at the top level.
+func (mc *machineChecker) declareState(sd *StateDecl, doc []string, parent *State) {
 	name := sd.Name.Value
-	if prev, dup := mc.states[name]; dup {
-		mc.errorf(sd.Name.Pos, "state %s declared twice (first at %s)", name, short(prev.Pos))
+	if prev, dup := mc.declared(name); dup {
+		mc.errorf(sd.Name.Pos, "state %s declared twice (first at %s)", name, short(prev))
 		return
 	}
-	s := &State{Pos: sd.Name.Pos, Name: name, Doc: doc, GoName: goName(name), Index: len(mc.m.States)}
+	s := &State{Pos: sd.Name.Pos, Name: name, Doc: doc, GoName: goName(name), Parent: parent}
+	if parent != nil {
+		s.Depth = parent.Depth + 1
+	}
 	mc.states[name] = s
-	mc.m.States = append(mc.m.States, s)
+	composite := sd.Block
+	if composite && sd.Kind == "final" {
+		mc.errorf(sd.Name.Pos, "final state %s cannot have children; only a state or an initial state is a composite", name)
+		composite = false
+	}
+	if composite && !slices.ContainsFunc(sd.Children, func(c *Child) bool { return c.State != nil }) {
+		mc.errorf(sd.Name.Pos, "state %s has a block without states; declare its children inside the braces, or remove them", name)
+		composite = false
+		mc.skipGraph = true
+	}
+	if composite {
+		s.Index = len(mc.m.Composites)
+		mc.m.Composites = append(mc.m.Composites, s)
+	} else {
+		s.Index = len(mc.m.States)
+		mc.m.States = append(mc.m.States, s)
+	}
+	if parent == nil {
+		mc.m.Roots = append(mc.m.Roots, s)
+	} else {
+		parent.Children = append(parent.Children, s)
+	}
 	switch sd.Kind {
 	case "initial":
 		s.Initial = true
-		if mc.m.Initial != nil {
-			mc.errorf(sd.Name.Pos, "second initial state %s (the initial state is %s, at %s)", name, mc.m.Initial.Name, short(mc.m.Initial.Pos))
+		switch {
+		case parent != nil && parent.InitialChild != nil:
+			mc.errorf(sd.Name.Pos, "second initial state %s of %s (its initial state is %s, at %s)", name, parent.Name, parent.InitialChild.Name, short(parent.InitialChild.Pos))
 			mc.skipGraph = true
-		} else {
-			mc.m.Initial = s
+		case parent != nil:
+			parent.InitialChild = s
+		case mc.topInitial != nil:
+			mc.errorf(sd.Name.Pos, "second initial state %s (the initial state is %s, at %s)", name, mc.topInitial.Name, short(mc.topInitial.Pos))
+			mc.skipGraph = true
+		default:
+			mc.topInitial = s
 		}
 	case "final":
-		if sd.Status == nil {
+		switch {
+		case sd.Status != nil:
+			s.Status = sd.Status.Value
+		case parent != nil:
+			// A final child without status completes its parent; the
+			// run waits there for a completion row or an ancestor's row.
+			s.Done, s.Wait = true, true
+		default:
 			mc.errorf(sd.Name.Pos, "final state %s needs a status: succeeded, failed or cancelled", name)
 			s.Status = "failed" // keep checking as if terminal
-		} else {
-			s.Status = sd.Status.Value
 		}
 	}
 	if sd.Status != nil && sd.Kind != "final" {
@@ -301,6 +367,67 @@ func (mc *machineChecker) declareState(sd *StateDecl, doc []string) {
 	if sd.Outcome != nil {
 		s.Outcome = mc.outcome(sd.Outcome)
 	}
+	if !composite {
+		return
+	}
+	for _, c := range sd.Children {
+		switch {
+		case c.State != nil:
+			mc.declareState(c.State, c.Doc, s)
+		case c.History != nil:
+			mc.declareHistory(c.History, c.Doc, s)
+		}
+	}
+	if s.InitialChild == nil {
+		if len(s.Children) > 0 {
+			mc.errorf(sd.Name.Pos, "composite state %s has no initial state; mark one of its children \"initial\"", name)
+			s.InitialChild = s.Children[0] // keep checking
+		}
+		mc.skipGraph = true
+	}
+}
+
+// declareHistory declares a history pseudostate of parent, nil when it
+// is written at the top level, which is an error.
+func (mc *machineChecker) declareHistory(hd *HistoryDecl, doc []string, parent *State) {
+	name := hd.Name.Value
+	if parent == nil {
+		mc.errorf(hd.Pos, "history %s is not inside a composite state; declare it in the block of the state whose history it is", name)
+		mc.skipGraph = true
+		return
+	}
+	if prev, dup := mc.declared(name); dup {
+		mc.errorf(hd.Name.Pos, "state %s declared twice (first at %s)", name, short(prev))
+		return
+	}
+	h := &History{Pos: hd.Name.Pos, Name: name, Doc: doc, Deep: hd.Deep, Parent: parent}
+	mc.histories[name] = h
+	mc.m.Histories = append(mc.m.Histories, h)
+	parent.History = append(parent.History, h)
+}
+
+func (mc *machineChecker) declareAction(ad *ActionDecl, doc []string) {
+	name := ad.Name.Value
+	if prev, dup := mc.actions[name]; dup {
+		mc.errorf(ad.Name.Pos, "action %s declared twice (first at %s)", name, short(prev.Pos))
+		return
+	}
+	if !token.IsExported(name) {
+		mc.errorf(ad.Name.Pos, "action name %s must start with an upper-case letter", name)
+	}
+	a := &Action{Pos: ad.Name.Pos, Name: name, Doc: doc, GoName: goName(name)}
+	mc.actions[name] = a
+	mc.m.Actions = append(mc.m.Actions, a)
+}
+
+func (mc *machineChecker) lookupAction(n *Name) *Action {
+	mc.used.actions[n.Value] = true
+	if a := mc.actions[n.Value]; a != nil {
+		return a
+	}
+	mc.errorf(n.Pos, "unknown action %s%s", n.Value, didYouMean(n.Value, keys(mc.actions)))
+	mc.unknownRefs["action"] = true
+	return nil
 }
 
 // outcome returns the value of an outcome literal, reporting an invalid or
@@ -322,6 +449,13 @@ func (mc *machineChecker) stateOptions(sd *StateDecl) {
 	if s == nil || s.Pos != sd.Name.Pos {
 		return // a duplicate, already reported
 	}
+	if s.Composite() {
+		for _, c := range sd.Children {
+			if c.State != nil {
+				mc.stateOptions(c.State)
+			}
+		}
+	}
 	var waitPos, retryPos lexer.Position
 	for _, o := range sd.Options {
 		if s.Terminal() {
@@ -329,6 +463,20 @@ func (mc *machineChecker) stateOptions(sd *StateDecl) {
 			continue
 		}
 		switch {
+		case s.Composite() && (o.Wait || o.Retry != nil):
+			mc.errorf(o.Pos, "composite state %s cannot take %s; only a leaf state waits or runs a handler", s.Name, optionWord(o))
+			continue
+		case s.Done && (o.Wait || o.Retry != nil):
+			mc.errorf(o.Pos, "final state %s cannot take %s; the run waits there until a row moves it", s.Name, optionWord(o))
+			continue
+		case o.Entry != nil:
+			if a := mc.lookupAction(o.Entry); a != nil {
+				s.Entry = append(s.Entry, a)
+			}
+		case o.Exit != nil:
+			if a := mc.lookupAction(o.Exit); a != nil {
+				s.Exit = append(s.Exit, a)
+			}
 		case o.Wait:
 			if s.Wait {
 				mc.errorf(o.Pos, "wait given twice for state %s", s.Name)
@@ -342,11 +490,26 @@ func (mc *machineChecker) stateOptions(sd *StateDecl) {
 			}
 			s.Retry, retryPos = mc.retry(o.Retry), o.Pos
 		case o.Timer != nil:
-			d, err := ParseDuration(o.Timer.After.Value)
-			if err != nil {
-				mc.errorf(o.Timer.After.Pos, "%v", err)
-			} else if d <= 0 {
-				mc.errorf(o.Timer.After.Pos, "timer duration %s must be positive", o.Timer.After.Value)
+			var (
+				d        time.Duration
+				text     string
+				fieldOf  *Event
+				field    *PayloadField
+				min, max time.Duration
+			)
+			if o.Timer.After != nil {
+				var err error
+				text = o.Timer.After.Value
+				d, err = ParseDuration(o.Timer.After.Value)
+				if err != nil {
+					mc.errorf(o.Timer.After.Pos, "%v", err)
+				} else if d <= 0 {
+					mc.errorf(o.Timer.After.Pos, "timer duration %s must be positive", o.Timer.After.Value)
+				}
+			} else {
+				fieldOf, field, min, max = mc.timerField(o.Timer)
+				d = min
+				text = o.Timer.FieldOf.Value + "." + o.Timer.Field.Value + " min " + o.Timer.Min.Value + " max " + o.Timer.Max.Value
 			}
 			ev := mc.lookupEvent(o.Timer.Event)
 			if ev == nil {
@@ -361,7 +524,7 @@ func (mc *machineChecker) stateOptions(sd *StateDecl) {
 			if len(ev.Fields) > 0 {
 				mc.errorf(o.Timer.Event.Pos, "timer event %s has payload fields; a timer fires its event without a payload", ev.Name)
 			}
-			tm := &Timer{Pos: o.Timer.Pos, After: d, Text: o.Timer.After.Value, Event: ev}
+			tm := &Timer{Pos: o.Timer.Pos, After: d, Text: text, Event: ev, FieldOf: fieldOf, Field: field, Min: min, Max: max}
 			mc.timerEvent[tm] = o.Timer.Event.Pos
 			s.Timers = append(s.Timers, tm)
 		}
@@ -374,6 +537,52 @@ func (mc *machineChecker) stateOptions(sd *StateDecl) {
 		}
 		mc.errorf(pos, "state %s both waits and has a retry policy; only a driven state, whose handler runs, is retried", s.Name)
 	}
+}
+
+// optionWord names a state option in a message.
+func optionWord(o *StateOption) string {
+	if o.Wait {
+		return "wait"
+	}
+	return "a retry policy"
+}
+
+// timerField resolves a timer whose duration is an event's field: the
+// field must be a time.Duration, and min and max positive durations with
+// min below max.
+func (mc *machineChecker) timerField(t *TimerOpt) (*Event, *PayloadField, time.Duration, time.Duration) {
+	min, errMin := ParseDuration(t.Min.Value)
+	if errMin != nil {
+		mc.errorf(t.Min.Pos, "%v", errMin)
+	} else if min <= 0 {
+		mc.errorf(t.Min.Pos, "timer minimum %s must be positive", t.Min.Value)
+	}
+	max, errMax := ParseDuration(t.Max.Value)
+	if errMax != nil {
+		mc.errorf(t.Max.Pos, "%v", errMax)
+	} else if errMin == nil && max <= min {
+		mc.errorf(t.Max.Pos, "timer maximum %s must be longer than its minimum %s", t.Max.Value, t.Min.Value)
+	}
+	ev := mc.lookupEvent(t.FieldOf)
+	if ev == nil {
+		return nil, nil, min, max
+	}
+	var field *PayloadField
+	var names []string
+	for _, f := range ev.Fields {
+		names = append(names, f.Name)
+		if f.Name == t.Field.Value {
+			field = f
+		}
+	}
+	switch {
+	case field == nil:
+		mc.errorf(t.Field.Pos, "event %s has no field %s%s", ev.Name, t.Field.Value, didYouMean(t.Field.Value, names))
+	case field.Type != (Type{Path: "time", Name: "Duration"}):
+		mc.errorf(t.Field.Pos, "field %s of event %s is %s; a timer's duration is a time.Duration", field.Name, ev.Name, field.Type)
+		field = nil
+	}
+	return ev, field, min, max
 }
 
 func (mc *machineChecker) retry(r *RetryOpt) *Retry {
@@ -473,7 +682,9 @@ func (mc *machineChecker) declareEvent(ed *EventDecl, doc []string) {
 		return
 	}
 	e := &Event{Pos: ed.Name.Pos, Name: name, Doc: doc, GoName: goName(name), External: ed.External}
-	if !token.IsExported(name) {
+	if name == "done" {
+		mc.errorf(ed.Name.Pos, "done is a reserved word, not an event: a row \"on done\" is taken when its composite completes; name the event otherwise")
+	} else if !token.IsExported(name) {
 		mc.errorf(ed.Name.Pos, "event name %s must start with an upper-case letter", name)
 	}
 	mc.events[name] = e
@@ -581,14 +792,47 @@ func (mc *machineChecker) lookupEvent(n *Name) *Event {
 	return nil
 }
 
+// transition checks a row and adds the transitions it stands for: one per
+// event (one for an eventless row), per source state, per leaf of the
+// source that the row applies to.
 func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
-	to := mc.lookupState(td.To.Value, td.To.Pos)
-	ev := mc.lookupEvent(td.Event)
-	if ev != nil {
-		mc.rowEvents[ev] = true
-	} else {
-		mc.unknownRowEvent = true
+	var to *State
+	var hist *History
+	if h := mc.histories[td.To.Value]; h != nil {
+		hist = h
+	} else if to = mc.states[td.To.Value]; to == nil {
+		names := keys(mc.states)
+		names = append(names, keys(mc.histories)...)
+		mc.errorf(td.To.Pos, "unknown state %s%s", td.To.Value, didYouMean(td.To.Value, names))
 	}
+	resolved := to != nil || hist != nil
+	done := false
+	var evs []*Event
+	evOK := true
+	for _, n := range td.Events() {
+		if n.Value == "done" {
+			if len(td.More) > 0 {
+				mc.errorf(n.Pos, "\"on done\" cannot be listed with other events; write the completion row on its own")
+				evOK = false
+				continue
+			}
+			done = true
+			continue
+		}
+		ev := mc.lookupEvent(n)
+		if ev == nil {
+			mc.unknownRowEvent = true
+			evOK = false
+			continue
+		}
+		mc.rowEvents[ev] = true
+		if slices.Contains(evs, ev) {
+			mc.errorf(n.Pos, "event %s listed twice", ev.Name)
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	eventless := td.Event == nil || done
 	var g *Guard
 	if td.Guard != nil {
 		mc.used.guards[td.Guard.Name.Value] = true
@@ -598,17 +842,27 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 		if g = mc.guards[td.Guard.Name.Value]; g == nil {
 			mc.errorf(td.Guard.Name.Pos, "unknown guard %s%s", td.Guard.Name.Value, didYouMean(td.Guard.Name.Value, keys(mc.guards)))
 			mc.unknownRefs["guard"] = true
-		} else if ev != nil && !slices.Contains(g.Events, ev) {
-			g.Events = append(g.Events, ev)
+		} else {
+			for _, ev := range evs {
+				if !slices.Contains(g.Events, ev) {
+					g.Events = append(g.Events, ev)
+				}
+			}
+			if eventless {
+				g.Eventless = true
+			}
 		}
 	}
 	outcome := ""
 	if td.Outcome != nil {
 		v := mc.outcome(td.Outcome)
 		outcome = v
-		if to != nil && !to.Terminal() {
+		switch {
+		case hist != nil:
+			mc.errorf(td.Outcome.Pos, "outcome on a transition to %s, which is not final", hist.Name)
+		case to != nil && !to.Terminal():
 			mc.errorf(td.Outcome.Pos, "outcome on a transition to %s, which is not final", to.Name)
-		} else if to != nil && v != "" && to.Outcome != "" && to.Outcome != v {
+		case to != nil && v != "" && to.Outcome != "" && to.Outcome != v:
 			mc.errorf(td.Outcome.Pos, "outcome %q contradicts the outcome %q of state %s", v, to.Outcome, to.Name)
 		}
 	}
@@ -632,7 +886,7 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 			if ref != star {
 				continue
 			}
-			for _, s := range mc.m.States {
+			for _, s := range mc.m.Roots {
 				if !s.Terminal() && !seen[s] {
 					seen[s] = true
 					froms = append(froms, s)
@@ -640,11 +894,21 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 			}
 			continue
 		}
+		if h := mc.histories[ref.Name]; h != nil {
+			mc.errorf(ref.Pos, "transition out of history %s; a history is only ever a row's target", h.Name)
+			mc.skipGraph = true
+			continue
+		}
 		s := mc.lookupState(ref.Name, ref.Pos)
 		switch {
 		case s == nil:
 			mc.skipGraph = true
-			mc.unsure[stateEvent{nil, ev}] = true
+			for _, ev := range evs {
+				mc.unsure[stateEvent{nil, ev}] = true
+			}
+			if !evOK {
+				mc.unsure[stateEvent{nil, nil}] = true
+			}
 		case s.Terminal():
 			mc.errorf(ref.Pos, "transition out of final state %s; a final state is never left", s.Name)
 			mc.skipGraph = true
@@ -657,58 +921,202 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 			froms = append(froms, s)
 		}
 	}
-	if to == nil || ev == nil || (td.Guard != nil && g == nil) {
+	if done {
+		kept := froms[:0]
+		for _, s := range froms {
+			if !slices.ContainsFunc(s.Children, func(c *State) bool { return c.Done }) {
+				mc.errorf(td.Event.Pos, "\"on done\" on state %s, which has no final state without a status; a completion row leaves a composite once its run reaches such a final child", s.Name)
+				continue
+			}
+			kept = append(kept, s)
+		}
+		froms = kept
+	}
+	if td.Internal {
+		kept := froms[:0]
+		for _, s := range froms {
+			target := to
+			if hist != nil {
+				target = hist.Parent
+			}
+			if target != nil && !target.In(s) {
+				mc.errorf(td.To.Pos, "internal transition from %s to %s: an internal row stays in its source, so its target is %s or a state inside it", s.Name, td.To.Value, s.Name)
+				continue
+			}
+			kept = append(kept, s)
+		}
+		froms = kept
+	}
+	if !resolved || !evOK || (td.Guard != nil && g == nil) {
 		mc.skipGraph = true
 		for _, s := range froms {
-			mc.unsure[stateEvent{s, ev}] = true
+			for _, l := range s.Leaves() {
+				for _, ev := range evs {
+					mc.unsure[stateEvent{l, ev}] = true
+				}
+				if !evOK {
+					mc.unsure[stateEvent{l, nil}] = true
+				}
+			}
 		}
 		return
 	}
 	neg := td.Guard != nil && td.Guard.Negated()
-	for _, s := range froms {
-		mc.m.Transitions = append(mc.m.Transitions, &Transition{Pos: td.Pos, Doc: doc, From: s, To: to, Event: ev, Guard: g, Negated: neg, Outcome: outcome, Star: star != nil})
+	base := Transition{Pos: td.Pos, Doc: doc, Guard: g, Negated: neg, Outcome: outcome, Star: star != nil,
+		Target: to, History: hist, Done: done, Internal: td.Internal}
+	if eventless {
+		evs = []*Event{nil}
 	}
+	for _, ev := range evs {
+		for _, s := range froms {
+			t := base
+			t.Event, t.Source = ev, s
+			mc.m.Transitions = append(mc.m.Transitions, flatten(&t)...)
+		}
+	}
+}
+
+// flatten returns the transitions of row t, whose Source, Target or
+// History and flags are set: one per leaf of Source it applies to (for a
+// completion row, per final child of Source without status), with From,
+// To, Exit and Enter filled.
+func flatten(t *Transition) []*Transition {
+	src := t.Source
+	var leaves []*State
+	if t.Done {
+		for _, c := range src.Children {
+			if c.Done {
+				leaves = append(leaves, c)
+			}
+		}
+	} else {
+		for _, l := range src.Leaves() {
+			if !l.Terminal() {
+				leaves = append(leaves, l)
+			}
+		}
+	}
+	// The state entered, and whether it lies strictly inside a composite
+	// d: a history lies inside its composite.
+	target := t.Target
+	if t.History != nil {
+		target = t.History.Parent
+	}
+	inside := func(d *State) bool {
+		if t.History != nil {
+			return target.In(d)
+		}
+		return target != d && target.In(d)
+	}
+	// The transition's domain: nothing outside it is exited or entered.
+	var domain *State
+	switch {
+	case t.Internal:
+		domain = src
+	default:
+		for _, a := range src.Ancestors() {
+			if inside(a) {
+				domain = a
+				break
+			}
+		}
+	}
+	var enter []*State
+	stay := t.Internal && t.Target == src // stays in whichever leaf it is in
+	if !stay {
+		for x := target; x != domain && x != nil; x = x.Parent {
+			enter = append(enter, x)
+		}
+		slices.Reverse(enter)
+		for x := target; x.Composite(); x = x.InitialChild {
+			enter = append(enter, x.InitialChild)
+		}
+	}
+	out := make([]*Transition, 0, len(leaves))
+	for _, l := range leaves {
+		c := *t
+		c.From = l
+		if stay {
+			c.To = l
+		} else {
+			c.To = target.InitialLeaf()
+			for x := l; x != domain && x != nil; x = x.Parent {
+				c.Exit = append(c.Exit, x)
+			}
+			c.Enter = enter
+		}
+		out = append(out, &c)
+	}
+	return out
+}
+
+// rowOn names the event of a row in a message: "on E", "on done" or
+// "without an event".
+func rowOn(t *Transition) string {
+	switch {
+	case t.Done:
+		return "on done"
+	case t.Event == nil:
+		return "without an event"
+	}
+	return "on " + t.Event.Name
 }
 
 // groups checks each (state, event) pair's rows: at most one unguarded row,
 // last; no row that an earlier one always shadows; and a warning when two
-// or more guarded rows have no fallback.
+// or more guarded rows have no fallback. Rows of one source are checked
+// together; a row of a composite that a row of one of its leaves shadows
+// is dropped for that leaf (the event never bubbles up to it there), and
+// reported only when it is shadowed for every leaf it applies to.
 func (mc *machineChecker) groups() {
 	type key struct {
-		s *State
-		e *Event
+		src, s *State
+		e      *Event
+		done   bool
 	}
 	var order []key
 	rows := map[key][]*Transition{}
 	for _, t := range mc.m.Transitions {
-		k := key{t.From, t.Event}
+		k := key{t.Source, t.From, t.Event, t.Done}
 		if _, ok := rows[k]; !ok {
 			order = append(order, k)
 		}
 		rows[k] = append(rows[k], t)
 	}
-	var drop []*Transition
+	reported := map[Diagnostic]bool{}
+	report := func(warn bool, pos lexer.Position, format string, args ...any) {
+		d := Diagnostic{Pos: pos, Severity: Error, Message: fmt.Sprintf(format, args...)}
+		if warn {
+			d.Severity = Warning
+		}
+		if !reported[d] {
+			reported[d] = true
+			mc.diags = append(mc.diags, d)
+		}
+	}
+	type clause struct {
+		g   *Guard
+		neg bool
+	}
+	drop := map[*Transition]bool{}
 	for _, k := range order {
 		ts := rows[k]
-		type clause struct {
-			g   *Guard
-			neg bool
-		}
 		var unguarded, covered *Transition
 		seenGuard := map[clause]*Transition{}
 		for _, t := range ts {
+			name, on := k.src.Name, rowOn(t)
 			if covered != nil {
-				mc.errorf(t.Pos, "transition from %s on %s can never fire: the transitions on %s and !%s before it admit every event", k.s.Name, k.e.Name, covered.Guard.Name, covered.Guard.Name)
-				drop = append(drop, t)
+				report(false, t.Pos, "transition from %s %s can never fire: the transitions on %s and !%s before it admit every event", name, on, covered.Guard.Name, covered.Guard.Name)
+				drop[t] = true
 				continue
 			}
 			if unguarded != nil {
 				if t.Guard == nil {
-					mc.errorf(t.Pos, "two unguarded transitions from %s on %s (the other at %s)", k.s.Name, k.e.Name, short(unguarded.Pos))
+					report(false, t.Pos, "two unguarded transitions from %s %s (the other at %s)", name, on, short(unguarded.Pos))
 				} else {
-					mc.errorf(t.Pos, "transition from %s on %s can never fire: the unguarded one at %s comes first", k.s.Name, k.e.Name, short(unguarded.Pos))
+					report(false, t.Pos, "transition from %s %s can never fire: the unguarded one at %s comes first", name, on, short(unguarded.Pos))
 				}
-				drop = append(drop, t)
+				drop[t] = true
 				continue
 			}
 			if t.Guard == nil {
@@ -717,8 +1125,8 @@ func (mc *machineChecker) groups() {
 			}
 			gk := clause{t.Guard, t.Negated}
 			if prev, dup := seenGuard[gk]; dup {
-				mc.errorf(t.Pos, "transition from %s on %s can never fire: the one at %s has the same guard and comes first", k.s.Name, k.e.Name, short(prev.Pos))
-				drop = append(drop, t)
+				report(false, t.Pos, "transition from %s %s can never fire: the one at %s has the same guard and comes first", name, on, short(prev.Pos))
+				drop[t] = true
 				continue
 			}
 			seenGuard[gk] = t
@@ -726,15 +1134,89 @@ func (mc *machineChecker) groups() {
 				covered = t
 			}
 		}
-		// Only the rows that can fire count: a guarded row next to one that
-		// was just reported is not an alternative.
-		if unguarded == nil && covered == nil && len(seenGuard) >= 2 && !mc.unsureOf(k.s, k.e) {
+	}
+	// Across levels, per leaf: the rows of its ancestors that a row
+	// before them always takes the event from never fire for that leaf.
+	type leafKey struct {
+		s    *State
+		e    *Event
+		done bool
+	}
+	var leafOrder []leafKey
+	chains := map[leafKey][]*Transition{}
+	for _, t := range mc.m.Transitions {
+		if drop[t] {
+			continue
+		}
+		k := leafKey{t.From, t.Event, t.Done}
+		if _, ok := chains[k]; !ok {
+			leafOrder = append(leafOrder, k)
+		}
+		chains[k] = append(chains[k], t)
+	}
+	shadowedBy := map[*Transition]*Transition{}
+	for _, k := range leafOrder {
+		ts := chains[k]
+		var blocker *Transition
+		seenGuard := map[clause]bool{}
+		for _, t := range ts {
+			if blocker != nil || (t.Guard != nil && seenGuard[clause{t.Guard, t.Negated}]) {
+				if blocker == nil {
+					blocker = t
+				}
+				shadowedBy[t] = blocker
+				continue
+			}
+			if t.Guard == nil {
+				blocker = t
+				continue
+			}
+			seenGuard[clause{t.Guard, t.Negated}] = true
+			if seenGuard[clause{t.Guard, !t.Negated}] {
+				blocker = t
+			}
+		}
+		if blocker == nil && len(seenGuard) >= 2 && !mc.unsureOf(k.s, k.e) {
 			last := ts[len(ts)-1]
-			mc.warnf(last.Pos, "every transition from %s on %s is guarded: when no guard admits the event, it is rejected; add an unguarded one last if that is not intended", k.s.Name, k.e.Name)
+			report(true, last.Pos, "every transition from %s %s is guarded: when no guard admits the event, it is rejected; add an unguarded one last if that is not intended", k.s.Name, rowOn(last))
 		}
 	}
+	// A written row, on one source and event, that fires for no leaf.
+	type rowKey struct {
+		pos  lexer.Position
+		src  *State
+		e    *Event
+		done bool
+	}
+	alive := map[rowKey]bool{}
+	var rowOrder []rowKey
+	firstOf := map[rowKey]*Transition{}
+	for _, t := range mc.m.Transitions {
+		if drop[t] {
+			continue
+		}
+		k := rowKey{t.Pos, t.Source, t.Event, t.Done}
+		if _, ok := firstOf[k]; !ok {
+			firstOf[k] = t
+			rowOrder = append(rowOrder, k)
+		}
+		if shadowedBy[t] == nil {
+			alive[k] = true
+		}
+	}
+	for _, k := range rowOrder {
+		if alive[k] {
+			continue
+		}
+		t := firstOf[k]
+		by := shadowedBy[t]
+		report(false, t.Pos, "transition from %s %s can never fire: every state in %s has a transition %s that is tried first (the one of %s at %s)", k.src.Name, rowOn(t), k.src.Name, rowOn(t), by.Source.Name, short(by.Pos))
+	}
+	for t := range shadowedBy {
+		drop[t] = true
+	}
 	if len(drop) > 0 {
-		mc.m.Transitions = slices.DeleteFunc(mc.m.Transitions, func(t *Transition) bool { return slices.Contains(drop, t) })
+		mc.m.Transitions = slices.DeleteFunc(mc.m.Transitions, func(t *Transition) bool { return drop[t] })
 	}
 }
 
@@ -746,6 +1228,17 @@ func (mc *machineChecker) timers() {
 		for _, tm := range s.Timers {
 			if !mc.mayHandle(s, tm.Event) {
 				mc.errorf(mc.timerEvent[tm], "timer fires %s in state %s, which has no transition on %s", tm.Event.Name, s.Name, tm.Event.Name)
+			}
+		}
+	}
+	// A composite's timer fires in whichever of its leaves the run is in.
+	for _, c := range mc.m.Composites {
+		for _, tm := range c.Timers {
+			for _, l := range c.Leaves() {
+				if !l.Terminal() && !mc.mayHandle(l, tm.Event) {
+					mc.errorf(mc.timerEvent[tm], "timer of state %s fires %s in state %s, which has no transition on %s", c.Name, tm.Event.Name, l.Name, tm.Event.Name)
+					break
+				}
 			}
 		}
 	}
@@ -796,7 +1289,7 @@ func (mc *machineChecker) cancel(md *MachineDecl) {
 	fired := mc.m.RuntimeFired()
 	var candidates []*Event
 	for _, t := range mc.m.Transitions {
-		if t.To.Status == "cancelled" && !fired[t.Event] && !slices.Contains(candidates, t.Event) {
+		if t.Event != nil && t.To.Status == "cancelled" && !fired[t.Event] && !slices.Contains(candidates, t.Event) {
 			candidates = append(candidates, t.Event)
 		}
 	}
@@ -858,8 +1351,17 @@ func (mc *machineChecker) graph() {
 	next := map[*State][]*State{}
 	prev := map[*State][]*State{}
 	for _, t := range m.Transitions {
-		next[t.From] = append(next[t.From], t.To)
-		prev[t.To] = append(prev[t.To], t.From)
+		tos := []*State{t.To}
+		if t.History != nil {
+			// A history may lead to any leaf of its composite.
+			tos = t.History.Parent.Leaves()
+		}
+		for _, to := range tos {
+			if !slices.Contains(next[t.From], to) {
+				next[t.From] = append(next[t.From], to)
+				prev[to] = append(prev[to], t.From)
+			}
+		}
 	}
 	reach := walk([]*State{m.Initial}, next)
 	var finals []*State
@@ -967,7 +1469,7 @@ func (mc *machineChecker) senders() {
 		return
 	}
 	for _, s := range mc.m.States {
-		if !s.Wait || s.Terminal() || len(s.Timers) > 0 || mc.lostTimer[s] {
+		if !s.Wait || s.Terminal() || hasTimer(s) || mc.lostTimer[s] {
 			continue
 		}
 		var whys []string
@@ -975,6 +1477,11 @@ func (mc *machineChecker) senders() {
 		for _, t := range mc.m.Transitions {
 			if t.From != s || slices.Contains(seen, t.Event) {
 				continue
+			}
+			if t.Event == nil {
+				// An eventless or completion row moves the run by itself.
+				whys = nil
+				break
 			}
 			seen = append(seen, t.Event)
 			why := mc.m.Sender(s, t.Event)
@@ -988,6 +1495,16 @@ func (mc *machineChecker) senders() {
 			mc.warnf(s.Pos, "state %s waits, but has no timer and callers may not send its events (%s): a run there waits for ever; declare one of them external", s.Name, strings.Join(whys, ", "))
 		}
 	}
+}
+
+// hasTimer reports whether s or one of its ancestors has a timer.
+func hasTimer(s *State) bool {
+	for x := s; x != nil; x = x.Parent {
+		if len(x.Timers) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func walk(start []*State, edges map[*State][]*State) map[*State]bool {
@@ -1019,6 +1536,11 @@ func (mc *machineChecker) unused() {
 			mc.errorf(g.Pos, "guard %s is never used", g.Name)
 		}
 	}
+	for _, a := range mc.m.Actions {
+		if !mc.used.actions[a.Name] && !mc.unknownRefs["action"] {
+			mc.warnf(a.Pos, "action %s is never used; name it in an entry or exit option, or remove it", a.Name)
+		}
+	}
 }
 
 // goNames reports declarations whose generated top-level Go identifiers
@@ -1047,7 +1569,7 @@ func (mc *machineChecker) goNames() {
 		}
 		return false
 	}
-	for _, s := range mc.m.States {
+	for _, s := range slices.Concat(mc.m.States, mc.m.Composites) {
 		// One collision per state is enough: its other names derive from
 		// the same Go name.
 		whats := []string{"state " + s.Name, "the view of state " + s.Name, "the event set of state " + s.Name}
@@ -1069,6 +1591,15 @@ func (mc *machineChecker) goNames() {
 			continue
 		}
 		methods[g.GoName] = g
+	}
+	// Actions are methods of the Actions interface, likewise.
+	actions := map[string]*Action{}
+	for _, a := range mc.m.Actions {
+		if prev, ok := actions[a.GoName]; ok {
+			mc.errorf(a.Pos, "action %s would be named %s in Go, which is taken by action %s at %s", a.Name, a.GoName, prev.Name, short(prev.Pos))
+			continue
+		}
+		actions[a.GoName] = a
 	}
 }
 

@@ -276,7 +276,11 @@ func (p *printer) item(it *Item) {
 	case it.Cancel != nil:
 		p.code("cancel", "cancel", name(it.Cancel.Event))
 	case it.State != nil:
-		p.code("state", stateCells(it.State)...)
+		p.state(it.State)
+	case it.History != nil:
+		p.code("history", historyCells(it.History)...)
+	case it.Action != nil:
+		p.code("action", "action", name(it.Action.Name))
 	case it.Event != nil:
 		if p.eventBlock(it) {
 			return
@@ -367,6 +371,43 @@ func eventHead(ev *EventDecl) string {
 	return "event " + name(ev.Name)
 }
 
+// state prints a state declaration; a composite's children go on the
+// lines after it, one level deeper, up to the } that closes its block.
+func (p *printer) state(s *StateDecl) {
+	cells := stateCells(s)
+	if !s.Block {
+		p.code("state", cells...)
+		return
+	}
+	cells[2] = strings.TrimSpace(cells[2] + " {")
+	p.code("state", cells...)
+	p.open()
+	prevLine := s.Pos.Line
+	for _, c := range s.Children {
+		p.gap(c.Pos.Offset, prevLine, max(c.Pos.Line, 1), c.Doc)
+		switch {
+		case c.State != nil:
+			p.state(c.State)
+		case c.History != nil:
+			p.code("history", historyCells(c.History)...)
+		}
+		for _, cm := range p.take(c.EndPos.Offset) {
+			p.trail(cm)
+		}
+		prevLine = c.EndPos.Line
+	}
+	// EndPos is just after the closing brace.
+	p.gap(s.EndPos.Offset-1, prevLine, 0, nil)
+	p.close()
+}
+
+func historyCells(h *HistoryDecl) []string {
+	if h.Deep {
+		return []string{"deep history", name(h.Name)}
+	}
+	return []string{"history", name(h.Name)}
+}
+
 func stateCells(s *StateDecl) []string {
 	var rest []string
 	if s.Status != nil {
@@ -381,8 +422,14 @@ func stateCells(s *StateDecl) []string {
 			rest = append(rest, "wait")
 		case o.Retry != nil:
 			rest = append(rest, retryString(o.Retry))
-		case o.Timer != nil:
+		case o.Timer != nil && o.Timer.After != nil:
 			rest = append(rest, "after", dur(o.Timer.After), name(o.Timer.Event))
+		case o.Timer != nil:
+			rest = append(rest, "after", name(o.Timer.FieldOf)+"."+name(o.Timer.Field), "min", dur(o.Timer.Min), "max", dur(o.Timer.Max), name(o.Timer.Event))
+		case o.Entry != nil:
+			rest = append(rest, "entry", name(o.Entry))
+		case o.Exit != nil:
+			rest = append(rest, "exit", name(o.Exit))
 		}
 	}
 	return []string{s.Kind, name(s.Name), strings.Join(rest, " ")}
@@ -447,7 +494,16 @@ func transitionCells(t *TransitionDecl) []string {
 	if t.Outcome != nil {
 		outcome = "outcome " + t.Outcome.Value
 	}
-	return []string{strings.Join(from, ", "), "->", name(t.To), "on", name(t.Event), guard, outcome}
+	on, events := "", make([]string, 0, 1+len(t.More))
+	for _, e := range t.Events() {
+		on = "on"
+		events = append(events, name(e))
+	}
+	internal := ""
+	if t.Internal {
+		internal = "internal"
+	}
+	return []string{strings.Join(from, ", "), "->", name(t.To), on, strings.Join(events, ", "), guard, outcome, internal}
 }
 
 func oneLineFields(fs []*Field) string {

@@ -296,6 +296,89 @@ var formatCases = []struct {
 		name: "trailing comments align over a run",
 		src:  "machine M {\n    type \"m\" // a\n    version 12 // b\n    package m\n    guard G // c\n    guard Long // d\n\n    guard H // e\n}\n",
 		want: "machine M {\n    type \"m\"   // a\n    version 12 // b\n    package m\n    guard G    // c\n    guard Long // d\n\n    guard H // e\n}\n",
+	}, {
+		name: "nested states, laid out loosely",
+		src: `// A nested machine, laid out loosely.
+machine Player {
+  initial STOPPED wait
+  state ACTIVE after 30m IdleTimeout entry StartClock exit StopClock { // the composite
+      // the first child
+      initial PLAYING wait
+    state PAUSED wait after 5m Stop
+    state SEEKING { initial FORWARD wait
+       state BACKWARD wait }
+
+
+      history RESUME
+      deep history LAST
+      final ENDED
+      final BROKEN failed
+      // the end of ACTIVE
+  }
+  final OFF succeeded
+  action StartClock
+  action StopClock
+  event Play event Pause event Stop event Resume event Tick event Seek event IdleTimeout
+  guard Expired
+  STOPPED -> ACTIVE on Play
+  PAUSED -> PLAYING on Pause,Play
+  ACTIVE -> STOPPED on Stop , IdleTimeout
+  STOPPED -> RESUME on Resume
+  PLAYING -> PLAYING on Tick internal
+  ACTIVE -> SEEKING on Seek
+  SEEKING -> BACKWARD on Seek internal
+  FORWARD -> LAST on Resume
+  BACKWARD -> ENDED on Tick
+  PAUSED -> BROKEN on Tick
+  PLAYING -> PAUSED on Pause
+  ACTIVE -> OFF on done
+  PAUSED -> STOPPED when Expired
+}
+`,
+		want: `// A nested machine, laid out loosely.
+machine Player {
+    initial STOPPED wait
+    state   ACTIVE  after 30m IdleTimeout entry StartClock exit StopClock { // the composite
+        // the first child
+        initial PLAYING wait
+        state   PAUSED  wait after 5m Stop
+        state   SEEKING {
+            initial FORWARD  wait
+            state   BACKWARD wait
+        }
+
+        history      RESUME
+        deep history LAST
+        final ENDED
+        final BROKEN failed
+        // the end of ACTIVE
+    }
+    final OFF succeeded
+    action StartClock
+    action StopClock
+    event Play
+    event Pause
+    event Stop
+    event Resume
+    event Tick
+    event Seek
+    event IdleTimeout
+    guard Expired
+    STOPPED  -> ACTIVE   on Play
+    PAUSED   -> PLAYING  on Pause, Play
+    ACTIVE   -> STOPPED  on Stop, IdleTimeout
+    STOPPED  -> RESUME   on Resume
+    PLAYING  -> PLAYING  on Tick internal
+    ACTIVE   -> SEEKING  on Seek
+    SEEKING  -> BACKWARD on Seek internal
+    FORWARD  -> LAST     on Resume
+    BACKWARD -> ENDED    on Tick
+    PAUSED   -> BROKEN   on Tick
+    PLAYING  -> PAUSED   on Pause
+    ACTIVE   -> OFF      on done
+    PAUSED   -> STOPPED          when Expired
+}
+`,
 	},
 }
 

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -170,7 +171,7 @@ type Action struct {
 // else clauses.
 func (m *Machine) RuntimeFired() map[*Event]bool {
 	out := map[*Event]bool{}
-	for _, s := range m.States {
+	for _, s := range slices.Concat(m.States, m.Composites) {
 		for _, tm := range s.Timers {
 			out[tm.Event] = true
 		}
@@ -194,7 +195,7 @@ func (m *Machine) Sender(s *State, e *Event) string {
 	if e == m.Cancel || e.External {
 		return ""
 	}
-	for _, st := range m.States {
+	for _, st := range slices.Concat(m.States, m.Composites) {
 		for _, tm := range st.Timers {
 			if tm.Event == e {
 				return "the timer of " + st.Name
@@ -330,6 +331,11 @@ type Guard struct {
 	// first use. With one event the generated method takes that event's
 	// type; with several, the Event interface.
 	Events []*Event
+	// Eventless reports that the guard is used on an eventless or
+	// completion ("on done") row, where no event is at hand: the
+	// generated method then takes the machine's Event interface, whatever
+	// Events holds, and an eventless row calls it with nil.
+	Eventless bool
 }
 
 // Transition is one row of the transition table, after FROM lists and *
@@ -357,6 +363,8 @@ type Transition struct {
 	Source *State
 	// Target is the state the row names: To itself, or a composite whose
 	// initial leaf To is; nil when the row targets a history pseudostate.
+	// An internal row whose Target is its Source stays in the leaf the run
+	// is in: To is From, and Exit and Enter are empty.
 	Target *State
 	// History is the history pseudostate the row targets, nil otherwise;
 	// To is then the leaf entered while the composite has no history.

@@ -180,10 +180,22 @@ func attachDocs(f *File, lineStart map[int]int) {
 		}
 		return doc
 	}
+	var children func(sd *StateDecl)
+	children = func(sd *StateDecl) {
+		for _, c := range sd.Children {
+			c.Doc = docAbove(c.Pos)
+			if c.State != nil {
+				children(c.State)
+			}
+		}
+	}
 	for _, m := range f.Machines {
 		m.Doc = docAbove(m.Pos)
 		for _, it := range m.Items {
 			it.Doc = docAbove(it.Pos)
+			if it.State != nil {
+				children(it.State)
+			}
 		}
 	}
 }

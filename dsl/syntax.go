@@ -63,7 +63,16 @@ var (
 )
 
 // declKeywords are the words that start a declaration.
-var declKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "upgrade"}
+var declKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "action", "history", "upgrade"}
+
+// stateKeywords are the words that start a state declaration, which may
+// have a block of children.
+var stateKeywords = []string{"initial", "state", "final"}
+
+// machineKeywords are the words that start a declaration that belongs to
+// the machine only: a line inside a state's block that starts with one
+// ends the block, which was not closed.
+var machineKeywords = []string{"type", "version", "package", "cancel", "event", "guard", "action", "upgrade"}
 
 // retiredUpgrade is the word that opened an upgrade block before it was
 // named upgrade: a line that starts "migrate from" is an item, reported
@@ -75,7 +84,9 @@ const retiredUpgrade = "migrate"
 var retryOptions = []string{"backoff", "factor", "max", "jitter", "nonretryable"}
 
 const (
-	wantItem     = "a declaration (type, version, package, cancel, initial, state, final, event, guard or upgrade) or a transition row (FROM -> TO on EVENT)"
+	wantItem     = "a declaration (type, version, package, cancel, initial, state, final, history, event, guard, action or upgrade) or a transition row (FROM -> TO on EVENT)"
+	wantChild    = `a child state (initial, state, final), a history (history NAME, deep history NAME) or "}"`
+	wantOption   = `a state option (wait, retry N, after D EVENT, entry ACTION, exit ACTION) or "{" and its children`
 	wantUpgrade  = "an upgrade rule (OLD -> NEW [when EVENT | unless EVENT] [timers keep|restart], OLD drain, or default EVENT.field VALUE) or \"}\""
 	wantStatus   = "a status: succeeded, failed or cancelled"
 	wantUnits    = "ms, s, m, h or d"
@@ -228,6 +239,9 @@ type syntaxScanner struct {
 	chunks []chunk
 	// machines records each machine block found, for ParsePartial.
 	machines []scannedMachine
+	// closedBody reports whether the braces of the machine block being
+	// scanned balance: its states' blocks are then closed.
+	closedBody bool
 }
 
 // scannedMachine is a machine block as the scanner found it: its keyword's
@@ -286,10 +300,43 @@ func (s *syntaxScanner) startsItem(i int) bool {
 		return true
 	case isWord(t, retiredUpgrade) && isWord(s.at(i+1), "from"):
 		return true
+	case isWord(t, "deep") && isWord(s.at(i+1), "history"):
+		return true
 	case t.Type == identToken || isPunct(t, "*"):
 		return s.lineHasArrow(i) || s.startsMachine(i)
 	}
 	return false
+}
+
+// balanced reports whether the braces from token i to the end of its
+// machine block (the next line that starts a machine, or the end of the
+// file) close every brace they open and then the machine's.
+func (s *syntaxScanner) balanced(i int) bool {
+	depth := 0
+	for j := i; j < len(s.toks) && !s.toks[j].EOF(); j++ {
+		if j > i && s.startsMachine(j) && s.startsLine(j) {
+			break
+		}
+		switch {
+		case isPunct(s.toks[j], "{"):
+			depth++
+		case isPunct(s.toks[j], "}"):
+			depth--
+		}
+	}
+	return depth == -1
+}
+
+// endsStateBlock reports whether token i, the first of its line inside a
+// state's block, cannot be part of it: the line starts a machine or a
+// declaration that only a machine holds, and the block was not closed.
+// Rows stay in the block, to be reported there.
+func (s *syntaxScanner) endsStateBlock(i int) bool {
+	t := s.at(i)
+	if s.startsMachine(i) {
+		return true
+	}
+	return t.Type == identToken && slices.Contains(machineKeywords, t.Value) && !s.lineHasArrow(i)
 }
 
 // endsFieldBlock reports whether token i, the first of its line inside a
@@ -389,6 +436,7 @@ func (s *syntaxScanner) machine() {
 	if isPunct(s.peek(), "{") {
 		s.i++
 	}
+	s.closedBody = s.balanced(s.i)
 	what := "machine " + name
 	if name == "" {
 		what = "the machine"
@@ -415,6 +463,10 @@ func (s *syntaxScanner) machine() {
 func (s *syntaxScanner) chunk() {
 	start := s.i
 	depth := 0 // of field blocks
+	stateBlock := s.at(start).Type == identToken && slices.Contains(stateKeywords, s.at(start).Value)
+	// A state's block that the machine's braces show to be closed keeps
+	// the lines that do not belong in it, to report them there.
+	closed := stateBlock && s.closedBody
 	for {
 		t := s.peek()
 		switch {
@@ -434,6 +486,10 @@ func (s *syntaxScanner) chunk() {
 			}
 		} else if isWord(s.at(start), "upgrade") || isWord(s.at(start), retiredUpgrade) {
 			if s.startsLine(s.i) && s.endsUpgradeBlock(s.i) {
+				break
+			}
+		} else if stateBlock {
+			if s.startsLine(s.i) && (s.startsMachine(s.i) || !closed && s.endsStateBlock(s.i)) {
 				break
 			}
 		} else if s.startsLine(s.i) && s.endsFieldBlock(s.i) {
@@ -597,6 +653,16 @@ func (r *recognizer) item() string {
 		r.take()
 		r.expect(identToken, "a guard name")
 		return wantItem
+	case "action":
+		r.take()
+		r.expect(identToken, "an action name")
+		return wantItem
+	case "history":
+		return r.history()
+	case "deep":
+		if isWord(next, "history") {
+			return r.history()
+		}
 	case "upgrade":
 		return r.upgrade()
 	case retiredUpgrade:
@@ -620,6 +686,7 @@ func (r *recognizer) expect(typ lexer.TokenType, want string) bool {
 
 func (r *recognizer) state() string {
 	kind := r.take().Value
+	name := r.peek().Value
 	if !r.expect(identToken, "a state name") {
 		return ""
 	}
@@ -645,19 +712,83 @@ options:
 			r.retry()
 		case isWord(t, "after"):
 			r.timer()
+		case isWord(t, "entry"), isWord(t, "exit"):
+			r.take()
+			r.expect(identToken, fmt.Sprintf("the name of the action: %s ACTION", t.Value))
 		default:
 			break options
 		}
 		options = true
 	}
+	if r.failed {
+		return ""
+	}
+	if isPunct(r.peek(), "{") && !r.atEnd() {
+		return r.children(name)
+	}
 	switch {
 	case kind != "final" || options:
-		return "a state option: wait, retry N or after D EVENT"
+		return wantOption
 	case !status:
 		return wantStatus
 	case !outcome:
 		return `outcome "name" or the end of the declaration`
 	}
+	return wantItem
+}
+
+// children checks the block of composite state name, from its "{".
+func (r *recognizer) children(name string) string {
+	open := r.take()
+	for !r.failed {
+		t := r.peek()
+		switch {
+		case r.atEnd():
+			last := r.toks[len(r.toks)-1]
+			r.fail(endOf(last), "unexpected %s, expected \"}\" to close the block of state %s (opened at %s)", describeToken(t), name, short(open.Pos))
+			if t.Pos.Line != last.Pos.Line {
+				r.msg = fmt.Sprintf("the block of state %s (opened at %s) is not closed; add \"}\" after its last child", name, short(open.Pos))
+			}
+			return ""
+		case isPunct(t, "}"):
+			r.take()
+			return wantItem
+		case t.Type == identToken && slices.Contains(stateKeywords, t.Value):
+			follow := r.state()
+			if n := r.peek(); !r.failed && !r.atEnd() && !isPunct(n, "}") && !r.startsChild() && n.Pos.Line == r.toks[r.i-1].Pos.Line {
+				r.unexpected(follow)
+			}
+		case isWord(t, "history"), isWord(t, "deep") && isWord(r.peekAt(1), "history"):
+			r.history()
+			if n := r.peek(); !r.failed && !r.atEnd() && !isPunct(n, "}") && !r.startsChild() && n.Pos.Line == r.toks[r.i-1].Pos.Line {
+				r.unexpected(wantChild)
+			}
+		case isPunct(t, "*") || r.peekAt(1).Type == arrowToken || isPunct(r.peekAt(1), ","):
+			r.fail(t.Pos, "transition rows are written at the machine level, not in the block of state %s; move this row below the block", name)
+		case t.Type == identToken && slices.Contains(declKeywords, t.Value):
+			r.fail(t.Pos, "%s declarations are written at the machine level, not in the block of state %s; move it below the block", t.Value, name)
+		default:
+			r.unexpected(wantChild)
+		}
+	}
+	return ""
+}
+
+// startsChild reports whether the next token starts a child of a state's
+// block.
+func (r *recognizer) startsChild() bool {
+	t := r.peek()
+	return t.Type == identToken && (slices.Contains(stateKeywords, t.Value) || t.Value == "history" ||
+		t.Value == "deep" && isWord(r.peekAt(1), "history"))
+}
+
+// history checks history NAME and deep history NAME.
+func (r *recognizer) history() string {
+	if isWord(r.peek(), "deep") {
+		r.take()
+	}
+	r.take()
+	r.expect(identToken, "the name of the history: history NAME")
 	return wantItem
 }
 
@@ -745,7 +876,29 @@ func (r *recognizer) outOfOrder(o lexer.Token, after string) {
 
 func (r *recognizer) timer() {
 	r.take()
-	if !r.duration() {
+	if t := r.peek(); t.Type == identToken && !r.atEnd() {
+		// after EVENT.field min D max D EVENT
+		const syntax = "after EVENT.field min D max D EVENT"
+		r.take()
+		if !isPunct(r.peek(), ".") || r.atEnd() {
+			r.unexpected(`a duration, or "." and a field: ` + syntax)
+			return
+		}
+		r.take()
+		if !r.expect(identToken, "the event's time.Duration field: "+syntax) {
+			return
+		}
+		for _, bound := range []string{"min", "max"} {
+			if !isWord(r.peek(), bound) || r.atEnd() {
+				r.unexpected(fmt.Sprintf("%s and a duration: %s", bound, syntax))
+				return
+			}
+			r.take()
+			if !r.duration() {
+				return
+			}
+		}
+	} else if !r.duration() {
 		return
 	}
 	r.expect(identToken, "the event the timer fires: after D EVENT")
@@ -932,15 +1085,24 @@ func (r *recognizer) row() string {
 	if !r.expect(identToken, "the target state: "+syntax) {
 		return ""
 	}
-	if !isWord(r.peek(), "on") || r.atEnd() {
+	follow := `"on", when GUARD, unless GUARD, outcome "name", internal or the end of the row`
+	if isWord(r.peek(), "on") && !r.atEnd() {
+		r.take()
+		if !r.expect(identToken, "an event name") {
+			return ""
+		}
+		for isPunct(r.peek(), ",") && !r.atEnd() {
+			r.take()
+			if !r.expect(identToken, "another event name: on EVENT, EVENT") {
+				return ""
+			}
+		}
+		follow = `when GUARD, unless GUARD, outcome "name", internal or the end of the row`
+	} else if t := r.peek(); !r.atEnd() && t.Type == identToken && !slices.Contains([]string{"when", "unless", "outcome", "internal"}, t.Value) {
+		// A word where the row's clauses go: most likely its event.
 		r.unexpected(`"on": a transition row reads ` + syntax)
 		return ""
 	}
-	r.take()
-	if !r.expect(identToken, "an event name") {
-		return ""
-	}
-	follow := `when GUARD, unless GUARD, outcome "name" or the end of the row`
 	if t := r.peek(); (isWord(t, "when") || isWord(t, "unless")) && !r.atEnd() {
 		r.take()
 		if isPunct(r.peek(), "!") && !r.atEnd() {
@@ -949,13 +1111,17 @@ func (r *recognizer) row() string {
 		if !r.expect(identToken, "a guard name") {
 			return ""
 		}
-		follow = `outcome "name" or the end of the row`
+		follow = `outcome "name", internal or the end of the row`
 	}
 	if isWord(r.peek(), "outcome") && !r.atEnd() {
 		r.take()
 		if !r.expect(stringToken, `the outcome, a quoted string: outcome "name"`) {
 			return ""
 		}
+		follow = "internal or the end of the row"
+	}
+	if isWord(r.peek(), "internal") && !r.atEnd() {
+		r.take()
 		follow = "the end of the row"
 	}
 	return follow

@@ -321,7 +321,7 @@ func (mc *upgradeChecker) target(rule *UpgradeRule) {
 		fired := mc.mg.From.RuntimeFired()
 		var awaited []*Event
 		for _, tr := range mc.mg.From.Transitions {
-			if tr.From == s && (!fired[tr.Event] || tr.Event.External) && !slices.Contains(awaited, tr.Event) {
+			if tr.From == s && tr.Event != nil && (!fired[tr.Event] || tr.Event.External) && !slices.Contains(awaited, tr.Event) {
 				awaited = append(awaited, tr.Event)
 			}
 		}

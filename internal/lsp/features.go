@@ -117,8 +117,10 @@ func stateHover(it *dsl.Item) string {
 			switch {
 			case o.Retry != nil:
 				retry = "retry: " + retryText(o.Retry)
-			case o.Timer != nil:
+			case o.Timer != nil && o.Timer.After != nil:
 				bullets = append(bullets, fmt.Sprintf("timer: after %s fires %s", o.Timer.After.Value, o.Timer.Event.Value))
+			case o.Timer != nil:
+				bullets = append(bullets, fmt.Sprintf("timer: after %s.%s (between %s and %s) fires %s", o.Timer.FieldOf.Value, o.Timer.Field.Value, o.Timer.Min.Value, o.Timer.Max.Value, o.Timer.Event.Value))
 			}
 		}
 		if !wait {
@@ -239,7 +241,14 @@ func rowText(t *dsl.TransitionDecl) string {
 			froms[i] = "*"
 		}
 	}
-	s := strings.Join(froms, ", ") + " -> " + t.To.Value + " on " + t.Event.Value
+	s := strings.Join(froms, ", ") + " -> " + t.To.Value
+	if evs := t.Events(); len(evs) > 0 {
+		names := make([]string, len(evs))
+		for i, e := range evs {
+			names[i] = e.Value
+		}
+		s += " on " + strings.Join(names, ", ")
+	}
 	if g := t.Guard; g != nil {
 		if g.Unless {
 			s += " unless "
@@ -253,6 +262,9 @@ func rowText(t *dsl.TransitionDecl) string {
 	}
 	if t.Outcome != nil {
 		s += " outcome " + t.Outcome.Value
+	}
+	if t.Internal {
+		s += " internal"
 	}
 	return s
 }
