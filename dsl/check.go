@@ -197,6 +197,7 @@ func (c *checker) machine(md *MachineDecl) (*Machine, *machineChecker) {
 		mc.skipGraph = true
 	}
 	mc.groups()
+	mc.nested()
 	mc.timers()
 	mc.cancel(md)
 	mc.graph()
@@ -683,6 +684,7 @@ func (mc *machineChecker) declareEvent(ed *EventDecl, doc []string) {
 	}
 	e := &Event{Pos: ed.Name.Pos, Name: name, Doc: doc, GoName: goName(name), External: ed.External}
 	if name == "done" {
+		mc.used.events[name] = true // the error is the declaration
 		mc.errorf(ed.Name.Pos, "done is a reserved word, not an event: a row \"on done\" is taken when its composite completes; name the event otherwise")
 	} else if !token.IsExported(name) {
 		mc.errorf(ed.Name.Pos, "event name %s must start with an upper-case letter", name)
@@ -926,6 +928,7 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 		for _, s := range froms {
 			if !slices.ContainsFunc(s.Children, func(c *State) bool { return c.Done }) {
 				mc.errorf(td.Event.Pos, "\"on done\" on state %s, which has no final state without a status; a completion row leaves a composite once its run reaches such a final child", s.Name)
+				mc.skipGraph = true
 				continue
 			}
 			kept = append(kept, s)
@@ -941,6 +944,7 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 			}
 			if target != nil && !target.In(s) {
 				mc.errorf(td.To.Pos, "internal transition from %s to %s: an internal row stays in its source, so its target is %s or a state inside it", s.Name, td.To.Value, s.Name)
+				mc.skipGraph = true
 				continue
 			}
 			kept = append(kept, s)
@@ -1664,4 +1668,115 @@ func distance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
+}
+
+// rowText names a written row in a message: "A -> B on E", "A -> B on
+// done" or "A -> B" for an eventless row.
+func rowText(t *Transition) string {
+	to := t.To.Name
+	switch {
+	case t.History != nil:
+		to = t.History.Name
+	case t.Target != nil:
+		to = t.Target.Name
+	}
+	s := t.Source.Name + " -> " + to
+	if t.Event != nil || t.Done {
+		s += " " + rowOn(t)
+	}
+	return s
+}
+
+// timerText is a timer as written: after 32s Timeout.
+func timerText(tm *Timer) string { return "after " + tm.Text + " " + tm.Event.Name }
+
+// nested checks what nesting, eventless rows and timers from run data
+// add: a row that exits and re-enters a state with a timer restarts it
+// (a warning); a timer whose duration is an event's field is entered on
+// that event only; and unguarded eventless rows do not loop.
+func (mc *machineChecker) nested() {
+	m := mc.m
+	type restart struct {
+		pos lexer.Position
+		s   *State
+		on  string
+	}
+	warned := map[restart]bool{}
+	for _, t := range m.Transitions {
+		for _, s := range t.Exit {
+			if len(s.Timers) == 0 || !slices.Contains(t.Enter, s) {
+				continue
+			}
+			k := restart{t.Pos, s, rowOn(t)}
+			if warned[k] {
+				continue
+			}
+			warned[k] = true
+			timers := make([]string, len(s.Timers))
+			for i, tm := range s.Timers {
+				timers[i] = `"` + timerText(tm) + `"`
+			}
+			what := "its timer " + timers[0]
+			if len(timers) > 1 {
+				what = "its timers " + strings.Join(timers[:len(timers)-1], ", ") + " and " + timers[len(timers)-1]
+			}
+			mc.warnf(t.Pos, "state %s: the row %s re-enters %s and restarts %s; add \"internal\" to keep it running", s.Name, rowText(t), s.Name, what)
+		}
+	}
+	for _, s := range slices.Concat(m.States, m.Composites) {
+		for _, tm := range s.Timers {
+			if tm.FieldOf == nil {
+				continue
+			}
+			if m.Initial != nil && m.Initial.In(s) {
+				mc.errorf(tm.Pos, "timer of state %s takes its duration from %s.%s, but a run starts in %s, where no event has set it; enter %s on %s only", s.Name, tm.FieldOf.Name, tm.Field.Name, s.Name, s.Name, tm.FieldOf.Name)
+				continue
+			}
+			for _, t := range m.Transitions {
+				if slices.Contains(t.Enter, s) && t.Event != tm.FieldOf {
+					mc.errorf(t.Pos, "the row %s enters state %s, whose timer takes its duration from %s.%s; every row that enters %s must be on %s", rowText(t), s.Name, tm.FieldOf.Name, tm.Field.Name, s.Name, tm.FieldOf.Name)
+					break
+				}
+			}
+		}
+	}
+	mc.eventlessLoops()
+}
+
+// eventlessLoops reports a cycle of unguarded eventless and completion
+// rows: once a run enters it, it would move for ever without an event.
+func (mc *machineChecker) eventlessLoops() {
+	next := map[*State]*Transition{} // the unguarded eventless row a leaf takes first
+	for _, t := range mc.m.Transitions {
+		if t.Event == nil && t.Guard == nil && t.History == nil && next[t.From] == nil {
+			next[t.From] = t
+		}
+	}
+	done := map[*State]bool{}
+	for _, start := range mc.m.States {
+		var path []*State
+		onPath := map[*State]int{}
+		for s := start; s != nil && !done[s]; {
+			if i, ok := onPath[s]; ok {
+				loop := path[i:]
+				names := make([]string, 0, len(loop)+1)
+				for _, x := range loop {
+					names = append(names, x.Name)
+				}
+				names = append(names, s.Name)
+				mc.errorf(next[loop[0]].Pos, "unguarded rows without an event loop for ever: %s; guard one of them, or give it an event", strings.Join(names, " -> "))
+				break
+			}
+			onPath[s] = len(path)
+			path = append(path, s)
+			t := next[s]
+			if t == nil {
+				break
+			}
+			s = t.To
+		}
+		for _, s := range path {
+			done[s] = true
+		}
+	}
 }
