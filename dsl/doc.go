@@ -111,14 +111,126 @@
 //
 // Guards are declared with guard NAME and implemented in Go: the generated
 // Guards interface has one method per guard, taking the event it is used
-// with (or the Event interface when one guard serves several events).
+// with (or the Event interface when one guard serves several events or an
+// eventless row).
 //
 // Transitions read FROM -> TO on EVENT, optionally followed by when GUARD,
 // when !GUARD or unless GUARD, and by outcome "x" when TO is terminal. FROM
 // is a state, a comma-separated list of states, or * for every non-terminal
-// state. Several transitions may share a (state, event) pair only when
+// top-level state. on E1, E2 stands for one row per event. Several transitions may share a (state, event) pair only when
 // guards tell them apart; they are tried in the order written and the first
 // whose guard admits the event wins.
+//
+// # Nested states
+//
+// A state with a block is a composite: its children, inside the braces,
+// are states (composites too, up to the nesting limit below), final
+// states and history pseudostates. Names are unique across the machine;
+// events, guards, actions and rows stay at the machine level.
+//
+//	machine Player {
+//	    initial STOPPED wait
+//	    state ACTIVE after 30m IdleTimeout entry StartClock exit StopClock {
+//	        initial PLAYING wait
+//	        state   PAUSED  wait after 5m Stop
+//	        state   POLLING wait after Polled.interval min 1s max 10m Tick
+//	        history      RESUME // shallow history
+//	        deep history LAST   // deep history
+//	        final ENDED         // completes ACTIVE
+//	        final BROKEN failed // ends the run
+//	    }
+//	    final OFF succeeded
+//
+//	    action StartClock
+//	    action StopClock
+//	    ...
+//
+//	    STOPPED -> ACTIVE  on Play             // enters ACTIVE, then PLAYING
+//	    PAUSED  -> PLAYING on Pause, Play      // one row per event
+//	    ACTIVE  -> STOPPED on Stop             // from every state inside ACTIVE
+//	    STOPPED -> RESUME  on Resume           // back where ACTIVE was left
+//	    PLAYING -> PLAYING on Tick internal    // no exit, no entry
+//	    ACTIVE  -> OFF     on done             // once ACTIVE is in ENDED
+//	    PAUSED  -> STOPPED when Expired        // no event: as soon as Expired holds
+//	}
+//
+// A composite has exactly one initial child. Its options are timers and
+// entry and exit actions; wait and retry belong to leaves, the states
+// without children. A final child without a status is a leaf where the
+// run waits (no handler runs) until a completion row or a row of an
+// ancestor moves it; a final child with a status ends the run, as a
+// top-level final state does.
+//
+// Configuration. A run is always in one leaf, the state it persists; it is
+// also in each composite around that leaf. A transition to a composite
+// enters its initial child, and that child's initial child, down to a
+// leaf; the machine's initial state is followed down the same way.
+//
+// Bubbling. An event in leaf L is tried on the rows of L, then on those of
+// L's parent, and so on outwards: the first row, innermost source first
+// and in the order written within one source, whose guard admits the
+// event is taken; when none does, the event is refused. A row written on
+// a composite thus applies in every state inside it, unless a state
+// closer to the leaf takes the event first. [Machine.Transitions] lists
+// the rows flattened onto leaves in exactly that order.
+//
+// Order of a transition. A row's domain is, for an external row, the
+// innermost composite that contains both its source and its target
+// without being either (none: the whole machine); for an internal row,
+// its source. The run leaves the states below the domain that it is in,
+// innermost first, running their exit actions; then enters the states
+// below the domain down to the target, outermost first, and the initial
+// children below the target down to a leaf, running their entry actions.
+// All exit actions run before any entry action. The persisted move is
+// from leaf to leaf, and one transition is one atomic step: on the
+// durable engine, the actions run inside the transaction that records it.
+//
+// Internal and external. Rows are external by default: a row S -> S exits
+// and re-enters S, runs its exit and entry actions and restarts its
+// timers, and a row from a composite to a state inside it exits and
+// re-enters the composite. A row ending in internal does not exit its
+// source: its target must be the source or a state inside it. An internal
+// row to its own source moves nothing and runs no action (the run stays
+// in its leaf); one to a state inside the source exits and enters only
+// states inside the source. fsmgen check warns about an external row that
+// re-enters a state with a timer, since the timer restarts.
+//
+// Entry and exit actions. entry ACTION and exit ACTION, options of any
+// non-terminal state (repeatable, run in the order written), name actions
+// declared with action NAME and implemented in Go through the generated
+// Actions interface, as guards are. An action that returns an error
+// aborts its transition.
+//
+// Timers. A state's timer starts when the state is entered and stops when
+// it is exited; a state that a transition neither exits nor enters keeps
+// its timers running, counted from when it was entered. A composite's
+// timer runs as long as the run is anywhere inside it. A timer's event is
+// fired to the run like any other event: it bubbles from the run's leaf.
+// after EVENT.field min D max D EVENT2 takes the duration from the
+// time.Duration field of EVENT carried by the row that entered the state,
+// clamped to [min, max]: every row entering the state must be on EVENT,
+// and a run may not start there.
+//
+// History. When a composite is exited, each of its history pseudostates
+// records where the run was: history NAME the child of the composite that
+// was active, deep history NAME the leaf. A row to a history enters the
+// composite and then the recorded child (down through its initial
+// children if it is a composite) or the recorded leaf; with no record
+// yet, the composite's initial leaf. The records are part of a run's
+// persisted data: on the durable engine they are written with the
+// transition that makes them and hold after a crash or a restart.
+//
+// Eventless and completion rows. A row without "on" is eventless: it is
+// taken, if its guard holds, as soon as its source is active (a guard used
+// on such a row takes the Event interface and is given nil). A row on done is a completion
+// row of a composite with a final child without status: it is taken when
+// the run enters that final child. After every transition, and when a run
+// starts, the machine looks for an enabled eventless or completion row of
+// the active states, innermost first, takes it and looks again, at most
+// 64 times in a row (then the move fails with an "eventless rows loop"
+// error). fsmgen check rejects a loop of unguarded eventless rows, and two
+// unguarded eventless rows from one state. done is a reserved word: no
+// event may be named done.
 //
 // # Versions and upgrades
 //
@@ -220,6 +332,22 @@
 // every path leads into one of those; the warning names them. A state
 // with a transition out, even back to itself, can still move, and a cycle
 // is never a dead end.
+//
+// In a nested machine these checks are made on the leaves, with each
+// composite's rows counted for its leaves and a row to a history counted
+// as reaching every leaf of its composite. Besides, [Check] reports a
+// composite without exactly one initial child, a history outside a
+// composite or used as a row's source, a completion row on a state
+// without a final child without status, an internal row whose target is
+// outside its source, an unknown action (unused ones draw a warning), a
+// composite's row that fires for none of its leaves because each takes
+// the event first (a leaf taking it first is ordinary bubbling, not an
+// error), a loop of unguarded eventless rows, and a timer on an event
+// field that is not a time.Duration, with min not below max, or entered
+// by a row on another event. An external row that re-enters a state with
+// a timer draws a warning:
+//
+//	state S: the row S -> S on E re-enters S and restarts its timer "after 32s Timeout"; add "internal" to keep it running
 //
 // An error is reported where it is made, and the checks that would only
 // echo it are not made: a transition row, timer, retry else or upgrade rule
