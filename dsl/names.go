@@ -11,10 +11,12 @@ var reservedNames = []string{
 	"Type", "Version", "State", "Event", "Guards", "Handlers", "Machine", "New",
 	"Option", "WithRecorder", "WithState", "ParseState", "States", "Events",
 	"Definition", "DecodeEvent", "View", "Fire", "NewDriver",
+	// fsm.go of a nested machine (its Machine's methods included)
+	"Actions", "Composites", "Settle", "History", "SetHistory",
 	// runs.go
 	"Handle", "Runs", "Snapshot", "Started",
 	// fsm_test.go
-	"TestFSM", "TestFSMStateNames", "TestFSMViews", "TestFSMSenders",
+	"TestFSM", "TestFSMStateNames", "TestFSMViews", "TestFSMSenders", "TestFSMNested",
 }
 
 // ReservedNames returns the exported top-level Go identifiers that every
@@ -42,6 +44,10 @@ func GoNames(m *Machine) []string {
 	names := ReservedNames()
 	for _, s := range m.States {
 		names = append(names, StateGoNames(s)...)
+	}
+	for _, s := range m.Composites {
+		// A composite has a constant and a view, and no handler.
+		names = append(names, StateGoNames(s)[:2]...)
 	}
 	for _, e := range m.Events {
 		names = append(names, e.GoName)

@@ -170,6 +170,20 @@ func TestGoldenCoverage(t *testing.T) {
 					}
 				}
 			}
+			for _, c := range m.Composites {
+				have["composite"] = true
+				if len(c.Timers) > 0 {
+					have["timer on a composite"] = true
+				}
+				if len(c.Entry) > 0 && len(c.Exit) > 0 {
+					have["entry and exit actions"] = true
+				}
+			}
+			for _, s := range m.States {
+				if s.Done {
+					have["final child"] = true
+				}
+			}
 			for _, e := range m.Events {
 				if len(e.Doc) > 0 {
 					have["event doc"] = true
@@ -212,6 +226,24 @@ func TestGoldenCoverage(t *testing.T) {
 				if i > 0 && m.Transitions[i-1].Pos == tr.Pos {
 					have["FROM list or *"] = true
 				}
+				switch {
+				case tr.Done:
+					have["completion row"] = true
+				case tr.Event == nil:
+					have["eventless row"] = true
+				}
+				if tr.Internal {
+					have["internal row"] = true
+				}
+				if tr.History != nil {
+					have["history "+map[bool]string{false: "shallow", true: "deep"}[tr.History.Deep]] = true
+				}
+				if tr.Source != nil && tr.Source != tr.From && tr.Event != nil {
+					have["row of a composite"] = true
+				}
+				if tr.Event == nil {
+					continue
+				}
 				k := tr.From.Name + " " + tr.Event.Name
 				rows[k]++
 				if rows[k] == 3 && tr.Guard == nil {
@@ -233,6 +265,8 @@ func TestGoldenCoverage(t *testing.T) {
 		"field money.Amount", "field []money.Amount",
 		"guard with one event", "guard with several events", "when", "negated guard",
 		"transition outcome", "self transition", "FROM list or *", "guarded alternatives with a fallback",
+		"composite", "timer on a composite", "entry and exit actions", "final child",
+		"completion row", "eventless row", "internal row", "history shallow", "history deep", "row of a composite",
 	}
 	for _, p := range dsl.RetryPresets {
 		want = append(want, "retry preset "+p)
