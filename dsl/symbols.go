@@ -12,12 +12,16 @@ type SymbolKind int
 
 // The kinds of names a machine declares and refers to.
 const (
+	// StateSymbol names a state, at any depth, or a history
+	// pseudostate: they share one name space.
 	StateSymbol SymbolKind = iota + 1
 	EventSymbol
 	GuardSymbol
+	// ActionSymbol names an entry or exit action.
+	ActionSymbol
 )
 
-// String returns "state", "event" or "guard".
+// String returns "state", "event", "guard" or "action".
 func (k SymbolKind) String() string {
 	switch k {
 	case StateSymbol:
@@ -26,21 +30,32 @@ func (k SymbolKind) String() string {
 		return "event"
 	case GuardSymbol:
 		return "guard"
+	case ActionSymbol:
+		return "action"
 	}
 	return "symbol"
 }
 
-// Ref is one occurrence of a state, event or guard name in a file: its
-// declaration, or a use of it (in a transition row, a timer, a retry
-// policy's else clause or the cancel declaration).
+// Ref is one occurrence of a state, event, guard or action name in a
+// file: its declaration, or a use of it (in a transition row, a timer, a
+// retry policy's else clause, an entry or exit option or the cancel
+// declaration).
 type Ref struct {
 	Kind SymbolKind
 	Name string
 	// Machine is the machine block the name occurs in; names are scoped by
 	// machine.
 	Machine *MachineDecl
-	// Item is the declaration or row the name occurs in.
+	// Item is the declaration or row the name occurs in: for a name
+	// inside a composite state's block, the top-level declaration of
+	// that composite.
 	Item *Item
+	// State is, for the declaration of a state, that state's own
+	// declaration (also inside a block), and History that of a history
+	// pseudostate; Doc is the declaration's doc comment.
+	State   *StateDecl
+	History *HistoryDecl
+	Doc     []string
 	// Pos is the position of the name's first character and End that of
 	// the character after its last.
 	Pos, End lexer.Position
@@ -65,18 +80,28 @@ func Refs(f *File) []Ref {
 	versions := declVersions(f)
 	for _, md := range f.Machines {
 		for _, it := range md.Items {
-			addIn := func(m *MachineDecl, kind SymbolKind, n *Name, decl bool) {
+			addIn := func(m *MachineDecl, kind SymbolKind, n *Name, decl bool) bool {
 				if m == nil || n == nil || n.Value == "" {
-					return
+					return false
 				}
 				end := n.Pos
 				end.Advance(n.Value)
 				out = append(out, Ref{Kind: kind, Name: n.Value, Machine: m, Item: it, Pos: n.Pos, End: end, Decl: decl})
+				return true
 			}
 			add := func(kind SymbolKind, name string, pos lexer.Position, decl bool) {
 				addIn(md, kind, &Name{Pos: pos, Value: name}, decl)
 			}
-			addName := func(kind SymbolKind, n *Name, decl bool) { addIn(md, kind, n, decl) }
+			addName := func(kind SymbolKind, n *Name, decl bool) bool { return addIn(md, kind, n, decl) }
+			// declare adds the declaration of n with its doc comment.
+			declare := func(kind SymbolKind, n *Name, doc []string) *Ref {
+				if !addName(kind, n, true) {
+					return &Ref{}
+				}
+				r := &out[len(out)-1]
+				r.Doc = doc
+				return r
+			}
 			switch {
 			case it.Upgrade != nil:
 				var old *MachineDecl
@@ -98,19 +123,40 @@ func Refs(f *File) []Ref {
 			case it.Cancel != nil:
 				addName(EventSymbol, it.Cancel.Event, false)
 			case it.State != nil:
-				addName(StateSymbol, it.State.Name, true)
-				for _, o := range it.State.Options {
-					switch {
-					case o.Retry != nil:
-						addName(EventSymbol, o.Retry.Else, false)
-					case o.Timer != nil:
-						addName(EventSymbol, o.Timer.Event, false)
+				var state func(sd *StateDecl, doc []string)
+				state = func(sd *StateDecl, doc []string) {
+					declare(StateSymbol, sd.Name, doc).State = sd
+					for _, o := range sd.Options {
+						switch {
+						case o.Retry != nil:
+							addName(EventSymbol, o.Retry.Else, false)
+						case o.Timer != nil:
+							addName(EventSymbol, o.Timer.FieldOf, false)
+							addName(EventSymbol, o.Timer.Event, false)
+						case o.Entry != nil:
+							addName(ActionSymbol, o.Entry, false)
+						case o.Exit != nil:
+							addName(ActionSymbol, o.Exit, false)
+						}
+					}
+					for _, c := range sd.Children {
+						switch {
+						case c.State != nil:
+							state(c.State, c.Doc)
+						case c.History != nil:
+							declare(StateSymbol, c.History.Name, c.Doc).History = c.History
+						}
 					}
 				}
+				state(it.State, it.Doc)
+			case it.History != nil:
+				declare(StateSymbol, it.History.Name, it.Doc).History = it.History
+			case it.Action != nil:
+				declare(ActionSymbol, it.Action.Name, it.Doc)
 			case it.Event != nil:
-				addName(EventSymbol, it.Event.Name, true)
+				declare(EventSymbol, it.Event.Name, it.Doc)
 			case it.Guard != nil:
-				addName(GuardSymbol, it.Guard.Name, true)
+				declare(GuardSymbol, it.Guard.Name, it.Doc)
 			case it.Transition != nil:
 				t := it.Transition
 				for _, ref := range t.From {
@@ -119,7 +165,11 @@ func Refs(f *File) []Ref {
 					}
 				}
 				addName(StateSymbol, t.To, false)
-				addName(EventSymbol, t.Event, false)
+				for _, e := range t.Events() {
+					if e.Value != "done" {
+						addName(EventSymbol, e, false)
+					}
+				}
 				if t.Guard != nil {
 					addName(GuardSymbol, t.Guard.Name, false)
 				}

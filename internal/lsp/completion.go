@@ -13,7 +13,7 @@ import (
 
 // itemKeywords are the words that start a declaration in a machine block,
 // as the grammar in the dsl package spells them.
-var itemKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "upgrade"}
+var itemKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "history", "event", "guard", "action", "upgrade"}
 
 // lineToken matches the tokens of a line's text before the cursor, well
 // enough to tell what may come next: an arrow, a string, a comment, a
@@ -76,8 +76,14 @@ func (d *document) complete(m *dsl.MachineDecl, toks []string) []protocol.Comple
 	switch {
 	case last == "->":
 		return d.names(m, dsl.StateSymbol)
+	case last == "on" && row:
+		return append(d.names(m, dsl.EventSymbol), keywords("done")...)
 	case last == "on" || last == "cancel" || last == "else" || n >= 2 && toks[n-2] == "after":
 		return d.names(m, dsl.EventSymbol)
+	case last == "entry" || last == "exit":
+		return d.names(m, dsl.ActionSymbol)
+	case last == "deep":
+		return keywords("history")
 	case last == "when" || last == "unless" || last == "!" && n >= 2 && toks[n-2] == "when":
 		return d.names(m, dsl.GuardSymbol)
 	case last == "retry":
@@ -87,11 +93,11 @@ func (d *document) complete(m *dsl.MachineDecl, toks []string) []protocol.Comple
 	case row:
 		switch {
 		case toks[n-2] == "->":
-			return keywords("on")
+			return keywords("on", "when", "unless", "internal")
 		case n >= 2 && toks[n-2] == "on":
-			return keywords("when", "unless", "outcome")
+			return keywords("when", "unless", "outcome", "internal")
 		case n >= 3 && (toks[n-2] == "when" || toks[n-2] == "unless" || toks[n-2] == "!"):
-			return keywords("outcome")
+			return keywords("outcome", "internal")
 		}
 	case first == "final":
 		switch n {
@@ -101,7 +107,7 @@ func (d *document) complete(m *dsl.MachineDecl, toks []string) []protocol.Comple
 			return keywords("outcome")
 		}
 	case (first == "initial" || first == "state") && n >= 2:
-		opts := []string{"wait", "retry", "after"}
+		opts := []string{"wait", "retry", "after", "entry", "exit"}
 		if slices.Contains(toks, "retry") {
 			opts = append(opts, "backoff", "factor", "max", "jitter", "nonretryable", "else")
 		}
@@ -190,14 +196,16 @@ func (d *document) names(m *dsl.MachineDecl, kind dsl.SymbolKind) []protocol.Com
 		item := protocol.CompletionItem{Label: r.Name}
 		switch kind {
 		case dsl.StateSymbol:
-			item.Kind, item.Detail = protocol.CompletionItemKindEnumMember, stateDetail(r.Item.State)
+			item.Kind, item.Detail = protocol.CompletionItemKindEnumMember, refDetail(r)
 		case dsl.EventSymbol:
 			item.Kind, item.Detail = protocol.CompletionItemKindEvent, eventDetail(r.Item.Event)
 		case dsl.GuardSymbol:
 			item.Kind, item.Detail = protocol.CompletionItemKindFunction, "guard"
+		case dsl.ActionSymbol:
+			item.Kind, item.Detail = protocol.CompletionItemKindFunction, "action"
 		}
-		if len(r.Item.Doc) > 0 {
-			item.Documentation = strings.Join(r.Item.Doc, "\n")
+		if len(r.Doc) > 0 {
+			item.Documentation = strings.Join(r.Doc, "\n")
 		}
 		out = append(out, item)
 	}

@@ -74,11 +74,13 @@ func (d *document) hover(p *protocol.HoverParams) (*protocol.Hover, error) {
 	var text string
 	switch decl.Kind {
 	case dsl.StateSymbol:
-		text = stateHover(decl.Item)
+		text = stateHover(decl)
 	case dsl.EventSymbol:
 		text = eventHover(decl.Item)
 	case dsl.GuardSymbol:
 		text = d.guardHover(decl)
+	case dsl.ActionSymbol:
+		text = "action **" + decl.Name + "**" + docText(decl.Doc) + "\n\nRun when a state that names it in entry or exit is entered or exited, implemented in Go by the generated Actions interface."
 	}
 	r := d.lspRange(ref.Pos, ref.End)
 	return &protocol.Hover{Contents: protocol.MarkupContent{Kind: protocol.Markdown, Value: text}, Range: &r}, nil
@@ -92,11 +94,21 @@ func docText(doc []string) string {
 	return "\n\n" + strings.Join(doc, "\n")
 }
 
-func stateHover(it *dsl.Item) string {
-	s := it.State
+func stateHover(decl dsl.Ref) string {
+	if h := decl.History; h != nil {
+		kind, what := "history", "the child of its composite that was active"
+		if h.Deep {
+			kind, what = "deep history", "the leaf state the run was in"
+		}
+		return fmt.Sprintf("%s **%s**%s\n\nA row to it enters its composite where the run last left it: %s; the composite's initial state before it was ever left.", kind, decl.Name, docText(decl.Doc), what)
+	}
+	s := decl.State
 	var b strings.Builder
 	kind := map[string]string{"initial": "initial state", "state": "state", "final": "final state"}[s.Kind]
-	fmt.Fprintf(&b, "%s **%s**%s\n", kind, s.Name.Value, docText(it.Doc))
+	if s.Block {
+		kind = map[string]string{"initial": "initial composite state", "state": "composite state", "final": "final state"}[s.Kind]
+	}
+	fmt.Fprintf(&b, "%s **%s**%s\n", kind, s.Name.Value, docText(decl.Doc))
 	var bullets []string
 	if s.Kind == "final" {
 		if s.Status != nil {
@@ -404,11 +416,13 @@ func (d *document) symbols(*protocol.DocumentSymbolParams) ([]protocol.DocumentS
 			}
 			switch r.Kind {
 			case dsl.StateSymbol:
-				sym.Kind, sym.Detail = protocol.SymbolKindEnumMember, stateDetail(r.Item.State)
+				sym.Kind, sym.Detail = protocol.SymbolKindEnumMember, refDetail(r)
 			case dsl.EventSymbol:
 				sym.Kind, sym.Detail = protocol.SymbolKindEvent, eventDetail(r.Item.Event)
 			case dsl.GuardSymbol:
 				sym.Kind, sym.Detail = protocol.SymbolKindFunction, "guard"
+			case dsl.ActionSymbol:
+				sym.Kind, sym.Detail = protocol.SymbolKindFunction, "action"
 			}
 			ms.Children = append(ms.Children, sym)
 		}
@@ -417,7 +431,23 @@ func (d *document) symbols(*protocol.DocumentSymbolParams) ([]protocol.DocumentS
 	return out, nil
 }
 
+// refDetail is the detail of a state's or history's declaration.
+func refDetail(r dsl.Ref) string {
+	switch {
+	case r.History != nil && r.History.Deep:
+		return "deep history"
+	case r.History != nil:
+		return "history"
+	case r.State != nil:
+		return stateDetail(r.State)
+	}
+	return "state"
+}
+
 func stateDetail(s *dsl.StateDecl) string {
+	if s.Block {
+		return s.Kind + ", composite"
+	}
 	switch {
 	case s.Kind == "final" && s.Status != nil:
 		return "final " + s.Status.Value

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -470,8 +471,8 @@ func TestCompletion(t *testing.T) {
 		{"    A -> ", states},
 		{"    A -> D", states},
 		{"    A, ", states},
-		{"    A -> DONE on ", events},
-		{"    A -> DONE on St", events},
+		{"    A -> DONE on ", append(slices.Clone(events), kw("done")...)},
+		{"    A -> DONE on St", append(slices.Clone(events), kw("done")...)},
 		{"    B -> DONE on Stop when ", guards},
 		{"    B -> DONE on Stop when !", guards},
 		{"    B -> DONE on Stop unless ", guards},
@@ -479,12 +480,14 @@ func TestCompletion(t *testing.T) {
 		{"    state C after 1h ", events},
 		{"    state C retry ", presets},
 		{"    state C retry db", presets},
-		{"    state C retry 3 ", kw("wait", "retry", "after", "backoff", "factor", "max", "jitter", "nonretryable", "else")},
-		{"    state C ", kw("wait", "retry", "after")},
+		{"    state C retry 3 ", kw("wait", "retry", "after", "entry", "exit", "backoff", "factor", "max", "jitter", "nonretryable", "else")},
+		{"    state C ", kw("wait", "retry", "after", "entry", "exit")},
+		{"    state C entry ", []protocol.CompletionItem{}},
+		{"    deep ", kw("history")},
 		{"    final C ", kw("succeeded", "failed", "cancelled")},
-		{"    A -> DONE ", kw("on")},
-		{"    A -> DONE on Stop ", kw("when", "unless", "outcome")},
-		{"    ", append(kw("type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "upgrade"), states...)},
+		{"    A -> DONE ", kw("on", "when", "unless", "internal")},
+		{"    A -> DONE on Stop ", kw("when", "unless", "outcome", "internal")},
+		{"    ", append(kw("type", "version", "package", "cancel", "initial", "state", "final", "history", "event", "guard", "action", "upgrade"), states...)},
 		{"    // A -> ", []protocol.CompletionItem{}},
 	} {
 		text := head + tc.last + "\n}\n"
@@ -742,4 +745,71 @@ func TestFilename(t *testing.T) {
 			t.Errorf("filename(%s) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestNested renames, defines, hovers and completes the names of a nested
+// machine: states declared inside a composite's block, histories and
+// actions.
+func TestNested(t *testing.T) {
+	t.Parallel()
+	c := startServer(t)
+	c.initialize()
+	const uri = protocol.DocumentURI("file:///work/player.fsm")
+	src := `machine Player {
+    initial STOPPED wait
+    state ACTIVE entry StartClock {
+        // PLAYING plays.
+        initial PLAYING wait
+        state   PAUSED  wait
+        deep history LAST
+    }
+    final OFF succeeded
+    // StartClock starts the clock.
+    action StartClock
+    event Play
+    event Pause
+    event Stop
+    STOPPED -> ACTIVE  on Play
+    PLAYING -> PAUSED  on Pause
+    PAUSED  -> PLAYING on Pause, Play
+    ACTIVE  -> STOPPED on Stop
+    STOPPED -> LAST    on Pause
+    ACTIVE  -> OFF     when Done
+    guard Done
+}
+`
+	diff(t, "diagnostics", []protocol.Diagnostic{}, c.open(uri, src))
+	var edit protocol.WorkspaceEdit
+	c.mustCall(protocol.MethodTextDocumentRename, &protocol.RenameParams{TextDocumentPositionParams: at(uri, 15, 5), NewName: "RUNNING"}, &edit)
+	diff(t, "rename of a child state from a row", protocol.WorkspaceEdit{Changes: map[protocol.DocumentURI][]protocol.TextEdit{uri: {
+		{Range: rng(4, 16, 4, 23), NewText: "RUNNING"},
+		{Range: rng(15, 4, 15, 11), NewText: "RUNNING"},
+		{Range: rng(16, 15, 16, 22), NewText: "RUNNING"},
+	}}}, edit)
+	var locs []protocol.Location
+	c.mustCall(protocol.MethodTextDocumentDefinition, &protocol.DefinitionParams{TextDocumentPositionParams: at(uri, 18, 16)}, &locs)
+	diff(t, "definition of a history", []protocol.Location{{URI: uri, Range: rng(6, 21, 6, 25)}}, locs)
+	c.mustCall(protocol.MethodTextDocumentDefinition, &protocol.DefinitionParams{TextDocumentPositionParams: at(uri, 2, 24)}, &locs)
+	diff(t, "definition of an action", []protocol.Location{{URI: uri, Range: rng(10, 11, 10, 21)}}, locs)
+	for _, tc := range []struct {
+		line, char uint32
+		want       string
+	}{
+		{15, 5, "initial state **PLAYING**\n\nPLAYING plays.\n"},
+		{18, 16, "deep history **LAST**\n\nA row to it enters its composite where the run last left it: the leaf state the run was in; the composite's initial state before it was ever left."},
+		{2, 24, "action **StartClock**\n\nStartClock starts the clock.\n\nRun when a state that names it in entry or exit is entered or exited, implemented in Go by the generated Actions interface."},
+	} {
+		var got protocol.Hover
+		c.mustCall(protocol.MethodTextDocumentHover, &protocol.HoverParams{TextDocumentPositionParams: at(uri, tc.line, tc.char)}, &got)
+		if !strings.HasPrefix(got.Contents.Value, tc.want) {
+			t.Errorf("hover at %d:%d = %q, want it to start with %q", tc.line, tc.char, got.Contents.Value, tc.want)
+		}
+	}
+	text := strings.Replace(src, "    guard Done\n", "    state X entry \n    guard Done\n", 1)
+	c.change(uri, 2, text)
+	var got protocol.CompletionList
+	c.mustCall(protocol.MethodTextDocumentCompletion, &protocol.CompletionParams{TextDocumentPositionParams: at(uri, 20, 18)}, &got)
+	diff(t, "completion after entry", protocol.CompletionList{Items: []protocol.CompletionItem{
+		{Label: "StartClock", Kind: protocol.CompletionItemKindFunction, Detail: "action", Documentation: "StartClock starts the clock."},
+	}}, got)
 }
