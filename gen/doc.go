@@ -81,7 +81,9 @@
 // (History, SetHistory); a row to a history is registered in the
 // definition once per leaf it may enter. After each move, and in Settle,
 // the eventless and completion rows enabled in the leaf reached are taken,
-// at most 64 in a row. A composite's view offers the events that each of
+// at most 64 in a row. Without a recorder, Fire does the work of the
+// event's method in place rather than calling it, so that it costs what a
+// hand-written switch does. A composite's view offers the events that each of
 // its leaves but the final ones accepts. fsm_test.go adds TestFSMNested,
 // every leaf move with its actions, history records and eventless
 // follow-ups as the model says; runtime/fsmtest follows the same rules

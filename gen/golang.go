@@ -566,14 +566,17 @@ func (g *goGen) machine() {
 	for _, e := range m.Events {
 		cases = append(cases, jen.Case(jen.Id(e.GoName)).Block(jen.Return(jen.Id("m").Dot(e.GoName).Call(jen.Id("ctx"), jen.Id("e")))))
 	}
-	g.f.Comment("Fire applies event e as the method named after it does; a nil e returns a")
-	g.f.Comment("*runtime.TransitionError matching runtime.ErrIllegalTransition.")
-	var fire []jen.Code
-	if len(cases) > 0 {
-		fire = append(fire, jen.Switch(jen.Id("e").Op(":=").Id("e").Assert(jen.Type())).Block(cases...))
+	if g.nest() == nil {
+		// A statechart's Fire is written by nest.machineCode.
+		g.f.Comment("Fire applies event e as the method named after it does; a nil e returns a")
+		g.f.Comment("*runtime.TransitionError matching runtime.ErrIllegalTransition.")
+		var fire []jen.Code
+		if len(cases) > 0 {
+			fire = append(fire, jen.Switch(jen.Id("e").Op(":=").Id("e").Assert(jen.Type())).Block(cases...))
+		}
+		fire = append(fire, jen.Return(jen.Id("m").Dot("refuse").Call(jen.Nil())))
+		g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("Fire").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id("Event")).Error().Block(fire...)
 	}
-	fire = append(fire, jen.Return(jen.Id("m").Dot("refuse").Call(jen.Nil())))
-	g.f.Func().Params(jen.Id("m").Op("*").Id("Machine")).Id("Fire").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id("Event")).Error().Block(fire...)
 
 	ctxP := jen.Id("ctx").Qual("context", "Context")
 	def := jen.Op("&").Id("definition")

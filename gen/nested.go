@@ -66,6 +66,8 @@ type nest struct {
 	// lists the sequences in order of first use.
 	actions    map[string]string
 	actionSeqs [][]*dsl.Action
+	// norec is set while writing code that runs without a recorder.
+	norec bool
 }
 
 func newNest(m *dsl.Machine) *nest {
@@ -311,6 +313,26 @@ func (n *nest) step(c *src, indent int, r *specRow, ev, fail string) {
 	if len(seq) > 0 {
 		act = "(*Machine)." + n.actionsName(seq)
 	}
+	switch {
+	case n.norec && len(seq) > 0:
+		c.line(indent, "if err := m.", n.actionsName(seq), "(ctx); err != nil {")
+		c.line(indent+1, fail)
+		c.line(indent, "}")
+	case n.norec:
+	default:
+		n.recordOrAct(c, indent, r, ev, fail, act, seq)
+	}
+	for _, s := range r.t.Exit {
+		for _, h := range s.History {
+			c.line(indent, fmt.Sprintf("m.hist[%d] = %s + 1", n.histIndex(h), stateConst(historyRecord(h, r.t.From))))
+		}
+	}
+	c.line(indent, "m.state = ", stateConst(r.to))
+}
+
+// recordOrAct writes the statements that record row r, or, without a
+// recorder, run its actions seq (act names their method, or is nil).
+func (n *nest) recordOrAct(c *src, indent int, r *specRow, ev, fail, act string, seq []*dsl.Action) {
 	c.line(indent, "if m.rec != nil {")
 	c.line(indent+1, fmt.Sprintf("if err := m.record(ctx, %s, %s, %d, %s); err != nil {", stateConst(r.to), ev, r.index, act))
 	c.line(indent+2, fail)
@@ -320,12 +342,6 @@ func (n *nest) step(c *src, indent int, r *specRow, ev, fail string) {
 		c.line(indent+1, fail)
 	}
 	c.line(indent, "}")
-	for _, s := range r.t.Exit {
-		for _, h := range s.History {
-			c.line(indent, fmt.Sprintf("m.hist[%d] = %s + 1", n.histIndex(h), stateConst(historyRecord(h, r.t.From))))
-		}
-	}
-	c.line(indent, "m.state = ", stateConst(r.to))
 }
 
 // take writes the statements that take row t and return: done is the
@@ -400,31 +416,70 @@ func (n *nest) eventMethods(g *goGen, events []*dsl.Event) []byte {
 		c.b.WriteByte('\n')
 		c.comment(0, doc)
 		c.line(0, "func (m *Machine) ", e.GoName, "(ctx context.Context, e ", e.GoName, ") error {")
-		leaves := statesAccepting(n.m, e)
-		if len(leaves) > 0 {
-			c.line(1, "switch m.state {")
-			for _, l := range leaves {
-				c.line(1, "case ", stateConst(l), ":")
-				for _, t := range n.m.Transitions {
-					if t.From != l || t.Event != e {
-						continue
-					}
-					if t.Guard == nil {
-						c.line(2, "// ", rowText(t))
-						n.take(c, 2, t, "e", "return err", n.afterMove)
-						break
-					}
-					c.line(2, "if ", guardCall(t), " { // ", rowText(t))
-					n.take(c, 3, t, "e", "return err", n.afterMove)
-					c.line(2, "}")
-				}
-			}
-			c.line(1, "}")
-		}
-		c.line(1, "return m.refuse(e)")
+		n.eventBody(c, 1, e)
 		c.line(0, "}")
 	}
 	return c.b.Bytes()
+}
+
+// eventBody writes the statements of the method of event e at indent:
+// with the recorder's path unless n.norec is set.
+func (n *nest) eventBody(c *src, indent int, e *dsl.Event) {
+	i := indent
+	if leaves := statesAccepting(n.m, e); len(leaves) > 0 {
+		c.line(i, "switch m.state {")
+		for _, l := range leaves {
+			c.line(i, "case ", stateConst(l), ":")
+			for _, t := range n.m.Transitions {
+				if t.From != l || t.Event != e {
+					continue
+				}
+				if t.Guard == nil {
+					c.line(i+1, "// ", rowText(t))
+					n.take(c, i+1, t, "e", "return err", n.afterMove)
+					break
+				}
+				c.line(i+1, "if ", guardCall(t), " { // ", rowText(t))
+				n.take(c, i+2, t, "e", "return err", n.afterMove)
+				c.line(i+1, "}")
+			}
+		}
+		c.line(i, "}")
+	}
+	c.line(i, "return m.refuse(e)")
+}
+
+// fire writes Fire: with a recorder, it calls the event's method; without
+// one, it does the method's work in place, so that the event is not
+// passed on through a call the compiler cannot inline.
+func (n *nest) fire(c *src) {
+	c.b.WriteString(`
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition. Without a
+// recorder it does the method's work itself, written out in place.
+func (m *Machine) Fire(ctx context.Context, e Event) error {
+`)
+	if len(n.m.Events) > 0 {
+		c.line(1, "if m.rec != nil {")
+		c.line(2, "switch e := e.(type) {")
+		for _, e := range n.m.Events {
+			c.line(2, "case ", e.GoName, ":")
+			c.line(3, "return m.", e.GoName, "(ctx, e)")
+		}
+		c.line(2, "}")
+		c.line(2, "return m.refuse(nil)")
+		c.line(1, "}")
+		c.line(1, "switch e := e.(type) {")
+		n.norec = true
+		for _, e := range n.m.Events {
+			c.line(1, "case ", e.GoName, ":")
+			n.eventBody(c, 2, e)
+		}
+		n.norec = false
+		c.line(1, "}")
+	}
+	c.line(1, "return m.refuse(nil)")
+	c.line(0, "}")
 }
 
 // maxEventless is how many eventless moves one Fire or Settle takes at
@@ -438,6 +493,7 @@ const maxEventless = 64
 func (n *nest) machineCode(g *goGen) []byte {
 	c := &src{}
 	m := n.m
+	n.fire(c)
 	if len(m.Composites) > 0 {
 		n.hierarchy(c)
 	}

@@ -223,22 +223,6 @@ func New(actions Actions, opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e as the method named after it does; a nil e returns a
-// *runtime.TransitionError matching runtime.ErrIllegalTransition.
-func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
-	case Go:
-		return m.Go(ctx, e)
-	case Next:
-		return m.Next(ctx, e)
-	case Stop:
-		return m.Stop(ctx, e)
-	case Finish:
-		return m.Finish(ctx, e)
-	}
-	return m.refuse(nil)
-}
-
 //go:noinline
 func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }
 
@@ -628,6 +612,127 @@ var definition = runtime.Definition{
 		{Name: "INNER", Parent: "ACTIVE", Initial: "C"},
 	},
 	Actions: []string{"Enter", "Leave"},
+}
+
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition. Without a
+// recorder it does the method's work itself, written out in place.
+func (m *Machine) Fire(ctx context.Context, e Event) error {
+	if m.rec != nil {
+		switch e := e.(type) {
+		case Go:
+			return m.Go(ctx, e)
+		case Next:
+			return m.Next(ctx, e)
+		case Stop:
+			return m.Stop(ctx, e)
+		case Finish:
+			return m.Finish(ctx, e)
+		}
+		return m.refuse(nil)
+	}
+	switch e := e.(type) {
+	case Go:
+		switch m.state {
+		case StateIdle:
+			// IDLE -> ACTIVE on Go
+			if err := m.actions0(ctx); err != nil {
+				return err
+			}
+			m.state = StateA
+			return nil
+		}
+		return m.refuse(e)
+	case Next:
+		switch m.state {
+		case StateA:
+			// A -> B on Next
+			m.state = StateB
+			return nil
+		case StateB:
+			// B -> INNER on Next
+			m.state = StateC
+			return nil
+		case StateC:
+			// C -> D on Next
+			m.state = StateD
+			return nil
+		case StateD:
+			// INNER (in D) -> A on Next
+			m.state = StateA
+			return nil
+		}
+		return m.refuse(e)
+	case Stop:
+		switch m.state {
+		case StateA:
+			// ACTIVE (in A) -> IDLE on Stop
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateIdle
+			return nil
+		case StateB:
+			// ACTIVE (in B) -> IDLE on Stop
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateIdle
+			return nil
+		case StateC:
+			// ACTIVE (in C) -> IDLE on Stop
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateIdle
+			return nil
+		case StateD:
+			// ACTIVE (in D) -> IDLE on Stop
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateIdle
+			return nil
+		}
+		return m.refuse(e)
+	case Finish:
+		switch m.state {
+		case StateIdle:
+			// IDLE -> DONE on Finish
+			m.state = StateDone
+			return nil
+		case StateA:
+			// ACTIVE (in A) -> DONE on Finish
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateDone
+			return nil
+		case StateB:
+			// ACTIVE (in B) -> DONE on Finish
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateDone
+			return nil
+		case StateC:
+			// ACTIVE (in C) -> DONE on Finish
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateDone
+			return nil
+		case StateD:
+			// ACTIVE (in D) -> DONE on Finish
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateDone
+			return nil
+		}
+		return m.refuse(e)
+	}
+	return m.refuse(nil)
 }
 
 // Parent returns the composite state that contains s, and false for a

@@ -232,34 +232,6 @@ func New(guards Guards, actions Actions, opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e as the method named after it does; a nil e returns a
-// *runtime.TransitionError matching runtime.ErrIllegalTransition.
-func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
-	case Play:
-		return m.Play(ctx, e)
-	case Pause:
-		return m.Pause(ctx, e)
-	case Stop:
-		return m.Stop(ctx, e)
-	case Resume:
-		return m.Resume(ctx, e)
-	case Rewind:
-		return m.Rewind(ctx, e)
-	case Tick:
-		return m.Tick(ctx, e)
-	case Seek:
-		return m.Seek(ctx, e)
-	case End:
-		return m.End(ctx, e)
-	case Break:
-		return m.Break(ctx, e)
-	case IdleTimeout:
-		return m.IdleTimeout(ctx, e)
-	}
-	return m.refuse(nil)
-}
-
 //go:noinline
 func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }
 
@@ -807,6 +779,245 @@ var definition = runtime.Definition{
 		{Name: "ACTIVE", Initial: "PLAYING", Timers: []runtime.Timer{{After: 30 * time.Minute, Event: "IdleTimeout"}}, History: []runtime.HistorySpec{{Name: "RESUME"}, {Name: "LAST", Deep: true}}, Entry: []string{"StartClock"}, Exit: []string{"StopClock"}},
 	},
 	Actions: []string{"StartClock", "StopClock", "ShowPlaying", "HidePaused"},
+}
+
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition. Without a
+// recorder it does the method's work itself, written out in place.
+func (m *Machine) Fire(ctx context.Context, e Event) error {
+	if m.rec != nil {
+		switch e := e.(type) {
+		case Play:
+			return m.Play(ctx, e)
+		case Pause:
+			return m.Pause(ctx, e)
+		case Stop:
+			return m.Stop(ctx, e)
+		case Resume:
+			return m.Resume(ctx, e)
+		case Rewind:
+			return m.Rewind(ctx, e)
+		case Tick:
+			return m.Tick(ctx, e)
+		case Seek:
+			return m.Seek(ctx, e)
+		case End:
+			return m.End(ctx, e)
+		case Break:
+			return m.Break(ctx, e)
+		case IdleTimeout:
+			return m.IdleTimeout(ctx, e)
+		}
+		return m.refuse(nil)
+	}
+	switch e := e.(type) {
+	case Play:
+		switch m.state {
+		case StateStopped:
+			// STOPPED -> ACTIVE on Play
+			if err := m.actions3(ctx); err != nil {
+				return err
+			}
+			m.state = StatePlaying
+			return nil
+		case StatePaused:
+			// PAUSED -> PLAYING on Play
+			if err := m.actions0(ctx); err != nil {
+				return err
+			}
+			m.state = StatePlaying
+			return nil
+		}
+		return m.refuse(e)
+	case Pause:
+		switch m.state {
+		case StatePlaying:
+			// PLAYING -> PAUSED on Pause
+			m.state = StatePaused
+			return m.settle(ctx)
+		case StatePaused:
+			// PAUSED -> PLAYING on Pause
+			if err := m.actions0(ctx); err != nil {
+				return err
+			}
+			m.state = StatePlaying
+			return nil
+		}
+		return m.refuse(e)
+	case Stop:
+		switch m.state {
+		case StatePlaying:
+			// ACTIVE (in PLAYING) -> STOPPED on Stop
+			if err := m.actions4(ctx); err != nil {
+				return err
+			}
+			m.hist[0] = StatePlaying + 1
+			m.hist[1] = StatePlaying + 1
+			m.state = StateStopped
+			return m.settle(ctx)
+		case StatePaused:
+			// ACTIVE (in PAUSED) -> STOPPED on Stop
+			if err := m.actions2(ctx); err != nil {
+				return err
+			}
+			m.hist[0] = StatePaused + 1
+			m.hist[1] = StatePaused + 1
+			m.state = StateStopped
+			return m.settle(ctx)
+		case StateEnded:
+			// ACTIVE (in ENDED) -> STOPPED on Stop
+			if err := m.actions4(ctx); err != nil {
+				return err
+			}
+			m.hist[0] = StateEnded + 1
+			m.hist[1] = StateEnded + 1
+			m.state = StateStopped
+			return m.settle(ctx)
+		}
+		return m.refuse(e)
+	case Resume:
+		switch m.state {
+		case StateStopped:
+			// STOPPED -> RESUME on Resume
+			switch m.hist[0] {
+			case StatePaused + 1:
+				if err := m.actions5(ctx); err != nil {
+					return err
+				}
+				m.state = StatePaused
+				return m.settle(ctx)
+			case StateEnded + 1:
+				if err := m.actions5(ctx); err != nil {
+					return err
+				}
+				m.state = StateEnded
+				return m.settle(ctx)
+			default:
+				if err := m.actions3(ctx); err != nil {
+					return err
+				}
+				m.state = StatePlaying
+				return nil
+			}
+		}
+		return m.refuse(e)
+	case Rewind:
+		switch m.state {
+		case StateStopped:
+			// STOPPED -> LAST on Rewind
+			switch m.hist[1] {
+			case StatePaused + 1:
+				if err := m.actions5(ctx); err != nil {
+					return err
+				}
+				m.state = StatePaused
+				return m.settle(ctx)
+			case StateEnded + 1:
+				if err := m.actions5(ctx); err != nil {
+					return err
+				}
+				m.state = StateEnded
+				return m.settle(ctx)
+			default:
+				if err := m.actions3(ctx); err != nil {
+					return err
+				}
+				m.state = StatePlaying
+				return nil
+			}
+		}
+		return m.refuse(e)
+	case Tick:
+		switch m.state {
+		case StatePlaying:
+			// PLAYING -> PLAYING on Tick internal
+			m.state = StatePlaying
+			return nil
+		}
+		return m.refuse(e)
+	case Seek:
+		switch m.state {
+		case StatePlaying:
+			// PLAYING -> PLAYING on Seek
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StatePlaying
+			return nil
+		}
+		return m.refuse(e)
+	case End:
+		switch m.state {
+		case StatePlaying:
+			// PLAYING -> ENDED on End
+			m.state = StateEnded
+			return m.settle(ctx)
+		}
+		return m.refuse(e)
+	case Break:
+		switch m.state {
+		case StatePlaying:
+			// ACTIVE (in PLAYING) -> BROKEN on Break
+			if err := m.actions6(ctx); err != nil {
+				return err
+			}
+			m.hist[0] = StatePlaying + 1
+			m.hist[1] = StatePlaying + 1
+			m.state = StateBroken
+			return nil
+		case StatePaused:
+			// ACTIVE (in PAUSED) -> BROKEN on Break
+			if err := m.actions7(ctx); err != nil {
+				return err
+			}
+			m.hist[0] = StatePaused + 1
+			m.hist[1] = StatePaused + 1
+			m.state = StateBroken
+			return nil
+		case StateEnded:
+			// ACTIVE (in ENDED) -> BROKEN on Break
+			if err := m.actions6(ctx); err != nil {
+				return err
+			}
+			m.hist[0] = StateEnded + 1
+			m.hist[1] = StateEnded + 1
+			m.state = StateBroken
+			return nil
+		}
+		return m.refuse(e)
+	case IdleTimeout:
+		switch m.state {
+		case StatePlaying:
+			// ACTIVE (in PLAYING) -> STOPPED on IdleTimeout
+			if err := m.actions4(ctx); err != nil {
+				return err
+			}
+			m.hist[0] = StatePlaying + 1
+			m.hist[1] = StatePlaying + 1
+			m.state = StateStopped
+			return m.settle(ctx)
+		case StatePaused:
+			// ACTIVE (in PAUSED) -> STOPPED on IdleTimeout
+			if err := m.actions2(ctx); err != nil {
+				return err
+			}
+			m.hist[0] = StatePaused + 1
+			m.hist[1] = StatePaused + 1
+			m.state = StateStopped
+			return m.settle(ctx)
+		case StateEnded:
+			// ACTIVE (in ENDED) -> STOPPED on IdleTimeout
+			if err := m.actions4(ctx); err != nil {
+				return err
+			}
+			m.hist[0] = StateEnded + 1
+			m.hist[1] = StateEnded + 1
+			m.state = StateStopped
+			return m.settle(ctx)
+		}
+		return m.refuse(e)
+	}
+	return m.refuse(nil)
 }
 
 // Parent returns the composite state that contains s, and false for a
