@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fsmgen/fsmgen/gen"
 	"github.com/fsmgen/fsmgen/machines/specs/internal/spectrace"
 )
 
@@ -112,6 +113,32 @@ func TestXStateTraces(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			node(t, "xstate_replay.mjs", filepath.Join(name, "xstate.json"), writeTraces(t, name))
+		})
+	}
+}
+
+// scxmlMachines are the machines whose SCXML export SCION replays. The
+// export writes a timer whose duration is an event's field with its
+// minimum as a fixed delay, so deviceauth and dhcpclient are left out.
+var scxmlMachines = []string{"sipinvite", "usbdevice", "tcpconn"}
+
+// TestSCXMLTraces replays the traces through SCION, a W3C SCXML
+// interpreter, from the SCXML fsmgen export writes for the nested .fsm.
+func TestSCXMLTraces(t *testing.T) {
+	t.Parallel()
+	needNode(t)
+	for _, name := range scxmlMachines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			doc, err := gen.SCXML(load(t, filepath.Join(name, name+".fsm")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), name+".scxml")
+			if err := os.WriteFile(file, doc, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			node(t, "scxml_replay.mjs", file, writeTraces(t, name))
 		})
 	}
 }
