@@ -237,30 +237,6 @@ func New(actions Actions, opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e as the method named after it does; a nil e returns a
-// *runtime.TransitionError matching runtime.ErrIllegalTransition.
-func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
-	case DeviceCode:
-		return m.DeviceCode(ctx, e)
-	case Pending:
-		return m.Pending(ctx, e)
-	case Token:
-		return m.Token(ctx, e)
-	case AccessDenied:
-		return m.AccessDenied(ctx, e)
-	case ExpiredToken:
-		return m.ExpiredToken(ctx, e)
-	case Error:
-		return m.Error(ctx, e)
-	case PollDue:
-		return m.PollDue(ctx, e)
-	case CodeExpired:
-		return m.CodeExpired(ctx, e)
-	}
-	return m.refuse(nil)
-}
-
 //go:noinline
 func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }
 
@@ -603,6 +579,114 @@ var definition = runtime.Definition{
 		{Name: "AUTHORIZING", Initial: "POLLING", Timers: []runtime.Timer{{After: time.Second, Event: "CodeExpired", Field: "DeviceCode.expiresIn", Min: time.Second, Max: 24 * time.Hour}}},
 	},
 	Actions: []string{"RequestToken"},
+}
+
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition. Without a
+// recorder it does the method's work itself, written out in place.
+func (m *Machine) Fire(ctx context.Context, e Event) error {
+	if m.rec != nil {
+		switch e := e.(type) {
+		case DeviceCode:
+			return m.DeviceCode(ctx, e)
+		case Pending:
+			return m.Pending(ctx, e)
+		case Token:
+			return m.Token(ctx, e)
+		case AccessDenied:
+			return m.AccessDenied(ctx, e)
+		case ExpiredToken:
+			return m.ExpiredToken(ctx, e)
+		case Error:
+			return m.Error(ctx, e)
+		case PollDue:
+			return m.PollDue(ctx, e)
+		case CodeExpired:
+			return m.CodeExpired(ctx, e)
+		}
+		return m.refuse(nil)
+	}
+	switch e := e.(type) {
+	case DeviceCode:
+		switch m.state {
+		case StateRequestingCode:
+			// REQUESTING_CODE -> AUTHORIZING on DeviceCode
+			if err := m.actions0(ctx); err != nil {
+				return err
+			}
+			m.state = StatePolling
+			return nil
+		}
+		return m.refuse(e)
+	case Pending:
+		switch m.state {
+		case StatePolling:
+			// POLLING -> WAITING on Pending
+			m.state = StateWaiting
+			return nil
+		}
+		return m.refuse(e)
+	case Token:
+		switch m.state {
+		case StatePolling:
+			// POLLING -> AUTHORIZED on Token
+			m.state = StateAuthorized
+			return nil
+		}
+		return m.refuse(e)
+	case AccessDenied:
+		switch m.state {
+		case StatePolling:
+			// POLLING -> DENIED on AccessDenied
+			m.state = StateDenied
+			return nil
+		}
+		return m.refuse(e)
+	case ExpiredToken:
+		switch m.state {
+		case StatePolling:
+			// POLLING -> EXPIRED on ExpiredToken
+			m.state = StateExpired
+			return nil
+		}
+		return m.refuse(e)
+	case Error:
+		switch m.state {
+		case StateRequestingCode:
+			// REQUESTING_CODE -> FAILED on Error
+			m.state = StateFailed
+			return nil
+		case StatePolling:
+			// POLLING -> FAILED on Error
+			m.state = StateFailed
+			return nil
+		}
+		return m.refuse(e)
+	case PollDue:
+		switch m.state {
+		case StateWaiting:
+			// WAITING -> POLLING on PollDue
+			if err := m.actions0(ctx); err != nil {
+				return err
+			}
+			m.state = StatePolling
+			return nil
+		}
+		return m.refuse(e)
+	case CodeExpired:
+		switch m.state {
+		case StatePolling:
+			// AUTHORIZING (in POLLING) -> EXPIRED on CodeExpired
+			m.state = StateExpired
+			return nil
+		case StateWaiting:
+			// AUTHORIZING (in WAITING) -> EXPIRED on CodeExpired
+			m.state = StateExpired
+			return nil
+		}
+		return m.refuse(e)
+	}
+	return m.refuse(nil)
 }
 
 // Parent returns the composite state that contains s, and false for a

@@ -225,28 +225,6 @@ func New(actions Actions, opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e as the method named after it does; a nil e returns a
-// *runtime.TransitionError matching runtime.ErrIllegalTransition.
-func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
-	case Provisional:
-		return m.Provisional(ctx, e)
-	case Success:
-		return m.Success(ctx, e)
-	case Failure:
-		return m.Failure(ctx, e)
-	case TimerA:
-		return m.TimerA(ctx, e)
-	case TimerB:
-		return m.TimerB(ctx, e)
-	case TimerD:
-		return m.TimerD(ctx, e)
-	case TransportError:
-		return m.TransportError(ctx, e)
-	}
-	return m.refuse(nil)
-}
-
 //go:noinline
 func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }
 
@@ -1073,6 +1051,292 @@ var definition = runtime.Definition{
 		{Name: "CALLING", Initial: "SENT_1", Timers: []runtime.Timer{{After: 32 * time.Second, Event: "TimerB"}}},
 	},
 	Actions: []string{"SendInvite", "SendAck"},
+}
+
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition. Without a
+// recorder it does the method's work itself, written out in place.
+func (m *Machine) Fire(ctx context.Context, e Event) error {
+	if m.rec != nil {
+		switch e := e.(type) {
+		case Provisional:
+			return m.Provisional(ctx, e)
+		case Success:
+			return m.Success(ctx, e)
+		case Failure:
+			return m.Failure(ctx, e)
+		case TimerA:
+			return m.TimerA(ctx, e)
+		case TimerB:
+			return m.TimerB(ctx, e)
+		case TimerD:
+			return m.TimerD(ctx, e)
+		case TransportError:
+			return m.TransportError(ctx, e)
+		}
+		return m.refuse(nil)
+	}
+	switch e := e.(type) {
+	case Provisional:
+		switch m.state {
+		case StateSent1:
+			// CALLING (in SENT_1) -> PROCEEDING on Provisional
+			m.state = StateProceeding
+			return nil
+		case StateSent2:
+			// CALLING (in SENT_2) -> PROCEEDING on Provisional
+			m.state = StateProceeding
+			return nil
+		case StateSent3:
+			// CALLING (in SENT_3) -> PROCEEDING on Provisional
+			m.state = StateProceeding
+			return nil
+		case StateSent4:
+			// CALLING (in SENT_4) -> PROCEEDING on Provisional
+			m.state = StateProceeding
+			return nil
+		case StateSent5:
+			// CALLING (in SENT_5) -> PROCEEDING on Provisional
+			m.state = StateProceeding
+			return nil
+		case StateSent6:
+			// CALLING (in SENT_6) -> PROCEEDING on Provisional
+			m.state = StateProceeding
+			return nil
+		case StateSent7:
+			// CALLING (in SENT_7) -> PROCEEDING on Provisional
+			m.state = StateProceeding
+			return nil
+		case StateProceeding:
+			// PROCEEDING -> PROCEEDING on Provisional internal
+			m.state = StateProceeding
+			return nil
+		}
+		return m.refuse(e)
+	case Success:
+		switch m.state {
+		case StateSent1:
+			// CALLING (in SENT_1) -> TERMINATED on Success
+			m.state = StateTerminated
+			return nil
+		case StateSent2:
+			// CALLING (in SENT_2) -> TERMINATED on Success
+			m.state = StateTerminated
+			return nil
+		case StateSent3:
+			// CALLING (in SENT_3) -> TERMINATED on Success
+			m.state = StateTerminated
+			return nil
+		case StateSent4:
+			// CALLING (in SENT_4) -> TERMINATED on Success
+			m.state = StateTerminated
+			return nil
+		case StateSent5:
+			// CALLING (in SENT_5) -> TERMINATED on Success
+			m.state = StateTerminated
+			return nil
+		case StateSent6:
+			// CALLING (in SENT_6) -> TERMINATED on Success
+			m.state = StateTerminated
+			return nil
+		case StateSent7:
+			// CALLING (in SENT_7) -> TERMINATED on Success
+			m.state = StateTerminated
+			return nil
+		case StateProceeding:
+			// PROCEEDING -> TERMINATED on Success
+			m.state = StateTerminated
+			return nil
+		}
+		return m.refuse(e)
+	case Failure:
+		switch m.state {
+		case StateSent1:
+			// CALLING (in SENT_1) -> COMPLETED on Failure
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateCompleted
+			return nil
+		case StateSent2:
+			// CALLING (in SENT_2) -> COMPLETED on Failure
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateCompleted
+			return nil
+		case StateSent3:
+			// CALLING (in SENT_3) -> COMPLETED on Failure
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateCompleted
+			return nil
+		case StateSent4:
+			// CALLING (in SENT_4) -> COMPLETED on Failure
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateCompleted
+			return nil
+		case StateSent5:
+			// CALLING (in SENT_5) -> COMPLETED on Failure
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateCompleted
+			return nil
+		case StateSent6:
+			// CALLING (in SENT_6) -> COMPLETED on Failure
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateCompleted
+			return nil
+		case StateSent7:
+			// CALLING (in SENT_7) -> COMPLETED on Failure
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateCompleted
+			return nil
+		case StateProceeding:
+			// PROCEEDING -> COMPLETED on Failure
+			if err := m.actions1(ctx); err != nil {
+				return err
+			}
+			m.state = StateCompleted
+			return nil
+		case StateCompleted:
+			// COMPLETED -> COMPLETED on Failure internal
+			m.state = StateCompleted
+			return nil
+		}
+		return m.refuse(e)
+	case TimerA:
+		switch m.state {
+		case StateSent1:
+			// SENT_1 -> SENT_2 on TimerA
+			if err := m.actions0(ctx); err != nil {
+				return err
+			}
+			m.state = StateSent2
+			return nil
+		case StateSent2:
+			// SENT_2 -> SENT_3 on TimerA
+			if err := m.actions0(ctx); err != nil {
+				return err
+			}
+			m.state = StateSent3
+			return nil
+		case StateSent3:
+			// SENT_3 -> SENT_4 on TimerA
+			if err := m.actions0(ctx); err != nil {
+				return err
+			}
+			m.state = StateSent4
+			return nil
+		case StateSent4:
+			// SENT_4 -> SENT_5 on TimerA
+			if err := m.actions0(ctx); err != nil {
+				return err
+			}
+			m.state = StateSent5
+			return nil
+		case StateSent5:
+			// SENT_5 -> SENT_6 on TimerA
+			if err := m.actions0(ctx); err != nil {
+				return err
+			}
+			m.state = StateSent6
+			return nil
+		case StateSent6:
+			// SENT_6 -> SENT_7 on TimerA
+			if err := m.actions0(ctx); err != nil {
+				return err
+			}
+			m.state = StateSent7
+			return nil
+		}
+		return m.refuse(e)
+	case TimerB:
+		switch m.state {
+		case StateSent1:
+			// CALLING (in SENT_1) -> TERMINATED on TimerB
+			m.state = StateTerminated
+			return nil
+		case StateSent2:
+			// CALLING (in SENT_2) -> TERMINATED on TimerB
+			m.state = StateTerminated
+			return nil
+		case StateSent3:
+			// CALLING (in SENT_3) -> TERMINATED on TimerB
+			m.state = StateTerminated
+			return nil
+		case StateSent4:
+			// CALLING (in SENT_4) -> TERMINATED on TimerB
+			m.state = StateTerminated
+			return nil
+		case StateSent5:
+			// CALLING (in SENT_5) -> TERMINATED on TimerB
+			m.state = StateTerminated
+			return nil
+		case StateSent6:
+			// CALLING (in SENT_6) -> TERMINATED on TimerB
+			m.state = StateTerminated
+			return nil
+		case StateSent7:
+			// CALLING (in SENT_7) -> TERMINATED on TimerB
+			m.state = StateTerminated
+			return nil
+		}
+		return m.refuse(e)
+	case TimerD:
+		switch m.state {
+		case StateCompleted:
+			// COMPLETED -> TERMINATED on TimerD
+			m.state = StateTerminated
+			return nil
+		}
+		return m.refuse(e)
+	case TransportError:
+		switch m.state {
+		case StateSent1:
+			// CALLING (in SENT_1) -> TERMINATED on TransportError
+			m.state = StateTerminated
+			return nil
+		case StateSent2:
+			// CALLING (in SENT_2) -> TERMINATED on TransportError
+			m.state = StateTerminated
+			return nil
+		case StateSent3:
+			// CALLING (in SENT_3) -> TERMINATED on TransportError
+			m.state = StateTerminated
+			return nil
+		case StateSent4:
+			// CALLING (in SENT_4) -> TERMINATED on TransportError
+			m.state = StateTerminated
+			return nil
+		case StateSent5:
+			// CALLING (in SENT_5) -> TERMINATED on TransportError
+			m.state = StateTerminated
+			return nil
+		case StateSent6:
+			// CALLING (in SENT_6) -> TERMINATED on TransportError
+			m.state = StateTerminated
+			return nil
+		case StateSent7:
+			// CALLING (in SENT_7) -> TERMINATED on TransportError
+			m.state = StateTerminated
+			return nil
+		case StateCompleted:
+			// COMPLETED -> TERMINATED on TransportError
+			m.state = StateTerminated
+			return nil
+		}
+		return m.refuse(e)
+	}
+	return m.refuse(nil)
 }
 
 // Parent returns the composite state that contains s, and false for a

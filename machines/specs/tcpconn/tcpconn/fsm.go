@@ -274,40 +274,6 @@ func New(guards Guards, opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e as the method named after it does; a nil e returns a
-// *runtime.TransitionError matching runtime.ErrIllegalTransition.
-func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
-	case PassiveOpen:
-		return m.PassiveOpen(ctx, e)
-	case ActiveOpen:
-		return m.ActiveOpen(ctx, e)
-	case Send:
-		return m.Send(ctx, e)
-	case Close:
-		return m.Close(ctx, e)
-	case Abort:
-		return m.Abort(ctx, e)
-	case RcvSyn:
-		return m.RcvSyn(ctx, e)
-	case RcvSynAck:
-		return m.RcvSynAck(ctx, e)
-	case RcvAckOfSyn:
-		return m.RcvAckOfSyn(ctx, e)
-	case RcvFin:
-		return m.RcvFin(ctx, e)
-	case RcvAckOfFin:
-		return m.RcvAckOfFin(ctx, e)
-	case RcvFinAckOfFin:
-		return m.RcvFinAckOfFin(ctx, e)
-	case RcvRst:
-		return m.RcvRst(ctx, e)
-	case Timeout:
-		return m.Timeout(ctx, e)
-	}
-	return m.refuse(nil)
-}
-
 //go:noinline
 func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }
 
@@ -1084,6 +1050,262 @@ var definition = runtime.Definition{
 		{Name: "OPEN", Initial: "LISTEN"},
 		{Name: "SYNCHRONIZED", Parent: "OPEN", Initial: "ESTABLISHED"},
 	},
+}
+
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition. Without a
+// recorder it does the method's work itself, written out in place.
+func (m *Machine) Fire(ctx context.Context, e Event) error {
+	if m.rec != nil {
+		switch e := e.(type) {
+		case PassiveOpen:
+			return m.PassiveOpen(ctx, e)
+		case ActiveOpen:
+			return m.ActiveOpen(ctx, e)
+		case Send:
+			return m.Send(ctx, e)
+		case Close:
+			return m.Close(ctx, e)
+		case Abort:
+			return m.Abort(ctx, e)
+		case RcvSyn:
+			return m.RcvSyn(ctx, e)
+		case RcvSynAck:
+			return m.RcvSynAck(ctx, e)
+		case RcvAckOfSyn:
+			return m.RcvAckOfSyn(ctx, e)
+		case RcvFin:
+			return m.RcvFin(ctx, e)
+		case RcvAckOfFin:
+			return m.RcvAckOfFin(ctx, e)
+		case RcvFinAckOfFin:
+			return m.RcvFinAckOfFin(ctx, e)
+		case RcvRst:
+			return m.RcvRst(ctx, e)
+		case Timeout:
+			return m.Timeout(ctx, e)
+		}
+		return m.refuse(nil)
+	}
+	switch e := e.(type) {
+	case PassiveOpen:
+		switch m.state {
+		case StateClosed:
+			// CLOSED -> LISTEN on PassiveOpen
+			m.state = StateListen
+			return nil
+		}
+		return m.refuse(e)
+	case ActiveOpen:
+		switch m.state {
+		case StateClosed:
+			// CLOSED -> SYN_SENT on ActiveOpen
+			m.state = StateSynSent
+			return nil
+		}
+		return m.refuse(e)
+	case Send:
+		switch m.state {
+		case StateListen:
+			// LISTEN -> SYN_SENT on Send
+			m.state = StateSynSent
+			return nil
+		}
+		return m.refuse(e)
+	case Close:
+		switch m.state {
+		case StateListen:
+			// LISTEN -> CLOSED on Close
+			m.state = StateClosed
+			return nil
+		case StateSynSent:
+			// SYN_SENT -> CLOSED on Close
+			m.state = StateClosed
+			return nil
+		case StateSynReceived:
+			// SYN_RECEIVED -> FIN_WAIT_1 on Close
+			m.state = StateFinWait1
+			return nil
+		case StateEstablished:
+			// ESTABLISHED -> FIN_WAIT_1 on Close
+			m.state = StateFinWait1
+			return nil
+		case StateCloseWait:
+			// CLOSE_WAIT -> LAST_ACK on Close
+			m.state = StateLastAck
+			return nil
+		}
+		return m.refuse(e)
+	case Abort:
+		switch m.state {
+		case StateListen:
+			// OPEN (in LISTEN) -> CLOSED on Abort
+			m.state = StateClosed
+			return nil
+		case StateSynSent:
+			// OPEN (in SYN_SENT) -> CLOSED on Abort
+			m.state = StateClosed
+			return nil
+		case StateSynReceived:
+			// OPEN (in SYN_RECEIVED) -> CLOSED on Abort
+			m.state = StateClosed
+			return nil
+		case StateEstablished:
+			// OPEN (in ESTABLISHED) -> CLOSED on Abort
+			m.state = StateClosed
+			return nil
+		case StateFinWait1:
+			// OPEN (in FIN_WAIT_1) -> CLOSED on Abort
+			m.state = StateClosed
+			return nil
+		case StateFinWait2:
+			// OPEN (in FIN_WAIT_2) -> CLOSED on Abort
+			m.state = StateClosed
+			return nil
+		case StateCloseWait:
+			// OPEN (in CLOSE_WAIT) -> CLOSED on Abort
+			m.state = StateClosed
+			return nil
+		case StateClosing:
+			// OPEN (in CLOSING) -> CLOSED on Abort
+			m.state = StateClosed
+			return nil
+		case StateLastAck:
+			// OPEN (in LAST_ACK) -> CLOSED on Abort
+			m.state = StateClosed
+			return nil
+		case StateTimeWait:
+			// OPEN (in TIME_WAIT) -> CLOSED on Abort
+			m.state = StateClosed
+			return nil
+		}
+		return m.refuse(e)
+	case RcvSyn:
+		switch m.state {
+		case StateListen:
+			// LISTEN -> SYN_RECEIVED on RcvSyn
+			m.state = StateSynReceived
+			return nil
+		case StateSynSent:
+			// SYN_SENT -> SYN_RECEIVED on RcvSyn
+			m.state = StateSynReceived
+			return nil
+		}
+		return m.refuse(e)
+	case RcvSynAck:
+		switch m.state {
+		case StateSynSent:
+			// SYN_SENT -> ESTABLISHED on RcvSynAck
+			m.state = StateEstablished
+			return nil
+		}
+		return m.refuse(e)
+	case RcvAckOfSyn:
+		switch m.state {
+		case StateSynReceived:
+			// SYN_RECEIVED -> ESTABLISHED on RcvAckOfSyn
+			m.state = StateEstablished
+			return nil
+		}
+		return m.refuse(e)
+	case RcvFin:
+		switch m.state {
+		case StateEstablished:
+			// ESTABLISHED -> CLOSE_WAIT on RcvFin
+			m.state = StateCloseWait
+			return nil
+		case StateFinWait1:
+			// FIN_WAIT_1 -> CLOSING on RcvFin
+			m.state = StateClosing
+			return nil
+		case StateFinWait2:
+			// FIN_WAIT_2 -> TIME_WAIT on RcvFin
+			m.state = StateTimeWait
+			return nil
+		case StateTimeWait:
+			// TIME_WAIT -> TIME_WAIT on RcvFin
+			m.state = StateTimeWait
+			return nil
+		}
+		return m.refuse(e)
+	case RcvAckOfFin:
+		switch m.state {
+		case StateFinWait1:
+			// FIN_WAIT_1 -> FIN_WAIT_2 on RcvAckOfFin
+			m.state = StateFinWait2
+			return nil
+		case StateClosing:
+			// CLOSING -> TIME_WAIT on RcvAckOfFin
+			m.state = StateTimeWait
+			return nil
+		case StateLastAck:
+			// LAST_ACK -> CLOSED on RcvAckOfFin
+			m.state = StateClosed
+			return nil
+		}
+		return m.refuse(e)
+	case RcvFinAckOfFin:
+		switch m.state {
+		case StateFinWait1:
+			// FIN_WAIT_1 -> TIME_WAIT on RcvFinAckOfFin
+			m.state = StateTimeWait
+			return nil
+		}
+		return m.refuse(e)
+	case RcvRst:
+		switch m.state {
+		case StateSynSent:
+			// SYN_SENT -> CLOSED on RcvRst
+			m.state = StateClosed
+			return nil
+		case StateSynReceived:
+			if m.guards.PassiveOpened(ctx, e) { // SYN_RECEIVED -> LISTEN on RcvRst when PassiveOpened
+				m.state = StateListen
+				return nil
+			}
+			// SYN_RECEIVED -> CLOSED on RcvRst
+			m.state = StateClosed
+			return nil
+		case StateEstablished:
+			// SYNCHRONIZED (in ESTABLISHED) -> CLOSED on RcvRst
+			m.state = StateClosed
+			return nil
+		case StateFinWait1:
+			// SYNCHRONIZED (in FIN_WAIT_1) -> CLOSED on RcvRst
+			m.state = StateClosed
+			return nil
+		case StateFinWait2:
+			// SYNCHRONIZED (in FIN_WAIT_2) -> CLOSED on RcvRst
+			m.state = StateClosed
+			return nil
+		case StateCloseWait:
+			// SYNCHRONIZED (in CLOSE_WAIT) -> CLOSED on RcvRst
+			m.state = StateClosed
+			return nil
+		case StateClosing:
+			// SYNCHRONIZED (in CLOSING) -> CLOSED on RcvRst
+			m.state = StateClosed
+			return nil
+		case StateLastAck:
+			// SYNCHRONIZED (in LAST_ACK) -> CLOSED on RcvRst
+			m.state = StateClosed
+			return nil
+		case StateTimeWait:
+			// SYNCHRONIZED (in TIME_WAIT) -> CLOSED on RcvRst
+			m.state = StateClosed
+			return nil
+		}
+		return m.refuse(e)
+	case Timeout:
+		switch m.state {
+		case StateTimeWait:
+			// TIME_WAIT -> CLOSED on Timeout
+			m.state = StateClosed
+			return nil
+		}
+		return m.refuse(e)
+	}
+	return m.refuse(nil)
 }
 
 // Parent returns the composite state that contains s, and false for a

@@ -219,32 +219,6 @@ func New(opts ...Option) *Machine {
 // State returns the machine's current state.
 func (m *Machine) State() State { return m.state }
 
-// Fire applies event e as the method named after it does; a nil e returns a
-// *runtime.TransitionError matching runtime.ErrIllegalTransition.
-func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
-	case HubConfigured:
-		return m.HubConfigured(ctx, e)
-	case HubReset:
-		return m.HubReset(ctx, e)
-	case Reset:
-		return m.Reset(ctx, e)
-	case AddressAssigned:
-		return m.AddressAssigned(ctx, e)
-	case DeviceConfigured:
-		return m.DeviceConfigured(ctx, e)
-	case DeviceDeconfigured:
-		return m.DeviceDeconfigured(ctx, e)
-	case BusInactive:
-		return m.BusInactive(ctx, e)
-	case BusActivity:
-		return m.BusActivity(ctx, e)
-	case PowerInterruption:
-		return m.PowerInterruption(ctx, e)
-	}
-	return m.refuse(nil)
-}
-
 //go:noinline
 func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }
 
@@ -734,6 +708,163 @@ var definition = runtime.Definition{
 		{Name: "ACTIVE", Parent: "POWERED_ON", Initial: "POWERED", History: []runtime.HistorySpec{{Name: "RESUMED", Deep: true}}},
 		{Name: "ENUMERATED", Parent: "ACTIVE", Initial: "DEFAULT"},
 	},
+}
+
+// Fire applies event e as the method named after it does; a nil e returns a
+// *runtime.TransitionError matching runtime.ErrIllegalTransition. Without a
+// recorder it does the method's work itself, written out in place.
+func (m *Machine) Fire(ctx context.Context, e Event) error {
+	if m.rec != nil {
+		switch e := e.(type) {
+		case HubConfigured:
+			return m.HubConfigured(ctx, e)
+		case HubReset:
+			return m.HubReset(ctx, e)
+		case Reset:
+			return m.Reset(ctx, e)
+		case AddressAssigned:
+			return m.AddressAssigned(ctx, e)
+		case DeviceConfigured:
+			return m.DeviceConfigured(ctx, e)
+		case DeviceDeconfigured:
+			return m.DeviceDeconfigured(ctx, e)
+		case BusInactive:
+			return m.BusInactive(ctx, e)
+		case BusActivity:
+			return m.BusActivity(ctx, e)
+		case PowerInterruption:
+			return m.PowerInterruption(ctx, e)
+		}
+		return m.refuse(nil)
+	}
+	switch e := e.(type) {
+	case HubConfigured:
+		switch m.state {
+		case StateAttached:
+			// ATTACHED -> POWERED_ON on HubConfigured
+			m.state = StatePowered
+			return nil
+		}
+		return m.refuse(e)
+	case HubReset:
+		switch m.state {
+		case StatePowered:
+			// POWERED -> ATTACHED on HubReset
+			m.hist[0] = StatePowered + 1
+			m.state = StateAttached
+			return nil
+		}
+		return m.refuse(e)
+	case Reset:
+		switch m.state {
+		case StatePowered:
+			// ACTIVE (in POWERED) -> DEFAULT on Reset
+			m.hist[0] = StatePowered + 1
+			m.state = StateDefault
+			return nil
+		case StateDefault:
+			// ACTIVE (in DEFAULT) -> DEFAULT on Reset
+			m.hist[0] = StateDefault + 1
+			m.state = StateDefault
+			return nil
+		case StateAddress:
+			// ACTIVE (in ADDRESS) -> DEFAULT on Reset
+			m.hist[0] = StateAddress + 1
+			m.state = StateDefault
+			return nil
+		case StateConfigured:
+			// ACTIVE (in CONFIGURED) -> DEFAULT on Reset
+			m.hist[0] = StateConfigured + 1
+			m.state = StateDefault
+			return nil
+		}
+		return m.refuse(e)
+	case AddressAssigned:
+		switch m.state {
+		case StateDefault:
+			// DEFAULT -> ADDRESS on AddressAssigned
+			m.state = StateAddress
+			return nil
+		}
+		return m.refuse(e)
+	case DeviceConfigured:
+		switch m.state {
+		case StateAddress:
+			// ADDRESS -> CONFIGURED on DeviceConfigured
+			m.state = StateConfigured
+			return nil
+		}
+		return m.refuse(e)
+	case DeviceDeconfigured:
+		switch m.state {
+		case StateConfigured:
+			// CONFIGURED -> ADDRESS on DeviceDeconfigured
+			m.state = StateAddress
+			return nil
+		}
+		return m.refuse(e)
+	case BusInactive:
+		switch m.state {
+		case StatePowered:
+			// ACTIVE (in POWERED) -> SUSPENDED on BusInactive
+			m.hist[0] = StatePowered + 1
+			m.state = StateSuspended
+			return nil
+		case StateDefault:
+			// ACTIVE (in DEFAULT) -> SUSPENDED on BusInactive
+			m.hist[0] = StateDefault + 1
+			m.state = StateSuspended
+			return nil
+		case StateAddress:
+			// ACTIVE (in ADDRESS) -> SUSPENDED on BusInactive
+			m.hist[0] = StateAddress + 1
+			m.state = StateSuspended
+			return nil
+		case StateConfigured:
+			// ACTIVE (in CONFIGURED) -> SUSPENDED on BusInactive
+			m.hist[0] = StateConfigured + 1
+			m.state = StateSuspended
+			return nil
+		}
+		return m.refuse(e)
+	case BusActivity:
+		switch m.state {
+		case StateSuspended:
+			// SUSPENDED -> RESUMED on BusActivity
+			switch m.hist[0] {
+			case StateDefault + 1:
+				m.state = StateDefault
+				return nil
+			case StateAddress + 1:
+				m.state = StateAddress
+				return nil
+			case StateConfigured + 1:
+				m.state = StateConfigured
+				return nil
+			default:
+				m.state = StatePowered
+				return nil
+			}
+		}
+		return m.refuse(e)
+	case PowerInterruption:
+		switch m.state {
+		case StateDefault:
+			// ENUMERATED (in DEFAULT) -> POWERED on PowerInterruption
+			m.state = StatePowered
+			return nil
+		case StateAddress:
+			// ENUMERATED (in ADDRESS) -> POWERED on PowerInterruption
+			m.state = StatePowered
+			return nil
+		case StateConfigured:
+			// ENUMERATED (in CONFIGURED) -> POWERED on PowerInterruption
+			m.state = StatePowered
+			return nil
+		}
+		return m.refuse(e)
+	}
+	return m.refuse(nil)
 }
 
 // Parent returns the composite state that contains s, and false for a
