@@ -108,6 +108,11 @@ func (t *testGen) adapters() {
 	f.Func().Params(jen.Id("i").Id("fsmgenInstance")).Id("State").Params().String().Block(
 		jen.Return(jen.Id("i").Dot("m").Dot("State").Call().Dot("String").Call()),
 	)
+	if n := t.g.nest(); n != nil && n.anyEventless() {
+		f.Func().Params(jen.Id("i").Id("fsmgenInstance")).Id("Settle").Params(jen.Id("ctx").Qual("context", "Context")).Error().Block(
+			jen.Return(jen.Id("i").Dot("m").Dot("Settle").Call(jen.Id("ctx"))),
+		)
+	}
 }
 
 // machine emits fsmgenMachine, the description fsmtest checks, and TestFSM.

@@ -39,6 +39,13 @@ type Instance interface {
 	State() string
 }
 
+// Settler is implemented by the Instance of a machine with eventless
+// rows: Settle takes those enabled in its state, as the generated Settle
+// does. The paths of the checks take an eventless row with it.
+type Settler interface {
+	Settle(ctx context.Context) error
+}
+
 // Run runs every check as a subtest of t and, when the environment
 // variable TracesEnv names a directory, writes the machine's Traces there.
 func Run(t *testing.T, m Machine) {
@@ -308,9 +315,10 @@ func checkFinal(m Machine) []error {
 
 // shortestPaths returns, for every state reachable from the initial one,
 // the rows of a shortest path to it (breadth first, rows in table order).
-// The rows are those an event takes; in a nested machine, the state a row
-// reaches is the one its eventless rows settle in, and a row taken only
-// with a history record is no step of a path.
+// In a nested machine, the state a row reaches is the one its eventless
+// rows settle in, an eventless row is a step taken with the instance's
+// Settle (see Settler), and a row taken only with a history record is no
+// step of a path.
 func shortestPaths(d runtime.Definition) map[string][]int {
 	paths := map[string][]int{d.Initial: nil}
 	hists := map[string]map[string]string{d.Initial: {}}
@@ -319,7 +327,7 @@ func shortestPaths(d runtime.Definition) map[string][]int {
 		s := queue[0]
 		queue = queue[1:]
 		for i, r := range d.Transitions {
-			if r.From != s || r.Event == "" || alternate(d, i) {
+			if r.From != s || alternate(d, i) {
 				continue
 			}
 			hist := maps.Clone(hists[s])
@@ -358,11 +366,7 @@ func replay(m Machine, rows []int) (string, error) {
 		if got := inst.State(); got != r.From {
 			return got, fmt.Errorf("row %d starts in %s but the machine is in %s", i, r.From, got)
 		}
-		e, err := event(m, r.Event)
-		if err != nil {
-			return "", err
-		}
-		if err := inst.Fire(context.Background(), e); err != nil {
+		if err := take(m, inst, r); err != nil {
 			return inst.State(), fmt.Errorf("row %d: %w", i, err)
 		}
 		moves, _ := follow(d, i, r.Event, admit, hist)
@@ -403,9 +407,8 @@ func checkCover(m Machine) []error {
 	paths := shortestPaths(d)
 	taken := make([]bool, len(d.Transitions))
 	for i, r := range d.Transitions {
-		if taken[i] || r.Event == "" || alternate(d, i) {
-			// An eventless row is taken after another, a history's
-			// other rows only with a record.
+		if taken[i] || alternate(d, i) {
+			// A history's other rows are taken only with a record.
 			continue
 		}
 		prefix, ok := paths[r.From]

@@ -1,6 +1,8 @@
 package fsmtest
 
 import (
+	"context"
+	"fmt"
 	"slices"
 
 	"github.com/fsmgen/fsmgen/runtime"
@@ -186,4 +188,22 @@ func transient(d runtime.Definition, name string) bool {
 		}
 	}
 	return false
+}
+
+// take fires the event of row r at inst, or, for an eventless row, has it
+// settle.
+func take(m Machine, inst Instance, r runtime.TransitionSpec) error {
+	ctx := context.Background()
+	if r.Event == "" {
+		st, ok := inst.(Settler)
+		if !ok {
+			return fmt.Errorf("%s -> %s is an eventless row, and the instance has no Settle", r.From, r.To)
+		}
+		return st.Settle(ctx)
+	}
+	e, err := event(m, r.Event)
+	if err != nil {
+		return err
+	}
+	return inst.Fire(ctx, e)
 }

@@ -161,6 +161,18 @@ func trace(m Machine, prefix []int, ev string, timerMS int64, last map[string]bo
 	}
 	for _, i := range prefix {
 		r := d.Transitions[i]
+		if r.Event == "" {
+			// An eventless row of the path: the machine settles, as an
+			// interpreter does by itself; no event, no step.
+			clear(admit)
+			for g, v := range admitRow(d, i) {
+				admit[g] = v
+			}
+			if err := take(m, inst, r); err != nil {
+				return Trace{}, err
+			}
+			continue
+		}
 		var timer int64
 		// A row on the state's earliest timer is taken by the timer,
 		// unless it stays in the state (whose timer then does not start

@@ -66,6 +66,9 @@ func (i fsmgenInstance) Fire(ctx context.Context, e runtime.Event) error {
 func (i fsmgenInstance) State() string {
 	return i.m.State().String()
 }
+func (i fsmgenInstance) Settle(ctx context.Context) error {
+	return i.m.Settle(ctx)
+}
 
 // fsmgenMachine describes the machine to fsmtest.
 func fsmgenMachine() fsmtest.Machine {
