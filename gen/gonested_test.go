@@ -306,3 +306,74 @@ func TestNestedBuilds(t *testing.T) {
 		}
 	}
 }
+
+// TestViewsRefuseIllegalTransitions compiles code against the golden
+// Player that fires, through a view, an event its state does not allow:
+// Pause on ACTIVE's view (ENDED, a leaf of ACTIVE, has no Pause) and Tick
+// on PAUSED's. Neither compiles.
+func TestViewsRefuseIllegalTransitions(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds a module")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	golden := filepath.Join("testdata", "golden", "player", "player")
+	for _, name := range []string{GoFile, RunsFile} {
+		b, err := os.ReadFile(filepath.Join(golden, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	illegal := `package player
+
+import "context"
+
+func illegal(ctx context.Context, m *Machine) {
+	if v, ok := m.InActive(); ok {
+		_ = v.Stop(ctx, Stop{})
+		_ = v.Pause(ctx, Pause{})
+	}
+	if v, ok := m.InPaused(); ok {
+		_ = v.Tick(ctx, Tick{})
+	}
+}
+`
+	for name, b := range map[string][]byte{
+		"go.mod":     []byte("module fsmgen.test/player\n\ngo 1.26\n\nrequire github.com/fsmgen/fsmgen v0.0.0\n\nreplace github.com/fsmgen/fsmgen => " + root + "\n"),
+		"go.sum":     sum,
+		"illegal.go": []byte(illegal),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("go", "build", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("illegal transitions through views compiled")
+	}
+	for _, want := range []string{
+		"illegal.go:8:9: v.Pause undefined (type InActive has no field or method Pause)",
+		"illegal.go:11:9: v.Tick undefined (type InPaused has no field or method Tick)",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("go build says:\n%s\nwant a line %q", out, want)
+		}
+	}
+	if strings.Contains(string(out), "v.Stop") {
+		t.Errorf("Stop through ACTIVE's view does not compile:\n%s", out)
+	}
+}
