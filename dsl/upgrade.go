@@ -35,8 +35,11 @@ type Upgrade struct {
 // drain.
 type UpgradeRule struct {
 	Pos lexer.Position
-	// From is a state of the older version; To one of the newer, nil when
-	// Drain.
+	// From is a leaf state of the older version; To a leaf of the newer,
+	// nil when Drain. A rule written on a composite of the older version
+	// stands for one rule per leaf inside it, and a rule to a composite of
+	// the newer version (or a state kept by name that became one) moves
+	// runs to its initial leaf.
 	From, To *State
 	// Drain leaves the runs on the older version.
 	Drain bool
@@ -169,10 +172,16 @@ func (mc *upgradeChecker) check(d *UpgradeDecl) {
 		if r.Default != nil {
 			continue
 		}
-		rule := mc.rule(r)
-		if rule == nil {
-			continue
+		for _, rule := range mc.rule(r) {
+			mc.written(r, rule, written, ended, conds)
 		}
+	}
+	mc.implicit(written)
+}
+
+// written records a written rule of one leaf of the older version.
+func (mc *upgradeChecker) written(r *UpgradeRuleDecl, rule *UpgradeRule, written map[*State][]*UpgradeRule, ended map[*State]*UpgradeRule, conds map[*State]map[string]*UpgradeRule) {
+	{
 		s := rule.From
 		if prev := ended[s]; prev != nil {
 			what := "moves every run in " + s.Name
@@ -180,7 +189,7 @@ func (mc *upgradeChecker) check(d *UpgradeDecl) {
 				what = "leaves every run in " + s.Name + " to drain"
 			}
 			mc.errorf(r.Pos, "rule for %s can never apply: the one at %s %s", s.Name, short(prev.Pos), what)
-			continue
+			return
 		}
 		if rule.When != nil {
 			key := fmt.Sprintf("%t %s", rule.Unless, rule.When.Name)
@@ -189,7 +198,7 @@ func (mc *upgradeChecker) check(d *UpgradeDecl) {
 			}
 			if prev := conds[s][key]; prev != nil {
 				mc.errorf(r.Pos, "rule for %s can never apply: the one at %s has the same condition", s.Name, short(prev.Pos))
-				continue
+				return
 			}
 			conds[s][key] = rule
 		} else {
@@ -197,6 +206,11 @@ func (mc *upgradeChecker) check(d *UpgradeDecl) {
 		}
 		written[s] = append(written[s], rule)
 	}
+}
+
+// implicit completes the rules of each non-terminal leaf of the older
+// version: kept by name when no rule names it, else reported.
+func (mc *upgradeChecker) implicit(written map[*State][]*UpgradeRule) {
 	for _, s := range mc.mg.From.States {
 		if s.Terminal() {
 			continue
@@ -207,7 +221,7 @@ func (mc *upgradeChecker) check(d *UpgradeDecl) {
 		}
 		if len(rules) == 0 {
 			if t := mc.new.states[s.Name]; t != nil && !t.Terminal() {
-				rules = []*UpgradeRule{{Pos: mc.mg.Pos, From: s, To: t, Implicit: true}}
+				rules = []*UpgradeRule{{Pos: mc.mg.Pos, From: s, To: t.InitialLeaf(), Implicit: true}}
 			} else {
 				if mc.unknownFrom {
 					continue
@@ -250,8 +264,36 @@ func (mc *upgradeChecker) liveStates() []string {
 	return out
 }
 
-// rule resolves a written rule; nil when it is in error.
-func (mc *upgradeChecker) rule(r *UpgradeRuleDecl) *UpgradeRule {
+// rule resolves a written rule into one rule per leaf it applies to; nil
+// when it is in error.
+func (mc *upgradeChecker) rule(r *UpgradeRuleDecl) []*UpgradeRule {
+	out := mc.ruleOf(r)
+	if out == nil {
+		return nil
+	}
+	var rules []*UpgradeRule
+	for _, l := range out.From.Leaves() {
+		if l.Terminal() {
+			continue
+		}
+		c := *out
+		c.From = l
+		rules = append(rules, &c)
+	}
+	return rules
+}
+
+// drop records that the rules of the leaves in s are in error: whether
+// they are mapped is not known.
+func (mc *upgradeChecker) drop(s *State) {
+	for _, l := range s.Leaves() {
+		mc.dropped[l] = true
+	}
+}
+
+// ruleOf resolves a written rule, its From as written; nil when it is in
+// error.
+func (mc *upgradeChecker) ruleOf(r *UpgradeRuleDecl) *UpgradeRule {
 	out := &UpgradeRule{Pos: r.Pos, Drain: r.Drain}
 	from := mc.old.states[r.From.Value]
 	switch {
@@ -271,19 +313,19 @@ func (mc *upgradeChecker) rule(r *UpgradeRuleDecl) *UpgradeRule {
 	switch {
 	case to == nil:
 		mc.errorf(r.To.Pos, "unknown state %s of %s%s", r.To.Value, mc.newName(), didYouMean(r.To.Value, keys(mc.new.states)))
-		mc.dropped[from] = true
+		mc.drop(from)
 		return nil
 	case to.Terminal():
 		mc.errorf(r.To.Pos, "state %s of %s is final; an upgrade moves live runs into a state they go on from", to.Name, mc.newName())
-		mc.dropped[from] = true
+		mc.drop(from)
 		return nil
 	}
-	out.To = to
+	out.To = to.InitialLeaf()
 	if r.Cond != nil {
 		ev := mc.old.events[r.Cond.Event.Value]
 		if ev == nil {
 			mc.errorf(r.Cond.Event.Pos, "unknown event %s of %s%s; a condition names an event of the older version that the run's current attempt has fired", r.Cond.Event.Value, mc.oldName(), didYouMean(r.Cond.Event.Value, keys(mc.old.events)))
-			mc.dropped[from] = true
+			mc.drop(from)
 			return nil
 		}
 		out.When, out.Unless = ev, r.Cond.Unless
@@ -291,15 +333,15 @@ func (mc *upgradeChecker) rule(r *UpgradeRuleDecl) *UpgradeRule {
 	if r.Timers != nil {
 		switch v := r.Timers.Value; v {
 		case "keep", "restart":
-			if len(to.Timers) == 0 && !mc.new.lostTimer[to] {
+			if !hasTimer(to.InitialLeaf()) && !mc.new.lostTimer[to] {
 				mc.errorf(r.Timers.Pos, "timers %s: state %s of %s has no timers", v, to.Name, mc.newName())
-				mc.dropped[from] = true
+				mc.drop(from)
 				return nil
 			}
 			out.Timers = v
 		default:
 			mc.errorf(r.Timers.Pos, "timers %s: want keep (count from when the run entered %s) or restart (count from the upgrade)%s", v, from.Name, didYouMean(v, []string{"keep", "restart"}))
-			mc.dropped[from] = true
+			mc.drop(from)
 			return nil
 		}
 	}

@@ -305,3 +305,66 @@ func TestCheckUpgradeCausesNotConsequences(t *testing.T) {
 		},
 	})
 }
+
+// TestUpgradeAcrossNesting upgrades runs into a version where a state was
+// split into a composite, and out of a composite: a rule to a composite,
+// or a leaf kept by name that became one, moves runs to its initial leaf;
+// a rule on an older composite applies to each of its leaves.
+func TestUpgradeAcrossNesting(t *testing.T) {
+	t.Parallel()
+	nested := func(upgrade string) string {
+		return v2(upgrade, "    state WORKING\n", "    state WORKING {\n        initial FETCHING\n        state   PARSING\n    }\n",
+			"WORKING -> WAITING on Finish", "FETCHING -> PARSING on Begin\n    PARSING -> WAITING on Finish")
+	}
+	rules := func(src string) []string {
+		spec, diags := Load("t.fsm", []byte(src))
+		if spec == nil {
+			t.Fatalf("diagnostics:\n%s", strings.Join(diagStrings(diags), "\n"))
+		}
+		var out []string
+		for _, r := range spec.Machines[1].Upgrades[0].Rules {
+			out = append(out, r.From.Name+" -> "+r.To.Name)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"QUEUED -> QUEUED", "WORKING -> FETCHING", "WAITING -> WAITING"}, rules(nested("    upgrade from 1 {\n    }"))); diff != "" {
+		t.Errorf("kept by name (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"QUEUED -> FETCHING", "WORKING -> FETCHING", "WAITING -> WAITING"}, rules(nested("    upgrade from 1 {\n        QUEUED -> WORKING\n    }"))); diff != "" {
+		t.Errorf("to a composite (-want +got):\n%s", diff)
+	}
+	// The other way: version 2 is the nested one, version 3 flat again.
+	v3 := strings.Replace(strings.Replace(nested(""), "machine Job {", "machine JobV2 {", 1), "machine JobV1 {", "machine JobV1 {", 1) + `
+machine Job {
+    type "job"
+    version 3
+    upgrade from 2 {
+        WORKING -> WORKING
+    }
+    initial QUEUED
+    state WORKING
+    state WAITING wait after 1h Expired
+    final DONE succeeded
+    final FAILED failed
+    event Begin { who string }
+    event Finish
+    event Settled { ref string }
+    event Expired
+    QUEUED -> WORKING on Begin
+    WORKING -> WAITING on Finish
+    WAITING -> DONE on Settled
+    WAITING -> FAILED on Expired
+}
+`
+	spec, diags := Load("t.fsm", []byte(v3))
+	if spec == nil {
+		t.Fatalf("diagnostics:\n%s", strings.Join(diagStrings(diags), "\n"))
+	}
+	var got []string
+	for _, r := range spec.Machines[2].Upgrades[0].Rules {
+		got = append(got, r.From.Name+" -> "+r.To.Name)
+	}
+	if diff := cmp.Diff([]string{"QUEUED -> QUEUED", "FETCHING -> WORKING", "PARSING -> WORKING", "WAITING -> WAITING"}, got); diff != "" {
+		t.Errorf("from a composite (-want +got):\n%s", diff)
+	}
+}
