@@ -55,7 +55,8 @@ func repoMachines(t *testing.T) []exportedMachine {
 
 func baseOf(m *dsl.Machine) string { return fmt.Sprintf("%s.v%d", m.Type, m.Version) }
 
-// TestInterop exports every machine of machines/ to XState and SCXML,
+// TestInterop exports every machine of machines/ and those of
+// nestedGlobs (nested ones among them) to XState and SCXML,
 // records the traces of its generated Go machine (its generated test, run
 // with fsmtest.TracesEnv set), and replays them through XState and SCION
 // with the Node tests of editors/interop, which assert the same state
@@ -64,7 +65,7 @@ func TestInterop(t *testing.T) {
 	t.Parallel()
 	node := needNode(t, interopDir)
 	dir := t.TempDir()
-	machines := repoMachines(t)
+	machines := append(repoMachines(t), nestedMachines(t)...)
 
 	var pkgs, want []string
 	for _, em := range machines {
@@ -115,6 +116,64 @@ func TestInterop(t *testing.T) {
 		t.Fatalf("node --test in %s: %v\n%s", interopDir, err, tail(out.String(), 200))
 	}
 	t.Logf("node --test:\n%s", tail(out.String(), 10))
+}
+
+// nestedGlobs are the machines TestInterop replays besides those of
+// machines/*/, whose packages are not generated in the repository: the
+// nested machines of gen/testdata/nested and the flat equivalents of the
+// machines from published specifications of machines/specs.
+var nestedGlobs = []string{
+	filepath.Join(repoRoot, "gen", "testdata", "nested", "*.fsm"),
+	filepath.Join(repoRoot, "machines", "specs", "*", "*_flat.fsm"),
+}
+
+// nestedMachines generates the Go packages of the machines of
+// nestedGlobs, each in a directory of its own under the repository's tmp/
+// (ignored by git; go test needs the packages in the module), removed
+// after the test, and returns them as generated there.
+func nestedMachines(t *testing.T) []exportedMachine {
+	t.Helper()
+	var files []string
+	for _, g := range nestedGlobs {
+		fs, err := filepath.Glob(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, fs...)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no %s", nestedGlobs)
+	}
+	if err := os.MkdirAll(filepath.Join(repoRoot, "tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out []exportedMachine
+	for _, f := range files {
+		gen, err := os.MkdirTemp(filepath.Join(repoRoot, "tmp"), "interop-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(gen) })
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copied := filepath.Join(gen, filepath.Base(f))
+		if err := os.WriteFile(copied, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, stderr := runCmd(t, "", "", "generate", copied); code != exitOK {
+			t.Fatalf("fsmgen generate %s: exit %d\n%s", copied, code, stderr)
+		}
+		spec, ds := dsl.Load(copied, src)
+		if spec == nil || ds.HasErrors() {
+			t.Fatalf("%s does not check: %v", f, ds.Err())
+		}
+		for _, m := range spec.Machines {
+			out = append(out, exportedMachine{copied, m})
+		}
+	}
+	return out
 }
 
 // needNode returns the path of node, failing the test when node or the
