@@ -402,9 +402,6 @@ func (im *importer) state(name string, sn *node, parent *imState) error {
 			}
 			im.namedDelay = ""
 			if ms < 0 {
-				if !isName(delay) {
-					return fmt.Errorf("after %q: a named delay imports as the duration field of that name of the event that enters the state; %q is not a .fsm name", delay, delay)
-				}
 				im.namedDelay = delay
 			}
 			if err := im.transitions(s, "", after.vals[i], &ms, false); err != nil {
@@ -683,6 +680,9 @@ func (im *importer) transitions(s *imState, ev string, tn *node, delay *int64, d
 				// A named delay: the duration field of that name of the
 				// event that enters the state, which resolve finds.
 				d := im.namedDelay
+				if !isName(d) {
+					return fmt.Errorf("a named delay imports as the duration field of that name of the event that enters the state; %q is not a .fsm name", d)
+				}
 				ev = "After" + strings.ToUpper(d[:1]) + d[1:]
 				if !slices.Contains(s.delays, d) {
 					s.delays = append(s.delays, d)

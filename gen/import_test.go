@@ -15,14 +15,25 @@ import (
 )
 
 // roundTripInputs are the .fsm files whose machines must survive an
-// export to XState and an import back: the machines of the repository and
-// the golden inputs.
+// export to XState and an import back: the machines of the repository
+// (machines/specs' nested ones and their flat equivalents included), the
+// nested machines of testdata/nested and the golden inputs.
 func roundTripInputs(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "machines", "*", "*.fsm"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no ../machines/*/*.fsm: %v", err)
 	}
+	specs, err := filepath.Glob(filepath.Join("..", "machines", "specs", "*", "*.fsm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested, err := filepath.Glob(filepath.Join("testdata", "nested", "*.fsm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, specs...)
+	files = append(files, nested...)
 	return append(files, inputs(t)...)
 }
 
@@ -203,7 +214,7 @@ func TestImportXStateErrors(t *testing.T) {
 		{`{"id": "m", "initial": "A", "states": {"A": {"on": {"go": {"target": ["A", "B"]}}}}}`, "x.json: state A: on go: a transition with several targets does not import"},
 		{`{"id": "m", "initial": "A", "states": {"A": {"after": {"slow": "A"}}}}`, `x.json: state A: after "slow": a named delay imports as the duration field slow of the event that enters the state: the run starts there, entered by no event`},
 		{`{"id": "m", "initial": "A", "states": {"A": {"on": {"Go": "B", "Run": "B"}}, "B": {"after": {"slow": "A"}}}}`, `x.json: state B: after "slow": a named delay imports as the duration field slow of the event that enters the state: the rows that enter it are on Go, Run, not one event`},
-		{`{"id": "m", "initial": "A", "states": {"A": {"on": {"Go": "B"}}, "B": {"after": {"slow-ly": "A"}}}}`, `x.json: state B: after "slow-ly": a named delay imports as the duration field of that name of the event that enters the state; "slow-ly" is not a .fsm name`},
+		{`{"id": "m", "initial": "A", "states": {"A": {"on": {"Go": "B"}}, "B": {"after": {"slow-ly": "A"}}}}`, `x.json: state B: after slow-ly: a named delay imports as the duration field of that name of the event that enters the state; "slow-ly" is not a .fsm name`},
 		{`{"id": "m", "initial": "B", "states": {"A": {"on": {"go": "A"}}}}`, `x.json: initial state "B" is not one of the states`},
 		{`{"id": "M", "initial": "A", "states": {"A": {"on": {"Go": "C"}}}}`, `x.json: state A: target "C": want a state of this machine`},
 		{`{"id": "M", "initial": "A", "states": {"A": {"on": {"Go": "B"}}, "B": {"type": "final", "on": {"Go": "A"}}}}`, "x.json: the imported machine does not check:\nx.json:"},
