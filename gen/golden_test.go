@@ -163,6 +163,11 @@ func TestGoldenCoverage(t *testing.T) {
 				if len(s.Timers) > 0 && !s.Wait {
 					have["timer on a driven state"] = true
 				}
+				for _, tm := range s.Timers {
+					if tm.Field != nil {
+						have["timer from an event field"] = true
+					}
+				}
 				if r := s.Retry; r != nil {
 					have["retry preset "+r.Preset] = true
 					if r.Preset == "" && r.Max > 0 && r.Jitter > 0 && r.Factor != 2 && len(r.NonRetryable) > 1 {
@@ -266,7 +271,7 @@ func TestGoldenCoverage(t *testing.T) {
 		"guard with one event", "guard with several events", "when", "negated guard",
 		"transition outcome", "self transition", "FROM list or *", "guarded alternatives with a fallback",
 		"composite", "timer on a composite", "entry and exit actions", "final child",
-		"completion row", "eventless row", "internal row", "history shallow", "history deep", "row of a composite",
+		"completion row", "eventless row", "internal row", "history shallow", "history deep", "row of a composite", "timer from an event field",
 	}
 	for _, p := range dsl.RetryPresets {
 		want = append(want, "retry preset "+p)
