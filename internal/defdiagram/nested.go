@@ -19,10 +19,10 @@ import (
 // The definition lists rows leaf to leaf; Machine writes them back onto
 // the states they apply to: the rows that share an event, guard, target
 // (or history), outcome and kind are one row written on the outermost
-// states all of whose leaves they leave, and a row whose target is a leaf
-// entered through the initial children of composites is drawn to the
-// outermost of them. A FROM list that names every child of a composite is
-// drawn from the composite, which means the same.
+// states all of whose leaves they leave, drawn to the leaf they enter (a
+// row written to a composite is drawn to its initial leaf, which the
+// definition does not tell apart). A FROM list that names every child of a
+// composite is drawn from the composite, which means the same.
 func Machine(def runtime.Definition) *dsl.Machine {
 	m := &dsl.Machine{Name: def.Machine, Type: def.Type, Version: def.Version}
 	events := map[string]*dsl.Event{}
@@ -194,13 +194,11 @@ func Machine(def runtime.Definition) *dsl.Machine {
 		if k.history != "" {
 			hist = histories[k.history]
 			to = hist.Parent.InitialLeaf()
-		} else if to != nil {
-			// Drawn to the outermost composite entered through its
-			// initial children, unless that holds the source.
+		} else {
+			// The definition does not say whether the row named the leaf
+			// or a composite entered through its initial children: it is
+			// drawn to the leaf the run goes to.
 			target = to
-			for p := to.Parent; p != nil && p.InitialChild == target && !src.In(p); p = p.Parent {
-				target = p
-			}
 		}
 		if to == nil {
 			continue

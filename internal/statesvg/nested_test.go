@@ -11,6 +11,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fsmgen/fsmgen/internal/statesvg"
+	"github.com/fsmgen/fsmgen/machines/specs/deviceauth/deviceauth"
+	"github.com/fsmgen/fsmgen/machines/specs/dhcpclient/dhcpclient"
+	"github.com/fsmgen/fsmgen/machines/specs/sipinvite/inviteclient"
+	"github.com/fsmgen/fsmgen/machines/specs/tcpconn/tcpconn"
+	"github.com/fsmgen/fsmgen/machines/specs/usbdevice/usbdevice"
 	"github.com/fsmgen/fsmgen/runtime"
 )
 
@@ -58,7 +63,7 @@ func TestRenderNested(t *testing.T) {
 	for _, m := range regexp.MustCompile(`data-from="(\w+)" data-to="(\w+)"`).FindAllStringSubmatch(string(got), -1) {
 		edges = append(edges, m[1]+"->"+m[2])
 	}
-	wantEdges := []string{"STOPPED->ACTIVE", "STOPPED->RESUME", "STOPPED->LAST", "PLAYING->PAUSED", "PLAYING->PLAYING",
+	wantEdges := []string{"STOPPED->PLAYING", "STOPPED->RESUME", "STOPPED->LAST", "PLAYING->PAUSED", "PLAYING->PLAYING",
 		"PLAYING->ENDED", "PLAYING->BROKEN", "ACTIVE->STOPPED", "ACTIVE->OFF", "PAUSED->PLAYING", "PAUSED->STOPPED"}
 	if diff := cmp.Diff(wantEdges, edges); diff != "" {
 		t.Errorf("edges (-want +got):\n%s", diff)
@@ -70,5 +75,33 @@ func TestRenderNested(t *testing.T) {
 		if !bytes.Contains(got, []byte(h)) {
 			t.Errorf("no %s", h)
 		}
+	}
+}
+
+// TestRenderNestedSpecs draws the nested machines of machines/specs: every
+// leaf, composite and history once, well-formed.
+func TestRenderNestedSpecs(t *testing.T) {
+	t.Parallel()
+	for _, def := range []runtime.Definition{deviceauth.Definition(), dhcpclient.Definition(), inviteclient.Definition(), tcpconn.Definition(), usbdevice.Definition()} {
+		t.Run(def.Type, func(t *testing.T) {
+			t.Parallel()
+			got := statesvg.Render(def, statesvg.Marks{Current: def.Initial})
+			wellFormed(t, got)
+			for _, s := range def.States {
+				if n := bytes.Count(got, []byte(`data-state="`+s.Name+`"`)); n != 1 {
+					t.Errorf("state %s drawn %d times", s.Name, n)
+				}
+			}
+			for _, c := range def.Composites {
+				if n := bytes.Count(got, []byte(`<g class="composite active" data-state="`+c.Name+`">`)) + bytes.Count(got, []byte(`<g class="composite" data-state="`+c.Name+`">`)); n != 1 {
+					t.Errorf("composite %s drawn %d times", c.Name, n)
+				}
+				for _, h := range c.History {
+					if n := bytes.Count(got, []byte(`<g class="history" data-state="`+h.Name+`">`)); n != 1 {
+						t.Errorf("history %s drawn %d times", h.Name, n)
+					}
+				}
+			}
+		})
 	}
 }
