@@ -104,6 +104,11 @@ type machineChecker struct {
 	actions    map[string]*Action
 	topInitial *State
 	used       struct{ events, guards, actions map[string]bool }
+	// handled holds the (state, event) pairs with a row, built by handles.
+	handled map[stateEvent]bool
+	// tooMany records that the machine's rows expand to more than
+	// MaxTransitions transitions: the rest are not added.
+	tooMany bool
 	// timerEvent is the position of each timer's event name.
 	timerEvent map[*Timer]lexer.Position
 	// rowEvents holds the events named by a transition row, including rows
@@ -954,13 +959,14 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 	if !resolved || !evOK || (td.Guard != nil && g == nil) {
 		mc.skipGraph = true
 		for _, s := range froms {
-			for _, l := range s.Leaves() {
-				for _, ev := range evs {
-					mc.unsure[stateEvent{l, ev}] = true
-				}
-				if !evOK {
-					mc.unsure[stateEvent{l, nil}] = true
-				}
+			if s.Composite() {
+				s = nil // any state: one entry, not one per leaf
+			}
+			for _, ev := range evs {
+				mc.unsure[stateEvent{s, ev}] = true
+			}
+			if !evOK {
+				mc.unsure[stateEvent{s, nil}] = true
 			}
 		}
 		return
@@ -973,12 +979,24 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 	}
 	for _, ev := range evs {
 		for _, s := range froms {
+			if mc.tooMany {
+				return
+			}
 			t := base
 			t.Event, t.Source = ev, s
 			mc.m.Transitions = append(mc.m.Transitions, flatten(&t)...)
+			if len(mc.m.Transitions) > MaxTransitions {
+				mc.errorf(td.Pos, "machine %s has more than %d transitions once the rows of composite states are applied to each of their leaves; a machine has at most %d", mc.m.Name, MaxTransitions, MaxTransitions)
+				mc.tooMany, mc.skipGraph = true, true
+			}
 		}
 	}
 }
+
+// MaxTransitions is the most transitions a machine may have once FROM
+// lists, several events and the rows of composite states are expanded
+// (the rows of [Machine.Transitions]).
+const MaxTransitions = 250_000
 
 // flatten returns the transitions of row t, whose Source, Target or
 // History and flags are set: one per leaf of Source it applies to (for a
@@ -1314,14 +1332,16 @@ func eventNames(es []*Event) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
-// handles reports whether a row leaves s on e.
+// handles reports whether a row leaves s on e. It reads the transitions
+// once, after groups has dropped those that never fire.
 func (mc *machineChecker) handles(s *State, e *Event) bool {
-	for _, t := range mc.m.Transitions {
-		if t.From == s && t.Event == e {
-			return true
+	if mc.handled == nil {
+		mc.handled = map[stateEvent]bool{}
+		for _, t := range mc.m.Transitions {
+			mc.handled[stateEvent{t.From, t.Event}] = true
 		}
 	}
-	return false
+	return mc.handled[stateEvent{s, e}]
 }
 
 // mayHandle reports whether a row leaves s on e or a row dropped for an
@@ -1354,18 +1374,31 @@ func (mc *machineChecker) graph() {
 	}
 	next := map[*State][]*State{}
 	prev := map[*State][]*State{}
+	edges := map[[2]*State]bool{}
+	edge := func(from, to *State) {
+		if k := [2]*State{from, to}; !edges[k] {
+			edges[k] = true
+			next[from] = append(next[from], to)
+			prev[to] = append(prev[to], from)
+		}
+	}
+	// A history may lead to any leaf of its composite: rows to it lead
+	// to a node of its own, which leads to each of those leaves.
+	nodes := slices.Clone(m.States)
+	histNode := map[*History]*State{}
 	for _, t := range m.Transitions {
-		tos := []*State{t.To}
-		if t.History != nil {
-			// A history may lead to any leaf of its composite.
-			tos = t.History.Parent.Leaves()
-		}
-		for _, to := range tos {
-			if !slices.Contains(next[t.From], to) {
-				next[t.From] = append(next[t.From], to)
-				prev[to] = append(prev[to], t.From)
+		to := t.To
+		if h := t.History; h != nil {
+			if histNode[h] == nil {
+				histNode[h] = &State{Name: h.Name, Pos: h.Pos}
+				nodes = append(nodes, histNode[h])
+				for _, l := range h.Parent.Leaves() {
+					edge(histNode[h], l)
+				}
 			}
+			to = histNode[h]
 		}
+		edge(t.From, to)
 	}
 	reach := walk([]*State{m.Initial}, next)
 	var finals []*State
@@ -1377,7 +1410,7 @@ func (mc *machineChecker) graph() {
 	coreach := walk(finals, prev)
 	var stuck map[*State]*deadEnd
 	if len(finals) == 0 {
-		stuck = stuckStates(m.States, next, prev)
+		stuck = stuckStates(nodes, next, prev)
 	}
 	for _, s := range m.States {
 		switch {
@@ -1723,21 +1756,29 @@ func (mc *machineChecker) nested() {
 			mc.warnf(t.Pos, "state %s: the row %s re-enters %s and restarts %s; add \"internal\" to keep it running", s.Name, rowText(t), s.Name, what)
 		}
 	}
-	for _, s := range slices.Concat(m.States, m.Composites) {
+	fieldTimer := func(s *State) *Timer {
 		for _, tm := range s.Timers {
-			if tm.FieldOf == nil {
+			if tm.FieldOf != nil && tm.Field != nil {
+				return tm
+			}
+		}
+		return nil
+	}
+	reported := map[*State]bool{}
+	for _, s := range slices.Concat(m.States, m.Composites) {
+		if tm := fieldTimer(s); tm != nil && m.Initial != nil && m.Initial.In(s) {
+			mc.errorf(tm.Pos, "timer of state %s takes its duration from %s.%s, but a run starts in %s, where no event has set it; enter %s on %s only", s.Name, tm.FieldOf.Name, tm.Field.Name, s.Name, s.Name, tm.FieldOf.Name)
+			reported[s] = true
+		}
+	}
+	for _, t := range m.Transitions {
+		for _, s := range t.Enter {
+			tm := fieldTimer(s)
+			if tm == nil || reported[s] || t.Event == tm.FieldOf {
 				continue
 			}
-			if m.Initial != nil && m.Initial.In(s) {
-				mc.errorf(tm.Pos, "timer of state %s takes its duration from %s.%s, but a run starts in %s, where no event has set it; enter %s on %s only", s.Name, tm.FieldOf.Name, tm.Field.Name, s.Name, s.Name, tm.FieldOf.Name)
-				continue
-			}
-			for _, t := range m.Transitions {
-				if slices.Contains(t.Enter, s) && t.Event != tm.FieldOf {
-					mc.errorf(t.Pos, "the row %s enters state %s, whose timer takes its duration from %s.%s; every row that enters %s must be on %s", rowText(t), s.Name, tm.FieldOf.Name, tm.Field.Name, s.Name, tm.FieldOf.Name)
-					break
-				}
-			}
+			reported[s] = true
+			mc.errorf(t.Pos, "the row %s enters state %s, whose timer takes its duration from %s.%s; every row that enters %s must be on %s", rowText(t), s.Name, tm.FieldOf.Name, tm.Field.Name, s.Name, tm.FieldOf.Name)
 		}
 	}
 	mc.eventlessLoops()

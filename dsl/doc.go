@@ -300,9 +300,11 @@
 // bytes), a string literal longer than [MaxStringLength] (4096 bytes),
 // more than [MaxTokens] (250,000) tokens, more than [MaxItems] (50,000)
 // declarations and transition rows, or braces nested deeper than
-// [MaxNesting] (4). Reading stops after [MaxErrors] (100) characters the
-// lexer cannot read. Time and memory are linear in the file's size: a
-// file at the limits takes a few seconds and some hundred megabytes.
+// [MaxNesting] (4: composites nest three deep). Reading stops after [MaxErrors] (100) characters the
+// lexer cannot read. A machine whose rows expand (FROM lists, several
+// events, rows of composites applied to each of their leaves) to more
+// than [MaxTransitions] (250,000) transitions is refused. A file at the
+// limits takes a few seconds and some hundred megabytes.
 //
 // # Checks
 //

@@ -40,3 +40,21 @@ func FuzzFormat(f *testing.F) {
 		checkFormat(t, "fuzz.fsm", src)
 	})
 }
+
+// FuzzLoad checks that checking any input, and parsing it for an editor,
+// neither panics nor reports a nil Spec without an error.
+func FuzzLoad(f *testing.F) {
+	for _, tc := range formatCases {
+		f.Add([]byte(tc.src))
+	}
+	f.Add([]byte(nestedPlayer))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		spec, diags := Load("fuzz.fsm", src)
+		if (spec == nil) != diags.HasErrors() {
+			t.Fatalf("spec nil = %v, HasErrors = %v", spec == nil, diags.HasErrors())
+		}
+		if f, _ := ParsePartial("fuzz.fsm", src); f != nil {
+			Refs(f)
+		}
+	})
+}

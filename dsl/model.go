@@ -195,14 +195,16 @@ func (m *Machine) Sender(s *State, e *Event) string {
 	if e == m.Cancel || e.External {
 		return ""
 	}
-	for _, st := range slices.Concat(m.States, m.Composites) {
-		for _, tm := range st.Timers {
-			if tm.Event == e {
-				return "the timer of " + st.Name
+	for _, states := range [2][]*State{m.States, m.Composites} {
+		for _, st := range states {
+			for _, tm := range st.Timers {
+				if tm.Event == e {
+					return "the timer of " + st.Name
+				}
 			}
-		}
-		if st.Retry != nil && st.Retry.Exhausted == e {
-			return "the retry policy of " + st.Name
+			if st.Retry != nil && st.Retry.Exhausted == e {
+				return "the retry policy of " + st.Name
+			}
 		}
 	}
 	waits := false

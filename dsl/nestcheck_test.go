@@ -1,6 +1,12 @@
 package dsl
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
 
 // nest wraps a machine body for the nested checks: the body's first line
 // is line 2, indented four spaces.
@@ -148,4 +154,26 @@ func TestCheckNested(t *testing.T) {
 			want: []string{"t.fsm:9:5: the row A -> P on Go enters state P, whose timer takes its duration from Polled.interval; every row that enters P must be on Polled"},
 		},
 	})
+}
+
+// TestCheckMaxTransitions refuses a machine whose composite rows expand
+// to more transitions than a machine may have.
+func TestCheckMaxTransitions(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("machine Big {\n    initial A {\n        initial S0 wait\n")
+	const leaves, rows = 600, 500
+	for i := 1; i < leaves; i++ {
+		fmt.Fprintf(&b, "        state S%d wait\n", i)
+	}
+	b.WriteString("    }\n")
+	for i := range rows {
+		fmt.Fprintf(&b, "    event E%d\n    A -> S%d on E%d\n", i, i, i)
+	}
+	b.WriteString("}\n")
+	_, diags := Load("t.fsm", []byte(b.String()))
+	want := []string{fmt.Sprintf("t.fsm:%d:5: machine Big has more than 250000 transitions once the rows of composite states are applied to each of their leaves; a machine has at most 250000", 5+leaves+2*(MaxTransitions/leaves))}
+	if diff := cmp.Diff(want, diagStrings(diags)); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
 }
