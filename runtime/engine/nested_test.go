@@ -259,12 +259,12 @@ func newNestedEnv(t *testing.T, d *nestedDriver) nestedEnv {
 }
 
 // signal sends the event at t0 + at and returns the run.
-func (n nestedEnv) signal(t *testing.T, id string, at time.Duration, e ev) runtime.Run {
+func (n nestedEnv) signal(t *testing.T, id string, at time.Duration, e runtime.Event) runtime.Run {
 	t.Helper()
 	n.clk.Advance(n.t0.Add(at).Sub(n.clk.Now()))
 	run, err := n.e.Signal(context.Background(), id, e)
 	if err != nil {
-		t.Fatalf("signal %s at %v: %v", e.name, at, err)
+		t.Fatalf("signal %s at %v: %v", e.EventName(), at, err)
 	}
 	return run
 }
