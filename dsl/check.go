@@ -1781,6 +1781,20 @@ func (mc *machineChecker) nested() {
 			mc.errorf(t.Pos, "the row %s enters state %s, whose timer takes its duration from %s.%s; every row that enters %s must be on %s", rowText(t), s.Name, tm.FieldOf.Name, tm.Field.Name, s.Name, tm.FieldOf.Name)
 		}
 	}
+	// A composite with an unguarded eventless row never stays to complete.
+	unguarded := map[*State]*Transition{}
+	for _, t := range m.Transitions {
+		if t.Event == nil && !t.Done && t.Guard == nil && unguarded[t.Source] == nil {
+			unguarded[t.Source] = t
+		}
+	}
+	seen := map[lexer.Position]bool{}
+	for _, t := range m.Transitions {
+		if u := unguarded[t.Source]; t.Done && u != nil && !seen[t.Pos] {
+			seen[t.Pos] = true
+			mc.errorf(t.Pos, "transition from %s on done can never fire: the unguarded one without an event at %s leaves %s first", t.Source.Name, short(u.Pos), t.Source.Name)
+		}
+	}
 	mc.eventlessLoops()
 }
 

@@ -116,6 +116,13 @@ func TestCheckNested(t *testing.T) {
 			},
 		},
 		{
+			name: "a completion row behind an unguarded eventless row",
+			src:  nest("initial A {", "    initial B wait", "    final F", "}", "final Y succeeded", "final Z succeeded", "event E", "B -> F on E", "A -> Y", "A -> Z on done"),
+			want: []string{
+				"t.fsm:11:5: transition from A on done can never fire: the unguarded one without an event at 10:5 leaves A first",
+			},
+		},
+		{
 			name: "a self row restarts a timer",
 			src:  nest("initial A wait after 32s Timeout", "final Z succeeded", "event Retransmit", "event Timeout", "A -> A on Retransmit", "A -> Z on Timeout"),
 			want: []string{`t.fsm:6:5: warning: state A: the row A -> A on Retransmit re-enters A and restarts its timer "after 32s Timeout"; add "internal" to keep it running`},
