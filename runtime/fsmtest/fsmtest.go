@@ -105,17 +105,9 @@ func (l *log) Record(ctx context.Context, t runtime.Transition) error {
 // anyFields compares payloads whatever the visibility of their fields.
 var anyFields = cmp.Exporter(func(reflect.Type) bool { return true })
 
-// expect computes from the table alone what firing event in state does when
-// the guards in admit admit it: the row that fires, or the refusal.
-func expect(d runtime.Definition, state, event string, admit map[string]bool) (runtime.TransitionSpec, error) {
-	i, err := expectRow(d, state, event, admit)
-	if err != nil {
-		return runtime.TransitionSpec{}, err
-	}
-	return d.Transitions[i], nil
-}
-
-// expectRow is expect returning the row's index.
+// expectRow computes from the table alone what firing event in state does
+// when the guards in admit admit it: the index of the row that fires, or
+// the refusal.
 func expectRow(d runtime.Definition, state, event string, admit map[string]bool) (int, error) {
 	matched := false
 	for i, r := range d.Transitions {
