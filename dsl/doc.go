@@ -206,6 +206,9 @@
 // its timers running, counted from when it was entered. A composite's
 // timer runs as long as the run is anywhere inside it. A timer's event is
 // fired to the run like any other event: it bubbles from the run's leaf.
+// Timers due at the same instant fire in the order their states were
+// entered, outermost first, and for one state in declaration order (as
+// SCXML queues delayed events).
 // after EVENT.field min D max D EVENT2 takes the duration from the
 // time.Duration field of EVENT carried by the row that entered the state,
 // clamped to [min, max]: every row entering the state must be on EVENT,

@@ -120,11 +120,11 @@ func TestInterop(t *testing.T) {
 
 // nestedGlobs are the machines TestInterop replays besides those of
 // machines/*/, whose packages are not generated in the repository: the
-// nested machines of gen/testdata/nested and the flat equivalents of the
-// machines from published specifications of machines/specs.
+// nested machines of gen/testdata/nested and the machines from published
+// specifications of machines/specs, nested and flat.
 var nestedGlobs = []string{
 	filepath.Join(repoRoot, "gen", "testdata", "nested", "*.fsm"),
-	filepath.Join(repoRoot, "machines", "specs", "*", "*_flat.fsm"),
+	filepath.Join(repoRoot, "machines", "specs", "*", "*.fsm"),
 }
 
 // nestedMachines generates the Go packages of the machines of

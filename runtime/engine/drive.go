@@ -983,15 +983,19 @@ type activeTimer struct {
 }
 
 // nextTimer returns the timer of a nested machine's run that falls due
-// first, among those of its leaf and the composites above it (the
-// innermost on a tie), from the run's timer anchors: a state without one
+// first, among those of its leaf and the composites above it, from the
+// run's timer anchors. Timers due at the same instant fire in the order
+// their states were entered: outermost first, and for one state in
+// declaration order (as SCXML queues delayed events). A state without one
 // counts from the run's updated_at (it was entered when the attempt
 // started, or the run was upgraded). A timer that fired while its state
 // stayed active is not counted.
 func nextTimer(reg *registered, run runtime.Run) (activeTimer, bool) {
 	var next activeTimer
 	found := false
-	for _, name := range reg.nest.Active(run.State) {
+	active := reg.nest.Active(run.State)
+	for k := len(active) - 1; k >= 0; k-- {
+		name := active[k]
 		timers := reg.nest.Timers(name)
 		if len(timers) == 0 {
 			continue
