@@ -95,13 +95,15 @@ func (r *Model) Advance(d time.Duration, fire func(event string) error) error {
 }
 
 // nextTimer returns the pending timer of the active states that falls due
-// first, and when.
+// first, and when; of timers due at the same instant, the outermost
+// state's, and of one state's, the first written.
 func (r *Model) nextTimer() (*dsl.Timer, time.Duration) {
 	var (
 		best *dsl.Timer
 		when time.Duration
 	)
-	for s := r.leaf; s != nil; s = s.Parent {
+	active := reverse(append([]*dsl.State{r.leaf}, r.leaf.Ancestors()...))
+	for _, s := range active {
 		for _, tm := range s.Timers {
 			if r.fired[tm] {
 				continue
