@@ -200,6 +200,10 @@
 // declared with action NAME and implemented in Go through the generated
 // Actions interface, as guards are. An action that returns an error
 // aborts its transition.
+// A run's first configuration is entered without its entry actions (the
+// run is created, not moved: XState and SCXML run them at start), so an
+// action that must run when a run starts belongs to a row out of the
+// initial state.
 //
 // Timers. A state's timer starts when the state is entered and stops when
 // it is exited; a state that a transition neither exits nor enters keeps

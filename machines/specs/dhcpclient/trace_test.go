@@ -6,7 +6,11 @@ import (
 
 	"github.com/fsmgen/fsmgen/machines/specs/dhcpclient/dhcpclient"
 	"github.com/fsmgen/fsmgen/machines/specs/internal/spectrace"
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/pgtest"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 type guards map[string]bool
 
@@ -42,4 +46,17 @@ func TestTraces(t *testing.T) {
 			Log:      log,
 		}
 	})
+}
+
+// TestEngineTraces replays the traces on runs of the durable engine: a
+// run starts in BOOT, whose eventless rows a worker takes at once.
+func TestEngineTraces(t *testing.T) {
+	t.Parallel()
+	decode := func(name string, payload []byte) (runtime.Event, error) { return dhcpclient.DecodeEvent(name, payload) }
+	spectrace.RunEngine(t, "dhcpclient.fsm", "trace.txt", dhcpclient.Type, decode, false,
+		func(g map[string]bool, log *spectrace.Log) runtime.Driver {
+			return dhcpclient.NewDriver(
+				func(*runtime.Run) dhcpclient.Guards { return guards(g) },
+				func(*runtime.Run) dhcpclient.Actions { return actions{log} })
+		})
 }

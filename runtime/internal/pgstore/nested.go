@@ -190,11 +190,12 @@ func (d *Definition) nestedParams(p *dbsqlc.AdvanceRunParams, t runtime.Transiti
 }
 
 // initialDelay is InitialDelay for a nested machine: at once for a
-// driven initial leaf; else the first timer of the leaf and the
-// composites above it, all entered at the start.
+// driven initial leaf and for one with eventless or completion rows,
+// which a worker takes as soon as the run starts; else the first timer
+// of the leaf and the composites above it, all entered at the start.
 func (d *Definition) initialDelay() pgtype.Int8 {
 	st := d.States[d.Def.Initial]
-	if !st.Wait {
+	if !st.Wait || d.Nest.eventless[st.Name] {
 		return pgtype.Int8{Int64: 0, Valid: true}
 	}
 	var first time.Duration = -1
