@@ -42,16 +42,6 @@ func alternate(d runtime.Definition, i int) bool {
 	return false
 }
 
-// parentOf returns the composite that contains the state (leaf or
-// composite) named name, "" at the top level.
-func parentOf(d runtime.Definition, name string) string {
-	if s, ok := d.State(name); ok {
-		return s.Parent
-	}
-	c, _ := d.Composite(name)
-	return c.Parent
-}
-
 // initialLeaf follows name down through initial children to a leaf.
 func initialLeaf(d runtime.Definition, name string) string {
 	for range len(d.Composites) + 1 {
@@ -83,10 +73,10 @@ func recordOf(d runtime.Definition, c string, deep bool, leaf string) string {
 	if deep {
 		return leaf
 	}
-	for s := leaf; s != ""; s = parentOf(d, s) {
-		if parentOf(d, s) == c {
-			return s
-		}
+	// The state just below c on the way up from leaf.
+	path := append([]string{leaf}, d.Ancestors(leaf)...)
+	if i := slices.Index(path, c); i > 0 {
+		return path[i-1]
 	}
 	return ""
 }
