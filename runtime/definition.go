@@ -127,6 +127,19 @@ type HistorySpec struct {
 // Terminal reports whether the state is terminal.
 func (s StateSpec) Terminal() bool { return s.Status.Terminal() }
 
+// FirstTimer returns the shortest of the state's timers' durations, and
+// whether it has any timer.
+func (s StateSpec) FirstTimer() (time.Duration, bool) {
+	if len(s.Timers) == 0 {
+		return 0, false
+	}
+	next := s.Timers[0].After
+	for _, t := range s.Timers[1:] {
+		next = min(next, t.After)
+	}
+	return next, true
+}
+
 // EventSpec describes one event and its payload fields.
 type EventSpec struct {
 	Name   string

@@ -78,3 +78,20 @@ func TestDefinitionClone(t *testing.T) {
 		t.Errorf("a change to a clone reached the preset: %+v", runtime.RetryDatabase)
 	}
 }
+
+func TestStateSpecFirstTimer(t *testing.T) {
+	for _, tc := range []struct {
+		timers []runtime.Timer
+		want   time.Duration
+		ok     bool
+	}{
+		{nil, 0, false},
+		{[]runtime.Timer{{After: time.Minute, Event: "A"}}, time.Minute, true},
+		{[]runtime.Timer{{After: time.Hour, Event: "A"}, {After: time.Second, Event: "B"}, {After: time.Minute, Event: "C"}}, time.Second, true},
+	} {
+		got, ok := runtime.StateSpec{Name: "S", Wait: true, Timers: tc.timers}.FirstTimer()
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("FirstTimer of %v = %v, %v; want %v, %v", tc.timers, got, ok, tc.want, tc.ok)
+		}
+	}
+}

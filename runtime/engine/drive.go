@@ -135,7 +135,7 @@ func (r *recorder) after() runtime.Run {
 	case !to.Wait:
 		run.NextRunAt = r.adv.At
 	default:
-		if next, ok := firstTimer(to); ok {
+		if next, ok := to.FirstTimer(); ok {
 			run.NextRunAt = r.adv.At.Add(next)
 		}
 	}
@@ -148,23 +148,11 @@ func (r *recorder) after() runtime.Run {
 // timerDue is when a run that has spent elapsed in st is next due for one
 // of st's timers: NotDue when st has none.
 func timerDue(st runtime.StateSpec, elapsed time.Duration) enginestore.Due {
-	next, ok := firstTimer(st)
+	next, ok := st.FirstTimer()
 	if !ok {
 		return enginestore.NotDue
 	}
 	return enginestore.DueIn(next - elapsed)
-}
-
-// firstTimer returns the shortest of st's timers, and whether it has any.
-func firstTimer(st runtime.StateSpec) (time.Duration, bool) {
-	if len(st.Timers) == 0 {
-		return 0, false
-	}
-	next := st.Timers[0].After
-	for _, t := range st.Timers[1:] {
-		next = min(next, t.After)
-	}
-	return next, true
 }
 
 // effects collects what a handler asks of the runtime besides its event.

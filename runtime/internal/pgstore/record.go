@@ -92,12 +92,9 @@ func EntryDelay(st runtime.StateSpec) pgtype.Int8 {
 	if !st.Wait {
 		return pgtype.Int8{Int64: 0, Valid: true}
 	}
-	if len(st.Timers) == 0 {
+	next, ok := st.FirstTimer()
+	if !ok {
 		return pgtype.Int8{}
-	}
-	next := st.Timers[0].After
-	for _, t := range st.Timers[1:] {
-		next = min(next, t.After)
 	}
 	return pgtype.Int8{Int64: max(next, 0).Microseconds(), Valid: true}
 }
