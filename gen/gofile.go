@@ -77,6 +77,21 @@ func (f *goFile) comment(indent int, text string) {
 	}
 }
 
+// list writes a composite literal that opens with open (its type, or
+// what comes before the brace), an element per line, and closes with
+// close after the brace; without elements it is open{}close, on one line.
+func (f *goFile) list(indent int, open string, elems []string, close string) {
+	if len(elems) == 0 {
+		f.line(indent, open, "{}", close)
+		return
+	}
+	f.line(indent, open, "{")
+	for _, e := range elems {
+		f.line(indent+1, e, ",")
+	}
+	f.line(indent, "}", close)
+}
+
 // text writes s as it is: a block of code in Go's own layout.
 func (f *goFile) text(s string) { f.b.WriteString(s) }
 
