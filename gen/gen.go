@@ -56,9 +56,9 @@ func Generate(spec *dsl.Spec) ([]File, error) {
 	var jobs []*job
 	for _, m := range spec.Machines {
 		source := sourceOf(m)
-		goJob := func(what, name string, code func(string, *dsl.Machine) *jen.File) *job {
+		goJob := func(what, name string, code func(string, *dsl.Machine) ([]byte, error)) *job {
 			return &job{m: m, what: what, run: func() ([]File, error) {
-				b, err := render(code(source, m))
+				b, err := code(source, m)
 				return []File{{Path: path.Join(m.Package, name), Content: b}}, err
 			}}
 		}

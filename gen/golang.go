@@ -174,6 +174,13 @@ func wrap(text string, width int) []string {
 	return out
 }
 
+// comment writes text as a doc comment wrapped at 76 columns.
+func comment(f *jen.File, text string) {
+	for _, l := range wrap(text, 76) {
+		f.Comment(l)
+	}
+}
+
 // docLines prefixes a node's doc with a lead sentence, in one paragraph.
 func docLines(lead string, doc []string) []string {
 	return append(wrap(lead, 76), doc...)

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dave/jennifer/jen"
-
 	"github.com/fsmgen/fsmgen/dsl"
 )
 
@@ -252,8 +250,8 @@ func goFiles(t *testing.T, m *dsl.Machine) map[string][]byte {
 		t.Fatalf("fsm.go: %v", err)
 	}
 	out[GoFile] = b
-	for name, code := range map[string]func(string, *dsl.Machine) *jen.File{TestFile: testCode, RunsFile: handleCode} {
-		b, err := render(code("player.fsm", m))
+	for name, code := range map[string]func(string, *dsl.Machine) ([]byte, error){TestFile: testCode, RunsFile: handleCode} {
+		b, err := code("player.fsm", m)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

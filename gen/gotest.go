@@ -3,229 +3,263 @@ package gen
 import (
 	"fmt"
 	"slices"
-
-	"github.com/dave/jennifer/jen"
+	"strconv"
+	"strings"
 
 	"github.com/fsmgen/fsmgen/dsl"
 )
 
 const fsmtestPath = "github.com/fsmgen/fsmgen/runtime/fsmtest"
 
-// testCode emits the machine's generated tests. They describe the machine
-// to runtime/fsmtest, which checks the generated code against the
-// machine's definition: every (state, event) pair under every guard
-// outcome, record-before-apply, final states, paths to every state and
-// through every row, payload decoding and the driver. The names and the
-// views, which are the package's own API, are checked here.
-func testCode(source string, m *dsl.Machine) *jen.File {
-	f := jen.NewFile(m.Package)
-	headerComments(f, source)
-	f.ImportName(runtimePath, "runtime")
-	f.ImportName(fsmtestPath, "fsmtest")
-	t := &testGen{f: f, m: m, g: &goGen{f: f, m: m}}
+// testCode writes the machine's generated tests, fsm_test.go. They
+// describe the machine to runtime/fsmtest, which checks the generated code
+// against the machine's definition: every (state, event) pair under every
+// guard outcome, record-before-apply, final states, paths to every state
+// and through every row, payload decoding and the driver. The names and
+// the views, which are the package's own API, are checked here.
+func testCode(source string, m *dsl.Machine) ([]byte, error) {
+	t := &testGen{f: newGoFile(source, m.Package), m: m, g: &goGen{m: m}}
 	t.adapters()
 	t.machine()
 	t.names()
 	t.views()
 	t.senders()
 	t.nested()
-	return f
+	return t.f.source()
 }
 
+// testGen writes the tests of one machine into f.
 type testGen struct {
-	f *jen.File
+	f *goFile
 	m *dsl.Machine
 	g *goGen
 }
 
-func tParam() jen.Code { return jen.Id("t").Op("*").Qual("testing", "T") }
+// testFunc opens the test function name, after its doc comment lines,
+// with t.Parallel() as its first statement.
+func (t *testGen) testFunc(name string, doc ...string) {
+	for _, l := range doc {
+		t.f.line(0, "// ", l)
+	}
+	t.f.line(0, "func ", name, "(t *", t.f.use("testing"), ".T) {")
+	t.f.line(1, "t.Parallel()")
+}
 
-// newMachine is the code that builds a machine with guards g and options.
-func (t *testGen) newMachine(g jen.Code, opts ...jen.Code) *jen.Statement {
-	var args []jen.Code
+// newMachine is the call that builds a machine with guards g, the
+// package's actions and options opts.
+func (t *testGen) newMachine(g string, opts ...string) string {
+	var args []string
 	if len(t.m.Guards) > 0 {
 		args = append(args, g)
 	}
 	if len(t.m.Actions) > 0 {
-		args = append(args, jen.Op("&").Id("fsmgenActions").Values())
+		args = append(args, "&fsmgenActions{}")
 	}
-	return jen.Id("New").Call(append(args, opts...)...)
+	return "New(" + strings.Join(append(args, opts...), ", ") + ")"
 }
 
-// adapters emits the guards, handlers and instance the checks use.
+// adapters writes the guards, actions, handlers and instance the checks
+// use.
 func (t *testGen) adapters() {
 	f := t.f
 	if len(t.m.Guards) > 0 {
-		f.Comment("fsmgenGuards admits the events of the guards it maps to true.")
-		f.Type().Id("fsmgenGuards").Map(jen.String()).Bool()
+		f.line(0, "// fsmgenGuards admits the events of the guards it maps to true.")
+		f.line(0, "type fsmgenGuards map[string]bool")
 	}
 	for _, gd := range t.m.Guards {
-		f.Func().Params(jen.Id("g").Id("fsmgenGuards")).Id(gd.GoName).Params(jen.Qual("context", "Context"), guardParam(t.m, gd)).Bool().Block(
-			jen.Return(jen.Id("g").Index(jen.Lit(gd.Name))),
-		)
+		f.linef(0, "func (g fsmgenGuards) %s(%s.Context, %s) bool {", gd.GoName, f.use("context"), guardParam(t.m, gd).GoString())
+		f.linef(1, "return g[%q]", gd.Name)
+		f.line(0, "}")
 	}
 	if len(t.m.Actions) > 0 {
-		f.Comment("fsmgenActions notes the actions run, in order, and fails the one named fail.")
-		f.Type().Id("fsmgenActions").Struct(
-			jen.Id("ran").Index().String(),
-			jen.Id("fail").String(),
-		)
-		f.Func().Params(jen.Id("a").Op("*").Id("fsmgenActions")).Id("run").Params(jen.Id("name").String()).Error().Block(
-			jen.If(jen.Id("name").Op("==").Id("a").Dot("fail")).Block(
-				jen.Return(jen.Qual("errors", "New").Call(jen.Lit("action ").Op("+").Id("name").Op("+").Lit(" failed"))),
-			),
-			jen.Id("a").Dot("ran").Op("=").Append(jen.Id("a").Dot("ran"), jen.Id("name")),
-			jen.Return(jen.Nil()),
-		)
+		f.line(0, "// fsmgenActions notes the actions run, in order, and fails the one named fail.")
+		f.line(0, "type fsmgenActions struct {")
+		f.line(1, "ran []string")
+		f.line(1, "fail string")
+		f.line(0, "}")
+		f.line(0, "func (a *fsmgenActions) run(name string) error {")
+		f.line(1, "if name == a.fail {")
+		f.line(2, "return ", f.use("errors"), `.New("action " + name + " failed")`)
+		f.line(1, "}")
+		f.line(1, "a.ran = append(a.ran, name)")
+		f.line(1, "return nil")
+		f.line(0, "}")
 	}
 	for _, a := range t.m.Actions {
-		f.Func().Params(jen.Id("a").Op("*").Id("fsmgenActions")).Id(a.GoName).Params(jen.Qual("context", "Context")).Error().Block(
-			jen.Return(jen.Id("a").Dot("run").Call(jen.Lit(a.Name))),
-		)
+		f.linef(0, "func (a *fsmgenActions) %s(%s.Context) error {", a.GoName, f.use("context"))
+		f.linef(1, "return a.run(%q)", a.Name)
+		f.line(0, "}")
 	}
-	if t.g.driven() {
-		f.Comment("fsmgenHandlers returns, in every driven state, the first event the state accepts.")
-		f.Type().Id("fsmgenHandlers").Struct()
+	t.handlers()
+	rtm, ctx := f.use(runtimePath), f.use("context")
+	f.line(0, "// fsmgenInstance is a Machine as fsmtest sees it.")
+	f.line(0, "type fsmgenInstance struct {")
+	f.line(1, "m *Machine")
+	f.line(0, "}")
+	f.linef(0, "func (i fsmgenInstance) Fire(ctx %s.Context, e %s.Event) error {", ctx, rtm)
+	f.line(1, "ev, _ := e.(Event)")
+	f.line(1, "return i.m.Fire(ctx, ev)")
+	f.line(0, "}")
+	f.line(0, "func (i fsmgenInstance) State() string {")
+	f.line(1, "return i.m.State().String()")
+	f.line(0, "}")
+	if n := t.g.nest(); n != nil && n.anyEventless() {
+		f.linef(0, "func (i fsmgenInstance) Settle(ctx %s.Context) error {", ctx)
+		f.line(1, "return i.m.Settle(ctx)")
+		f.line(0, "}")
 	}
+}
+
+// handlers writes fsmgenHandlers, the handlers of the driven states, when
+// the machine has any.
+func (t *testGen) handlers() {
+	f := t.f
+	if !t.g.driven() {
+		return
+	}
+	f.line(0, "// fsmgenHandlers returns, in every driven state, the first event the state accepts.")
+	f.line(0, "type fsmgenHandlers struct{}")
 	for _, s := range t.m.States {
 		if !s.Driven() {
 			continue
 		}
-		// A state without a row out accepts no event: its handler returns
-		// none, which the machine refuses as it would in a real run.
-		ret := jen.Return(jen.Nil(), jen.Nil())
+		f.linef(0, "func (fsmgenHandlers) %s(%s.Context, *%s.Run) (%s, error) {", s.GoName, f.use("context"), f.use(runtimePath), eventSet(s))
+		// A state without a row out accepts no event: its handler
+		// returns none, which the machine refuses as it would in a real
+		// run.
 		if es := t.g.eventsOf(s); len(es) > 0 {
-			ret = jen.Return(jen.Id(es[0].GoName).Values(), jen.Nil())
+			f.line(1, "return ", es[0].GoName, "{}, nil")
+		} else {
+			f.line(1, "return nil, nil")
 		}
-		f.Func().Params(jen.Id("fsmgenHandlers")).Id(s.GoName).Params(jen.Qual("context", "Context"), jen.Op("*").Qual(runtimePath, "Run")).Params(jen.Id(eventSet(s)), jen.Error()).Block(ret)
-	}
-	f.Comment("fsmgenInstance is a Machine as fsmtest sees it.")
-	f.Type().Id("fsmgenInstance").Struct(jen.Id("m").Op("*").Id("Machine"))
-	f.Func().Params(jen.Id("i").Id("fsmgenInstance")).Id("Fire").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Qual(runtimePath, "Event")).Error().Block(
-		jen.List(jen.Id("ev"), jen.Id("_")).Op(":=").Id("e").Assert(jen.Id("Event")),
-		jen.Return(jen.Id("i").Dot("m").Dot("Fire").Call(jen.Id("ctx"), jen.Id("ev"))),
-	)
-	f.Func().Params(jen.Id("i").Id("fsmgenInstance")).Id("State").Params().String().Block(
-		jen.Return(jen.Id("i").Dot("m").Dot("State").Call().Dot("String").Call()),
-	)
-	if n := t.g.nest(); n != nil && n.anyEventless() {
-		f.Func().Params(jen.Id("i").Id("fsmgenInstance")).Id("Settle").Params(jen.Id("ctx").Qual("context", "Context")).Error().Block(
-			jen.Return(jen.Id("i").Dot("m").Dot("Settle").Call(jen.Id("ctx"))),
-		)
+		f.line(0, "}")
 	}
 }
 
-// machine emits fsmgenMachine, the description fsmtest checks, and TestFSM.
+// machine writes fsmgenMachine, the description fsmtest checks, and
+// TestFSM.
 func (t *testGen) machine() {
 	f := t.f
-	evs := make([]jen.Code, len(t.m.Events))
+	rtm, ft := f.use(runtimePath), f.use(fsmtestPath)
+	f.line(0, "// fsmgenMachine describes the machine to fsmtest.")
+	f.line(0, "func fsmgenMachine() ", ft, ".Machine {")
+	f.line(1, "return ", ft, ".Machine{")
+	f.line(2, "Definition: Definition(),")
+	evs := make([]string, len(t.m.Events))
 	for i, e := range t.m.Events {
-		evs[i] = jen.Id(e.GoName).Values()
+		evs[i] = e.GoName + "{}"
 	}
-	guardsArg := jen.Id("fsmgenGuards").Call(jen.Id("admit"))
-	var driverArgs []jen.Code
+	f.list(2, "Events: []"+rtm+".Event", evs, ",")
+	f.linef(2, "New: func(state string, admit map[string]bool, rec %s.Recorder) (%s.Instance, error) {", rtm, ft)
+	f.line(3, "s, err := ParseState(state)")
+	f.line(3, "if err != nil {")
+	f.line(4, "return nil, err")
+	f.line(3, "}")
+	f.line(3, "opts := []Option{WithState(s)}")
+	f.line(3, "if rec != nil {")
+	f.line(4, "opts = append(opts, WithRecorder(rec))")
+	f.line(3, "}")
+	f.line(3, "return fsmgenInstance{", t.newMachine("fsmgenGuards(admit)", "opts..."), "}, nil")
+	f.line(2, "},")
+	f.linef(2, "Decode: func(name string, payload []byte) (%s.Event, error) {", rtm)
+	f.line(3, "e, err := DecodeEvent(name, payload)")
+	f.line(3, "if err != nil {")
+	f.line(4, "return nil, err")
+	f.line(3, "}")
+	f.line(3, "return e, nil")
+	f.line(2, "},")
+	f.linef(2, "Driver: func(admit map[string]bool) %s.Driver {", rtm)
+	f.line(3, "return NewDriver(", t.driverArgs(), ")")
+	f.line(2, "},")
+	f.line(1, "}")
+	f.line(0, "}")
+	t.testFunc("TestFSM", "TestFSM checks the machine's code against its definition; see runtime/fsmtest.")
+	f.line(1, ft, ".Run(t, fsmgenMachine())")
+	f.line(0, "}")
+}
+
+// driverArgs are the arguments of the NewDriver call fsmgenMachine's
+// Driver makes: the handlers, guards admitting admit and actions the
+// machine has.
+func (t *testGen) driverArgs() string {
+	var args []string
 	if t.g.driven() {
-		driverArgs = append(driverArgs, jen.Id("fsmgenHandlers").Values())
+		args = append(args, "fsmgenHandlers{}")
 	}
+	rtm := t.f.use(runtimePath)
 	if len(t.m.Guards) > 0 {
-		driverArgs = append(driverArgs, jen.Func().Params(jen.Op("*").Qual(runtimePath, "Run")).Id("Guards").Block(jen.Return(guardsArg)))
+		args = append(args, "func(*"+rtm+".Run) Guards {\nreturn fsmgenGuards(admit)\n}")
 	}
 	if len(t.m.Actions) > 0 {
-		driverArgs = append(driverArgs, jen.Func().Params(jen.Op("*").Qual(runtimePath, "Run")).Id("Actions").Block(jen.Return(jen.Op("&").Id("fsmgenActions").Values())))
+		args = append(args, "func(*"+rtm+".Run) Actions {\nreturn &fsmgenActions{}\n}")
 	}
-	f.Comment("fsmgenMachine describes the machine to fsmtest.")
-	f.Func().Id("fsmgenMachine").Params().Qual(fsmtestPath, "Machine").Block(
-		jen.Return(jen.Qual(fsmtestPath, "Machine").Values(lines([]jen.Code{
-			kv("Definition", jen.Id("Definition").Call()),
-			kv("Events", jen.Index().Qual(runtimePath, "Event").Values(lines(evs)...)),
-			kv("New", jen.Func().Params(jen.Id("state").String(), jen.Id("admit").Map(jen.String()).Bool(), jen.Id("rec").Qual(runtimePath, "Recorder")).Params(jen.Qual(fsmtestPath, "Instance"), jen.Error()).Block(
-				jen.List(jen.Id("s"), jen.Err()).Op(":=").Id("ParseState").Call(jen.Id("state")),
-				jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-				jen.Id("opts").Op(":=").Index().Id("Option").Values(jen.Id("WithState").Call(jen.Id("s"))),
-				jen.If(jen.Id("rec").Op("!=").Nil()).Block(jen.Id("opts").Op("=").Append(jen.Id("opts"), jen.Id("WithRecorder").Call(jen.Id("rec")))),
-				jen.Return(jen.Id("fsmgenInstance").Values(t.newMachine(guardsArg, jen.Id("opts").Op("..."))), jen.Nil()),
-			)),
-			kv("Decode", jen.Func().Params(jen.Id("name").String(), jen.Id("payload").Index().Byte()).Params(jen.Qual(runtimePath, "Event"), jen.Error()).Block(
-				jen.List(jen.Id("e"), jen.Err()).Op(":=").Id("DecodeEvent").Call(jen.Id("name"), jen.Id("payload")),
-				jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-				jen.Return(jen.Id("e"), jen.Nil()),
-			)),
-			kv("Driver", jen.Func().Params(jen.Id("admit").Map(jen.String()).Bool()).Qual(runtimePath, "Driver").Block(
-				jen.Return(jen.Id("NewDriver").Call(driverArgs...)),
-			)),
-		})...)),
-	)
-	f.Comment("TestFSM checks the machine's code against its definition; see runtime/fsmtest.")
-	f.Func().Id("TestFSM").Params(tParam()).Block(
-		jen.Id("t").Dot("Parallel").Call(),
-		jen.Qual(fsmtestPath, "Run").Call(jen.Id("t"), jen.Id("fsmgenMachine").Call()),
-	)
+	return strings.Join(args, ", ")
 }
 
+// names writes TestFSMStateNames.
 func (t *testGen) names() {
 	f := t.f
-	f.Comment("TestFSMStateNames checks String, ParseState and the text encoding.")
-	f.Func().Id("TestFSMStateNames").Params(tParam()).Block(
-		jen.Id("t").Dot("Parallel").Call(),
-		jen.For(jen.List(jen.Id("_"), jen.Id("s")).Op(":=").Range().Id("States").Call()).Block(
-			jen.List(jen.Id("got"), jen.Id("err")).Op(":=").Id("ParseState").Call(jen.Id("s").Dot("String").Call()),
-			jen.If(jen.Id("err").Op("!=").Nil().Op("||").Id("got").Op("!=").Id("s")).Block(
-				jen.Id("t").Dot("Errorf").Call(jen.Lit("ParseState(%q) = %v, %v"), jen.Id("s").Dot("String").Call(), jen.Id("got"), jen.Id("err")),
-			),
-			jen.List(jen.Id("text"), jen.Id("err")).Op(":=").Id("s").Dot("MarshalText").Call(),
-			jen.Var().Id("back").Id("State"),
-			jen.If(jen.Id("err").Op("!=").Nil()).Block(
-				jen.Id("t").Dot("Fatal").Call(jen.Id("err")),
-			),
-			jen.If(jen.Id("err").Op(":=").Id("back").Dot("UnmarshalText").Call(jen.Id("text")), jen.Id("err").Op("!=").Nil().Op("||").Id("back").Op("!=").Id("s")).Block(
-				jen.Id("t").Dot("Errorf").Call(jen.Lit("text round trip of %s: %v, %v"), jen.Id("s"), jen.Id("back"), jen.Id("err")),
-			),
-		),
-		jen.If(jen.List(jen.Id("_"), jen.Id("err")).Op(":=").Id("ParseState").Call(jen.Lit("NO_SUCH_STATE")), jen.Op("!").Qual("errors", "Is").Call(jen.Id("err"), jen.Qual(runtimePath, "ErrUnknownState"))).Block(
-			jen.Id("t").Dot("Errorf").Call(jen.Lit("ParseState of an unknown name: %v, want ErrUnknownState"), jen.Id("err")),
-		),
-		jen.If(jen.Id("got").Op(":=").Id("State").Call(jen.Lit(65535)).Dot("String").Call(), jen.Id("got").Op("!=").Lit("State(65535)")).Block(
-			jen.Id("t").Dot("Errorf").Call(jen.Lit("String of an invalid state = %q"), jen.Id("got")),
-		),
-	)
+	t.testFunc("TestFSMStateNames", "TestFSMStateNames checks String, ParseState and the text encoding.")
+	f.line(1, "for _, s := range States() {")
+	f.line(2, "got, err := ParseState(s.String())")
+	f.line(2, "if err != nil || got != s {")
+	f.line(3, `t.Errorf("ParseState(%q) = %v, %v", s.String(), got, err)`)
+	f.line(2, "}")
+	f.line(2, "text, err := s.MarshalText()")
+	f.line(2, "var back State")
+	f.line(2, "if err != nil {")
+	f.line(3, "t.Fatal(err)")
+	f.line(2, "}")
+	f.line(2, "if err := back.UnmarshalText(text); err != nil || back != s {")
+	f.line(3, `t.Errorf("text round trip of %s: %v, %v", s, back, err)`)
+	f.line(2, "}")
+	f.line(1, "}")
+	f.linef(1, `if _, err := ParseState("NO_SUCH_STATE"); !%s.Is(err, %s.ErrUnknownState) {`, f.use("errors"), f.use(runtimePath))
+	f.line(2, `t.Errorf("ParseState of an unknown name: %v, want ErrUnknownState", err)`)
+	f.line(1, "}")
+	f.line(1, `if got := State(65535).String(); got != "State(65535)" {`)
+	f.line(2, `t.Errorf("String of an invalid state = %q", got)`)
+	f.line(1, "}")
+	f.line(0, "}")
 }
 
+// views writes TestFSMViews.
 func (t *testGen) views() {
 	f := t.f
-	checks := make([]jen.Code, 0, len(t.m.States))
-	for _, s := range slices.Concat(t.m.States, t.m.Composites) {
-		checks = append(checks, jen.Id(stateConst(s)).Op(":").Func().Params(jen.Id("m").Op("*").Id("Machine")).Bool().Block(
-			jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("m").Dot(viewType(s)).Call(),
-			jen.Return(jen.Id("ok")),
-		))
-	}
-	want := jen.Id("v").Op("==").Id("s")
+	want := "v == s"
+	doc := []string{"TestFSMViews checks that View and the InX accessors agree with the state."}
 	if len(t.m.Composites) > 0 {
 		// A composite's accessor: in one of its leaves but the final ones.
-		want = jen.Id("s").Dot("In").Call(jen.Id("v")).Op("&&").Parens(jen.Id("v").Dot("Leaf").Call().Op("||").Op("!").Id("s").Dot("Terminal").Call())
-		f.Comment("TestFSMViews checks that View and the InX accessors agree with the state:")
-		f.Comment("the accessor of a composite with its leaves but the final ones.")
-	} else {
-		f.Comment("TestFSMViews checks that View and the InX accessors agree with the state.")
+		want = "s.In(v) && (v.Leaf() || !s.Terminal())"
+		doc = []string{
+			"TestFSMViews checks that View and the InX accessors agree with the state:",
+			"the accessor of a composite with its leaves but the final ones.",
+		}
 	}
-	f.Func().Id("TestFSMViews").Params(tParam()).Block(
-		jen.Id("t").Dot("Parallel").Call(),
-		jen.Id("in").Op(":=").Map(jen.Id("State")).Func().Params(jen.Op("*").Id("Machine")).Bool().Values(lines(checks)...),
-		jen.For(jen.List(jen.Id("_"), jen.Id("s")).Op(":=").Range().Id("States").Call()).Block(
-			jen.Id("m").Op(":=").Add(t.newMachine(jen.Id("fsmgenGuards").Values(), jen.Id("WithState").Call(jen.Id("s")))),
-			jen.If(jen.Id("got").Op(":=").Id("m").Dot("View").Call().Dot("State").Call(), jen.Id("got").Op("!=").Id("s")).Block(
-				jen.Id("t").Dot("Errorf").Call(jen.Lit("View in %s stands for %s"), jen.Id("s"), jen.Id("got")),
-			),
-			jen.For(jen.List(jen.Id("v"), jen.Id("check")).Op(":=").Range().Id("in")).Block(
-				jen.If(jen.Id("check").Call(jen.Id("m")).Op("!=").Parens(want)).Block(
-					jen.Id("t").Dot("Errorf").Call(jen.Lit("in state %s, the accessor of %s says %v"), jen.Id("s"), jen.Id("v"), jen.Id("check").Call(jen.Id("m"))),
-				),
-			),
-		),
-	)
+	t.testFunc("TestFSMViews", doc...)
+	f.line(1, "in := map[State]func(*Machine) bool{")
+	for _, s := range slices.Concat(t.m.States, t.m.Composites) {
+		f.line(2, stateConst(s), ": func(m *Machine) bool {")
+		f.line(3, "_, ok := m.", viewType(s), "()")
+		f.line(3, "return ok")
+		f.line(2, "},")
+	}
+	f.line(1, "}")
+	f.line(1, "for _, s := range States() {")
+	f.line(2, "m := ", t.newMachine("fsmgenGuards{}", "WithState(s)"))
+	f.line(2, "if got := m.View().State(); got != s {")
+	f.line(3, `t.Errorf("View in %s stands for %s", s, got)`)
+	f.line(2, "}")
+	f.line(2, "for v, check := range in {")
+	f.line(3, "if check(m) != (", want, ") {")
+	f.line(4, `t.Errorf("in state %s, the accessor of %s says %v", s, v, check(m))`)
+	f.line(3, "}")
+	f.line(2, "}")
+	f.line(1, "}")
+	f.line(0, "}")
 }
 
-// senders emits TestFSMSenders: for every (state, event) of the table,
+// senders writes TestFSMSenders: for every (state, event) of the table,
 // whether callers may send the event there, as the .fsm says (dsl's
 // Machine.Sender) against what the runtime enforces
 // (runtime.Definition.CallerRefusal); and that the typed handle has a
@@ -234,7 +268,7 @@ func (t *testGen) senders() {
 	f := t.f
 	type pair struct{ s, e string }
 	var seen []pair
-	var rows []jen.Code
+	var rows []string
 	for _, tr := range t.m.Transitions {
 		if tr.Event == nil {
 			continue
@@ -244,52 +278,169 @@ func (t *testGen) senders() {
 			continue
 		}
 		seen = append(seen, p)
-		rows = append(rows, jen.Values(jen.Lit(p.s), jen.Lit(p.e), jen.Lit(t.m.Sender(tr.From, tr.Event) == "")))
+		rows = append(rows, fmt.Sprintf("{%q, %q, %t}", p.s, p.e, t.m.Sender(tr.From, tr.Event) == ""))
 	}
-	var methods []jen.Code
+	var methods []string
 	for _, e := range t.m.Events {
 		if e == t.m.Cancel || slices.Contains(handleMethods, e.GoName) {
 			continue
 		}
-		methods = append(methods, jen.Values(jen.Lit(e.GoName), jen.Lit(t.m.CallerEvent(e))))
+		methods = append(methods, fmt.Sprintf("{%q, %t}", e.GoName, t.m.CallerEvent(e)))
 	}
-	body := []jen.Code{jen.Id("t").Dot("Parallel").Call()}
+	t.testFunc("TestFSMSenders",
+		"TestFSMSenders checks who may send each event of the table: callers (Signal,",
+		"the handle, fsmctl runs signal) the events of the states that wait, the",
+		"cancel event and the external events; a driven state's handler the events",
+		"of its rows; the runtime its timers' and retry policies' events. The",
+		"handle has a method for the events callers may send only.",
+	)
 	if len(rows) > 0 {
-		body = append(body,
-			jen.Id("d").Op(":=").Id("Definition").Call(),
-			jen.For(jen.List(jen.Id("_"), jen.Id("c")).Op(":=").Range().Index().Struct(
-				jen.List(jen.Id("state"), jen.Id("event")).String(),
-				jen.Id("caller").Bool(),
-			).Values(lines(rows)...)).Block(
-				jen.Id("why").Op(":=").Id("d").Dot("CallerRefusal").Call(jen.Id("c").Dot("state"), jen.Id("c").Dot("event")),
-				jen.If(jen.Parens(jen.Id("why").Op("==").Lit("")).Op("!=").Id("c").Dot("caller")).Block(
-					jen.Id("t").Dot("Errorf").Call(jen.Lit("%s in state %s: callers may send it: %t (%q), want %t"), jen.Id("c").Dot("event"), jen.Id("c").Dot("state"), jen.Id("why").Op("==").Lit(""), jen.Id("why"), jen.Id("c").Dot("caller")),
-				),
-			),
-		)
+		f.line(1, "d := Definition()")
+		f.line(1, "for _, c := range []struct {")
+		f.line(2, "state, event string")
+		f.line(2, "caller bool")
+		f.list(1, "}", rows, " {")
+		f.line(2, "why := d.CallerRefusal(c.state, c.event)")
+		f.line(2, `if (why == "") != c.caller {`)
+		f.line(3, `t.Errorf("%s in state %s: callers may send it: %t (%q), want %t", c.event, c.state, why == "", why, c.caller)`)
+		f.line(2, "}")
+		f.line(1, "}")
 	}
 	if len(methods) > 0 {
-		body = append(body,
-			jen.Id("h").Op(":=").Qual("reflect", "TypeFor").Types(jen.Id("Handle").Types(jen.Struct())).Call(),
-			jen.For(jen.List(jen.Id("_"), jen.Id("c")).Op(":=").Range().Index().Struct(
-				jen.Id("method").String(),
-				jen.Id("caller").Bool(),
-			).Values(lines(methods)...)).Block(
-				jen.If(jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("h").Dot("MethodByName").Call(jen.Id("c").Dot("method")), jen.Id("ok").Op("!=").Id("c").Dot("caller")).Block(
-					jen.Id("t").Dot("Errorf").Call(jen.Lit("Handle has a method %s: %t, want %t"), jen.Id("c").Dot("method"), jen.Id("ok"), jen.Id("c").Dot("caller")),
-				),
-			),
-		)
+		f.line(1, "h := ", f.use("reflect"), ".TypeFor[Handle[struct{}]]()")
+		f.line(1, "for _, c := range []struct {")
+		f.line(2, "method string")
+		f.line(2, "caller bool")
+		f.list(1, "}", methods, " {")
+		f.line(2, "if _, ok := h.MethodByName(c.method); ok != c.caller {")
+		f.line(3, `t.Errorf("Handle has a method %s: %t, want %t", c.method, ok, c.caller)`)
+		f.line(2, "}")
+		f.line(1, "}")
 	}
-	f.Comment("TestFSMSenders checks who may send each event of the table: callers (Signal,")
-	f.Comment("the handle, fsmctl runs signal) the events of the states that wait, the")
-	f.Comment("cancel event and the external events; a driven state's handler the events")
-	f.Comment("of its rows; the runtime its timers' and retry policies' events. The")
-	f.Comment("handle has a method for the events callers may send only.")
-	f.Func().Id("TestFSMSenders").Params(tParam()).Block(body...)
+	f.line(0, "}")
 }
 
-// nested emits TestFSMNested, for a statechart: every leaf move of the
+// strs is the Go expression of the string slice ss: nil when it is empty.
+func strs(ss []string) string {
+	if len(ss) == 0 {
+		return "nil"
+	}
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return "[]string{" + strings.Join(q, ", ") + "}"
+}
+
+// stateStrs is the Go expression of the names of ss, as strs writes them.
+func stateStrs(ss []*dsl.State) string {
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = s.Name
+	}
+	return strs(names)
+}
+
+// mapLit is the map literal of type typ with the elements elems, each a
+// "key: value" of a quoted string key: on one line when there is one
+// element, an element per line, sorted by key, when there are more.
+func mapLit(typ string, elems []string) string {
+	switch len(elems) {
+	case 0:
+		return typ + "{}"
+	case 1:
+		return typ + "{" + elems[0] + "}"
+	}
+	slices.Sort(elems)
+	return typ + "{\n" + strings.Join(elems, ",\n") + ",\n}"
+}
+
+// histLit is the Go expression of the history records h: nil when there
+// are none.
+func (t *testGen) histLit(h map[*dsl.History]*dsl.State) string {
+	if len(h) == 0 {
+		return "nil"
+	}
+	var elems []string
+	for _, hs := range t.m.Histories {
+		if s, ok := h[hs]; ok {
+			elems = append(elems, strconv.Quote(hs.Name)+": "+strconv.Quote(s.Name))
+		}
+	}
+	return mapLit("map[string]string", elems)
+}
+
+// nestedCase is the literal of the case of TestFSMNested for row r of n,
+// and whether r has one: a row no guard outcome admits, or that loops, has
+// none.
+func (t *testGen) nestedCase(n *nest, r *specRow) (string, bool) {
+	m := t.m
+	admit, ok := n.admitFor(r.t)
+	if !ok {
+		return "", false
+	}
+	hist := map[*dsl.History]*dsl.State{}
+	if r.record != nil {
+		hist[r.t.History] = r.record
+	}
+	o := n.simulate(r, hist, admit)
+	if o.loop {
+		return "", false
+	}
+	name := r.t.From.Name + ": " + rowText(r.t)
+	if r.record != nil {
+		name += fmt.Sprintf(" (%s recorded %s)", r.t.History.Name, r.record.Name)
+	}
+	ev := "nil"
+	if r.t.Event != nil {
+		ev = r.t.Event.GoName + "{}"
+	}
+	moves := make([]string, len(o.moves))
+	for i, mv := range o.moves {
+		e := ""
+		if i == 0 && r.t.Event != nil {
+			e = r.t.Event.Name
+		}
+		moves[i] = fmt.Sprintf("{%q, %q, %q, %s, %s},", mv.t.From.Name, mv.to.Name, e, stateStrs(mv.t.Exit), stateStrs(mv.enter))
+	}
+	var acts []string
+	for _, a := range o.actions {
+		acts = append(acts, a.Name)
+	}
+	fail := ""
+	if first := stepActions(r); len(first) > 0 {
+		fail = first[0].Name
+	}
+	var admits []string
+	for _, g := range m.Guards {
+		if v, ok := admit[g.Name]; ok {
+			admits = append(admits, fmt.Sprintf("%q: %t", g.Name, v))
+		}
+	}
+	fields := []string{"name: " + strconv.Quote(name), "from: " + strconv.Quote(r.t.From.Name)}
+	if len(m.Histories) > 0 {
+		fields = append(fields, "history: "+t.histLit(hist))
+	}
+	if len(m.Guards) > 0 {
+		fields = append(fields, "admit: "+mapLit("map[string]bool", admits))
+	}
+	fields = append(fields, "event: "+ev)
+	if len(moves) > 0 {
+		fields = append(fields, "moves: []fsmgenMove{\n"+strings.Join(moves, "\n")+"\n}")
+	} else {
+		fields = append(fields, "moves: []fsmgenMove{}")
+	}
+	if len(m.Actions) > 0 {
+		fields = append(fields, "actions: "+strs(acts), "fail: "+strconv.Quote(fail))
+	}
+	fields = append(fields, "state: "+strconv.Quote(o.state.Name))
+	if len(m.Histories) > 0 {
+		fields = append(fields, "after: "+t.histLit(o.hist))
+	}
+	return "{\n" + strings.Join(fields, ",\n") + ",\n}", true
+}
+
+// nested writes TestFSMNested, for a statechart: every leaf move of the
 // machine's definition taken from its source leaf, with the history
 // record that leads to it and guards admitting it, then the eventless
 // rows enabled after it, as the model says (nest.simulate): the moves
@@ -302,240 +453,176 @@ func (t *testGen) nested() {
 	if n == nil {
 		return
 	}
-	f := t.f
-	m := t.m
-	strs := func(ss []string) jen.Code {
-		if len(ss) == 0 {
-			return jen.Nil()
-		}
-		vs := make([]jen.Code, len(ss))
-		for i, s := range ss {
-			vs[i] = jen.Lit(s)
-		}
-		return jen.Index().String().Values(vs...)
-	}
-	names := func(ss []*dsl.State) jen.Code {
-		out := make([]string, len(ss))
-		for i, s := range ss {
-			out[i] = s.Name
-		}
-		return strs(out)
-	}
-	histMap := func(h map[*dsl.History]*dsl.State) jen.Code {
-		if len(h) == 0 {
-			return jen.Nil()
-		}
-		d := jen.Dict{}
-		for _, hs := range m.Histories {
-			if s, ok := h[hs]; ok {
-				d[jen.Lit(hs.Name)] = jen.Lit(s.Name)
-			}
-		}
-		return jen.Map(jen.String()).String().Values(d)
-	}
-	var cases []jen.Code
+	var cases []string
 	for _, r := range n.rows {
-		admit, ok := n.admitFor(r.t)
-		if !ok {
-			continue
+		if c, ok := t.nestedCase(n, r); ok {
+			cases = append(cases, c)
 		}
-		hist := map[*dsl.History]*dsl.State{}
-		if r.record != nil {
-			hist[r.t.History] = r.record
-		}
-		o := n.simulate(r, hist, admit)
-		if o.loop {
-			continue
-		}
-		name := r.t.From.Name + ": " + rowText(r.t)
-		if r.record != nil {
-			name += fmt.Sprintf(" (%s recorded %s)", r.t.History.Name, r.record.Name)
-		}
-		ev := jen.Nil()
-		if r.t.Event != nil {
-			ev = jen.Id(r.t.Event.GoName).Values()
-		}
-		var moves []jen.Code
-		for i, mv := range o.moves {
-			e := ""
-			if i == 0 && r.t.Event != nil {
-				e = r.t.Event.Name
-			}
-			moves = append(moves, jen.Values(jen.Lit(mv.t.From.Name), jen.Lit(mv.to.Name), jen.Lit(e), names(mv.t.Exit), names(mv.enter)))
-		}
-		var acts []string
-		for _, a := range o.actions {
-			acts = append(acts, a.Name)
-		}
-		fail := ""
-		if first := stepActions(r); len(first) > 0 {
-			fail = first[0].Name
-		}
-		admitD := jen.Dict{}
-		for _, g := range m.Guards {
-			if v, ok := admit[g.Name]; ok {
-				admitD[jen.Lit(g.Name)] = jen.Lit(v)
-			}
-		}
-		fields := []jen.Code{
-			kv("name", jen.Lit(name)), kv("from", jen.Lit(r.t.From.Name)),
-		}
-		if len(m.Histories) > 0 {
-			fields = append(fields, kv("history", histMap(hist)))
-		}
-		if len(m.Guards) > 0 {
-			fields = append(fields, kv("admit", jen.Map(jen.String()).Bool().Values(admitD)))
-		}
-		fields = append(fields, kv("event", ev), kv("moves", jen.Index().Id("fsmgenMove").Values(lines(moves)...)))
-		if len(m.Actions) > 0 {
-			fields = append(fields, kv("actions", strs(acts)), kv("fail", jen.Lit(fail)))
-		}
-		fields = append(fields, kv("state", jen.Lit(o.state.Name)))
-		if len(m.Histories) > 0 {
-			fields = append(fields, kv("after", histMap(o.hist)))
-		}
-		cases = append(cases, jen.Values(lines(fields)...))
 	}
 	if len(cases) == 0 {
 		return
 	}
-
-	f.Comment("fsmgenMove is a leaf move as a recorder is given it.")
-	f.Type().Id("fsmgenMove").Struct(
-		jen.List(jen.Id("From"), jen.Id("To"), jen.Id("Event")).String(),
-		jen.List(jen.Id("Exited"), jen.Id("Entered")).Index().String(),
+	t.moves()
+	f, m := t.f, t.m
+	t.testFunc("TestFSMNested",
+		"TestFSMNested takes every leaf move of the machine from its source leaf: a",
+		"row on a composite from each of its leaves (bubbling), a row to a history",
+		"with each record it may hold, eventless and completion rows with Settle.",
+		"It checks the moves recorded with the states they exit and enter, the",
+		"eventless moves that follow, the exit and entry actions in order, the",
+		"state and history records after, with a recorder and without; and that a",
+		"failing action leaves the machine where it was, recording nothing.",
 	)
-	f.Comment("fsmgenMoves records the moves it is given, after running their actions")
-	f.Comment("as a recorder does in its write.")
-	f.Type().Id("fsmgenMoves").Struct(jen.Id("got").Index().Id("fsmgenMove"))
-	f.Func().Params(jen.Id("r").Op("*").Id("fsmgenMoves")).Id("Record").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("t").Qual(runtimePath, "Transition")).Error().Block(
-		jen.If(jen.Id("t").Dot("Actions").Op("!=").Nil()).Block(
-			jen.If(jen.Err().Op(":=").Id("t").Dot("Actions").Call(jen.Id("ctx")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
-		),
-		jen.Id("r").Dot("got").Op("=").Append(jen.Id("r").Dot("got"), jen.Id("fsmgenMove").Values(
-			jen.Id("t").Dot("From"), jen.Id("t").Dot("To"), jen.Id("t").Dot("Event"), jen.Id("t").Dot("Exited"), jen.Id("t").Dot("Entered"),
-		)),
-		jen.Return(jen.Nil()),
-	)
-
-	caseFields := []jen.Code{jen.List(jen.Id("name"), jen.Id("from")).String()}
+	f.line(1, "for _, c := range []struct {")
+	f.line(2, "name, from string")
 	if len(m.Histories) > 0 {
-		caseFields = append(caseFields, jen.Id("history").Map(jen.String()).String())
+		f.line(2, "history map[string]string")
 	}
 	if len(m.Guards) > 0 {
-		caseFields = append(caseFields, jen.Id("admit").Map(jen.String()).Bool())
+		f.line(2, "admit map[string]bool")
 	}
-	caseFields = append(caseFields, jen.Id("event").Id("Event"), jen.Id("moves").Index().Id("fsmgenMove"))
+	f.line(2, "event Event")
+	f.line(2, "moves []fsmgenMove")
 	if len(m.Actions) > 0 {
-		caseFields = append(caseFields, jen.Id("actions").Index().String(), jen.Id("fail").String())
+		f.line(2, "actions []string")
+		f.line(2, "fail string")
 	}
-	caseFields = append(caseFields, jen.Id("state").String())
+	f.line(2, "state string")
 	if len(m.Histories) > 0 {
-		caseFields = append(caseFields, jen.Id("after").Map(jen.String()).String())
+		f.line(2, "after map[string]string")
 	}
+	f.list(1, "}", cases, " {")
+	f.line(2, "t.Run(c.name, func(t *", f.use("testing"), ".T) {")
+	f.line(3, "ctx := ", f.use("context"), ".Background()")
+	f.line(3, "for _, recorded := range []bool{true, false} {")
+	t.build(n, false)
+	t.check()
+	f.line(3, "}")
+	if len(m.Actions) > 0 {
+		f.line(3, `if c.fail != "" {`)
+		t.build(n, true)
+		t.failCheck()
+		f.line(3, "}")
+	}
+	f.line(2, "})")
+	f.line(1, "}")
+	f.line(0, "}")
+}
 
-	// build returns the statements that build m from c with recorder rec
-	// (nil for none) and actions failing fail.
-	var newArgs []jen.Code
+// moves writes fsmgenMove and fsmgenMoves, the recorder TestFSMNested
+// checks the moves with.
+func (t *testGen) moves() {
+	f := t.f
+	f.line(0, "// fsmgenMove is a leaf move as a recorder is given it.")
+	f.line(0, "type fsmgenMove struct {")
+	f.line(1, "From, To, Event string")
+	f.line(1, "Exited, Entered []string")
+	f.line(0, "}")
+	f.line(0, "// fsmgenMoves records the moves it is given, after running their actions")
+	f.line(0, "// as a recorder does in its write.")
+	f.line(0, "type fsmgenMoves struct {")
+	f.line(1, "got []fsmgenMove")
+	f.line(0, "}")
+	f.linef(0, "func (r *fsmgenMoves) Record(ctx %s.Context, t %s.Transition) error {", f.use("context"), f.use(runtimePath))
+	f.line(1, "if t.Actions != nil {")
+	f.line(2, "if err := t.Actions(ctx); err != nil {")
+	f.line(3, "return err")
+	f.line(2, "}")
+	f.line(1, "}")
+	f.line(1, "r.got = append(r.got, fsmgenMove{t.From, t.To, t.Event, t.Exited, t.Entered})")
+	f.line(1, "return nil")
+	f.line(0, "}")
+}
+
+// build writes the statements of a case of TestFSMNested that build m
+// from c, with the recorder rec when recorded (always when failing) and
+// the actions failing c.fail when failing, and fire c's event on it or
+// settle it, setting err.
+func (t *testGen) build(n *nest, failing bool) {
+	f, m := t.f, t.m
+	const in = 4
+	f.line(in, "s, err := ParseState(c.from)")
+	f.line(in, "if err != nil {")
+	f.line(in+1, "t.Fatal(err)")
+	f.line(in, "}")
+	f.line(in, "rec := &fsmgenMoves{}")
+	f.line(in, "opts := []Option{WithState(s)}")
+	if failing {
+		f.line(in, "opts = append(opts, WithRecorder(rec))")
+	} else {
+		f.line(in, "if recorded {")
+		f.line(in+1, "opts = append(opts, WithRecorder(rec))")
+		f.line(in, "}")
+	}
+	var args []string
 	if len(m.Guards) > 0 {
-		newArgs = append(newArgs, jen.Id("fsmgenGuards").Call(jen.Id("c").Dot("admit")))
+		args = append(args, "fsmgenGuards(c.admit)")
 	}
 	if len(m.Actions) > 0 {
-		newArgs = append(newArgs, jen.Id("a"))
-	}
-	newArgs = append(newArgs, jen.Id("opts").Op("..."))
-	fire := func(ctxName string) []jen.Code {
-		if !n.anyEventless() {
-			return []jen.Code{jen.Err().Op("=").Id("m").Dot("Fire").Call(jen.Id(ctxName), jen.Id("c").Dot("event"))}
-		}
-		return []jen.Code{
-			jen.If(jen.Id("c").Dot("event").Op("==").Nil()).Block(
-				jen.Err().Op("=").Id("m").Dot("Settle").Call(jen.Id(ctxName)),
-			).Else().Block(
-				jen.Err().Op("=").Id("m").Dot("Fire").Call(jen.Id(ctxName), jen.Id("c").Dot("event")),
-			),
-		}
-	}
-	build := func(failing bool) []jen.Code {
-		var out []jen.Code
-		out = append(out,
-			jen.List(jen.Id("s"), jen.Err()).Op(":=").Id("ParseState").Call(jen.Id("c").Dot("from")),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Id("t").Dot("Fatal").Call(jen.Err())),
-			jen.Id("rec").Op(":=").Op("&").Id("fsmgenMoves").Values(),
-			jen.Id("opts").Op(":=").Index().Id("Option").Values(jen.Id("WithState").Call(jen.Id("s"))),
-		)
-		if !failing {
-			out = append(out, jen.If(jen.Id("recorded")).Block(jen.Id("opts").Op("=").Append(jen.Id("opts"), jen.Id("WithRecorder").Call(jen.Id("rec")))))
+		args = append(args, "a")
+		if failing {
+			f.line(in, "a := &fsmgenActions{fail: c.fail}")
 		} else {
-			out = append(out, jen.Id("opts").Op("=").Append(jen.Id("opts"), jen.Id("WithRecorder").Call(jen.Id("rec"))))
+			f.line(in, "a := &fsmgenActions{}")
 		}
-		if len(m.Actions) > 0 {
-			a := jen.Id("a").Op(":=").Op("&").Id("fsmgenActions").Values()
-			if failing {
-				a = jen.Id("a").Op(":=").Op("&").Id("fsmgenActions").Values(jen.Dict{jen.Id("fail"): jen.Id("c").Dot("fail")})
-			}
-			out = append(out, a)
-		}
-		out = append(out, jen.Id("m").Op(":=").Id("New").Call(newArgs...))
-		if len(m.Histories) > 0 {
-			out = append(out, jen.If(jen.Err().Op(":=").Id("m").Dot("SetHistory").Call(jen.Id("c").Dot("history")), jen.Err().Op("!=").Nil()).Block(jen.Id("t").Dot("Fatal").Call(jen.Err())))
-		}
-		return append(out, fire("ctx")...)
 	}
-	check := []jen.Code{
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Id("t").Dot("Fatalf").Call(jen.Lit("recorded %t: %v"), jen.Id("recorded"), jen.Err())),
-		jen.If(jen.Id("got").Op(":=").Id("m").Dot("State").Call().Dot("String").Call(), jen.Id("got").Op("!=").Id("c").Dot("state")).Block(
-			jen.Id("t").Dot("Errorf").Call(jen.Lit("recorded %t: state %s, want %s"), jen.Id("recorded"), jen.Id("got"), jen.Id("c").Dot("state")),
-		),
+	f.line(in, "m := New(", strings.Join(append(args, "opts..."), ", "), ")")
+	if len(m.Histories) > 0 {
+		f.line(in, "if err := m.SetHistory(c.history); err != nil {")
+		f.line(in+1, "t.Fatal(err)")
+		f.line(in, "}")
 	}
+	if !n.anyEventless() {
+		f.line(in, "err = m.Fire(ctx, c.event)")
+		return
+	}
+	f.line(in, "if c.event == nil {")
+	f.line(in+1, "err = m.Settle(ctx)")
+	f.line(in, "} else {")
+	f.line(in+1, "err = m.Fire(ctx, c.event)")
+	f.line(in, "}")
+}
+
+// check writes the checks of a case of TestFSMNested after build(n,
+// false).
+func (t *testGen) check() {
+	f, m := t.f, t.m
+	const in = 4
+	f.line(in, "if err != nil {")
+	f.line(in+1, `t.Fatalf("recorded %t: %v", recorded, err)`)
+	f.line(in, "}")
+	f.line(in, "if got := m.State().String(); got != c.state {")
+	f.line(in+1, `t.Errorf("recorded %t: state %s, want %s", recorded, got, c.state)`)
+	f.line(in, "}")
 	if len(m.Actions) > 0 {
-		check = append(check, jen.If(jen.Op("!").Qual("slices", "Equal").Call(jen.Id("a").Dot("ran"), jen.Id("c").Dot("actions"))).Block(
-			jen.Id("t").Dot("Errorf").Call(jen.Lit("recorded %t: actions %q, want %q"), jen.Id("recorded"), jen.Id("a").Dot("ran"), jen.Id("c").Dot("actions")),
-		))
+		f.line(in, "if !", f.use("slices"), ".Equal(a.ran, c.actions) {")
+		f.line(in+1, `t.Errorf("recorded %t: actions %q, want %q", recorded, a.ran, c.actions)`)
+		f.line(in, "}")
 	}
 	if len(m.Histories) > 0 {
-		check = append(check, jen.If(jen.Id("got").Op(":=").Id("m").Dot("History").Call(), jen.Op("!").Qual("maps", "Equal").Call(jen.Id("got"), jen.Id("c").Dot("after"))).Block(
-			jen.Id("t").Dot("Errorf").Call(jen.Lit("recorded %t: history %v, want %v"), jen.Id("recorded"), jen.Id("got"), jen.Id("c").Dot("after")),
-		))
+		f.line(in, "if got := m.History(); !", f.use("maps"), ".Equal(got, c.after) {")
+		f.line(in+1, `t.Errorf("recorded %t: history %v, want %v", recorded, got, c.after)`)
+		f.line(in, "}")
 	}
-	check = append(check, jen.If(jen.Id("recorded").Op("&&").Op("!").Qual("reflect", "DeepEqual").Call(jen.Id("rec").Dot("got"), jen.Id("c").Dot("moves"))).Block(
-		jen.Id("t").Dot("Errorf").Call(jen.Lit("recorded:\n%+v\nwant:\n%+v"), jen.Id("rec").Dot("got"), jen.Id("c").Dot("moves")),
-	))
-	body := []jen.Code{
-		jen.Id("ctx").Op(":=").Qual("context", "Background").Call(),
-		jen.For(jen.List(jen.Id("_"), jen.Id("recorded")).Op(":=").Range().Index().Bool().Values(jen.True(), jen.False())).Block(
-			append(build(false), check...)...,
-		),
+	f.line(in, "if recorded && !", f.use("reflect"), ".DeepEqual(rec.got, c.moves) {")
+	f.line(in+1, `t.Errorf("recorded:\n%+v\nwant:\n%+v", rec.got, c.moves)`)
+	f.line(in, "}")
+}
+
+// failCheck writes the checks of a case of TestFSMNested after build(n,
+// true): the failing action's error, and the machine as it was.
+func (t *testGen) failCheck() {
+	f := t.f
+	const in = 4
+	f.linef(in, `if !%s.Contains(%s.Sprint(err), "action "+c.fail+" failed") {`, f.use("strings"), f.use("fmt"))
+	f.line(in+1, `t.Errorf("with %s failing: error %v", c.fail, err)`)
+	f.line(in, "}")
+	f.line(in, "if m.State() != s || len(rec.got) != 0 {")
+	f.line(in+1, `t.Errorf("with %s failing: state %s, recorded %v", c.fail, m.State(), rec.got)`)
+	f.line(in, "}")
+	if len(t.m.Histories) > 0 {
+		f.line(in, "if got := m.History(); !", f.use("maps"), ".Equal(got, c.history) {")
+		f.line(in+1, `t.Errorf("with %s failing: history %v, want %v", c.fail, got, c.history)`)
+		f.line(in, "}")
 	}
-	if len(m.Actions) > 0 {
-		failCheck := []jen.Code{
-			jen.If(jen.Op("!").Qual("strings", "Contains").Call(jen.Qual("fmt", "Sprint").Call(jen.Err()), jen.Lit("action ").Op("+").Id("c").Dot("fail").Op("+").Lit(" failed"))).Block(
-				jen.Id("t").Dot("Errorf").Call(jen.Lit("with %s failing: error %v"), jen.Id("c").Dot("fail"), jen.Err()),
-			),
-			jen.If(jen.Id("m").Dot("State").Call().Op("!=").Id("s").Op("||").Len(jen.Id("rec").Dot("got")).Op("!=").Lit(0)).Block(
-				jen.Id("t").Dot("Errorf").Call(jen.Lit("with %s failing: state %s, recorded %v"), jen.Id("c").Dot("fail"), jen.Id("m").Dot("State").Call(), jen.Id("rec").Dot("got")),
-			),
-		}
-		if len(m.Histories) > 0 {
-			failCheck = append(failCheck, jen.If(jen.Id("got").Op(":=").Id("m").Dot("History").Call(), jen.Op("!").Qual("maps", "Equal").Call(jen.Id("got"), jen.Id("c").Dot("history"))).Block(
-				jen.Id("t").Dot("Errorf").Call(jen.Lit("with %s failing: history %v, want %v"), jen.Id("c").Dot("fail"), jen.Id("got"), jen.Id("c").Dot("history")),
-			))
-		}
-		body = append(body, jen.If(jen.Id("c").Dot("fail").Op("!=").Lit("")).Block(
-			append(build(true), failCheck...)...,
-		))
-	}
-	f.Comment("TestFSMNested takes every leaf move of the machine from its source leaf: a")
-	f.Comment("row on a composite from each of its leaves (bubbling), a row to a history")
-	f.Comment("with each record it may hold, eventless and completion rows with Settle.")
-	f.Comment("It checks the moves recorded with the states they exit and enter, the")
-	f.Comment("eventless moves that follow, the exit and entry actions in order, the")
-	f.Comment("state and history records after, with a recorder and without; and that a")
-	f.Comment("failing action leaves the machine where it was, recording nothing.")
-	f.Func().Id("TestFSMNested").Params(tParam()).Block(
-		jen.Id("t").Dot("Parallel").Call(),
-		jen.For(jen.List(jen.Id("_"), jen.Id("c")).Op(":=").Range().Index().Struct(caseFields...).Values(lines(cases)...)).Block(
-			jen.Id("t").Dot("Run").Call(jen.Id("c").Dot("name"), jen.Func().Params(tParam()).Block(body...)),
-		),
-	)
 }
