@@ -16,8 +16,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/dave/jennifer/jen"
-
 	"github.com/fsmgen/fsmgen/dsl"
 )
 
@@ -169,17 +167,6 @@ func GeneratedFrom(content []byte) (source string, ok bool) {
 		}
 	}
 	return "", false
-}
-
-// render writes f as Go source, formatted once: jennifer writes it
-// unformatted, and groupImports formats it after grouping the imports.
-func render(f *jen.File) ([]byte, error) {
-	f.NoFormat = true
-	var buf bytes.Buffer
-	if err := f.Render(&buf); err != nil {
-		return nil, err
-	}
-	return groupImports(buf.Bytes())
 }
 
 // renderMachine renders the machine's fsm.go, the largest file by far, in
