@@ -430,17 +430,17 @@ func joinAnd(xs []string) string {
 
 // guardParam is the type a guard's method takes: its event's, or Event
 // when it serves several or an eventless row (which gives it nil).
-func guardParam(m *dsl.Machine, gd *dsl.Guard) *jen.Statement {
+func guardParam(m *dsl.Machine, gd *dsl.Guard) string {
 	for _, t := range m.Transitions {
 		if t.Guard == gd && t.Event == nil {
 			// An eventless row's guard is given a nil Event.
-			return jen.Id("Event")
+			return "Event"
 		}
 	}
 	if len(gd.Events) == 1 && gd.Events[0] != nil {
-		return jen.Id(gd.Events[0].GoName)
+		return gd.Events[0].GoName
 	}
-	return jen.Id("Event")
+	return "Event"
 }
 
 func (g *goGen) guards() {
@@ -454,7 +454,7 @@ func (g *goGen) guards() {
 		if len(doc) == 0 {
 			doc = []string{fmt.Sprintf("%s reports whether the guard admits e.", gd.GoName)}
 		}
-		methods = append(methods, comments(doc...), jen.Id(gd.GoName).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Add(guardParam(m, gd))).Bool())
+		methods = append(methods, comments(doc...), jen.Id(gd.GoName).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Id(guardParam(m, gd))).Bool())
 	}
 	g.f.Comment(fmt.Sprintf("Guards are the conditions of %s; each reports whether it admits e.", m.Name))
 	g.f.Type().Id("Guards").Interface(methods...)

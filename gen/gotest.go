@@ -67,7 +67,7 @@ func (t *testGen) adapters() {
 		f.line(0, "type fsmgenGuards map[string]bool")
 	}
 	for _, gd := range t.m.Guards {
-		f.linef(0, "func (g fsmgenGuards) %s(%s.Context, %s) bool {", gd.GoName, f.use("context"), guardParam(t.m, gd).GoString())
+		f.linef(0, "func (g fsmgenGuards) %s(%s.Context, %s) bool {", gd.GoName, f.use("context"), guardParam(t.m, gd))
 		f.linef(1, "return g[%q]", gd.Name)
 		f.line(0, "}")
 	}
