@@ -101,8 +101,12 @@ type CompositeSpec struct {
 	// top-level composite.
 	Parent string `json:",omitempty"`
 	// Initial names the child (a leaf or a composite) entered when a
-	// transition targets the composite.
+	// transition targets the composite; empty for a parallel one.
 	Initial string
+	// Parallel marks a parallel state: its children are its regions,
+	// composites that are all active at once, each from its own Initial
+	// (see Definition.Regions and Definition.Configuration).
+	Parallel bool `json:",omitempty"`
 	// Timers fire events after the run has spent a duration anywhere
 	// inside the composite, counted from when it entered the composite;
 	// moves between its descendants do not restart them.
@@ -272,8 +276,12 @@ func (d *Definition) Ancestors(name string) []string {
 // terminal state; in a nested machine, every parent, initial child, history
 // and exited or entered state declared, no composite its own ancestor, and
 // timers that take their duration from an event name a time.Duration field
-// of it with bounds. Generated definitions always pass; it guards
-// hand-built ones.
+// of it with bounds; with parallel states, each with two or more regions
+// and no initial child, none inside another, no history in, of or above
+// one, no state name holding ConfigurationSeparator, rows from a leaf or a
+// parallel state to a leaf or a whole configuration, and no row from
+// outside a region to a leaf of it. Generated definitions always pass; it
+// guards hand-built ones.
 func (d *Definition) Validate() error {
 	if d.Type == "" {
 		return fmt.Errorf("definition of %q: empty type name", d.Machine)
@@ -318,15 +326,24 @@ func (d *Definition) Validate() error {
 			histories[h.Name] = true
 		}
 	}
+	parallel := d.parallelIndex()
 	for _, t := range d.Transitions {
+		if len(parallel) > 0 || strings.Contains(t.To, ConfigurationSeparator) {
+			if err := d.validateParallelRow(t, parallel); err != nil {
+				return fail("%w", err)
+			}
+		}
 		from, ok := states[t.From]
+		if !ok && parallel[t.From] != nil {
+			from, ok = StateSpec{Name: t.From, Status: StatusRunning}, true
+		}
 		if !ok {
 			if composites[t.From] {
 				return fail("transition from composite state %s: rows are listed from each leaf", t.From)
 			}
 			return fail("transition from unknown state %s", t.From)
 		}
-		if _, ok := states[t.To]; !ok {
+		if _, ok := states[t.To]; !ok && !strings.Contains(t.To, ConfigurationSeparator) {
 			if composites[t.To] {
 				return fail("transition to composite state %s: rows are listed to the leaf entered", t.To)
 			}
@@ -351,8 +368,8 @@ func (d *Definition) Validate() error {
 				}
 			}
 		}
-		if len(t.Enter) > 0 && t.Enter[len(t.Enter)-1] != t.To {
-			return fail("transition %s -> %s enters %s last, want %s", t.From, t.To, t.Enter[len(t.Enter)-1], t.To)
+		if last := d.Configuration(t.To); len(t.Enter) > 0 && t.Enter[len(t.Enter)-1] != last[len(last)-1] {
+			return fail("transition %s -> %s enters %s last, want %s", t.From, t.To, t.Enter[len(t.Enter)-1], last[len(last)-1])
 		}
 	}
 	return nil
@@ -363,7 +380,17 @@ func (d *Definition) Validate() error {
 func (d *Definition) validateNesting(states map[string]StateSpec, events map[string]EventSpec) error {
 	comps := make(map[string]CompositeSpec, len(d.Composites))
 	names := make(map[string]bool)
+	for _, s := range d.States {
+		if strings.Contains(s.Name, ConfigurationSeparator) {
+			return fmt.Errorf("state %q: a name holds no %s, which joins the leaves of a configuration", s.Name, ConfigurationSeparator)
+		}
+	}
 	for _, c := range d.Composites {
+		for _, n := range append([]string{c.Name}, historyNames(c)...) {
+			if strings.Contains(n, ConfigurationSeparator) {
+				return fmt.Errorf("state %q: a name holds no %s, which joins the leaves of a configuration", n, ConfigurationSeparator)
+			}
+		}
 		if _, dup := states[c.Name]; dup {
 			return fmt.Errorf("composite %s is also a leaf state", c.Name)
 		}
@@ -421,6 +448,9 @@ func (d *Definition) validateNesting(states map[string]StateSpec, events map[str
 		if children[c.Name] == 0 && !hasChild(d, c.Name) {
 			return fmt.Errorf("composite %s has no children", c.Name)
 		}
+		if c.Parallel {
+			continue // its regions are checked by validateParallel
+		}
 		if _, isLeaf := states[c.Initial]; !isLeaf {
 			if _, isComp := comps[c.Initial]; !isComp {
 				return fmt.Errorf("composite %s: unknown initial child %s", c.Name, c.Initial)
@@ -429,6 +459,9 @@ func (d *Definition) validateNesting(states map[string]StateSpec, events map[str
 		if parentOf(c.Initial) != c.Name {
 			return fmt.Errorf("composite %s: initial %s is not its child", c.Name, c.Initial)
 		}
+	}
+	if err := d.validateParallel(comps); err != nil {
+		return err
 	}
 	if s := states[d.Initial]; s.Parent != "" {
 		// The initial leaf is the initial child of each of its ancestors.

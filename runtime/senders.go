@@ -77,16 +77,19 @@ func (d *Definition) sender(state, event string) string {
 	}
 	var handlers []string
 	waits := false
+	active := d.Configuration(state)
 	for _, t := range d.Transitions {
 		if t.Event != event {
 			continue
 		}
-		from, _ := d.State(t.From)
+		from, leaf := d.State(t.From)
 		switch {
-		case from.Wait:
+		case !leaf || from.Wait:
+			// A row on a parallel state is a wait state's: no handler
+			// of its own returns its event.
 			waits = true
-		case t.From == state:
-			return "returned by the handler of " + state
+		case slices.Contains(active, t.From):
+			return "returned by the handler of " + t.From
 		default:
 			if !slices.Contains(handlers, t.From) {
 				handlers = append(handlers, t.From)

@@ -73,6 +73,9 @@ func differences(have, want runtime.Definition) []string {
 			what := "composite state " + name + ":"
 			pair(what+" parent", a.Parent, b.Parent)
 			pair(what+" initial", a.Initial, b.Initial)
+			if a.Parallel != b.Parallel {
+				add("%s parallel %t in the database, %t here", what, a.Parallel, b.Parallel)
+			}
 			pair(what+" timers", describeTimers(a.Timers), describeTimers(b.Timers))
 			pair(what+" history", describeHistory(a.History), describeHistory(b.History))
 			pair(what+" entry", strings.Join(a.Entry, " "), strings.Join(b.Entry, " "))

@@ -1,0 +1,188 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ConfigurationSeparator joins the leaves of a configuration in its
+// persisted form: a run in a parallel state persists the active leaf of
+// each of its regions, in region order, joined by it ("Pending|Running").
+// No state name holds it (Validate refuses one that does).
+const ConfigurationSeparator = "|"
+
+// Regions returns the regions of the parallel state named parallel, in
+// declaration order; nil when it is not a parallel state.
+func (d *Definition) Regions(parallel string) []string {
+	if c, ok := d.Composite(parallel); !ok || !c.Parallel {
+		return nil
+	}
+	var out []string
+	for _, c := range d.Composites {
+		if c.Parent == parallel {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// Configuration splits a run's persisted state into its leaves: for a run
+// in a parallel state, the active leaf of each region, in region order;
+// else the one leaf the state names.
+func (d *Definition) Configuration(state string) []string {
+	return strings.Split(state, ConfigurationSeparator)
+}
+
+// JoinConfiguration returns the persisted state of a run whose active
+// leaves are leaves (one per region, in region order, for a run in a
+// parallel state): Configuration's inverse.
+func (d *Definition) JoinConfiguration(leaves []string) string {
+	return strings.Join(leaves, ConfigurationSeparator)
+}
+
+// StateOf returns the state a run whose persisted state is state is in:
+// the leaf's StateSpec; for a configuration, a running state named by the
+// configuration that waits when each of its leaves waits (else the engine
+// has a handler to call). It reports false when a leaf is not a state of
+// d.
+func (d *Definition) StateOf(state string) (StateSpec, bool) {
+	leaves := d.Configuration(state)
+	if len(leaves) == 1 {
+		return d.State(state)
+	}
+	out := StateSpec{Name: state, Status: StatusRunning, Wait: true}
+	for _, l := range leaves {
+		s, ok := d.State(l)
+		if !ok {
+			return StateSpec{}, false
+		}
+		out.Wait = out.Wait && (s.Wait || s.Terminal())
+	}
+	return out, true
+}
+
+// parallelIndex maps each parallel state of d to its regions, in
+// declaration order; nil for a machine without one.
+func (d *Definition) parallelIndex() map[string][]string {
+	var out map[string][]string
+	for _, c := range d.Composites {
+		if c.Parallel {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[c.Name] = d.Regions(c.Name)
+		}
+	}
+	return out
+}
+
+// regionOf returns the parallel state the state named name is inside (the
+// nearest) and the region of it that holds name; empty outside parallel
+// states.
+func (d *Definition) regionOf(name string, parallel map[string][]string) (string, string) {
+	child := name
+	for _, p := range d.Ancestors(name) {
+		if parallel[p] != nil {
+			return p, child
+		}
+		child = p
+	}
+	return "", ""
+}
+
+// configurationOf returns the parallel state that the configuration
+// state is of: its leaves are one leaf of each region of that state, in
+// region order.
+func (d *Definition) configurationOf(state string, parallel map[string][]string) (string, error) {
+	leaves := d.Configuration(state)
+	p, _ := d.regionOf(leaves[0], parallel)
+	if p == "" {
+		return "", fmt.Errorf("%s is not a configuration: %s is in no parallel state", state, leaves[0])
+	}
+	regions := parallel[p]
+	if len(leaves) != len(regions) {
+		return "", fmt.Errorf("%s is not a configuration of %s: %d leaves for %d regions", state, p, len(leaves), len(regions))
+	}
+	for i, l := range leaves {
+		if _, ok := d.State(l); !ok {
+			return "", fmt.Errorf("%s is not a configuration of %s: unknown leaf %s", state, p, l)
+		}
+		if q, r := d.regionOf(l, parallel); q != p || r != regions[i] {
+			return "", fmt.Errorf("%s is not a configuration of %s: leaf %d, %s, is not in region %s", state, p, i+1, l, regions[i])
+		}
+	}
+	return p, nil
+}
+
+// validateParallelRow checks a row of a machine with parallel states: its
+// source is a leaf or a parallel state, its target a leaf or a whole
+// configuration, and a row that targets a region's leaf comes from the
+// same region.
+func (d *Definition) validateParallelRow(t TransitionSpec, parallel map[string][]string) error {
+	if strings.Contains(t.To, ConfigurationSeparator) {
+		if _, err := d.configurationOf(t.To, parallel); err != nil {
+			return fmt.Errorf("transition %s -> %s: %w", t.From, t.To, err)
+		}
+		return nil
+	}
+	p, region := d.regionOf(t.To, parallel)
+	if p == "" {
+		return nil
+	}
+	fp, fregion := d.regionOf(t.From, parallel)
+	switch {
+	case fp == p && fregion != region:
+		return fmt.Errorf("transition %s -> %s crosses from region %s to region %s of parallel state %s", t.From, t.To, fregion, region, p)
+	case fp != p || parallel[t.From] != nil:
+		return fmt.Errorf("transition %s -> %s enters region %s of parallel state %s: a row entering it targets the whole configuration", t.From, t.To, region, p)
+	}
+	return nil
+}
+
+// validateParallel checks the parallel states: each has no initial child,
+// two or more children, all composites (its regions), no history, and is
+// inside no region of another; no composite inside one or above one has
+// history.
+func (d *Definition) validateParallel(comps map[string]CompositeSpec) error {
+	for _, c := range d.Composites {
+		if !c.Parallel {
+			continue
+		}
+		if c.Initial != "" {
+			return fmt.Errorf("parallel state %s has initial child %s: its regions are all entered", c.Name, c.Initial)
+		}
+		for _, s := range d.States {
+			if s.Parent == c.Name {
+				return fmt.Errorf("parallel state %s: child %s is a leaf: the children of a parallel state are its regions, composites", c.Name, s.Name)
+			}
+		}
+		if n := len(d.Regions(c.Name)); n < 2 {
+			return fmt.Errorf("parallel state %s has %d region, want at least 2", c.Name, n)
+		}
+		ancestors := d.Ancestors(c.Name)
+		for _, a := range ancestors {
+			if comps[a].Parallel {
+				return fmt.Errorf("parallel state %s is inside parallel state %s: parallel states do not nest", c.Name, a)
+			}
+		}
+		for _, other := range d.Composites {
+			if len(other.History) == 0 {
+				continue
+			}
+			if other.Name == c.Name || slices.Contains(ancestors, other.Name) || slices.Contains(d.Ancestors(other.Name), c.Name) {
+				return fmt.Errorf("composite %s: history %s: history of, in or above parallel state %s is not supported", other.Name, other.History[0].Name, c.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// historyNames returns the names of c's history pseudostates.
+func historyNames(c CompositeSpec) []string {
+	out := make([]string, len(c.History))
+	for i, h := range c.History {
+		out[i] = h.Name
+	}
+	return out
+}
