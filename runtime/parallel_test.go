@@ -113,7 +113,9 @@ func TestValidateParallel(t *testing.T) {
 			"definition review v1: transition DRAFT -> Pending enters region Review of parallel state Open: a row entering it targets the whole configuration"},
 		{"row from the parallel state into a region leaf", func(d *runtime.Definition) { d.Transitions[4].To = "Approved" },
 			"definition review v1: transition Open -> Approved enters region Review of parallel state Open: a row entering it targets the whole configuration"},
-		{"configuration of wrong arity", func(d *runtime.Definition) { d.Transitions[0].To, d.Transitions[0].Enter = "Pending|Queued|Passed", nil },
+		{"configuration of wrong arity", func(d *runtime.Definition) {
+			d.Transitions[0].To, d.Transitions[0].Enter = "Pending|Queued|Passed", nil
+		},
 			"definition review v1: transition DRAFT -> Pending|Queued|Passed: Pending|Queued|Passed is not a configuration of Open: 3 leaves for 2 regions"},
 		{"configuration out of order", func(d *runtime.Definition) { d.Transitions[0].To, d.Transitions[0].Enter = "Queued|Pending", nil },
 			"definition review v1: transition DRAFT -> Queued|Pending: Queued|Pending is not a configuration of Open: leaf 1, Queued, is not in region Review"},
