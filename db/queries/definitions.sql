@@ -4,10 +4,16 @@ VALUES (@workflow_type, @version, @initial_state, @digest, @definition, coalesce
 ON CONFLICT (workflow_type, version) DO NOTHING;
 
 -- name: InsertStates :exec
-INSERT INTO workflow_states (workflow_type, version, state, status, outcome, is_initial)
-SELECT @workflow_type::text, @version::int, u.state, u.status, nullif(u.outcome, ''), u.is_initial
+-- The states of a definition; parallel_states[n], regions[n] and
+-- region_counts[n] place a leaf inside a region of a parallel state (an
+-- empty text and zeros elsewhere).
+INSERT INTO workflow_states (workflow_type, version, state, status, outcome, is_initial, parallel_state, region, regions)
+SELECT @workflow_type::text, @version::int, u.state, u.status, nullif(u.outcome, ''), u.is_initial,
+    nullif(u.parallel_state, ''), nullif(u.region, 0), nullif(u.regions, 0)
 FROM (SELECT unnest(@states::text[]) AS state, unnest(@statuses::text[]) AS status,
-        unnest(@outcomes::text[]) AS outcome, unnest(@initials::bool[]) AS is_initial) AS u;
+        unnest(@outcomes::text[]) AS outcome, unnest(@initials::bool[]) AS is_initial,
+        unnest(@parallel_states::text[]) AS parallel_state, unnest(@regions::int[]) AS region,
+        unnest(@region_counts::int[]) AS regions) AS u;
 
 -- name: InsertTransitions :exec
 INSERT INTO workflow_transitions (workflow_type, version, from_state, event, to_state)

@@ -360,7 +360,8 @@ var ErrInvariant = errors.New("runs and their logs disagree")
 // and row_version are those of the run's last logged state change, that the
 // logged state changes chain from the creation of the run, and that each
 // logged transition is a row of the registered table of the run's type and
-// version. It returns nil when they all hold, or an error listing the first
+// version (to or from a configuration of a parallel state: moves along its
+// rows, as fsmgen_parallel_refusal checks). It returns nil when they all hold, or an error listing the first
 // violations found.
 func CheckInvariants(ctx context.Context, q Querier) error {
 	rows, err := q.Query(ctx, invariantSQL)
@@ -411,7 +412,11 @@ WITH changes AS (
             THEN format('starts from %s but the previous change left the run in %s', c.state_before, c.prev_after)
         WHEN c.n > 1 AND c.row_version IS DISTINCT FROM c.prev_version + 1
             THEN format('row version %s follows %s', c.row_version, c.prev_version)
-        WHEN c.kind = 'transition' AND NOT EXISTS (
+        WHEN c.kind = 'transition' AND (strpos(c.state_before, '|') > 0 OR strpos(c.state_after, '|') > 0)
+            AND fsmgen_parallel_refusal(c.workflow_type, c.definition_version, c.state_before, c.event, c.state_after) IS NOT NULL
+            THEN 'not in the registered transition table: '
+                || fsmgen_parallel_refusal(c.workflow_type, c.definition_version, c.state_before, c.event, c.state_after)
+        WHEN c.kind = 'transition' AND strpos(c.state_before, '|') = 0 AND strpos(c.state_after, '|') = 0 AND NOT EXISTS (
             SELECT 1 FROM workflow_transitions t
             WHERE t.workflow_type = c.workflow_type AND t.version = c.definition_version
               AND t.from_state = c.state_before AND t.event = c.event AND t.to_state = c.state_after)

@@ -56,7 +56,7 @@ func (s *Store) Load(ctx context.Context, runID string, def runtime.Definition) 
 		return run, nil, pgstore.RunErr("load", runID, fmt.Errorf("%w: the run is %s v%d, the machine is %s v%d",
 			runtime.ErrDefinitionMismatch, run.Type, run.Version, def.Type, def.Version))
 	}
-	if _, ok := def.State(run.State); !ok {
+	if _, ok := def.StateOf(run.State); !ok {
 		return run, nil, pgstore.RunErr("load", runID, fmt.Errorf("%w: the run is in state %q, which %s v%d does not have",
 			runtime.ErrUnknownState, run.State, def.Type, def.Version))
 	}

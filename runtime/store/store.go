@@ -116,14 +116,7 @@ func (s *Store) Register(ctx context.Context, def runtime.Definition) error {
 			}
 			return nil
 		}
-		sp := dbsqlc.InsertStatesParams{WorkflowType: def.Type, Version: int32(def.Version)}
-		for _, st := range def.States {
-			sp.States = append(sp.States, st.Name)
-			sp.Statuses = append(sp.Statuses, string(pgstore.StatusOf(st)))
-			sp.Outcomes = append(sp.Outcomes, st.Outcome)
-			sp.Initials = append(sp.Initials, st.Name == def.Initial)
-		}
-		if err := q.InsertStates(ctx, sp); err != nil {
+		if err := q.InsertStates(ctx, pgstore.StatesParams(def)); err != nil {
 			return err
 		}
 		tp := dbsqlc.InsertTransitionsParams{WorkflowType: def.Type, Version: int32(def.Version),

@@ -74,21 +74,30 @@ func (q *Queries) InsertDefinition(ctx context.Context, arg InsertDefinitionPara
 }
 
 const insertStates = `-- name: InsertStates :exec
-INSERT INTO workflow_states (workflow_type, version, state, status, outcome, is_initial)
-SELECT $1::text, $2::int, u.state, u.status, nullif(u.outcome, ''), u.is_initial
+INSERT INTO workflow_states (workflow_type, version, state, status, outcome, is_initial, parallel_state, region, regions)
+SELECT $1::text, $2::int, u.state, u.status, nullif(u.outcome, ''), u.is_initial,
+    nullif(u.parallel_state, ''), nullif(u.region, 0), nullif(u.regions, 0)
 FROM (SELECT unnest($3::text[]) AS state, unnest($4::text[]) AS status,
-        unnest($5::text[]) AS outcome, unnest($6::bool[]) AS is_initial) AS u
+        unnest($5::text[]) AS outcome, unnest($6::bool[]) AS is_initial,
+        unnest($7::text[]) AS parallel_state, unnest($8::int[]) AS region,
+        unnest($9::int[]) AS regions) AS u
 `
 
 type InsertStatesParams struct {
-	WorkflowType string
-	Version      int32
-	States       []string
-	Statuses     []string
-	Outcomes     []string
-	Initials     []bool
+	WorkflowType   string
+	Version        int32
+	States         []string
+	Statuses       []string
+	Outcomes       []string
+	Initials       []bool
+	ParallelStates []string
+	Regions        []int32
+	RegionCounts   []int32
 }
 
+// The states of a definition; parallel_states[n], regions[n] and
+// region_counts[n] place a leaf inside a region of a parallel state (an
+// empty text and zeros elsewhere).
 func (q *Queries) InsertStates(ctx context.Context, arg InsertStatesParams) error {
 	_, err := q.db.Exec(ctx, insertStates,
 		arg.WorkflowType,
@@ -97,6 +106,9 @@ func (q *Queries) InsertStates(ctx context.Context, arg InsertStatesParams) erro
 		arg.Statuses,
 		arg.Outcomes,
 		arg.Initials,
+		arg.ParallelStates,
+		arg.Regions,
+		arg.RegionCounts,
 	)
 	return err
 }

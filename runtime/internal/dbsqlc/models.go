@@ -165,12 +165,15 @@ type WorkflowRun struct {
 }
 
 type WorkflowState struct {
-	WorkflowType string
-	Version      int32
-	State        string
-	Status       string
-	Outcome      pgtype.Text
-	IsInitial    bool
+	WorkflowType  string
+	Version       int32
+	State         string
+	Status        string
+	Outcome       pgtype.Text
+	IsInitial     bool
+	ParallelState pgtype.Text
+	Region        pgtype.Int4
+	Regions       pgtype.Int4
 }
 
 type WorkflowStepLog struct {

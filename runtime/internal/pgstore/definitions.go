@@ -46,6 +46,16 @@ func NewDefinition(def runtime.Definition, digest string) *Definition {
 	return d
 }
 
+// Allows reports whether the registered table has the move from one
+// persisted state to another on event: a row of the table, or for a
+// configuration, the rows of its regions (see allowsParallel).
+func (d *Definition) Allows(from, event, to string) bool {
+	if d.Moves[[3]string{from, event, to}] {
+		return true
+	}
+	return d.Nest != nil && (configuration(from) || configuration(to)) && d.allowsParallel(from, event, to)
+}
+
 // InitialDelay is EntryDelay of the definition's initial state: when a run
 // that starts, or starts again, is first due.
 func (d *Definition) InitialDelay() pgtype.Int8 {

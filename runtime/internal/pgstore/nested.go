@@ -19,7 +19,8 @@ type Nesting struct {
 	parent    map[string]string                // state or composite -> its parent
 	timers    map[string][]runtime.Timer       // state or composite -> its timers, when it has any
 	histories map[string][]runtime.HistorySpec // composite -> its histories
-	eventless map[string]bool                  // leaf -> it has eventless or completion rows
+	eventless map[string]bool                  // leaf or parallel state -> it has eventless or completion rows
+	regions   map[string]region                // leaf inside a parallel state -> its region
 }
 
 // NestingOf indexes def's hierarchy; nil for a flat machine (see
@@ -30,7 +31,7 @@ func NestingOf(def runtime.Definition) *Nesting {
 		return nil
 	}
 	n := &Nesting{parent: map[string]string{}, timers: map[string][]runtime.Timer{}, histories: map[string][]runtime.HistorySpec{},
-		eventless: map[string]bool{}}
+		eventless: map[string]bool{}, regions: map[string]region{}}
 	for _, t := range def.Transitions {
 		if t.Event == "" {
 			n.eventless[t.From] = true
@@ -51,14 +52,34 @@ func NestingOf(def runtime.Definition) *Nesting {
 			n.histories[c.Name] = c.History
 		}
 	}
+	n.indexRegions(def)
 	return n
 }
 
-// Active returns the active configuration of a run in leaf: the leaf and
-// the composites above it, innermost first.
-func (n *Nesting) Active(leaf string) []string {
-	out := []string{leaf}
-	for p := n.parent[leaf]; p != "" && len(out) <= len(n.parent); p = n.parent[p] {
+// Active returns the active states of a run in the persisted state
+// state: the leaf and the composites above it, innermost first. For a
+// configuration: the leaf of each region and the composites above it
+// inside the parallel state, the last region first, then the parallel
+// state and the composites above it; read backwards, outermost first and
+// the regions in region order.
+func (n *Nesting) Active(state string) []string {
+	if !configuration(state) {
+		return n.above(state, "")
+	}
+	leaves := strings.Split(state, runtime.ConfigurationSeparator)
+	p := n.regions[leaves[0]].parallel
+	var out []string
+	for _, l := range slices.Backward(leaves) {
+		out = append(out, n.above(l, p)...)
+	}
+	return append(out, n.above(p, "")...)
+}
+
+// above returns name and the composites above it, innermost first, up to
+// and without stop.
+func (n *Nesting) above(name, stop string) []string {
+	out := []string{name}
+	for p := n.parent[name]; p != "" && p != stop && len(out) <= len(n.parent); p = n.parent[p] {
 		out = append(out, p)
 	}
 	return out
@@ -67,13 +88,22 @@ func (n *Nesting) Active(leaf string) []string {
 // Timers returns the timers of the state or composite named name.
 func (n *Nesting) Timers(name string) []runtime.Timer { return n.timers[name] }
 
-// Eventless reports whether the leaf named name has eventless or
-// completion rows (its own or a composite's above it, listed from it).
-func (n *Nesting) Eventless(name string) bool { return n.eventless[name] }
+// Eventless reports whether a run in the persisted state named name has
+// eventless or completion rows: those of its leaf (its own or a
+// composite's above it, listed from it); for a configuration, those of
+// any of its leaves or of its parallel state.
+func (n *Nesting) Eventless(name string) bool {
+	if !configuration(name) {
+		return n.eventless[name]
+	}
+	return slices.ContainsFunc(n.Active(name), func(s string) bool { return n.eventless[s] })
+}
 
 // Moves returns the states transition t of def exits and enters: those t
 // names; else those of its row in the table (an internal row exits and
-// enters nothing); else its source and its target, as in a flat machine.
+// enters nothing); else, from or to a configuration, none (the driver
+// names them: a step of several regions is no one row); else its source
+// and its target, as in a flat machine.
 func Moves(def runtime.Definition, t runtime.Transition) (exited, entered []string) {
 	if len(t.Exited)+len(t.Entered) > 0 {
 		return t.Exited, t.Entered
@@ -82,6 +112,9 @@ func Moves(def runtime.Definition, t runtime.Transition) (exited, entered []stri
 		if r.From == t.From && r.Event == t.Event && r.To == t.To && (r.Internal || len(r.Exit)+len(r.Enter) > 0) {
 			return r.Exit, r.Enter
 		}
+	}
+	if configuration(t.From) || configuration(t.To) {
+		return nil, nil
 	}
 	return []string{t.From}, []string{t.To}
 }
@@ -180,7 +213,7 @@ func (d *Definition) nestedParams(p *dbsqlc.AdvanceRunParams, t runtime.Transiti
 	}
 	if !StatusOf(to).Terminal() && to.Wait {
 		p.NextDelayUs = pgtype.Int8{} // the first timer of the anchors
-		if n.eventless[t.To] {
+		if n.Eventless(t.To) {
 			// Due at once: a worker takes the eventless rows the
 			// recorder of this transition may not live to take.
 			p.NextDelayUs = pgtype.Int8{Int64: 0, Valid: true}

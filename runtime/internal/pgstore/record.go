@@ -28,7 +28,7 @@ func (db *DB) TransitionParams(ctx context.Context, id pgtype.UUID, rowVersion i
 	if err != nil {
 		return dbsqlc.AdvanceRunParams{}, false, err
 	}
-	if !d.Moves[[3]string{t.From, t.Event, t.To}] {
+	if !d.Allows(t.From, t.Event, t.To) {
 		return dbsqlc.AdvanceRunParams{}, false, fmt.Errorf("%w: %s v%d has no transition %s -> %s on %s", runtime.ErrTransitionRefused, t.Machine, t.Version, t.From, t.To, t.Event)
 	}
 	payload, err := db.EncodeJSON("payload of "+t.Event, t.Payload)
@@ -39,7 +39,10 @@ func (db *DB) TransitionParams(ctx context.Context, id pgtype.UUID, rowVersion i
 		Event: t.Event, FromState: t.From, ToState: t.To, Payload: payload, Now: db.Now(),
 		ID: id, RowVersion: rowVersion, WorkflowType: t.Machine, DefinitionVersion: int32(t.Version),
 	}
-	to := d.States[t.To]
+	to, ok := d.States[t.To]
+	if !ok {
+		to, _ = d.Def.StateOf(t.To) // a configuration
+	}
 	p.ToStatus = string(StatusOf(to))
 	if !StatusOf(to).Terminal() {
 		p.NextDelayUs = EntryDelay(to)
