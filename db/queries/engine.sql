@@ -307,7 +307,8 @@ SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now;
 -- on the run when it finishes (false when child_event is NULL); and, when
 -- the run's (type, version, state) is one of the guarded ones (item n:
 -- guarded_types[n], guarded_versions[n], guarded_states[n]; the states
--- whose rows on the event have guards, which may read them), the events
+-- whose rows on the event have guards, which may read them; for a run in a
+-- configuration of a parallel state, one of its leaves), the events
 -- recorded in its current attempt, names and payloads, oldest first, with
 -- events_read set.
 WITH k AS (
@@ -325,7 +326,8 @@ SELECT sqlc.embed(r),
 FROM workflow_runs r
 LEFT JOIN LATERAL (
     SELECT true AS guarded FROM k
-    WHERE k.workflow_type = r.workflow_type AND k.version = r.definition_version AND k.state = r.current_state
+    WHERE k.workflow_type = r.workflow_type AND k.version = r.definition_version
+      AND k.state = ANY (string_to_array(r.current_state, '|'))
     LIMIT 1
 ) g ON true
 LEFT JOIN LATERAL (

@@ -58,7 +58,7 @@ var _ runtime.Recorder = (*recorder)(nil)
 
 // Record implements runtime.Recorder.
 func (r *recorder) Record(ctx context.Context, t runtime.Transition) error {
-	to, ok := r.reg.def.State(t.To)
+	to, ok := r.reg.def.StateOf(t.To)
 	if !ok {
 		return fmt.Errorf("%w: %s", runtime.ErrUnknownState, t.To)
 	}
@@ -117,7 +117,7 @@ func (r *recorder) after() runtime.Run {
 	if r.adv.Run.ID != "" {
 		return r.adv.Run
 	}
-	to, _ := r.reg.def.State(r.t.To)
+	to, _ := r.reg.def.StateOf(r.t.To)
 	run.State, run.Status, run.RowVersion, run.UpdatedAt = r.t.To, to.Status, r.adv.RowVersion, r.adv.At
 	if run.Status == "" {
 		run.Status = runtime.StatusRunning
@@ -383,7 +383,7 @@ func (s *session) loop() error {
 		if err := ctx.Err(); err != nil {
 			return runErr("drive", s.run.ID, err)
 		}
-		st, ok := s.reg.def.State(s.run.State)
+		st, ok := s.reg.def.StateOf(s.run.State)
 		if !ok {
 			return s.park(ctx, CodeNotDriven, fmt.Sprintf("state %q is not a state of %s v%d", s.run.State, s.run.Type, s.run.Version))
 		}
@@ -391,7 +391,7 @@ func (s *session) loop() error {
 			s.release(enginestore.KeepDue)
 			return nil
 		}
-		if s.reg.nest != nil && s.reg.nest.Eventless(st.Name) {
+		if s.reg.nest != nil && s.reg.nest.Eventless(s.run.State) {
 			// A run left in a leaf with eventless rows (its worker died
 			// between two moves, or they were not enabled then) takes
 			// them before anything else.
@@ -427,6 +427,7 @@ func (s *session) loop() error {
 			s.release(timerDue(st, s.now.Sub(s.run.UpdatedAt)))
 			return nil
 		}
+		st = s.driven(st)
 		pol := policyOf(st, s.run.Policy)
 		if s.run.StepAttempt > max(pol.MaxAttempts, s.e.cfg.RecoveryLimit) {
 			if err := s.exhausted(ctx, st, CodeLeaseExpired,
@@ -444,6 +445,21 @@ func (s *session) loop() error {
 			return err
 		}
 	}
+}
+
+// driven returns the state whose handler the engine calls for a run in
+// st, a state that does not wait: st itself; for a configuration of a
+// parallel state, the leaf of the first region, in region order, that has
+// a handler (one that neither waits nor is final). The run's tries
+// (StepAttempt) are that leaf's until its event moves the run; the next
+// call looks again from the first region.
+func (s *session) driven(st runtime.StateSpec) runtime.StateSpec {
+	for _, name := range s.reg.def.Configuration(st.Name) {
+		if leaf, ok := s.reg.def.State(name); ok && !leaf.Wait && !leaf.Terminal() {
+			return leaf
+		}
+	}
+	return st
 }
 
 // policyOf returns the state's retry policy for a run with policy
@@ -646,8 +662,9 @@ func (s *session) fire(ctx context.Context, ev runtime.Event, res *runtime.Resul
 }
 
 // settle takes the eventless and completion rows enabled in the run's
-// leaf through the driver's Settle (runtime.Settler), and reports whether
-// it moved the run. A failed move is a failed try of the state.
+// leaf, or configuration, through the driver's Settle (runtime.Settler),
+// and reports whether it moved the run. A failed move is a failed try of
+// the state.
 func (s *session) settle(ctx context.Context, st runtime.StateSpec) (bool, error) {
 	settler, ok := s.reg.driver.(runtime.Settler)
 	if !ok {
@@ -659,7 +676,7 @@ func (s *session) settle(ctx context.Context, st runtime.StateSpec) (bool, error
 	rt := handlerRun(s.run)
 	rt.Events = s.events
 	rec := &recorder{e: s.e, reg: s.reg, run: s.run, lease: &s.lease, sess: s}
-	err := protect("settling "+st.Name, func() error { return settler.Settle(ctx, &rt, st.Name, rec) })
+	err := protect("settling "+st.Name, func() error { return settler.Settle(ctx, &rt, s.run.State, rec) })
 	if rec.t != nil {
 		s.run, s.now, s.held, s.called = rec.after(), rec.adv.At, rec.keep, false
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	mathrand "math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -486,10 +487,16 @@ func (e *Engine) Cancel(ctx context.Context, runID, userID string) (runtime.Run,
 	})
 }
 
-// accepts reports whether the table has a row from state on event.
+// accepts reports whether the table has a row from state on event: for
+// a configuration of a parallel state, from one of its leaves or from the
+// parallel state.
 func (r *registered) accepts(state, event string) bool {
+	sources := r.def.Configuration(state)
+	if len(sources) > 1 {
+		sources = append(sources, r.def.Ancestors(sources[0])...)
+	}
 	for _, t := range r.def.Transitions {
-		if t.From == state && t.Event == event {
+		if t.Event == event && slices.Contains(sources, t.From) {
 			return true
 		}
 	}

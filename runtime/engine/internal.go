@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 )
@@ -32,8 +34,19 @@ func (e *Engine) guarded(eventOf func(runtime.Definition) string) []enginestore.
 	for k, r := range e.kinds {
 		name := eventOf(r.def)
 		for _, t := range r.def.Transitions {
-			if t.Guard != "" && t.Event == name {
-				out = append(out, enginestore.KindState{Kind: k, State: t.From})
+			if t.Guard == "" || t.Event != name {
+				continue
+			}
+			out = append(out, enginestore.KindState{Kind: k, State: t.From})
+			if _, leaf := r.def.State(t.From); !leaf {
+				// A row on a parallel state: a run is in one of its
+				// leaves (ReadRunForEvent compares each leaf of a
+				// configuration).
+				for _, s := range r.def.States {
+					if slices.Contains(r.def.Ancestors(s.Name), t.From) {
+						out = append(out, enginestore.KindState{Kind: k, State: s.Name})
+					}
+				}
 			}
 		}
 	}

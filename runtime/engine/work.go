@@ -287,7 +287,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) (runtime.Run, error) {
 		if r == nil {
 			return run, runErr("drive", runID, e.notRegistered(run.Type, run.Version))
 		}
-		st, _ := r.def.State(run.State)
+		st, _ := r.def.StateOf(run.State)
 		if run.Terminal() || st.Wait || !run.ParkedAt.IsZero() || run.NextRunAt.IsZero() {
 			return run, nil
 		}

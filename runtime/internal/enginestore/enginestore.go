@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -379,7 +380,9 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 	}
 	arg.ReleaseLease = !p.KeepLease && p.Lease != nil
 	arg.Notify = p.Notify
-	if p.Fired != nil && arg.Anchored {
+	if p.Fired != nil && arg.Anchored && !slices.Contains(arg.Entered, p.Fired.State) {
+		// Marked as fired unless the transition enters its state again,
+		// which restarts its timers.
 		arg.FiredState = pgtype.Text{String: p.Fired.State, Valid: true}
 		arg.FiredIndex = pgtype.Int4{Int32: int32(p.Fired.Index), Valid: true}
 	}
