@@ -5,8 +5,9 @@
 // A generated machine package needs only a few things from here:
 //
 //   - [Definition] and its parts ([StateSpec], [EventSpec], [TransitionSpec],
-//     [RetryPolicy], [Timer]): the machine's transition table as plain data,
-//     for registration in the database, diagrams and introspection;
+//     [RetryPolicy], [Timer], [CompositeSpec]): the machine's transition
+//     table as plain data, for registration in the database, diagrams and
+//     introspection;
 //   - [Recorder] and [Transition]: the hook through which a machine persists a
 //     transition before applying it;
 //   - [TransitionError] with the sentinels [ErrIllegalTransition] and
@@ -41,6 +42,23 @@
 // fired by the engine; the cancel event is sent by the run's owner through
 // Cancel. An event the machine declares external ([EventSpec.External]) is
 // a caller's in every state.
+//
+// # Parallel states
+//
+// A composite marked [CompositeSpec.Parallel] has regions, composites that
+// are all active at once. A run inside it persists the active leaf of each
+// region, in region order, joined by [ConfigurationSeparator]
+// ("Pending|Running"): [Definition.Configuration] splits it,
+// [Definition.JoinConfiguration] joins it, [Definition.StateOf] says how a
+// run in it behaves and [Definition.Regions] lists the regions. The rows
+// stay linear in the table: a region's row goes from a leaf of the region
+// to another; a row entering the parallel state targets the whole
+// configuration entered; a row leaving it is written from the parallel
+// state (taken in any configuration) or from a region's leaf. A driver
+// records one [Transition] per step, from configuration to
+// configuration, whose Exited and Entered name what each region's move
+// exited and entered, region by region; the log row's states before and
+// after name each region's leaf.
 //
 // Nothing in this package imports a generated machine, and generated code
 // never needs the generator at run time.

@@ -8,7 +8,11 @@ type Transition struct {
 	// Machine is the persisted type name, Version the definition version.
 	Machine string
 	Version int
-	// From and To are state names, in their persisted form.
+	// From and To are state names, in their persisted form: for a run in
+	// a parallel state, its configuration (Definition.Configuration).
+	// A step that moves several regions is one Transition: each region's
+	// move is the change of its position, and what it exited and entered
+	// is in Exited and Entered, region by region.
 	From, To string
 	// Event is the event's name and Payload the event value itself, a struct
 	// that encodes to JSON.

@@ -131,14 +131,20 @@ func RunTable(w io.Writer, runs []runtime.Run) error {
 }
 
 // Run prints one run as a block of "field  value" lines: its identity,
-// state, result, times, and while it runs its lease, schedule and last
-// error.
+// state (for a configuration of a parallel state, each region's leaf on a
+// line of its own), result, times, and while it runs its lease, schedule
+// and last error.
 func Run(w io.Writer, r runtime.Run) error {
 	tw := Table(w)
 	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, Escape(v)) }
 	line("run", r.ID)
 	line("type", fmt.Sprintf("%s v%d", r.Type, r.Version))
 	line("state", r.State)
+	if leaves := strings.Split(r.State, runtime.ConfigurationSeparator); len(leaves) > 1 {
+		for i, l := range leaves {
+			line(fmt.Sprintf("  region %d", i+1), l)
+		}
+	}
 	line("status", string(r.Status))
 	if res := r.Result; res != nil {
 		line("outcome", OrDash(res.Outcome))

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fsmgen/fsmgen/internal/runprint"
+	"github.com/fsmgen/fsmgen/runtime"
 )
 
 func TestEscape(t *testing.T) {
@@ -37,5 +38,19 @@ func TestTableEscapes(t *testing.T) {
 	}
 	if want := "A      B\nx\\x1b[2J  y\n"; b.String() != want {
 		t.Errorf("table = %q, want %q", b.String(), want)
+	}
+}
+
+// TestRunConfiguration: a run in a parallel state shows each region's
+// leaf under its state.
+func TestRunConfiguration(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	if err := runprint.Run(&b, runtime.Run{ID: "r", Type: "review", Version: 1, State: "Pending|Running", Status: runtime.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	const want = "state       Pending|Running\n  region 1  Pending\n  region 2  Running\nstatus      running\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("run printed as:\n%s\nwant it to hold:\n%s", b.String(), want)
 	}
 }

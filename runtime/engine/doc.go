@@ -333,6 +333,31 @@
 // driver's Settle (runtime.Settler), before it fires a timer or calls a
 // handler.
 //
+// # Parallel states
+//
+// A run inside a parallel state is in one leaf of each of its regions and
+// persists them in region order joined by "|" (Run.State "Pending|Running";
+// see runtime.Definition.Configuration). The driver's Fire and Settle are
+// given that configuration, and one step (the rows the regions take on
+// one event, at most one each) is one transition, from configuration to
+// configuration, with one log row naming every state it exited and
+// entered, region by region. The database checks each region's move
+// against the registered table (see db/migrations/0016_parallel.sql).
+//
+// Handlers: the engine calls the handler of the leaf of the first region,
+// in region order, that has one (a leaf that neither waits nor is final);
+// its event is fired to the configuration as its own transition, and the
+// engine looks again from the first region. The run's tries (StepAttempt)
+// belong to that leaf: a failing handler is retried by its state's policy,
+// and no other region's handler runs until its event moves the run (or its
+// tries give up: its OnExhausted event, or the run is parked). A
+// configuration whose leaves all wait is due at the first timer of its
+// active states: each region's leaf and the composites above it, the
+// parallel state and those above it. A move of one region keeps the
+// anchors of the others, so a region's timers count from when its own leaf
+// was entered. A caller may send the events of the rows of a wait leaf of
+// the configuration and those written on the parallel state.
+//
 // # Typed handles
 //
 // Every generated package has a typed handle on its durable runs (runs.go)
