@@ -37,7 +37,10 @@ type Step struct {
 	// absent refuse).
 	Guards map[string]bool
 	// Leaf is the leaf the run is in after the step and In the composites
-	// that contain it, innermost first.
+	// that contain it, innermost first. In a parallel state, Leaf is the
+	// run's persisted form: the active leaf of each region, in region
+	// order, joined by "|" ("Pending|Running"), and In the composites
+	// that contain every one of them.
 	Leaf string
 	In   []string
 	// Refused says the event is not taken.
@@ -154,12 +157,13 @@ func parseStep(line string) (Step, error) {
 		}
 	}
 	words := strings.Fields(right)
-	if len(words) == 0 {
-		return Step{}, fmt.Errorf("no leaf after =>")
+	leaves, words, err := parseLeaves(words)
+	if err != nil {
+		return Step{}, err
 	}
-	s.Leaf = words[0]
+	s.Leaf = strings.Join(leaves, "|")
 	list := (*[]string)(nil)
-	for _, w := range words[1:] {
+	for _, w := range words {
 		switch w {
 		case "in":
 			list = &s.In
@@ -173,4 +177,26 @@ func parseStep(line string) (Step, error) {
 		}
 	}
 	return s, nil
+}
+
+// parseLeaves reads the leaves at the start of words, the right side of
+// a step: one leaf, or the leaves of a configuration separated by "|"
+// words. It returns them and the words after them.
+func parseLeaves(words []string) (leaves, rest []string, err error) {
+	for {
+		if len(words) == 0 || words[0] == "|" || words[0] == "in" || words[0] == "do" {
+			if len(leaves) == 0 {
+				return nil, nil, fmt.Errorf("no leaf after =>")
+			}
+			return nil, nil, fmt.Errorf("no leaf after |")
+		}
+		if strings.Contains(words[0], "|") {
+			return nil, nil, fmt.Errorf("leaf %q: want the leaves of a configuration separated by \" | \"", words[0])
+		}
+		leaves, words = append(leaves, words[0]), words[1:]
+		if len(words) == 0 || words[0] != "|" {
+			return leaves, words, nil
+		}
+		words = words[1:]
+	}
 }
