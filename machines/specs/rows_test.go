@@ -43,7 +43,8 @@ func rows(m *dsl.Machine) (written, expanded int) {
 }
 
 // xstateTransitions counts the transition objects of an XState config:
-// each entry of on, after and always, an array counting its elements.
+// each entry of on, after, always and onDone, an array counting its
+// elements.
 func xstateTransitions(t *testing.T, path string) int {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -67,11 +68,13 @@ func xstateTransitions(t *testing.T, path string) int {
 				}
 			}
 		}
-		switch a := node["always"].(type) {
-		case []any:
-			n += len(a)
-		case map[string]any:
-			n++
+		for _, k := range []string{"always", "onDone"} {
+			switch a := node[k].(type) {
+			case []any:
+				n += len(a)
+			case map[string]any, string:
+				n++
+			}
 		}
 		states, _ := node["states"].(map[string]any)
 		for _, s := range states {
