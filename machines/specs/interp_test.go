@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,11 +106,12 @@ func node(t *testing.T, script string, args ...string) {
 }
 
 // TestXStateTraces replays each machine's traces through XState v5 from
-// its hand-written xstate.json.
+// its hand-written xstate.json, those of the machines with parallel
+// regions included.
 func TestXStateTraces(t *testing.T) {
 	t.Parallel()
 	needNode(t)
-	for _, name := range machines {
+	for _, name := range append(slices.Clone(machines), parallelMachines...) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			node(t, "xstate_replay.mjs", filepath.Join(name, "xstate.json"), writeTraces(t, name))

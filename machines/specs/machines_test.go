@@ -2,3 +2,8 @@ package specs_test
 
 // machines are the directories of machines/specs, in the README's order.
 var machines = []string{"sipinvite", "deviceauth", "usbdevice", "tcpconn", "dhcpclient"}
+
+// parallelMachines are the directories of machines/specs whose machines
+// have parallel regions. They have no .fsm file: only TestXStateTraces
+// replays them, from their xstate.json.
+var parallelMachines = []string{"mediaelement", "podlifecycle"}

@@ -1,5 +1,5 @@
 // Replays the traces of a machine of machines/specs through XState v5,
-// from its hand-written xstate.json. Run by xstate_test.go:
+// from its hand-written xstate.json. Run by TestXStateTraces (interp_test.go):
 //
 //   node xstate_replay.mjs CONFIG.json TRACES.json
 //
@@ -7,8 +7,14 @@
 // xstate (npm ci there). TRACES.json is the traces as the Go test parsed
 // them. Guards read the step's guards; actions are recorded; a named
 // delay (after: {"interval": ...}) is the field of that name of the event
-// that entered the state, a Go duration ("5s"). Prints one line per
-// difference and exits 1 when there is any.
+// that entered the state, a Go duration ("5s"). A guard JSON cannot
+// name as a string is an object: {"type": "not", "params": {"guard":
+// "NAME"}} is XState's not("NAME"), {"type": "stateIn", "params":
+// {"state": "#ID.PATH"}} its stateIn("#ID.PATH"), true when that state
+// is active (the In(STATE) of SCXML). A step's leaf is the persisted
+// form: in a parallel state, the leaf of each region in region order
+// joined by "|", and its composites those that hold every leaf. Prints
+// one line per difference and exits 1 when there is any.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -16,7 +22,7 @@ import { createRequire } from 'node:module';
 const interop = process.env.FSMGEN_INTEROP;
 if (!interop) throw new Error('FSMGEN_INTEROP is not set');
 const require = createRequire(path.join(interop, 'package.json'));
-const { createMachine, createActor, SimulatedClock } = require('xstate');
+const { createMachine, createActor, SimulatedClock, not, stateIn } = require('xstate');
 
 const [configPath, tracesPath] = process.argv.slice(2);
 const config = JSON.parse(fs.readFileSync(configPath, 'utf8'));
@@ -37,39 +43,68 @@ function goDuration(s) {
   return ms;
 }
 
-// names collects the guards, actions and named delays the config uses.
-function names(node, out = { guards: new Set(), actions: new Set(), delays: new Set() }) {
-  for (const a of [node.entry, node.exit].flat()) if (typeof a === 'string') out.actions.add(a);
+// transitions returns the transition objects of a state node: under on,
+// after, always and onDone.
+function transitions(node) {
   const ts = [];
   for (const group of [node.on, node.after]) {
     for (const v of Object.values(group ?? {})) ts.push(...[v].flat());
   }
-  ts.push(...[node.always ?? []].flat());
+  ts.push(...[node.always ?? []].flat(), ...[node.onDone ?? []].flat());
+  return ts.filter((t) => t && typeof t === 'object');
+}
+
+// builtinGuard returns the XState guard of a guard object, or the guard
+// itself when it is a name.
+function builtinGuard(guard) {
+  if (guard?.type === 'not') return not(guard.params.guard);
+  if (guard?.type === 'stateIn') return stateIn(guard.params.state);
+  return guard;
+}
+
+// resolve replaces the guard objects of node and its descendants with
+// XState's guards, in place.
+function resolve(node) {
+  for (const t of transitions(node)) if (t.guard) t.guard = builtinGuard(t.guard);
+  for (const s of Object.values(node.states ?? {})) resolve(s);
+  return node;
+}
+
+// names collects the guards, actions and named delays the config uses.
+function names(node, out = { guards: new Set(), actions: new Set(), delays: new Set() }) {
+  for (const a of [node.entry, node.exit].flat()) if (typeof a === 'string') out.actions.add(a);
   for (const k of Object.keys(node.after ?? {})) if (!/^\d+$/.test(k)) out.delays.add(k);
-  for (const t of ts) {
-    if (t && typeof t.guard === 'string') out.guards.add(t.guard);
-    for (const a of [t?.actions ?? []].flat()) if (typeof a === 'string') out.actions.add(a);
+  for (const t of transitions(node)) {
+    if (typeof t.guard === 'string') out.guards.add(t.guard);
+    if (t.guard?.type === 'not') out.guards.add(t.guard.params.guard);
+    for (const a of [t.actions ?? []].flat()) if (typeof a === 'string') out.actions.add(a);
   }
   for (const s of Object.values(node.states ?? {})) names(s, out);
   return out;
 }
 
-// where returns the leaf of a snapshot value and its composites,
-// innermost first.
-function where(value) {
-  const path = [];
-  while (typeof value === 'object') {
-    const [k] = Object.keys(value);
-    path.push(k);
-    value = value[k];
-  }
-  return { leaf: value, in: path.reverse() };
+// where returns the persisted form of a snapshot value (the leaves of its
+// regions, in the config's order, joined by "|") and the composites that
+// hold every leaf, innermost first.
+function where(node, value) {
+  const paths = [];
+  const walk = (n, v, path) => {
+    if (typeof v !== 'object') {
+      paths.push([...path, v]);
+      return;
+    }
+    for (const k of Object.keys(n.states)) if (k in v) walk(n.states[k], v[k], [...path, k]);
+  };
+  walk(node, value, []);
+  const common = [];
+  for (let i = 0; paths.every((p) => i < p.length - 1 && p[i] === paths[0][i]); i++) common.push(paths[0][i]);
+  return { leaf: paths.map((p) => p[p.length - 1]).join('|'), in: common.reverse() };
 }
 
 const used = names(config);
 let guards = {};
 let acts = [];
-const machine = createMachine(config, {
+const machine = createMachine(resolve(structuredClone(config)), {
   guards: Object.fromEntries([...used.guards].map((g) => [g, () => guards[g] === true])),
   actions: Object.fromEntries([...used.actions].map((a) => [a, () => acts.push(a)])),
   delays: Object.fromEntries([...used.delays].map((d) => [d, ({ event }) => goDuration(event[d])])),
@@ -96,7 +131,7 @@ for (const tr of traces) {
       refused = !actor.getSnapshot().can(ev);
       actor.send(ev);
     }
-    const got = where(actor.getSnapshot().value);
+    const got = where(config, actor.getSnapshot().value);
     const done = acts;
     acts = [];
     if (!step.checked) continue;
