@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
+	"go/token"
+	"go/types"
 	"maps"
 	"path"
 	"slices"
@@ -15,9 +17,9 @@ import (
 // formatted once, whole, by source. It is the generator's only way of
 // writing Go: every generated .go file is a goFile.
 //
-// Code names another package through use, which records the import; the
-// import block is written from what was used, the standard library first,
-// then the rest, as goimports lays it out.
+// Code names another package through use (or useNamed), which records the
+// import; the import block is written from what was used, the standard
+// library first, then the rest, as goimports lays it out.
 type goFile struct {
 	// header is the comment above the package clause: the canonical
 	// "Code generated" line and the versions (see newGoFile).
@@ -25,8 +27,10 @@ type goFile struct {
 	// doc is the package's doc comment, a line per element.
 	doc []string
 	pkg string
-	// imports maps each used import path to the name the code uses.
+	// imports maps each used import path to the name the code uses;
+	// named holds those imported under a name written out (useNamed).
 	imports map[string]string
+	named   map[string]bool
 	b       bytes.Buffer
 }
 
@@ -36,22 +40,76 @@ func newGoFile(source, pkg string) *goFile {
 		header:  []string{header(source), "versions:", "\tfsmgen " + Version},
 		pkg:     pkg,
 		imports: map[string]string{},
+		named:   map[string]bool{},
 	}
 }
 
 // use records that the file imports the package at importPath and returns
 // the name the code calls it by: the path's last element, or its next to
-// last when the last is a major version (v2, v3, ...).
+// last when the last is a major version (v2, v3, ...), followed by a
+// number when another import has that name already.
 func (f *goFile) use(importPath string) string {
 	if name, ok := f.imports[importPath]; ok {
 		return name
 	}
+	return f.add(importPath, lastElem(importPath))
+}
+
+// useNamed is use for a package whose name the generator cannot know: the
+// package of a type the .fsm file names, which need not be its path's last
+// element. Outside the standard library, the package is imported under a
+// name written in the import block: the path's last element (as use
+// takes it) lower-cased, without what is not a letter or a digit, "pkg"
+// when nothing is left.
+func (f *goFile) useNamed(importPath string) string {
+	if name, ok := f.imports[importPath]; ok {
+		return name
+	}
+	if stdPath(importPath) {
+		return f.use(importPath)
+	}
+	name := strings.TrimLeft(strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return -1
+	}, strings.ToLower(lastElem(importPath))), "0123456789")
+	if name == "" {
+		name = "pkg"
+	}
+	f.named[importPath] = true
+	return f.add(importPath, name)
+}
+
+// lastElem is the last element of importPath, or the next to last when
+// the last is a major version (v2, v3, ...).
+func lastElem(importPath string) string {
 	name := path.Base(importPath)
 	if len(name) > 1 && name[0] == 'v' && strings.Trim(name[1:], "0123456789") == "" {
 		name = path.Base(path.Dir(importPath))
 	}
-	f.imports[importPath] = name
 	return name
+}
+
+// add records that the code calls the package at importPath name, or name
+// followed by the first number that makes it a name no other import has,
+// no keyword and no predeclared identifier, and returns it.
+func (f *goFile) add(importPath, name string) string {
+	taken := func(n string) bool {
+		return token.IsKeyword(n) || types.Universe.Lookup(n) != nil || slices.Contains(slices.Collect(maps.Values(f.imports)), n)
+	}
+	unique := name
+	for i := 1; taken(unique); i++ {
+		unique = name + strconv.Itoa(i)
+	}
+	f.imports[importPath] = unique
+	return unique
+}
+
+// stdPath reports whether importPath is a package of the standard library:
+// one whose first element has no dot.
+func stdPath(importPath string) bool {
+	return !strings.Contains(strings.SplitN(importPath, "/", 2)[0], ".")
 }
 
 // line writes one line, indented by indent tabs.
@@ -115,13 +173,13 @@ func (f *goFile) source() ([]byte, error) {
 	var std, other []string
 	for _, p := range slices.Sorted(maps.Keys(f.imports)) {
 		name, l := f.imports[p], strconv.Quote(p)
-		if name != path.Base(p) {
+		if f.named[p] || name != path.Base(p) {
 			l = name + " " + l
 		}
-		if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
-			other = append(other, l)
-		} else {
+		if stdPath(p) {
 			std = append(std, l)
+		} else {
+			other = append(other, l)
 		}
 	}
 	if len(std)+len(other) > 0 {

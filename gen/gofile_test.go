@@ -2,6 +2,7 @@ package gen
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -76,5 +77,52 @@ var ys = []int{}
 `
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("source (-want +got):\n%s", diff)
+	}
+}
+
+// TestGoFileImportNames checks the names use and useNamed give: a user's
+// package outside the standard library under a name written out, and a
+// name already taken, a keyword or a predeclared identifier followed by a
+// number.
+func TestGoFileImportNames(t *testing.T) {
+	f := newGoFile("m.fsm", "m")
+	got := []string{
+		f.use("time"),
+		f.useNamed("example.com/money"),
+		f.useNamed("example.com/money"),
+		f.useNamed("net/netip"),
+		f.useNamed("example.com/time"),
+		f.useNamed("example.com/go-Kit.v3/v3"),
+		f.useNamed("example.com/string"),
+		f.useNamed("example.com/2024"),
+		f.useNamed("example.com/type"),
+		f.use("github.com/fsmgen/fsmgen/runtime"),
+	}
+	want := []string{"time", "money", "money", "netip", "time1", "gokitv3", "string1", "pkg", "type1", "runtime"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	for _, name := range got {
+		f.line(0, "var _ ", name, ".T")
+	}
+	src, err := f.source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantImports := `import (
+	"net/netip"
+	"time"
+
+	pkg "example.com/2024"
+	gokitv3 "example.com/go-Kit.v3/v3"
+	money "example.com/money"
+	string1 "example.com/string"
+	time1 "example.com/time"
+	type1 "example.com/type"
+	"github.com/fsmgen/fsmgen/runtime"
+)
+`
+	if !strings.Contains(string(src), wantImports) {
+		t.Errorf("source does not have\n%s\nit is\n%s", wantImports, src)
 	}
 }
