@@ -14,6 +14,9 @@ func TestMain(m *testing.M) {
 	if dsn := os.Getenv(nestedCrashEnv); dsn != "" {
 		os.Exit(nestedCrashWorker(dsn))
 	}
+	if dsn := os.Getenv(parallelCrashEnv); dsn != "" {
+		os.Exit(parallelCrashWorker(dsn))
+	}
 	if dsn := os.Getenv(panicEnv); dsn != "" {
 		os.Exit(panicWorker(dsn))
 	}

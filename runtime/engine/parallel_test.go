@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
+	"os"
+	"os/exec"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
@@ -376,4 +381,190 @@ func TestParallelTimers(t *testing.T) {
 	if got := n.get(t, run.ID); got.State != "OFF" || got.Status != runtime.StatusSucceeded {
 		t.Errorf("run in %s %s, want OFF succeeded", got.State, got.Status)
 	}
+}
+
+// relayDef is a machine whose parallel state's two regions each run two
+// handlers in a row:
+//
+//	initial QUEUED                      // handler: Start
+//	state Relay parallel {
+//	    state A { initial A1; state A2; final A3 wait }   // handlers: A1done, A2done
+//	    state B { initial B1; state B2; final B3 wait }   // handlers: B1done, B2done
+//	}
+//	final DONE succeeded
+//
+//	QUEUED -> Relay on Start
+//	A1 -> A2 on A1done; A2 -> A3 on A2done
+//	B1 -> B2 on B1done; B2 -> B3 on B2done
+//	Relay -> DONE on done
+func relayDef() runtime.Definition {
+	leaf := func(name, parent string, wait bool) runtime.StateSpec {
+		return runtime.StateSpec{Name: name, Status: runtime.StatusRunning, Wait: wait, Parent: parent}
+	}
+	d := runtime.Definition{
+		Machine: "Relay", Type: "relay", Version: 1, Initial: "QUEUED",
+		States: []runtime.StateSpec{{Name: "QUEUED", Initial: true, Status: runtime.StatusRunning},
+			leaf("A1", "A", false), leaf("A2", "A", false), leaf("A3", "A", true),
+			leaf("B1", "B", false), leaf("B2", "B", false), leaf("B3", "B", true), final("DONE", runtime.StatusSucceeded)},
+		Composites: []runtime.CompositeSpec{{Name: "Relay", Parallel: true},
+			{Name: "A", Parent: "Relay", Initial: "A1"}, {Name: "B", Parent: "Relay", Initial: "B1"}},
+		Events: []runtime.EventSpec{{Name: "Start"}, {Name: "A1done"}, {Name: "A2done"}, {Name: "B1done"}, {Name: "B2done"}},
+	}
+	move := func(from, event, to string) runtime.TransitionSpec {
+		return runtime.TransitionSpec{From: from, Event: event, To: to, Exit: []string{from}, Enter: []string{to}}
+	}
+	d.Transitions = []runtime.TransitionSpec{
+		{From: "QUEUED", Event: "Start", To: "A1|B1", Exit: []string{"QUEUED"}, Enter: []string{"Relay", "A", "A1", "B", "B1"}},
+		move("A1", "A1done", "A2"), move("A2", "A2done", "A3"), move("B1", "B1done", "B2"), move("B2", "B2done", "B3"),
+		{From: "Relay", To: "DONE", Done: true, Enter: []string{"DONE"}},
+	}
+	return d
+}
+
+// relayDriver is relayDef's driver; each handler returns its event after
+// a pause of up to pause.
+func relayDriver(pause time.Duration) *parallelDriver {
+	h := func(e string) handler {
+		return func(ctx context.Context, _ *runtime.Run) (runtime.Event, error) {
+			if pause > 0 {
+				time.Sleep(time.Duration(mathrand.Int64N(int64(pause))))
+			}
+			return event(e), nil
+		}
+	}
+	return &parallelDriver{driver: driver{def: relayDef(), handlers: map[string]handler{"QUEUED": h("Start"),
+		"A1": h("A1done"), "A2": h("A2done"), "B1": h("B1done"), "B2": h("B2done")}},
+		finals: map[string]bool{"A3": true, "B3": true}}
+}
+
+// parallelCrashEnv holds, for the test binary re-executed as a worker
+// process, the database's connection string.
+const parallelCrashEnv = "FSMGEN_ENGINE_PARALLEL_CRASH_WORKER_DSN"
+
+// parallelCrashWorker works relay runs and kills itself (SIGKILL) now and
+// then: in a handler, before its event is fired, and between a transition
+// and the completion move after it.
+func parallelCrashWorker(dsn string) int {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	die := func(percent int) {
+		if mathrand.IntN(100) < percent {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+	}
+	d := relayDriver(3 * time.Millisecond)
+	for name, h := range d.handlers {
+		d.handlers[name] = func(ctx context.Context, run *runtime.Run) (runtime.Event, error) {
+			die(2)
+			return h(ctx, run)
+		}
+	}
+	d.afterFirst = func(*runtime.Run, string) { die(2) }
+	// The deaths are the test's: a run's tries interrupted by them are
+	// not counted against it (RecoveryLimit).
+	e, err := engine.New(store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("parallelworker"), Concurrency: 4,
+		Lease: time.Second, Heartbeat: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond, RecoveryLimit: 1000, Logger: quiet})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := e.Register(ctx, d); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := e.Work(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	return 0
+}
+
+// TestParallelCrashManyWorkers drives 200 relay runs with 4 worker
+// processes that die by SIGKILL, by their own hand at random points (in a
+// handler, between a region's move and the completion) and by the test's,
+// each replaced by a new one: every run ends in DONE, its log holding each
+// region's move once, in the order the engine takes them (region A's
+// handlers, then region B's), and nothing else.
+func TestParallelCrashManyWorkers(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	e := v.engine(t, engine.Config{}, relayDriver(0))
+	var ids []string
+	for i := range 200 {
+		ids = append(ids, v.start(t, e, "relay", fmt.Sprint(i)).ID)
+	}
+	exited := make(chan *exec.Cmd, 16)
+	spawn := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), parallelCrashEnv+"="+v.pool.Config().ConnString())
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = cmd.Wait(); exited <- cmd }()
+		return cmd
+	}
+	workers := map[*exec.Cmd]bool{}
+	for range 4 {
+		workers[spawn()] = true
+	}
+	defer func() {
+		for cmd := range workers {
+			_ = cmd.Process.Kill()
+		}
+	}()
+	ctx := context.Background()
+	deadline := time.After(3 * time.Minute)
+	kill := time.NewTicker(time.Second)
+	defer kill.Stop()
+	deaths := 0
+	for {
+		var live int
+		if err := v.pool.QueryRow(ctx, `SELECT count(*) FROM workflow_runs WHERE workflow_type = 'relay' AND status = 'running'`).Scan(&live); err != nil {
+			t.Fatal(err)
+		}
+		if live == 0 {
+			break
+		}
+		select {
+		case cmd := <-exited:
+			delete(workers, cmd)
+			deaths++
+			workers[spawn()] = true
+		case <-kill.C:
+			for cmd := range workers {
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				break
+			}
+		case <-deadline:
+			for _, id := range ids {
+				if got := v.get(t, id); !got.Terminal() {
+					t.Errorf("run %s in %s: parked %v, error %q, lease %+v, due %v", id, got.State, got.ParkedAt, got.LastError, got.Lease, got.NextRunAt)
+				}
+			}
+			t.Fatalf("%d runs still running after 3 minutes and %d deaths", live, deaths)
+		}
+	}
+	want := []string{
+		"Start QUEUED->A1|B1 exited [QUEUED] entered [Relay A A1 B B1]",
+		"A1done A1|B1->A2|B1 exited [A1] entered [A2]",
+		"A2done A2|B1->A3|B1 exited [A2] entered [A3]",
+		"B1done A3|B1->A3|B2 exited [B1] entered [B2]",
+		"B2done A3|B2->A3|B3 exited [B2] entered [B3]",
+		" A3|B3->DONE exited [A3 A B3 B Relay] entered [DONE]",
+	}
+	for _, id := range ids {
+		if got := v.get(t, id); got.State != "DONE" {
+			t.Errorf("run %s in %s", id, got.State)
+		}
+		if diff := cmp.Diff(want, nestedEnv{env: v}.transitions(t, id)); diff != "" {
+			t.Errorf("run %s: transitions (-want +got):\n%s", id, diff)
+		}
+	}
+	t.Logf("%d worker processes died", deaths)
 }
