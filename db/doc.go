@@ -54,7 +54,12 @@
 //     than the initial one. A write shaped like the runtime's transitions
 //     (row_version + 1, previous_state the state left, status the state
 //     entered's) is checked by the foreign key [ConstraintMove] to
-//     workflow_moves instead, and refused with its SQLSTATE, 23503. A
+//     workflow_moves instead, and refused with its SQLSTATE, 23503; a move
+//     to or from a configuration of a parallel state (a current_state
+//     that holds "|") goes through the trigger whatever its shape, which
+//     checks each region's move against the registered rows
+//     (fsmgen_parallel_refusal, 0016_parallel.sql) and sets previous_state
+//     NULL. A
 //     change of definition_version with the same attempt_no is a migration
 //     of a live run: refused with this SQLSTATE unless the first rule of
 //     the registered migration (workflow_migrations and
