@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,6 +93,9 @@ func participleDiagnostic(filename string, src []byte, err error) Diagnostic {
 	case errors.As(err, &tokenErr):
 		d.Pos = tokenErr.Unexpected.Pos
 		d.Message = "syntax error: unexpected " + describeToken(tokenErr.Unexpected)
+		if want := expectation(tokenErr); want != "" {
+			d.Message += ", expected " + want
+		}
 	case errors.As(err, &parseErr):
 		d.Pos = parseErr.Position()
 		d.Message = "syntax error: " + parseErr.Message()
@@ -103,6 +107,144 @@ func participleDiagnostic(filename string, src []byte, err error) Diagnostic {
 		d.Pos.Line, d.Pos.Column = 1, 1
 	}
 	return d
+}
+
+// expectation returns, in the language's words, what the grammar expected
+// where it met the unexpected token: participle writes it as alternatives
+// of the grammar's literals and token types ("x" | <ident> | ...), or as
+// the rest of the sequence it was parsing, of which the first term is
+// what was expected.
+func expectation(err *participle.UnexpectedTokenError) string {
+	want := err.Expect
+	if want == "" {
+		prefix := fmt.Sprintf("unexpected token %q (expected ", err.Unexpected)
+		msg := err.Message()
+		if !strings.HasPrefix(msg, prefix) {
+			return ""
+		}
+		want = strings.TrimSuffix(strings.TrimPrefix(msg, prefix), ")")
+		want = firstTerm(want)
+	}
+	return describeTerms(strings.Split(want, " | "))
+}
+
+// firstTerm returns the first term of a sequence written in EBNF: a
+// literal, a token type, a production or a parenthesised group.
+func firstTerm(seq string) string {
+	depth := 0
+	for i, r := range seq {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')':
+			depth--
+		case r == ' ' && depth == 0:
+			return strings.TrimSuffix(seq[:i], "?")
+		}
+	}
+	return seq
+}
+
+// groupWords names the alternatives of the grammar that a message names
+// together: when every term of a key is expected, its words replace them.
+// Each key occurs in the grammar's EBNF, as TestGroupWordsInGrammar
+// checks.
+var groupWords = []struct{ key, words string }{
+	{`"succeeded" | "failed" | "cancelled"`, "a status (succeeded, failed or cancelled)"},
+	{`<string> | <number> | <duration> | "true" | "false"`, "a value (a quoted string, a number, a duration, true or false)"},
+}
+
+// termWords names the grammar's token types, its names by the literal
+// before them, and the ends of what is parsed. Each key but an end occurs
+// in the grammar's EBNF, as TestExpectationWordsInGrammar checks.
+var termWords = map[string]string{
+	"<ident>":              "a name",
+	`"machine" <ident>`:    "the machine's name",
+	`"package" <ident>`:    "a Go package name",
+	`"->" Name`:            "a state",
+	`"on" Name`:            "an event",
+	`"cancel" Name`:        "the event that cancels a run",
+	`"event" Name`:         "an event name",
+	`"guard" Name`:         "a guard name",
+	`"action" Name`:        "an action name",
+	`"entry" Name`:         "an action",
+	`"exit" Name`:          "an action",
+	`"else" Name`:          "the event fired when the policy gives up",
+	`"history" Name`:       "the history's name",
+	`"!"? Name`:            "a guard",
+	`"." Name`:             "a field name",
+	`"timers" Name`:        "keep or restart",
+	"<string>":             "a quoted string",
+	"<number>":             "a number",
+	"<duration>":           "a duration (a number and a unit: ms, s, m, h or d, as in 30s)",
+	"<end of row>":         "the end of the row",
+	"<end of declaration>": "the end of the declaration",
+	"<end of file>":        "the end of the file",
+}
+
+// describeTerms lists terms, alternatives of the grammar, in words: a
+// keyword as it is written, a punctuation mark quoted, a token type or a
+// group of alternatives by what it is.
+func describeTerms(terms []string) string {
+	group := map[string]string{} // term to the words of its complete group
+	for _, g := range groupWords {
+		if keys := strings.Split(g.key, " | "); containsAll(terms, keys) {
+			for _, k := range keys {
+				group[k] = g.words
+			}
+		}
+	}
+	var words []string
+	for _, t := range terms {
+		w, ok := group[t]
+		if !ok {
+			w, ok = termWords[t]
+		}
+		if !ok && (strings.HasSuffix(t, " Name") || strings.HasSuffix(t, " <ident>")) {
+			w, ok = termWords["<ident>"], true
+		}
+		if !ok {
+			w = t
+			if lit, err := strconv.Unquote(t); err == nil && lit != "" && isIdentStart(lit[0]) {
+				w = lit
+			}
+		}
+		if !slices.Contains(words, w) {
+			words = append(words, w)
+		}
+	}
+	// Words first, then punctuation, then the end.
+	slices.SortStableFunc(words, func(a, b string) int { return wordRank(a) - wordRank(b) })
+	switch n := len(words); n {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
+	default:
+		return strings.Join(words[:n-1], ", ") + " or " + words[n-1]
+	}
+}
+
+// wordRank orders the words of an expectation: a keyword, a token type or
+// a group first, then a punctuation mark, then the end of what is parsed.
+func wordRank(w string) int {
+	switch {
+	case strings.HasPrefix(w, "the end of "):
+		return 2
+	case strings.HasPrefix(w, `"`):
+		return 1
+	}
+	return 0
+}
+
+// containsAll reports whether every one of want is in have.
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // badCharacter describes the text at offset of src, where the lexer found

@@ -34,7 +34,7 @@ func ParsePartial(filename string, src []byte) (*File, Diagnostics) {
 	}
 	src = bytes.TrimPrefix(src, []byte("\uFEFF"))
 	toks, _ := lexRecover(filename, src)
-	sc := &syntaxScanner{src: src, toks: toks}
+	sc := &syntaxScanner{toks: toks}
 	sc.file()
 	for _, sm := range sc.machines {
 		if sm.name == "" {
@@ -42,8 +42,8 @@ func ParsePartial(filename string, src []byte) (*File, Diagnostics) {
 		}
 		md := &MachineDecl{Pos: sm.pos, EndPos: sm.end, Name: sm.name}
 		for _, ch := range sc.chunks[sm.first:sm.last] {
-			if l, err := parseChunkItems(ch); err == nil {
-				md.Items = append(md.Items, l.Items...)
+			if items, err := parseChunk(ch); err == nil {
+				md.Items = append(md.Items, items...)
 			}
 		}
 		f.Machines = append(f.Machines, md)

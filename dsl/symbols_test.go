@@ -130,7 +130,7 @@ machine M {
 		t.Errorf("diagnostics differ from Parse's (-Parse +ParsePartial):\n%s", diff)
 	}
 	want := []string{
-		`t.fsm:8:15: syntax error: unexpected token "o", expected "on": a transition row reads FROM -> TO on EVENT`,
+		`t.fsm:8:15: syntax error: unexpected token "o", expected outcome, on, internal, when, unless or the end of the row`,
 		`t.fsm:10:1: syntax error: unexpected end of file, expected "}" to close machine M (opened at 2:11)`,
 	}
 	if diff := cmp.Diff(want, diagStrings(diags)); diff != "" {

@@ -3,53 +3,47 @@ package dsl
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
 )
 
-// Syntax errors in the language's own terms.
+// Syntax errors, several per file.
 //
 // The grammar in ast.go parses every valid file. When it rejects one,
-// diagnoseSyntax finds out why, and where, in three steps:
+// diagnoseSyntax reports every error it can find, in three steps:
 //
 //  1. The source is lexed again, going on after each character the lexer
 //     cannot read, so that a bad character late in the file hides nothing
 //     before it.
-//  2. Each machine block is split into its items: a new item starts on a
-//     line whose first token starts a declaration (a keyword such as state
-//     or event) or a transition row (the line holds ->), unless the line
-//     before ended in "," or "->". A field block ends at its "}" or at a
-//     line that starts a declaration or a row.
-//  3. Each item is parsed alone by the grammar. Only an item the grammar
-//     rejects is reported, with what the language expected at the first
-//     token that does not fit: that check runs over the item's tokens and
-//     knows every declaration's syntax.
-//
-// Errors are thus reported once per item, and resumed from at the next
-// item or machine.
+//  2. The tokens are split, for synchronisation only: each machine block
+//     into its items, a new item starting on a line whose first token
+//     starts a declaration (a keyword such as state or event) or a
+//     transition row (the line holds ->), unless the line before ended in
+//     "," or "->"; what lies outside the blocks (their headers and closing
+//     braces) is kept as one stream.
+//  3. Each item, and that stream, is parsed alone by the grammar. Where the
+//     grammar rejects a token, expectedAt asks the grammar which tokens it
+//     would have accepted there, and participleDiagnostic says so in the
+//     language's words.
 
-// chunkParser parses the items of one chunk with the grammar's own rules.
-// It is built on first use, by a file with a syntax error or the language
-// server: building a parser costs about as much as parsing a file of a
-// few hundred lines, which every run of fsmgen would otherwise pay.
-var chunkParser = sync.OnceValue(func() *participle.Parser[itemList] {
-	return participle.MustBuild[itemList](
+// itemParser parses one item of a machine block with the grammar's own
+// rules. It is built on first use, by a file with a syntax error or the
+// language server: building a parser costs about as much as parsing a file
+// of a few hundred lines, which every run of fsmgen would otherwise pay.
+var itemParser = sync.OnceValue(func() *participle.Parser[Item] {
+	return participle.MustBuild[Item](
 		participle.Lexer(fsmLexer),
 		participle.Elide("Whitespace", "Comment"),
 		participle.UseLookahead(4),
 	)
 })
-
-// itemList is one or more items of a machine block.
-type itemList struct {
-	Items []*Item `parser:"@@+"`
-}
 
 var (
 	identToken    = fsmLexer.Symbols()["Ident"]
@@ -62,37 +56,22 @@ var (
 	spaceToken    = fsmLexer.Symbols()["Whitespace"]
 )
 
-// declKeywords are the words that start a declaration.
-var declKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "action", "history", "upgrade"}
+// lineEnd is the type of the token a diagnostic reports when an item ends
+// with its line where the grammar wanted more: no lexer returns it.
+const lineEnd lexer.TokenType = lexer.EOF - 1
 
-// stateKeywords are the words that start a state declaration, which may
-// have a block of children.
-var stateKeywords = []string{"initial", "state", "final"}
+// declKeywords are the words that start a declaration, where the splitter
+// starts a new item. TestDeclKeywordsStartItems holds them to the grammar.
+var declKeywords = []string{"type", "version", "package", "cancel", "initial", "state", "final", "event", "guard", "action", "deep", "history", "upgrade"}
 
-// machineKeywords are the words that start a declaration that belongs to
-// the machine only: a line inside a state's block that starts with one
-// ends the block, which was not closed.
-var machineKeywords = []string{"type", "version", "package", "cancel", "event", "guard", "action", "upgrade"}
+// childKeywords are the declaration keywords that a state's block holds
+// too: a line inside a block left open that starts with another keyword
+// ends the block.
+var childKeywords = []string{"initial", "state", "final", "deep", "history"}
 
 // retiredUpgrade is the word that opened an upgrade block before it was
-// named upgrade: a line that starts "migrate from" is an item, reported
-// as such.
+// named upgrade: a line that starts "migrate from" is reported as such.
 const retiredUpgrade = "migrate"
-
-// retryOptions are the options of a written-out retry policy, in the only
-// order they may be given.
-var retryOptions = []string{"backoff", "factor", "max", "jitter", "nonretryable"}
-
-const (
-	wantItem     = "a declaration (type, version, package, cancel, initial, state, final, history, event, guard, action or upgrade) or a transition row (FROM -> TO on EVENT)"
-	wantChild    = `a child state (initial, state, final), a history (history NAME, deep history NAME) or "}"`
-	wantOption   = `a state option (wait, retry N, after D EVENT, entry ACTION, exit ACTION) or "{" and its children`
-	wantUpgrade  = "an upgrade rule (OLD -> NEW [when EVENT | unless EVENT] [timers keep|restart], OLD drain, or default EVENT.field VALUE) or \"}\""
-	wantStatus   = "a status: succeeded, failed or cancelled"
-	wantUnits    = "ms, s, m, h or d"
-	wantRetry    = "the number of attempts, up to N, or a retry policy: validation, database, externalService, payment or background"
-	supportTypes = `a Go scalar (bool, string, int, int8 to int64, uint, uint8 to uint64, float32, float64, byte, rune), time.Time, time.Duration, []T of one of these, or "import/path".Name`
-)
 
 // diagnoseSyntax returns every syntax error of src, which the parser
 // rejected with err, sorted by position. It returns at least one.
@@ -102,16 +81,20 @@ func diagnoseSyntax(filename string, src []byte, err error) Diagnostics {
 	for _, d := range diags {
 		badLines[d.Pos.Line] = true
 	}
-	sc := &syntaxScanner{src: src, toks: toks}
+	sc := &syntaxScanner{toks: toks}
 	sc.file()
 	diags = append(diags, sc.diags...)
+	if !hasBadLine(badLines, sc.outer) {
+		if err := parseOuter(sc.outer); err != nil {
+			diags = append(diags, participleDiagnostic(filename, src, err))
+		}
+	}
 	for _, ch := range sc.chunks {
-		first, last := ch.toks[0].Pos.Line, ch.toks[len(ch.toks)-1].Pos.Line
-		if hasBadLine(badLines, first, last) {
+		if hasBadLine(badLines, ch.toks) {
 			continue // the bad character is reported; the rest of the item would only echo it
 		}
-		if parseErr := parseChunk(ch); parseErr != nil {
-			diags = append(diags, recognize(src, ch, parseErr))
+		if _, err := parseChunk(ch); err != nil {
+			diags = append(diags, participleDiagnostic(filename, src, err))
 		}
 	}
 	if len(diags) == 0 {
@@ -126,9 +109,11 @@ func diagnoseSyntax(filename string, src []byte, err error) Diagnostics {
 	return slices.CompactFunc(diags, func(a, b Diagnostic) bool { return a.Pos == b.Pos })
 }
 
-func hasBadLine(bad map[int]bool, first, last int) bool {
-	for l := first; l <= last; l++ {
-		if bad[l] {
+// hasBadLine reports whether a token of toks is on a line with a character
+// the lexer cannot read.
+func hasBadLine(bad map[int]bool, toks []lexer.Token) bool {
+	for _, t := range toks {
+		if bad[t.Pos.Line] {
 			return true
 		}
 	}
@@ -195,17 +180,21 @@ func addPos(base, p lexer.Position) lexer.Position {
 	return out
 }
 
+// eofAt is the EOF token of src, lexed on from position from.
 func eofAt(src []byte, from lexer.Position) lexer.Token {
 	pos := from
 	pos.Advance(string(src[from.Offset:]))
 	return lexer.Token{Type: lexer.EOF, Pos: pos}
 }
 
-// describeToken names a token in a message: token "x", or end of file.
+// describeToken names a token in a message: token "x", string "x", end of
+// line or end of file.
 func describeToken(t lexer.Token) string {
 	switch {
 	case t.EOF():
 		return "end of file"
+	case t.Type == lineEnd:
+		return "end of line"
 	case t.Type == stringToken:
 		return "string " + t.Value
 	}
@@ -230,18 +219,19 @@ type chunk struct {
 }
 
 // syntaxScanner finds the machine blocks of a token stream and splits
-// their bodies into chunks, reporting errors in the blocks' structure.
+// their bodies into chunks. It knows of the language only where a block
+// opens and closes and which words start a declaration.
 type syntaxScanner struct {
-	src    []byte
-	toks   []lexer.Token // ends with EOF
-	i      int
-	diags  Diagnostics
+	toks  []lexer.Token // ends with EOF
+	i     int
+	diags Diagnostics
+	// outer holds the tokens outside the machine blocks' bodies, ending
+	// with EOF: the machines' headers and closing braces, and any token
+	// between machines.
+	outer  []lexer.Token
 	chunks []chunk
 	// machines records each machine block found, for ParsePartial.
 	machines []scannedMachine
-	// closedBody reports whether the braces of the machine block being
-	// scanned balance: its states' blocks are then closed.
-	closedBody bool
 }
 
 // scannedMachine is a machine block as the scanner found it: its keyword's
@@ -263,8 +253,12 @@ func (s *syntaxScanner) at(i int) lexer.Token {
 
 func (s *syntaxScanner) peek() lexer.Token { return s.at(s.i) }
 
-func (s *syntaxScanner) errorf(pos lexer.Position, format string, args ...any) {
-	s.diags = append(s.diags, Diagnostic{Pos: pos, Message: "syntax error: " + fmt.Sprintf(format, args...)})
+// take moves the next token to the outer stream.
+func (s *syntaxScanner) take() lexer.Token {
+	t := s.peek()
+	s.outer = append(s.outer, t)
+	s.i++
+	return t
 }
 
 // startsLine reports whether token i is the first of its line.
@@ -288,6 +282,14 @@ func (s *syntaxScanner) startsMachine(i int) bool {
 	return isWord(s.at(i), "machine") && s.at(i+1).Type == identToken && isPunct(s.at(i+2), "{")
 }
 
+// startsDecl reports whether t, followed by next, starts a declaration.
+func startsDecl(t, next lexer.Token) bool {
+	if isWord(t, "deep") {
+		return isWord(next, "history")
+	}
+	return t.Type == identToken && slices.Contains(declKeywords, t.Value)
+}
+
 // startsItem reports whether token i, the first of its line, starts a new
 // item of a machine block rather than continuing the one before.
 func (s *syntaxScanner) startsItem(i int) bool {
@@ -295,17 +297,10 @@ func (s *syntaxScanner) startsItem(i int) bool {
 		return false
 	}
 	t := s.at(i)
-	switch {
-	case t.Type == identToken && slices.Contains(declKeywords, t.Value):
+	if startsDecl(t, s.at(i+1)) {
 		return true
-	case isWord(t, retiredUpgrade) && isWord(s.at(i+1), "from"):
-		return true
-	case isWord(t, "deep") && isWord(s.at(i+1), "history"):
-		return true
-	case t.Type == identToken || isPunct(t, "*"):
-		return s.lineHasArrow(i) || s.startsMachine(i)
 	}
-	return false
+	return (t.Type == identToken || isPunct(t, "*")) && s.lineHasArrow(i)
 }
 
 // balanced reports whether the braces from token i to the end of its
@@ -327,149 +322,91 @@ func (s *syntaxScanner) balanced(i int) bool {
 	return depth == -1
 }
 
-// endsStateBlock reports whether token i, the first of its line inside a
-// state's block, cannot be part of it: the line starts a machine or a
-// declaration that only a machine holds, and the block was not closed.
-// Rows stay in the block, to be reported there.
-func (s *syntaxScanner) endsStateBlock(i int) bool {
-	t := s.at(i)
-	if s.startsMachine(i) {
-		return true
-	}
-	return t.Type == identToken && slices.Contains(machineKeywords, t.Value) && !s.lineHasArrow(i)
-}
-
-// endsFieldBlock reports whether token i, the first of its line inside a
-// field block, cannot start a field: the line is a declaration or a row,
-// and the block was not closed.
-func (s *syntaxScanner) endsFieldBlock(i int) bool {
-	t, next := s.at(i), s.at(i+1)
-	if s.lineHasArrow(i) || s.startsMachine(i) || isPunct(t, "*") {
-		return true
-	}
-	if t.Type != identToken {
-		return false
-	}
-	switch t.Value {
-	case "cancel", "initial", "state", "final", "event", "guard":
-		// A field's type never starts with an upper-case letter.
-		r, _ := utf8.DecodeRuneInString(next.Value)
-		return next.Type == identToken && unicode.IsUpper(r)
-	case "type":
-		return next.Type == stringToken && !isPunct(s.at(i+2), ".")
-	case "version":
-		return next.Type == numberToken
-	}
-	return false
-}
-
-// endsUpgradeBlock reports whether token i, the first of its line inside
-// an upgrade block, cannot start a rule: the line is a declaration and the
-// block was not closed.
-func (s *syntaxScanner) endsUpgradeBlock(i int) bool {
-	t, next := s.at(i), s.at(i+1)
-	if s.startsMachine(i) {
-		return true
-	}
-	if t.Type != identToken || !slices.Contains(declKeywords, t.Value) {
-		return false
-	}
-	// A rule's second token is ->, drain or a dot.
-	return next.Type == identToken && next.Value != "drain" || next.Type == stringToken || next.Type == numberToken
-}
-
+// file splits the whole stream: the tokens outside machine blocks go to
+// the outer stream as they are, for the grammar to report.
 func (s *syntaxScanner) file() {
 	for !s.peek().EOF() {
-		t := s.peek()
-		if isWord(t, "machine") {
+		if isWord(s.peek(), "machine") {
 			s.machine()
-			continue
-		}
-		if isPunct(t, "}") {
-			s.errorf(t.Pos, `unexpected token "}", no block is open`)
 		} else {
-			s.errorf(t.Pos, "unexpected %s, expected a machine: machine NAME { ... }", describeToken(t))
+			s.take()
 		}
-		// Resume at the next machine.
-		for s.i++; !s.peek().EOF() && !(isWord(s.peek(), "machine") && s.startsLine(s.i)); s.i++ {
+	}
+	s.outer = append(s.outer, s.peek())
+}
+
+// machine takes a machine block: its header (up to a "{" on the line of
+// the keyword, or the line's end) and its closing brace go to the outer
+// stream, its body to chunks. A body left open is reported here, where
+// its opening brace is known.
+func (s *syntaxScanner) machine() {
+	kw := s.take()
+	name, open := "", lexer.Token{}
+	for t := s.peek(); !t.EOF() && t.Pos.Line == kw.Pos.Line && open.Value == ""; t = s.peek() {
+		if isPunct(t, "{") {
+			open = t
+		} else if name == "" && t.Type == identToken {
+			name = t.Value
 		}
+		s.take()
+	}
+	if open.Value == "" && !s.peek().EOF() {
+		// Without "{", the grammar reports the token where it belongs;
+		// the body is read as if it were there.
+		s.outer = append(s.outer, s.peek())
+	}
+	first := len(s.chunks)
+	end := s.body(name, open)
+	s.machines = append(s.machines, scannedMachine{pos: kw.Pos, name: name, first: first, last: len(s.chunks), end: end})
+}
+
+// body splits a machine's body into chunks up to its closing brace, and
+// returns where the block ends.
+func (s *syntaxScanner) body(name string, open lexer.Token) lexer.Position {
+	balanced := s.balanced(s.i)
+	for {
+		t := s.peek()
+		switch {
+		case isPunct(t, "}"):
+			s.take()
+			return endOf(t)
+		case t.EOF() || s.startsMachine(s.i) && s.startsLine(s.i):
+			s.unclosed(name, open, t)
+			return t.Pos
+		}
+		s.chunk(balanced)
 	}
 }
 
-func (s *syntaxScanner) machine() {
-	kw := s.peek()
-	s.i++
-	name := ""
-	first := len(s.chunks)
-	defer func() {
-		end := s.peek().Pos
-		if s.i > 0 && isPunct(s.at(s.i-1), "}") {
-			end = endOf(s.at(s.i - 1))
-		}
-		s.machines = append(s.machines, scannedMachine{pos: kw.Pos, name: name, first: first, last: len(s.chunks), end: end})
-	}()
-	if t := s.peek(); t.Type == identToken {
-		name = t.Value
-		s.i++
-	} else {
-		s.errorf(t.Pos, "unexpected %s, expected a machine name", describeToken(t))
-		if !isPunct(t, "{") && !t.EOF() && t.Pos.Line == kw.Pos.Line {
-			s.i++ // take it for the name
-		}
+// unclosed reports a machine block that token t ends without its "}", and
+// closes it in the outer stream, so that the grammar does not report it
+// again.
+func (s *syntaxScanner) unclosed(name string, open, t lexer.Token) {
+	close := lexer.Token{Type: punctToken, Value: "}", Pos: t.Pos}
+	s.outer = append(s.outer, close)
+	if open.Value == "" {
+		return // the missing "{" is reported
 	}
-	open := s.peek()
-	if !isPunct(open, "{") {
-		if name != "" {
-			s.errorf(open.Pos, "unexpected %s, expected \"{\" to open machine %s", describeToken(open), name)
-		}
-		// Resume after a "{" later on the line, or as if it were there.
-		for j := s.i; j < len(s.toks) && s.toks[j].Pos.Line == kw.Pos.Line; j++ {
-			if isPunct(s.toks[j], "{") {
-				s.i, open = j, s.toks[j]
-				break
-			}
-		}
-		if open.EOF() {
-			return
-		}
-	}
-	if isPunct(s.peek(), "{") {
-		s.i++
-	}
-	s.closedBody = s.balanced(s.i)
 	what := "machine " + name
 	if name == "" {
 		what = "the machine"
 	}
-	for {
-		t := s.peek()
-		switch {
-		case t.EOF():
-			s.errorf(t.Pos, "unexpected end of file, expected \"}\" to close %s (opened at %s)", what, short(open.Pos))
-			return
-		case isPunct(t, "}"):
-			s.i++
-			return
-		case s.startsMachine(s.i) && s.startsLine(s.i):
-			s.errorf(t.Pos, "unexpected token \"machine\", expected \"}\" to close %s (opened at %s)", what, short(open.Pos))
-			return
-		}
-		s.chunk()
-	}
+	s.diags = append(s.diags, Diagnostic{Pos: t.Pos, Message: fmt.Sprintf("syntax error: unexpected %s, expected \"}\" to close %s (opened at %s)", describeToken(t), what, short(open.Pos))})
 }
 
 // chunk takes the tokens of one item (or of several on one line) of a
-// machine block.
-func (s *syntaxScanner) chunk() {
+// machine block. Inside a block of its own, an item goes on to the block's
+// "}"; when the machine's braces show a block left open, a line that
+// starts a declaration other than a child state's ends it.
+func (s *syntaxScanner) chunk(balanced bool) {
 	start := s.i
-	depth := 0 // of field blocks
-	stateBlock := s.at(start).Type == identToken && slices.Contains(stateKeywords, s.at(start).Value)
-	// A state's block that the machine's braces show to be closed keeps
-	// the lines that do not belong in it, to report them there.
-	closed := stateBlock && s.closedBody
+	if isWord(s.peek(), retiredUpgrade) && isWord(s.at(s.i+1), "from") && s.startsLine(s.i) {
+		s.retired()
+		return
+	}
+	depth := 0
 	for {
-		t := s.peek()
-		switch {
+		switch t := s.peek(); {
 		case isPunct(t, "{"):
 			depth++
 		case isPunct(t, "}"):
@@ -477,35 +414,49 @@ func (s *syntaxScanner) chunk() {
 		}
 		s.i++
 		next := s.peek()
-		if next.EOF() {
+		if next.EOF() || s.startsLine(s.i) && (s.startsMachine(s.i) || isWord(next, retiredUpgrade)) {
 			break
 		}
 		if depth <= 0 {
-			if isPunct(next, "}") || (s.startsLine(s.i) && s.startsItem(s.i)) {
+			if isPunct(next, "}") || s.startsLine(s.i) && s.startsItem(s.i) {
 				break
 			}
-		} else if isWord(s.at(start), "upgrade") || isWord(s.at(start), retiredUpgrade) {
-			if s.startsLine(s.i) && s.endsUpgradeBlock(s.i) {
-				break
-			}
-		} else if stateBlock {
-			if s.startsLine(s.i) && (s.startsMachine(s.i) || !closed && s.endsStateBlock(s.i)) {
-				break
-			}
-		} else if s.startsLine(s.i) && s.endsFieldBlock(s.i) {
+		} else if !balanced && s.startsLine(s.i) && s.startsItem(s.i) && !slices.Contains(childKeywords, next.Value) {
 			break
 		}
 	}
 	s.chunks = append(s.chunks, chunk{toks: s.toks[start:s.i], next: s.peek()})
 }
 
-// chunkLexer hands the parser a chunk's tokens.
-type chunkLexer struct {
+// retired reports an item written with the word that opened an upgrade
+// block before it was named upgrade, and skips it.
+func (s *syntaxScanner) retired() {
+	t := s.peek()
+	s.diags = append(s.diags, Diagnostic{Pos: t.Pos, Message: `syntax error: "migrate from" is now "upgrade from": write upgrade from VERSION { ... } or upgrade from VERSION drain`})
+	depth := 0
+	for {
+		switch tok := s.peek(); {
+		case isPunct(tok, "{"):
+			depth++
+		case isPunct(tok, "}"):
+			depth--
+		}
+		s.i++
+		next := s.peek()
+		if next.EOF() || depth <= 0 && (isPunct(next, "}") || s.startsLine(s.i) && s.startsItem(s.i)) {
+			return
+		}
+	}
+}
+
+// tokenLexer hands the parser a slice of tokens that ends with EOF.
+type tokenLexer struct {
 	toks []lexer.Token
 	i    int
 }
 
-func (l *chunkLexer) Next() (lexer.Token, error) {
+// Next implements lexer.Lexer.
+func (l *tokenLexer) Next() (lexer.Token, error) {
 	if l.i >= len(l.toks) {
 		return l.toks[len(l.toks)-1], nil
 	}
@@ -513,697 +464,216 @@ func (l *chunkLexer) Next() (lexer.Token, error) {
 	return l.toks[l.i-1], nil
 }
 
-// parseChunk parses a chunk with the grammar, and returns its error.
-func parseChunk(ch chunk) error {
-	_, err := parseChunkItems(ch)
+// withEOF returns toks followed by an EOF token at pos.
+func withEOF(toks []lexer.Token, pos lexer.Position) []lexer.Token {
+	return append(slices.Clip(toks), lexer.Token{Type: lexer.EOF, Pos: pos})
+}
+
+// parseTokens parses toks, which end with EOF, with p, and returns the
+// result and the position of the first token not taken.
+func parseTokens[G any](p *participle.Parser[G], toks []lexer.Token, opts ...participle.ParseOption) (*G, lexer.Position, error) {
+	peeker, err := lexer.Upgrade(&tokenLexer{toks: toks})
+	if err != nil {
+		return nil, lexer.Position{}, err
+	}
+	v, err := p.ParseFromLexer(peeker, opts...)
+	return v, peeker.Peek().Pos, err
+}
+
+// parseFunc parses tokens that end with EOF with one root of the grammar.
+type parseFunc func([]lexer.Token) error
+
+// parseItem parses toks as one item.
+func parseItem(toks []lexer.Token) error {
+	_, _, err := parseTokens(itemParser(), toks)
 	return err
 }
 
-// parseChunkItems parses a chunk with the grammar, and returns its items.
-func parseChunkItems(ch chunk) (*itemList, error) {
-	toks := append(slices.Clone(ch.toks), lexer.Token{Type: lexer.EOF, Pos: ch.next.Pos})
-	peeker, err := lexer.Upgrade(&chunkLexer{toks: toks})
-	if err != nil {
-		return nil, err
-	}
-	return chunkParser().ParseFromLexer(peeker)
+// parseFile parses toks as a file.
+func parseFile(toks []lexer.Token) error {
+	_, _, err := parseTokens(fsmParser, toks)
+	return err
 }
 
-// recognize returns the syntax error of a chunk the grammar rejected with
-// err: the first token that does not fit, and what the language expected
-// there. It falls back on the grammar's error when it finds none.
-func recognize(src []byte, ch chunk, err error) Diagnostic {
-	r := &recognizer{src: src, toks: ch.toks, end: ch.next}
-	r.items()
-	if r.failed {
-		return Diagnostic{Pos: r.pos, Message: "syntax error: " + r.msg}
+// parseOuter parses the tokens outside the machine blocks' bodies, with
+// each body left empty, and returns the grammar's error.
+func parseOuter(toks []lexer.Token) error {
+	toks, eof := toks[:len(toks)-1], toks[len(toks)-1]
+	if parseFile(withEOF(toks, eof.Pos)) == nil {
+		return nil
 	}
-	return participleDiagnostic("", src, err)
+	k := viableLen(parseFile, toks)
+	return unexpected(parseFile, toks[:k], at(toks, k, eof), "<end of file>")
 }
 
-// recognizer walks the tokens of one chunk by the language's syntax and
-// records the first token that does not fit.
-type recognizer struct {
-	src    []byte
-	toks   []lexer.Token
-	end    lexer.Token // the token after the chunk
-	i      int
-	failed bool
-	pos    lexer.Position
-	msg    string
-}
-
-func (r *recognizer) atEnd() bool { return r.i >= len(r.toks) }
-
-func (r *recognizer) peekAt(k int) lexer.Token {
-	if r.i+k < len(r.toks) {
-		return r.toks[r.i+k]
-	}
-	return r.end
-}
-
-func (r *recognizer) peek() lexer.Token { return r.peekAt(0) }
-
-func (r *recognizer) take() lexer.Token {
-	t := r.peek()
-	if !r.atEnd() {
-		r.i++
-	}
-	return t
-}
-
-func (r *recognizer) fail(pos lexer.Position, format string, args ...any) {
-	if !r.failed {
-		r.failed, r.pos, r.msg = true, pos, fmt.Sprintf(format, args...)
-	}
-}
-
-// unexpected reports the next token, saying what was expected instead.
-// Past the chunk's end on the same line, it is the token after the chunk;
-// on a later line, the end of the line.
-func (r *recognizer) unexpected(want string) {
-	t := r.peek()
-	if r.atEnd() && !t.EOF() && len(r.toks) > 0 {
-		if last := r.toks[len(r.toks)-1]; t.Pos.Line != last.Pos.Line {
-			r.fail(endOf(last), "unexpected end of line, expected %s", want)
-			return
+// parseChunk parses the items of a chunk one by one with the grammar, and
+// returns them or the first error: an UnexpectedTokenError at the first
+// token the grammar rejects, that says what it expected there.
+func parseChunk(ch chunk) ([]*Item, error) {
+	var items []*Item
+	for toks := ch.toks; len(toks) > 0; {
+		item, _, err := parseTokens(itemParser(), withEOF(toks, ch.next.Pos))
+		if err == nil {
+			return append(items, item), nil
 		}
-	}
-	r.fail(t.Pos, "unexpected %s, expected %s", describeToken(t), want)
-}
-
-// startsItem reports whether the next token starts another item on the
-// same line.
-func (r *recognizer) startsItem() bool {
-	t, next := r.peek(), r.peekAt(1)
-	rowNext := next.Type == arrowToken || isPunct(next, ",")
-	if r.atEnd() {
-		return false
-	}
-	if t.Type == identToken && slices.Contains(declKeywords, t.Value) {
-		return true
-	}
-	return (t.Type == identToken || isPunct(t, "*")) && rowNext
-}
-
-func (r *recognizer) items() {
-	for !r.atEnd() && !r.failed {
-		follow := r.item()
-		if r.failed || r.atEnd() {
-			return
-		}
-		if !r.startsItem() {
-			r.unexpected(follow)
-		}
-	}
-}
-
-// item checks one item and returns what could have followed it.
-func (r *recognizer) item() string {
-	t, next := r.peek(), r.peekAt(1)
-	if isPunct(t, "*") || next.Type == arrowToken || isPunct(next, ",") {
-		return r.row()
-	}
-	if t.Type != identToken {
-		r.unexpected(wantItem)
-		return ""
-	}
-	switch t.Value {
-	case "type":
-		r.take()
-		r.expect(stringToken, `the persisted type name, a quoted string: type "name"`)
-		return wantItem
-	case "version":
-		r.take()
-		r.expect(numberToken, "the definition version, a whole number: version 2")
-		return wantItem
-	case "package":
-		r.take()
-		r.expect(identToken, "a Go package name")
-		return wantItem
-	case "cancel":
-		r.take()
-		r.expect(identToken, "the name of the event that cancels a run: cancel EVENT")
-		return wantItem
-	case "initial", "state", "final":
-		return r.state()
-	case "event":
-		return r.event()
-	case "guard":
-		r.take()
-		r.expect(identToken, "a guard name")
-		return wantItem
-	case "action":
-		r.take()
-		r.expect(identToken, "an action name")
-		return wantItem
-	case "history":
-		return r.history()
-	case "deep":
-		if isWord(next, "history") {
-			return r.history()
-		}
-	case "upgrade":
-		return r.upgrade()
-	case retiredUpgrade:
-		if isWord(next, "from") {
-			r.fail(t.Pos, `"migrate from" is now "upgrade from": write upgrade from VERSION { ... } or upgrade from VERSION drain`)
-			return ""
-		}
-	}
-	return r.row()
-}
-
-// expect takes a token of type typ, or reports the one there.
-func (r *recognizer) expect(typ lexer.TokenType, want string) bool {
-	if r.peek().Type != typ || r.atEnd() {
-		r.unexpected(want)
-		return false
-	}
-	r.take()
-	return true
-}
-
-func (r *recognizer) state() string {
-	kind := r.take().Value
-	name := r.peek().Value
-	if !r.expect(identToken, "a state name") {
-		return ""
-	}
-	status, outcome := false, false
-	if t := r.peek(); t.Type == identToken && slices.Contains([]string{"succeeded", "failed", "cancelled"}, t.Value) {
-		r.take()
-		status = true
-		if isWord(r.peek(), "outcome") {
-			r.take()
-			if !r.expect(stringToken, `the outcome, a quoted string: outcome "name"`) {
-				return ""
-			}
-			outcome = true
-		}
-	}
-	options := false
-options:
-	for !r.failed && !r.atEnd() {
-		switch t := r.peek(); {
-		case isWord(t, "wait"):
-			r.take()
-		case isWord(t, "retry"):
-			r.retry()
-		case isWord(t, "after"):
-			r.timer()
-		case isWord(t, "entry"), isWord(t, "exit"):
-			r.take()
-			r.expect(identToken, fmt.Sprintf("the name of the action: %s ACTION", t.Value))
-		default:
-			break options
-		}
-		options = true
-	}
-	if r.failed {
-		return ""
-	}
-	if isPunct(r.peek(), "{") && !r.atEnd() {
-		return r.children(name)
-	}
-	switch {
-	case kind != "final" || options:
-		return wantOption
-	case !status:
-		return wantStatus
-	case !outcome:
-		return `outcome "name" or the end of the declaration`
-	}
-	return wantItem
-}
-
-// children checks the block of composite state name, from its "{".
-func (r *recognizer) children(name string) string {
-	open := r.take()
-	for !r.failed {
-		t := r.peek()
-		switch {
-		case r.atEnd():
-			last := r.toks[len(r.toks)-1]
-			r.fail(endOf(last), "unexpected %s, expected \"}\" to close the block of state %s (opened at %s)", describeToken(t), name, short(open.Pos))
-			if t.Pos.Line != last.Pos.Line {
-				r.msg = fmt.Sprintf("the block of state %s (opened at %s) is not closed; add \"}\" after its last child", name, short(open.Pos))
-			}
-			return ""
-		case isPunct(t, "}"):
-			r.take()
-			return wantItem
-		case t.Type == identToken && slices.Contains(stateKeywords, t.Value):
-			follow := r.state()
-			if n := r.peek(); !r.failed && !r.atEnd() && !isPunct(n, "}") && !r.startsChild() && n.Pos.Line == r.toks[r.i-1].Pos.Line {
-				r.unexpected(follow)
-			}
-		case isWord(t, "history"), isWord(t, "deep") && isWord(r.peekAt(1), "history"):
-			r.history()
-			if n := r.peek(); !r.failed && !r.atEnd() && !isPunct(n, "}") && !r.startsChild() && n.Pos.Line == r.toks[r.i-1].Pos.Line {
-				r.unexpected(wantChild)
-			}
-		case isPunct(t, "*") || r.peekAt(1).Type == arrowToken || isPunct(r.peekAt(1), ","):
-			r.fail(t.Pos, "transition rows are written at the machine level, not in the block of state %s; move this row below the block", name)
-		case t.Type == identToken && slices.Contains(declKeywords, t.Value):
-			r.fail(t.Pos, "%s declarations are written at the machine level, not in the block of state %s; move it below the block", t.Value, name)
-		default:
-			r.unexpected(wantChild)
-		}
-	}
-	return ""
-}
-
-// startsChild reports whether the next token starts a child of a state's
-// block.
-func (r *recognizer) startsChild() bool {
-	t := r.peek()
-	return t.Type == identToken && (slices.Contains(stateKeywords, t.Value) || t.Value == "history" ||
-		t.Value == "deep" && isWord(r.peekAt(1), "history"))
-}
-
-// history checks history NAME and deep history NAME.
-func (r *recognizer) history() string {
-	if isWord(r.peek(), "deep") {
-		r.take()
-	}
-	r.take()
-	r.expect(identToken, "the name of the history: history NAME")
-	return wantItem
-}
-
-func (r *recognizer) retry() {
-	r.take()
-	t := r.peek()
-	if isWord(t, "up") && !r.atEnd() {
-		r.take()
-		if !isWord(r.peek(), "to") || r.atEnd() {
-			r.unexpected(`to: retry up to N, N the most attempts a run's policy may choose`)
-			return
-		}
-		r.take()
-		if t = r.peek(); t.Type != numberToken || r.atEnd() {
-			r.unexpected("the most attempts a run's policy may choose: retry up to N")
-			return
-		}
-	}
-	switch {
-	case r.atEnd():
-		r.unexpected(wantRetry)
-		return
-	case t.Type == identToken && !slices.Contains(retryOptions, t.Value) && t.Value != "else":
-		r.take()
-		if o := r.peek(); !r.atEnd() && o.Type == identToken && slices.Contains(retryOptions, o.Value) {
-			r.fail(o.Pos, "unexpected token %q: retry %s names a preset policy, which takes no options; write retry N with options instead", o.Value, t.Value)
-			return
-		}
-	case t.Type == numberToken:
-		r.take()
-		last := -1
-		for !r.failed && !r.atEnd() {
-			o := r.peek()
-			k := slices.Index(retryOptions, o.Value)
-			if o.Type != identToken || k < 0 {
-				break
-			}
-			if k <= last {
-				r.outOfOrder(o, retryOptions[last])
-				return
-			}
-			last = k
-			r.take()
-			switch o.Value {
-			case "backoff", "max":
-				r.duration()
-			case "factor":
-				r.expect(numberToken, "the backoff factor, a number: factor 2")
-			case "jitter":
-				r.expect(numberToken, "the jitter, a fraction between 0 and 1: jitter 0.2")
-			case "nonretryable":
-				if r.expect(stringToken, `the codes not to retry, quoted: nonretryable "CODE", ...`) {
-					for isPunct(r.peek(), ",") && !r.atEnd() {
-						r.take()
-						if !r.expect(stringToken, "another quoted code") {
-							return
-						}
-					}
-				}
-			}
-		}
-	default:
-		r.unexpected(wantRetry)
-		return
-	}
-	if r.failed || !isWord(r.peek(), "else") || r.atEnd() {
-		return
-	}
-	r.take()
-	if !r.expect(identToken, "the event fired when the policy gives up: else EVENT") {
-		return
-	}
-	if o := r.peek(); !r.atEnd() && o.Type == identToken && slices.Contains(retryOptions, o.Value) {
-		r.outOfOrder(o, "else")
-	}
-}
-
-func (r *recognizer) outOfOrder(o lexer.Token, after string) {
-	if o.Value == after {
-		r.fail(o.Pos, "retry option %s given twice", o.Value)
-		return
-	}
-	r.fail(o.Pos, "retry options come in the order backoff, factor, max, jitter, nonretryable, else: %s must come before %s", o.Value, after)
-}
-
-func (r *recognizer) timer() {
-	r.take()
-	if t := r.peek(); t.Type == identToken && !r.atEnd() {
-		// after EVENT.field min D max D EVENT
-		const syntax = "after EVENT.field min D max D EVENT"
-		r.take()
-		if !isPunct(r.peek(), ".") || r.atEnd() {
-			r.unexpected(`a duration, or "." and a field: ` + syntax)
-			return
-		}
-		r.take()
-		if !r.expect(identToken, "the event's time.Duration field: "+syntax) {
-			return
-		}
-		for _, bound := range []string{"min", "max"} {
-			if !isWord(r.peek(), bound) || r.atEnd() {
-				r.unexpected(fmt.Sprintf("%s and a duration: %s", bound, syntax))
-				return
-			}
-			r.take()
-			if !r.duration() {
-				return
-			}
-		}
-	} else if !r.duration() {
-		return
-	}
-	r.expect(identToken, "the event the timer fires: after D EVENT")
-}
-
-// duration takes a duration, or reports why the next token is not one: a
-// number without a unit, or a unit the language does not know.
-func (r *recognizer) duration() bool {
-	t := r.peek()
-	if r.atEnd() || (t.Type != durationToken && t.Type != numberToken) {
-		r.unexpected("a duration, a number with a unit (" + wantUnits + ") as in 30s")
-		return false
-	}
-	// The word the duration is part of: tokens written without a space.
-	word, end := t.Value, endOf(t)
-	for k := 1; ; k++ {
-		n := r.peekAt(k)
-		if r.i+k >= len(r.toks) || n.Pos.Offset != end.Offset || (n.Type != identToken && n.Type != numberToken && n.Type != durationToken) {
-			break
-		}
-		word, end = word+n.Value, endOf(n)
-	}
-	if word != t.Value {
-		r.fail(t.Pos, "unknown unit %q in duration %s; a duration's units are %s", unknownUnit(word), word, wantUnits)
-		return false
-	}
-	if t.Type == numberToken {
-		r.fail(t.Pos, "duration %s has no unit; add one of %s, as in %ss", t.Value, wantUnits, t.Value)
-		return false
-	}
-	r.take()
-	return true
-}
-
-// unknownUnit returns the first unit of word, a number and unit pairs,
-// that a duration may not have.
-func unknownUnit(word string) string {
-	isNum := func(r rune) bool { return r >= '0' && r <= '9' || r == '.' }
-	for rest := word; rest != ""; {
-		rest = strings.TrimLeftFunc(rest, isNum)
-		i := strings.IndexFunc(rest, isNum)
-		if i < 0 {
-			i = len(rest)
-		}
-		if _, ok := durationUnits[rest[:i]]; !ok {
-			return rest[:i]
-		}
-		rest = rest[i:]
-	}
-	return word
-}
-
-func (r *recognizer) event() string {
-	r.take()
-	name := r.peek().Value
-	if !r.expect(identToken, "an event name") {
-		return ""
-	}
-	external := isWord(r.peek(), "external") && !r.atEnd()
-	if external {
-		r.take()
-	}
-	if !isPunct(r.peek(), "{") || r.atEnd() {
-		if external {
-			return `"{" and the payload fields, or the end of the declaration`
-		}
-		return `external, "{" and the payload fields, or the end of the declaration`
-	}
-	open := r.take()
-	for !r.failed {
-		t := r.peek()
-		switch {
-		case r.atEnd():
-			r.fail(t.Pos, "unexpected %s, expected \"}\" to close the fields of event %s (opened at %s)", describeToken(t), name, short(open.Pos))
-		case isPunct(t, "}"):
-			r.take()
-			return wantItem
-		case t.Type == identToken:
-			r.take()
-			if r.fieldType() && (isPunct(r.peek(), ";") || isPunct(r.peek(), ",")) && !r.atEnd() {
-				r.take()
-			}
-		default:
-			r.unexpected(`a field name or "}"`)
-		}
-	}
-	return ""
-}
-
-// fieldType takes a field's type or reports it.
-func (r *recognizer) fieldType() bool {
-	start := r.i
-	t := r.peek()
-	if isPunct(t, "[") && !r.atEnd() {
-		r.take()
-		if !isPunct(r.peek(), "]") || r.atEnd() {
-			r.unsupported(start)
-			return false
-		}
-		r.take()
-		t = r.peek()
-	}
-	switch {
-	case r.atEnd():
-		r.unexpected("the field's type: " + supportTypes)
-		return false
-	case t.Type == stringToken:
-		r.take()
-		if !isPunct(r.peek(), ".") || r.atEnd() {
-			r.unexpected(`"." and the type's name: "import/path".Name`)
-			return false
-		}
-		r.take()
-		if !r.expect(identToken, `the type's name: "import/path".Name`) {
-			return false
-		}
-	case t.Type == identToken:
-		if slices.Contains([]string{"map", "chan", "func", "struct", "interface"}, t.Value) {
-			r.unsupported(start)
-			return false
-		}
-		r.take()
-		if isPunct(r.peek(), ".") && !r.atEnd() {
-			r.take()
-			if !r.expect(identToken, "the type's name: time.Time") {
-				return false
-			}
-		}
-	default:
-		r.unsupported(start)
-		return false
-	}
-	if n := r.peek(); !r.atEnd() && (n.Type == punctToken && !slices.Contains([]string{";", ",", "}"}, n.Value) || n.Type == arrowToken) {
-		r.unsupported(start)
-		return false
-	}
-	return true
-}
-
-// unsupported reports the field type that starts at token start.
-func (r *recognizer) unsupported(start int) {
-	first := r.toks[start]
-	last, depth := first, 0
-	for j := start; j < len(r.toks) && r.toks[j].Pos.Line == first.Pos.Line; j++ {
-		t := r.toks[j]
-		if depth == 0 && j > start && t.Type == punctToken && slices.Contains([]string{";", ",", "}"}, t.Value) {
-			break
-		}
-		switch {
-		case isPunct(t, "["), isPunct(t, "{"):
-			depth++
-		case isPunct(t, "]"), isPunct(t, "}"):
-			depth--
-		}
-		last = t
-	}
-	text := string(r.src[first.Pos.Offset:endOf(last).Offset])
-	r.fail(first.Pos, "unsupported field type %s; want %s", text, supportTypes)
-}
-
-func (r *recognizer) row() string {
-	for {
-		if t := r.peek(); r.atEnd() || (t.Type != identToken && !isPunct(t, "*")) {
-			r.unexpected("a state name or *")
-			return ""
-		}
-		r.take()
-		if !isPunct(r.peek(), ",") || r.atEnd() {
-			break
-		}
-		r.take()
-	}
-	const syntax = "FROM -> TO on EVENT"
-	if r.peek().Type != arrowToken || r.atEnd() {
-		r.unexpected(`"->": a transition row reads ` + syntax)
-		return ""
-	}
-	r.take()
-	// In A -> on Go, the target is missing rather than the on.
-	if isWord(r.peek(), "on") && !isWord(r.peekAt(1), "on") {
-		r.unexpected("the target state: " + syntax)
-		return ""
-	}
-	if !r.expect(identToken, "the target state: "+syntax) {
-		return ""
-	}
-	follow := `"on", when GUARD, unless GUARD, outcome "name", internal or the end of the row`
-	if isWord(r.peek(), "on") && !r.atEnd() {
-		r.take()
-		if !r.expect(identToken, "an event name") {
-			return ""
-		}
-		for isPunct(r.peek(), ",") && !r.atEnd() {
-			r.take()
-			if !r.expect(identToken, "another event name: on EVENT, EVENT") {
-				return ""
-			}
-		}
-		follow = `when GUARD, unless GUARD, outcome "name", internal or the end of the row`
-	} else if t := r.peek(); !r.atEnd() && t.Type == identToken && !slices.Contains([]string{"when", "unless", "outcome", "internal"}, t.Value) {
-		// A word where the row's clauses go: most likely its event.
-		r.unexpected(`"on": a transition row reads ` + syntax)
-		return ""
-	}
-	if t := r.peek(); (isWord(t, "when") || isWord(t, "unless")) && !r.atEnd() {
-		r.take()
-		if isPunct(r.peek(), "!") && !r.atEnd() {
-			r.take()
-		}
-		if !r.expect(identToken, "a guard name") {
-			return ""
-		}
-		follow = `outcome "name", internal or the end of the row`
-	}
-	if isWord(r.peek(), "outcome") && !r.atEnd() {
-		r.take()
-		if !r.expect(stringToken, `the outcome, a quoted string: outcome "name"`) {
-			return ""
-		}
-		follow = "internal or the end of the row"
-	}
-	if isWord(r.peek(), "internal") && !r.atEnd() {
-		r.take()
-		follow = "the end of the row"
-	}
-	return follow
-}
-
-// upgrade checks upgrade from N { RULES } and upgrade from N drain.
-func (r *recognizer) upgrade() string {
-	r.take()
-	if !isWord(r.peek(), "from") || r.atEnd() {
-		r.unexpected(`"from": upgrade from VERSION { ... }`)
-		return ""
-	}
-	r.take()
-	if !r.expect(numberToken, "the version runs are upgraded from, a whole number: upgrade from 1 { ... }") {
-		return ""
-	}
-	if isWord(r.peek(), "drain") && !r.atEnd() {
-		r.take()
-		return wantItem
-	}
-	if !isPunct(r.peek(), "{") || r.atEnd() {
-		r.unexpected(`"{" to open the upgrade rules, or drain`)
-		return ""
-	}
-	r.take()
-	for !r.failed {
-		t := r.peek()
-		switch {
-		case r.atEnd():
-			r.unexpected(wantUpgrade)
-			return ""
-		case isPunct(t, "}"):
-			r.take()
-			return wantItem
-		case isWord(t, "default"):
-			r.take()
-			if !r.expect(identToken, "an event name: default EVENT.field VALUE") {
-				return ""
-			}
-			if !isPunct(r.peek(), ".") || r.atEnd() {
-				r.unexpected(`"." and a field name: default EVENT.field VALUE`)
-				return ""
-			}
-			r.take()
-			if !r.expect(identToken, "a field name: default EVENT.field VALUE") {
-				return ""
-			}
-			if v := r.peek(); r.atEnd() || !(v.Type == stringToken || v.Type == numberToken || v.Type == durationToken || isWord(v, "true") || isWord(v, "false")) {
-				r.unexpected("the default value: a quoted string, a number, a duration, true or false")
-				return ""
-			}
-			r.take()
-		case t.Type == identToken:
-			r.take()
-			if isWord(r.peek(), "drain") && !r.atEnd() {
-				r.take()
+		k := viableLen(parseItem, toks)
+		if k > 0 && k < len(toks) && (startsDecl(toks[k], at(toks, k+1, ch.next)) || startsRow(toks[k], at(toks, k+1, ch.next))) {
+			// Another item on the line: the tokens before it are one.
+			if item, _, err = parseTokens(itemParser(), withEOF(toks[:k], toks[k].Pos)); err == nil {
+				items = append(items, item)
+				toks = toks[k:]
 				continue
 			}
-			if r.peek().Type != arrowToken || r.atEnd() {
-				r.unexpected(`"->" or drain: an upgrade rule reads OLD -> NEW or OLD drain`)
-				return ""
-			}
-			r.take()
-			if !r.expect(identToken, "the state of the new version: OLD -> NEW") {
-				return ""
-			}
-			if c := r.peek(); (isWord(c, "when") || isWord(c, "unless")) && !r.atEnd() {
-				r.take()
-				if !r.expect(identToken, "an event of the old version") {
-					return ""
-				}
-			}
-			if isWord(r.peek(), "timers") && !r.atEnd() {
-				r.take()
-				if !r.expect(identToken, "keep or restart") {
-					return ""
-				}
-			}
-		default:
-			r.unexpected(wantUpgrade)
-			return ""
+		}
+		found := at(toks, k, ch.next)
+		if k == len(toks) && !found.EOF() && found.Pos.Line != toks[k-1].Pos.Line {
+			found = lexer.Token{Type: lineEnd, Pos: endOf(toks[k-1])}
+		}
+		return nil, unexpected(parseItem, toks[:k], found, endName(item))
+	}
+	return items, nil
+}
+
+// viableLen returns the length of the longest prefix of toks that parse
+// reads to its end without an error: the first token of toks past it is
+// the first that the grammar rejects.
+func viableLen(parse parseFunc, toks []lexer.Token) int {
+	return sort.Search(len(toks), func(k int) bool {
+		prefix := toks[:k+1]
+		end := endOf(prefix[k])
+		err := parse(withEOF(prefix, end))
+		var perr participle.Error
+		return err != nil && !(errors.As(err, &perr) && perr.Position().Offset >= end.Offset)
+	})
+}
+
+// startsRow reports whether t, followed by next, starts a transition row
+// on a line with items before it.
+func startsRow(t, next lexer.Token) bool {
+	return (t.Type == identToken || isPunct(t, "*")) && (next.Type == arrowToken || isPunct(next, ","))
+}
+
+// at returns toks[i], or after past their end.
+func at(toks []lexer.Token, i int, after lexer.Token) lexer.Token {
+	if i < len(toks) {
+		return toks[i]
+	}
+	return after
+}
+
+// endName is what the end of item is called in a message.
+func endName(item *Item) string {
+	if item != nil && item.Transition != nil {
+		return "<end of row>"
+	}
+	return "<end of declaration>"
+}
+
+// unexpected returns the error for found, the token the grammar rejected
+// after prefix, with what parse accepts there written as participle writes
+// alternatives: "x" | <ident> | ... The end of what parse parses is called
+// end.
+func unexpected(parse parseFunc, prefix []lexer.Token, found lexer.Token, end string) error {
+	return &participle.UnexpectedTokenError{Unexpected: found, Expect: expectedAt(parse, prefix, end)}
+}
+
+// expectedAt returns the terms of the grammar that parse accepts after
+// prefix: each literal and token type of the grammar is put there in turn,
+// and accepted when the parser gets past it. A keyword that is accepted
+// only as a name, as any name would be, is left out. end stands for the
+// end of the input, when parse accepts prefix as it is.
+func expectedAt(parse parseFunc, prefix []lexer.Token, end string) string {
+	pos := lexer.Position{Line: 1, Column: 1}
+	if len(prefix) > 0 {
+		pos = endOf(prefix[len(prefix)-1])
+	}
+	after := pos
+	after.Offset++
+	try := func(t lexer.Token) (error, bool) {
+		t.Pos = pos
+		toks := append(append(slices.Clip(prefix), t), lexer.Token{Type: lexer.EOF, Pos: after})
+		err := parse(toks)
+		var perr participle.Error
+		return err, err == nil || errors.As(err, &perr) && perr.Position().Offset > pos.Offset
+	}
+	nameErr, nameOK := try(lexer.Token{Type: identToken, Value: "name"})
+	var terms []string
+	for _, c := range grammarTerms() {
+		err, ok := try(c.tok)
+		if !ok {
+			continue
+		}
+		if nameOK && c.tok.Type == identToken && c.term[0] == '"' && fmt.Sprint(err) == fmt.Sprint(nameErr) {
+			continue // a keyword taken for a name
+		}
+		if c.term == "<ident>" && len(prefix) > 0 {
+			c.term = nameAfter(prefix[len(prefix)-1])
+		}
+		terms = append(terms, c.term)
+	}
+	if parse(withEOF(prefix, pos)) == nil {
+		terms = append(terms, end)
+	}
+	return strings.Join(terms, " | ")
+}
+
+// nameAfter returns the grammar's fragment for a name after the literal
+// t, such as "on" Name or "machine" <ident>, or <ident> when the grammar
+// has none.
+func nameAfter(t lexer.Token) string {
+	for _, name := range []string{" Name", " <ident>"} {
+		if frag := strconv.Quote(t.Value) + name; strings.Contains(grammarEBNF(), frag) {
+			return frag
 		}
 	}
-	return ""
+	return "<ident>"
 }
+
+// grammarEBNF is the grammar as participle writes it.
+var grammarEBNF = sync.OnceValue(fsmParser.String)
+
+// grammarTerm is a literal or a token type of the grammar, as its EBNF
+// writes it, and a token that matches it.
+type grammarTerm struct {
+	term string
+	tok  lexer.Token
+}
+
+// termPattern matches the literals and token types of the grammar's EBNF.
+var termPattern = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|<[a-z]+>`)
+
+// tokenSamples are tokens of each token type the grammar refers to.
+var tokenSamples = map[string]lexer.Token{
+	"<ident>":    {Type: identToken, Value: "name"},
+	"<string>":   {Type: stringToken, Value: `"text"`},
+	"<number>":   {Type: numberToken, Value: "1"},
+	"<duration>": {Type: durationToken, Value: "1s"},
+}
+
+// grammarTerms returns the terms of the grammar's EBNF in the order they
+// first occur in it.
+var grammarTerms = sync.OnceValue(func() []grammarTerm {
+	var out []grammarTerm
+	seen := map[string]bool{}
+	for _, term := range termPattern.FindAllString(grammarEBNF(), -1) {
+		if seen[term] {
+			continue
+		}
+		seen[term] = true
+		if tok, ok := tokenSamples[term]; ok {
+			out = append(out, grammarTerm{term: term, tok: tok})
+			continue
+		}
+		lit, err := strconv.Unquote(term)
+		if err != nil {
+			panic(fmt.Sprintf("grammar literal %s: %v", term, err))
+		}
+		lx, _ := fsmLexer.LexString("", lit)
+		tok, err := lx.Next()
+		if err != nil {
+			panic(fmt.Sprintf("grammar literal %s: %v", term, err))
+		}
+		out = append(out, grammarTerm{term: term, tok: tok})
+	}
+	return out
+})

@@ -458,10 +458,10 @@ func TestCompletion(t *testing.T) {
 
 	diag := c.open(uri, head+"    A -> \n}\n")
 	_, checked := dsl.Load("half.fsm", []byte(head+"    A -> \n}\n"))
-	diff(t, "fsmgen check", "half.fsm:10:9: syntax error: unexpected end of line, expected the target state: FROM -> TO on EVENT", dsl.ErrorList(checked).Error())
+	diff(t, "fsmgen check", "half.fsm:10:9: syntax error: unexpected end of line, expected a state", dsl.ErrorList(checked).Error())
 	diff(t, "diagnostics of a half-typed row", []protocol.Diagnostic{{
 		Range: rng(9, 8, 9, 8), Severity: protocol.DiagnosticSeverityError, Source: "fsmgen",
-		Message: "syntax error: unexpected end of line, expected the target state: FROM -> TO on EVENT",
+		Message: "syntax error: unexpected end of line, expected a state",
 	}}, diag)
 
 	for i, tc := range []struct {
