@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -491,5 +492,46 @@ func TestParseDocOnlyForNodeStartingItsLine(t *testing.T) {
 	}
 	if doc := m.Items[0].Doc; doc != nil {
 		t.Errorf("state A doc = %q, want none", doc)
+	}
+}
+
+// TestExpectationWordsInGrammar holds the words of syntax errors to the
+// grammar: every fragment they name occurs in the grammar's EBNF, so that
+// a change to the grammar cannot leave one behind unnoticed.
+func TestExpectationWordsInGrammar(t *testing.T) {
+	t.Parallel()
+	ebnf := fsmParser.String()
+	var keys []string
+	for _, g := range groupWords {
+		keys = append(keys, g.key)
+	}
+	for k := range termWords {
+		if !strings.HasPrefix(k, "<end of ") {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		if !strings.Contains(ebnf, k) {
+			t.Errorf("%s is not in the grammar:\n%s", k, ebnf)
+		}
+	}
+}
+
+// TestDeclKeywordsStartItems holds the words at which the splitter starts
+// a new item to the grammar: they are the keywords that an item may start
+// with, other than as a name.
+func TestDeclKeywordsStartItems(t *testing.T) {
+	t.Parallel()
+	var got []string
+	for _, term := range strings.Split(expectedAt(parseItem, nil, "<end of declaration>"), " | ") {
+		if word, err := strconv.Unquote(term); err == nil && isIdentStart(word[0]) {
+			got = append(got, word)
+		}
+	}
+	want := slices.Clone(declKeywords)
+	slices.Sort(want)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("keywords that start an item (-splitter +grammar):\n%s", diff)
 	}
 }

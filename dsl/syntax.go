@@ -56,6 +56,12 @@ var (
 	spaceToken    = fsmLexer.Symbols()["Whitespace"]
 )
 
+// literalToken is the type of the tokens that stand for the grammar's
+// literals when expectedAt tries them: a literal of the grammar matches
+// it, a token type (a name) does not, so that a keyword is expected only
+// where the grammar has it, not where any name would do.
+const literalToken lexer.TokenType = lexer.EOF - 2
+
 // lineEnd is the type of the token a diagnostic reports when an item ends
 // with its line where the grammar wanted more: no lexer returns it.
 const lineEnd lexer.TokenType = lexer.EOF - 1
@@ -579,9 +585,8 @@ func unexpected(parse parseFunc, prefix []lexer.Token, found lexer.Token, end st
 
 // expectedAt returns the terms of the grammar that parse accepts after
 // prefix: each literal and token type of the grammar is put there in turn,
-// and accepted when the parser gets past it. A keyword that is accepted
-// only as a name, as any name would be, is left out. end stands for the
-// end of the input, when parse accepts prefix as it is.
+// and accepted when the parser gets past it. end stands for the end of the
+// input, when parse accepts prefix as it is.
 func expectedAt(parse parseFunc, prefix []lexer.Token, end string) string {
 	pos := lexer.Position{Line: 1, Column: 1}
 	if len(prefix) > 0 {
@@ -589,22 +594,17 @@ func expectedAt(parse parseFunc, prefix []lexer.Token, end string) string {
 	}
 	after := pos
 	after.Offset++
-	try := func(t lexer.Token) (error, bool) {
+	try := func(t lexer.Token) bool {
 		t.Pos = pos
 		toks := append(append(slices.Clip(prefix), t), lexer.Token{Type: lexer.EOF, Pos: after})
 		err := parse(toks)
 		var perr participle.Error
-		return err, err == nil || errors.As(err, &perr) && perr.Position().Offset > pos.Offset
+		return err == nil || errors.As(err, &perr) && perr.Position().Offset > pos.Offset
 	}
-	nameErr, nameOK := try(lexer.Token{Type: identToken, Value: "name"})
 	var terms []string
 	for _, c := range grammarTerms() {
-		err, ok := try(c.tok)
-		if !ok {
+		if !try(c.tok) {
 			continue
-		}
-		if nameOK && c.tok.Type == identToken && c.term[0] == '"' && fmt.Sprint(err) == fmt.Sprint(nameErr) {
-			continue // a keyword taken for a name
 		}
 		if c.term == "<ident>" && len(prefix) > 0 {
 			c.term = nameAfter(prefix[len(prefix)-1])
@@ -668,11 +668,7 @@ var grammarTerms = sync.OnceValue(func() []grammarTerm {
 		if err != nil {
 			panic(fmt.Sprintf("grammar literal %s: %v", term, err))
 		}
-		lx, _ := fsmLexer.LexString("", lit)
-		tok, err := lx.Next()
-		if err != nil {
-			panic(fmt.Sprintf("grammar literal %s: %v", term, err))
-		}
+		tok := lexer.Token{Type: literalToken, Value: lit}
 		out = append(out, grammarTerm{term: term, tok: tok})
 	}
 	return out
