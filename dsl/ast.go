@@ -221,7 +221,7 @@ type GuardDecl struct {
 // row is eventless; "on done" is a completion row.
 type TransitionDecl struct {
 	Pos  lexer.Position
-	From []*StateRef `parser:"( @@ ',' )* @@"`
+	From []*StateRef `parser:"@@ ( ',' @@ )*"`
 	To   *Name       `parser:"'->' @@"`
 	// Event is the first event of the row, nil for an eventless row;
 	// More are the events after it (on A, B, C).

@@ -28,8 +28,8 @@ const (
 	// MaxNesting is the deepest nesting of braces: the language nests two
 	// deep (a machine, an event's fields or an upgrade block).
 	MaxNesting = 4
-	// MaxErrors is the most invalid characters reported: reading stops
-	// after them.
+	// MaxErrors is the most invalid characters, and the most syntax
+	// errors, reported: reading stops after them.
 	MaxErrors = 100
 )
 

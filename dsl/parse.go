@@ -18,7 +18,7 @@ import (
 var fsmParser = participle.MustBuild[File](
 	participle.Lexer(fsmLexer),
 	participle.Elide("Whitespace", "Comment"),
-	participle.UseLookahead(4),
+	participle.UseLookahead(lookahead),
 )
 
 // Parse parses the .fsm source src. filename is used in positions only, as

@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
-	"strconv"
+		"strconv"
 	"strings"
 	"sync"
 
@@ -37,13 +36,24 @@ import (
 // rules. It is built on first use, by a file with a syntax error or the
 // language server: building a parser costs about as much as parsing a file
 // of a few hundred lines, which every run of fsmgen would otherwise pay.
-var itemParser = sync.OnceValue(func() *participle.Parser[Item] {
+var itemParser = sync.OnceValue(func() *participle.Parser[Item] { return buildItemParser(lookahead) })
+
+// probeParser parses one item as itemParser does, but commits to a branch
+// of the grammar at its first token: where itemParser, looking ahead,
+// backtracks out of what it cannot finish and reports the token it
+// backtracked to, probeParser reports the token that does not fit. It
+// locates errors and tries what the grammar expects; whether an item is
+// valid is itemParser's to say.
+var probeParser = sync.OnceValue(func() *participle.Parser[Item] { return buildItemParser(0) })
+
+// buildItemParser builds a parser of one item that looks ahead n tokens.
+func buildItemParser(n int) *participle.Parser[Item] {
 	return participle.MustBuild[Item](
 		participle.Lexer(fsmLexer),
 		participle.Elide("Whitespace", "Comment"),
-		participle.UseLookahead(4),
+		participle.UseLookahead(n),
 	)
-})
+}
 
 var (
 	identToken    = fsmLexer.Symbols()["Ident"]
@@ -98,6 +108,10 @@ func diagnoseSyntax(filename string, src []byte, err error) Diagnostics {
 	for _, ch := range sc.chunks {
 		if hasBadLine(badLines, ch.toks) {
 			continue // the bad character is reported; the rest of the item would only echo it
+		}
+		if len(diags) >= MaxErrors {
+			diags = append(diags, Diagnostic{Pos: ch.toks[0].Pos, Message: fmt.Sprintf("syntax error: too many errors (%d); the rest of the file is not read", MaxErrors)})
+			break
 		}
 		if _, err := parseChunk(ch); err != nil {
 			diags = append(diags, participleDiagnostic(filename, src, err))
@@ -489,9 +503,9 @@ func parseTokens[G any](p *participle.Parser[G], toks []lexer.Token, opts ...par
 // parseFunc parses tokens that end with EOF with one root of the grammar.
 type parseFunc func([]lexer.Token) error
 
-// parseItem parses toks as one item.
-func parseItem(toks []lexer.Token) error {
-	_, _, err := parseTokens(itemParser(), toks)
+// probeItem parses toks as one item with probeParser.
+func probeItem(toks []lexer.Token) error {
+	_, _, err := parseTokens(probeParser(), toks)
 	return err
 }
 
@@ -505,10 +519,11 @@ func parseFile(toks []lexer.Token) error {
 // each body left empty, and returns the grammar's error.
 func parseOuter(toks []lexer.Token) error {
 	toks, eof := toks[:len(toks)-1], toks[len(toks)-1]
-	if parseFile(withEOF(toks, eof.Pos)) == nil {
+	err := parseFile(withEOF(toks, eof.Pos))
+	if err == nil {
 		return nil
 	}
-	k := viableLen(parseFile, toks)
+	k := firstRejected(parseFile, toks, err)
 	return unexpected(parseFile, toks[:k], at(toks, k, eof), "<end of file>")
 }
 
@@ -522,7 +537,10 @@ func parseChunk(ch chunk) ([]*Item, error) {
 		if err == nil {
 			return append(items, item), nil
 		}
-		k := viableLen(parseItem, toks)
+		if perr := probeItem(withEOF(toks, ch.next.Pos)); perr != nil {
+			err = perr
+		}
+		k := firstRejected(probeItem, toks, err)
 		if k > 0 && k < len(toks) && (startsDecl(toks[k], at(toks, k+1, ch.next)) || startsRow(toks[k], at(toks, k+1, ch.next))) {
 			// Another item on the line: the tokens before it are one.
 			if item, _, err = parseTokens(itemParser(), withEOF(toks[:k], toks[k].Pos)); err == nil {
@@ -535,22 +553,50 @@ func parseChunk(ch chunk) ([]*Item, error) {
 		if k == len(toks) && !found.EOF() && found.Pos.Line != toks[k-1].Pos.Line {
 			found = lexer.Token{Type: lineEnd, Pos: endOf(toks[k-1])}
 		}
-		return nil, unexpected(parseItem, toks[:k], found, endName(item))
+		return nil, unexpected(probeItem, toks[:k], found, endName(item))
 	}
 	return items, nil
 }
 
-// viableLen returns the length of the longest prefix of toks that parse
-// reads to its end without an error: the first token of toks past it is
-// the first that the grammar rejects.
-func viableLen(parse parseFunc, toks []lexer.Token) int {
-	return sort.Search(len(toks), func(k int) bool {
-		prefix := toks[:k+1]
-		end := endOf(prefix[k])
-		err := parse(withEOF(prefix, end))
-		var perr participle.Error
-		return err != nil && !(errors.As(err, &perr) && perr.Position().Offset >= end.Offset)
-	})
+// firstRejected returns the index in toks of the first token that parse
+// rejects, len(toks) for the end, given err, the error of parsing toks:
+// the token participle reports, or one after it when participle, having
+// backtracked out of what it could not finish, reported an earlier token
+// than the one that does not fit. Reading on stops at the first token that
+// the parser cannot get past, within the parser's lookahead.
+func firstRejected(parse parseFunc, toks []lexer.Token, err error) int {
+	k := len(toks)
+	var perr participle.Error
+	if errors.As(err, &perr) {
+		k = tokenIndex(toks, perr.Position())
+	}
+	for limit := k + lookahead; k < len(toks) && k < limit && parsesTo(parse, toks[:k+1]); k++ {
+	}
+	return k
+}
+
+// tokenIndex returns the index of the token of toks at pos, or len(toks)
+// for a position after them.
+func tokenIndex(toks []lexer.Token, pos lexer.Position) int {
+	for i, t := range toks {
+		if t.Pos.Offset >= pos.Offset {
+			return i
+		}
+	}
+	return len(toks)
+}
+
+// lookahead is how many tokens the parsers look ahead before they commit
+// to a branch.
+const lookahead = 4
+
+// parsesTo reports whether parse reads all of prefix without an error:
+// it fails at the end of the input at the earliest.
+func parsesTo(parse parseFunc, prefix []lexer.Token) bool {
+	end := endOf(prefix[len(prefix)-1])
+	err := parse(withEOF(prefix, end))
+	var perr participle.Error
+	return err == nil || errors.As(err, &perr) && perr.Position().Offset >= end.Offset
 }
 
 // startsRow reports whether t, followed by next, starts a transition row
