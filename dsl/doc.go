@@ -285,14 +285,19 @@
 //
 // # Syntax errors
 //
-// [Parse] reports each syntax error at the token that does not fit, saying
-// what the language expected there: a status after a final state, "on" in
-// a row, the order of retry options, a duration's unit, a supported field
-// type, or the "}" of a block left open and where that block opened. After
-// an error it resumes at the next declaration or row (a line that starts
-// with a declaration's keyword or holds ->), so one run reports every
-// broken declaration, sorted by position. A character the lexer cannot read
-// is reported and skipped, so it hides no error before or after it.
+// [Parse] reports each syntax error at the first token the grammar cannot
+// read past, saying what it found and everything the grammar accepts
+// there, as in
+//
+//	t.fsm:3:20: syntax error: unexpected token "success", expected a status (succeeded, failed or cancelled), wait, entry, exit, retry, after, "{" or the end of the declaration
+//
+// or, where a declaration ends with its line too soon, "unexpected end of
+// line"; a machine's block left open is reported with where it opened.
+// After an error it resumes at the next declaration or row (a line that
+// starts with a declaration's keyword or holds ->), so one run reports
+// every broken declaration, up to [MaxErrors], sorted by position. A
+// character the lexer cannot read is reported and skipped, so it hides no
+// error before or after it.
 //
 // # Limits
 //

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-		"strconv"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -105,16 +105,18 @@ func diagnoseSyntax(filename string, src []byte, err error) Diagnostics {
 			diags = append(diags, participleDiagnostic(filename, src, err))
 		}
 	}
+	reported := len(sc.diags)
 	for _, ch := range sc.chunks {
 		if hasBadLine(badLines, ch.toks) {
 			continue // the bad character is reported; the rest of the item would only echo it
 		}
-		if len(diags) >= MaxErrors {
+		if reported >= MaxErrors {
 			diags = append(diags, Diagnostic{Pos: ch.toks[0].Pos, Message: fmt.Sprintf("syntax error: too many errors (%d); the rest of the file is not read", MaxErrors)})
 			break
 		}
 		if _, err := parseChunk(ch); err != nil {
 			diags = append(diags, participleDiagnostic(filename, src, err))
+			reported++
 		}
 	}
 	if len(diags) == 0 {
@@ -417,13 +419,11 @@ func (s *syntaxScanner) unclosed(name string, open, t lexer.Token) {
 // chunk takes the tokens of one item (or of several on one line) of a
 // machine block. Inside a block of its own, an item goes on to the block's
 // "}"; when the machine's braces show a block left open, a line that
-// starts a declaration other than a child state's ends it.
+// starts a declaration other than a child state's ends it. An item that
+// starts with the word upgrade blocks had before is reported, not kept.
 func (s *syntaxScanner) chunk(balanced bool) {
 	start := s.i
-	if isWord(s.peek(), retiredUpgrade) && isWord(s.at(s.i+1), "from") && s.startsLine(s.i) {
-		s.retired()
-		return
-	}
+	retired := isWord(s.peek(), retiredUpgrade) && isWord(s.at(s.i+1), "from") && s.startsLine(s.i)
 	depth := 0
 	for {
 		switch t := s.peek(); {
@@ -445,28 +445,11 @@ func (s *syntaxScanner) chunk(balanced bool) {
 			break
 		}
 	}
-	s.chunks = append(s.chunks, chunk{toks: s.toks[start:s.i], next: s.peek()})
-}
-
-// retired reports an item written with the word that opened an upgrade
-// block before it was named upgrade, and skips it.
-func (s *syntaxScanner) retired() {
-	t := s.peek()
-	s.diags = append(s.diags, Diagnostic{Pos: t.Pos, Message: `syntax error: "migrate from" is now "upgrade from": write upgrade from VERSION { ... } or upgrade from VERSION drain`})
-	depth := 0
-	for {
-		switch tok := s.peek(); {
-		case isPunct(tok, "{"):
-			depth++
-		case isPunct(tok, "}"):
-			depth--
-		}
-		s.i++
-		next := s.peek()
-		if next.EOF() || depth <= 0 && (isPunct(next, "}") || s.startsLine(s.i) && s.startsItem(s.i)) {
-			return
-		}
+	if retired {
+		s.diags = append(s.diags, Diagnostic{Pos: s.toks[start].Pos, Message: `syntax error: "migrate from" is now "upgrade from": write upgrade from VERSION { ... } or upgrade from VERSION drain`})
+		return
 	}
+	s.chunks = append(s.chunks, chunk{toks: s.toks[start:s.i], next: s.peek()})
 }
 
 // tokenLexer hands the parser a slice of tokens that ends with EOF.
