@@ -668,9 +668,6 @@ type grammarTerm struct {
 	tok  lexer.Token
 }
 
-// termPattern matches the literals and token types of the grammar's EBNF.
-var termPattern = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|<[a-z]+>`)
-
 // tokenSamples are tokens of each token type the grammar refers to.
 var tokenSamples = map[string]lexer.Token{
 	"<ident>":    {Type: identToken, Value: "name"},
@@ -684,6 +681,8 @@ var tokenSamples = map[string]lexer.Token{
 var grammarTerms = sync.OnceValue(func() []grammarTerm {
 	var out []grammarTerm
 	seen := map[string]bool{}
+	// The literals and token types of the grammar's EBNF.
+	termPattern := regexp.MustCompile(`"(?:[^"\\]|\\.)*"|<[a-z]+>`)
 	for _, term := range termPattern.FindAllString(grammarEBNF(), -1) {
 		if seen[term] {
 			continue
