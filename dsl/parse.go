@@ -110,45 +110,19 @@ func participleDiagnostic(filename string, src []byte, err error) Diagnostic {
 }
 
 // expectation returns, in the language's words, what the grammar expected
-// where it met the unexpected token: participle writes it as alternatives
-// of the grammar's literals and token types ("x" | <ident> | ...), or as
-// the rest of the sequence it was parsing, of which the first term is
-// what was expected.
+// where it met the unexpected token, which expectedAt writes as
+// participle writes alternatives: "x" | <ident> | ...
 func expectation(err *participle.UnexpectedTokenError) string {
-	want := err.Expect
-	if want == "" {
-		prefix := fmt.Sprintf("unexpected token %q (expected ", err.Unexpected)
-		msg := err.Message()
-		if !strings.HasPrefix(msg, prefix) {
-			return ""
-		}
-		want = strings.TrimSuffix(strings.TrimPrefix(msg, prefix), ")")
-		want = firstTerm(want)
+	if err.Expect == "" {
+		return ""
 	}
-	return describeTerms(strings.Split(want, " | "))
-}
-
-// firstTerm returns the first term of a sequence written in EBNF: a
-// literal, a token type, a production or a parenthesised group.
-func firstTerm(seq string) string {
-	depth := 0
-	for i, r := range seq {
-		switch {
-		case r == '(':
-			depth++
-		case r == ')':
-			depth--
-		case r == ' ' && depth == 0:
-			return strings.TrimSuffix(seq[:i], "?")
-		}
-	}
-	return seq
+	return describeTerms(strings.Split(err.Expect, " | "))
 }
 
 // groupWords names the alternatives of the grammar that a message names
 // together: when every term of a key is expected, its words replace them.
-// Each key occurs in the grammar's EBNF, as TestGroupWordsInGrammar
-// checks.
+// Each key occurs in the grammar's EBNF, as
+// TestExpectationWordsInGrammar checks.
 var groupWords = []struct{ key, words string }{
 	{`"succeeded" | "failed" | "cancelled"`, "a status (succeeded, failed or cancelled)"},
 	{`<string> | <number> | <duration> | "true" | "false"`, "a value (a quoted string, a number, a duration, true or false)"},
@@ -171,7 +145,6 @@ var termWords = map[string]string{
 	`"exit" Name`:          "an action",
 	`"else" Name`:          "the event fired when the policy gives up",
 	`"history" Name`:       "the history's name",
-	`"!"? Name`:            "a guard",
 	`"." Name`:             "a field name",
 	`"timers" Name`:        "keep or restart",
 	"<string>":             "a quoted string",

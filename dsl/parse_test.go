@@ -535,3 +535,18 @@ func TestDeclKeywordsStartItems(t *testing.T) {
 		t.Errorf("keywords that start an item (-splitter +grammar):\n%s", diff)
 	}
 }
+
+// TestParseMachineBraceOnItsLine checks that a machine whose "{" stands on
+// the line after its name is read as one, its errors reported in its body.
+func TestParseMachineBraceOnItsLine(t *testing.T) {
+	t.Parallel()
+	_, err := Parse("t.fsm", []byte("machine M\n{\n    initial A\n    final B success\n}\n"))
+	want := []string{`t.fsm:4:13: syntax error: unexpected token "success", expected a status (succeeded, failed or cancelled), wait, entry, exit, retry, after, "{" or the end of the declaration`}
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("Parse error = %v, want an ErrorList", err)
+	}
+	if diff := cmp.Diff(want, diagStrings(Diagnostics(list))); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+}

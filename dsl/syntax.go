@@ -358,7 +358,7 @@ func (s *syntaxScanner) file() {
 }
 
 // machine takes a machine block: its header (up to a "{" on the line of
-// the keyword, or the line's end) and its closing brace go to the outer
+// the keyword or the next, or the line's end) and its closing brace go to the outer
 // stream, its body to chunks. A body left open is reported here, where
 // its opening brace is known.
 func (s *syntaxScanner) machine() {
@@ -372,7 +372,10 @@ func (s *syntaxScanner) machine() {
 		}
 		s.take()
 	}
-	if open.Value == "" && !s.peek().EOF() {
+	switch {
+	case open.Value == "" && isPunct(s.peek(), "{"):
+		open = s.take() // on a line of its own
+	case open.Value == "" && !s.peek().EOF():
 		// Without "{", the grammar reports the token where it belongs;
 		// the body is read as if it were there.
 		s.outer = append(s.outer, s.peek())
