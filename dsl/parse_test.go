@@ -518,21 +518,33 @@ func TestExpectationWordsInGrammar(t *testing.T) {
 }
 
 // TestDeclKeywordsStartItems holds the words at which the splitter starts
-// a new item to the grammar: they are the keywords that an item may start
-// with, other than as a name.
+// a new item, and those it keeps in a state's block, to the grammar: they
+// are the keywords that an item, and a child of a state, may start with.
 func TestDeclKeywordsStartItems(t *testing.T) {
 	t.Parallel()
-	var got []string
-	for _, term := range strings.Split(expectedAt(probeItem, nil, "<end of declaration>"), " | ") {
-		if word, err := strconv.Unquote(term); err == nil && isIdentStart(word[0]) {
-			got = append(got, word)
+	keywords := func(prefix string) []string {
+		toks, _ := lexRecover("t.fsm", []byte(prefix))
+		var out []string
+		for _, term := range strings.Split(expectedAt(probeItem, toks[:len(toks)-1], "<end of declaration>"), " | ") {
+			if word, err := strconv.Unquote(term); err == nil && isIdentStart(word[0]) {
+				out = append(out, word)
+			}
 		}
+		slices.Sort(out)
+		return out
 	}
-	want := slices.Clone(declKeywords)
-	slices.Sort(want)
-	slices.Sort(got)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("keywords that start an item (-splitter +grammar):\n%s", diff)
+	for _, tc := range []struct {
+		prefix string
+		want   []string
+	}{
+		{"", declKeywords},
+		{"state S {", childKeywords},
+	} {
+		want := slices.Clone(tc.want)
+		slices.Sort(want)
+		if diff := cmp.Diff(want, keywords(tc.prefix)); diff != "" {
+			t.Errorf("keywords after %q (-splitter +grammar):\n%s", tc.prefix, diff)
+		}
 	}
 }
 
