@@ -4,15 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/format"
-	"go/parser"
-	"go/token"
 	"path"
 	"path/filepath"
 	goruntime "runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -62,10 +57,7 @@ func Generate(spec *dsl.Spec) ([]File, error) {
 		}
 		// The largest first: the machine's code, then its tests.
 		jobs = append(jobs,
-			&job{m: m, run: func() ([]File, error) {
-				b, err := renderMachine(source, m)
-				return []File{{Path: path.Join(m.Package, GoFile), Content: b}}, err
-			}},
+			goJob("", GoFile, machineCode),
 			goJob(" tests", TestFile, testCode),
 			goJob(" handle", RunsFile, handleCode),
 			&job{m: m, run: func() ([]File, error) {
@@ -167,192 +159,4 @@ func GeneratedFrom(content []byte) (source string, ok bool) {
 		}
 	}
 	return "", false
-}
-
-// renderMachine renders the machine's fsm.go, the largest file by far, in
-// two parts built concurrently, and joins them. The first part's
-// declarations and the second's views, handlers and driver are built with
-// jennifer and formatted; the methods of the events (those of the first k
-// in the first part, the others at the start of the second), the views'
-// types and the definition table are written as text already formatted.
-// The result is what formatting the whole file at once gives: each of
-// those pieces starts with a doc comment, which makes gofmt leave exactly
-// one blank line before it, and gofmt lays out each top-level declaration
-// on its own; the first part's import block lists the imports of both.
-func renderMachine(source string, m *dsl.Machine) ([]byte, error) {
-	k := splitEvents(m)
-	type tailResult struct {
-		body []byte
-		err  error
-	}
-	imports := make(chan []string, 1)
-	tail := make(chan tailResult, 1)
-	go func() {
-		sent := false
-		defer func() {
-			// A panic here is the generator's: report it as Generate
-			// does (see safely), on this goroutine's channels.
-			if r := recover(); r != nil {
-				if !sent {
-					imports <- nil
-				}
-				tail <- tailResult{err: fmt.Errorf("%w: %v", ErrInternal, r)}
-			}
-		}()
-		var buf bytes.Buffer
-		f := machineTail(m, k)
-		f.NoFormat = true
-		if err := f.Render(&buf); err != nil {
-			imports <- nil
-			tail <- tailResult{err: err}
-			return
-		}
-		lines, body, err := splitImports(buf.Bytes())
-		table, tableImports := definitionTable(m)
-		views := (&goGen{m: m}).viewTypes()
-		methods := (&goGen{m: m}).eventMethods(m.Events[k:])
-		extra := append(append(lines, tableImports...), strconv.Quote("context"))
-		if len(m.Composites) > 0 {
-			extra = append(extra, strconv.Quote("iter"))
-		}
-		imports <- extra
-		sent = true
-		if err != nil {
-			tail <- tailResult{err: err}
-			return
-		}
-		// A list of declarations, formatted as a partial source file; the
-		// views' types and the table, written already formatted, replace
-		// the function viewsMark and follow.
-		body, err = format.Source(bytes.TrimSpace(body))
-		if err != nil {
-			tail <- tailResult{err: err}
-			return
-		}
-		mark := []byte("\nfunc " + viewsMark + "() {}\n")
-		i := bytes.Index(body, mark)
-		if i < 0 {
-			tail <- tailResult{err: fmt.Errorf("%w: no %s in the formatted tail of fsm.go", ErrInternal, viewsMark)}
-			return
-		}
-		out := make([]byte, 0, len(body)+len(views)+len(table)+2)
-		out = append(append(append(out, body[:i]...), views...), body[i+len(mark):]...)
-		out = append(append(bytes.TrimRight(out, "\n"), "\n\n"...), table...)
-		// The methods of the tail's events, written as text, go first.
-		tail <- tailResult{body: append(append(methods, '\n'), out...)}
-	}()
-	var buf bytes.Buffer
-	head := machineHead(source, m, k)
-	head.NoFormat = true
-	err := head.Render(&buf)
-	extra := <-imports
-	var out []byte
-	if err == nil {
-		out, err = groupImports(buf.Bytes(), extra...)
-	}
-	var methods []byte
-	if err == nil {
-		methods = (&goGen{m: m}).eventMethods(m.Events[:k])
-	}
-	t := <-tail
-	if err != nil {
-		return nil, err
-	}
-	if t.err != nil {
-		return nil, t.err
-	}
-	out = append(append(bytes.TrimRight(out, "\n"), '\n'), methods...)
-	out = append(out, append(bytes.TrimRight(t.body, "\n"), '\n')...)
-	if g := (&goGen{m: m}); g.nest() != nil {
-		// A statechart's code is written as text unformatted, and the
-		// file formatted once whole.
-		return format.Source(append(out, g.nest().machineCode(g)...))
-	}
-	return out, nil
-}
-
-// splitImports returns the imports of the Go source src, each as an import
-// block writes it (name and quoted path), and what follows them.
-func splitImports(src []byte) ([]string, []byte, error) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "", src, parser.ImportsOnly)
-	if err != nil {
-		return nil, nil, err
-	}
-	end := f.Name.End()
-	var lines []string
-	for _, d := range f.Decls {
-		end = d.End()
-		for _, spec := range d.(*ast.GenDecl).Specs {
-			lines = append(lines, importLine(spec.(*ast.ImportSpec)))
-		}
-	}
-	return lines, src[fset.Position(end).Offset:], nil
-}
-
-// importLine is an import spec as a line of an import block writes it.
-func importLine(is *ast.ImportSpec) string {
-	if is.Name != nil {
-		return is.Name.Name + " " + is.Path.Value
-	}
-	return is.Path.Value
-}
-
-// groupImports rewrites the import block the way goimports lays it out:
-// standard library first, then a blank line, then everything else, and
-// formats the result. extra are more imports for the block, as
-// splitImports returns them; src must have a parenthesized import block
-// when there are any.
-func groupImports(src []byte, extra ...string) ([]byte, error) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "", src, parser.ImportsOnly|parser.ParseComments)
-	if err != nil {
-		return nil, err
-	}
-	var decl *ast.GenDecl
-	for _, d := range f.Decls {
-		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.IMPORT && g.Lparen.IsValid() {
-			decl = g
-			break
-		}
-	}
-	if decl == nil {
-		if len(extra) > 0 {
-			return nil, fmt.Errorf("no import block for %s", strings.Join(extra, ", "))
-		}
-		return format.Source(src)
-	}
-	lines := make([]string, 0, len(decl.Specs)+len(extra))
-	seen := map[string]bool{}
-	for _, spec := range decl.Specs {
-		lines = append(lines, importLine(spec.(*ast.ImportSpec)))
-	}
-	var std, other []string
-	for _, line := range append(lines, extra...) {
-		if seen[line] {
-			continue
-		}
-		seen[line] = true
-		path, _ := strconv.Unquote(line[strings.IndexByte(line, '"'):])
-		if strings.Contains(strings.SplitN(path, "/", 2)[0], ".") {
-			other = append(other, line)
-		} else {
-			std = append(std, line)
-		}
-	}
-	var b bytes.Buffer
-	b.WriteString("import (\n")
-	for _, l := range std {
-		b.WriteString("\t" + l + "\n")
-	}
-	if len(std) > 0 && len(other) > 0 {
-		b.WriteString("\n")
-	}
-	for _, l := range other {
-		b.WriteString("\t" + l + "\n")
-	}
-	b.WriteString(")")
-	start, end := fset.Position(decl.Pos()).Offset, fset.Position(decl.End()).Offset
-	out := append(append(append([]byte(nil), src[:start]...), b.Bytes()...), src[end:]...)
-	return format.Source(out)
 }

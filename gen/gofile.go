@@ -135,6 +135,18 @@ func (f *goFile) comment(indent int, text string) {
 	}
 }
 
+// commentLines writes lines as comment lines at indent, as they are: an
+// empty one is a bare //, which separates paragraphs.
+func (f *goFile) commentLines(indent int, lines []string) {
+	for _, l := range lines {
+		if l == "" {
+			f.line(indent, "//")
+		} else {
+			f.line(indent, "// ", l)
+		}
+	}
+}
+
 // list writes a composite literal that opens with open (its type, or
 // what comes before the brace), an element per line, and closes with
 // close after the brace; without elements it is open{}close, on one line.
@@ -202,4 +214,11 @@ func (f *goFile) source() ([]byte, error) {
 		return nil, fmt.Errorf("%w: generated %s code does not parse: %v", ErrInternal, f.pkg, err)
 	}
 	return b, nil
+}
+
+// writeTabs writes n tabs to b.
+func writeTabs(b *bytes.Buffer, n int) {
+	for range n {
+		b.WriteByte('\t')
+	}
 }

@@ -245,7 +245,7 @@ func player() *dsl.Machine {
 func goFiles(t *testing.T, m *dsl.Machine) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	b, err := renderMachine("player.fsm", m)
+	b, err := machineCode("player.fsm", m)
 	if err != nil {
 		t.Fatalf("fsm.go: %v", err)
 	}

@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -252,24 +251,6 @@ func (n *nest) anyEventless() bool {
 	return false
 }
 
-// src writes Go source, one line at a time, indented with tabs; the file
-// is formatted once whole.
-type src struct{ b bytes.Buffer }
-
-func (c *src) line(indent int, parts ...string) {
-	writeTabs(&c.b, indent)
-	for _, p := range parts {
-		c.b.WriteString(p)
-	}
-	c.b.WriteByte('\n')
-}
-
-func (c *src) comment(indent int, text string) {
-	for _, l := range wrap(text, 76-4*indent) {
-		c.line(indent, "// ", l)
-	}
-}
-
 // rowText describes row t for comments: FROM -> TO on E when G.
 func rowText(t *dsl.Transition) string {
 	to := t.To.Name
@@ -307,7 +288,7 @@ func rowText(t *dsl.Transition) string {
 // then note the history records of the composites it exits and set the
 // state. ev is the event as the recorder gets it ("e", or "nil" for an
 // eventless row); fail is the statement that returns an error err.
-func (n *nest) step(c *src, indent int, r *specRow, ev, fail string) {
+func (n *nest) step(f *goFile, indent int, r *specRow, ev, fail string) {
 	act := "nil"
 	seq := stepActions(r)
 	if len(seq) > 0 {
@@ -315,43 +296,43 @@ func (n *nest) step(c *src, indent int, r *specRow, ev, fail string) {
 	}
 	switch {
 	case n.norec && len(seq) > 0:
-		c.line(indent, "if err := m.", n.actionsName(seq), "(ctx); err != nil {")
-		c.line(indent+1, fail)
-		c.line(indent, "}")
+		f.line(indent, "if err := m.", n.actionsName(seq), "(ctx); err != nil {")
+		f.line(indent+1, fail)
+		f.line(indent, "}")
 	case n.norec:
 	default:
-		n.recordOrAct(c, indent, r, ev, fail, act, seq)
+		n.recordOrAct(f, indent, r, ev, fail, act, seq)
 	}
 	for _, s := range r.t.Exit {
 		for _, h := range s.History {
-			c.line(indent, fmt.Sprintf("m.hist[%d] = %s + 1", n.histIndex(h), stateConst(historyRecord(h, r.t.From))))
+			f.line(indent, fmt.Sprintf("m.hist[%d] = %s + 1", n.histIndex(h), stateConst(historyRecord(h, r.t.From))))
 		}
 	}
-	c.line(indent, "m.state = ", stateConst(r.to))
+	f.line(indent, "m.state = ", stateConst(r.to))
 }
 
 // recordOrAct writes the statements that record row r, or, without a
 // recorder, run its actions seq (act names their method, or is nil).
-func (n *nest) recordOrAct(c *src, indent int, r *specRow, ev, fail, act string, seq []*dsl.Action) {
-	c.line(indent, "if m.rec != nil {")
-	c.line(indent+1, fmt.Sprintf("if err := m.record(ctx, %s, %s, %d, %s); err != nil {", stateConst(r.to), ev, r.index, act))
-	c.line(indent+2, fail)
-	c.line(indent+1, "}")
+func (n *nest) recordOrAct(f *goFile, indent int, r *specRow, ev, fail, act string, seq []*dsl.Action) {
+	f.line(indent, "if m.rec != nil {")
+	f.line(indent+1, fmt.Sprintf("if err := m.record(ctx, %s, %s, %d, %s); err != nil {", stateConst(r.to), ev, r.index, act))
+	f.line(indent+2, fail)
+	f.line(indent+1, "}")
 	if len(seq) > 0 {
-		c.line(indent, "} else if err := m.", n.actionsName(seq), "(ctx); err != nil {")
-		c.line(indent+1, fail)
+		f.line(indent, "} else if err := m.", n.actionsName(seq), "(ctx); err != nil {")
+		f.line(indent+1, fail)
 	}
-	c.line(indent, "}")
+	f.line(indent, "}")
 }
 
 // take writes the statements that take row t and return: done is the
 // statement that returns after a move to leaf to.
-func (n *nest) take(c *src, indent int, t *dsl.Transition, ev, fail string, done func(to *dsl.State) string) {
+func (n *nest) take(f *goFile, indent int, t *dsl.Transition, ev, fail string, done func(to *dsl.State) string) {
 	rows := n.byRow[t]
 	h := t.History
 	if h == nil || len(rows) == 1 {
-		n.step(c, indent, rows[0], ev, fail)
-		c.line(indent, done(rows[0].to))
+		n.step(f, indent, rows[0], ev, fail)
+		f.line(indent, done(rows[0].to))
 		return
 	}
 	if slices.Contains(t.Exit, h.Parent) {
@@ -364,23 +345,23 @@ func (n *nest) take(c *src, indent int, t *dsl.Transition, ev, fail string, done
 		}
 		for _, r := range rows {
 			if r.to == leaf {
-				n.step(c, indent, r, ev, fail)
-				c.line(indent, done(r.to))
+				n.step(f, indent, r, ev, fail)
+				f.line(indent, done(r.to))
 				return
 			}
 		}
 	}
-	c.line(indent, fmt.Sprintf("switch m.hist[%d] {", n.histIndex(h)))
+	f.line(indent, fmt.Sprintf("switch m.hist[%d] {", n.histIndex(h)))
 	for _, r := range rows[1:] {
-		c.line(indent, "case ", stateConst(r.record), " + 1:")
-		n.step(c, indent+1, r, ev, fail)
-		c.line(indent+1, done(r.to))
+		f.line(indent, "case ", stateConst(r.record), " + 1:")
+		n.step(f, indent+1, r, ev, fail)
+		f.line(indent+1, done(r.to))
 	}
 	// No record, or one that leads to the leaf of the row without one.
-	c.line(indent, "default:")
-	n.step(c, indent+1, rows[0], ev, fail)
-	c.line(indent+1, done(rows[0].to))
-	c.line(indent, "}")
+	f.line(indent, "default:")
+	n.step(f, indent+1, rows[0], ev, fail)
+	f.line(indent+1, done(rows[0].to))
+	f.line(indent, "}")
 }
 
 // historyChoices returns what h may record: the children of its
@@ -401,107 +382,85 @@ func (n *nest) afterMove(to *dsl.State) string {
 	return "return nil"
 }
 
-// eventMethods returns the methods of events, each after an empty line,
-// as nest writes them: a switch on the leaf, the rows of each leaf tried
-// in order (its own, then its ancestors', as the model lists them), and
-// m.refuse when no row admits the event.
-func (n *nest) eventMethods(g *goGen, events []*dsl.Event) []byte {
-	c := &src{}
-	for _, e := range events {
-		_, summary, _ := g.summary(e)
-		doc := fmt.Sprintf("%s tries in order: %s.", e.GoName, strings.Join(summary, "; "))
-		if len(summary) == 1 {
-			doc = fmt.Sprintf("%s moves %s.", e.GoName, summary[0])
-		}
-		c.b.WriteByte('\n')
-		c.comment(0, doc)
-		c.line(0, "func (m *Machine) ", e.GoName, "(ctx context.Context, e ", e.GoName, ") error {")
-		n.eventBody(c, 1, e)
-		c.line(0, "}")
-	}
-	return c.b.Bytes()
-}
-
 // eventBody writes the statements of the method of event e at indent:
 // with the recorder's path unless n.norec is set.
-func (n *nest) eventBody(c *src, indent int, e *dsl.Event) {
+func (n *nest) eventBody(f *goFile, indent int, e *dsl.Event) {
 	i := indent
 	if leaves := statesAccepting(n.m, e); len(leaves) > 0 {
-		c.line(i, "switch m.state {")
+		f.line(i, "switch m.state {")
 		for _, l := range leaves {
-			c.line(i, "case ", stateConst(l), ":")
+			f.line(i, "case ", stateConst(l), ":")
 			for _, t := range n.m.Transitions {
 				if t.From != l || t.Event != e {
 					continue
 				}
 				if t.Guard == nil {
-					c.line(i+1, "// ", rowText(t))
-					n.take(c, i+1, t, "e", "return err", n.afterMove)
+					f.line(i+1, "// ", rowText(t))
+					n.take(f, i+1, t, "e", "return err", n.afterMove)
 					break
 				}
-				c.line(i+1, "if ", guardCall(t), " { // ", rowText(t))
-				n.take(c, i+2, t, "e", "return err", n.afterMove)
-				c.line(i+1, "}")
+				f.line(i+1, "if ", guardCall(t), " { // ", rowText(t))
+				n.take(f, i+2, t, "e", "return err", n.afterMove)
+				f.line(i+1, "}")
 			}
 		}
-		c.line(i, "}")
+		f.line(i, "}")
 	}
-	c.line(i, "return m.refuse(e)")
+	f.line(i, "return m.refuse(e)")
 }
 
 // fire writes Fire: with a recorder, it calls the event's method; without
 // one, it does the method's work in place, so that the event is not
 // passed on through a call the compiler cannot inline.
-func (n *nest) fire(c *src) {
-	c.b.WriteString(`
+func (n *nest) fire(f *goFile) {
+	f.text(`
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition. Without a
 // recorder it does the method's work itself, written out in place.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
 `)
 	if len(n.m.Events) > 0 {
-		c.line(1, "if m.rec != nil {")
-		c.line(2, "switch e := e.(type) {")
+		f.line(1, "if m.rec != nil {")
+		f.line(2, "switch e := e.(type) {")
 		for _, e := range n.m.Events {
-			c.line(2, "case ", e.GoName, ":")
-			c.line(3, "return m.", e.GoName, "(ctx, e)")
+			f.line(2, "case ", e.GoName, ":")
+			f.line(3, "return m.", e.GoName, "(ctx, e)")
 		}
-		c.line(2, "}")
-		c.line(2, "return m.refuse(nil)")
-		c.line(1, "}")
-		c.line(1, "switch e := e.(type) {")
+		f.line(2, "}")
+		f.line(2, "return m.refuse(nil)")
+		f.line(1, "}")
+		f.line(1, "switch e := e.(type) {")
 		n.norec = true
 		for _, e := range n.m.Events {
-			c.line(1, "case ", e.GoName, ":")
-			n.eventBody(c, 2, e)
+			f.line(1, "case ", e.GoName, ":")
+			n.eventBody(f, 2, e)
 		}
 		n.norec = false
-		c.line(1, "}")
+		f.line(1, "}")
 	}
-	c.line(1, "return m.refuse(nil)")
-	c.line(0, "}")
+	f.line(1, "return m.refuse(nil)")
+	f.line(0, "}")
 }
 
 // maxEventless is how many eventless moves one Fire or Settle takes at
 // most: one more enabled is an error.
 const maxEventless = 64
 
-// machineCode returns the declarations of a statechart beside those
-// machineHead and machineTail write: the states' hierarchy, the actions,
-// the history records, the recording of a move, the eventless rows and
-// the views of the composites.
-func (n *nest) machineCode(g *goGen) []byte {
-	c := &src{}
+// code writes the declarations of a statechart after those of every
+// machine, at the end of fsm.go: Fire, the states' hierarchy, the history
+// records, the recording of a move, the actions and the eventless rows.
+func (n *nest) code(g *goGen) {
+	f := g.f
 	m := n.m
-	n.fire(c)
+	n.fire(f)
 	if len(m.Composites) > 0 {
-		n.hierarchy(c)
+		n.hierarchy(f)
 	}
 	if len(m.Histories) > 0 {
-		n.history(c)
+		n.history(f)
 	}
 	// record
-	c.b.WriteString(`
+	f.text(`
 // record records the move to leaf to along row of the definition, on
 // event e (nil for an eventless row): the recorder runs act, the move's
 // exit and entry actions, in its write. The caller applies the move once
@@ -521,34 +480,33 @@ func (m *Machine) record(ctx context.Context, to State, e Event, row int, act fu
 		for j, a := range seq {
 			names[j] = a.Name
 		}
-		c.b.WriteByte('\n')
+		f.line(0)
 		if len(names) == 1 {
-			c.comment(0, fmt.Sprintf("actions%d runs %s.", i, names[0]))
+			f.comment(0, fmt.Sprintf("actions%d runs %s.", i, names[0]))
 		} else {
-			c.comment(0, fmt.Sprintf("actions%d runs %s, in that order, and stops at the first error.", i, joinAnd(names)))
+			f.comment(0, fmt.Sprintf("actions%d runs %s, in that order, and stops at the first error.", i, joinAnd(names)))
 		}
-		c.line(0, fmt.Sprintf("func (m *Machine) actions%d(ctx context.Context) error {", i))
+		f.line(0, fmt.Sprintf("func (m *Machine) actions%d(ctx context.Context) error {", i))
 		for j, a := range seq {
 			if j == len(seq)-1 {
-				c.line(1, "return m.actions.", a.GoName, "(ctx)")
+				f.line(1, "return m.actions.", a.GoName, "(ctx)")
 				break
 			}
-			c.line(1, "if err := m.actions.", a.GoName, "(ctx); err != nil {")
-			c.line(2, "return err")
-			c.line(1, "}")
+			f.line(1, "if err := m.actions.", a.GoName, "(ctx); err != nil {")
+			f.line(2, "return err")
+			f.line(1, "}")
 		}
-		c.line(0, "}")
+		f.line(0, "}")
 	}
 	if n.anyEventless() {
-		n.settle(c)
+		n.settle(f)
 	}
-	return c.b.Bytes()
 }
 
 // hierarchy writes the methods of State that know the hierarchy.
-func (n *nest) hierarchy(c *src) {
+func (n *nest) hierarchy(f *goFile) {
 	m := n.m
-	c.b.WriteString(`
+	f.text(`
 // Parent returns the composite state that contains s, and false for a
 // state at the top level.
 func (s State) Parent() (State, bool) {
@@ -582,33 +540,33 @@ func (s State) In(c State) bool {
 }
 
 `)
-	c.line(0, "// Leaf reports whether s is a leaf, a state a run can be in: the leaves")
-	c.line(0, "// come first, then the composite states.")
-	c.line(0, fmt.Sprintf("func (s State) Leaf() bool { return s < %s }", stateConst(m.Composites[0])))
-	c.b.WriteString("\n// parents holds the parent of each state, the state itself at the top level.\n")
-	c.line(0, "var parents = [...]State{")
+	f.line(0, "// Leaf reports whether s is a leaf, a state a run can be in: the leaves")
+	f.line(0, "// come first, then the composite states.")
+	f.line(0, fmt.Sprintf("func (s State) Leaf() bool { return s < %s }", stateConst(m.Composites[0])))
+	f.text("\n// parents holds the parent of each state, the state itself at the top level.\n")
+	f.line(0, "var parents = [...]State{")
 	for _, s := range slices.Concat(m.States, m.Composites) {
 		p := s
 		if s.Parent != nil {
 			p = s.Parent
 		}
-		c.line(1, stateConst(s), ": ", stateConst(p), ",")
+		f.line(1, stateConst(s), ": ", stateConst(p), ",")
 	}
-	c.line(0, "}")
+	f.line(0, "}")
 	all := make([]string, len(m.Composites))
 	for i, s := range m.Composites {
 		all[i] = stateConst(s)
 	}
-	c.b.WriteString("\n// Composites returns every composite state in declaration order.\n")
-	c.line(0, "func Composites() []State {")
-	c.line(1, "return []State{", strings.Join(all, ", "), "}")
-	c.line(0, "}")
+	f.text("\n// Composites returns every composite state in declaration order.\n")
+	f.line(0, "func Composites() []State {")
+	f.line(1, "return []State{", strings.Join(all, ", "), "}")
+	f.line(0, "}")
 }
 
 // history writes History, SetHistory and the table of the history
 // pseudostates.
-func (n *nest) history(c *src) {
-	c.b.WriteString(`
+func (n *nest) history(f *goFile) {
+	f.text(`
 // History returns the records of the machine's history pseudostates: the
 // name of each pseudostate that has one, mapped to the name of the state
 // it recorded (a child of its composite for a shallow history, a leaf
@@ -627,7 +585,7 @@ func (m *Machine) SetHistory(h map[string]string) error {
 // histories are the history pseudostates, in the order of m.hist, with
 // the states each may record.
 `)
-	c.line(0, "var histories = [...]fsmimpl.History[State]{")
+	f.line(0, "var histories = [...]fsmimpl.History[State]{")
 	for _, h := range n.m.Histories {
 		var recs []string
 		for _, s := range n.historyChoices(h) {
@@ -635,14 +593,14 @@ func (m *Machine) SetHistory(h map[string]string) error {
 				recs = append(recs, stateConst(s))
 			}
 		}
-		c.line(1, fmt.Sprintf("{Name: %q, Records: []State{%s}},", h.Name, strings.Join(recs, ", ")))
+		f.line(1, fmt.Sprintf("{Name: %q, Records: []State{%s}},", h.Name, strings.Join(recs, ", ")))
 	}
-	c.line(0, "}")
+	f.line(0, "}")
 }
 
 // settle writes Settle, settle and eventless.
-func (n *nest) settle(c *src) {
-	fmt.Fprintf(&c.b, `
+func (n *nest) settle(f *goFile) {
+	f.text(fmt.Sprintf(`
 // Settle takes the eventless and completion rows enabled in the machine's
 // state, innermost first, one move at a time, as Fire does after each
 // move: call it once after New for a run that starts in a state where
@@ -667,35 +625,35 @@ func (m *Machine) settle(ctx context.Context) error {
 // machine's state, only reporting it when take is false, and reports
 // whether there was one.
 func (m *Machine) eventless(ctx context.Context, take bool) (bool, error) {
-`, maxEventless)
-	c.line(1, "switch m.state {")
+`, maxEventless))
+	f.line(1, "switch m.state {")
 	for _, l := range n.m.States {
 		rows := n.eventless(l)
 		if len(rows) == 0 {
 			continue
 		}
-		c.line(1, "case ", stateConst(l), ":")
+		f.line(1, "case ", stateConst(l), ":")
 		for _, t := range rows {
 			indent := 2
 			if t.Guard != nil {
-				c.line(2, "if ", strings.Replace(guardCall(t), "(ctx, e)", "(ctx, nil)", 1), " { // ", rowText(t))
+				f.line(2, "if ", strings.Replace(guardCall(t), "(ctx, e)", "(ctx, nil)", 1), " { // ", rowText(t))
 				indent = 3
 			} else {
-				c.line(2, "// ", rowText(t))
+				f.line(2, "// ", rowText(t))
 			}
-			c.line(indent, "if !take {")
-			c.line(indent+1, "return true, nil")
-			c.line(indent, "}")
-			n.take(c, indent, t, "nil", "return false, err", func(*dsl.State) string { return "return true, nil" })
+			f.line(indent, "if !take {")
+			f.line(indent+1, "return true, nil")
+			f.line(indent, "}")
+			n.take(f, indent, t, "nil", "return false, err", func(*dsl.State) string { return "return true, nil" })
 			if t.Guard == nil {
 				break
 			}
-			c.line(2, "}")
+			f.line(2, "}")
 		}
 	}
-	c.line(1, "}")
-	c.line(1, "return false, nil")
-	c.line(0, "}")
+	f.line(1, "}")
+	f.line(1, "return false, nil")
+	f.line(0, "}")
 }
 
 // compositeEvents returns the events that every leaf of composite c but

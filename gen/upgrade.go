@@ -1,58 +1,58 @@
 package gen
 
 import (
-	"github.com/fsmgen/fsmgen/dsl"
+	"strconv"
 )
 
-// upgrades is the []runtime.Upgrade literal of m's upgrade
-// declarations, each rule of the older version's states in the order they
-// are tried, the implicit ones (a state kept by name) written out.
-func (t *table) upgrades(m *dsl.Machine) *lit {
-	var out []litElem
-	for _, mg := range m.Upgrades {
-		d := []litElem{
-			field("Type", expr("Type")),
-			field("From", literal(mg.From.Version)),
-			field("To", expr("Version")),
-		}
+// upgrades writes the Upgrades field of the definition at indent: the
+// []runtime.Upgrade literal of the machine's upgrade declarations, each
+// rule of the older version's states in the order they are tried, the
+// implicit ones (a state kept by name) written out.
+func (g *goGen) upgrades(indent int) {
+	f := g.f
+	f.line(indent, "Upgrades: []runtime.Upgrade{")
+	for _, mg := range g.m.Upgrades {
+		f.line(indent+1, "{")
+		f.line(indent+2, "Type: Type,")
+		f.line(indent+2, "From: ", strconv.Itoa(mg.From.Version), ",")
+		f.line(indent+2, "To: Version,")
 		if mg.Drain {
-			d = append(d, field("Drain", literal(true)))
+			f.line(indent+2, "Drain: true,")
 		}
-		var rules []litElem
+		var rules []string
 		for _, r := range mg.Rules {
-			rd := []litElem{field("From", literal(r.From.Name))}
+			rd := []string{"From: " + strconv.Quote(r.From.Name)}
 			if r.Drain {
-				rd = append(rd, field("Drain", literal(true)))
+				rd = append(rd, "Drain: true")
 			} else {
-				rd = append(rd, field("To", literal(r.To.Name)))
+				rd = append(rd, "To: "+strconv.Quote(r.To.Name))
 			}
 			if r.When != nil {
-				rd = append(rd, field("When", literal(r.When.Name)))
+				rd = append(rd, "When: "+strconv.Quote(r.When.Name))
 				if r.Unless {
-					rd = append(rd, field("Unless", literal(true)))
+					rd = append(rd, "Unless: true")
 				}
 			}
 			if r.Timers != "" {
-				rd = append(rd, field("Timers", t.rt(map[string]string{"keep": "TimersKeep", "restart": "TimersRestart"}[r.Timers])))
+				rd = append(rd, "Timers: runtime."+map[string]string{"keep": "TimersKeep", "restart": "TimersRestart"}[r.Timers])
 			}
-			rules = append(rules, elem(composite("", rd...)))
+			rules = append(rules, lit(rd))
 		}
 		if len(rules) > 0 {
-			d = append(d, field("Rules", compositeLines("[]runtime.UpgradeRule", rules...)))
+			f.list(indent+2, "Rules: []runtime.UpgradeRule", rules, ",")
 		}
-		var defaults []litElem
+		var defaults []string
 		for _, fd := range mg.Defaults {
-			t.imports[jsonPath] = true
-			defaults = append(defaults, elem(composite("",
-				field("Event", literal(fd.Event.Name)),
-				field("Field", literal(fd.Field.Name)),
-				field("Value", expr("json.RawMessage("+literal(string(fd.Value)).expr+")")),
-			)))
+			defaults = append(defaults, lit([]string{
+				"Event: " + strconv.Quote(fd.Event.Name),
+				"Field: " + strconv.Quote(fd.Field.Name),
+				"Value: " + f.use("encoding/json") + ".RawMessage(" + strconv.Quote(string(fd.Value)) + ")",
+			}))
 		}
 		if len(defaults) > 0 {
-			d = append(d, field("Defaults", compositeLines("[]runtime.FieldDefault", defaults...)))
+			f.list(indent+2, "Defaults: []runtime.FieldDefault", defaults, ",")
 		}
-		out = append(out, elem(compositeLines("", d...)))
+		f.line(indent+1, "},")
 	}
-	return compositeLines("[]runtime.Upgrade", out...)
+	f.line(indent, "},")
 }
