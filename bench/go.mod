@@ -41,7 +41,6 @@ require (
 
 require (
 	github.com/alecthomas/participle/v2 v2.1.4 // indirect
-	github.com/dave/jennifer v1.7.1 // indirect
 	github.com/fsmgen/fsmgen/contrib/temporal v0.0.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect

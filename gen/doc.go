@@ -60,9 +60,10 @@
 // files (the standard line) and DOT diagrams (//), the page's first line as
 // an HTML comment, the Mermaid diagram's second line (%%). [GeneratedFrom]
 // reads it: fsmgen generate removes the files that carry the marker of an
-// input but that it no longer generates from it. Go files are gofmt-clean,
-// with imports grouped as goimports does; Generate renders a machine's
-// files concurrently.
+// input but that it no longer generates from it. Each Go file is written
+// as text in one pass and formatted once, whole, by go/format, so it is
+// gofmt-clean by construction, with imports grouped as goimports does;
+// Generate renders a machine's files concurrently.
 //
 // A nested machine (composite states, history, entry and exit actions,
 // eventless, completion or internal rows) gets more in fsm.go. State
@@ -87,7 +88,7 @@
 // its leaves but the final ones accepts. fsm_test.go adds TestFSMNested,
 // every leaf move with its actions, history records and eventless
 // follow-ups as the model says; runtime/fsmtest follows the same rules
-// from the definition. Such a file is formatted whole once.
+// from the definition.
 //
 // A per-event method whose rows are all unguarded is, without a recorder,
 // a comparison and a store that the compiler inlines into its caller; a

@@ -17,7 +17,8 @@ import (
 // FuzzGenerate runs parse, check and generate on arbitrary input: it must
 // never panic, every diagnostic must carry a position, and whatever passes
 // the checker must generate Go that parses and that gofmt leaves as it is
-// (parts of fsm.go are written already formatted, not through go/format).
+// (each Go file is formatted once, whole, by goFile.source: what that
+// gives must be a fixed point of gofmt).
 func FuzzGenerate(f *testing.F) {
 	for _, pattern := range []string{"../machines/*/*.fsm", "testdata/*.fsm", "../dsl/testdata/*/*.fsm"} {
 		paths, _ := filepath.Glob(pattern)

@@ -148,8 +148,7 @@ func TestLargeSource(t *testing.T) {
 	if len(files) != 6 {
 		t.Fatalf("%d files, want 6", len(files))
 	}
-	// Parts of fsm.go are written already formatted, not through
-	// go/format: gofmt must leave every Go file as it is.
+	// gofmt must leave every Go file as it is.
 	for _, f := range files {
 		if !strings.HasSuffix(f.Path, ".go") {
 			continue
