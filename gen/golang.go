@@ -73,6 +73,8 @@ type goGen struct {
 	f *goFile
 	m *dsl.Machine
 	n *nest
+	// stateEvents holds what eventsOf returns, once it was called.
+	stateEvents map[*dsl.State][]*dsl.Event
 }
 
 // nest returns what the code of a statechart is written from, nil for
@@ -254,20 +256,27 @@ func jsonTag(key string) string {
 }
 
 // eventsOf returns the events with a row from s, in declaration order.
+// Those of every state are found in one pass over the table, on the first
+// call.
 func (g *goGen) eventsOf(s *dsl.State) []*dsl.Event {
-	has := map[*dsl.Event]bool{}
-	for _, t := range g.m.Transitions {
-		if t.From == s {
-			has[t.Event] = true
+	if g.stateEvents == nil {
+		has := map[*dsl.State]map[*dsl.Event]bool{}
+		for _, t := range g.m.Transitions {
+			if has[t.From] == nil {
+				has[t.From] = map[*dsl.Event]bool{}
+			}
+			has[t.From][t.Event] = true
+		}
+		g.stateEvents = map[*dsl.State][]*dsl.Event{}
+		for from, events := range has {
+			for _, e := range g.m.Events {
+				if events[e] {
+					g.stateEvents[from] = append(g.stateEvents[from], e)
+				}
+			}
 		}
 	}
-	var out []*dsl.Event
-	for _, e := range g.m.Events {
-		if has[e] {
-			out = append(out, e)
-		}
-	}
-	return out
+	return g.stateEvents[s]
 }
 
 // events writes Event, the event sets of the driven states, the events'
