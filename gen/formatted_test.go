@@ -75,3 +75,36 @@ func TestViewMethodAtTheLineLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestFieldTypesImportNames generates a machine whose events name types of
+// packages called like those fsm.go imports itself: each gets a name of
+// its own, numbered, and fsm.go calls each package by its name.
+func TestFieldTypesImportNames(t *testing.T) {
+	t.Parallel()
+	src := `machine M {
+    initial A retry 3 backoff 1s
+    final B succeeded
+    event E { r "example.com/runtime".T; f "example.com/fmt".T; t "example.com/time".T; d time.Duration }
+    guard G
+    A -> B on E when G
+}
+`
+	spec, diags := dsl.Load("m.fsm", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	b, err := machineCode("m.fsm", spec.Machines[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"import (\n\t\"context\"\n\tfmt1 \"fmt\"\n\ttime1 \"time\"\n\n\tfmt \"example.com/fmt\"\n\truntime1 \"example.com/runtime\"\n\ttime \"example.com/time\"\n\t\"github.com/fsmgen/fsmgen/runtime\"\n\t\"github.com/fsmgen/fsmgen/runtime/fsmimpl\"\n)\n",
+		"\tR runtime1.T     `json:\"r\"`\n\tF fmt.T          `json:\"f\"`\n\tT time.T         `json:\"t\"`\n\tD time1.Duration `json:\"d\"`\n",
+		`return fmt1.Errorf("%s: no guards for the run", Type)`,
+		"InitialInterval: time1.Second",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("fsm.go does not have\n%s\nit is\n%s", want, b)
+		}
+	}
+}
