@@ -271,6 +271,20 @@ func (d *Definition) Ancestors(name string) []string {
 	return out
 }
 
+// StartActions returns the entry actions of the states a run starts in,
+// in the order they run: those of the outermost composite above the
+// initial leaf first, the leaf's last. A run that starts or restarts runs
+// them in the write that creates it (see Starter); none in a flat machine.
+func (d *Definition) StartActions() []string {
+	leaf, _ := d.State(d.Initial)
+	var out []string
+	for _, name := range d.Ancestors(d.Initial) {
+		c, _ := d.Composite(name)
+		out = append(slices.Clone(c.Entry), out...)
+	}
+	return append(out, leaf.Entry...)
+}
+
 // Validate checks the definition's internal consistency: one initial state,
 // every transition naming declared states and events, no row leaving a
 // terminal state; in a nested machine, every parent, initial child, history

@@ -41,3 +41,15 @@ type Settler interface {
 	// transition. It records nothing when no such row is enabled.
 	Settle(ctx context.Context, run *Run, state string, rec Recorder) error
 }
+
+// Starter is implemented by the Driver of a machine whose first states
+// have entry actions (Definition.StartActions). The engine calls Enter in
+// the transaction that creates or restarts a run, after the run is written
+// and before it commits, so the actions run once per attempt of the run,
+// outermost first, with the transaction in ctx (see engine.Tx); an error
+// rolls the start back and Start returns it.
+type Starter interface {
+	// Enter runs the entry actions of the states run starts in, with the
+	// workflow's actions for run.
+	Enter(ctx context.Context, run *Run) error
+}

@@ -54,6 +54,13 @@ type StartRequest struct {
 	// engine that is down cannot refuse a cached result. Its error refuses
 	// the start and writes nothing.
 	ResolvePolicy func(ctx context.Context) (json.RawMessage, error)
+	// Enter, when set, runs in the transaction that creates or restarts
+	// the run, after the run is written and before the commit, with the
+	// transaction in ctx and the run as written: the entry actions of the
+	// states it starts in (see Starter). It is not called for a run that
+	// had the key and is returned as it is. Its error refuses the start
+	// and writes nothing.
+	Enter func(ctx context.Context, run Run) error
 }
 
 // Started is what a start did and the run it did it to.

@@ -242,6 +242,9 @@ type registered struct {
 	upgraded bool
 	// nest indexes the hierarchy of a nested machine; nil for a flat one.
 	nest *pgstore.Nesting
+	// starter runs the entry actions of the states a run starts in; nil
+	// when they have none.
+	starter runtime.Starter
 }
 
 // Engine drives runs of registered machines durably. It is safe for
@@ -304,13 +307,22 @@ func (e *Engine) Store() *store.Store { return e.st }
 // again replaces its driver and options.
 func (e *Engine) Register(ctx context.Context, d runtime.Driver, opts ...RegisterOption) error {
 	def := d.Definition()
+	// A machine whose runs start with entry actions needs a driver that
+	// runs them (every generated driver of such a machine does).
+	starter, _ := d.(runtime.Starter)
+	if acts := def.StartActions(); len(acts) == 0 {
+		starter = nil
+	} else if starter == nil {
+		return fmt.Errorf("%w: machine %s v%d: a run starts with entry actions (%s), and its driver does not run them: it is not a runtime.Starter",
+			runtime.ErrInvalidInput, diag.Short(def.Type), def.Version, strings.Join(acts, ", "))
+	}
 	if err := e.st.Register(ctx, def); err != nil {
 		return err
 	}
 	if err := e.registerUpgrades(ctx, def); err != nil {
 		return err
 	}
-	r := &registered{driver: d, def: def, fields: map[string]map[string]bool{}, nest: pgstore.NestingOf(def)}
+	r := &registered{driver: d, def: def, fields: map[string]map[string]bool{}, nest: pgstore.NestingOf(def), starter: starter}
 	r.upgradeDefaults()
 	for _, o := range opts {
 		o(r)
@@ -380,6 +392,9 @@ func (e *Engine) Start(ctx context.Context, p runtime.StartRequest) (runtime.Sta
 			policyErr = err
 			return snap, err
 		}
+	}
+	if r.starter != nil && p.Enter == nil {
+		p.Enter = func(ctx context.Context, run runtime.Run) error { return r.starter.Enter(ctx, &run) }
 	}
 	// The store announces a created or restarted run in the statement
 	// that writes it.

@@ -99,8 +99,40 @@ func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Star
 		return fail(err)
 	}
 
+	if p.Enter == nil {
+		return s.startIn(ctx, nil, op, p, d, policy, input, userID, corrID)
+	}
+	// The entry actions run in the transaction of the write that creates
+	// or restarts the run: one of its own, where the statement alone would
+	// do.
+	var res runtime.Started
+	err = pgx.BeginFunc(ctx, s.db().Pool(), func(tx pgx.Tx) error {
+		var err error
+		res, err = s.startIn(ctx, tx, op, p, d, policy, input, userID, corrID)
+		return err
+	})
+	if err != nil {
+		return runtime.Started{}, err
+	}
+	return res, nil
+}
+
+// startIn creates, restarts or returns the run of p's key, as Start
+// describes, in tx when not nil; it calls p.Enter, when set, in tx after
+// creating or restarting the run.
+func (s *Store) startIn(ctx context.Context, tx pgx.Tx, op string, p runtime.StartRequest, d *pgstore.Definition, policy, input []byte, userID, corrID pgtype.UUID) (runtime.Started, error) {
+	fail := func(err error) (runtime.Started, error) { return runtime.Started{}, pgstore.RunErr(op, "", err) }
+	q := s.db().Queries(tx)
+	entered := func(res runtime.Started) (runtime.Started, error) {
+		if p.Enter != nil {
+			if err := p.Enter(WithTx(ctx, tx), res.Run); err != nil {
+				return runtime.Started{}, pgstore.RunErr(op, res.Run.ID, err)
+			}
+		}
+		return res, nil
+	}
 	for range maxStartRounds {
-		row, err := s.db().Queries(nil).InsertRun(ctx, dbsqlc.InsertRunParams{
+		row, err := q.InsertRun(ctx, dbsqlc.InsertRunParams{
 			WorkflowType: p.Type, InitialState: d.Def.Initial, NextDelayUs: d.InitialDelay(), TenantID: p.TenantID,
 			UserID: userID, CorrelationID: corrID, IdempotencyKey: p.IdempotencyKey,
 			PolicySnapshot: policy, Now: s.db().Now(), DefinitionVersion: int32(p.Version), Input: input,
@@ -110,13 +142,13 @@ func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Star
 			if err != nil {
 				return runtime.Started{}, pgstore.RunErr(op, run.ID, err)
 			}
-			return runtime.Started{Outcome: runtime.StartCreated, Run: run}, nil
+			return entered(runtime.Started{Outcome: runtime.StartCreated, Run: run})
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fail(pgstore.Translate(err))
 		}
 
-		got, err := s.db().Queries(nil).GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
+		got, err := q.GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // gone between the insert and the read: insert again
 		}
@@ -133,7 +165,7 @@ func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Star
 		run := res.Run
 		switch run.Status {
 		case runtime.StatusFailed:
-			moved, err := s.db().Queries(nil).RestartRun(ctx, dbsqlc.RestartRunParams{
+			moved, err := q.RestartRun(ctx, dbsqlc.RestartRunParams{
 				InitialState: d.Def.Initial, NextDelayUs: d.InitialDelay(), DefinitionVersion: int32(p.Version), PolicySnapshot: policy,
 				Now: s.db().Now(), ID: got.WorkflowRun.ID, RowVersion: run.RowVersion, FromState: run.State,
 			})
@@ -147,7 +179,7 @@ func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Star
 			if err != nil {
 				return runtime.Started{}, pgstore.RunErr(op, run.ID, err)
 			}
-			return runtime.Started{Outcome: runtime.StartRestarted, Run: run}, nil
+			return entered(runtime.Started{Outcome: runtime.StartRestarted, Run: run})
 		default:
 			return runtime.Started{}, pgstore.RunErr(op, run.ID, fmt.Errorf("%w: stored status %q", runtime.ErrUnknownState, run.Status))
 		}
