@@ -12,14 +12,48 @@ import (
 // machine drives no state), decode rebuilds an event from its name and
 // payload, and fire applies an event to a machine built in a state with
 // the guards of a run and a recorder. Its Definition returns a copy of
-// def.
+// def. opts give it what only some machines have: WithSettle for eventless
+// and completion rows, WithEnter for entry actions where runs start.
+//
+// The driver implements runtime.Settler and runtime.Starter; the engine
+// calls them only for a definition that needs them.
 func NewDriver[S StateType, E runtime.Event](
 	def *runtime.Definition,
 	handle func(ctx context.Context, run *runtime.Run, s S) (runtime.Event, error),
 	decode func(name string, payload []byte) (E, error),
 	fire func(ctx context.Context, run *runtime.Run, s S, e E, rec runtime.Recorder) error,
+	opts ...DriverOption[S],
 ) runtime.Driver {
-	return driver[S, E]{def: def, handle: handle, decode: decode, fire: fire}
+	d := driver[S, E]{def: def, handle: handle, decode: decode, fire: fire}
+	for _, o := range opts {
+		o(&d.parts)
+	}
+	return d
+}
+
+// A DriverOption gives the driver NewDriver returns a part only some
+// machines have.
+type DriverOption[S StateType] func(*driverParts[S])
+
+// driverParts are the optional parts of a driver.
+type driverParts[S StateType] struct {
+	settle func(context.Context, *runtime.Run, S, runtime.Recorder) error
+	enter  func(context.Context, *runtime.Run) error
+}
+
+// WithSettle gives a machine with eventless or completion rows its
+// Settle: settle builds the machine in state s with the guards of run and
+// its history restored from run.History, and takes the eventless rows
+// enabled there (the generated Settle), recording each move with rec.
+func WithSettle[S StateType](settle func(ctx context.Context, run *runtime.Run, s S, rec runtime.Recorder) error) DriverOption[S] {
+	return func(p *driverParts[S]) { p.settle = settle }
+}
+
+// WithEnter gives a machine whose runs start in states with entry actions
+// (runtime.Definition.StartActions) its Enter: enter runs those actions,
+// outermost first, with the workflow's actions for run.
+func WithEnter[S StateType](enter func(ctx context.Context, run *runtime.Run) error) DriverOption[S] {
+	return func(p *driverParts[S]) { p.enter = enter }
 }
 
 type driver[S StateType, E runtime.Event] struct {
@@ -27,6 +61,34 @@ type driver[S StateType, E runtime.Event] struct {
 	handle func(context.Context, *runtime.Run, S) (runtime.Event, error)
 	decode func(string, []byte) (E, error)
 	fire   func(context.Context, *runtime.Run, S, E, runtime.Recorder) error
+	parts  driverParts[S]
+}
+
+var (
+	_ runtime.Settler = driver[uint16, runtime.Event]{}
+	_ runtime.Starter = driver[uint16, runtime.Event]{}
+)
+
+// Settle implements runtime.Settler: without WithSettle the machine has
+// no eventless rows, and it records nothing.
+func (d driver[S, E]) Settle(ctx context.Context, run *runtime.Run, state string, rec runtime.Recorder) error {
+	s, err := ParseState[S](d.def, state)
+	if err != nil || d.parts.settle == nil {
+		return err
+	}
+	return d.parts.settle(ctx, run, s, rec)
+}
+
+// Enter implements runtime.Starter: without WithEnter the machine's runs
+// start in states without entry actions, and it runs nothing.
+func (d driver[S, E]) Enter(ctx context.Context, run *runtime.Run) error {
+	if d.parts.enter == nil {
+		if acts := d.def.StartActions(); len(acts) > 0 {
+			return fmt.Errorf("%s: the entry actions of the states a run starts in (%v) were not given to the driver (fsmimpl.WithEnter)", d.def.Type, acts)
+		}
+		return nil
+	}
+	return d.parts.enter(ctx, run)
 }
 
 func (d driver[S, E]) Definition() runtime.Definition { return d.def.Clone() }
