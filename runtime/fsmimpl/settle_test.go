@@ -9,20 +9,19 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/fsmimpl"
 )
 
-func TestSettlingDriver(t *testing.T) {
+func decodePing(string, []byte) (ping, error) { return ping{}, nil }
+
+func firePing(context.Context, *runtime.Run, state, ping, runtime.Recorder) error { return nil }
+
+func TestDriverSettle(t *testing.T) {
 	t.Parallel()
 	var settled []state
-	d := fsmimpl.NewSettlingDriver(&def, nil,
-		func(string, []byte) (ping, error) { return ping{}, nil },
-		func(context.Context, *runtime.Run, state, ping, runtime.Recorder) error { return nil },
-		func(_ context.Context, _ *runtime.Run, s state, _ runtime.Recorder) error {
+	d := fsmimpl.NewDriver(&def, nil, decodePing, firePing,
+		fsmimpl.WithSettle(func(_ context.Context, _ *runtime.Run, s state, _ runtime.Recorder) error {
 			settled = append(settled, s)
 			return nil
-		})
-	s, ok := d.(runtime.Settler)
-	if !ok {
-		t.Fatalf("%T is no runtime.Settler", d)
-	}
+		}))
+	s := d.(runtime.Settler)
 	if err := s.Settle(context.Background(), &runtime.Run{}, "B", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +31,33 @@ func TestSettlingDriver(t *testing.T) {
 	if err := s.Settle(context.Background(), &runtime.Run{}, "NOPE", nil); !errors.Is(err, runtime.ErrUnknownState) {
 		t.Errorf("Settle in an unknown state: %v, want ErrUnknownState", err)
 	}
-	if _, ok := fsmimpl.NewDriver[state](&def, nil, func(string, []byte) (ping, error) { return ping{}, nil },
-		func(context.Context, *runtime.Run, state, ping, runtime.Recorder) error { return nil }).(runtime.Settler); ok {
-		t.Error("NewDriver's driver settles")
+	// Without WithSettle the machine has no eventless rows: nothing to do.
+	plain := fsmimpl.NewDriver[state](&def, nil, decodePing, firePing).(runtime.Settler)
+	if err := plain.Settle(context.Background(), &runtime.Run{}, "B", nil); err != nil {
+		t.Errorf("Settle without WithSettle: %v", err)
+	}
+}
+
+func TestDriverEnter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var entered []string
+	d := fsmimpl.NewDriver(&def, nil, decodePing, firePing,
+		fsmimpl.WithEnter[state](func(_ context.Context, run *runtime.Run) error {
+			entered = append(entered, run.ID)
+			return nil
+		}))
+	if err := d.(runtime.Starter).Enter(ctx, &runtime.Run{ID: "r1"}); err != nil || len(entered) != 1 || entered[0] != "r1" {
+		t.Errorf("Enter: %v, entered %v; want [r1]", err, entered)
+	}
+	if err := fsmimpl.NewDriver[state](&def, nil, decodePing, firePing).(runtime.Starter).Enter(ctx, &runtime.Run{}); err != nil {
+		t.Errorf("Enter without start actions: %v", err)
+	}
+	withEntry := def.Clone()
+	withEntry.Actions = []string{"Greet"}
+	withEntry.States[0].Entry = []string{"Greet"}
+	err := fsmimpl.NewDriver[state](&withEntry, nil, decodePing, firePing).(runtime.Starter).Enter(ctx, &runtime.Run{})
+	if want := "m: the entry actions of the states a run starts in ([Greet]) were not given to the driver (fsmimpl.WithEnter)"; err == nil || err.Error() != want {
+		t.Errorf("Enter of start actions not given: %v, want %q", err, want)
 	}
 }
