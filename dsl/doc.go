@@ -200,10 +200,11 @@
 // declared with action NAME and implemented in Go through the generated
 // Actions interface, as guards are. An action that returns an error
 // aborts its transition.
-// A run's first configuration is entered without its entry actions (the
-// run is created, not moved: XState and SCXML run them at start), so an
-// action that must run when a run starts belongs to a row out of the
-// initial state.
+// The states a run starts in (the initial leaf and the composites above
+// it) are entered with their entry actions, outermost first, as XState and
+// SCXML do: the engine runs them in the transaction that creates or
+// restarts the run, and the generated Machine's Enter runs them where the
+// machine is used without the engine.
 //
 // Timers. A state's timer starts when the state is entered and stops when
 // it is exited; a state that a transition neither exits nor enters keeps

@@ -12,7 +12,7 @@ var reservedNames = []string{
 	"Option", "WithRecorder", "WithState", "ParseState", "States", "Events",
 	"Definition", "DecodeEvent", "View", "Fire", "NewDriver",
 	// fsm.go of a nested machine (its Machine's methods included)
-	"Actions", "Composites", "Settle", "History", "SetHistory",
+	"Actions", "Composites", "Settle", "History", "SetHistory", "Enter",
 	// runs.go
 	"Handle", "Runs", "Snapshot", "Started",
 	// fsm_test.go

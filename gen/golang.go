@@ -1030,17 +1030,33 @@ func (g *goGen) driver() {
 		f.line(2, "}")
 		f.line(2, "return m.", call)
 	}
-	newDriver := "NewDriver"
-	if settles {
-		newDriver = "NewSettlingDriver"
+	// The options of the driver, each a function after Fire's.
+	type option struct {
+		head string
+		body func()
 	}
-	f.line(1, "return fsmimpl.", newDriver, "(&definition, ", handle, ", DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {")
+	var opts []option
+	if settles {
+		opts = append(opts, option{"fsmimpl.WithSettle(func(ctx context.Context, run *runtime.Run, s State, rec runtime.Recorder) error {", func() { use("Settle(ctx)") }})
+	}
+	if len(startActions(m)) > 0 {
+		opts = append(opts, option{"fsmimpl.WithEnter[State](func(ctx context.Context, run *runtime.Run) error {", func() {
+			f.line(2, "m, err := machine(run, ", stateConst(m.Initial), ", nil)")
+			f.line(2, "if err != nil {")
+			f.line(3, "return err")
+			f.line(2, "}")
+			f.line(2, "return m.Enter(ctx)")
+		}})
+	}
+	f.line(1, "return fsmimpl.NewDriver(&definition, ", handle, ", DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {")
 	use("Fire(ctx, e)")
-	if settles {
-		f.line(1, "}, func(ctx context.Context, run *runtime.Run, s State, rec runtime.Recorder) error {")
-		use("Settle(ctx)")
+	closer := "}"
+	for _, o := range opts {
+		f.line(1, closer, ", ", o.head)
+		o.body()
+		closer = "})"
 	}
-	f.line(1, "})")
+	f.line(1, closer, ")")
 	f.line(0, "}")
 }
 

@@ -95,7 +95,20 @@ func newNest(m *dsl.Machine) *nest {
 			n.actionsName(seq)
 		}
 	}
+	if seq := startActions(m); len(seq) > 0 {
+		n.actionsName(seq)
+	}
 	return n
+}
+
+// startActions returns the entry actions of the states a run of m starts
+// in, the initial leaf and the composites above it, outermost first.
+func startActions(m *dsl.Machine) []*dsl.Action {
+	var seq []*dsl.Action
+	for _, s := range slices.Backward(m.Initial.Ancestors()) {
+		seq = append(seq, s.Entry...)
+	}
+	return append(seq, m.Initial.Entry...)
 }
 
 // specRowsOf returns the rows of m's definition: those of newNest for a
@@ -459,6 +472,9 @@ func (n *nest) code(g *goGen) {
 	if len(m.Histories) > 0 {
 		n.history(f)
 	}
+	if seq := startActions(m); len(seq) > 0 {
+		n.enter(f, seq)
+	}
 	// record
 	f.text(`
 // record records the move to leaf to along row of the definition, on
@@ -793,4 +809,17 @@ func (n *nest) admitFor(t *dsl.Transition) (map[string]bool, bool) {
 		admit[t.Guard.Name] = !t.Negated
 	}
 	return admit, true
+}
+
+// enter writes Enter, which runs seq, the entry actions of the states a
+// machine starts in.
+func (n *nest) enter(f *goFile, seq []*dsl.Action) {
+	what := make([]string, len(seq))
+	for i, a := range seq {
+		what[i] = a.Name
+	}
+	f.line(0)
+	f.comment(0, fmt.Sprintf("Enter runs the entry actions of the states a machine starts in, outermost first (%s), and stops at the first error. "+
+		"A run of the engine runs them in the transaction that creates it; call Enter once after New where the machine is used without the engine.", joinAnd(what)))
+	f.line(0, "func (m *Machine) Enter(ctx context.Context) error { return m.", n.actionsName(seq), "(ctx) }")
 }

@@ -319,6 +319,11 @@
 // Settle with the run: a worker that takes over the run of a worker that
 // died goes back to the recorded state.
 //
+// The entry actions of the states a run starts in run in the transaction
+// that creates or restarts it: Start calls the driver's Enter
+// (runtime.Starter) after writing the run and before the commit, so they
+// run once per attempt, and their error refuses the start.
+//
 // Entry and exit actions run in the transition's transaction: the engine's
 // recorder calls runtime.Transition.Actions after the run moved and before
 // the commit, and Tx gives an action the transaction. An action's error

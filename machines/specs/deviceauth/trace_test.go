@@ -40,7 +40,7 @@ func TestTraces(t *testing.T) {
 func TestEngineTraces(t *testing.T) {
 	t.Parallel()
 	decode := func(name string, payload []byte) (runtime.Event, error) { return deviceauth.DecodeEvent(name, payload) }
-	spectrace.RunEngine(t, "deviceauth.fsm", "trace.txt", deviceauth.Type, decode, false,
+	spectrace.RunEngine(t, "deviceauth.fsm", "trace.txt", deviceauth.Type, decode,
 		func(_ map[string]bool, log *spectrace.Log) runtime.Driver {
 			return deviceauth.NewDriver(func(*runtime.Run) deviceauth.Actions { return actions{log} })
 		})

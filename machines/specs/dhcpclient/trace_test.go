@@ -53,7 +53,7 @@ func TestTraces(t *testing.T) {
 func TestEngineTraces(t *testing.T) {
 	t.Parallel()
 	decode := func(name string, payload []byte) (runtime.Event, error) { return dhcpclient.DecodeEvent(name, payload) }
-	spectrace.RunEngine(t, "dhcpclient.fsm", "trace.txt", dhcpclient.Type, decode, false,
+	spectrace.RunEngine(t, "dhcpclient.fsm", "trace.txt", dhcpclient.Type, decode,
 		func(g map[string]bool, log *spectrace.Log) runtime.Driver {
 			return dhcpclient.NewDriver(
 				func(*runtime.Run) dhcpclient.Guards { return guards(g) },

@@ -23,7 +23,10 @@ func TestTraces(t *testing.T) {
 	spectrace.Run(t, "sipinvite.fsm", "trace.txt", func(_ map[string]bool, log *spectrace.Log) spectrace.Subject {
 		var m *inviteclient.Machine
 		return &spectrace.Funcs{
-			StartFunc: func(context.Context) error { m = inviteclient.New(actions{log}); return nil },
+			StartFunc: func(ctx context.Context) error {
+				m = inviteclient.New(actions{log})
+				return m.Enter(ctx)
+			},
 			FireFunc: func(ctx context.Context, name string, payload []byte) error {
 				e, err := inviteclient.DecodeEvent(name, payload)
 				if err != nil {
@@ -31,9 +34,8 @@ func TestTraces(t *testing.T) {
 				}
 				return m.Fire(ctx, e)
 			},
-			LeafFunc:     func() string { return m.State().String() },
-			Log:          log,
-			NoStartEntry: true,
+			LeafFunc: func() string { return m.State().String() },
+			Log:      log,
 		}
 	})
 }
@@ -44,7 +46,7 @@ func TestEngineTraces(t *testing.T) {
 	decode := func(name string, payload []byte) (runtime.Event, error) {
 		return inviteclient.DecodeEvent(name, payload)
 	}
-	spectrace.RunEngine(t, "sipinvite.fsm", "trace.txt", inviteclient.Type, decode, true,
+	spectrace.RunEngine(t, "sipinvite.fsm", "trace.txt", inviteclient.Type, decode,
 		func(_ map[string]bool, log *spectrace.Log) runtime.Driver {
 			return inviteclient.NewDriver(func(*runtime.Run) inviteclient.Actions { return actions{log} })
 		})

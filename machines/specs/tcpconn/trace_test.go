@@ -40,7 +40,7 @@ func TestTraces(t *testing.T) {
 func TestEngineTraces(t *testing.T) {
 	t.Parallel()
 	decode := func(name string, payload []byte) (runtime.Event, error) { return tcpconn.DecodeEvent(name, payload) }
-	spectrace.RunEngine(t, "tcpconn.fsm", "trace.txt", tcpconn.Type, decode, false,
+	spectrace.RunEngine(t, "tcpconn.fsm", "trace.txt", tcpconn.Type, decode,
 		func(g map[string]bool, _ *spectrace.Log) runtime.Driver {
 			return tcpconn.NewDriver(func(*runtime.Run) tcpconn.Guards { return guards(g) })
 		})

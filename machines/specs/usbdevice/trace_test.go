@@ -37,6 +37,6 @@ func TestTraces(t *testing.T) {
 func TestEngineTraces(t *testing.T) {
 	t.Parallel()
 	decode := func(name string, payload []byte) (runtime.Event, error) { return usbdevice.DecodeEvent(name, payload) }
-	spectrace.RunEngine(t, "usbdevice.fsm", "trace.txt", usbdevice.Type, decode, false,
+	spectrace.RunEngine(t, "usbdevice.fsm", "trace.txt", usbdevice.Type, decode,
 		func(map[string]bool, *spectrace.Log) runtime.Driver { return usbdevice.NewDriver() })
 }

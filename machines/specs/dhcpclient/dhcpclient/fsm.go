@@ -628,19 +628,19 @@ func NewDriver(guards func(run *runtime.Run) Guards, actions func(run *runtime.R
 		m := New(g, a, WithState(s), WithRecorder(rec))
 		return m, nil
 	}
-	return fsmimpl.NewSettlingDriver(&definition, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
+	return fsmimpl.NewDriver(&definition, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
 		m, err := machine(run, s, rec)
 		if err != nil {
 			return err
 		}
 		return m.Fire(ctx, e)
-	}, func(ctx context.Context, run *runtime.Run, s State, rec runtime.Recorder) error {
+	}, fsmimpl.WithSettle(func(ctx context.Context, run *runtime.Run, s State, rec runtime.Recorder) error {
 		m, err := machine(run, s, rec)
 		if err != nil {
 			return err
 		}
 		return m.Settle(ctx)
-	})
+	}))
 }
 
 // Definition returns the machine's table, retry policies and timers as data:

@@ -28,11 +28,7 @@ type Engine struct {
 	decode func(name string, payload []byte) (runtime.Event, error)
 	log    *Log
 	id     string
-	// NoStartEntry is Funcs.NoStartEntry for the engine.
-	NoStartEntry bool
 }
-
-func (s *Engine) noStartEntry() bool { return s.NoStartEntry }
 
 // NewEngine returns an engine on a fresh database of pgtest with driver
 // registered, ready to start a run of type typ with key key. decode

@@ -63,9 +63,6 @@ func Replay(ctx context.Context, m *dsl.Machine, tr Trace, s Subject, guards map
 			continue
 		}
 		want := step.Do
-		if g, ok := s.(interface{ noStartEntry() bool }); ok && step.Start && g.noStartEntry() {
-			want = nil
-		}
 		if refused != step.Refused {
 			errs = append(errs, fmt.Errorf("%s: refused %v, want %v", at, refused, step.Refused))
 		}

@@ -39,10 +39,6 @@ type Funcs struct {
 	FireFunc  func(ctx context.Context, event string, payload []byte) error
 	LeafFunc  func() string
 	Log       *Log
-	// NoStartEntry says that starting runs no entry action of the
-	// initial leaf and its ancestors, which the traces (as XState and
-	// SCXML) expect: the replay then checks that the start runs none.
-	NoStartEntry bool
 }
 
 // Start implements Subject.
@@ -58,8 +54,6 @@ func (f *Funcs) Leaf(context.Context) (string, error) { return f.LeafFunc(), nil
 
 // Actions implements Subject.
 func (f *Funcs) Actions() []string { return f.Log.Take() }
-
-func (f *Funcs) noStartEntry() bool { return f.NoStartEntry }
 
 // LoadMachine checks the .fsm file at path and returns its only machine.
 func LoadMachine(t testing.TB, path string) *dsl.Machine {
@@ -100,9 +94,8 @@ func Run(t *testing.T, fsm, traces string, subject func(guards map[string]bool, 
 // RunEngine replays every trace of the trace file on a run of the durable
 // engine each, on a fresh database: driver returns the machine's driver
 // with the map its guards read and the log its actions write; typ is the
-// machine's type and decode its DecodeEvent;
-// noStartEntry is Funcs.NoStartEntry.
-func RunEngine(t *testing.T, fsm, traces, typ string, decode func(name string, payload []byte) (runtime.Event, error), noStartEntry bool, driver func(guards map[string]bool, log *Log) runtime.Driver) {
+// machine's type and decode its DecodeEvent.
+func RunEngine(t *testing.T, fsm, traces, typ string, decode func(name string, payload []byte) (runtime.Event, error), driver func(guards map[string]bool, log *Log) runtime.Driver) {
 	t.Helper()
 	m := LoadMachine(t, fsm)
 	trs, err := ParseFile(traces)
@@ -113,7 +106,6 @@ func RunEngine(t *testing.T, fsm, traces, typ string, decode func(name string, p
 		t.Run(tr.Name, func(t *testing.T) {
 			guards, log := map[string]bool{}, &Log{}
 			eng := NewEngine(t, driver(guards, log), typ, tr.Name, decode, log)
-			eng.NoStartEntry = noStartEntry
 			for _, err := range Replay(t.Context(), m, tr, eng, guards) {
 				t.Error(err)
 			}

@@ -964,7 +964,13 @@ func NewDriver(actions func(run *runtime.Run) Actions) runtime.Driver {
 			return err
 		}
 		return m.Fire(ctx, e)
-	})
+	}, fsmimpl.WithEnter[State](func(ctx context.Context, run *runtime.Run) error {
+		m, err := machine(run, StateSent1, nil)
+		if err != nil {
+			return err
+		}
+		return m.Enter(ctx)
+	}))
 }
 
 // Definition returns the machine's table, retry policies and timers as data:
@@ -1394,6 +1400,12 @@ var parents = [...]State{
 func Composites() []State {
 	return []State{StateCalling}
 }
+
+// Enter runs the entry actions of the states a machine starts in, outermost
+// first (SendInvite), and stops at the first error. A run of the engine runs
+// them in the transaction that creates it; call Enter once after New where the
+// machine is used without the engine.
+func (m *Machine) Enter(ctx context.Context) error { return m.actions0(ctx) }
 
 // record records the move to leaf to along row of the definition, on
 // event e (nil for an eventless row): the recorder runs act, the move's

@@ -521,19 +521,19 @@ func NewDriver(actions func(run *runtime.Run) Actions) runtime.Driver {
 		}
 		return m, nil
 	}
-	return fsmimpl.NewSettlingDriver(&definition, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
+	return fsmimpl.NewDriver(&definition, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
 		m, err := machine(run, s, rec)
 		if err != nil {
 			return err
 		}
 		return m.Fire(ctx, e)
-	}, func(ctx context.Context, run *runtime.Run, s State, rec runtime.Recorder) error {
+	}, fsmimpl.WithSettle(func(ctx context.Context, run *runtime.Run, s State, rec runtime.Recorder) error {
 		m, err := machine(run, s, rec)
 		if err != nil {
 			return err
 		}
 		return m.Settle(ctx)
-	})
+	}))
 }
 
 // Definition returns the machine's table, retry policies and timers as data:
