@@ -129,10 +129,13 @@ type ActionDecl struct {
 
 // StateOption is one option of a non-terminal state.
 type StateOption struct {
-	Pos   lexer.Position
-	Wait  bool      `parser:"  @'wait'"`
-	Retry *RetryOpt `parser:"| @@"`
-	Timer *TimerOpt `parser:"| @@"`
+	Pos lexer.Position
+	// Parallel makes a composite a parallel state: its children are its
+	// regions, all active at once.
+	Parallel bool      `parser:"  @'parallel'"`
+	Wait     bool      `parser:"| @'wait'"`
+	Retry    *RetryOpt `parser:"| @@"`
+	Timer    *TimerOpt `parser:"| @@"`
 	// Entry and Exit name an action run when the state is entered or
 	// exited: entry StartClock, exit StopClock.
 	Entry *Name `parser:"| 'entry' @@"`
@@ -248,12 +251,24 @@ type StateRef struct {
 	Name string `parser:"| @Ident"`
 }
 
-// GuardRef is the guard clause of a transition.
+// GuardRef is the guard clause of a transition: a named guard (when G,
+// when !G, unless G) or a test of whether a state is active (when In(S),
+// unless In(S)); exactly one of Name and In is set.
 type GuardRef struct {
 	Pos    lexer.Position
 	Unless bool  `parser:"( 'when' | @'unless' )"`
 	Not    bool  `parser:"@'!'?"`
-	Name   *Name `parser:"@@"`
+	In     *Name `parser:"( 'In' '(' @@ ')'"`
+	Name   *Name `parser:"| @@ )"`
+}
+
+// Ref returns the name the clause refers to: the guard's, or the state's
+// of an In(S) test.
+func (g *GuardRef) Ref() *Name {
+	if g.In != nil {
+		return g.In
+	}
+	return g.Name
 }
 
 // Negated reports whether the clause admits the event when the guard is false.

@@ -178,7 +178,9 @@ func (c *checker) machine(md *MachineDecl) (*Machine, *machineChecker) {
 	}
 	if mc.topInitial != nil {
 		m.Initial = mc.topInitial.InitialLeaf()
+		m.InitialConfig = mc.topInitial.InitialConfig()
 	}
+	mc.parallelHistory()
 	if m.Initial == nil {
 		c.errorf(md.Pos, "machine %s has no initial state; declare one with \"initial NAME\"", m.Name)
 	}
@@ -326,6 +328,10 @@ func (mc *machineChecker) declareState(sd *StateDecl, doc []string, parent *Stat
 	if composite {
 		s.Index = len(mc.m.Composites)
 		mc.m.Composites = append(mc.m.Composites, s)
+		s.Parallel = slices.ContainsFunc(sd.Options, func(o *StateOption) bool { return o.Parallel })
+		if s.Parallel {
+			mc.m.Parallels = append(mc.m.Parallels, s)
+		}
 	} else {
 		s.Index = len(mc.m.States)
 		mc.m.States = append(mc.m.States, s)
@@ -384,12 +390,63 @@ func (mc *machineChecker) declareState(sd *StateDecl, doc []string, parent *Stat
 			mc.declareHistory(c.History, c.Doc, s)
 		}
 	}
+	if s.Parallel {
+		mc.regions(s)
+		return
+	}
 	if s.InitialChild == nil {
 		if len(s.Children) > 0 {
 			mc.errorf(sd.Name.Pos, "composite state %s has no initial state; mark one of its children \"initial\"", name)
 			s.InitialChild = s.Children[0] // keep checking
 		}
 		mc.skipGraph = true
+	}
+}
+
+// regions checks the children of parallel state p, once declared: two or
+// more regions, each a composite that is not marked initial, and p inside
+// no region of another parallel state.
+func (mc *machineChecker) regions(p *State) {
+	if outer, r := p.Region(); outer != nil {
+		mc.errorf(p.Pos, "parallel state %s is inside region %s of parallel state %s; parallel states do not nest", p.Name, r.Name, outer.Name)
+		mc.skipGraph = true
+	}
+	n := 0
+	for _, c := range p.Children {
+		switch {
+		case !c.Composite():
+			mc.errorf(c.Pos, "state %s is a leaf, but the children of parallel state %s are its regions: composite states, each with an initial child", c.Name, p.Name)
+			mc.skipGraph = true
+		case c.Initial:
+			mc.errorf(c.Pos, "region %s of parallel state %s is marked initial; every region of a parallel state is entered, so none is initial", c.Name, p.Name)
+			mc.skipGraph = true
+			n++
+		default:
+			n++
+		}
+	}
+	p.InitialChild = nil // a child marked initial is reported above
+	switch n {
+	case 0:
+		mc.errorf(p.Pos, "parallel state %s has no region; a parallel state has two or more, each a composite state with an initial child", p.Name)
+		mc.skipGraph = true
+	case 1:
+		mc.errorf(p.Pos, "parallel state %s has one region; a parallel state has two or more, each a composite state with an initial child", p.Name)
+		mc.skipGraph = true
+	}
+}
+
+// parallelHistory reports the history pseudostates of, in or above a
+// parallel state, which the language does not support.
+func (mc *machineChecker) parallelHistory() {
+	for _, h := range mc.m.Histories {
+		for _, p := range mc.m.Parallels {
+			if h.Parent.In(p) || p.In(h.Parent) {
+				mc.errorf(h.Pos, "history %s of %s: history in, of or above parallel state %s is not supported", h.Name, h.Parent.Name, p.Name)
+				mc.skipGraph = true
+				break
+			}
+		}
 	}
 }
 
@@ -463,12 +520,20 @@ func (mc *machineChecker) stateOptions(sd *StateDecl) {
 		}
 	}
 	var waitPos, retryPos lexer.Position
+	parallel := false
 	for _, o := range sd.Options {
 		if s.Terminal() {
 			mc.errorf(o.Pos, "final state %s cannot take options; it is never left", s.Name)
 			continue
 		}
 		switch {
+		case o.Parallel && parallel:
+			mc.errorf(o.Pos, "parallel given twice for state %s", s.Name)
+		case o.Parallel && !s.Composite():
+			mc.errorf(o.Pos, "state %s is parallel but has no regions; declare two or more inside its braces, each a composite state with an initial child", s.Name)
+			mc.skipGraph = true
+		case o.Parallel:
+			parallel = true
 		case s.Composite() && (o.Wait || o.Retry != nil):
 			mc.errorf(o.Pos, "composite state %s cannot take %s; only a leaf state waits or runs a handler", s.Name, optionWord(o))
 			continue
@@ -841,12 +906,24 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 	}
 	eventless := td.Event == nil || done
 	var g *Guard
-	if td.Guard != nil {
+	var in *State
+	guardOK := true
+	switch {
+	case td.Guard == nil:
+	case td.Guard.In != nil:
+		if td.Guard.Unless && td.Guard.Not {
+			mc.errorf(td.Guard.Pos, "\"unless !In(%s)\" is a double negation; write \"when In(%s)\"", td.Guard.In.Value, td.Guard.In.Value)
+		}
+		if in = mc.lookupState(td.Guard.In.Value, td.Guard.In.Pos); in == nil {
+			guardOK = false
+		}
+	default:
 		mc.used.guards[td.Guard.Name.Value] = true
 		if td.Guard.Unless && td.Guard.Not {
 			mc.errorf(td.Guard.Pos, "\"unless !%s\" is a double negation; write \"when %s\"", td.Guard.Name.Value, td.Guard.Name.Value)
 		}
 		if g = mc.guards[td.Guard.Name.Value]; g == nil {
+			guardOK = false
 			mc.errorf(td.Guard.Name.Pos, "unknown guard %s%s", td.Guard.Name.Value, didYouMean(td.Guard.Name.Value, keys(mc.guards)))
 			mc.unknownRefs["guard"] = true
 		} else {
@@ -931,6 +1008,15 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 	if done {
 		kept := froms[:0]
 		for _, s := range froms {
+			if s.Parallel {
+				if r := incompleteRegion(s); r != nil {
+					mc.errorf(td.Event.Pos, "\"on done\" on parallel state %s, whose region %s has no final state without a status; a parallel state completes once every region reaches such a final child", s.Name, r.Name)
+					mc.skipGraph = true
+					continue
+				}
+				kept = append(kept, s)
+				continue
+			}
 			if !slices.ContainsFunc(s.Children, func(c *State) bool { return c.Done }) {
 				mc.errorf(td.Event.Pos, "\"on done\" on state %s, which has no final state without a status; a completion row leaves a composite once its run reaches such a final child", s.Name)
 				mc.skipGraph = true
@@ -940,12 +1026,18 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 		}
 		froms = kept
 	}
+	froms = mc.regionRows(td, froms, to, hist)
 	if td.Internal {
 		kept := froms[:0]
 		for _, s := range froms {
 			target := to
 			if hist != nil {
 				target = hist.Parent
+			}
+			if s.Parallel {
+				mc.errorf(td.To.Pos, "internal transition from parallel state %s: an internal row on a parallel state is not supported; write it on a region or a state inside one", s.Name)
+				mc.skipGraph = true
+				continue
 			}
 			if target != nil && !target.In(s) {
 				mc.errorf(td.To.Pos, "internal transition from %s to %s: an internal row stays in its source, so its target is %s or a state inside it", s.Name, td.To.Value, s.Name)
@@ -956,7 +1048,12 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 		}
 		froms = kept
 	}
-	if !resolved || !evOK || (td.Guard != nil && g == nil) {
+	if in != nil {
+		for _, s := range froms {
+			mc.inGuard(td.Guard, in, s)
+		}
+	}
+	if !resolved || !evOK || !guardOK {
 		mc.skipGraph = true
 		for _, s := range froms {
 			if s.Composite() {
@@ -972,7 +1069,7 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 		return
 	}
 	neg := td.Guard != nil && td.Guard.Negated()
-	base := Transition{Pos: td.Pos, Doc: doc, Guard: g, Negated: neg, Outcome: outcome, Star: star != nil,
+	base := Transition{Pos: td.Pos, Doc: doc, Guard: g, In: in, Negated: neg, Outcome: outcome, Star: star != nil,
 		Target: to, History: hist, Done: done, Internal: td.Internal}
 	if eventless {
 		evs = []*Event{nil}
@@ -993,6 +1090,64 @@ func (mc *machineChecker) transition(td *TransitionDecl, doc []string) {
 	}
 }
 
+// incompleteRegion returns the first region of parallel state p without
+// a final child without status, nil when every region has one: p can
+// complete.
+func incompleteRegion(p *State) *State {
+	for _, r := range p.Children {
+		if !slices.ContainsFunc(r.Children, func(c *State) bool { return c.Done }) {
+			return r
+		}
+	}
+	return nil
+}
+
+// regionRows drops, with an error, the sources of row td from which its
+// target (to, or the composite of history hist) lies in another region
+// of a parallel state: a row stays in its region or leaves the parallel
+// state.
+func (mc *machineChecker) regionRows(td *TransitionDecl, froms []*State, to *State, hist *History) []*State {
+	target := to
+	if hist != nil {
+		target = hist.Parent
+	}
+	if target == nil {
+		return froms
+	}
+	kept := froms[:0]
+	for _, s := range froms {
+		if !s.Concurrent(target) {
+			kept = append(kept, s)
+			continue
+		}
+		p, from := s.Region()
+		for !target.In(p) {
+			p, from = p.Region()
+		}
+		_, into := target.Region()
+		for into.Parent != p {
+			_, into = into.Parent.Region()
+		}
+		mc.errorf(td.To.Pos, "transition from %s to %s crosses from region %s to region %s of parallel state %s; a row stays in its region, or targets %s or a state outside it", s.Name, td.To.Value, from.Name, into.Name, p.Name, p.Name)
+		mc.skipGraph = true
+	}
+	return kept
+}
+
+// inGuard warns about the guard In(in) on a row from s that always or
+// never holds there: when in is s or holds s, it is active whenever the
+// row can fire; when in is neither inside s nor in another region than
+// s of a parallel state, it never is.
+func (mc *machineChecker) inGuard(gr *GuardRef, in, s *State) {
+	switch {
+	case s.In(in):
+		mc.warnf(gr.In.Pos, "guard In(%s) always holds on a row from %s, which is in %s; leave it out", in.Name, s.Name, in.Name)
+	case in.In(s) || s.Concurrent(in):
+	default:
+		mc.warnf(gr.In.Pos, "guard In(%s) never holds on a row from %s: %s is not active while %s is", in.Name, s.Name, in.Name, s.Name)
+	}
+}
+
 // MaxTransitions is the most transitions a machine may have once FROM
 // lists, several events and the rows of composite states are expanded
 // (the rows of [Machine.Transitions]).
@@ -1000,19 +1155,24 @@ const MaxTransitions = 250_000
 
 // flatten returns the transitions of row t, whose Source, Target or
 // History and flags are set: one per leaf of Source it applies to (for a
-// completion row, per final child of Source without status), with From,
-// To, Exit and Enter filled.
+// completion row, per final child of Source without status), a parallel
+// state standing for its leaves (one transition from it, for a completion
+// row of a parallel state too), with From, To, Config, Exit and Enter
+// filled.
 func flatten(t *Transition) []*Transition {
 	src := t.Source
 	var leaves []*State
-	if t.Done {
+	switch {
+	case t.Done && src.Parallel:
+		leaves = []*State{src}
+	case t.Done:
 		for _, c := range src.Children {
 			if c.Done {
 				leaves = append(leaves, c)
 			}
 		}
-	} else {
-		for _, l := range src.Leaves() {
+	default:
+		for _, l := range src.Units() {
 			if !l.Terminal() {
 				leaves = append(leaves, l)
 			}
@@ -1043,15 +1203,28 @@ func flatten(t *Transition) []*Transition {
 			}
 		}
 	}
-	var enter []*State
+	var enter, config []*State
+	var to *State
 	stay := t.Internal && t.Target == src // stays in whichever leaf it is in
 	if !stay {
+		var path []*State
 		for x := target; x != domain && x != nil; x = x.Parent {
-			enter = append(enter, x)
+			path = append(path, x)
 		}
-		slices.Reverse(enter)
-		for x := target; x.Composite(); x = x.InitialChild {
-			enter = append(enter, x.InitialChild)
+		slices.Reverse(path)
+		if len(path) == 0 {
+			// A history of the domain itself: enter below it.
+			enter, config = entries([]*State{target})
+			enter = enter[1:]
+		} else {
+			enter, config = entries(path)
+		}
+		to = config[0]
+		if i := slices.IndexFunc(config, func(l *State) bool { return l.In(target) }); i >= 0 {
+			to = config[i]
+		}
+		if len(config) == 1 {
+			config = nil
 		}
 	}
 	out := make([]*Transition, 0, len(leaves))
@@ -1061,7 +1234,7 @@ func flatten(t *Transition) []*Transition {
 		if stay {
 			c.To = l
 		} else {
-			c.To = target.InitialLeaf()
+			c.To, c.Config = to, config
 			for x := l; x != domain && x != nil; x = x.Parent {
 				c.Exit = append(c.Exit, x)
 			}
@@ -1070,6 +1243,45 @@ func flatten(t *Transition) []*Transition {
 		out = append(out, &c)
 	}
 	return out
+}
+
+// entries returns the states a transition enters along path, the states
+// from the outermost one it enters down to its target (outermost first),
+// and the leaves it ends in: below the target, initial children; in a
+// parallel state, every region, in order, the one on path along it and
+// the others at their initial children.
+func entries(path []*State) (enter, leaves []*State) {
+	var in func(x *State, rest []*State)
+	in = func(x *State, rest []*State) {
+		enter = append(enter, x)
+		switch {
+		case !x.Composite():
+			leaves = append(leaves, x)
+		case x.Parallel:
+			for _, r := range x.Children {
+				if len(rest) > 0 && rest[0] == r {
+					in(r, rest[1:])
+				} else {
+					in(r, nil)
+				}
+			}
+		case len(rest) > 0:
+			in(rest[0], rest[1:])
+		default:
+			in(x.InitialChild, nil)
+		}
+	}
+	in(path[0], path[1:])
+	return enter, leaves
+}
+
+// guardName names the guard of a row in a message: the guard's name, or
+// In(S).
+func guardName(t *Transition) string {
+	if t.In != nil {
+		return "In(" + t.In.Name + ")"
+	}
+	return t.Guard.Name
 }
 
 // rowOn names the event of a row in a message: "on E", "on done" or
@@ -1118,6 +1330,7 @@ func (mc *machineChecker) groups() {
 	}
 	type clause struct {
 		g   *Guard
+		in  *State
 		neg bool
 	}
 	drop := map[*Transition]bool{}
@@ -1128,7 +1341,7 @@ func (mc *machineChecker) groups() {
 		for _, t := range ts {
 			name, on := k.src.Name, rowOn(t)
 			if covered != nil {
-				report(false, t.Pos, "transition from %s %s can never fire: the transitions on %s and !%s before it admit every event", name, on, covered.Guard.Name, covered.Guard.Name)
+				report(false, t.Pos, "transition from %s %s can never fire: the transitions on %s and !%s before it admit every event", name, on, guardName(covered), guardName(covered))
 				drop[t] = true
 				continue
 			}
@@ -1141,18 +1354,18 @@ func (mc *machineChecker) groups() {
 				drop[t] = true
 				continue
 			}
-			if t.Guard == nil {
+			if t.Guard == nil && t.In == nil {
 				unguarded = t
 				continue
 			}
-			gk := clause{t.Guard, t.Negated}
+			gk := clause{t.Guard, t.In, t.Negated}
 			if prev, dup := seenGuard[gk]; dup {
 				report(false, t.Pos, "transition from %s %s can never fire: the one at %s has the same guard and comes first", name, on, short(prev.Pos))
 				drop[t] = true
 				continue
 			}
 			seenGuard[gk] = t
-			if _, ok := seenGuard[clause{t.Guard, !t.Negated}]; ok {
+			if _, ok := seenGuard[clause{t.Guard, t.In, !t.Negated}]; ok {
 				covered = t
 			}
 		}
@@ -1182,19 +1395,19 @@ func (mc *machineChecker) groups() {
 		var blocker *Transition
 		seenGuard := map[clause]bool{}
 		for _, t := range ts {
-			if blocker != nil || (t.Guard != nil && seenGuard[clause{t.Guard, t.Negated}]) {
+			if blocker != nil || ((t.Guard != nil || t.In != nil) && seenGuard[clause{t.Guard, t.In, t.Negated}]) {
 				if blocker == nil {
 					blocker = t
 				}
 				shadowedBy[t] = blocker
 				continue
 			}
-			if t.Guard == nil {
+			if t.Guard == nil && t.In == nil {
 				blocker = t
 				continue
 			}
-			seenGuard[clause{t.Guard, t.Negated}] = true
-			if seenGuard[clause{t.Guard, !t.Negated}] {
+			seenGuard[clause{t.Guard, t.In, t.Negated}] = true
+			if seenGuard[clause{t.Guard, t.In, !t.Negated}] {
 				blocker = t
 			}
 		}
@@ -1256,7 +1469,10 @@ func (mc *machineChecker) timers() {
 	// A composite's timer fires in whichever of its leaves the run is in.
 	for _, c := range mc.m.Composites {
 		for _, tm := range c.Timers {
-			for _, l := range c.Leaves() {
+			for _, l := range c.Units() {
+				if l.Parallel && slices.ContainsFunc(l.Leaves(), func(x *State) bool { return mc.mayHandle(x, tm.Event) }) {
+					continue // a region takes it
+				}
 				if !l.Terminal() && !mc.mayHandle(l, tm.Event) {
 					mc.errorf(mc.timerEvent[tm], "timer of state %s fires %s in state %s, which has no transition on %s", c.Name, tm.Event.Name, l.Name, tm.Event.Name)
 					break
@@ -1332,8 +1548,10 @@ func eventNames(es []*Event) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
-// handles reports whether a row leaves s on e. It reads the transitions
-// once, after groups has dropped those that never fire.
+// handles reports whether a row leaves s on e: a row from s, or from a
+// parallel state that s is in (its rows apply in every configuration).
+// It reads the transitions once, after groups has dropped those that
+// never fire.
 func (mc *machineChecker) handles(s *State, e *Event) bool {
 	if mc.handled == nil {
 		mc.handled = map[stateEvent]bool{}
@@ -1341,7 +1559,12 @@ func (mc *machineChecker) handles(s *State, e *Event) bool {
 			mc.handled[stateEvent{t.From, t.Event}] = true
 		}
 	}
-	return mc.handled[stateEvent{s, e}]
+	for x := s; x != nil; x, _ = x.Region() {
+		if mc.handled[stateEvent{x, e}] {
+			return true
+		}
+	}
+	return false
 }
 
 // mayHandle reports whether a row leaves s on e or a row dropped for an
@@ -1367,6 +1590,13 @@ func (mc *machineChecker) unsureOf(s *State, e *Event) bool {
 // ends are the states without a row out of them, where a run can never move
 // again, and the states from which every path leads into one of those (no
 // cycle can be reached from them).
+//
+// A parallel state is a node of its own, never the product of its
+// regions: a row entering it leads to it and to the leaf it enters in
+// each region, and each of its leaves leads to it, whose rows apply in
+// every configuration. So a leaf in a region is reachable when it is
+// within its region once the parallel state is, and a leaf is a dead end
+// only when neither its region's rows nor the parallel state's lead on.
 func (mc *machineChecker) graph() {
 	m := mc.m
 	if m.Initial == nil || mc.skipGraph {
@@ -1384,9 +1614,20 @@ func (mc *machineChecker) graph() {
 	}
 	// A history may lead to any leaf of its composite: rows to it lead
 	// to a node of its own, which leads to each of those leaves.
-	nodes := slices.Clone(m.States)
+	nodes := slices.Concat(m.States, m.Parallels)
+	for _, p := range m.Parallels {
+		for _, l := range p.Leaves() {
+			edge(l, p)
+		}
+	}
 	histNode := map[*History]*State{}
 	for _, t := range m.Transitions {
+		for _, l := range t.Config {
+			edge(t.From, l)
+		}
+		if p, _ := t.To.Region(); p != nil && t.Config != nil {
+			edge(t.From, p)
+		}
 		to := t.To
 		if h := t.History; h != nil {
 			if histNode[h] == nil {
@@ -1400,7 +1641,11 @@ func (mc *machineChecker) graph() {
 		}
 		edge(t.From, to)
 	}
-	reach := walk([]*State{m.Initial}, next)
+	start := m.InitialConfig
+	if p, _ := m.Initial.Region(); p != nil {
+		start = append(slices.Clone(start), p)
+	}
+	reach := walk(start, next)
 	var finals []*State
 	for _, s := range m.States {
 		if s.Terminal() {
@@ -1511,8 +1756,9 @@ func (mc *machineChecker) senders() {
 		}
 		var whys []string
 		var seen []*Event
+		p, _ := s.Region()
 		for _, t := range mc.m.Transitions {
-			if t.From != s || slices.Contains(seen, t.Event) {
+			if t.From != s && (p == nil || t.From != p) || slices.Contains(seen, t.Event) {
 				continue
 			}
 			if t.Event == nil {

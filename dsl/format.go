@@ -418,6 +418,8 @@ func stateCells(s *StateDecl) []string {
 	}
 	for _, o := range s.Options {
 		switch {
+		case o.Parallel:
+			rest = append(rest, "parallel")
 		case o.Wait:
 			rest = append(rest, "wait")
 		case o.Retry != nil:
@@ -489,7 +491,11 @@ func transitionCells(t *TransitionDecl) []string {
 		if g.Not {
 			guard += "!"
 		}
-		guard += name(g.Name)
+		if g.In != nil {
+			guard += "In(" + name(g.In) + ")"
+		} else {
+			guard += name(g.Name)
+		}
 	}
 	if t.Outcome != nil {
 		outcome = "outcome " + t.Outcome.Value

@@ -19,7 +19,7 @@ var lexRules = []lexer.SimpleRule{
 	{Name: "Number", Pattern: `[0-9]+(\.[0-9]+)?`},
 	{Name: "Ident", Pattern: `[A-Za-z_][A-Za-z0-9_]*`},
 	{Name: "Arrow", Pattern: `->`},
-	{Name: "Punct", Pattern: `[{}\[\];,.*!]`},
+	{Name: "Punct", Pattern: `[{}\[\]();,.*!]`},
 	{Name: "Whitespace", Pattern: `[ \t\r\n]+`},
 }
 
@@ -183,7 +183,7 @@ func match(s string) (rule, n int) {
 		if len(s) > 1 && s[1] == '>' {
 			return ruleArrow, 2
 		}
-	case strings.IndexByte("{}[];,.*!", c) >= 0:
+	case strings.IndexByte("{}[]();,.*!", c) >= 0:
 		return rulePunct, 1
 	case c == ' ' || c == '\t' || c == '\r' || c == '\n':
 		n := 1

@@ -35,8 +35,14 @@ type Machine struct {
 	States []*State
 	// Initial is the leaf a run starts in: the initial state declared at
 	// the top level, followed down through initial children when it is a
-	// composite.
+	// composite. When that leads into a parallel state, the run starts in
+	// a configuration (InitialConfig) and Initial is its first region's
+	// leaf.
 	Initial *State
+	// InitialConfig are the leaves a run starts in: Initial alone, or, when
+	// it starts in a parallel state, the initial leaf of each region, in
+	// region order.
+	InitialConfig []*State
 	// Composites are the composite states, those with children, in
 	// declaration order. A run is never in a composite alone: it is in
 	// one of its leaves, and so in each of the leaf's ancestors.
@@ -44,6 +50,9 @@ type Machine struct {
 	// Roots are the top-level states, leaves and composites, in
 	// declaration order: the tree the diagrams draw.
 	Roots []*State
+	// Parallels are the parallel states, in declaration order (they are
+	// among Composites too).
+	Parallels []*State
 	// Histories are the history pseudostates, in declaration order.
 	Histories []*History
 	Events    []*Event
@@ -98,6 +107,12 @@ type State struct {
 	// run goes on), and entering it completes its parent, which enables
 	// the parent's "on done" rows.
 	Done bool
+	// Parallel marks a parallel state: a composite whose children are its
+	// regions, composites that are all active at once, each in one of its
+	// own leaves. A parallel state has no InitialChild: entering it enters
+	// every region. It is complete once every region has a final child
+	// (Done) active.
+	Parallel bool
 }
 
 // Composite reports whether the state has children.
@@ -123,12 +138,74 @@ func (s *State) In(a *State) bool {
 }
 
 // InitialLeaf returns the leaf a transition to s enters: s itself for a
-// leaf, else the initial leaf of its initial child.
+// leaf, else the initial leaf of its initial child; for a parallel state,
+// of its first region (InitialConfig has the leaf of every region).
 func (s *State) InitialLeaf() *State {
 	for s.Composite() {
+		if s.Parallel {
+			s = s.Children[0]
+			continue
+		}
 		s = s.InitialChild
 	}
 	return s
+}
+
+// InitialConfig returns the leaves a transition to s enters: its
+// InitialLeaf alone, or, through a parallel state, the initial leaf of
+// each of its regions, in region order.
+func (s *State) InitialConfig() []*State {
+	switch {
+	case !s.Composite():
+		return []*State{s}
+	case s.Parallel:
+		var out []*State
+		for _, r := range s.Children {
+			out = append(out, r.InitialConfig()...)
+		}
+		return out
+	}
+	return s.InitialChild.InitialConfig()
+}
+
+// Region returns the parallel state that s is inside, the nearest one,
+// and the region of it that holds s (s itself when s is a region); both
+// are nil when s is in no parallel state. A parallel state is not inside
+// itself.
+func (s *State) Region() (parallel, region *State) {
+	for c := s; c.Parent != nil; c = c.Parent {
+		if c.Parent.Parallel {
+			return c.Parent, c
+		}
+	}
+	return nil, nil
+}
+
+// Concurrent reports whether s and o are in different regions of one
+// parallel state: both can be active at once, one in each.
+func (s *State) Concurrent(o *State) bool {
+	p, r := s.Region()
+	for p != nil {
+		if o.In(p) && o != p && !o.In(r) {
+			return true
+		}
+		p, r = p.Region()
+	}
+	return false
+}
+
+// Units returns the states in s that a row written on s applies to one
+// by one, in declaration order: its leaves, except that a parallel state
+// stands for all of its leaves (s itself when s is a leaf or parallel).
+func (s *State) Units() []*State {
+	if !s.Composite() || s.Parallel {
+		return []*State{s}
+	}
+	var out []*State
+	for _, c := range s.Children {
+		out = append(out, c.Units()...)
+	}
+	return out
 }
 
 // Leaves returns the leaves in s (s itself for a leaf), in declaration
@@ -214,7 +291,9 @@ func (m *Machine) Sender(s *State, e *Event) string {
 			continue
 		}
 		switch {
-		case t.From.Wait:
+		case t.From.Wait || t.From.Parallel:
+			// A row on a parallel state is a wait state's: no handler
+			// of its own returns its event.
 			waits = true
 		case t.From == s:
 			return "the handler of " + s.Name
@@ -344,13 +423,30 @@ type Guard struct {
 // have been expanded: one Transition per source state, in the order the
 // machine tries them.
 type Transition struct {
-	Pos   lexer.Position
-	Doc   []string
-	From  *State
-	To    *State
-	Event *Event
+	Pos lexer.Position
+	Doc []string
+	// From is the state the row leaves: a leaf, or a parallel state for a
+	// row written on it or above it (one row for every configuration of
+	// it, never one per configuration). A row written inside a region
+	// has a leaf of that region as From.
+	From *State
+	// To is the leaf the run ends in. For a row that enters a parallel
+	// state from outside it, To is the leaf entered in the region that
+	// holds Target (in the first region when Target is the parallel state
+	// or above it), and Config lists the leaf entered in every region.
+	To *State
+	// Config is nil unless the row enters a parallel state from outside
+	// it: then the leaves entered, one per region, in region order (the
+	// run's persisted state joins their names with "|").
+	Config []*State
+	Event  *Event
 	// Guard is nil for an unguarded row; Negated inverts it.
-	Guard   *Guard
+	Guard *Guard
+	// In, when not nil, is the state a guard "when In(S)" tests instead
+	// of a named guard: the row is taken only while In is active, read
+	// from the configuration before the step (while it is not, when
+	// Negated). Guard is then nil.
+	In      *State
 	Negated bool
 	// Outcome is the business outcome of a terminal target: the row's own,
 	// else the target state's.
@@ -383,7 +479,14 @@ type Transition struct {
 	Internal bool
 	// Exit are the states the transition exits, innermost first, and
 	// Enter those it enters, outermost first, ending at To (for a
-	// history target, those of the default leaf To).
+	// history target, those of the default leaf To). A row that enters a
+	// parallel state enters it, then each region in order, from the
+	// region down to its leaf: Enter ends at the last region's leaf. A row
+	// whose From is a parallel state, or a leaf of a region that leaves
+	// its parallel state, also exits the active states of the (other)
+	// regions, innermost first, region by region, before those listed:
+	// which they are depends on the configuration, so Exit lists From and
+	// its ancestors only.
 	Exit, Enter []*State
 }
 

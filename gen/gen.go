@@ -48,6 +48,9 @@ func Generate(spec *dsl.Spec) ([]File, error) {
 	}
 	var jobs []*job
 	for _, m := range spec.Machines {
+		if err := Unsupported(m); err != nil {
+			return nil, err
+		}
 		source := sourceOf(m)
 		goJob := func(what, name string, code func(string, *dsl.Machine) ([]byte, error)) *job {
 			return &job{m: m, what: what, run: func() ([]File, error) {
@@ -119,6 +122,21 @@ func safely(run func() ([]File, error)) (files []File, err error) {
 func sourceOf(m *dsl.Machine) string { return filepath.Base(m.Pos.Filename) }
 
 // markerLines is how many lines from the top of a generated file
+// Unsupported reports a machine that the generator cannot render yet, its
+// code, diagrams or exports: one with parallel states, or with a guard
+// In(S).
+func Unsupported(m *dsl.Machine) error {
+	if len(m.Parallels) > 0 {
+		return fmt.Errorf("machine %s: parallel states are not generated yet", m.Name)
+	}
+	for _, t := range m.Transitions {
+		if t.In != nil {
+			return fmt.Errorf("machine %s: In() guards are not generated yet", m.Name)
+		}
+	}
+	return nil
+}
+
 // GeneratedFrom reads: the marker is the first line, or the second in a
 // Mermaid diagram, whose first line is its type.
 const markerLines = 3

@@ -428,28 +428,9 @@ func diagram(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitInput
 	}
-	machines := inputs[0].spec.Machines
-	var pick *dsl.Machine
-	switch {
-	case *machine != "":
-		for _, m := range machines {
-			if m.Name == *machine {
-				pick = m
-			}
-		}
-		if pick == nil {
-			names := make([]string, len(machines))
-			for i, m := range machines {
-				names[i] = m.Name
-			}
-			fmt.Fprintf(stderr, "fsmgen diagram: %s has no machine %s (it has %s)\n", fl.Arg(0), *machine, strings.Join(names, ", "))
-			return exitInput
-		}
-	case len(machines) == 1:
-		pick = machines[0]
-	default:
-		fmt.Fprintf(stderr, "fsmgen diagram: %s holds %d machines; choose one with -machine\n", fl.Arg(0), len(machines))
-		return exitUsage
+	pick, code := pickMachine("diagram", fl.Arg(0), inputs[0].spec.Machines, *machine, stderr)
+	if pick == nil {
+		return code
 	}
 	var out []byte
 	if *formatName == "dot" {
