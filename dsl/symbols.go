@@ -172,6 +172,7 @@ func Refs(f *File) []Ref {
 				}
 				if t.Guard != nil {
 					addName(GuardSymbol, t.Guard.Name, false)
+					addName(StateSymbol, t.Guard.In, false)
 				}
 			}
 		}

@@ -122,16 +122,20 @@ func safely(run func() ([]File, error)) (files []File, err error) {
 func sourceOf(m *dsl.Machine) string { return filepath.Base(m.Pos.Filename) }
 
 // markerLines is how many lines from the top of a generated file
+// ErrNotGenerated is matched by the error of Unsupported: the machine
+// checks, but the generator cannot render it yet.
+var ErrNotGenerated = errors.New("not generated yet")
+
 // Unsupported reports a machine that the generator cannot render yet, its
 // code, diagrams or exports: one with parallel states, or with a guard
-// In(S).
+// In(S). The error matches ErrNotGenerated.
 func Unsupported(m *dsl.Machine) error {
 	if len(m.Parallels) > 0 {
-		return fmt.Errorf("machine %s: parallel states are not generated yet", m.Name)
+		return fmt.Errorf("machine %s: parallel states are %w", m.Name, ErrNotGenerated)
 	}
 	for _, t := range m.Transitions {
-		if t.In != nil {
-			return fmt.Errorf("machine %s: In() guards are not generated yet", m.Name)
+		if t != nil && t.In != nil { // a nil row is a defect the renderer reports
+			return fmt.Errorf("machine %s: In() guards are %w", m.Name, ErrNotGenerated)
 		}
 	}
 	return nil

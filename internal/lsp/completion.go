@@ -26,8 +26,9 @@ var partialWord = regexp.MustCompile(`[A-Za-z0-9_]*$`)
 // completion offers what may be written at the cursor, read from the
 // tokens before it on its line: state names after -> (or in a list of
 // source states), event names after on, cancel, else or a timer's
-// duration, guard names after when, unless or !, retry presets after
-// retry, and keywords where a declaration, an option or a clause goes.
+// duration, guard names and In after when, unless or !, state names in
+// In(, retry presets after retry, and keywords where a declaration, an
+// option or a clause goes.
 // The word being typed is left to the editor to filter by.
 func (d *document) completion(p *protocol.CompletionParams) (*protocol.CompletionList, error) {
 	line, _, offset := d.dslPos(p.Position)
@@ -85,7 +86,9 @@ func (d *document) complete(m *dsl.MachineDecl, toks []string) []protocol.Comple
 	case last == "deep":
 		return keywords("history")
 	case last == "when" || last == "unless" || last == "!" && n >= 2 && toks[n-2] == "when":
-		return d.names(m, dsl.GuardSymbol)
+		return append(d.names(m, dsl.GuardSymbol), keywords("In")...)
+	case last == "(" && n >= 2 && toks[n-2] == "In":
+		return d.names(m, dsl.StateSymbol)
 	case last == "retry":
 		return d.presets()
 	case last == "," && !row && !slices.Contains(itemKeywords, first):
@@ -96,7 +99,7 @@ func (d *document) complete(m *dsl.MachineDecl, toks []string) []protocol.Comple
 			return keywords("on", "when", "unless", "internal")
 		case n >= 2 && toks[n-2] == "on":
 			return keywords("when", "unless", "outcome", "internal")
-		case n >= 3 && (toks[n-2] == "when" || toks[n-2] == "unless" || toks[n-2] == "!"):
+		case n >= 3 && (toks[n-2] == "when" || toks[n-2] == "unless" || toks[n-2] == "!"), last == ")":
 			return keywords("outcome", "internal")
 		}
 	case first == "final":
@@ -107,7 +110,7 @@ func (d *document) complete(m *dsl.MachineDecl, toks []string) []protocol.Comple
 			return keywords("outcome")
 		}
 	case (first == "initial" || first == "state") && n >= 2:
-		opts := []string{"wait", "retry", "after", "entry", "exit"}
+		opts := []string{"parallel", "wait", "retry", "after", "entry", "exit"}
 		if slices.Contains(toks, "retry") {
 			opts = append(opts, "backoff", "factor", "max", "jitter", "nonretryable", "else")
 		}

@@ -473,15 +473,18 @@ func TestCompletion(t *testing.T) {
 		{"    A, ", states},
 		{"    A -> DONE on ", append(slices.Clone(events), kw("done")...)},
 		{"    A -> DONE on St", append(slices.Clone(events), kw("done")...)},
-		{"    B -> DONE on Stop when ", guards},
-		{"    B -> DONE on Stop when !", guards},
-		{"    B -> DONE on Stop unless ", guards},
+		{"    B -> DONE on Stop when ", append(slices.Clone(guards), kw("In")...)},
+		{"    B -> DONE on Stop when !", append(slices.Clone(guards), kw("In")...)},
+		{"    B -> DONE on Stop unless ", append(slices.Clone(guards), kw("In")...)},
+		{"    B -> DONE on Stop when In(", states},
+		{"    B -> DONE on Stop unless In(D", states},
+		{"    B -> DONE on Stop when In(A) ", kw("outcome", "internal")},
 		{"    cancel ", events},
 		{"    state C after 1h ", events},
 		{"    state C retry ", presets},
 		{"    state C retry db", presets},
-		{"    state C retry 3 ", kw("wait", "retry", "after", "entry", "exit", "backoff", "factor", "max", "jitter", "nonretryable", "else")},
-		{"    state C ", kw("wait", "retry", "after", "entry", "exit")},
+		{"    state C retry 3 ", kw("parallel", "wait", "retry", "after", "entry", "exit", "backoff", "factor", "max", "jitter", "nonretryable", "else")},
+		{"    state C ", kw("parallel", "wait", "retry", "after", "entry", "exit")},
 		{"    state C entry ", []protocol.CompletionItem{}},
 		{"    deep ", kw("history")},
 		{"    final C ", kw("succeeded", "failed", "cancelled")},
@@ -812,4 +815,49 @@ func TestNested(t *testing.T) {
 	diff(t, "completion after entry", protocol.CompletionList{Items: []protocol.CompletionItem{
 		{Label: "StartClock", Kind: protocol.CompletionItemKindFunction, Detail: "action", Documentation: "StartClock starts the clock."},
 	}}, got)
+}
+
+// TestParallelInGuard goes to, hovers and renames a state through the
+// In(S) guard of a row of a machine with a parallel state.
+func TestParallelInGuard(t *testing.T) {
+	t.Parallel()
+	c := startServer(t)
+	c.initialize()
+	const uri = protocol.DocumentURI("file:///work/review.fsm")
+	src := `machine Review {
+    initial Open parallel {
+        state Review {
+            initial Pending wait
+            state   Approved wait
+        }
+        state Checks {
+            initial Queued wait
+            state   Passed wait
+        }
+    }
+    event Approve
+    event Pass
+    Pending -> Approved on Approve when In(Passed)
+    Queued  -> Passed   on Pass
+    Passed  -> Queued   on Approve
+    Approved -> Pending on Pass
+}
+`
+	diff(t, "diagnostics", []protocol.Diagnostic{}, c.open(uri, src))
+	var locs []protocol.Location
+	c.mustCall(protocol.MethodTextDocumentDefinition, &protocol.DefinitionParams{TextDocumentPositionParams: at(uri, 13, 44)}, &locs)
+	diff(t, "definition of In(Passed)", []protocol.Location{{URI: uri, Range: rng(8, 20, 8, 26)}}, locs)
+	var hover *protocol.Hover
+	c.mustCall(protocol.MethodTextDocumentHover, &protocol.HoverParams{TextDocumentPositionParams: at(uri, 13, 44)}, &hover)
+	if hover == nil || hover.Range == nil || *hover.Range != rng(13, 43, 13, 49) {
+		t.Errorf("hover on In(Passed) = %+v, want one of Passed at 13:43", hover)
+	}
+	var edit protocol.WorkspaceEdit
+	c.mustCall(protocol.MethodTextDocumentRename, &protocol.RenameParams{TextDocumentPositionParams: at(uri, 13, 44), NewName: "Green"}, &edit)
+	diff(t, "rename of Passed from In(Passed)", protocol.WorkspaceEdit{Changes: map[protocol.DocumentURI][]protocol.TextEdit{uri: {
+		{Range: rng(8, 20, 8, 26), NewText: "Green"},
+		{Range: rng(13, 43, 13, 49), NewText: "Green"},
+		{Range: rng(14, 15, 14, 21), NewText: "Green"},
+		{Range: rng(15, 4, 15, 10), NewText: "Green"},
+	}}}, edit)
 }
