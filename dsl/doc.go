@@ -290,7 +290,7 @@
 // read past, saying what it found and everything the grammar accepts
 // there, as in
 //
-//	t.fsm:3:20: syntax error: unexpected token "success", expected a status (succeeded, failed or cancelled), wait, entry, exit, retry, after, "{" or the end of the declaration
+//	t.fsm:3:20: syntax error: unexpected token "success", expected a status (succeeded, failed or cancelled), parallel, wait, entry, exit, retry, after, "{" or the end of the declaration
 //
 // or, where a declaration ends with its line too soon, "unexpected end of
 // line"; a machine's block left open is reported with where it opened.

@@ -356,13 +356,13 @@ machine Q {
 `
 	want := []string{
 		`t.fsm:6:5: syntax error: unexpected token "}", expected the history's name`,
-		`t.fsm:9:9: syntax error: unexpected token "C", expected initial, state, final, a status (succeeded, failed or cancelled), wait, entry, exit, retry, after, deep, history, "{" or "}"`,
-		`t.fsm:13:9: syntax error: unexpected token "event", expected initial, state, final, a status (succeeded, failed or cancelled), wait, entry, exit, retry, after, deep, history, "{" or "}"`,
-		`t.fsm:17:9: syntax error: unexpected token "foo", expected initial, state, final, a status (succeeded, failed or cancelled), wait, entry, exit, retry, after, deep, history, "{" or "}"`,
+		`t.fsm:9:9: syntax error: unexpected token "C", expected initial, state, final, a status (succeeded, failed or cancelled), parallel, wait, entry, exit, retry, after, deep, history, "{" or "}"`,
+		`t.fsm:13:9: syntax error: unexpected token "event", expected initial, state, final, a status (succeeded, failed or cancelled), parallel, wait, entry, exit, retry, after, deep, history, "{" or "}"`,
+		`t.fsm:17:9: syntax error: unexpected token "foo", expected initial, state, final, a status (succeeded, failed or cancelled), parallel, wait, entry, exit, retry, after, deep, history, "{" or "}"`,
 		`t.fsm:19:28: syntax error: unexpected token "1", expected a duration (a number and a unit: ms, s, m, h or d, as in 30s)`,
 		`t.fsm:22:20: syntax error: unexpected token "G", expected outcome, internal, when, unless, "," or the end of the row`,
 		`t.fsm:23:21: syntax error: unexpected token "x", expected the end of the row`,
-		`t.fsm:28:18: syntax error: unexpected end of line, expected initial, state, final, a status (succeeded, failed or cancelled), wait, entry, exit, retry, after, deep, history, "{" or "}"`,
+		`t.fsm:28:18: syntax error: unexpected end of line, expected initial, state, final, a status (succeeded, failed or cancelled), parallel, wait, entry, exit, retry, after, deep, history, "{" or "}"`,
 	}
 	_, err := Parse("t.fsm", []byte(src))
 	var list ErrorList

@@ -36,7 +36,7 @@ func TestParseSyntaxErrors(t *testing.T) {
 		{
 			name: "final state with an unknown status",
 			src:  door("initial OPEN", "final   CLOSED success"),
-			want: []string{`t.fsm:3:20: syntax error: unexpected token "success", expected a status (succeeded, failed or cancelled), wait, entry, exit, retry, after, "{" or the end of the declaration`},
+			want: []string{`t.fsm:3:20: syntax error: unexpected token "success", expected a status (succeeded, failed or cancelled), parallel, wait, entry, exit, retry, after, "{" or the end of the declaration`},
 		},
 		{
 			name: "row without on",
@@ -46,7 +46,7 @@ func TestParseSyntaxErrors(t *testing.T) {
 		{
 			name: "retry options out of order",
 			src:  door("initial OPEN", "state   WORK retry 3 max 1s factor 2"),
-			want: []string{`t.fsm:3:33: syntax error: unexpected token "factor", expected wait, entry, exit, retry, jitter, nonretryable, else, after, "{" or the end of the declaration`},
+			want: []string{`t.fsm:3:33: syntax error: unexpected token "factor", expected parallel, wait, entry, exit, retry, jitter, nonretryable, else, after, "{" or the end of the declaration`},
 		},
 		{
 			name: "duration without a unit",
@@ -227,7 +227,7 @@ machine Window {
 }
 `
 	want := []string{
-		`t.fsm:5:20: syntax error: unexpected token "success", expected a status (succeeded, failed or cancelled), wait, entry, exit, retry, after, "{" or the end of the declaration`,
+		`t.fsm:5:20: syntax error: unexpected token "success", expected a status (succeeded, failed or cancelled), parallel, wait, entry, exit, retry, after, "{" or the end of the declaration`,
 		`t.fsm:13:20: syntax error: unexpected token "Close", expected outcome, on, internal, when, unless or the end of the row`,
 		`t.fsm:21:24: syntax error: unexpected token "10", expected a name or a duration (a number and a unit: ms, s, m, h or d, as in 30s)`,
 		`t.fsm:22:27: syntax error: unexpected token "[", expected a name, "}", ",", "." or ";"`,
@@ -284,7 +284,7 @@ func TestParseOneErrorInEveryValidFile(t *testing.T) {
 			continue
 		}
 		broken := slices.Insert(slices.Clone(lines), open+1, "    final BROKEN success")
-		want := []string{fmt.Sprintf(`%s:%d:18: syntax error: unexpected token "success", expected a status (succeeded, failed or cancelled), wait, entry, exit, retry, after, "{" or the end of the declaration`, path, open+2)}
+		want := []string{fmt.Sprintf(`%s:%d:18: syntax error: unexpected token "success", expected a status (succeeded, failed or cancelled), parallel, wait, entry, exit, retry, after, "{" or the end of the declaration`, path, open+2)}
 		_, err := Parse(path, []byte(strings.Join(broken, "\n")))
 		var list ErrorList
 		if !errors.As(err, &list) {
@@ -553,7 +553,7 @@ func TestDeclKeywordsStartItems(t *testing.T) {
 func TestParseMachineBraceOnItsLine(t *testing.T) {
 	t.Parallel()
 	_, err := Parse("t.fsm", []byte("machine M\n{\n    initial A\n    final B success\n}\n"))
-	want := []string{`t.fsm:4:13: syntax error: unexpected token "success", expected a status (succeeded, failed or cancelled), wait, entry, exit, retry, after, "{" or the end of the declaration`}
+	want := []string{`t.fsm:4:13: syntax error: unexpected token "success", expected a status (succeeded, failed or cancelled), parallel, wait, entry, exit, retry, after, "{" or the end of the declaration`}
 	var list ErrorList
 	if !errors.As(err, &list) {
 		t.Fatalf("Parse error = %v, want an ErrorList", err)
