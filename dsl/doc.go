@@ -240,6 +240,81 @@
 // unguarded eventless rows from one state. done is a reserved word: no
 // event may be named done.
 //
+// # Parallel states
+//
+// A composite declared with the option parallel is a parallel state: its
+// children are its regions, all active at once, and a run inside it is in
+// one leaf of each region, a configuration:
+//
+//	state Open parallel {
+//	    state Review {                 // a region
+//	        initial Pending wait
+//	        state   Approved wait
+//	        final   Accepted           // completes its region
+//	    }
+//	    state Checks {
+//	        initial Queued wait
+//	        final   Passed
+//	    }
+//	}
+//	Draft    -> Open     on Submit                  // enters Pending and Queued
+//	Pending  -> Approved on Approve when In(Passed) // a test of another region
+//	Open     -> Merged   on Merge                   // leaves both regions
+//	Open     -> Merged   on done                    // once both are final
+//
+// Regions. A parallel state has two or more children, each a composite
+// with its own initial child (a region may nest composites); none is
+// marked initial, since all are entered. A parallel state may not be
+// inside a region of another, and no history may be declared in, of or
+// above a parallel state. Leaf names are unique in a machine, so the
+// persisted form of a configuration, its leaves in region order joined by
+// "|" (Pending|Queued), reads back without ambiguity.
+//
+// Entering. A row that enters a parallel state enters it, then every
+// region in declaration order: the region holding the row's target down to
+// that target, each other region at its initial child, down to a leaf.
+// Entry actions run in that order: the parallel state's, then region by
+// region, outermost first within each. [Transition.Config] lists the leaf
+// entered in each region; a run may start in a parallel state the same
+// way ([Machine.InitialConfig]).
+//
+// Events. An event is offered to every region in declaration order; in a
+// region the row is found innermost first up to the region, as in any
+// nested machine, and a region takes at most one row. The rows written on
+// the parallel state or above it apply only when no region took the
+// event. Two rows conflict when either leaves the parallel state (its
+// target is outside it, or it is written on the parallel state or above):
+// a region's row is taken unless it conflicts with a row already taken in
+// the step, so the first region whose row leaves the parallel state
+// preempts the later regions, and a later region's leaving row is dropped
+// when an earlier region took a row. The rows taken in one step are one
+// transition: the exits of all of them first (innermost first, region by
+// region), then the entries. A row may not cross regions: its target is
+// in its own region, the parallel state itself, or outside it.
+//
+// Guards on the configuration. when In(S) and unless In(S) (also
+// when !In(S)) test whether the state S, a leaf or a composite, possibly
+// in another region, is active, reading the configuration from before the
+// step, as SCXML and XState do; [Transition.In] holds S. fsmgen check
+// warns about an In(S) that always holds where its row can fire (S is the
+// row's source or above it) or never does (S is neither inside the source
+// nor in another region of a parallel state around it).
+//
+// Completion. A final child without status completes its region; the
+// parallel state completes, enabling its rows on done, once every region
+// is in such a final child. Eventless rows are as in any nested machine.
+//
+// Timers. A timer of a parallel state, of a region or of a leaf in a
+// region runs while its state is active, as any other.
+//
+// Rows in the model. [Machine.Transitions] flattens a row written inside a
+// region, or outside any parallel state, onto leaves as usual. A row
+// written on a parallel state or on a composite above it is listed once
+// for the parallel state, with [Transition.From] the parallel state (one
+// row for every configuration, never one per configuration); so is a
+// completion row of a parallel state. fsmgen generate does not generate
+// machines with parallel states or In(S) guards yet: it says so.
+//
 // # Versions and upgrades
 //
 // A changed machine gets a new version, and its old version stays in the
@@ -350,15 +425,26 @@
 //
 // In a nested machine these checks are made on the leaves, with each
 // composite's rows counted for its leaves and a row to a history counted
-// as reaching every leaf of its composite. Besides, [Check] reports a
+// as reaching every leaf of its composite. A parallel state counts as one
+// node, never as the product of its regions: a row entering it reaches it
+// and the leaf it enters in each region, and each of its leaves reaches it
+// (its rows apply in every configuration); so a leaf of a region is
+// reachable when it is within its region once the parallel state is, and
+// is a dead end only when neither its region's rows nor the parallel
+// state's lead on. Besides, [Check] reports a
 // composite without exactly one initial child, a history outside a
 // composite or used as a row's source, a completion row on a state
 // without a final child without status, an internal row whose target is
 // outside its source, an unknown action (unused ones draw a warning), a
 // composite's row that fires for none of its leaves because each takes
 // the event first (a leaf taking it first is ordinary bubbling, not an
-// error), a loop of unguarded eventless rows, and a timer on an event
-// field that is not a time.Duration, with min not below max, or entered
+// error), a loop of unguarded eventless rows, the rules of parallel
+// states (two or more regions, each a composite not marked initial, no
+// parallel state inside another, no history in, of or above one, no row
+// across regions, no internal row on a parallel state, a completion row
+// only when every region has a final child without status, an In(S) of a
+// declared state), and a timer on an event field that is not a
+// time.Duration, with min not below max, or entered
 // by a row on another event. An external row that re-enters a state with
 // a timer draws a warning:
 //
