@@ -121,8 +121,7 @@ func safely(run func() ([]File, error)) (files []File, err error) {
 // generated files' marker line names it.
 func sourceOf(m *dsl.Machine) string { return filepath.Base(m.Pos.Filename) }
 
-// markerLines is how many lines from the top of a generated file
-// ErrNotGenerated is matched by the error of Unsupported: the machine
+// ErrNotGenerated is what the error of Unsupported matches: the machine
 // checks, but the generator cannot render it yet.
 var ErrNotGenerated = errors.New("not generated yet")
 
@@ -141,6 +140,7 @@ func Unsupported(m *dsl.Machine) error {
 	return nil
 }
 
+// markerLines is how many lines from the top of a generated file
 // GeneratedFrom reads: the marker is the first line, or the second in a
 // Mermaid diagram, whose first line is its type.
 const markerLines = 3
