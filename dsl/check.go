@@ -137,6 +137,13 @@ type machineChecker struct {
 	lostTimer map[*State]bool
 }
 
+// leafKey is a leaf (or parallel state) and an event, or completion.
+type leafKey struct {
+	s    *State
+	e    *Event
+	done bool
+}
+
 // stateEvent is a pair of a state and an event.
 type stateEvent struct {
 	s *State
@@ -1346,7 +1353,7 @@ func (mc *machineChecker) groups() {
 				continue
 			}
 			if unguarded != nil {
-				if t.Guard == nil {
+				if t.Guard == nil && t.In == nil {
 					report(false, t.Pos, "two unguarded transitions from %s %s (the other at %s)", name, on, short(unguarded.Pos))
 				} else {
 					report(false, t.Pos, "transition from %s %s can never fire: the unguarded one at %s comes first", name, on, short(unguarded.Pos))
@@ -1372,11 +1379,6 @@ func (mc *machineChecker) groups() {
 	}
 	// Across levels, per leaf: the rows of its ancestors that a row
 	// before them always takes the event from never fire for that leaf.
-	type leafKey struct {
-		s    *State
-		e    *Event
-		done bool
-	}
 	var leafOrder []leafKey
 	chains := map[leafKey][]*Transition{}
 	for _, t := range mc.m.Transitions {
@@ -1390,6 +1392,7 @@ func (mc *machineChecker) groups() {
 		chains[k] = append(chains[k], t)
 	}
 	shadowedBy := map[*Transition]*Transition{}
+	always := map[leafKey]*Transition{} // the row that always takes the event
 	for _, k := range leafOrder {
 		ts := chains[k]
 		var blocker *Transition
@@ -1410,6 +1413,9 @@ func (mc *machineChecker) groups() {
 			if seenGuard[clause{t.Guard, t.In, !t.Negated}] {
 				blocker = t
 			}
+		}
+		if blocker != nil {
+			always[k] = blocker
 		}
 		if blocker == nil && len(seenGuard) >= 2 && !mc.unsureOf(k.s, k.e) {
 			last := ts[len(ts)-1]
@@ -1447,11 +1453,45 @@ func (mc *machineChecker) groups() {
 		by := shadowedBy[t]
 		report(false, t.Pos, "transition from %s %s can never fire: every state in %s has a transition %s that is tried first (the one of %s at %s)", k.src.Name, rowOn(t), k.src.Name, rowOn(t), by.Source.Name, short(by.Pos))
 	}
+	mc.regionShadows(always, func(t, by *Transition, region *State) {
+		report(false, t.Pos, "transition from %s %s can never fire: every state in its region %s has a transition %s that is tried first (the one of %s at %s)", t.From.Name, rowOn(t), region.Name, rowOn(t), by.Source.Name, short(by.Pos))
+		shadowedBy[t] = by
+	})
 	for t := range shadowedBy {
 		drop[t] = true
 	}
 	if len(drop) > 0 {
 		mc.m.Transitions = slices.DeleteFunc(mc.m.Transitions, func(t *Transition) bool { return drop[t] })
+	}
+}
+
+// regionShadows finds the rows written on a parallel state that never
+// fire: on an event that one of its regions always takes, whatever leaf of
+// it the run is in (always holds each leaf's row that always takes an
+// event). It calls shadowed with each such row, the first of those rows
+// and the region.
+func (mc *machineChecker) regionShadows(always map[leafKey]*Transition, shadowed func(t, by *Transition, region *State)) {
+	for _, t := range mc.m.Transitions {
+		if t.Source != t.From || !t.From.Parallel || t.Event == nil {
+			continue
+		}
+		for _, r := range t.From.Children {
+			var by *Transition
+			for _, l := range r.Leaves() {
+				b := always[leafKey{l, t.Event, false}]
+				if b == nil && !l.Terminal() {
+					by = nil
+					break
+				}
+				if by == nil {
+					by = b
+				}
+			}
+			if by != nil {
+				shadowed(t, by, r)
+				break
+			}
+		}
 	}
 }
 
@@ -2030,7 +2070,7 @@ func (mc *machineChecker) nested() {
 	// A composite with an unguarded eventless row never stays to complete.
 	unguarded := map[*State]*Transition{}
 	for _, t := range m.Transitions {
-		if t.Event == nil && !t.Done && t.Guard == nil && unguarded[t.Source] == nil {
+		if t.Event == nil && !t.Done && t.Guard == nil && t.In == nil && unguarded[t.Source] == nil {
 			unguarded[t.Source] = t
 		}
 	}
@@ -2049,9 +2089,21 @@ func (mc *machineChecker) nested() {
 func (mc *machineChecker) eventlessLoops() {
 	next := map[*State]*Transition{} // the unguarded eventless row a leaf takes first
 	for _, t := range mc.m.Transitions {
-		if t.Event == nil && t.Guard == nil && t.History == nil && next[t.From] == nil {
+		if t.Event == nil && t.Guard == nil && t.In == nil && t.History == nil && next[t.From] == nil {
 			next[t.From] = t
 		}
+	}
+	// step is the row a leaf takes: its own, or its parallel state's,
+	// taken when no region takes one (its completion row waits for every
+	// region, not for this leaf's).
+	step := func(s *State) *Transition {
+		if t := next[s]; t != nil {
+			return t
+		}
+		if p, _ := s.Region(); p != nil && next[p] != nil && !next[p].Done {
+			return next[p]
+		}
+		return nil
 	}
 	done := map[*State]bool{}
 	for _, start := range mc.m.States {
@@ -2065,12 +2117,12 @@ func (mc *machineChecker) eventlessLoops() {
 					names = append(names, x.Name)
 				}
 				names = append(names, s.Name)
-				mc.errorf(next[loop[0]].Pos, "unguarded rows without an event loop for ever: %s; guard one of them, or give it an event", strings.Join(names, " -> "))
+				mc.errorf(step(loop[0]).Pos, "unguarded rows without an event loop for ever: %s; guard one of them, or give it an event", strings.Join(names, " -> "))
 				break
 			}
 			onPath[s] = len(path)
 			path = append(path, s)
-			t := next[s]
+			t := step(s)
 			if t == nil {
 				break
 			}

@@ -313,7 +313,9 @@
 // for the parallel state, with [Transition.From] the parallel state (one
 // row for every configuration, never one per configuration); so is a
 // completion row of a parallel state. fsmgen generate does not generate
-// machines with parallel states or In(S) guards yet: it says so.
+// machines with parallel states or In(S) guards yet: it says so. Runs of
+// such a machine are not moved by upgrade rules yet: an upgrade from or to
+// it drains.
 //
 // # Versions and upgrades
 //
@@ -443,7 +445,8 @@
 // parallel state inside another, no history in, of or above one, no row
 // across regions, no internal row on a parallel state, a completion row
 // only when every region has a final child without status, an In(S) of a
-// declared state), and a timer on an event field that is not a
+// declared state, a row of a parallel state on an event that one of its
+// regions takes first in every one of its leaves), and a timer on an event field that is not a
 // time.Duration, with min not below max, or entered
 // by a row on another event. An external row that re-enters a state with
 // a timer draws a warning:

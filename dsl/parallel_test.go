@@ -236,6 +236,31 @@ func TestCheckParallel(t *testing.T) {
 			want: []string{"t.fsm:25:11: state Lost is unreachable from the initial state Draft"},
 		},
 		{
+			name: "row of a parallel state that a region always takes first",
+			src:  review("Pending -> Pending on Merge", "Approved -> Approved on Merge", "Accepted -> Pending on Merge", "Open -> Merged on done"),
+			want: []string{"t.fsm:24:5: transition from Open on Merge can never fire: every state in its region Review has a transition on Merge that is tried first (the one of Pending at 25:5)"},
+		},
+		{
+			name: "row of a parallel state that a region takes in some states only",
+			src:  review("Pending -> Pending on Merge", "Approved -> Approved on Merge"),
+			want: nil,
+		},
+		{
+			name: "In guard is a guard",
+			src:  review("Pending -> Approved on Pass when In(Queued)", "Pending -> Accepted on Pass"),
+			want: nil,
+		},
+		{
+			name: "eventless loop through a parallel state",
+			src:  review("state Idle wait", "Open -> Idle", "Idle -> Open"),
+			want: []string{"t.fsm:26:5: unguarded rows without an event loop for ever: Pending -> Idle -> Pending; guard one of them, or give it an event"},
+		},
+		{
+			name: "upgrade rules of a parallel machine",
+			src: review() + "machine Door2 {\n    type \"door\"\n    version 2\n    upgrade from 1 { Draft -> Draft }\n    initial Draft wait\n    final Merged succeeded\n    event Merge\n    Draft -> Merged on Merge\n}\n",
+			want: []string{`t.fsm:29:18: upgrade from 1: rules cannot move the runs of a machine with parallel states yet; write "upgrade from 1 drain"`},
+		},
+		{
 			name: "parallel timer handled by its own row",
 			src:  review("event Late", "Open -> Merged on Late"),
 			want: nil,

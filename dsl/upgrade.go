@@ -119,6 +119,10 @@ func (c *checker) upgrades(f *File, machines []*Machine, checkers map[*Machine]*
 				c.errorf(d.From.Pos, "upgrade from %d: no machine of type %q has version %d in this file (versions here: %s); keep version %d's machine block next to this one, renamed %sV%d", n, m.Type, n, hint, n, m.Name, n)
 				continue
 			}
+			if !d.Drain && len(old.Parallels)+len(m.Parallels) > 0 {
+				c.errorf(d.From.Pos, "upgrade from %d: rules cannot move the runs of a machine with parallel states yet; write \"upgrade from %d drain\"", n, n)
+				continue
+			}
 			mg := &Upgrade{Pos: it.Pos, From: old, To: m, Drain: d.Drain}
 			if !d.Drain {
 				mig := &upgradeChecker{checker: c, mg: mg, old: checkers[old], new: checkers[m]}
