@@ -257,7 +257,7 @@ func TestCheckParallel(t *testing.T) {
 		},
 		{
 			name: "upgrade rules of a parallel machine",
-			src: review() + "machine Door2 {\n    type \"door\"\n    version 2\n    upgrade from 1 { Draft -> Draft }\n    initial Draft wait\n    final Merged succeeded\n    event Merge\n    Draft -> Merged on Merge\n}\n",
+			src:  review() + "machine Door2 {\n    type \"door\"\n    version 2\n    upgrade from 1 { Draft -> Draft }\n    initial Draft wait\n    final Merged succeeded\n    event Merge\n    Draft -> Merged on Merge\n}\n",
 			want: []string{`t.fsm:29:18: upgrade from 1: rules cannot move the runs of a machine with parallel states yet; write "upgrade from 1 drain"`},
 		},
 		{
