@@ -197,6 +197,11 @@ var formatCases = []struct {
 		want: "machine M {\n    initial A retry up to 6 backoff 1s else F\n    final   B succeeded\n    final   C failed\n    A -> B on E\n    A -> C on F\n    event E\n    event F\n}\n",
 	},
 	{
+		name: "a parallel state and In guards",
+		src:  "machine M { initial P parallel after 1h T { state R { initial A } state S { initial B } } final Z succeeded A -> Z on E when  In( B ) A -> Z on T unless !In(S) }",
+		want: "machine M {\n    initial P parallel after 1h T {\n        state R {\n            initial A\n        }\n        state S {\n            initial B\n        }\n    }\n    final Z succeeded\n    A -> Z on E when In(B)\n    A -> Z on T unless !In(S)\n}\n",
+	},
+	{
 		name: "one line machine",
 		src:  "machine M { initial A final B succeeded A -> B on E event E }",
 		want: "machine M {\n    initial A\n    final   B succeeded\n    A -> B on E\n    event E\n}\n",
