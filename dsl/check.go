@@ -1791,12 +1791,12 @@ func (mc *machineChecker) senders() {
 		return
 	}
 	for _, s := range mc.m.States {
-		if !s.Wait || s.Terminal() || hasTimer(s) || mc.lostTimer[s] {
+		p, _ := s.Region()
+		if !s.Wait || s.Terminal() || hasTimer(s) || mc.lostTimer[s] || p != nil && sends(p) {
 			continue
 		}
 		var whys []string
 		var seen []*Event
-		p, _ := s.Region()
 		for _, t := range mc.m.Transitions {
 			if t.From != s && (p == nil || t.From != p) || slices.Contains(seen, t.Event) {
 				continue
@@ -1818,6 +1818,20 @@ func (mc *machineChecker) senders() {
 			mc.warnf(s.Pos, "state %s waits, but has no timer and callers may not send its events (%s): a run there waits for ever; declare one of them external", s.Name, strings.Join(whys, ", "))
 		}
 	}
+}
+
+// sends reports whether a state in parallel state p (p included) has a
+// timer, a retry policy or a handler: its events reach every region, so
+// a leaf of another region that waits for them does not wait for ever.
+func sends(p *State) bool {
+	var in func(s *State) bool
+	in = func(s *State) bool {
+		if len(s.Timers) > 0 || s.Retry != nil || !s.Composite() && s.Driven() {
+			return true
+		}
+		return slices.ContainsFunc(s.Children, in)
+	}
+	return in(p)
 }
 
 // hasTimer reports whether s or one of its ancestors has a timer.

@@ -261,8 +261,18 @@ func TestCheckParallel(t *testing.T) {
 			want: []string{`t.fsm:29:18: upgrade from 1: rules cannot move the runs of a machine with parallel states yet; write "upgrade from 1 drain"`},
 		},
 		{
-			name: "parallel timer handled by its own row",
-			src:  review("event Late", "Open -> Merged on Late"),
+			name: "timer of a parallel state taken by a region",
+			src:  door("initial A parallel after 1h Late {", "    state R {", "        initial B wait", "        state C wait", "    }", "    state S {", "        initial D wait", "    }", "}", "final Z succeeded", "event E", "event Late", "A -> Z on E", "B -> C on Late", "C -> B on E"),
+			want: nil,
+		},
+		{
+			name: "timer of a parallel state taken by nothing",
+			src:  door("initial A parallel after 1h Late {", "    state R {", "        initial B wait", "        state C wait", "    }", "    state S {", "        initial D wait", "    }", "}", "final Z succeeded", "event E", "event Late", "A -> Z on E", "B -> C on E"),
+			want: []string{"t.fsm:2:33: timer of state A fires Late in state A, which has no transition on Late"},
+		},
+		{
+			name: "timer of a leaf taken by its parallel state",
+			src:  door("initial A parallel {", "    state R {", "        initial B wait after 1m Late", "    }", "    state S {", "        initial D wait", "    }", "}", "final Z succeeded", "event Late", "A -> Z on Late"),
 			want: nil,
 		},
 	})

@@ -445,6 +445,9 @@ func refDetail(r dsl.Ref) string {
 }
 
 func stateDetail(s *dsl.StateDecl) string {
+	if s.Block && slices.ContainsFunc(s.Options, func(o *dsl.StateOption) bool { return o.Parallel }) {
+		return s.Kind + ", parallel"
+	}
 	if s.Block {
 		return s.Kind + ", composite"
 	}

@@ -847,6 +847,11 @@ func TestParallelInGuard(t *testing.T) {
 	var locs []protocol.Location
 	c.mustCall(protocol.MethodTextDocumentDefinition, &protocol.DefinitionParams{TextDocumentPositionParams: at(uri, 13, 44)}, &locs)
 	diff(t, "definition of In(Passed)", []protocol.Location{{URI: uri, Range: rng(8, 20, 8, 26)}}, locs)
+	var items protocol.CompletionList
+	c.mustCall(protocol.MethodTextDocumentCompletion, &protocol.CompletionParams{TextDocumentPositionParams: at(uri, 13, 43)}, &items)
+	if len(items.Items) == 0 || items.Items[0].Label != "Open" || items.Items[0].Detail != "initial, parallel" {
+		t.Errorf("completion in In( = %+v, want Open, \"initial, parallel\", first", items.Items)
+	}
 	var hover *protocol.Hover
 	c.mustCall(protocol.MethodTextDocumentHover, &protocol.HoverParams{TextDocumentPositionParams: at(uri, 13, 44)}, &hover)
 	if hover == nil || hover.Range == nil || *hover.Range != rng(13, 43, 13, 49) {
