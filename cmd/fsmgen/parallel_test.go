@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestParallelNotGenerated: a machine with parallel states checks and
+// formats, and every command that renders it says it is not generated
+// yet, writing nothing.
+func TestParallelNotGenerated(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join("..", "..", "dsl", "testdata", "parallel", "podlifecycle.fsm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p := write(t, dir, "pod.fsm", string(src))
+	if code, stdout, stderr := runCmd(t, dir, "", "check", "pod.fsm"); code != exitOK || stdout != "" || stderr != "" {
+		t.Errorf("check: exit %d, stdout %q, stderr %q; want 0 and nothing", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runCmd(t, dir, "", "fmt", "pod.fsm"); code != exitOK || stdout != string(src) || stderr != "" {
+		t.Errorf("fmt: exit %d, stderr %q, output changed: %v", code, stderr, stdout != string(src))
+	}
+	for _, args := range [][]string{
+		{"diagram", "pod.fsm"},
+		{"export", "-format", "xstate", "pod.fsm"},
+		{"sql", "-table", "pods", "-column", "state", "pod.fsm"},
+	} {
+		code, stdout, stderr := runCmd(t, dir, "", args...)
+		want := "fsmgen " + args[0] + ": " + p + ": machine Pod: parallel states are not generated yet\n"
+		if code != exitInput || stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q; want %d and nothing", args, code, stdout, exitInput)
+		}
+		if diff := cmp.Diff(want, stderr); diff != "" {
+			t.Errorf("%v: stderr (-want +got):\n%s", args, diff)
+		}
+	}
+	code, _, stderr := runCmd(t, dir, "", "generate", "pod.fsm")
+	if diff := cmp.Diff(p+": machine Pod: parallel states are not generated yet\n", stderr); code == exitOK || diff != "" {
+		t.Errorf("generate: exit %d, stderr (-want +got):\n%s", code, diff)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("%d entries in %s after generate, want pod.fsm alone", len(entries), dir)
+	}
+}
