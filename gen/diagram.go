@@ -79,6 +79,7 @@ func writtenRows(m *dsl.Machine) []*dsl.Transition {
 		target        string
 		event         *dsl.Event
 		guard         *dsl.Guard
+		in            *dsl.State
 		negated, done bool
 		internal      bool
 		outcome       string
@@ -86,7 +87,7 @@ func writtenRows(m *dsl.Machine) []*dsl.Transition {
 	var out []*dsl.Transition
 	seen := map[key]bool{}
 	for _, t := range m.Transitions {
-		k := key{rowSource(t), rowTarget(t), t.Event, t.Guard, t.Negated, t.Done, t.Internal, t.Outcome}
+		k := key{rowSource(t), rowTarget(t), t.Event, t.Guard, t.In, t.Negated, t.Done, t.Internal, t.Outcome}
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, t)
@@ -107,15 +108,29 @@ func eventText(t *dsl.Transition) string {
 	return ""
 }
 
-// guardText is [G] or [!G], or "" for an unguarded row.
-func guardText(t *dsl.Transition) string {
+// guardName is a row's guard as the .fsm file writes it, without its
+// negation: G, or In(S) for a guard on the configuration; "" for an
+// unguarded row.
+func guardName(t *dsl.Transition) string {
 	switch {
-	case t.Guard == nil:
+	case t.In != nil:
+		return "In(" + t.In.Name + ")"
+	case t.Guard != nil:
+		return t.Guard.Name
+	}
+	return ""
+}
+
+// guardText is [G] or [!G], [In(S)] or [!In(S)], or "" for an unguarded
+// row.
+func guardText(t *dsl.Transition) string {
+	switch g := guardName(t); {
+	case g == "":
 		return ""
 	case t.Negated:
-		return "[!" + t.Guard.Name + "]"
+		return "[!" + g + "]"
 	default:
-		return "[" + t.Guard.Name + "]"
+		return "[" + g + "]"
 	}
 }
 
@@ -263,8 +278,10 @@ func commonBlock(a, b *dsl.State) *dsl.State {
 // state is a composite of the diagram (state NAME { ... }) with its own
 // start point, its final children arrows to its [*], its entry and exit
 // actions in a note; a history pseudostate is a state of its composite
-// labelled H (shallow) or H* (deep); a row is drawn from the state it was
-// written on to the state or history it names.
+// labelled H (shallow) or H* (deep); a parallel state is a composite
+// whose regions, composites of their own, are separated by "--" (Mermaid's
+// concurrency); a row is drawn from the state it was written on to the
+// state or history it names.
 func Mermaid(m *dsl.Machine) []byte {
 	var b bytes.Buffer
 	ids := mermaidIDs(m)
@@ -302,6 +319,19 @@ func Mermaid(m *dsl.Machine) []byte {
 			if s.Composite() {
 				fmt.Fprintf(&b, "%sstate %s {\n", indent, ids[s.Name])
 				in := indent + "    "
+				if s.Parallel {
+					// A row never crosses regions: every edge inside
+					// is drawn in the block of its region.
+					for i, r := range s.Children {
+						if i > 0 {
+							fmt.Fprintf(&b, "%s--\n", in)
+						}
+						states(in, []*dsl.State{r})
+					}
+					fmt.Fprintf(&b, "%s}\n", indent)
+					mermaidActions(&b, indent, ids[s.Name], s)
+					continue
+				}
 				states(in, s.Children)
 				for _, h := range s.History {
 					label := h.Name + "<br/>H"
@@ -318,12 +348,7 @@ func Mermaid(m *dsl.Machine) []byte {
 					}
 				}
 				fmt.Fprintf(&b, "%s}\n", indent)
-				if lines := actionLines(s); len(lines) > 0 {
-					for i, l := range lines {
-						lines[i] = mermaidText(l)
-					}
-					fmt.Fprintf(&b, "%snote right of %s : %s\n", indent, ids[s.Name], strings.Join(lines, "<br/>"))
-				}
+				mermaidActions(&b, indent, ids[s.Name], s)
 				continue
 			}
 			// A state's one description line is its label.
@@ -386,6 +411,19 @@ func Mermaid(m *dsl.Machine) []byte {
 	return b.Bytes()
 }
 
+// mermaidActions writes the note of a composite's entry and exit actions,
+// if it has any.
+func mermaidActions(b *bytes.Buffer, indent, id string, s *dsl.State) {
+	lines := actionLines(s)
+	if len(lines) == 0 {
+		return
+	}
+	for i, l := range lines {
+		lines[i] = mermaidText(l)
+	}
+	fmt.Fprintf(b, "%snote right of %s : %s\n", indent, id, strings.Join(lines, "<br/>"))
+}
+
 // mermaidKeywords are words that Mermaid's state diagram lexer, which
 // ignores case, reads as keywords where a state id stands.
 var mermaidKeywords = []string{"default", "state", "note", "class", "classdef", "scale", "style",
@@ -446,6 +484,9 @@ var mermaidText = strings.NewReplacer(
 // cluster (compound=true) with its own start point; an edge to or from a
 // composite ends at the cluster's border (lhead, ltail), drawn to or from
 // its initial leaf; a history pseudostate is a circle labelled H or H*.
+// A parallel state is a cluster without a start point of its own, its
+// regions clusters inside it with dashed borders, each with its start
+// point.
 func DOT(m *dsl.Machine) []byte {
 	var b bytes.Buffer
 	nested := len(m.Composites) > 0
@@ -500,9 +541,18 @@ func DOT(m *dsl.Machine) []byte {
 				in := indent + "    "
 				label := strings.Join(append([]string{s.Name}, actionLines(s)...), "\n")
 				fmt.Fprintf(&b, "%slabel=%s;\n", in, dotID(label))
-				fmt.Fprintf(&b, "%sstyle=\"rounded\";\n", in)
+				style := "rounded"
+				if s.Parent != nil && s.Parent.Parallel {
+					style = "rounded,dashed"
+				}
+				fmt.Fprintf(&b, "%sstyle=%s;\n", in, dotID(style))
 				if len(s.Doc) > 0 {
 					fmt.Fprintf(&b, "%stooltip=%s;\n", in, dotID(strings.Join(s.Doc, "\n")))
+				}
+				if s.Parallel {
+					states(in, s.Children)
+					fmt.Fprintf(&b, "%s}\n", indent)
+					continue
 				}
 				st := startOf(s)
 				fmt.Fprintf(&b, "%s%s [shape=point, width=0.1, style=filled, fillcolor=black, label=\"\"];\n", in, dotID(st))
@@ -676,6 +726,10 @@ func Page(source string, m *dsl.Machine, mermaid []byte) []byte {
 	if len(m.Composites) > 0 {
 		b.WriteString("A row written on a composite state applies in every state inside it, after their own rows.\n")
 	}
+	if len(m.Parallels) > 0 {
+		b.WriteString("The regions of a parallel state are active together: an event is offered to each, in order,\n")
+		b.WriteString("and a row written on the parallel state applies when none of them takes it.\n")
+	}
 	b.WriteString("\n")
 	b.WriteString("| From | Event | Guard | To | Outcome | Description |\n")
 	b.WriteString("|---|---|---|---|---|---|\n")
@@ -694,8 +748,8 @@ func Page(source string, m *dsl.Machine, mermaid []byte) []byte {
 			ev += " (internal)"
 		}
 		guard := ""
-		if t.Guard != nil {
-			guard = "`" + t.Guard.Name + "`"
+		if g := guardName(t); g != "" {
+			guard = "`" + g + "`"
 			if t.Negated {
 				guard = "not " + guard
 			}
@@ -787,6 +841,14 @@ func stateKind(s *dsl.State) string {
 		k = "final: " + s.Status
 	case s.Done:
 		k = "final child"
+	case s.Parallel:
+		regions := make([]string, len(s.Children))
+		for i, r := range s.Children {
+			regions[i] = "`" + r.Name + "`"
+		}
+		k = "parallel, regions " + strings.Join(regions, ", ")
+	case s.Composite() && s.Parent != nil && s.Parent.Parallel:
+		k = "region, initial `" + s.InitialChild.Name + "`"
 	case s.Composite():
 		k = "composite, initial `" + s.InitialChild.Name + "`"
 	case s.Wait:

@@ -38,8 +38,10 @@ import (
 // of one state alike but for their events are one row on several events),
 // and a delayed transition after.MS that names no event fires a new event,
 // AfterD (After20s), from a timer of its state. What a .fsm file cannot
-// say is an error that names it: parallel states, invocations, named
-// delays and event names that are not .fsm names. Transition actions,
+// say is an error that names it: invocations, named delays and event
+// names that are not .fsm names. A node of type "parallel" imports as a
+// parallel state, its children as its regions, and XState's stateIn
+// guard as In(S). Transition actions,
 // context and tags, which belong in Go, are dropped; the returned notes
 // say so.
 func ImportXState(filename string, data []byte) (src []byte, notes []string, err error) {
@@ -86,7 +88,10 @@ type importer struct {
 type imState struct {
 	name, doc, status, outcome string
 	final, wait                bool
-	retry                      string
+	// parallel marks a node of type "parallel": its children are its
+	// regions.
+	parallel bool
+	retry    string
 	timers                     []string
 	// A nested state's parent; a composite's initial child, children and
 	// history pseudostates; a history's depth.
@@ -127,6 +132,12 @@ type imRow struct {
 	// reenter is the transition's reenter, which resolve reads.
 	reenter bool
 	guard   string
+	// written are the events of the row as the table writes them, in
+	// order, when it names several (meta.fsmgen.events).
+	written []string
+	// in is the state a stateIn guard tests, as the config writes it
+	// until resolve, then the state's name; "" for another guard.
+	in      string
 	negated bool
 	outcome string
 	doc     string
@@ -285,6 +296,11 @@ func (im *importer) state(name string, sn *node, parent *imState) error {
 	}
 	switch typ {
 	case "", "atomic", "compound":
+	case "parallel":
+		if sn.get("states") == nil {
+			return errors.New(`a state of type "parallel" without states does not import`)
+		}
+		s.parallel = true
 	case "final":
 		s.final = true
 		if parent == nil {
@@ -313,7 +329,7 @@ func (im *importer) state(name string, sn *node, parent *imState) error {
 		im.states = append(im.states, s)
 		return nil
 	default:
-		return fmt.Errorf("a state of type %q does not import; parallel states have no .fsm form", typ)
+		return fmt.Errorf("a state of type %q does not import", typ)
 	}
 	if sn.get("invoke") != nil {
 		return errors.New("invoke does not import: a .fsm state has no invoked actor")
@@ -416,10 +432,16 @@ func (im *importer) state(name string, sn *node, parent *imState) error {
 		if s.initial, err = sn.str("initial"); err != nil {
 			return err
 		}
+		if s.parallel && s.initial != "" {
+			return errors.New("a parallel state has no initial state: it enters every region")
+		}
 		for i, c := range children.keys {
 			if err := im.state(c, children.vals[i], s); err != nil {
 				return fmt.Errorf("state %s: %w", c, err)
 			}
+		}
+		if s.parallel {
+			return nil
 		}
 		if s.initial == "" {
 			for _, c := range s.children {
@@ -514,24 +536,16 @@ func (im *importer) resolve(machineID string) error {
 			r.to, r.internal = src.name, true
 			continue
 		}
-		if strings.HasPrefix(target, "#") {
-			id, rest, _ := strings.Cut(target[1:], ".")
-			switch {
-			case im.ids[id] != "" && rest == "":
-				target = im.ids[id]
-			case im.ids[id] != "" || id == machineID:
-				target = rest
-			default:
-				return fmt.Errorf("state %s: target %q: no state has id %s", src.name, r.to, id)
+		if r.in != "" {
+			in, err := im.ref(machineID, r.in)
+			if err != nil {
+				return fmt.Errorf("state %s: stateIn %q: %w", src.name, r.in, err)
 			}
+			r.in = in.name
 		}
-		target = strings.TrimPrefix(target, ".")
-		if i := strings.LastIndex(target, "."); i >= 0 {
-			target = target[i+1:]
-		}
-		t := im.find(target)
-		if t == nil {
-			return fmt.Errorf("state %s: target %q: want a state of this machine", src.name, r.to)
+		t, err := im.ref(machineID, target)
+		if err != nil {
+			return fmt.Errorf("state %s: target %q: %w", src.name, r.to, err)
 		}
 		r.to = t.name
 		into := false
@@ -559,6 +573,32 @@ func (im *importer) resolve(machineID string) error {
 		}
 	}
 	return nil
+}
+
+// ref returns the state a reference names as the config writes it: a
+// name, .CHILD, #ID or #ID.PATH.
+func (im *importer) ref(machineID, ref string) (*imState, error) {
+	name := ref
+	if strings.HasPrefix(name, "#") {
+		id, rest, _ := strings.Cut(name[1:], ".")
+		switch {
+		case im.ids[id] != "" && rest == "":
+			name = im.ids[id]
+		case im.ids[id] != "" || id == machineID:
+			name = rest
+		default:
+			return nil, fmt.Errorf("no state has id %s", id)
+		}
+	}
+	name = strings.TrimPrefix(name, ".")
+	if i := strings.LastIndex(name, "."); i >= 0 {
+		name = name[i+1:]
+	}
+	s := im.find(name)
+	if s == nil {
+		return nil, errors.New("want a state of this machine")
+	}
+	return s, nil
 }
 
 // enteringEvent returns the one event of the rows that enter s: those
@@ -718,10 +758,15 @@ func (im *importer) transitions(s *imState, ev string, tn *node, delay *int64, d
 			return err
 		}
 		if g := t.get("guard"); g != nil {
-			if r.guard, r.negated, err = guardOf(g); err != nil {
+			if r.in, r.negated, err = stateInOf(g); err != nil {
 				return err
 			}
-			r.guard = im.upper("guard", r.guard)
+			if r.in == "" {
+				if r.guard, r.negated, err = guardOf(g); err != nil {
+					return err
+				}
+				r.guard = im.upper("guard", r.guard)
+			}
 		}
 		if fm != nil {
 			if v := fm.get("row"); v != nil {
@@ -736,6 +781,9 @@ func (im *importer) transitions(s *imState, ev string, tn *node, delay *int64, d
 				for _, f := range from.items() {
 					r.from = append(r.from, f.s)
 				}
+			}
+			for _, e := range fm.get("events").items() {
+				r.written = append(r.written, e.s)
 			}
 			if r.outcome, err = fm.str("outcome"); err != nil {
 				return err
@@ -765,7 +813,7 @@ func (im *importer) table() error {
 			continue
 		}
 		if prev, ok := byIndex[r.index]; ok {
-			if prev.to != r.to || prev.guard != r.guard || prev.negated != r.negated || prev.done != r.done || prev.internal != r.internal || (len(prev.events) == 0) != (len(r.events) == 0) {
+			if prev.to != r.to || prev.guard != r.guard || prev.in != r.in || prev.negated != r.negated || prev.done != r.done || prev.internal != r.internal || (len(prev.events) == 0) != (len(r.events) == 0) {
 				return fmt.Errorf("the transitions of row %d (%s on %s, %s on %s) differ", r.index, prev.from, prev.events, r.from, r.events)
 			}
 			for _, e := range r.events {
@@ -777,6 +825,11 @@ func (im *importer) table() error {
 		}
 		byIndex[r.index] = r
 		rows = append(rows, r)
+	}
+	for _, r := range rows {
+		if len(r.written) > 0 {
+			r.events = r.written
+		}
 	}
 	slices.SortStableFunc(rows, func(a, b *imRow) int {
 		switch {
@@ -807,7 +860,7 @@ func (im *importer) table() error {
 // row on several events: the same state, target, guard and kind, both on
 // events.
 func sameButEvents(a, b *imRow) bool {
-	return a.node == b.node && a.to == b.to && a.guard == b.guard && a.negated == b.negated &&
+	return a.node == b.node && a.to == b.to && a.guard == b.guard && a.in == b.in && a.negated == b.negated &&
 		a.internal == b.internal && !a.done && !b.done && len(a.events) > 0 && len(b.events) > 0 &&
 		a.outcome == b.outcome && a.doc == "" && b.doc == "" && !slices.Contains(a.events, b.events[0])
 }
@@ -859,6 +912,9 @@ func (im *importer) render() []byte {
 			fmt.Fprintf(&b, "%sinitial %s", indent, s.name)
 		default:
 			fmt.Fprintf(&b, "%sstate %s", indent, s.name)
+		}
+		if s.parallel {
+			b.WriteString(" parallel")
 		}
 		if s.wait {
 			b.WriteString(" wait")
@@ -936,11 +992,15 @@ func (im *importer) render() []byte {
 		case len(r.events) > 0:
 			b.WriteString(" on " + strings.Join(r.events, ", "))
 		}
+		guard := r.guard
+		if r.in != "" {
+			guard = "In(" + r.in + ")"
+		}
 		switch {
-		case r.guard != "" && r.negated:
-			b.WriteString(" unless " + r.guard)
-		case r.guard != "":
-			b.WriteString(" when " + r.guard)
+		case guard != "" && r.negated:
+			b.WriteString(" unless " + guard)
+		case guard != "":
+			b.WriteString(" when " + guard)
 		}
 		if r.outcome != "" {
 			fmt.Fprintf(&b, " outcome %s", strconv.Quote(r.outcome))
@@ -1013,6 +1073,44 @@ func targetOf(t *node) (string, error) {
 		return "", nil
 	}
 	return t.s, nil
+}
+
+// stateInOf reads XState's stateIn guard, {"type": "stateIn", "params":
+// {"state": REF}}, negated inside {"type": "not", "params": {"guard":
+// ...}}: it returns REF as the config writes it, "" for another guard.
+func stateInOf(g *node) (ref string, negated bool, err error) {
+	if g.kind != '{' {
+		return "", false, nil
+	}
+	typ, err := g.str("type")
+	if err != nil {
+		return "", false, err
+	}
+	switch typ {
+	case "not":
+		inner := g.path("params", "guard")
+		if inner == nil {
+			return "", false, nil
+		}
+		ref, neg, err := stateInOf(inner)
+		if err != nil || ref == "" {
+			return "", false, err
+		}
+		if neg {
+			return "", false, errors.New("guard: a double negation does not import")
+		}
+		return ref, true, nil
+	case "stateIn":
+		ref, err := g.path("params").str("state")
+		if err != nil {
+			return "", false, err
+		}
+		if ref == "" {
+			return "", false, errors.New(`guard {"type": "stateIn"} without params.state`)
+		}
+		return ref, false, nil
+	}
+	return "", false, nil
 }
 
 // guardOf reads a guard: "NAME", {"type": "NAME"}, or fsmgen's negation

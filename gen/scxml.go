@@ -22,7 +22,10 @@ const SCXMLNamespace = "https://github.com/fsmgen/fsmgen/scxml"
 //     of <scxml>; a composite state is a <state> with an initial attribute
 //     and its children, then its history pseudostates as
 //     <history type="shallow|deep"> whose default transition enters the
-//     composite's initial child (shallow) or leaf (deep). A final child
+//     composite's initial child (shallow) or leaf (deep). A parallel
+//     state is a <parallel>, its regions its child <state>s; its "on
+//     done" rows take done.state.P, which SCXML raises once every region
+//     is in a final child. A final child
 //     without status is a <final>, whose entry raises done.state.PARENT; a
 //     final child with a status, which ends the run and completes nothing,
 //     is a <state> with fsmgen:status, whose transitions without target
@@ -32,7 +35,8 @@ const SCXMLNamespace = "https://github.com/fsmgen/fsmgen/scxml"
 //     (SCXML takes the first enabled transition in document order, from
 //     the atomic state up). An eventless row has no event, a completion
 //     row the event done.state.SOURCE. A guarded one has
-//     cond="guards.NAME(_event)", negated cond="!guards.NAME(_event)": the
+//     cond="guards.NAME(_event)", negated cond="!guards.NAME(_event)", and
+//     In(S) is cond="In('S')" (SCXML's own predicate), negated "!In('S')": the
 //     host puts an object guards, with one function per guard taking the
 //     event, in the interpreter's global scope (SCION: model.prepare(callback,
 //     {guards})). A row is external, SCXML's default: it leaves and
@@ -104,8 +108,12 @@ func SCXML(m *dsl.Machine) ([]byte, error) {
 			b.WriteString("/>\n")
 			return nil
 		}
-		fmt.Fprintf(&b, "%s<state id=%s", indent, attr(s.Name))
-		if s.Composite() {
+		elem := "state"
+		if s.Parallel {
+			elem = "parallel"
+		}
+		fmt.Fprintf(&b, "%s<%s id=%s", indent, elem, attr(s.Name))
+		if s.Composite() && !s.Parallel {
 			fmt.Fprintf(&b, " initial=%s", attr(s.InitialChild.Name))
 		}
 		if s.Terminal() {
@@ -164,11 +172,7 @@ func SCXML(m *dsl.Machine) ([]byte, error) {
 			case t.Event != nil:
 				fmt.Fprintf(&b, " event=%s", attr(t.Event.Name))
 			}
-			if t.Guard != nil {
-				cond := "guards." + t.Guard.Name + "(_event)"
-				if t.Negated {
-					cond = "!" + cond
-				}
+			if cond := scxmlCond(t); cond != "" {
 				fmt.Fprintf(&b, " cond=%s", attr(cond))
 			}
 			// An internal row to its own source has no target: SCXML
@@ -206,7 +210,7 @@ func SCXML(m *dsl.Machine) ([]byte, error) {
 			}
 			fmt.Fprintf(&b, "%s<history id=%s type=%q>\n%s  <transition target=%s/>\n%s</history>\n", in, attr(h.Name), typ, in, attr(def.Name), in)
 		}
-		fmt.Fprintf(&b, "%s</state>\n", indent)
+		fmt.Fprintf(&b, "%s</%s>\n", indent, elem)
 		return nil
 	}
 	for _, s := range roots(m) {
@@ -216,6 +220,25 @@ func SCXML(m *dsl.Machine) ([]byte, error) {
 	}
 	b.WriteString("</scxml>\n")
 	return b.Bytes(), nil
+}
+
+// scxmlCond is the cond of a row's transition, "" for an unguarded row:
+// guards.NAME(_event), or In('S') for a guard on the configuration,
+// with ! before when negated.
+func scxmlCond(t *dsl.Transition) string {
+	var cond string
+	switch {
+	case t.In != nil:
+		cond = "In('" + t.In.Name + "')"
+	case t.Guard != nil:
+		cond = "guards." + t.Guard.Name + "(_event)"
+	default:
+		return ""
+	}
+	if t.Negated {
+		return "!" + cond
+	}
+	return cond
 }
 
 // timerID is the send id of a state's timer, for its <cancel>.

@@ -39,9 +39,14 @@ import (
 //     which is an internal row; an external row to its source or into it
 //     has reenter: true, which restarts the source's timers, as the
 //     runtime counts timers from the run's entry into the state;
+//   - a parallel state is a node of type "parallel", its regions its
+//     child states; its "on done" rows are its onDone, which XState takes
+//     once every region is in a final child;
 //   - a guard is named: "guard": "NAME"; a negated one is
 //     {"type": "not", "params": {"guard": "NAME"}}, which the loader of
-//     editors/interop turns into XState's not("NAME");
+//     editors/interop turns into XState's not("NAME"); In(S) is
+//     {"type": "stateIn", "params": {"state": "#MACHINE.PATH.TO.S"}},
+//     XState's stateIn, negated the same way;
 //   - a timer (after D EVENT) is a delayed transition: under after.MS, the
 //     rows that EVENT takes in the state, its own and then its ancestors',
 //     each marked with the event and duration in its meta; the rows stay
@@ -53,7 +58,8 @@ import (
 //     and cancel event, the events with their payload fields and external
 //     flag, the guards and actions, each state's status, outcome, wait flag
 //     and retry policy, each row's index in the table, its FROM as written
-//     (a list or *) and its own outcome. fsmgen import reads it back: a
+//     (a list or *), its events when it names several, in its order, and
+//     its own outcome. fsmgen import reads it back: a
 //     machine exported and imported again is the same machine.
 
 // exportMarker is the note the XState and SCXML exports carry. It is not
@@ -127,12 +133,8 @@ func XState(m *dsl.Machine) ([]byte, error) {
 		if !t.Internal && t.History == nil && tgt.In(src) && tgt.In(host) {
 			o = append(o, jkv{"reenter", true})
 		}
-		if t.Guard != nil {
-			if t.Negated {
-				o = append(o, jkv{"guard", obj{{"type", "not"}, {"params", obj{{"guard", t.Guard.Name}}}}})
-			} else {
-				o = append(o, jkv{"guard", t.Guard.Name})
-			}
+		if g := xstateGuard(m, t); g != nil {
+			o = append(o, jkv{"guard", g})
 		}
 		o = appendDoc(o, t.Doc)
 		fm := obj{{"row", rowOf[t]}}
@@ -147,6 +149,9 @@ func XState(m *dsl.Machine) ([]byte, error) {
 		} else if len(from) > 1 {
 			fm = append(fm, jkv{"from", from})
 		}
+		if evs := rowEvents(rows[rowOf[t]]); len(evs) > 1 {
+			fm = append(fm, jkv{"events", evs})
+		}
 		if t.Outcome != "" && t.Outcome != t.To.Outcome {
 			fm = append(fm, jkv{"outcome", t.Outcome})
 		}
@@ -158,11 +163,14 @@ func XState(m *dsl.Machine) ([]byte, error) {
 	var stateObj func(s *dsl.State) (obj, error)
 	stateObj = func(s *dsl.State) (obj, error) {
 		so := obj{}
-		if s.Terminal() && s.Parent == nil || s.Done {
+		switch {
+		case s.Terminal() && s.Parent == nil || s.Done:
 			so = append(so, jkv{"type", "final"})
+		case s.Parallel:
+			so = append(so, jkv{"type", "parallel"})
 		}
 		so = appendDoc(so, s.Doc)
-		if s.Composite() {
+		if s.Composite() && !s.Parallel {
 			so = append(so, jkv{"initial", s.InitialChild.Name})
 		}
 		for _, ea := range []struct {
@@ -368,6 +376,18 @@ func tableRows(m *dsl.Machine) [][]*dsl.Transition {
 	return rows
 }
 
+// rowEvents returns the events of one written row, in the order it names
+// them.
+func rowEvents(row []*dsl.Transition) []any {
+	var out []any
+	for _, t := range row {
+		if t.Event != nil && !slices.Contains(out, any(t.Event.Name)) {
+			out = append(out, t.Event.Name)
+		}
+	}
+	return out
+}
+
 // ancestorEvents returns the events that rows written on s's ancestors
 // take, in table order.
 func ancestorEvents(written []*dsl.Transition, s *dsl.State) []*dsl.Event {
@@ -385,15 +405,40 @@ func ancestorEvents(written []*dsl.Transition, s *dsl.State) []*dsl.Event {
 // every node, #MACHINE.PATH.
 func xstateTarget(m *dsl.Machine, src *dsl.State, t *dsl.Transition) string {
 	name := rowTarget(t)
-	parent := container(m, name)
-	if parent == src.Parent {
+	if container(m, name) == src.Parent {
 		return name
 	}
+	return xstateID(m, name)
+}
+
+// xstateID is the id XState gives the node of a state or history of that
+// name: #MACHINE.PATH.TO.NAME.
+func xstateID(m *dsl.Machine, name string) string {
 	path := []string{name}
-	for p := parent; p != nil; p = p.Parent {
+	for p := container(m, name); p != nil; p = p.Parent {
 		path = append([]string{p.Name}, path...)
 	}
 	return "#" + m.Name + "." + strings.Join(path, ".")
+}
+
+// xstateGuard is a row's guard in the config, nil for an unguarded row: a
+// named guard by its name, In(S) as XState's stateIn of S's id, {"type":
+// "stateIn", "params": {"state": "#MACHINE.PATH"}}, and a negated guard
+// {"type": "not", "params": {"guard": GUARD}}.
+func xstateGuard(m *dsl.Machine, t *dsl.Transition) any {
+	var g any
+	switch {
+	case t.In != nil:
+		g = obj{{"type", "stateIn"}, {"params", obj{{"state", xstateID(m, t.In.Name)}}}}
+	case t.Guard != nil:
+		g = t.Guard.Name
+	default:
+		return nil
+	}
+	if t.Negated {
+		return obj{{"type", "not"}, {"params", obj{{"guard", g}}}}
+	}
+	return g
 }
 
 // FieldType is a payload field's type as a .fsm file writes it: string,

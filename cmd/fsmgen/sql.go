@@ -65,24 +65,9 @@ func sqlGuard(args []string, stdout, stderr io.Writer) int {
 }
 
 // pickMachine returns the machine named name among machines of file, or
-// the only one when name is empty, when the generator can render it; else
-// it prints why not and returns nil and the exit code.
-func pickMachine(cmd, file string, machines []*dsl.Machine, name string, stderr io.Writer) (*dsl.Machine, int) {
-	m, code := findMachine(cmd, file, machines, name, stderr)
-	if m == nil {
-		return nil, code
-	}
-	if err := gen.Unsupported(m); err != nil {
-		fmt.Fprintf(stderr, "fsmgen %s: %s: %v\n", cmd, file, err)
-		return nil, exitInput
-	}
-	return m, exitOK
-}
-
-// findMachine returns the machine named name among machines of file, or
 // the only one when name is empty; else it prints why not and returns nil
 // and the exit code.
-func findMachine(cmd, file string, machines []*dsl.Machine, name string, stderr io.Writer) (*dsl.Machine, int) {
+func pickMachine(cmd, file string, machines []*dsl.Machine, name string, stderr io.Writer) (*dsl.Machine, int) {
 	if name != "" {
 		names := make([]string, len(machines))
 		for i, m := range machines {
