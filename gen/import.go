@@ -92,7 +92,7 @@ type imState struct {
 	// regions.
 	parallel bool
 	retry    string
-	timers                     []string
+	timers   []string
 	// A nested state's parent; a composite's initial child, children and
 	// history pseudostates; a history's depth.
 	parent      *imState
