@@ -51,10 +51,17 @@ func flatRows(m *dsl.Machine) []string {
 			}
 		}
 		guard := ""
-		if t.Guard != nil {
-			guard = " when " + t.Guard.Name
+		var name string
+		switch {
+		case t.In != nil:
+			name = "In(" + t.In.Name + ")"
+		case t.Guard != nil:
+			name = t.Guard.Name
+		}
+		if name != "" {
+			guard = " when " + name
 			if t.Negated {
-				guard = " unless " + t.Guard.Name
+				guard = " unless " + name
 			}
 		}
 		to := t.To.Name
@@ -93,6 +100,10 @@ func tree(m *dsl.Machine) []string {
 		out = append(out, fmt.Sprintf("leaf %s in %s final %v/%v", s.Name, name(s.Parent), s.Terminal(), s.Done))
 	}
 	for _, c := range m.Composites {
+		if c.Parallel {
+			out = append(out, fmt.Sprintf("parallel %s in %s", c.Name, name(c.Parent)))
+			continue
+		}
 		out = append(out, fmt.Sprintf("composite %s in %s initial %s", c.Name, name(c.Parent), c.InitialChild.Name))
 	}
 	for _, h := range m.Histories {

@@ -9,8 +9,10 @@
 // simulated clock; the export writes an entry or exit action as <log
 // label="entry NAME"/>, recorded here. SCION cannot say whether an event
 // was taken, so refusals are not checked, only the leaf, its composites
-// and the actions. Prints one line per difference and exits 1 when there
-// is any.
+// and the actions. In a parallel state the leaf is the persisted form:
+// the active leaf of each region, in document order, joined by "|", and
+// its composites those that hold every leaf, innermost first. Prints one
+// line per difference and exits 1 when there is any.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -67,8 +69,9 @@ function load(file) {
 
 const fnModel = await load(docPath);
 const doc = fs.readFileSync(docPath, 'utf8');
-// The composites: the ids of <state> elements with children states.
+// The parent of each state, and its place in document order.
 const parents = {};
+const order = {};
 {
   const stack = [];
   for (const m of doc.matchAll(/<(\/?)(state|final|parallel)\b([^>]*?)(\/?)>/g)) {
@@ -79,13 +82,22 @@ const parents = {};
     }
     const id = /\bid="([^"]+)"/.exec(attrs)?.[1];
     parents[id] = stack.at(-1);
+    order[id] = Object.keys(order).length;
     if (!selfClose) stack.push(id);
   }
 }
-function composites(leaf) {
+function ancestors(leaf) {
   const out = [];
   for (let p = parents[leaf]; p; p = parents[p]) out.push(p);
   return out;
+}
+// where returns the persisted form of a configuration (its leaves in
+// document order joined by "|") and the composites that hold every leaf,
+// innermost first.
+function where(config) {
+  const leaves = [...config].sort((a, b) => order[a] - order[b]);
+  const common = ancestors(leaves[0]).filter((a) => leaves.every((l) => ancestors(l).includes(a)));
+  return { leaf: leaves.join('|'), in: common };
 }
 
 const errors = [];
@@ -109,8 +121,7 @@ for (const tr of traces) {
     const done = acts;
     acts = [];
     if (!step.checked) continue;
-    const leaf = config.length === 1 ? config[0] : `[${config.join(' ')}]`;
-    const inn = composites(leaf);
+    const { leaf, in: inn } = where(config);
     const want = step.in ?? [];
     if (leaf !== step.leaf || inn.join(' ') !== want.join(' ')) {
       errors.push(`${at}: in ${leaf} [${inn.join(' ')}], want ${step.leaf} [${want.join(' ')}]`);

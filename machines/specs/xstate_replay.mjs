@@ -57,7 +57,7 @@ function transitions(node) {
 // builtinGuard returns the XState guard of a guard object, or the guard
 // itself when it is a name.
 function builtinGuard(guard) {
-  if (guard?.type === 'not') return not(guard.params.guard);
+  if (guard?.type === 'not') return not(builtinGuard(guard.params.guard));
   if (guard?.type === 'stateIn') return stateIn(guard.params.state);
   return guard;
 }
@@ -76,7 +76,7 @@ function names(node, out = { guards: new Set(), actions: new Set(), delays: new 
   for (const k of Object.keys(node.after ?? {})) if (!/^\d+$/.test(k)) out.delays.add(k);
   for (const t of transitions(node)) {
     if (typeof t.guard === 'string') out.guards.add(t.guard);
-    if (t.guard?.type === 'not') out.guards.add(t.guard.params.guard);
+    if (typeof t.guard?.params?.guard === 'string') out.guards.add(t.guard.params.guard);
     for (const a of [t.actions ?? []].flat()) if (typeof a === 'string') out.actions.add(a);
   }
   for (const s of Object.values(node.states ?? {})) names(s, out);
