@@ -223,13 +223,16 @@ type historyRow struct {
 }
 
 type runData struct {
-	Run        runtime.Run
-	Result     string // the result's output
-	Input      string
-	Policy     string
-	Def        *runtime.Definition
-	DefError   string
-	Diagram    template.HTML
+	Run      runtime.Run
+	Result   string // the result's output
+	Input    string
+	Policy   string
+	Def      *runtime.Definition
+	DefError string
+	Diagram  template.HTML
+	// Regions are the active leaf of each region when the run is in a
+	// configuration of a parallel state, in region order; nil otherwise.
+	Regions    []regionLeaf
 	History    []historyRow
 	Outbox     []store.Message
 	Children   []child
@@ -291,6 +294,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 		d.Def = &def
 		d.Diagram = template.HTML(statesvg.Render(def, statesvg.Marks{Current: run.State}))
 	}
+	d.Regions = regionLeaves(d.Def, run.State)
 	steps, err := s.history(ctx, id, after, s.cfg.HistoryPageSize+1)
 	if err != nil {
 		s.storeError(w, r, "run "+id, err)
@@ -348,8 +352,9 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 					d.Events = append(d.Events, ev)
 				}
 			}
+			from := sources(d.Def, run.State)
 			for _, t := range d.Def.Transitions {
-				if t.From != run.State {
+				if !slices.Contains(from, t.From) {
 					continue
 				}
 				label := t.To + " on " + t.Event
@@ -373,12 +378,67 @@ type target struct {
 }
 
 func hasRow(def *runtime.Definition, state, event string) bool {
+	from := sources(def, state)
 	for _, t := range def.Transitions {
-		if t.From == state && t.Event == event {
+		if slices.Contains(from, t.From) && t.Event == event {
 			return true
 		}
 	}
 	return false
+}
+
+// sources are the states whose rows apply to a run in state: the state,
+// or for a configuration of a parallel state, each of its leaves and the
+// composites that hold them (the definition lists a parallel state's own
+// rows from it).
+func sources(def *runtime.Definition, state string) []string {
+	leaves := def.Configuration(state)
+	if len(leaves) == 1 {
+		return leaves
+	}
+	out := slices.Clone(leaves)
+	for _, l := range leaves {
+		for _, a := range def.Ancestors(l) {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// regionLeaf is a region of a parallel state and its active leaf, for a
+// run's page.
+type regionLeaf struct {
+	Region, Leaf string
+}
+
+// regionLeaves returns the active leaf of each region of a run in a
+// configuration (state "A|B"), in region order, each region named by def
+// when it is known, else by its number; nil for a run in one leaf.
+func regionLeaves(def *runtime.Definition, state string) []regionLeaf {
+	leaves := strings.Split(state, runtime.ConfigurationSeparator)
+	if len(leaves) == 1 {
+		return nil
+	}
+	out := make([]regionLeaf, len(leaves))
+	for i, l := range leaves {
+		out[i] = regionLeaf{Region: strconv.Itoa(i + 1), Leaf: l}
+		if def == nil {
+			continue
+		}
+		// The region is the ancestor of the leaf whose parent is a
+		// parallel state.
+		child := l
+		for _, a := range def.Ancestors(l) {
+			if c, _ := def.Composite(a); c.Parallel {
+				out[i].Region = child
+				break
+			}
+			child = a
+		}
+	}
+	return out
 }
 
 // act performs a POSTed action: signal (event, payload), cancel (user) or

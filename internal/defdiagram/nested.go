@@ -22,7 +22,10 @@ import (
 // states all of whose leaves they leave, drawn to the leaf they enter (a
 // row written to a composite is drawn to its initial leaf, which the
 // definition does not tell apart). A FROM list that names every child of a
-// composite is drawn from the composite, which means the same.
+// composite is drawn from the composite, which means the same. A parallel
+// state's regions are drawn as its children; a row the definition lists
+// to a configuration is drawn to the parallel state it enters, and a run
+// that starts in a configuration starts in the leaf of each region.
 func Machine(def runtime.Definition) *dsl.Machine {
 	m := &dsl.Machine{Name: def.Machine, Type: def.Type, Version: def.Version}
 	events := map[string]*dsl.Event{}
@@ -84,11 +87,14 @@ func Machine(def runtime.Definition) *dsl.Machine {
 			return s
 		}
 		c := comps[name]
-		s := &dsl.State{Name: name, GoName: name, Timers: timersOf(c.Timers), Entry: actionsOf(c.Entry), Exit: actionsOf(c.Exit)}
+		s := &dsl.State{Name: name, GoName: name, Parallel: c.Parallel, Timers: timersOf(c.Timers), Entry: actionsOf(c.Entry), Exit: actionsOf(c.Exit)}
 		states[name] = s
 		place(m, s, c.Parent, composite)
 		s.Index = len(m.Composites)
 		m.Composites = append(m.Composites, s)
+		if s.Parallel {
+			m.Parallels = append(m.Parallels, s)
+		}
 		for _, h := range c.History {
 			hs := &dsl.History{Name: h.Name, Deep: h.Deep, Parent: s}
 			s.History = append(s.History, hs)
@@ -107,9 +113,16 @@ func Machine(def runtime.Definition) *dsl.Machine {
 		place(m, s, st.Parent, composite)
 		s.Index = len(m.States)
 		m.States = append(m.States, s)
-		if st.Name == def.Initial {
-			m.Initial = s
+	}
+	// A run starts in a leaf, or in a configuration of a parallel state:
+	// the leaf of each region.
+	for _, l := range def.Configuration(def.Initial) {
+		if s := states[l]; s != nil {
+			m.InitialConfig = append(m.InitialConfig, s)
 		}
+	}
+	if len(m.InitialConfig) > 0 {
+		m.Initial = m.InitialConfig[0]
 	}
 	for _, c := range def.Composites {
 		s := composite(c.Name)
@@ -144,7 +157,7 @@ func Machine(def runtime.Definition) *dsl.Machine {
 	froms := map[key][]string{}
 	firsts := map[key]map[string]int{}
 	for i, t := range def.Transitions {
-		k := key{t.Event, t.Guard, t.To, t.History, t.Outcome, t.Negated, t.Internal, t.Done}
+		k := key{t.Event, t.Guard, enteredState(def, t.To), t.History, t.Outcome, t.Negated, t.Internal, t.Done}
 		if t.History != "" {
 			k.target = ""
 		}
@@ -180,6 +193,9 @@ func Machine(def runtime.Definition) *dsl.Machine {
 				src.Done = true
 				src = src.Parent
 			}
+			if k.done && src.Parallel {
+				markFinalChildren(def, src)
+			}
 			if !slices.ContainsFunc(rows, func(w written) bool { return w.k == k && w.src == src }) {
 				rows = append(rows, written{k, src, firsts[k][f]})
 			}
@@ -197,7 +213,8 @@ func Machine(def runtime.Definition) *dsl.Machine {
 		} else {
 			// The definition does not say whether the row named the leaf
 			// or a composite entered through its initial children: it is
-			// drawn to the leaf the run goes to.
+			// drawn to the leaf the run goes to, or to the parallel state
+			// whose configuration it enters.
 			target = to
 		}
 		if to == nil {
@@ -211,12 +228,46 @@ func Machine(def runtime.Definition) *dsl.Machine {
 		if k.guard != "" {
 			g = guards[k.guard]
 		}
+		if g == nil && k.guard != "" {
+			// A guard the definition does not declare, such as one on
+			// the configuration, In(S): drawn as written.
+			g = &dsl.Guard{Name: k.guard, GoName: k.guard}
+		}
 		m.Transitions = append(m.Transitions, &dsl.Transition{
-			From: src.InitialLeaf(), To: to, Event: ev, Guard: g, Negated: k.negated, Outcome: k.outcome,
+			From: src.InitialLeaf(), To: to.InitialLeaf(), Event: ev, Guard: g, Negated: k.negated, Outcome: k.outcome,
 			Source: src, Target: target, History: hist, Done: k.done, Internal: k.internal,
 		})
 	}
 	return m
+}
+
+// markFinalChildren marks as final children (Done) the leaves of the
+// regions of parallel state p that no row leaves: the definition lists
+// p's completion rows from p, not from them.
+func markFinalChildren(def runtime.Definition, p *dsl.State) {
+	for _, l := range p.Leaves() {
+		if l.Terminal() || slices.ContainsFunc(def.Transitions, func(t runtime.TransitionSpec) bool { return t.From == l.Name }) {
+			continue
+		}
+		l.Done = true
+	}
+}
+
+// enteredState is the state a row of def enters, as the diagrams draw
+// it: to, or for a configuration (a row entering a parallel state) the
+// innermost composite that holds each of its leaves, which the row was
+// written to or into.
+func enteredState(def runtime.Definition, to string) string {
+	leaves := def.Configuration(to)
+	if len(leaves) == 1 {
+		return to
+	}
+	for _, a := range def.Ancestors(leaves[0]) {
+		if slices.IndexFunc(leaves, func(l string) bool { return !slices.Contains(def.Ancestors(l), a) }) < 0 {
+			return a
+		}
+	}
+	return leaves[0]
 }
 
 // place puts s in the tree under the composite named parent.

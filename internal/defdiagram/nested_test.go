@@ -234,3 +234,48 @@ func splitDiagram(mermaid []byte) (lines, rows []string) {
 	slices.Sort(rows)
 	return lines, rows
 }
+
+// podDefinition is the definition of the Pod machine of
+// dsl/testdata/parallel, which has a parallel state: rows from region
+// leaf to region leaf, the row entering the parallel state to the
+// configuration it enters, its own rows from it.
+func podDefinition(t *testing.T) runtime.Definition {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "pod.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def runtime.Definition
+	if err := json.Unmarshal(data, &def); err != nil {
+		t.Fatal(err)
+	}
+	if err := def.Validate(); err != nil {
+		t.Fatalf("testdata/pod.json: %v", err)
+	}
+	return def
+}
+
+// TestMermaidParallel draws a machine with a parallel state from its
+// definition as the generator draws it from its .fsm file: the regions
+// separated by "--", the row entering the parallel state drawn to it, its
+// completion rows from it and the final children of its regions.
+func TestMermaidParallel(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("..", "..", "dsl", "testdata", "parallel", "podlifecycle.fsm")
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, ds := dsl.Load(file, src)
+	if spec == nil || ds.HasErrors() {
+		t.Fatalf("%s: %v", file, ds.Err())
+	}
+	want, wantRows := splitDiagram(gen.Mermaid(spec.Machines[0]))
+	got, gotRows := splitDiagram(defdiagram.Mermaid(podDefinition(t)))
+	if diff := cmp.Diff(want[2:], got[2:]); diff != "" {
+		t.Errorf("the states differ from the generator's (-generator +definition):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantRows, gotRows); diff != "" {
+		t.Errorf("the rows differ from the generator's (-generator +definition):\n%s", diff)
+	}
+}

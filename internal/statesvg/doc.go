@@ -20,7 +20,9 @@
 // row is drawn once, from the state it was written on (a composite's row
 // from its frame) to the state or history it names, as
 // defdiagram.Machine reads the rows back from the leaf-to-leaf table. The
-// composites that hold Marks.Current have the class active.
+// composites that hold Marks.Current have the class active. A parallel
+// state is a frame around its regions, side by side; a run in one of its
+// configurations has the leaf of each region highlighted.
 //
 // Render returns the SVG element as text. Everything that comes from the
 // definition or the marks (state and event names, guards, counts) is
@@ -30,7 +32,7 @@
 // below let a style sheet restyle it:
 //
 //	state            every state's group; also initial, terminal, waits
-//	current          the state Marks.Current names
+//	current          the state Marks.Current names (each leaf of a configuration)
 //	heat-0 … heat-5  with Marks.Heat: 0 for no run, 5 for the most runs
 //	stuck            a state with stuck or parked runs (Marks.Heat)
 //	edge, edge-label every edge and its label

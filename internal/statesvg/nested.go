@@ -90,7 +90,10 @@ func renderNested(def runtime.Definition, marks Marks, prefix string) []byte {
 			byName[hs.Name] = hb
 			b.children = append(b.children, hb)
 		}
-		b.initial = byName[s.InitialChild.Name]
+		if s.InitialChild != nil {
+			// A parallel state has none: its regions are all entered.
+			b.initial = byName[s.InitialChild.Name]
+		}
 		return b
 	}
 	root := &nbox{}
@@ -146,10 +149,14 @@ func renderNested(def runtime.Definition, marks Marks, prefix string) []byte {
 	// Composites first, outermost first, so that their children are
 	// drawn over them.
 	b.WriteString(`<g class="composites">` + "\n")
-	current, _ := def.State(marks.Current)
 	active := map[string]bool{}
-	for _, a := range def.Ancestors(current.Name) {
-		active[a] = true
+	for _, l := range def.Configuration(marks.Current) {
+		if _, ok := def.State(l); !ok {
+			continue
+		}
+		for _, a := range def.Ancestors(l) {
+			active[a] = true
+		}
 	}
 	var frames func(x *nbox)
 	frames = func(x *nbox) {

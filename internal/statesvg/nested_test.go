@@ -105,3 +105,39 @@ func TestRenderNestedSpecs(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderParallel draws a machine with a parallel state, a run in one
+// of its configurations: the leaf of each region is current, the
+// parallel state and both regions active, every state drawn once.
+func TestRenderParallel(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "defdiagram", "testdata", "pod.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def runtime.Definition
+	if err := json.Unmarshal(data, &def); err != nil {
+		t.Fatal(err)
+	}
+	got := statesvg.Render(def, statesvg.Marks{Current: "ApiRunning|WorkerWaiting"})
+	wellFormed(t, got)
+	var current []string
+	for _, m := range regexp.MustCompile(`<g class="state[^"]* current[^"]*" data-state="(\w+)">`).FindAllStringSubmatch(string(got), -1) {
+		current = append(current, m[1])
+	}
+	if diff := cmp.Diff([]string{"ApiRunning", "WorkerWaiting"}, current); diff != "" {
+		t.Errorf("current states (-want +got):\n%s", diff)
+	}
+	var active []string
+	for _, m := range regexp.MustCompile(`<g class="composite active" data-state="(\w+)">`).FindAllStringSubmatch(string(got), -1) {
+		active = append(active, m[1])
+	}
+	if diff := cmp.Diff([]string{"Bound", "Api", "Worker"}, active); diff != "" {
+		t.Errorf("active composites (-want +got):\n%s", diff)
+	}
+	for _, s := range def.States {
+		if n := bytes.Count(got, []byte(`data-state="`+s.Name+`"`)); n != 1 {
+			t.Errorf("state %s drawn %d times", s.Name, n)
+		}
+	}
+}

@@ -13,7 +13,9 @@ import (
 // Marks says what to highlight on a diagram. The zero value draws the
 // machine alone.
 type Marks struct {
-	// Current names the state to highlight (a run's current state).
+	// Current names the state to highlight (a run's current state): a
+	// leaf, or a configuration of a parallel state ("A|B"), whose leaf in
+	// each region is highlighted.
 	Current string
 	// Heat, when not nil, holds per-state figures: each state is coloured
 	// by its share of the largest Runs and labelled with its figures.
@@ -24,6 +26,12 @@ type Marks struct {
 	// ID prefixes the ids of the drawing's definitions (its arrow head), for
 	// a page with several diagrams. Default "fsm".
 	ID string
+}
+
+// current reports whether the state named name is highlighted: Current
+// names it, or a configuration that holds it.
+func (m Marks) current(name string) bool {
+	return m.Current != "" && slices.Contains(strings.Split(m.Current, runtime.ConfigurationSeparator), name)
 }
 
 // Heat is what a heatmap says of one state.
@@ -336,7 +344,8 @@ func drawNode(b *strings.Builder, n *node, marks Marks, maxRuns int, prefix stri
 	if s.Wait {
 		classes = append(classes, "waits")
 	}
-	if s.Name == marks.Current {
+	current := marks.current(s.Name)
+	if current {
 		classes = append(classes, "current")
 	}
 	fill, stroke, strokeW := "#ffffff", "#444", "1.2"
@@ -351,7 +360,7 @@ func drawNode(b *strings.Builder, n *node, marks Marks, maxRuns int, prefix stri
 			stroke, strokeW = "#c0392b", "2.5"
 		}
 	}
-	if s.Name == marks.Current {
+	if current {
 		fill, stroke, strokeW = "#fff3b0", "#d35400", "3"
 	}
 	link := ""
