@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -46,6 +47,10 @@ func sqlGuard(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	src, err := gen.SQL(pick, g)
+	if errors.Is(err, gen.ErrNotGenerated) {
+		fmt.Fprintf(stderr, "fsmgen sql: %s: %v\n", fl.Arg(0), err)
+		return exitInput
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fsmgen sql: %v\n", err)
 		return exitUsage
