@@ -258,27 +258,3 @@ func TestSQLGuardLogIgnoresTemporaryTables(t *testing.T) {
 		})
 	}
 }
-
-// TestParallelMachineTools runs fsmgen diagram and export on a machine
-// with parallel states, which they draw and export, and fsmgen sql, which
-// refuses it: its column would hold configurations.
-func TestParallelMachineTools(t *testing.T) {
-	t.Parallel()
-	file := filepath.Join(repoRoot, "dsl", "testdata", "parallel", "podlifecycle.fsm")
-	for _, args := range [][]string{
-		{"diagram", file},
-		{"diagram", "-format", "dot", file},
-		{"export", "-format", "xstate", file},
-		{"export", "-format", "scxml", file},
-	} {
-		code, stdout, stderr := runCmd(t, "", "", args...)
-		if code != exitOK || stderr != "" || !strings.Contains(stdout, "Bound") {
-			t.Errorf("fsmgen %v: exit %d, stderr %q, stdout without Bound", args, code, stderr)
-		}
-	}
-	code, stdout, stderr := runCmd(t, "", "", "sql", "-table", "pods", "-column", "phase", file)
-	want := "fsmgen sql: " + file + ": machine Pod: a column guard for parallel states is not generated yet\n"
-	if code != exitInput || stdout != "" || stderr != want {
-		t.Errorf("fsmgen sql: exit %d, stdout %q, stderr %q; want exit 1 and %q", code, stdout, stderr, want)
-	}
-}
