@@ -1655,10 +1655,12 @@ func (mc *machineChecker) graph() {
 	// A history may lead to any leaf of its composite: rows to it lead
 	// to a node of its own, which leads to each of those leaves.
 	nodes := slices.Concat(m.States, m.Parallels)
+	// Each leaf of a parallel state leads to it (its rows apply there);
+	// these edges count for what can be reached from a leaf, not for
+	// whether it is stuck, which is judged region by region.
+	up := map[*State][]*State{}
 	for _, p := range m.Parallels {
-		for _, l := range p.Leaves() {
-			edge(l, p)
-		}
+		up[p] = p.Leaves()
 	}
 	histNode := map[*History]*State{}
 	for _, t := range m.Transitions {
@@ -1692,10 +1694,11 @@ func (mc *machineChecker) graph() {
 			finals = append(finals, s)
 		}
 	}
-	coreach := walk(finals, prev)
+	coreach := walk(finals, prev, up)
 	var stuck map[*State]*deadEnd
 	if len(finals) == 0 {
 		stuck = stuckStates(nodes, next, prev)
+		unstuckRegions(m.Parallels, stuck)
 	}
 	for _, s := range m.States {
 		switch {
@@ -1844,7 +1847,9 @@ func hasTimer(s *State) bool {
 	return false
 }
 
-func walk(start []*State, edges map[*State][]*State) map[*State]bool {
+// walk returns the states reached from start along edges, each map of
+// edges giving the states a state leads to.
+func walk(start []*State, edges ...map[*State][]*State) map[*State]bool {
 	seen := map[*State]bool{}
 	stack := append([]*State(nil), start...)
 	for len(stack) > 0 {
@@ -1854,9 +1859,31 @@ func walk(start []*State, edges map[*State][]*State) map[*State]bool {
 			continue
 		}
 		seen[s] = true
-		stack = append(stack, edges[s]...)
+		for _, e := range edges {
+			stack = append(stack, e[s]...)
+		}
 	}
 	return seen
+}
+
+// unstuckRegions drops from stuck, the states found stuck region by
+// region, the leaves of a parallel state whose configurations are not
+// all stuck: a leaf is stuck for good only when the parallel state's own
+// rows lead nowhere but to stuck states and every region of it can get
+// stuck too; else another region or the parallel state moves the run on.
+func unstuckRegions(parallels []*State, stuck map[*State]*deadEnd) {
+	for _, p := range parallels {
+		all := stuck[p] != nil
+		for _, r := range p.Children {
+			all = all && slices.ContainsFunc(r.Leaves(), func(l *State) bool { return stuck[l] != nil })
+		}
+		if all {
+			continue
+		}
+		for _, l := range p.Leaves() {
+			delete(stuck, l)
+		}
+	}
 }
 
 // unused reports the events and guards nothing refers to, unless a name of

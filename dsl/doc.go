@@ -431,9 +431,11 @@
 // node, never as the product of its regions: a row entering it reaches it
 // and the leaf it enters in each region, and each of its leaves reaches it
 // (its rows apply in every configuration); so a leaf of a region is
-// reachable when it is within its region once the parallel state is, and
-// is a dead end only when neither its region's rows nor the parallel
-// state's lead on. Besides, [Check] reports a
+// reachable when it is within its region once the parallel state is; no
+// final state can be reached from it when neither its region's rows nor
+// the parallel state's lead to one; and in a machine without final states
+// it is stuck only when every region can get stuck and the parallel
+// state's rows lead nowhere else. Besides, [Check] reports a
 // composite without exactly one initial child, a history outside a
 // composite or used as a row's source, a completion row on a state
 // without a final child without status, an internal row whose target is

@@ -261,6 +261,21 @@ func TestCheckParallel(t *testing.T) {
 			want: []string{`t.fsm:29:18: upgrade from 1: rules cannot move the runs of a machine with parallel states yet; write "upgrade from 1 drain"`},
 		},
 		{
+			name: "a region stuck while another moves on, in a machine without final states",
+			src:  door("initial A parallel {", "    state R {", "        initial B wait", "        state C wait", "    }", "    state S {", "        initial D wait", "        state F wait", "    }", "}", "event E", "event G", "B -> C on E", "D -> F on G", "F -> D on G"),
+			want: nil,
+		},
+		{
+			name: "every region stuck, in a machine without final states",
+			src:  door("initial A parallel {", "    state R {", "        initial B wait", "        state C wait", "    }", "    state S {", "        initial D wait", "        state F wait", "    }", "}", "event E", "event G", "B -> C on E", "D -> F on G"),
+			want: []string{
+				"t.fsm:4:21: warning: every path from state B ends in C, which has no transition out: a run that gets there is stuck for good",
+				"t.fsm:5:19: warning: state C has no transition out, and machine Door has no final state: a run that gets there is stuck for good; declare C final if runs end there",
+				"t.fsm:8:21: warning: every path from state D ends in F, which has no transition out: a run that gets there is stuck for good",
+				"t.fsm:9:19: warning: state F has no transition out, and machine Door has no final state: a run that gets there is stuck for good; declare F final if runs end there",
+			},
+		},
+		{
 			name: "timer of a parallel state taken by a region",
 			src:  door("initial A parallel after 1h Late {", "    state R {", "        initial B wait", "        state C wait", "    }", "    state S {", "        initial D wait", "    }", "}", "final Z succeeded", "event E", "event Late", "A -> Z on E", "B -> C on Late", "C -> B on E"),
 			want: nil,
