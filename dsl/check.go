@@ -1513,6 +1513,10 @@ func (mc *machineChecker) timers() {
 				if l.Parallel && slices.ContainsFunc(l.Leaves(), func(x *State) bool { return mc.mayHandle(x, tm.Event) }) {
 					continue // a region takes it
 				}
+				if l.Parallel {
+					mc.errorf(mc.timerEvent[tm], "timer of state %s fires %s in parallel state %s, where neither it nor a state of its regions has a transition on %s", c.Name, tm.Event.Name, l.Name, tm.Event.Name)
+					break
+				}
 				if !l.Terminal() && !mc.mayHandle(l, tm.Event) {
 					mc.errorf(mc.timerEvent[tm], "timer of state %s fires %s in state %s, which has no transition on %s", c.Name, tm.Event.Name, l.Name, tm.Event.Name)
 					break

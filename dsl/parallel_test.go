@@ -283,7 +283,7 @@ func TestCheckParallel(t *testing.T) {
 		{
 			name: "timer of a parallel state taken by nothing",
 			src:  door("initial A parallel after 1h Late {", "    state R {", "        initial B wait", "        state C wait", "    }", "    state S {", "        initial D wait", "    }", "}", "final Z succeeded", "event E", "event Late", "A -> Z on E", "B -> C on E"),
-			want: []string{"t.fsm:2:33: timer of state A fires Late in state A, which has no transition on Late"},
+			want: []string{"t.fsm:2:33: timer of state A fires Late in parallel state A, where neither it nor a state of its regions has a transition on Late"},
 		},
 		{
 			name: "timer of a leaf taken by its parallel state",
