@@ -1656,16 +1656,17 @@ func (mc *machineChecker) graph() {
 			prev[to] = append(prev[to], from)
 		}
 	}
-	// A history may lead to any leaf of its composite: rows to it lead
-	// to a node of its own, which leads to each of those leaves.
-	nodes := slices.Concat(m.States, m.Parallels)
-	// Each leaf of a parallel state leads to it (its rows apply there);
-	// these edges count for what can be reached from a leaf, not for
-	// whether it is stuck, which is judged region by region.
+	// Each leaf of a parallel state leads to it (its rows apply there):
+	// up holds these edges backwards, which count for whether a final
+	// state can be reached from a leaf, not for whether it is stuck,
+	// which is judged region by region.
 	up := map[*State][]*State{}
 	for _, p := range m.Parallels {
 		up[p] = p.Leaves()
 	}
+	// A history may lead to any leaf of its composite: rows to it lead
+	// to a node of its own, which leads to each of those leaves.
+	nodes := slices.Concat(m.States, m.Parallels)
 	histNode := map[*History]*State{}
 	for _, t := range m.Transitions {
 		for _, l := range t.Config {
