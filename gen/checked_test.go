@@ -82,3 +82,34 @@ func TestGenerateRefusesParallel(t *testing.T) {
 		t.Errorf("Generate returned %d files with its error", len(out))
 	}
 }
+
+// TestGenerateRefusesInGuard: an In(S) guard, here of a state inside the
+// row's composite source in a machine without parallel states, checks but
+// is not generated yet.
+func TestGenerateRefusesInGuard(t *testing.T) {
+	t.Parallel()
+	src := `machine Door {
+    initial Open {
+        initial Ajar wait
+        state   Wide wait
+    }
+    final Shut succeeded
+    event Push
+    event Close
+    Ajar -> Wide on Push
+    Open -> Shut on Close when In(Wide)
+    Open -> Open on Close
+}
+`
+	spec, diags := dsl.Load("door.fsm", []byte(src))
+	if spec == nil || len(diags) > 0 {
+		t.Fatalf("door.fsm: %v", diags)
+	}
+	out, err := gen.Generate(spec)
+	if want := "machine Door: In() guards are not generated yet"; err == nil || err.Error() != want || !errors.Is(err, gen.ErrNotGenerated) {
+		t.Errorf("Generate = %v, want %q matching ErrNotGenerated", err, want)
+	}
+	if out != nil {
+		t.Errorf("Generate returned %d files with its error", len(out))
+	}
+}
