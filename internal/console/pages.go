@@ -606,7 +606,31 @@ func (s *Server) machineOf(w http.ResponseWriter, r *http.Request) (runtime.Defi
 		s.storeError(w, r, "machine "+typ, err)
 		return def, nil, false
 	}
-	return def, h, true
+	return def, leafHeat(h), true
+}
+
+// leafHeat counts the runs in a configuration of a parallel state ("A|B")
+// in each of its leaves, as their own runs: a leaf's figures are those of
+// the runs that have it active.
+func leafHeat(h map[string]heat) map[string]heat {
+	out := make(map[string]heat, len(h))
+	for name, x := range h {
+		if !strings.Contains(name, runtime.ConfigurationSeparator) {
+			out[name] = x
+		}
+	}
+	for name, x := range h {
+		if !strings.Contains(name, runtime.ConfigurationSeparator) {
+			continue
+		}
+		for _, l := range strings.Split(name, runtime.ConfigurationSeparator) {
+			y := out[l]
+			y.State = l
+			y.Runs, y.Stuck, y.Parked = y.Runs+x.Runs, y.Stuck+x.Stuck, y.Parked+x.Parked
+			out[l] = y
+		}
+	}
+	return out
 }
 
 func marksOf(def runtime.Definition, h map[string]heat) map[string]statesvg.Heat {

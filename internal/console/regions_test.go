@@ -65,3 +65,23 @@ func TestHasRowConfiguration(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
+
+// TestLeafHeat counts the runs of a configuration in each of its leaves,
+// beside the runs of a leaf alone, whose median it keeps.
+func TestLeafHeat(t *testing.T) {
+	t.Parallel()
+	got := leafHeat(map[string]heat{
+		"Unscheduled":              {State: "Unscheduled", Runs: 2, Median: 3, Left: 4},
+		"ApiRunning|WorkerWaiting": {State: "ApiRunning|WorkerWaiting", Runs: 3, Stuck: 1},
+		"ApiRunning|WorkerRunning": {State: "ApiRunning|WorkerRunning", Runs: 1, Parked: 1},
+	})
+	want := map[string]heat{
+		"Unscheduled":   {State: "Unscheduled", Runs: 2, Median: 3, Left: 4},
+		"ApiRunning":    {State: "ApiRunning", Runs: 4, Stuck: 1, Parked: 1},
+		"WorkerWaiting": {State: "WorkerWaiting", Runs: 3, Stuck: 1},
+		"WorkerRunning": {State: "WorkerRunning", Runs: 1, Parked: 1},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("leafHeat (-want +got):\n%s", diff)
+	}
+}
