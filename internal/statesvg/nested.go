@@ -295,15 +295,22 @@ func arrange(b *nbox, edges []*nestedEdge, top bool) {
 			}
 		}
 	}
+	// The states the initial one does not reach go in a last row; the
+	// regions of a parallel state, which has no initial child, in its one
+	// row.
 	var unreached bool
+	last := maxRank + 1
+	if b.initial == nil {
+		last = 0
+	}
 	for _, c := range b.children {
 		if c.rank < 0 {
-			c.rank = maxRank + 1
+			c.rank = last
 			unreached = true
 		}
 	}
-	if unreached {
-		maxRank++
+	if unreached && last > maxRank {
+		maxRank = last
 	}
 	rows := make([][]*nbox, maxRank+1)
 	for _, c := range b.children {
