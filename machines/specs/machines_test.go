@@ -4,6 +4,7 @@ package specs_test
 var machines = []string{"sipinvite", "deviceauth", "usbdevice", "tcpconn", "dhcpclient"}
 
 // parallelMachines are the directories of machines/specs whose machines
-// have parallel regions. They have no .fsm file: only TestXStateTraces
-// replays them, from their xstate.json.
+// have parallel regions. They have no .fsm file: TestXStateTraces replays
+// them from their xstate.json, TestSCXMLTraces from the export of the same
+// machines in dsl/testdata/parallel.
 var parallelMachines = []string{"mediaelement", "podlifecycle"}
