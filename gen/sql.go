@@ -124,8 +124,8 @@ func quoteLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") +
 // gives one; otherwise the migration pins it to the schema the log table
 // was created in (current_schema() when it is applied).
 //
-// A machine with parallel states is refused with an error matching
-// [ErrNotGenerated]. Every name must be a lower-case SQL identifier; the table may be
+// A machine with parallel states, eventless rows or completion rows is
+// refused with an error matching [ErrNotGenerated]. Every name must be a lower-case SQL identifier; the table may be
 // schema-qualified, and the function, triggers and log go in its schema.
 // The migration can be applied again: it replaces what it created. Output
 // is deterministic: it depends only on m and g.
@@ -134,6 +134,12 @@ func SQL(m *dsl.Machine, g SQLGuard) ([]byte, error) {
 		// A column of a machine with parallel states holds configurations
 		// ("A|B"), whose moves the guard does not list yet.
 		return nil, fmt.Errorf("machine %s: a column guard for parallel states is %w", m.Name, ErrNotGenerated)
+	}
+	for _, t := range m.Transitions {
+		if t.Event == nil {
+			// The log names each move's event, which such a row has not.
+			return nil, fmt.Errorf("machine %s: a column guard for eventless and completion rows (%s -> %s) is %w", m.Name, rowSource(t).Name, rowTarget(t), ErrNotGenerated)
+		}
 	}
 	schema, table, err := splitTable("table", g.Table)
 	if err != nil {

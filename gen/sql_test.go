@@ -1,6 +1,7 @@
 package gen_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,6 +76,26 @@ func TestSQLRefusesBadNames(t *testing.T) {
 		}
 		if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
 			t.Errorf("SQL(%+v) error (-want +got):\n%s", tc.guard, diff)
+		}
+	}
+}
+
+// TestSQLRefusesWhatItDoesNotGuard: a machine with parallel states, whose
+// column would hold configurations, and one with eventless or completion
+// rows, whose moves have no event for the log, are refused with
+// ErrNotGenerated.
+func TestSQLRefusesWhatItDoesNotGuard(t *testing.T) {
+	t.Parallel()
+	g := gen.SQLGuard{Table: "t", Column: "c"}
+	for _, tt := range []struct {
+		file, want string
+	}{
+		{filepath.Join("..", "dsl", "testdata", "parallel", "podlifecycle.fsm"), "machine Pod: a column guard for parallel states is not generated yet"},
+		{filepath.Join("testdata", "nested", "player.fsm"), "machine Player: a column guard for eventless and completion rows (PAUSED -> STOPPED) is not generated yet"},
+	} {
+		_, err := gen.SQL(load(t, tt.file).Machines[0], g)
+		if err == nil || err.Error() != tt.want || !errors.Is(err, gen.ErrNotGenerated) {
+			t.Errorf("SQL(%s) = %v, want %q matching ErrNotGenerated", tt.file, err, tt.want)
 		}
 	}
 }
