@@ -124,11 +124,10 @@ func TestXStateTraces(t *testing.T) {
 // minimum as a fixed delay, so deviceauth and dhcpclient are left out.
 var scxmlMachines = []string{"sipinvite", "usbdevice", "tcpconn"}
 
-// scxmlFile is the .fsm file whose SCXML export SCION replays the traces
-// of machine name on: the machine's own, or for a machine with parallel
-// regions, which has none yet, the same machine among the language's test
-// inputs.
-func scxmlFile(name string) string {
+// fsmFile is the .fsm file whose exports the traces of machine name are
+// replayed on: the machine's own, or for a machine with parallel regions,
+// which has none yet, the same machine among the language's test inputs.
+func fsmFile(name string) string {
 	if slices.Contains(parallelMachines, name) {
 		return filepath.Join("..", "..", "dsl", "testdata", "parallel", name+".fsm")
 	}
@@ -144,7 +143,7 @@ func TestSCXMLTraces(t *testing.T) {
 	for _, name := range append(slices.Clone(scxmlMachines), parallelMachines...) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			doc, err := gen.SCXML(load(t, scxmlFile(name)))
+			doc, err := gen.SCXML(load(t, fsmFile(name)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,6 +152,30 @@ func TestSCXMLTraces(t *testing.T) {
 				t.Fatal(err)
 			}
 			node(t, "scxml_replay.mjs", file, writeTraces(t, name))
+		})
+	}
+}
+
+// TestXStateExportTraces replays the traces of the machines with parallel
+// regions through XState v5 from fsmgen's XState export of their .fsm
+// (parallel nodes, stateIn guards, onDone), as TestXStateTraces does from
+// their hand-written configs. cmd/fsmgen's TestInterop replays the
+// exports of the other machines.
+func TestXStateExportTraces(t *testing.T) {
+	t.Parallel()
+	needNode(t)
+	for _, name := range parallelMachines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			doc, err := gen.XState(load(t, fsmFile(name)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), name+".json")
+			if err := os.WriteFile(file, doc, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			node(t, "xstate_replay.mjs", file, writeTraces(t, name))
 		})
 	}
 }

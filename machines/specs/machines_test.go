@@ -5,6 +5,6 @@ var machines = []string{"sipinvite", "deviceauth", "usbdevice", "tcpconn", "dhcp
 
 // parallelMachines are the directories of machines/specs whose machines
 // have parallel regions. They have no .fsm file: TestXStateTraces replays
-// them from their xstate.json, TestSCXMLTraces from the export of the same
-// machines in dsl/testdata/parallel.
+// them from their xstate.json, TestSCXMLTraces and TestXStateExportTraces
+// from the exports of the same machines in dsl/testdata/parallel.
 var parallelMachines = []string{"mediaelement", "podlifecycle"}
