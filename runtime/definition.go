@@ -213,17 +213,6 @@ func (d *Definition) State(name string) (StateSpec, bool) {
 	return StateSpec{}, false
 }
 
-// Allows reports whether the table has a row from one state to another on
-// the given event, whatever its guard.
-func (d *Definition) Allows(from, event, to string) bool {
-	for _, t := range d.Transitions {
-		if t.From == from && t.Event == event && t.To == to {
-			return true
-		}
-	}
-	return false
-}
-
 // Nested reports whether d is a nested machine's definition: it has
 // composite states, or a timer whose duration comes from an event. The
 // store keeps the timer anchors, history and exited and entered states of

@@ -186,3 +186,84 @@ func historyNames(c CompositeSpec) []string {
 	}
 	return out
 }
+
+// Allows reports whether the table has a step from the persisted state
+// from to the persisted state to on event: Refusal has no reason against
+// it.
+func (d *Definition) Allows(from, event, to string) bool {
+	return d.Refusal(from, event, to) == ""
+}
+
+// Refusal says why the table has no step from the persisted state from
+// to the persisted state to on event, or returns "" when it has one.
+// Between two leaves, a step is a row. To or from a configuration it is
+// what fsmgen_parallel_refusal (0016_parallel.sql) checks in the
+// database:
+//
+//   - a row on event to the whole new state (a leaf, or a configuration
+//     entered whole) from the old leaf, or from the old configuration's
+//     parallel state or one of its leaves: entering, leaving, or leaving
+//     and entering again;
+//   - else, between two configurations of one parallel state, a row on
+//     event of the region of each changed position, from its old leaf to
+//     its new one; with no position changed, a row on event from one of
+//     its leaves to itself.
+//
+// A configuration has one leaf of each region of one parallel state, in
+// region order.
+func (d *Definition) Refusal(from, event, to string) string {
+	if d.hasRow(from, event, to) {
+		return ""
+	}
+	olds, news := d.Configuration(from), d.Configuration(to)
+	if len(olds) == 1 && len(news) == 1 {
+		return fmt.Sprintf("no row %s -> %s on %q", from, to, event)
+	}
+	parallel := d.parallelIndex()
+	var op, np string
+	var err error
+	if len(olds) > 1 {
+		if op, err = d.configurationOf(from, parallel); err != nil {
+			return err.Error()
+		}
+	}
+	if len(news) > 1 {
+		if np, err = d.configurationOf(to, parallel); err != nil {
+			return err.Error()
+		}
+	}
+	if op != "" && d.hasRow(op, event, to) || slices.ContainsFunc(olds, func(l string) bool { return d.hasRow(l, event, to) }) {
+		return ""
+	}
+	if op == "" {
+		return fmt.Sprintf("no row %s -> %s on %q", from, to, event)
+	}
+	if op != np {
+		return fmt.Sprintf("no row from %s or its leaves to %s on %q", op, to, event)
+	}
+	moved := false
+	for i := range olds {
+		if olds[i] == news[i] {
+			continue
+		}
+		if !d.hasRow(olds[i], event, news[i]) {
+			return fmt.Sprintf("region %s of %s: no row %s -> %s on %q", parallel[op][i], op, olds[i], news[i], event)
+		}
+		moved = true
+	}
+	if moved || slices.ContainsFunc(olds, func(l string) bool { return d.hasRow(l, event, l) }) {
+		return ""
+	}
+	return fmt.Sprintf("no row on %q from a leaf of %s to itself", event, op)
+}
+
+// hasRow reports whether the table has a row from one state to another
+// on event, whatever its guard.
+func (d *Definition) hasRow(from, event, to string) bool {
+	for _, t := range d.Transitions {
+		if t.From == from && t.Event == event && t.To == to {
+			return true
+		}
+	}
+	return false
+}

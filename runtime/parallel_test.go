@@ -157,3 +157,41 @@ func TestValidateParallel(t *testing.T) {
 		})
 	}
 }
+
+// TestParallelRefusal: Allows answers for configurations, and Refusal
+// says why a step is not in the table.
+func TestParallelRefusal(t *testing.T) {
+	t.Parallel()
+	d := reviewDef()
+	d.Transitions = append(d.Transitions,
+		runtime.TransitionSpec{From: "Approved", Event: "Approve", To: "Approved"},
+		runtime.TransitionSpec{From: "Passed", Event: "Submit", To: "Pending|Queued"})
+	tests := []struct {
+		from, event, to string
+		want            string
+	}{
+		{"DRAFT", "Submit", "Pending|Queued", ""},                 // entering whole
+		{"Pending|Queued", "Approve", "Approved|Queued", ""},      // one region moves
+		{"Pending|Queued", "CheckStarted", "Pending|Running", ""}, // the other
+		{"Approved|Passed", "Merge", "Merged", ""},                // a row on the parallel state
+		{"Approved|Passed", "Submit", "Pending|Queued", ""},       // a leaf's row leaving and entering again
+		{"Approved|Queued", "Approve", "Approved|Queued", ""},     // a leaf's row to itself
+		{"DRAFT", "Approve", "Approved", `no row DRAFT -> Approved on "Approve"`},
+		{"DRAFT", "Submit", "Approved|Queued", `no row DRAFT -> Approved|Queued on "Submit"`},
+		{"Pending|Queued", "Approve", "Approved|Running", `region Checks of Open: no row Queued -> Running on "Approve"`},
+		{"Pending|Queued", "Approve", "Pending|Queued", `no row on "Approve" from a leaf of Open to itself`},
+		{"Pending|Queued", "Approve", "Ready", `no row from Open or its leaves to Ready on "Approve"`},
+		{"Pending|Queued", "Approve", "Running|Queued", "Running|Queued is not a configuration of Open: leaf 1, Running, is not in region Review"},
+		{"Pending|Nope", "Approve", "Approved|Nope", "Pending|Nope is not a configuration of Open: unknown leaf Nope"},
+		{"Pending|Queued", "Approve", "Approved|Queued|Passed", "Approved|Queued|Passed is not a configuration of Open: 3 leaves for 2 regions"},
+		{"DRAFT|Ready", "Merge", "Merged", "DRAFT|Ready is not a configuration: DRAFT is in no parallel state"},
+	}
+	for _, tt := range tests {
+		if got := d.Refusal(tt.from, tt.event, tt.to); got != tt.want {
+			t.Errorf("Refusal(%s, %s, %s) = %q, want %q", tt.from, tt.event, tt.to, got, tt.want)
+		}
+		if got := d.Allows(tt.from, tt.event, tt.to); got != (tt.want == "") {
+			t.Errorf("Allows(%s, %s, %s) = %t, want %t", tt.from, tt.event, tt.to, got, tt.want == "")
+		}
+	}
+}

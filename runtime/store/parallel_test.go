@@ -130,8 +130,9 @@ func TestParallelMoves(t *testing.T) {
 }
 
 // TestParallelRefusedByStore: the store refuses, before any write, a move
-// the table does not have: across regions, of a wrong arity, along no
-// row, or naming a state the machine lacks.
+// the table does not have, saying why (runtime.Definition.Refusal):
+// across regions, of a wrong arity, along no row, or naming a state the
+// machine lacks.
 func TestParallelRefusedByStore(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -144,13 +145,13 @@ func TestParallelRefusedByStore(t *testing.T) {
 		msg  string
 	}{
 		{"across regions", parallelMove("Pending|Queued", "Go", "Running|Queued", nil, nil), runtime.ErrTransitionRefused,
-			"review v1 has no transition Pending|Queued -> Running|Queued on Go"},
+			"review v1 has no transition Pending|Queued -> Running|Queued on Go: Running|Queued is not a configuration of Open: leaf 1, Running, is not in region Review"},
 		{"wrong arity", parallelMove("Pending|Queued", "Go", "Approved|Running|Passed", nil, nil), runtime.ErrTransitionRefused,
-			"review v1 has no transition Pending|Queued -> Approved|Running|Passed on Go"},
+			"review v1 has no transition Pending|Queued -> Approved|Running|Passed on Go: Approved|Running|Passed is not a configuration of Open: 3 leaves for 2 regions"},
 		{"region move on another event", parallelMove("Pending|Queued", "Approve", "Approved|Running", nil, nil), runtime.ErrTransitionRefused,
-			"review v1 has no transition Pending|Queued -> Approved|Running on Approve"},
+			`review v1 has no transition Pending|Queued -> Approved|Running on Approve: region Checks of Open: no row Queued -> Running on "Approve"`},
 		{"leaving along no row", parallelMove("Pending|Queued", "Crash", "Broken", nil, nil), runtime.ErrTransitionRefused,
-			"review v1 has no transition Pending|Queued -> Broken on Crash"},
+			`review v1 has no transition Pending|Queued -> Broken on Crash: no row from Open or its leaves to Broken on "Crash"`},
 		{"unknown state entered", parallelMove("Pending|Queued", "Approve", "Approved|Queued", []string{"Pending"}, []string{"Nope"}), runtime.ErrUnknownState,
 			`review v1: transition Pending|Queued -> Approved|Queued names unknown state "Nope"`},
 	} {

@@ -46,14 +46,18 @@ func NewDefinition(def runtime.Definition, digest string) *Definition {
 	return d
 }
 
-// Allows reports whether the registered table has the move from one
-// persisted state to another on event: a row of the table, or for a
-// configuration, the rows of its regions (see allowsParallel).
-func (d *Definition) Allows(from, event, to string) bool {
+// Refusal says why the registered table has no step from one persisted
+// state to another on event, or returns "" when it has one: a row of the
+// table, looked up in Moves, or runtime.Definition.Refusal's step to or
+// from a configuration.
+func (d *Definition) Refusal(from, event, to string) string {
 	if d.Moves[[3]string{from, event, to}] {
-		return true
+		return ""
 	}
-	return d.Nest != nil && (configuration(from) || configuration(to)) && d.allowsParallel(from, event, to)
+	if d.Nest == nil || (!configuration(from) && !configuration(to)) {
+		return fmt.Sprintf("no row %s -> %s on %q", from, to, event)
+	}
+	return d.Def.Refusal(from, event, to)
 }
 
 // InitialDelay is EntryDelay of the definition's initial state: when a run

@@ -35,66 +35,10 @@ func (n *Nesting) indexRegions(def runtime.Definition) {
 	}
 }
 
-// parallelOf returns the parallel state whose configuration leaves is
-// (one leaf of each of its regions, in region order), or "" when leaves
-// is none. It is what fsmgen_parallel_of (0016_parallel.sql) computes.
-func (n *Nesting) parallelOf(leaves []string) string {
-	if len(leaves) < 2 {
-		return ""
-	}
-	p := n.regions[leaves[0]].parallel
-	for i, l := range leaves {
-		r, ok := n.regions[l]
-		if !ok || r.parallel != p || r.n != i+1 || r.of != len(leaves) {
-			return ""
-		}
-	}
-	return p
-}
-
 // configuration reports whether the persisted state names a
 // configuration of a parallel state rather than a leaf.
 func configuration(state string) bool {
 	return strings.Contains(state, runtime.ConfigurationSeparator)
-}
-
-// allowsParallel reports whether the table has the move from one persisted
-// state to another on event, one of them a configuration: the check that
-// fsmgen_parallel_refusal (0016_parallel.sql) makes in the database, made
-// before the write. A row to the whole new state from the old leaf, or
-// from the old configuration's parallel state or one of its leaves
-// (entering, leaving, or leaving and entering again); else, between two
-// configurations of one parallel state, a row of its region for each
-// changed position, or with none changed, a row from a leaf to itself.
-func (d *Definition) allowsParallel(from, event, to string) bool {
-	olds, news := strings.Split(from, runtime.ConfigurationSeparator), strings.Split(to, runtime.ConfigurationSeparator)
-	op, np := d.Nest.parallelOf(olds), d.Nest.parallelOf(news)
-	if (len(olds) > 1 && op == "") || (len(news) > 1 && np == "") {
-		return false
-	}
-	sources := olds
-	if op != "" {
-		sources = append(slices.Clip(olds), op)
-	}
-	for _, s := range sources {
-		if d.Moves[[3]string{s, event, to}] {
-			return true
-		}
-	}
-	if op == "" || op != np {
-		return false
-	}
-	moved := false
-	for i := range olds {
-		if olds[i] == news[i] {
-			continue
-		}
-		if !d.Moves[[3]string{olds[i], event, news[i]}] {
-			return false
-		}
-		moved = true
-	}
-	return moved || slices.ContainsFunc(olds, func(l string) bool { return d.Moves[[3]string{l, event, l}] })
 }
 
 // StatesParams returns the states of def to register: its leaves, with

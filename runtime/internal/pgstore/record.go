@@ -28,8 +28,8 @@ func (db *DB) TransitionParams(ctx context.Context, id pgtype.UUID, rowVersion i
 	if err != nil {
 		return dbsqlc.AdvanceRunParams{}, false, err
 	}
-	if !d.Allows(t.From, t.Event, t.To) {
-		return dbsqlc.AdvanceRunParams{}, false, fmt.Errorf("%w: %s v%d has no transition %s -> %s on %s", runtime.ErrTransitionRefused, t.Machine, t.Version, t.From, t.To, t.Event)
+	if why := d.Refusal(t.From, t.Event, t.To); why != "" {
+		return dbsqlc.AdvanceRunParams{}, false, refused(t, why)
 	}
 	payload, err := db.EncodeJSON("payload of "+t.Event, t.Payload)
 	if err != nil {
@@ -164,4 +164,14 @@ func (db *DB) advanceBatch(ctx context.Context, items []dbsqlc.AdvanceRunParams)
 		return out
 	}
 	return alone()
+}
+
+// refused is the error that refuses transition t, which the registered
+// table does not have: to or from a configuration, it says why.
+func refused(t runtime.Transition, why string) error {
+	err := fmt.Errorf("%w: %s v%d has no transition %s -> %s on %s", runtime.ErrTransitionRefused, t.Machine, t.Version, t.From, t.To, t.Event)
+	if configuration(t.From) || configuration(t.To) {
+		err = fmt.Errorf("%w: %s", err, why)
+	}
+	return err
 }
