@@ -267,3 +267,87 @@ func (d *Definition) hasRow(from, event, to string) bool {
 	}
 	return false
 }
+
+// Step returns the transition a run in the persisted state state takes
+// on event, the row of each state offered the event chosen by choose from
+// that state's rows on it (choose is called only with some; it reports
+// false to take none of them), and whether there is one. In a leaf, it is
+// the row chosen. In a configuration, the event is offered to each
+// region in region order, and each takes at most the row chosen from its
+// leaf's rows: the rows within their regions make one transition; a row
+// that leaves the parallel state is taken alone, when no earlier region
+// moved, and later regions are not offered the event; the rows on the
+// parallel state apply when no region took it. The transition names the
+// states it exits and enters; its status is that of the state it enters.
+// An error of choose is returned as is.
+func (d *Definition) Step(state, event string, choose func(from string, rows []TransitionSpec) (TransitionSpec, bool, error)) (Transition, bool, error) {
+	offer := func(from string) (TransitionSpec, bool, error) {
+		var rows []TransitionSpec
+		for _, t := range d.Transitions {
+			if t.From == from && t.Event == event && !t.Done {
+				rows = append(rows, t)
+			}
+		}
+		if len(rows) == 0 {
+			return TransitionSpec{}, false, nil
+		}
+		return choose(from, rows)
+	}
+	leaves := d.Configuration(state)
+	if len(leaves) == 1 {
+		row, ok, err := offer(state)
+		return d.transition(state, event, row, row.Exit, row.Enter), ok, err
+	}
+	p, err := d.configurationOf(state, d.parallelIndex())
+	if err != nil {
+		return Transition{}, false, err
+	}
+	regions := d.Regions(p)
+	next := slices.Clone(leaves)
+	var exited, entered []string
+	taken := false
+	for i, l := range leaves {
+		row, ok, err := offer(l)
+		switch {
+		case err != nil:
+			return Transition{}, false, err
+		case !ok:
+		case !strings.Contains(row.To, ConfigurationSeparator) && slices.Contains(d.Ancestors(row.To), regions[i]):
+			next[i] = row.To
+			exited, entered = append(exited, row.Exit...), append(entered, row.Enter...)
+			taken = true
+		case !taken:
+			return d.transition(state, event, row, d.exitAll(leaves, p), row.Enter), true, nil
+		}
+	}
+	if taken {
+		return d.transition(state, event, TransitionSpec{To: d.JoinConfiguration(next)}, exited, entered), true, nil
+	}
+	row, ok, err := offer(p)
+	return d.transition(state, event, row, d.exitAll(leaves, p), row.Enter), ok, err
+}
+
+// transition is the transition from state on event along row, exiting
+// and entering the states named.
+func (d *Definition) transition(state, event string, row TransitionSpec, exited, entered []string) Transition {
+	to, _ := d.StateOf(row.To)
+	return Transition{Machine: d.Type, Version: d.Version, From: state, To: row.To, Event: event,
+		Status: to.Status, Outcome: row.Outcome, Exited: exited, Entered: entered}
+}
+
+// exitAll lists what leaving parallel state p from its configuration
+// leaves exits: each region's leaf and the composites above it inside
+// p, region by region, then p.
+func (d *Definition) exitAll(leaves []string, p string) []string {
+	var out []string
+	for _, l := range leaves {
+		out = append(out, l)
+		for _, a := range d.Ancestors(l) {
+			if a == p {
+				break
+			}
+			out = append(out, a)
+		}
+	}
+	return append(out, p)
+}

@@ -151,29 +151,25 @@ func (a *Admin) fire(ctx context.Context, op, runID, childEvent string,
 		if err := CheckPayload(spec, payload); err != nil {
 			return fail(err)
 		}
-		row, unchecked, err := chooseRow(def, run.State, event, opts.To, cancel)
+		t, unchecked, err := step(def, run.State, event, opts.To, cancel)
 		if err != nil {
 			return fail(err)
 		}
-		to, _ := def.State(row.To)
-		t := runtime.Transition{
-			Machine: run.Type, Version: run.Version, From: run.State, To: row.To, Event: event,
-			Status: to.Status, Outcome: row.Outcome,
-		}
+		to, _ := def.StateOf(t.To)
 		t.Payload = json.RawMessage("{}") // as a generated event without fields encodes
 		if p := strings.TrimSpace(string(payload)); p != "" && p != "null" {
 			t.Payload = payload
 		}
-		step := map[string]any{"event": event, "to": row.To, "unchecked_guards": unchecked}
+		logged := map[string]any{"event": event, "to": t.To, "unchecked_guards": unchecked}
 		if opts.Reason != "" {
-			step["reason"] = opts.Reason
+			logged["reason"] = opts.Reason
 		}
 		name := "operator_signal"
 		if cancel {
 			name = "operator_cancel"
 		}
 		err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-			if _, err := a.st.LogStepTx(ctx, tx, run.ID, name, step); err != nil {
+			if _, err := a.st.LogStepTx(ctx, tx, run.ID, name, logged); err != nil {
 				return err
 			}
 			if to.Terminal() && res != nil {
@@ -201,19 +197,61 @@ func (a *Admin) fire(ctx context.Context, op, runID, childEvent string,
 	return fail(fmt.Errorf("%w: the run moved under %d consecutive tries", runtime.ErrConflict, maxRounds))
 }
 
-// chooseRow picks the row of state on event that an operator fires, and
-// the guards it leaves unevaluated ("[G]" or "[!G]").
-func chooseRow(def runtime.Definition, state, event, to string, cancel bool) (runtime.TransitionSpec, []string, error) {
-	rows := rowsOn(def, state, event)
-	if len(rows) == 0 {
-		return runtime.TransitionSpec{}, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on %s (%s)", ErrNoTransition, state, def.Type, def.Version, event, acceptedIn(def, state))
-	}
-	if to != "" {
-		i := slices.IndexFunc(rows, func(r runtime.TransitionSpec) bool { return r.To == to })
-		if i < 0 {
-			return runtime.TransitionSpec{}, nil, fmt.Errorf("%w: state %s of %s v%d has no transition to %s on %s (%s)", ErrNoTransition, state, def.Type, def.Version, to, event, describeRows(rows))
+// step returns the transition that an operator's event takes in state
+// (runtime.Definition.Step, in a configuration the rows of its regions
+// or of its parallel state), and the guards it leaves unevaluated ("[G]"
+// or "[!G]"). Of the rows of each state offered the event, it takes the
+// one to the state to (in a configuration, the whole configuration the
+// run ends in, a state outside it or one of its leaves), else the only
+// row, when it has no guard; for cancel, the first when all lead to one
+// state. A region whose rows lead nowhere to takes its only unguarded
+// row, if it has one, else none.
+func step(def runtime.Definition, state, event, to string, cancel bool) (runtime.Transition, []string, error) {
+	unchecked := []string{}
+	region := func(from string) bool { return from != state && slices.Contains(def.Configuration(state), from) }
+	choose := func(from string, rows []runtime.TransitionSpec) (runtime.TransitionSpec, bool, error) {
+		if region(from) && to != "" && !slices.ContainsFunc(rows, func(r runtime.TransitionSpec) bool { return matches(def, r, to) }) {
+			// The state asked for is another region's or the
+			// parallel state's: this region does what it would.
+			ok := len(rows) == 1 && rows[0].Guard == ""
+			return rows[0], ok, nil
 		}
-		return rows[i], guardsOf(rows[i : i+1]), nil
+		row, err := chooseRow(def, from, event, rows, to, cancel)
+		if err != nil {
+			return runtime.TransitionSpec{}, false, err
+		}
+		unchecked = append(unchecked, guardsOf([]runtime.TransitionSpec{row})...)
+		return row, true, nil
+	}
+	t, ok, err := def.Step(state, event, choose)
+	switch {
+	case err != nil:
+		return runtime.Transition{}, nil, err
+	case !ok && to != "":
+		return runtime.Transition{}, nil, fmt.Errorf("%w: state %s of %s v%d has no transition to %s on %s (%s)", ErrNoTransition, state, def.Type, def.Version, to, event, acceptedIn(def, state))
+	case !ok:
+		return runtime.Transition{}, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on %s (%s)", ErrNoTransition, state, def.Type, def.Version, event, acceptedIn(def, state))
+	case to != "" && t.To != to && !slices.Contains(def.Configuration(t.To), to):
+		return runtime.Transition{}, nil, fmt.Errorf("%w: state %s of %s v%d has no transition to %s on %s (it moves to %s)", ErrNoTransition, state, def.Type, def.Version, to, event, t.To)
+	}
+	return t, unchecked, nil
+}
+
+// matches reports whether row leads to the state to, or in a
+// configuration to one of its leaves.
+func matches(def runtime.Definition, row runtime.TransitionSpec, to string) bool {
+	return to != "" && (row.To == to || slices.Contains(def.Configuration(to), row.To))
+}
+
+// chooseRow picks, of the rows of state from on event, the one that an
+// operator fires.
+func chooseRow(def runtime.Definition, from, event string, rows []runtime.TransitionSpec, to string, cancel bool) (runtime.TransitionSpec, error) {
+	if to != "" {
+		i := slices.IndexFunc(rows, func(r runtime.TransitionSpec) bool { return matches(def, r, to) })
+		if i < 0 {
+			return runtime.TransitionSpec{}, fmt.Errorf("%w: state %s of %s v%d has no transition to %s on %s (%s)", ErrNoTransition, from, def.Type, def.Version, to, event, describeRows(rows))
+		}
+		return rows[i], nil
 	}
 	if cancel {
 		targets := map[string]bool{}
@@ -221,24 +259,39 @@ func chooseRow(def runtime.Definition, state, event, to string, cancel bool) (ru
 			targets[r.To] = true
 		}
 		if len(targets) == 1 {
-			return rows[0], guardsOf(rows[:1]), nil
+			return rows[0], nil
 		}
-		return runtime.TransitionSpec{}, nil, fmt.Errorf("%w: state %s of %s v%d has rows on %s to several states (%s): name the target state", ErrGuarded, state, def.Type, def.Version, event, describeRows(rows))
+		return runtime.TransitionSpec{}, fmt.Errorf("%w: state %s of %s v%d has rows on %s to several states (%s): name the target state", ErrGuarded, from, def.Type, def.Version, event, describeRows(rows))
 	}
 	if len(rows) == 1 && rows[0].Guard == "" {
-		return rows[0], []string{}, nil
+		return rows[0], nil
 	}
-	return runtime.TransitionSpec{}, nil, fmt.Errorf("%w: state %s of %s v%d decides %s by guards, which only the machine's Go code evaluates (%s): name the target state to fire its row without its guard", ErrGuarded, state, def.Type, def.Version, event, describeRows(rows))
+	return runtime.TransitionSpec{}, fmt.Errorf("%w: state %s of %s v%d decides %s by guards, which only the machine's Go code evaluates (%s): name the target state to fire its row without its guard", ErrGuarded, from, def.Type, def.Version, event, describeRows(rows))
 }
 
+// rowsOn returns the rows on event of a run in the persisted state
+// state: those of its leaf, or of a configuration's leaves and its
+// parallel state.
 func rowsOn(def runtime.Definition, state, event string) []runtime.TransitionSpec {
 	var out []runtime.TransitionSpec
 	for _, t := range def.Transitions {
-		if t.From == state && t.Event == event {
+		if t.Event == event && slices.Contains(sourcesOf(def, state), t.From) {
 			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// sourcesOf names the states whose rows apply to a run in the persisted
+// state state: its leaf; for a configuration, its leaves and the
+// composites above them (rows are listed from leaves and parallel
+// states).
+func sourcesOf(def runtime.Definition, state string) []string {
+	leaves := def.Configuration(state)
+	if len(leaves) == 1 {
+		return leaves
+	}
+	return append(slices.Clone(leaves), def.Ancestors(leaves[0])...)
 }
 
 // guardText is [G], [!G], or "" for an unguarded row.
@@ -275,7 +328,7 @@ func describeRows(rows []runtime.TransitionSpec) string {
 func acceptedIn(def runtime.Definition, state string) string {
 	var events []string
 	for _, t := range def.Transitions {
-		if t.From == state && !slices.Contains(events, t.Event) {
+		if slices.Contains(sourcesOf(def, state), t.From) && !slices.Contains(events, t.Event) {
 			events = append(events, t.Event)
 		}
 	}
