@@ -351,3 +351,22 @@ func (d *Definition) exitAll(leaves []string, p string) []string {
 	}
 	return append(out, p)
 }
+
+// Sources names the states whose rows apply to a run in the persisted
+// state state: its leaf; for a configuration, its leaves and the
+// composites above them (rows are listed from leaves and from parallel
+// states).
+func (d *Definition) Sources(state string) []string {
+	sources := d.Configuration(state)
+	if len(sources) > 1 {
+		sources = append(sources, d.Ancestors(sources[0])...)
+	}
+	return sources
+}
+
+// Accepts reports whether a row on event applies to a run in the
+// persisted state state, whatever its guard.
+func (d *Definition) Accepts(state, event string) bool {
+	sources := d.Sources(state)
+	return slices.ContainsFunc(d.Transitions, func(t TransitionSpec) bool { return t.Event == event && slices.Contains(sources, t.From) })
+}

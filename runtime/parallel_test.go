@@ -195,3 +195,41 @@ func TestParallelRefusal(t *testing.T) {
 		}
 	}
 }
+
+// TestParallelStep: Step offers an event to each region in region order
+// and makes one transition of their rows; rows on the parallel state
+// apply when no region took it; Accepts and Sources see the rows of a
+// configuration's leaves and of its parallel state.
+func TestParallelStep(t *testing.T) {
+	t.Parallel()
+	d := reviewDef()
+	first := func(_ string, rows []runtime.TransitionSpec) (runtime.TransitionSpec, bool, error) { return rows[0], true, nil }
+	tests := []struct {
+		state, event string
+		want         runtime.Transition
+	}{
+		{"Pending|Queued", "Approve", runtime.Transition{From: "Pending|Queued", To: "Approved|Queued", Exited: []string{"Pending"}, Entered: []string{"Approved"}}},
+		{"Approved|Running", "Merge", runtime.Transition{From: "Approved|Running", To: "Merged", Status: runtime.StatusSucceeded,
+			Exited: []string{"Approved", "Review", "Running", "Checks", "Open"}}},
+		{"DRAFT", "Submit", runtime.Transition{From: "DRAFT", To: "Pending|Queued", Exited: []string{"DRAFT"}, Entered: []string{"Open", "Review", "Pending", "Checks", "Queued"}}},
+	}
+	for _, tt := range tests {
+		got, ok, err := d.Step(tt.state, tt.event, first)
+		tt.want.Machine, tt.want.Version, tt.want.Event = "review", 1, tt.event
+		if tt.want.Status == "" {
+			tt.want.Status = runtime.StatusRunning
+		}
+		if diff := cmp.Diff(tt.want, got); !ok || err != nil || diff != "" {
+			t.Errorf("Step(%s, %s) %t %v (-want +got):\n%s", tt.state, tt.event, ok, err, diff)
+		}
+	}
+	if _, ok, err := d.Step("Approved|Passed", "Approve", first); ok || err != nil {
+		t.Errorf("Step on an event no region takes: %t %v", ok, err)
+	}
+	if diff := cmp.Diff([]string{"Approved", "Queued", "Review", "Open"}, d.Sources("Approved|Queued")); diff != "" {
+		t.Errorf("Sources (-want +got):\n%s", diff)
+	}
+	if !d.Accepts("Approved|Queued", "Merge") || !d.Accepts("Approved|Queued", "CheckStarted") || d.Accepts("Approved|Queued", "Approve") {
+		t.Error("Accepts: want Merge and CheckStarted, not Approve")
+	}
+}

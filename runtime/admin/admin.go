@@ -107,7 +107,7 @@ func (a *Admin) Cancel(ctx context.Context, runID string, opts SignalOptions) (r
 		if def.Cancel == "" {
 			return "", nil, nil, fmt.Errorf("%w: %s v%d declares none", runtime.ErrNoCancelEvent, def.Type, def.Version)
 		}
-		if len(rowsOn(def, run.State, def.Cancel)) == 0 {
+		if !def.Accepts(run.State, def.Cancel) {
 			return "", nil, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on the cancel event %s", runtime.ErrNotCancellable, run.State, def.Type, def.Version, def.Cancel)
 		}
 		detail := "cancelled by an operator"
@@ -269,31 +269,6 @@ func chooseRow(def runtime.Definition, from, event string, rows []runtime.Transi
 	return runtime.TransitionSpec{}, fmt.Errorf("%w: state %s of %s v%d decides %s by guards, which only the machine's Go code evaluates (%s): name the target state to fire its row without its guard", ErrGuarded, from, def.Type, def.Version, event, describeRows(rows))
 }
 
-// rowsOn returns the rows on event of a run in the persisted state
-// state: those of its leaf, or of a configuration's leaves and its
-// parallel state.
-func rowsOn(def runtime.Definition, state, event string) []runtime.TransitionSpec {
-	var out []runtime.TransitionSpec
-	for _, t := range def.Transitions {
-		if t.Event == event && slices.Contains(sourcesOf(def, state), t.From) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// sourcesOf names the states whose rows apply to a run in the persisted
-// state state: its leaf; for a configuration, its leaves and the
-// composites above them (rows are listed from leaves and parallel
-// states).
-func sourcesOf(def runtime.Definition, state string) []string {
-	leaves := def.Configuration(state)
-	if len(leaves) == 1 {
-		return leaves
-	}
-	return append(slices.Clone(leaves), def.Ancestors(leaves[0])...)
-}
-
 // guardText is [G], [!G], or "" for an unguarded row.
 func guardText(t runtime.TransitionSpec) string {
 	switch {
@@ -328,7 +303,7 @@ func describeRows(rows []runtime.TransitionSpec) string {
 func acceptedIn(def runtime.Definition, state string) string {
 	var events []string
 	for _, t := range def.Transitions {
-		if slices.Contains(sourcesOf(def, state), t.From) && !slices.Contains(events, t.Event) {
+		if slices.Contains(def.Sources(state), t.From) && !slices.Contains(events, t.Event) {
 			events = append(events, t.Event)
 		}
 	}

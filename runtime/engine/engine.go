@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	mathrand "math/rand/v2"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -483,7 +482,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, userID string) (runtime.Run,
 		if run.UserID == "" || !strings.EqualFold(run.UserID, userID) {
 			return nil, nil, fmt.Errorf("%w: user %s may not cancel a run of user %q", runtime.ErrNotOwner, diag.Quote(userID), run.UserID)
 		}
-		if !r.accepts(run.State, name) {
+		if !r.def.Accepts(run.State, name) {
 			return nil, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on the cancel event %s", runtime.ErrNotCancellable, run.State, run.Type, run.Version, name)
 		}
 		payload := map[string]any{}
@@ -500,22 +499,6 @@ func (e *Engine) Cancel(ctx context.Context, runID, userID string) (runtime.Run,
 		}
 		return ev, &runtime.Result{ErrorCode: "CANCELLED", ErrorDetail: "cancelled by user " + userID}, nil
 	})
-}
-
-// accepts reports whether the table has a row from state on event: for
-// a configuration of a parallel state, from one of its leaves or from the
-// parallel state.
-func (r *registered) accepts(state, event string) bool {
-	sources := r.def.Configuration(state)
-	if len(sources) > 1 {
-		sources = append(sources, r.def.Ancestors(sources[0])...)
-	}
-	for _, t := range r.def.Transitions {
-		if t.Event == event && slices.Contains(sources, t.From) {
-			return true
-		}
-	}
-	return false
 }
 
 // maxExternalRounds bounds the read-fire loop of Signal and Cancel; each
