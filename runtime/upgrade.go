@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Upgrade says how the live runs of an older version of a machine move
@@ -30,7 +32,8 @@ type Upgrade struct {
 
 // UpgradeRule moves the runs in state From of the older version, those
 // its condition admits, to state To of the newer one, or leaves them to
-// drain.
+// drain. From is a leaf; To is a leaf or a parallel state, which a run
+// enters at its initial configuration (see Upgrade.Map).
 type UpgradeRule struct {
 	From string
 	// To is empty when Drain.
@@ -121,6 +124,9 @@ func (m Upgrade) Validate(from, to Definition) error {
 			continue
 		}
 		t, ok := to.State(r.To)
+		if c, parallel := to.Composite(r.To); !ok && parallel && c.Parallel {
+			t, ok = StateSpec{Name: r.To, Status: StatusRunning}, true
+		}
 		if !ok || t.Terminal() {
 			return fmt.Errorf("%s: rule from %s to %s, which is no running state of v%d", where, r.From, r.To, m.To)
 		}
@@ -144,4 +150,170 @@ func (m Upgrade) Validate(from, to Definition) error {
 		}
 	}
 	return nil
+}
+
+// ErrUpgradeRefused is matched by errors.Is when an upgrade's rules map
+// a run in a configuration to no state of the newer version; the error
+// that wraps it names the configuration, what its leaves map to and why.
+var ErrUpgradeRefused = errors.New("upgrade refused")
+
+// UpgradeMove is what an upgrade does with one run (see Upgrade.Map).
+type UpgradeMove struct {
+	// To is the persisted state the run moves to on the newer version: a
+	// leaf, or a configuration. Empty when the run does not move.
+	To string
+	// Rules are the rules that decided, in the order of the run's leaves;
+	// a leaf of a configuration kept by name without a rule has none.
+	Rules []UpgradeRule
+	// Drain reports that a rule leaves the run to drain on the older
+	// version; Unmatched names the leaf no rule admits, whose run stays
+	// on the older version too.
+	Drain     bool
+	Unmatched string
+}
+
+// Restart reports whether the timers of the state the run moves to
+// count from the upgrade: a rule that decided says timers restart.
+func (mv UpgradeMove) Restart() bool {
+	return slices.ContainsFunc(mv.Rules, func(r UpgradeRule) bool { return r.Timers == TimersRestart })
+}
+
+// Describe renders the rules that decided as the .fsm file writes them,
+// joined by "; ".
+func (mv UpgradeMove) Describe() string {
+	parts := make([]string, len(mv.Rules))
+	for i, r := range mv.Rules {
+		parts[i] = r.Describe()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Describe renders the rule as the .fsm file writes it.
+func (r UpgradeRule) Describe() string {
+	s := r.From + " -> " + r.To
+	if r.Drain {
+		s = r.From + " drain"
+	}
+	if r.When != "" {
+		if r.Unless {
+			s += " unless " + r.When
+		} else {
+			s += " when " + r.When
+		}
+	}
+	if r.Timers != "" {
+		s += " timers " + r.Timers
+	}
+	return s
+}
+
+// Map decides where a run in the persisted state state of the older
+// version, from, moves on the newer one, to, given whether its current
+// attempt has fired each event (fired reports it).
+//
+// A run in a leaf moves as the leaf's first rule that admits it says
+// (Decide); none admitting it leaves it unmatched. A run in a
+// configuration maps each leaf the same way, except that a leaf no rule
+// names keeps its name when the newer version has it as a running leaf;
+// a leaf that a rule leaves to drain drains the run, and a leaf that no
+// rule admits leaves it unmatched. The states the leaves map to, each
+// once, make the state the run moves to: a parallel state stands for its
+// initial configuration; leaves that all lie in the regions of one
+// parallel state, at most one per region, make its configuration, in
+// the newer version's region order, a region that none lies in entered
+// at its initial leaf; a single leaf outside parallel states is the
+// state itself (the regions collapsed onto one state). Anything else is
+// refused with an error matching ErrUpgradeRefused.
+func (m Upgrade) Map(from, to Definition, state string, fired func(event string) bool) (UpgradeMove, error) {
+	leaves := from.Configuration(state)
+	var mv UpgradeMove
+	var targets []string
+	for _, l := range leaves {
+		r, ok := m.Decide(l, fired)
+		switch {
+		case ok && r.Drain:
+			return UpgradeMove{Rules: []UpgradeRule{r}, Drain: true}, nil
+		case ok:
+			mv.Rules = append(mv.Rules, r)
+			targets = append(targets, r.To)
+		case len(leaves) > 1 && m.keeps(to, l):
+			targets = append(targets, l)
+		default:
+			return UpgradeMove{Unmatched: l}, nil
+		}
+	}
+	target, err := to.upgradeTarget(targets)
+	if err != nil {
+		return UpgradeMove{}, fmt.Errorf("%w: %s of v%d maps to %s in v%d: %w", ErrUpgradeRefused, state, m.From, strings.Join(targets, ", "), m.To, err)
+	}
+	mv.To = target
+	return mv, nil
+}
+
+// keeps reports whether leaf, which no rule of m names, keeps its name
+// on version to: to has it as a running leaf.
+func (m Upgrade) keeps(to Definition, leaf string) bool {
+	if slices.ContainsFunc(m.Rules, func(r UpgradeRule) bool { return r.From == leaf }) {
+		return false
+	}
+	s, ok := to.State(leaf)
+	return ok && !s.Terminal()
+}
+
+// upgradeTarget makes the persisted state of d that the states targets
+// map a run to (see Upgrade.Map).
+func (d *Definition) upgradeTarget(targets []string) (string, error) {
+	var leaves []string
+	for _, t := range targets {
+		for _, l := range d.entered(t) {
+			if !slices.Contains(leaves, l) {
+				leaves = append(leaves, l)
+			}
+		}
+	}
+	parallel := d.parallelIndex()
+	p, _ := d.regionOf(leaves[0], parallel)
+	if len(leaves) == 1 && p == "" {
+		return leaves[0], nil
+	}
+	if p == "" {
+		return "", fmt.Errorf("%s is in no parallel state", leaves[0])
+	}
+	regions := parallel[p]
+	config := make([]string, len(regions))
+	for _, l := range leaves {
+		q, region := d.regionOf(l, parallel)
+		if q != p {
+			return "", fmt.Errorf("%s is not in a region of %s", l, p)
+		}
+		i := slices.Index(regions, region)
+		if config[i] != "" {
+			return "", fmt.Errorf("region %s of %s would hold both %s and %s", region, p, config[i], l)
+		}
+		config[i] = l
+	}
+	for i, r := range regions {
+		if config[i] == "" {
+			config[i] = d.entered(r)[0]
+		}
+	}
+	return d.JoinConfiguration(config), nil
+}
+
+// entered returns the leaves a move to the state name enters: name
+// itself for a leaf; for a composite, its initial child's, and for a
+// parallel state, those of each region, in region order.
+func (d *Definition) entered(name string) []string {
+	c, ok := d.Composite(name)
+	switch {
+	case !ok:
+		return []string{name}
+	case c.Parallel:
+		var out []string
+		for _, r := range d.Regions(name) {
+			out = append(out, d.entered(r)...)
+		}
+		return out
+	}
+	return d.entered(c.Initial)
 }

@@ -430,7 +430,13 @@ WITH changes AS (
                 WHERE s.workflow_type = c.workflow_type AND s.version = c.prev_definition_version
                   AND s.state = c.state_before AND s.status = 'failed'))
             THEN 'a restart that is not from a failed state to the initial state'
-        WHEN c.kind = 'migrated' AND NOT EXISTS (
+        WHEN c.kind = 'migrated' AND (strpos(c.state_before, '|') > 0 OR strpos(c.state_after, '|') > 0)
+            AND fsmgen_upgrade_refusal(c.workflow_run_id, c.attempt_no, c.workflow_type, c.prev_definition_version,
+                c.definition_version, c.state_before, c.state_after) IS NOT NULL
+            THEN 'an upgrade that the registered upgrade does not make: '
+                || fsmgen_upgrade_refusal(c.workflow_run_id, c.attempt_no, c.workflow_type, c.prev_definition_version,
+                    c.definition_version, c.state_before, c.state_after)
+        WHEN c.kind = 'migrated' AND strpos(c.state_before, '|') = 0 AND strpos(c.state_after, '|') = 0 AND NOT EXISTS (
             SELECT 1 FROM workflow_migration_rules m
             WHERE m.workflow_type = c.workflow_type AND m.from_version = c.prev_definition_version
               AND m.to_version = c.definition_version AND m.from_state = c.state_before

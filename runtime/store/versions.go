@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -112,24 +114,9 @@ func describeUpgrade(raw []byte) string {
 	return out
 }
 
-// DescribeRule renders an upgrade rule as the .fsm file writes it.
-func DescribeRule(r runtime.UpgradeRule) string {
-	s := r.From + " -> " + r.To
-	if r.Drain {
-		s = r.From + " drain"
-	}
-	if r.When != "" {
-		if r.Unless {
-			s += " unless " + r.When
-		} else {
-			s += " when " + r.When
-		}
-	}
-	if r.Timers != "" {
-		s += " timers " + r.Timers
-	}
-	return s
-}
+// DescribeRule renders an upgrade rule as the .fsm file writes it
+// (runtime.UpgradeRule.Describe).
+func DescribeRule(r runtime.UpgradeRule) string { return r.Describe() }
 
 // RegisteredUpgrade returns the registered upgrade of typ from version from to
 // version to, or an error matching runtime.ErrNoUpgrade.
@@ -179,14 +166,20 @@ type UpgradePlan struct {
 	// Moves holds every rule of the upgrade in the order tried, with
 	// the runs it admits now (a drain rule's runs stay).
 	Moves []PlannedMove
+	// KeptByName counts the runs in configurations whose every leaf keeps
+	// its name (no rule names one), KeptLeased those of them leased: they
+	// move under no rule of Moves. A run in a configuration is counted
+	// under the rule of its first leaf that has one.
+	KeptByName, KeptLeased int
 	// Stuck lists the runs that cannot move now: left to drain, admitted
-	// by no rule, or leased (those move once their lease is given up).
+	// by no rule, in a configuration the rules map to no state, or leased
+	// (those move once their lease is given up).
 	Stuck []StuckRun
 }
 
 // Movable counts the runs the plan's rules would move now.
 func (p UpgradePlan) Movable() int {
-	n := 0
+	n := p.KeptByName - p.KeptLeased
 	for _, m := range p.Moves {
 		if !m.Rule.Drain {
 			n += m.Runs - m.Leased
@@ -215,6 +208,12 @@ func (s *Store) PlanUpgrade(ctx context.Context, typ string, from, to int) (Upgr
 	plan.Live = len(rows)
 	for _, r := range rows {
 		id := pgstore.UUIDString(r.ID)
+		if !m.Drain && strings.Contains(r.CurrentState, runtime.ConfigurationSeparator) {
+			if err := s.planConfiguration(ctx, m, &plan, r); err != nil {
+				return UpgradePlan{}, pgstore.RunErr(fmt.Sprintf("plan upgrade of %s from v%d to v%d", typ, from, to), id, err)
+			}
+			continue
+		}
 		switch {
 		case m.Drain:
 			plan.Stuck = append(plan.Stuck, StuckRun{id, r.CurrentState, fmt.Sprintf("the upgrade drains: it finishes on v%d", from)})
@@ -235,6 +234,56 @@ func (s *Store) PlanUpgrade(ctx context.Context, typ string, from, to int) (Upgr
 		}
 	}
 	return plan, nil
+}
+
+// planConfiguration adds to plan the run r, in a configuration, as
+// Upgrade would move it (runtime.Upgrade.Map): under the rule of its
+// first leaf that has one, or in KeptByName when every leaf keeps its
+// name; stuck when a leaf drains or no rule admits it, when the rules map
+// it to no state, or when it is leased.
+func (s *Store) planConfiguration(ctx context.Context, m runtime.Upgrade, plan *UpgradePlan, r dbsqlc.PlanRunsRow) error {
+	id := pgstore.UUIDString(r.ID)
+	fromDef, err := s.db().Definition(ctx, m.Type, m.From)
+	if err != nil {
+		return err
+	}
+	toDef, err := s.db().Definition(ctx, m.Type, m.To)
+	if err != nil {
+		return err
+	}
+	run, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	fired, err := s.db().Queries(nil).FiredEvents(ctx, dbsqlc.FiredEventsParams{ID: r.ID, AttemptNo: int32(run.Attempt)})
+	if err != nil {
+		return pgstore.Translate(err)
+	}
+	mv, err := m.Map(fromDef.Def, toDef.Def, r.CurrentState, func(e string) bool { return slices.Contains(fired, e) })
+	stuck := func(reason string) { plan.Stuck = append(plan.Stuck, StuckRun{id, r.CurrentState, reason}) }
+	switch {
+	case err != nil:
+		stuck(err.Error())
+		return nil
+	case mv.Unmatched != "":
+		stuck(fmt.Sprintf("no rule for %s admits it: it finishes on v%d", mv.Unmatched, m.From))
+		return nil
+	case mv.Drain:
+		stuck(fmt.Sprintf("%q: it finishes on v%d", mv.Describe(), m.From))
+		return nil
+	}
+	runs, leased := &plan.KeptByName, &plan.KeptLeased
+	if len(mv.Rules) > 0 {
+		i := slices.Index(m.Rules, mv.Rules[0])
+		runs, leased = &plan.Moves[i].Runs, &plan.Moves[i].Leased
+	}
+	*runs++
+	if r.Leased {
+		*leased++
+		stuck(fmt.Sprintf("leased by %s until %s: it moves once the lease is given up",
+			r.LeaseOwner, r.LeaseExpiresAt.Time.UTC().Format("2006-01-02T15:04:05.000Z")))
+	}
+	return nil
 }
 
 // UpgradeOptions tune Upgrade.
@@ -258,12 +307,18 @@ type UpgradeReport struct {
 	// Drained runs are left on the older version by a drain rule, and
 	// Unmatched runs by no rule admitting them.
 	Drained, Unmatched int
+	// Refused runs are in configurations that the rules map to no state
+	// of the newer version (runtime.Upgrade.Map); they stay, untouched,
+	// and Upgrade's error names each.
+	Refused int
 }
 
 // Upgrade moves the live runs of typ from version from to version to,
 // following the registered upgrade, in one pass over them in id order:
-// each run in a transaction of its own that locks it, decides its rule
-// from its state and its current attempt's events, and writes, in one
+// each run in a transaction of its own that locks it, decides where it
+// moves from its state and its current attempt's events (a run in a
+// configuration of a parallel state leaf by leaf: runtime.Upgrade.Map),
+// and writes, in one
 // statement, the run at the new version and state and its log row (kind
 // and event "migrated", from (from, state) to (to, state)); the
 // database's guard checks the move against the registered upgrade.
@@ -278,6 +333,12 @@ type UpgradeReport struct {
 // (timers keep) or from the upgrade (timers restart). A parked run
 // stays parked. Its lease's epoch moves on, so that a worker whose lease
 // expired writes nothing more.
+//
+// A run in a configuration that the rules map to no state of the newer
+// version is refused: it stays as it was, is counted in Refused, and,
+// once the pass is over, the error Upgrade returns names each such run,
+// its configuration and why (errors.Is matches
+// runtime.ErrUpgradeRefused).
 func (s *Store) Upgrade(ctx context.Context, typ string, from, to int, opts UpgradeOptions) (UpgradeReport, error) {
 	op := fmt.Sprintf("upgrade %s from v%d to v%d", typ, from, to)
 	var rep UpgradeReport
@@ -301,17 +362,18 @@ func (s *Store) Upgrade(ctx context.Context, typ string, from, to int, opts Upgr
 		batch = 100
 	}
 	after := pgtype.UUID{Valid: true} // the nil UUID sorts first
+	var refusals []error
 	for {
 		ids, err := s.db().Queries(nil).MigrationCandidates(ctx, dbsqlc.MigrationCandidatesParams{WorkflowType: typ, Version: int32(from), After: after, MaxRuns: int32(batch)})
 		if err != nil {
 			return rep, pgstore.RunErr(op, "", pgstore.Translate(err))
 		}
 		if len(ids) == 0 {
-			return rep, nil
+			return rep, errors.Join(refusals...)
 		}
 		moved := rep.Moved
 		for _, id := range ids {
-			if err := s.upgradeRun(ctx, m, fromDef, toDef, id, &rep); err != nil {
+			if err := s.upgradeRun(ctx, op, m, fromDef, toDef, id, &rep, &refusals); err != nil {
 				return rep, pgstore.RunErr(op, pgstore.UUIDString(id), err)
 			}
 		}
@@ -328,8 +390,9 @@ func (s *Store) Upgrade(ctx context.Context, typ string, from, to int, opts Upgr
 }
 
 // upgradeRun moves one run in a transaction of its own, counting what it
-// did in rep.
-func (s *Store) upgradeRun(ctx context.Context, m runtime.Upgrade, fromDef, toDef *pgstore.Definition, id pgtype.UUID, rep *UpgradeReport) error {
+// did in rep and adding the error of a refused run, of operation op, to
+// refusals.
+func (s *Store) upgradeRun(ctx context.Context, op string, m runtime.Upgrade, fromDef, toDef *pgstore.Definition, id pgtype.UUID, rep *UpgradeReport, refusals *[]error) error {
 	return pgx.BeginFunc(ctx, s.db().Pool(), func(tx pgx.Tx) error {
 		q := s.db().Queries(nil).WithTx(tx)
 		run, err := q.LockRunForMigration(ctx, dbsqlc.LockRunForMigrationParams{Now: s.db().Now(), ID: id})
@@ -350,60 +413,28 @@ func (s *Store) upgradeRun(ctx context.Context, m runtime.Upgrade, fromDef, toDe
 		if err != nil {
 			return pgstore.Translate(err)
 		}
-		rule, ok := m.Decide(run.CurrentState, func(e string) bool {
-			for _, f := range fired {
-				if f == e {
-					return true
-				}
-			}
-			return false
-		})
+		mv, err := m.Map(fromDef.Def, toDef.Def, run.CurrentState, func(e string) bool { return slices.Contains(fired, e) })
 		switch {
-		case !ok:
+		case err != nil:
+			rep.Refused++
+			*refusals = append(*refusals, pgstore.RunErr(op, pgstore.UUIDString(id), err))
+			return nil
+		case mv.Unmatched != "":
 			rep.Unmatched++
 			return nil
-		case rule.Drain:
+		case mv.Drain:
 			rep.Drained++
 			return nil
 		}
 		p := dbsqlc.MigrateRunParams{
-			ToVersion: int32(m.To), ToState: rule.To, RestartTimers: rule.Timers == runtime.TimersRestart, Now: s.db().Now(),
+			ToVersion: int32(m.To), ToState: mv.To, RestartTimers: mv.Restart(), Now: s.db().Now(),
 			ID: id, WorkflowType: m.Type, FromVersion: int32(m.From), FromState: run.CurrentState, RowVersion: run.RowVersion,
 		}
-		src, dst := fromDef.States[run.CurrentState], toDef.States[rule.To]
-		switch {
-		case !dst.Wait && !src.Wait && src.Name == dst.Name:
-			p.Schedule, p.KeepAttempts = "keep", true
-		case !dst.Wait:
-			p.Schedule = "now"
-		case toDef.Nest != nil:
-			// The timers of the leaf and of the composites above it, all
-			// counting from the run's entry (or now, restarted).
-			first := time.Duration(-1)
-			for _, st := range toDef.Nest.Active(dst.Name) {
-				for _, d := range pgstore.Durations(toDef.Nest.Timers(st), "", nil) {
-					if first < 0 || d < first {
-						first = d
-					}
-				}
-			}
-			p.Schedule, p.DelayUs = "timer", int64(first/time.Microsecond)
-			if first < 0 {
-				p.Schedule, p.DelayUs = "never", 0
-			}
-		case len(dst.Timers) == 0:
-			p.Schedule = "never"
-		default:
-			first := dst.Timers[0].After
-			for _, t := range dst.Timers[1:] {
-				first = min(first, t.After)
-			}
-			p.Schedule, p.DelayUs = "timer", int64(first/time.Microsecond)
-		}
+		p.Schedule, p.DelayUs, p.KeepAttempts = schedule(fromDef, toDef, run.CurrentState, mv.To)
 		p.Payload, err = json.Marshal(map[string]any{
 			"from": map[string]any{"version": m.From, "state": run.CurrentState},
-			"to":   map[string]any{"version": m.To, "state": rule.To},
-			"rule": DescribeRule(rule),
+			"to":   map[string]any{"version": m.To, "state": mv.To},
+			"rule": mv.Describe(),
 		})
 		if err != nil {
 			return err
@@ -418,6 +449,42 @@ func (s *Store) upgradeRun(ctx context.Context, m runtime.Upgrade, fromDef, toDe
 		rep.Moved++
 		return nil
 	})
+}
+
+// schedule says when a run moved from state src of fromDef to state dst
+// of toDef is next due (see MigrateRun): a retry under way in a driven
+// state kept by name keeps its due time and tries; a driven state is due
+// at once; a wait state at the first timer of its leaves and the
+// composites above them, or never.
+func schedule(fromDef, toDef *pgstore.Definition, src, dst string) (string, int64, bool) {
+	from, _ := fromDef.Def.StateOf(src)
+	to, _ := toDef.Def.StateOf(dst)
+	switch {
+	case !to.Wait && !from.Wait && src == dst:
+		return "keep", 0, true
+	case !to.Wait:
+		return "now", 0, false
+	}
+	first := time.Duration(-1)
+	active := []string{dst}
+	if toDef.Nest != nil {
+		active = toDef.Nest.Active(dst)
+	}
+	for _, st := range active {
+		timers := to.Timers
+		if toDef.Nest != nil {
+			timers = toDef.Nest.Timers(st)
+		}
+		for _, d := range pgstore.Durations(timers, "", nil) {
+			if first < 0 || d < first {
+				first = d
+			}
+		}
+	}
+	if first < 0 {
+		return "never", 0, false
+	}
+	return "timer", int64(first / time.Microsecond), false
 }
 
 // VersionStatus is what is left of one registered version of a type.
