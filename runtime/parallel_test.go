@@ -203,7 +203,9 @@ func TestParallelRefusal(t *testing.T) {
 func TestParallelStep(t *testing.T) {
 	t.Parallel()
 	d := reviewDef()
-	first := func(_ string, rows []runtime.TransitionSpec) (runtime.TransitionSpec, bool, error) { return rows[0], true, nil }
+	first := func(_ string, rows []runtime.TransitionSpec) (runtime.TransitionSpec, bool, error) {
+		return rows[0], true, nil
+	}
 	tests := []struct {
 		state, event string
 		want         runtime.Transition
