@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -242,6 +243,9 @@ func upgradeVersions(ctx context.Context, w io.Writer, st *store.Store, typ stri
 			fmt.Fprintf(w, "pass %d: moved %d, leased %d, left to drain %d, admitted by no rule %d\n", pass, r.Moved, r.Leased, r.Drained, r.Unmatched)
 		}})
 		total += rep.Moved
+		if errors.Is(err, runtime.ErrUpgradeRefused) {
+			return fmt.Errorf("%w\n(%d runs moved; the runs named stay on v%d: their configurations map to no state of v%d)", err, total, from, to)
+		}
 		if err != nil {
 			return fmt.Errorf("%w (%d runs moved before; run the command again to go on)", err, total)
 		}
