@@ -51,7 +51,8 @@ func New(st *store.Store) *Admin {
 type SignalOptions struct {
 	// To names the state to move to when the state's rows on the event are
 	// guarded, or lead to several states: the row to that state is fired
-	// without evaluating its guard. Empty to let the table decide, which it
+	// without evaluating its guard. In a configuration, To may name the
+	// configuration the run ends in or one of its leaves. Empty to let the table decide, which it
 	// does when it has one unguarded row (for Cancel: one target state).
 	To string
 	// Reason is written to the log with the operator's step, and for
@@ -65,7 +66,9 @@ type SignalOptions struct {
 // to any transition. The payload is checked against the event's fields in
 // the registered definition (CheckPayload). The row fired is the one of the
 // run's state on the event: the only unguarded row, or the one to
-// opts.To, whose guard is not evaluated. An operator is a caller: an
+// opts.To, whose guard is not evaluated. In a configuration of a parallel
+// state, the rows are chosen so for each region, and the step is the one
+// runtime.Definition.Step makes of them, recorded as one transition. An operator is a caller: an
 // event callers may not send to the run in its state (the event a driven
 // state's handler returns, a timer's or an exhausted state's event not
 // declared external, a child run's completion event; see
