@@ -24,7 +24,37 @@ func NewDriver[S StateType, E runtime.Event](
 	fire func(ctx context.Context, run *runtime.Run, s S, e E, rec runtime.Recorder) error,
 	opts ...DriverOption[S],
 ) runtime.Driver {
-	d := driver[S, E]{def: def, handle: handle, decode: decode, fire: fire}
+	parse := func(name string) (S, error) { return ParseState[S](def, name) }
+	return newDriver(def, parse, handle, decode, fire, opts)
+}
+
+// NewConfigDriver returns the runtime.Driver of a generated machine with
+// parallel states, as NewDriver does, but for a machine whose runs are in
+// a configuration C: parse reads a configuration from its persisted form
+// (the generated ParseConfig) for fire and the optional parts, and handle
+// is called with one active leaf L, as the engine asks for each region's
+// leaf that has a handler, in region order.
+func NewConfigDriver[L StateType, C any, E runtime.Event](
+	def *runtime.Definition,
+	parse func(text string) (C, error),
+	handle func(ctx context.Context, run *runtime.Run, leaf L) (runtime.Event, error),
+	decode func(name string, payload []byte) (E, error),
+	fire func(ctx context.Context, run *runtime.Run, c C, e E, rec runtime.Recorder) error,
+	opts ...DriverOption[C],
+) runtime.Driver {
+	return newDriver(def, parse, handle, decode, fire, opts)
+}
+
+// newDriver builds the driver of NewDriver and NewConfigDriver.
+func newDriver[L StateType, S any, E runtime.Event](
+	def *runtime.Definition,
+	parse func(string) (S, error),
+	handle func(context.Context, *runtime.Run, L) (runtime.Event, error),
+	decode func(string, []byte) (E, error),
+	fire func(context.Context, *runtime.Run, S, E, runtime.Recorder) error,
+	opts []DriverOption[S],
+) runtime.Driver {
+	d := driver[L, S, E]{def: def, parse: parse, handle: handle, decode: decode, fire: fire}
 	for _, o := range opts {
 		o(&d.parts)
 	}
@@ -33,10 +63,10 @@ func NewDriver[S StateType, E runtime.Event](
 
 // A DriverOption gives the driver NewDriver returns a part only some
 // machines have.
-type DriverOption[S StateType] func(*driverParts[S])
+type DriverOption[S any] func(*driverParts[S])
 
 // driverParts are the optional parts of a driver.
-type driverParts[S StateType] struct {
+type driverParts[S any] struct {
 	settle func(context.Context, *runtime.Run, S, runtime.Recorder) error
 	enter  func(context.Context, *runtime.Run) error
 }
@@ -45,34 +75,38 @@ type driverParts[S StateType] struct {
 // Settle: settle builds the machine in state s with the guards of run and
 // its history restored from run.History, and takes the eventless rows
 // enabled there (the generated Settle), recording each move with rec.
-func WithSettle[S StateType](settle func(ctx context.Context, run *runtime.Run, s S, rec runtime.Recorder) error) DriverOption[S] {
+func WithSettle[S any](settle func(ctx context.Context, run *runtime.Run, s S, rec runtime.Recorder) error) DriverOption[S] {
 	return func(p *driverParts[S]) { p.settle = settle }
 }
 
 // WithEnter gives a machine whose runs start in states with entry actions
 // (runtime.Definition.StartActions) its Enter: enter runs those actions,
 // outermost first, with the workflow's actions for run.
-func WithEnter[S StateType](enter func(ctx context.Context, run *runtime.Run) error) DriverOption[S] {
+func WithEnter[S any](enter func(ctx context.Context, run *runtime.Run) error) DriverOption[S] {
 	return func(p *driverParts[S]) { p.enter = enter }
 }
 
-type driver[S StateType, E runtime.Event] struct {
+// driver is the runtime.Driver of a generated machine: L is its leaf
+// state, S where a run of it is (L, or a configuration of a machine with
+// parallel states), E its event.
+type driver[L StateType, S any, E runtime.Event] struct {
 	def    *runtime.Definition
-	handle func(context.Context, *runtime.Run, S) (runtime.Event, error)
+	parse  func(string) (S, error)
+	handle func(context.Context, *runtime.Run, L) (runtime.Event, error)
 	decode func(string, []byte) (E, error)
 	fire   func(context.Context, *runtime.Run, S, E, runtime.Recorder) error
 	parts  driverParts[S]
 }
 
 var (
-	_ runtime.Settler = driver[uint16, runtime.Event]{}
-	_ runtime.Starter = driver[uint16, runtime.Event]{}
+	_ runtime.Settler = driver[uint16, uint16, runtime.Event]{}
+	_ runtime.Starter = driver[uint16, uint16, runtime.Event]{}
 )
 
 // Settle implements runtime.Settler: without WithSettle the machine has
 // no eventless rows, and it records nothing.
-func (d driver[S, E]) Settle(ctx context.Context, run *runtime.Run, state string, rec runtime.Recorder) error {
-	s, err := ParseState[S](d.def, state)
+func (d driver[L, S, E]) Settle(ctx context.Context, run *runtime.Run, state string, rec runtime.Recorder) error {
+	s, err := d.parse(state)
 	if err != nil || d.parts.settle == nil {
 		return err
 	}
@@ -81,7 +115,7 @@ func (d driver[S, E]) Settle(ctx context.Context, run *runtime.Run, state string
 
 // Enter implements runtime.Starter: without WithEnter the machine's runs
 // start in states without entry actions, and it runs nothing.
-func (d driver[S, E]) Enter(ctx context.Context, run *runtime.Run) error {
+func (d driver[L, S, E]) Enter(ctx context.Context, run *runtime.Run) error {
 	if d.parts.enter == nil {
 		if acts := d.def.StartActions(); len(acts) > 0 {
 			return fmt.Errorf("%s: the entry actions of the states a run starts in (%v) were not given to the driver (fsmimpl.WithEnter)", d.def.Type, acts)
@@ -91,10 +125,13 @@ func (d driver[S, E]) Enter(ctx context.Context, run *runtime.Run) error {
 	return d.parts.enter(ctx, run)
 }
 
-func (d driver[S, E]) Definition() runtime.Definition { return d.def.Clone() }
+// Definition implements runtime.Driver.
+func (d driver[L, S, E]) Definition() runtime.Definition { return d.def.Clone() }
 
-func (d driver[S, E]) Handle(ctx context.Context, run *runtime.Run, state string) (runtime.Event, error) {
-	s, err := ParseState[S](d.def, state)
+// Handle implements runtime.Driver: state is one leaf, a region's in a
+// configuration.
+func (d driver[L, S, E]) Handle(ctx context.Context, run *runtime.Run, state string) (runtime.Event, error) {
+	s, err := ParseState[L](d.def, state)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +141,8 @@ func (d driver[S, E]) Handle(ctx context.Context, run *runtime.Run, state string
 	return d.handle(ctx, run, s)
 }
 
-func (d driver[S, E]) Decode(name string, payload []byte) (runtime.Event, error) {
+// Decode implements runtime.Driver.
+func (d driver[L, S, E]) Decode(name string, payload []byte) (runtime.Event, error) {
 	e, err := d.decode(name, payload)
 	if err != nil {
 		return nil, err
@@ -112,8 +150,9 @@ func (d driver[S, E]) Decode(name string, payload []byte) (runtime.Event, error)
 	return e, nil
 }
 
-func (d driver[S, E]) Fire(ctx context.Context, run *runtime.Run, state string, e runtime.Event, rec runtime.Recorder) error {
-	s, err := ParseState[S](d.def, state)
+// Fire implements runtime.Driver.
+func (d driver[L, S, E]) Fire(ctx context.Context, run *runtime.Run, state string, e runtime.Event, rec runtime.Recorder) error {
+	s, err := d.parse(state)
 	if err != nil {
 		return err
 	}

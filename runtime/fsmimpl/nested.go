@@ -76,11 +76,21 @@ func SetHistory[S NamedState](typ string, hs []History[S], rec []S, h map[string
 // path up to the first state that repeats, or its first states when none
 // does.
 func EventlessLoop[S StateType](def *runtime.Definition, path []S) error {
+	names := make([]string, len(path))
+	for i, s := range path {
+		names[i] = StateName(def, s)
+	}
+	return eventlessLoop(def, names)
+}
+
+// eventlessLoop is the error of EventlessLoop, of the states or
+// configurations named path.
+func eventlessLoop(def *runtime.Definition, path []string) error {
 	const shown = 8
 	var names []string
-	seen := map[S]bool{}
+	seen := map[string]bool{}
 	for _, s := range path {
-		names = append(names, StateName(def, s))
+		names = append(names, s)
 		if seen[s] || len(names) == shown {
 			break
 		}

@@ -1,0 +1,228 @@
+package fsmimpl
+
+import (
+	"context"
+	"slices"
+
+	"github.com/fsmgen/fsmgen/runtime"
+)
+
+// Chart is the table of a generated machine with parallel states, indexed
+// for the steps its code takes: where a run is, a configuration, is its
+// leaves, one outside any parallel state or one per region of the active
+// parallel state, in region order.
+type Chart[S StateType] struct {
+	def *runtime.Definition
+	// ids numbers the leaves and the composites, as the generated State
+	// does: the leaves first, then the composites.
+	ids map[string]S
+	// rows lists the rows of def.Transitions from each state, in table
+	// order: innermost first.
+	rows map[string][]int
+	// finals are the final children that complete their region.
+	finals map[S]bool
+}
+
+// NewChart indexes def; finals are its leaves that complete their region
+// (final children without status).
+func NewChart[S StateType](def *runtime.Definition, finals ...S) *Chart[S] {
+	c := &Chart[S]{def: def, ids: map[string]S{}, rows: map[string][]int{}, finals: map[S]bool{}}
+	for i := range def.States {
+		c.ids[def.States[i].Name] = S(i)
+	}
+	for i := range def.Composites {
+		c.ids[def.Composites[i].Name] = S(len(def.States) + i)
+	}
+	for i, t := range def.Transitions {
+		c.rows[t.From] = append(c.rows[t.From], i)
+	}
+	for _, s := range finals {
+		c.finals[s] = true
+	}
+	return c
+}
+
+// A Step is the transition that an event, or none, takes from the
+// configuration From to the configuration To: the rows taken, one per
+// region that moved in region order or the one that left the parallel
+// state, and the states exited, innermost first, region by region, then
+// those entered, outermost first.
+type Step[S StateType] struct {
+	From, To    []S
+	Rows        []int
+	Exit, Enter []S
+}
+
+// Fire returns the step that the event named event takes from the
+// configuration from, whose rows' guards admit tells (by row index), and
+// whether there is one. The event is offered to every region in order,
+// each taking its first admitted row; a row that leaves the parallel
+// state is taken alone, by the first region that has one when no earlier
+// region took a row, and dropped otherwise; the rows of the parallel
+// state, and those written above it, apply only when no region took the
+// event.
+func (c *Chart[S]) Fire(from []S, event string, admit func(row int) bool) (Step[S], bool) {
+	return c.step(from, func(t *runtime.TransitionSpec) bool { return t.Event == event && !t.Done }, admit)
+}
+
+// Settle returns the step of the first eventless row enabled in the
+// configuration from, as Fire does for an event, with the completion rows
+// of the parallel state once every region is in a final child.
+func (c *Chart[S]) Settle(from []S, admit func(row int) bool) (Step[S], bool) {
+	done := len(from) > 1 && !slices.ContainsFunc(from, func(s S) bool { return !c.finals[s] })
+	return c.step(from, func(t *runtime.TransitionSpec) bool {
+		// A completion row from a leaf is written on its parent, and the
+		// leaf is a final child of it.
+		return t.Event == "" && (!t.Done || done || int(c.ids[t.From]) < len(c.def.States))
+	}, admit)
+}
+
+// step returns the step that the rows on matches take from from.
+func (c *Chart[S]) step(from []S, on func(*runtime.TransitionSpec) bool, admit func(int) bool) (Step[S], bool) {
+	st := Step[S]{From: slices.Clone(from)}
+	first := c.name(from[0])
+	p, _ := regionOf(c.def, first)
+	if len(from) == 1 || p == "" {
+		row, ok := c.first(first, on, admit)
+		if !ok {
+			return st, false
+		}
+		return c.leave(st, row), true
+	}
+	st.To = slices.Clone(from)
+	for i, s := range from {
+		row, ok := c.first(c.name(s), on, admit)
+		if !ok {
+			continue
+		}
+		r := &c.def.Transitions[row]
+		switch {
+		case !leaves(c.def, p, r):
+			st.Rows = append(st.Rows, row)
+			st.Exit = append(st.Exit, c.states(r.Exit)...)
+			st.Enter = append(st.Enter, c.states(r.Enter)...)
+			st.To[i] = c.ids[r.To]
+		case len(st.Rows) == 0:
+			return c.leave(st, row), true
+		}
+	}
+	if len(st.Rows) > 0 {
+		return st, true
+	}
+	row, ok := c.first(p, on, admit)
+	if !ok {
+		return st, false
+	}
+	return c.leave(st, row), true
+}
+
+// leave returns st completed by row alone, which leaves where the run is.
+func (c *Chart[S]) leave(st Step[S], row int) Step[S] {
+	r := &c.def.Transitions[row]
+	st.Rows = []int{row}
+	st.Exit = c.states(stepExits(c.def, st.From, r))
+	st.Enter = c.states(r.Enter)
+	st.To = c.states(c.def.Configuration(r.To))
+	if r.Internal {
+		st.To = slices.Clone(st.From)
+	}
+	return st
+}
+
+// first returns the first row from the state named from that on matches
+// and admit admits.
+func (c *Chart[S]) first(from string, on func(*runtime.TransitionSpec) bool, admit func(int) bool) (int, bool) {
+	for _, row := range c.rows[from] {
+		if on(&c.def.Transitions[row]) && admit(row) {
+			return row, true
+		}
+	}
+	return 0, false
+}
+
+// name returns the name of state s.
+func (c *Chart[S]) name(s S) string { return StateName(c.def, s) }
+
+// states returns the states named names.
+func (c *Chart[S]) states(names []string) []S {
+	out := make([]S, len(names))
+	for i, n := range names {
+		out[i] = c.ids[n]
+	}
+	return out
+}
+
+// Record records st on e (nil for an eventless step) with rec; actions,
+// if not nil, runs in the recorder's write. Its Outcome is the last row's.
+func (c *Chart[S]) Record(ctx context.Context, rec runtime.Recorder, st Step[S], e runtime.Event, actions func(context.Context) error) error {
+	to := ConfigName(c.def, st.To)
+	spec, _ := c.def.StateOf(to)
+	t := runtime.Transition{
+		Machine: c.def.Type,
+		Version: c.def.Version,
+		From:    ConfigName(c.def, st.From),
+		To:      to,
+		Status:  spec.Status,
+		Actions: actions,
+		Exited:  c.names(st.Exit),
+		Entered: c.names(st.Enter),
+	}
+	if e != nil {
+		t.Event, t.Payload = e.EventName(), e
+	}
+	for _, row := range st.Rows {
+		t.Outcome = c.def.Transitions[row].Outcome
+	}
+	return rec.Record(ctx, t)
+}
+
+// names returns the names of states ss, nil for none.
+func (c *Chart[S]) names(ss []S) []string {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = c.name(s)
+	}
+	return out
+}
+
+// Loop returns the error of a machine that went through the
+// configurations path taking eventless rows and would take one more, as
+// EventlessLoop does for leaves.
+func (c *Chart[S]) Loop(path [][]S) error {
+	names := make([]string, len(path))
+	for i, p := range path {
+		names[i] = ConfigName(c.def, p)
+	}
+	return eventlessLoop(c.def, names)
+}
+
+// Refuse returns the *runtime.TransitionError of event e (nil for none)
+// that no row takes in the configuration from: runtime.ErrGuardRejected,
+// with the named guards of the rows on e, when a row from one of its
+// leaves or from their parallel state has e, runtime.ErrIllegalTransition
+// otherwise.
+func (c *Chart[S]) Refuse(from []S, e runtime.Event) error {
+	te := &runtime.TransitionError{Machine: c.def.Type, State: ConfigName(c.def, from), Err: runtime.ErrIllegalTransition}
+	if e == nil {
+		return te
+	}
+	te.Event = e.EventName()
+	states := c.names(from)
+	if p, _ := regionOf(c.def, states[0]); p != "" {
+		states = append(states, p)
+	}
+	for _, s := range states {
+		for _, row := range c.rows[s] {
+			if t := &c.def.Transitions[row]; t.Event == te.Event {
+				te.Err = runtime.ErrGuardRejected
+				if t.Guard != "" && !slices.Contains(te.Guards, t.Guard) {
+					te.Guards = append(te.Guards, t.Guard)
+				}
+			}
+		}
+	}
+	return te
+}

@@ -1,0 +1,119 @@
+package fsmimpl
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fsmgen/fsmgen/runtime"
+)
+
+// ParseConfig reads text, the persisted form of where a run is, into
+// leaves: one leaf outside any parallel state, or the active leaf of each
+// region of a parallel state in region order, joined by
+// runtime.ConfigurationSeparator ("A|B"). It returns how many leaves it
+// wrote. A name that is no leaf, a leaf in the wrong region, a count of
+// leaves other than the parallel state's regions, or more leaves than
+// leaves holds is an error matched by errors.Is(err,
+// runtime.ErrUnknownState).
+func ParseConfig[S StateType](def *runtime.Definition, text string, leaves []S) (int, error) {
+	names := def.Configuration(text)
+	if len(names) > len(leaves) {
+		return 0, badConfig(def, text, fmt.Sprintf("want at most %d leaves, one per region, got %d", len(leaves), len(names)))
+	}
+	for i, name := range names {
+		s, err := ParseState[S](def, name)
+		if err != nil {
+			return 0, err
+		}
+		leaves[i] = s
+	}
+	p, _ := regionOf(def, names[0])
+	regions := def.Regions(p)
+	switch {
+	case p == "" && len(names) == 1:
+		return 1, nil
+	case p == "":
+		return 0, badConfig(def, text, fmt.Sprintf("%s is in no parallel state, and only the leaves of a parallel state's regions are joined", names[0]))
+	case len(names) != len(regions):
+		return 0, badConfig(def, text, fmt.Sprintf("want %d leaves, one per region of %s, got %d", len(regions), p, len(names)))
+	}
+	for i, name := range names {
+		if q, r := regionOf(def, name); q != p || r != regions[i] {
+			return 0, badConfig(def, text, fmt.Sprintf("leaf %d, %s, is not in region %s of %s", i+1, name, regions[i], p))
+		}
+	}
+	return len(names), nil
+}
+
+// badConfig is the error of ParseConfig for text, saying why.
+func badConfig(def *runtime.Definition, text, why string) error {
+	return fmt.Errorf("%s: %w %q: %s", def.Type, runtime.ErrUnknownState, truncate(text), why)
+}
+
+// regionOf returns the parallel state above the state named name and the
+// region of it that holds name, or "" and "" when no parallel state is
+// above name.
+func regionOf(def *runtime.Definition, name string) (parallel, region string) {
+	child := name
+	for _, a := range def.Ancestors(name) {
+		if c, _ := def.Composite(a); c.Parallel {
+			return a, child
+		}
+		child = a
+	}
+	return "", ""
+}
+
+// ConfigName returns the persisted form of the configuration leaves: the
+// leaves' names in order, joined by runtime.ConfigurationSeparator.
+func ConfigName[S StateType](def *runtime.Definition, leaves []S) string {
+	if len(leaves) == 1 {
+		return StateName(def, leaves[0])
+	}
+	names := make([]string, len(leaves))
+	for i, s := range leaves {
+		names[i] = StateName(def, s)
+	}
+	return def.JoinConfiguration(names)
+}
+
+// stepExits returns the states row r exits from the configuration from:
+// its own Exit for a row that stays in its region or starts outside any
+// parallel state; for a row that leaves the parallel state, every
+// region's leaf and the composites above it up to the parallel state,
+// region by region, then r's exits from the parallel state up.
+func stepExits[S StateType](def *runtime.Definition, from []S, r *runtime.TransitionSpec) []string {
+	if len(from) < 2 {
+		return r.Exit
+	}
+	p, _ := regionOf(def, StateName(def, from[0]))
+	if !leaves(def, p, r) {
+		return r.Exit
+	}
+	var out []string
+	for _, s := range from {
+		name := StateName(def, s)
+		out = append(out, name)
+		for _, a := range def.Ancestors(name) {
+			if a == p {
+				break
+			}
+			out = append(out, a)
+		}
+	}
+	if i := slices.Index(r.Exit, p); i >= 0 {
+		return append(out, r.Exit[i:]...)
+	}
+	return append(out, p)
+}
+
+// leaves reports whether row r leaves the parallel state p: it is written
+// on p or above it, its target is outside p, or it enters p again (its
+// target is a configuration).
+func leaves(def *runtime.Definition, p string, r *runtime.TransitionSpec) bool {
+	if r.From == p || !slices.Contains(def.Ancestors(r.From), p) || strings.Contains(r.To, runtime.ConfigurationSeparator) {
+		return true
+	}
+	return !slices.Contains(def.Ancestors(r.To), p)
+}
