@@ -35,7 +35,9 @@ type Definition struct {
 	// Type is the persisted type name and Version the definition version.
 	Type    string
 	Version int
-	// Initial is the name of the initial state.
+	// Initial is the name of the initial state: a leaf, or, for a run
+	// that starts in a parallel state, the configuration it starts in, its
+	// leaves joined by ConfigurationSeparator.
 	Initial string
 	// States, Events and Guards are in declaration order.
 	States []StateSpec
@@ -264,14 +266,25 @@ func (d *Definition) Ancestors(name string) []string {
 // in the order they run: those of the outermost composite above the
 // initial leaf first, the leaf's last. A run that starts or restarts runs
 // them in the write that creates it (see Starter); none in a flat machine.
+//
+// A run that starts in a parallel state (Initial is a configuration)
+// enters the composites above it, outermost first, then each region down
+// to its leaf, region by region.
 func (d *Definition) StartActions() []string {
-	leaf, _ := d.State(d.Initial)
 	var out []string
-	for _, name := range d.Ancestors(d.Initial) {
-		c, _ := d.Composite(name)
-		out = append(slices.Clone(c.Entry), out...)
+	entered := map[string]bool{}
+	for _, leaf := range d.Configuration(d.Initial) {
+		for _, name := range slices.Backward(d.Ancestors(leaf)) {
+			if !entered[name] {
+				entered[name] = true
+				c, _ := d.Composite(name)
+				out = append(out, c.Entry...)
+			}
+		}
+		s, _ := d.State(leaf)
+		out = append(out, s.Entry...)
 	}
-	return append(out, leaf.Entry...)
+	return out
 }
 
 // Validate checks the definition's internal consistency: one initial state,
@@ -306,7 +319,7 @@ func (d *Definition) Validate() error {
 			initial++
 		}
 	}
-	if initial != 1 || !states[d.Initial].Initial {
+	if initial != 1 || !states[d.Configuration(d.Initial)[0]].Initial {
 		return fail("want exactly one initial state named by Initial, have %d", initial)
 	}
 	events := make(map[string]EventSpec, len(d.Events))
@@ -466,11 +479,17 @@ func (d *Definition) validateNesting(states map[string]StateSpec, events map[str
 	if err := d.validateParallel(comps); err != nil {
 		return err
 	}
-	if s := states[d.Initial]; s.Parent != "" {
-		// The initial leaf is the initial child of each of its ancestors.
-		for child, p := d.Initial, s.Parent; p != ""; child, p = p, comps[p].Parent {
-			if comps[p].Initial != child {
-				return fmt.Errorf("initial state %s is not the initial leaf of %s", d.Initial, p)
+	if strings.Contains(d.Initial, ConfigurationSeparator) {
+		if _, err := d.configurationOf(d.Initial, d.parallelIndex()); err != nil {
+			return fmt.Errorf("initial state: %w", err)
+		}
+	}
+	for _, leaf := range d.Configuration(d.Initial) {
+		// An initial leaf is the initial child of each of its ancestors,
+		// but of a parallel state, whose regions are all entered.
+		for child, p := leaf, states[leaf].Parent; p != ""; child, p = p, comps[p].Parent {
+			if !comps[p].Parallel && comps[p].Initial != child {
+				return fmt.Errorf("initial state %s is not the initial leaf of %s", leaf, p)
 			}
 		}
 	}

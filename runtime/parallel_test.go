@@ -235,3 +235,43 @@ func TestParallelStep(t *testing.T) {
 		t.Error("Accepts: want Merge and CheckStarted, not Approve")
 	}
 }
+
+// startInOpen is reviewDef starting in Open, at Pending|Queued, with
+// entry actions on Open, its regions and their initial leaves.
+func startInOpen() runtime.Definition {
+	d := reviewDef()
+	d.Initial = "Pending|Queued"
+	d.States[0].Initial, d.States[1].Initial = false, true
+	d.Actions = []string{"OpenA", "ReviewA", "PendingA", "ChecksA", "QueuedA"}
+	d.Composites[0].Entry, d.Composites[1].Entry, d.Composites[2].Entry = []string{"OpenA"}, []string{"ReviewA"}, []string{"ChecksA"}
+	d.States[1].Entry, d.States[3].Entry = []string{"PendingA"}, []string{"QueuedA"}
+	return d
+}
+
+// TestStartInParallel: a run may start in a configuration, whose start
+// actions are the parallel state's, then each region's down to its leaf.
+func TestStartInParallel(t *testing.T) {
+	t.Parallel()
+	d := startInOpen()
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"OpenA", "ReviewA", "PendingA", "ChecksA", "QueuedA"}, d.StartActions()); diff != "" {
+		t.Errorf("StartActions (-want +got):\n%s", diff)
+	}
+	for _, c := range []struct {
+		initial, want string
+	}{
+		{"Queued|Pending", "definition review v1: initial state: Queued|Pending is not a configuration of Open: leaf 1, Queued, is not in region Review"},
+		{"Pending|Running", "definition review v1: initial state Running is not the initial leaf of Checks"},
+	} {
+		d := startInOpen()
+		d.Initial = c.initial
+		if c.initial[0] == 'Q' {
+			d.States[1].Initial, d.States[3].Initial = false, true
+		}
+		if err := d.Validate(); err == nil || err.Error() != c.want {
+			t.Errorf("Validate with Initial %s = %v, want %q", c.initial, err, c.want)
+		}
+	}
+}
