@@ -312,8 +312,8 @@
 // written on a parallel state or on a composite above it is listed once
 // for the parallel state, with [Transition.From] the parallel state (one
 // row for every configuration, never one per configuration); so is a
-// completion row of a parallel state. fsmgen generate does not generate
-// machines with parallel states or In(S) guards yet: it says so. Runs of
+// completion row of a parallel state. fsmgen generate writes machines with
+// parallel states and In(S) guards; fsmgen sql refuses them. Runs of
 // such a machine are not moved by upgrade rules yet: an upgrade from or to
 // it drains.
 //

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/fsmgen/fsmgen/dsl"
 	"github.com/fsmgen/fsmgen/gen"
 )
@@ -61,9 +63,9 @@ func TestGenerateEveryCheckedInput(t *testing.T) {
 	}
 }
 
-// TestGenerateRefusesParallel: a machine with parallel states checks but
-// is not generated yet, which Generate says, writing no file.
-func TestGenerateRefusesParallel(t *testing.T) {
+// TestGenerateParallel: Generate writes every file of a machine with
+// parallel states.
+func TestGenerateParallel(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join("..", "dsl", "testdata", "parallel", "podlifecycle.fsm")
 	src, err := os.ReadFile(file)
@@ -75,11 +77,15 @@ func TestGenerateRefusesParallel(t *testing.T) {
 		t.Fatal(diags.Err())
 	}
 	out, err := gen.Generate(spec)
-	if want := "machine Pod: parallel states are not generated yet"; err == nil || err.Error() != want || !errors.Is(err, gen.ErrNotGenerated) {
-		t.Errorf("Generate = %v, want %q matching ErrNotGenerated", err, want)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if out != nil {
-		t.Errorf("Generate returned %d files with its error", len(out))
+	var paths []string
+	for _, f := range out {
+		paths = append(paths, f.Path)
+	}
+	if diff := cmp.Diff([]string{"podlifecycle/README.md", "podlifecycle/diagram.dot", "podlifecycle/diagram.mmd", "podlifecycle/fsm.go", "podlifecycle/fsm_test.go", "podlifecycle/runs.go"}, paths); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
 	}
 }
 

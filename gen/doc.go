@@ -90,6 +90,23 @@
 // follow-ups as the model says; runtime/fsmtest follows the same rules
 // from the definition.
 //
+// A machine with parallel states gets a Config in fsm.go: where a run is,
+// one leaf or the active leaf of each region of the active parallel
+// state, a comparable value whose String is the persisted form ("A|B")
+// and ParseConfig its inverse; In tells whether a leaf or composite is
+// active, Len and Leaf read it region by region. Its Machine has Config
+// and Views, one typed view per active leaf in region order, and no State
+// or View, so that code reading one state cannot misread a configuration.
+// Each event's method and Fire take their step through an fsmimpl.Chart
+// over the definition's table, given the rows' guards and In(S) tests by
+// row and the states' actions by state: an event offered to every region
+// in order, the rows taken recorded as one transition, then the eventless
+// and completion rows. NewDriver reads a run's state as a configuration
+// (fsmimpl.NewConfigDriver). fsm_test.go fires every event in each
+// configuration (every combination of the regions' leaves up to 4,096,
+// else each region's leaves with the others initial), with and without a
+// recorder.
+//
 // A per-event method whose rows are all unguarded is, without a recorder,
 // a comparison and a store that the compiler inlines into its caller; a
 // guarded one asks its guard and, without a recorder, stores the new state

@@ -125,12 +125,12 @@ func sourceOf(m *dsl.Machine) string { return filepath.Base(m.Pos.Filename) }
 // checks, but the generator cannot render it yet.
 var ErrNotGenerated = errors.New("not generated yet")
 
-// Unsupported reports a machine that the generator cannot render yet, its
-// code, diagrams or exports: one with parallel states, or with a guard
-// In(S). The error matches ErrNotGenerated.
+// Unsupported reports a machine that the generator cannot render yet: one
+// with a guard In(S) but no parallel state. The error matches
+// ErrNotGenerated.
 func Unsupported(m *dsl.Machine) error {
 	if len(m.Parallels) > 0 {
-		return fmt.Errorf("machine %s: parallel states are %w", m.Name, ErrNotGenerated)
+		return nil
 	}
 	for _, t := range m.Transitions {
 		if t != nil && t.In != nil { // a nil row is a defect the renderer reports

@@ -55,6 +55,10 @@ func machineCode(source string, m *dsl.Machine) ([]byte, error) {
 	g.events()
 	g.guards()
 	g.actionsType()
+	if parallel(m) {
+		g.parallelCode()
+		return f.source()
+	}
 	g.machine()
 	g.eventMethods()
 	g.views()
@@ -255,7 +259,8 @@ func jsonTag(key string) string {
 	return strconv.Quote(tag)
 }
 
-// eventsOf returns the events with a row from s, in declaration order.
+// eventsOf returns the events with a row from s, in declaration order;
+// for a leaf in a region, those of its parallel state's rows too.
 // Those of every state are found in one pass over the table, on the first
 // call.
 func (g *goGen) eventsOf(s *dsl.State) []*dsl.Event {
@@ -266,6 +271,18 @@ func (g *goGen) eventsOf(s *dsl.State) []*dsl.Event {
 				has[t.From] = map[*dsl.Event]bool{}
 			}
 			has[t.From][t.Event] = true
+		}
+		// A leaf in a region has the events of the rows written on its
+		// parallel state and above too.
+		for _, l := range g.m.States {
+			if p, _ := l.Region(); p != nil && has[p] != nil {
+				if has[l] == nil {
+					has[l] = map[*dsl.Event]bool{}
+				}
+				for e := range has[p] {
+					has[l][e] = true
+				}
+			}
 		}
 		g.stateEvents = map[*dsl.State][]*dsl.Event{}
 		for from, events := range has {
@@ -847,13 +864,20 @@ func (g *goGen) viewTypes() {
 		lead := fmt.Sprintf("%s is the machine in final state %s.", v, s.Name)
 		events := g.eventsOf(s)
 		in := "m.state == " + stateConst(s)
+		if parallel(g.m) {
+			in = "m.config.In(" + stateConst(s) + ")"
+		}
 		switch {
 		case s.Composite():
 			lead = fmt.Sprintf("%s is the machine in composite state %s, in any of its leaves: its methods are the transitions that every leaf of %s allows.", v, s.Name, s.Name)
-			in = "m.state.In(" + stateConst(s) + ")"
+			state := "m.state"
+			if parallel(g.m) {
+				state = "m.config"
+			}
+			in = state + ".In(" + stateConst(s) + ")"
 			if slices.ContainsFunc(s.Leaves(), (*dsl.State).Terminal) {
 				lead = fmt.Sprintf("%s is the machine in composite state %s, in any of its leaves but the final ones, where the run has ended: its methods are the transitions that every other leaf of %s allows.", v, s.Name, s.Name)
-				in += " && !m.state.Terminal()"
+				in += " && !" + state + ".Terminal()"
 			}
 			events = g.nest().compositeEvents(g, s)
 		case !s.Terminal():
@@ -1182,7 +1206,11 @@ func (g *goGen) definition() {
 	}
 	f.line(1, "Type: Type,")
 	f.line(1, "Version: Version,")
-	f.line(1, "Initial: ", strconv.Quote(m.Initial.Name), ",")
+	initial := m.Initial.Name
+	if len(m.InitialConfig) > 1 {
+		initial = configName(m.InitialConfig)
+	}
+	f.line(1, "Initial: ", strconv.Quote(initial), ",")
 	f.list(1, "States: []runtime.StateSpec", g.stateSpecs(), ",")
 	f.list(1, "Events: []runtime.EventSpec", eventSpecs(m), ",")
 	if len(m.Guards) > 0 {
@@ -1254,7 +1282,11 @@ func (g *goGen) compositeSpecs() []string {
 		if s.Parent != nil {
 			d = append(d, "Parent: "+strconv.Quote(s.Parent.Name))
 		}
-		d = append(d, "Initial: "+strconv.Quote(s.InitialChild.Name))
+		if s.Parallel {
+			d = append(d, "Parallel: true")
+		} else {
+			d = append(d, "Initial: "+strconv.Quote(s.InitialChild.Name))
+		}
 		if len(s.Timers) > 0 {
 			d = append(d, "Timers: "+g.timers(s.Timers))
 		}
@@ -1302,7 +1334,11 @@ func transitionSpecs(m *dsl.Machine) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		t := r.t
-		d := []string{"From: " + strconv.Quote(t.From.Name), "To: " + strconv.Quote(r.to.Name)}
+		to := r.to.Name
+		if t.Config != nil {
+			to = configName(t.Config)
+		}
+		d := []string{"From: " + strconv.Quote(t.From.Name), "To: " + strconv.Quote(to)}
 		if t.Event != nil {
 			d = append(d, "Event: "+strconv.Quote(t.Event.Name))
 		}

@@ -67,9 +67,14 @@ func baseName(file string) string {
 }
 
 // TestGolden compares every generated file with its golden copy under
-// testdata/golden/<input>/. go test ./gen -update rewrites them.
+// testdata/golden/<input>/, those of the machines with parallel states of
+// testdata/parallel too. go test ./gen -update rewrites them.
 func TestGolden(t *testing.T) {
-	for _, file := range inputs(t) {
+	parallel, err := filepath.Glob(filepath.Join("testdata", "parallel", "*.fsm"))
+	if err != nil || len(parallel) == 0 {
+		t.Fatalf("no testdata/parallel/*.fsm: %v", err)
+	}
+	for _, file := range append(inputs(t), parallel...) {
 		t.Run(baseName(file), func(t *testing.T) {
 			files := generate(t, file)
 			dir := filepath.Join("testdata", "golden", baseName(file))

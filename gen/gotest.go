@@ -19,6 +19,9 @@ const fsmtestPath = "github.com/fsmgen/fsmgen/runtime/fsmtest"
 // the views, which are the package's own API, are checked here.
 func testCode(source string, m *dsl.Machine) ([]byte, error) {
 	t := &testGen{f: newGoFile(source, m.Package), m: m, g: &goGen{m: m}}
+	if parallel(m) {
+		return t.parallelTests()
+	}
 	t.adapters()
 	t.machine()
 	t.names()
@@ -61,6 +64,13 @@ func (t *testGen) newMachine(g string, opts ...string) string {
 // adapters writes the guards, actions, handlers and instance the checks
 // use.
 func (t *testGen) adapters() {
+	t.guardsAndActions()
+	t.instance()
+}
+
+// guardsAndActions writes fsmgenGuards and fsmgenActions, the guards and
+// actions the checks use, for a machine that has them.
+func (t *testGen) guardsAndActions() {
 	f := t.f
 	if len(t.m.Guards) > 0 {
 		f.line(0, "// fsmgenGuards admits the events of the guards it maps to true.")
@@ -90,6 +100,12 @@ func (t *testGen) adapters() {
 		f.linef(1, "return a.run(%q)", a.Name)
 		f.line(0, "}")
 	}
+}
+
+// instance writes the handlers and fsmgenInstance, the machine as fsmtest
+// sees it.
+func (t *testGen) instance() {
+	f := t.f
 	t.handlers()
 	rtm, ctx := f.use(runtimePath), f.use("context")
 	f.line(0, "// fsmgenInstance is a Machine as fsmtest sees it.")

@@ -33,11 +33,19 @@ func handleCode(source string, m *dsl.Machine) ([]byte, error) {
 	f.line(2, "}")
 	f.line(2, "return s, err")
 	f.line(1, "}")
-	f.line(1, "st, perr := ParseState(run.State)")
+	if parallel(m) {
+		f.line(1, "c, perr := ParseConfig(run.State)")
+	} else {
+		f.line(1, "st, perr := ParseState(run.State)")
+	}
 	f.line(1, "if err == nil {")
 	f.line(2, "err = perr")
 	f.line(1, "}")
-	f.line(1, "s.State = st")
+	if parallel(m) {
+		f.line(1, "s.Config = c")
+	} else {
+		f.line(1, "s.State = st")
+	}
 	f.line(1, "return s, err")
 	f.line(0, "}")
 	f.line(0, "// started types the start a Runner returned, keeping err.")
@@ -63,8 +71,13 @@ func handleTypes(f *goFile, m *dsl.Machine) {
 	f.comment(0, fmt.Sprintf("Snapshot is a run of %s as its handle reads it: the run, with its state typed. The embedded Run.State holds the state's name.", m.Name))
 	f.line(0, "type Snapshot struct {")
 	f.line(1, rtm, ".Run")
-	f.line(1, "// State is the run's current state.")
-	f.line(1, "State State")
+	if parallel(m) {
+		f.line(1, "// Config is the run's current configuration.")
+		f.line(1, "Config Config")
+	} else {
+		f.line(1, "// State is the run's current state.")
+		f.line(1, "State State")
+	}
 	f.line(0, "}")
 	f.comment(0, fmt.Sprintf("Started is what Start did and the run of %s it did it to (see runtime.Started).", m.Name))
 	f.line(0, "type Started struct {")
@@ -125,7 +138,11 @@ func statesAccepting(m *dsl.Machine, e *dsl.Event) []*dsl.State {
 	has := map[*dsl.State]bool{}
 	for _, t := range m.Transitions {
 		if t.Event == e {
-			has[t.From] = true
+			// A row of a parallel state is accepted in each of its
+			// leaves.
+			for _, l := range t.From.Leaves() {
+				has[l] = true
+			}
 		}
 	}
 	var out []*dsl.State

@@ -83,7 +83,7 @@ func newNest(m *dsl.Machine) *nest {
 			// outer composite is never taken there.
 			continue
 		}
-		open[k] = t.Guard != nil
+		open[k] = t.Guard != nil || t.In != nil
 		for _, r := range historyRows(t) {
 			r.index = len(n.rows)
 			n.rows = append(n.rows, r)
@@ -102,13 +102,38 @@ func newNest(m *dsl.Machine) *nest {
 }
 
 // startActions returns the entry actions of the states a run of m starts
-// in, the initial leaf and the composites above it, outermost first.
+// in (startStates), in the order they run.
 func startActions(m *dsl.Machine) []*dsl.Action {
 	var seq []*dsl.Action
-	for _, s := range slices.Backward(m.Initial.Ancestors()) {
+	for _, s := range startStates(m) {
 		seq = append(seq, s.Entry...)
 	}
-	return append(seq, m.Initial.Entry...)
+	return seq
+}
+
+// startStates returns the states a run of m starts in, outermost first:
+// the initial leaf and the composites above it; for a run that starts in
+// a parallel state, the composites above it, the parallel state, then
+// each region down to its leaf, region by region.
+func startStates(m *dsl.Machine) []*dsl.State {
+	var out []*dsl.State
+	p, _ := m.Initial.Region()
+	if p == nil {
+		out = slices.Collect(slices.Values(m.Initial.Ancestors()))
+		slices.Reverse(out)
+		return append(out, m.Initial)
+	}
+	out = append(slices.Clone(p.Ancestors()), p)
+	slices.Reverse(out[:len(out)-1])
+	for _, leaf := range m.InitialConfig {
+		var down []*dsl.State
+		for s := leaf; s != p; s = s.Parent {
+			down = append(down, s)
+		}
+		slices.Reverse(down)
+		out = append(out, down...)
+	}
+	return out
 }
 
 // specRowsOf returns the rows of m's definition: those of newNest for a
@@ -126,9 +151,10 @@ func specRowsOf(m *dsl.Machine) []*specRow {
 }
 
 // takeable reports whether row t can be taken: a completion row only in
-// a final child of its composite.
+// a final child of its composite, or from a parallel state, which
+// completes once every region is in a final child.
 func takeable(t *dsl.Transition) bool {
-	return !t.Done || t.From.Done && t.From.Parent == t.Source
+	return !t.Done || t.From.Done && t.From.Parent == t.Source || t.From.Parallel
 }
 
 // historyRows returns the definition's rows of row t: t itself, and when
