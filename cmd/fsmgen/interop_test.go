@@ -69,6 +69,12 @@ func TestInterop(t *testing.T) {
 
 	var pkgs, want []string
 	for _, em := range machines {
+		if len(em.m.Parallels) > 0 {
+			// Its generated tests have no TestFSM to record traces with
+			// (fsmtest runs leaves, not configurations); machines/specs
+			// replays its traces through XState and SCION.
+			continue
+		}
 		rel, err := filepath.Rel(repoRoot, filepath.Join(filepath.Dir(em.fsm), em.m.Package))
 		if err != nil {
 			t.Fatal(err)

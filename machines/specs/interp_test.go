@@ -124,16 +124,6 @@ func TestXStateTraces(t *testing.T) {
 // minimum as a fixed delay, so deviceauth and dhcpclient are left out.
 var scxmlMachines = []string{"sipinvite", "usbdevice", "tcpconn"}
 
-// fsmFile is the .fsm file whose exports the traces of machine name are
-// replayed on: the machine's own, or for a machine with parallel regions,
-// which has none yet, the same machine among the language's test inputs.
-func fsmFile(name string) string {
-	if slices.Contains(parallelMachines, name) {
-		return filepath.Join("..", "..", "dsl", "testdata", "parallel", name+".fsm")
-	}
-	return filepath.Join(name, name+".fsm")
-}
-
 // TestSCXMLTraces replays the traces through SCION, a W3C SCXML
 // interpreter, from the SCXML fsmgen export writes for the nested .fsm,
 // with the configurations of the machines with parallel regions.
@@ -143,7 +133,7 @@ func TestSCXMLTraces(t *testing.T) {
 	for _, name := range append(slices.Clone(scxmlMachines), parallelMachines...) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			doc, err := gen.SCXML(load(t, fsmFile(name)))
+			doc, err := gen.SCXML(load(t, filepath.Join(name, name+".fsm")))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +157,7 @@ func TestXStateExportTraces(t *testing.T) {
 	for _, name := range parallelMachines {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			doc, err := gen.XState(load(t, fsmFile(name)))
+			doc, err := gen.XState(load(t, filepath.Join(name, name+".fsm")))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,9 @@ package specs_test
 var machines = []string{"sipinvite", "deviceauth", "usbdevice", "tcpconn", "dhcpclient"}
 
 // parallelMachines are the directories of machines/specs whose machines
-// have parallel regions. They have no .fsm file: TestXStateTraces replays
-// them from their xstate.json, TestSCXMLTraces and TestXStateExportTraces
-// from the exports of the same machines in dsl/testdata/parallel.
+// have parallel regions. They have no flat .fsm file, and the reference
+// model does not run them: their packages replay their traces on the
+// generated code and the engine, TestXStateTraces from their xstate.json,
+// TestSCXMLTraces and TestXStateExportTraces from the exports of their
+// .fsm file.
 var parallelMachines = []string{"mediaelement", "podlifecycle"}
