@@ -127,7 +127,7 @@ func tree(m *dsl.Machine) []string {
 // the same rows after flattening.
 func TestImportXState(t *testing.T) {
 	t.Parallel()
-	for _, name := range machines {
+	for _, name := range append(slices.Clone(machines), parallelMachines...) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			want := load(t, filepath.Join(name, name+".fsm"))

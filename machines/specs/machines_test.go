@@ -8,5 +8,5 @@ var machines = []string{"sipinvite", "deviceauth", "usbdevice", "tcpconn", "dhcp
 // model does not run them: their packages replay their traces on the
 // generated code and the engine, TestXStateTraces from their xstate.json,
 // TestSCXMLTraces and TestXStateExportTraces from the exports of their
-// .fsm file.
+// .fsm file, and TestImportXState imports their xstate.json.
 var parallelMachines = []string{"mediaelement", "podlifecycle"}
