@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -77,16 +78,16 @@ func (d *Definition) parallelIndex() map[string][]string {
 	return out
 }
 
-// regionOf returns the parallel state the state named name is inside (the
-// nearest) and the region of it that holds name; empty outside parallel
-// states.
-func (d *Definition) regionOf(name string, parallel map[string][]string) (string, string) {
+// RegionOf returns the parallel state the state named name is inside
+// (the nearest) and the region of it that holds name; "" and "" outside
+// parallel states.
+func (d *Definition) RegionOf(name string) (parallel, region string) {
 	child := name
-	for _, p := range d.Ancestors(name) {
-		if parallel[p] != nil {
-			return p, child
+	for _, a := range d.Ancestors(name) {
+		if c, _ := d.Composite(a); c.Parallel {
+			return a, child
 		}
-		child = p
+		child = a
 	}
 	return "", ""
 }
@@ -96,7 +97,7 @@ func (d *Definition) regionOf(name string, parallel map[string][]string) (string
 // region order.
 func (d *Definition) configurationOf(state string, parallel map[string][]string) (string, error) {
 	leaves := d.Configuration(state)
-	p, _ := d.regionOf(leaves[0], parallel)
+	p, _ := d.RegionOf(leaves[0])
 	if p == "" {
 		return "", fmt.Errorf("%s is not a configuration: %s is in no parallel state", state, leaves[0])
 	}
@@ -108,7 +109,7 @@ func (d *Definition) configurationOf(state string, parallel map[string][]string)
 		if _, ok := d.State(l); !ok {
 			return "", fmt.Errorf("%s is not a configuration of %s: unknown leaf %s", state, p, l)
 		}
-		if q, r := d.regionOf(l, parallel); q != p || r != regions[i] {
+		if q, r := d.RegionOf(l); q != p || r != regions[i] {
 			return "", fmt.Errorf("%s is not a configuration of %s: leaf %d, %s, is not in region %s", state, p, i+1, l, regions[i])
 		}
 	}
@@ -126,11 +127,11 @@ func (d *Definition) validateParallelRow(t TransitionSpec, parallel map[string][
 		}
 		return nil
 	}
-	p, region := d.regionOf(t.To, parallel)
+	p, region := d.RegionOf(t.To)
 	if p == "" {
 		return nil
 	}
-	fp, fregion := d.regionOf(t.From, parallel)
+	fp, fregion := d.RegionOf(t.From)
 	switch {
 	case fp == p && fregion != region:
 		return fmt.Errorf("transition %s -> %s crosses from region %s to region %s of parallel state %s", t.From, t.To, fregion, region, p)
@@ -268,71 +269,140 @@ func (d *Definition) hasRow(from, event, to string) bool {
 	return false
 }
 
-// Step returns the transition a run in the persisted state state takes
-// on event, the row of each state offered the event chosen by choose from
-// that state's rows on it (choose is called only with some; it reports
-// false to take none of them), and whether there is one. In a leaf, it is
-// the row chosen. In a configuration, the event is offered to each
-// region in region order, and each takes at most the row chosen from its
-// leaf's rows: the rows within their regions make one transition; a row
-// that leaves the parallel state is taken alone, when no earlier region
-// moved, and later regions are not offered the event; the rows on the
-// parallel state apply when no region took it. The transition names the
-// states it exits and enters; its status is that of the state it enters.
-// An error of choose is returned as is.
-func (d *Definition) Step(state, event string, choose func(from string, rows []TransitionSpec) (TransitionSpec, bool, error)) (Transition, bool, error) {
-	offer := func(from string) (TransitionSpec, bool, error) {
-		var rows []TransitionSpec
-		for _, t := range d.Transitions {
-			if t.From == from && t.Event == event && !t.Done {
-				rows = append(rows, t)
-			}
-		}
-		if len(rows) == 0 {
-			return TransitionSpec{}, false, nil
-		}
-		return choose(from, rows)
+// A Move is what one step takes a run in a configuration to: the rows
+// taken (indices into Definition.Transitions), one per region that moved
+// in region order or the one row that left where the run was; the leaves
+// the run is in after it; and the states exited, innermost first, region
+// by region, then those entered, outermost first.
+type Move struct {
+	Rows            []int
+	To              []string
+	Exited, Entered []string
+}
+
+// Offer returns the move a run in the configuration leaves makes when an
+// event is offered to it, and whether it makes one. offer returns the row
+// the state named from takes (an index into d.Transitions), if any. In a
+// leaf, it is the leaf's row. In a configuration, the event is offered to
+// each region in region order, and each takes at most its leaf's row:
+// the rows within their regions make one move; a row that leaves the
+// parallel state is taken alone, when no earlier region moved, and is
+// dropped otherwise; the rows of the parallel state, and those written
+// above it, apply only when no region took the event. A row that leaves
+// the parallel state exits every region's leaf and the composites above
+// it, region by region, the parallel state, then what the row exits above
+// it. An error of offer is returned as is.
+func (d *Definition) Offer(leaves []string, offer func(from string) (row int, ok bool, err error)) (Move, bool, error) {
+	p, _ := d.RegionOf(leaves[0])
+	if len(leaves) == 1 || p == "" {
+		return d.offerAlone(leaves, "", leaves[0], offer)
 	}
-	leaves := d.Configuration(state)
-	if len(leaves) == 1 {
-		row, ok, err := offer(state)
-		return d.transition(state, event, row, row.Exit, row.Enter), ok, err
-	}
-	p, err := d.configurationOf(state, d.parallelIndex())
-	if err != nil {
-		return Transition{}, false, err
-	}
-	regions := d.Regions(p)
-	next := slices.Clone(leaves)
-	var exited, entered []string
-	taken := false
+	m := Move{To: slices.Clone(leaves)}
 	for i, l := range leaves {
 		row, ok, err := offer(l)
 		switch {
 		case err != nil:
-			return Transition{}, false, err
+			return Move{}, false, err
 		case !ok:
-		case !strings.Contains(row.To, ConfigurationSeparator) && slices.Contains(d.Ancestors(row.To), regions[i]):
-			next[i] = row.To
-			exited, entered = append(exited, row.Exit...), append(entered, row.Enter...)
-			taken = true
-		case !taken:
-			return d.transition(state, event, row, d.exitAll(leaves, p), row.Enter), true, nil
+		case !d.leavesParallel(p, &d.Transitions[row]):
+			r := &d.Transitions[row]
+			m.Rows = append(m.Rows, row)
+			m.Exited, m.Entered = append(m.Exited, r.Exit...), append(m.Entered, r.Enter...)
+			m.To[i] = r.To
+		case len(m.Rows) == 0:
+			return d.alone(leaves, p, row), true, nil
 		}
 	}
-	if taken {
-		return d.transition(state, event, TransitionSpec{To: d.JoinConfiguration(next)}, exited, entered), true, nil
+	if len(m.Rows) > 0 {
+		return m, true, nil
 	}
-	row, ok, err := offer(p)
-	return d.transition(state, event, row, d.exitAll(leaves, p), row.Enter), ok, err
+	return d.offerAlone(leaves, p, p, offer)
 }
 
-// transition is the transition from state on event along row, exiting
-// and entering the states named.
-func (d *Definition) transition(state, event string, row TransitionSpec, exited, entered []string) Transition {
-	to, _ := d.StateOf(row.To)
-	return Transition{Machine: d.Type, Version: d.Version, From: state, To: row.To, Event: event,
-		Status: to.Status, Outcome: row.Outcome, Exited: exited, Entered: entered}
+// offerAlone offers the event to the state named from, of the
+// configuration leaves (of parallel state p, "" for a leaf outside any),
+// and returns the move of its row taken alone.
+func (d *Definition) offerAlone(leaves []string, p, from string, offer func(string) (int, bool, error)) (Move, bool, error) {
+	row, ok, err := offer(from)
+	if err != nil || !ok {
+		return Move{}, false, err
+	}
+	return d.alone(leaves, p, row), true, nil
+}
+
+// alone returns the move of row taken alone from the configuration
+// leaves, of parallel state p ("" for a leaf outside any): it leaves
+// where the run is, or, written internal, stays there.
+func (d *Definition) alone(leaves []string, p string, row int) Move {
+	r := &d.Transitions[row]
+	m := Move{Rows: []int{row}, To: d.Configuration(r.To), Exited: r.Exit, Entered: r.Enter}
+	if r.Internal {
+		m.To = slices.Clone(leaves)
+	}
+	if p != "" && !r.Internal {
+		m.Exited = d.exitAll(leaves, p)
+		if i := slices.Index(r.Exit, p); i >= 0 {
+			m.Exited = append(m.Exited[:len(m.Exited)-1], r.Exit[i:]...)
+		}
+	}
+	return m
+}
+
+// leavesParallel reports whether row r leaves the parallel state p: it
+// is written on p or above it, its target is outside p, or it enters p
+// again (its target is a configuration).
+func (d *Definition) leavesParallel(p string, r *TransitionSpec) bool {
+	if r.From == p || !slices.Contains(d.Ancestors(r.From), p) || strings.Contains(r.To, ConfigurationSeparator) {
+		return true
+	}
+	return !slices.Contains(d.Ancestors(r.To), p)
+}
+
+// Step returns the transition a run in the persisted state state takes
+// on event, the row of each state offered the event chosen by choose from
+// that state's rows on it (choose is called only with some, and returns
+// one of them; it reports false to take none of them), and whether there
+// is one: the move Offer makes, its outcome the last row's. Its status is
+// that of the state it enters. An error of choose is returned as is.
+func (d *Definition) Step(state, event string, choose func(from string, rows []TransitionSpec) (TransitionSpec, bool, error)) (Transition, bool, error) {
+	leaves := d.Configuration(state)
+	if len(leaves) > 1 {
+		if _, err := d.configurationOf(state, d.parallelIndex()); err != nil {
+			return Transition{}, false, err
+		}
+	}
+	m, ok, err := d.Offer(leaves, func(from string) (int, bool, error) { return d.chosen(from, event, choose) })
+	if err != nil || !ok {
+		return Transition{}, false, err
+	}
+	to := d.JoinConfiguration(m.To)
+	spec, _ := d.StateOf(to)
+	return Transition{Machine: d.Type, Version: d.Version, From: state, To: to, Event: event, Status: spec.Status,
+		Outcome: d.Transitions[m.Rows[len(m.Rows)-1]].Outcome, Exited: m.Exited, Entered: m.Entered}, true, nil
+}
+
+// chosen returns the index of the row that choose picks of the rows on
+// event from the state named from, and whether it picks one.
+func (d *Definition) chosen(from, event string, choose func(string, []TransitionSpec) (TransitionSpec, bool, error)) (int, bool, error) {
+	var index []int
+	var rows []TransitionSpec
+	for i, t := range d.Transitions {
+		if t.From == from && t.Event == event && !t.Done {
+			index, rows = append(index, i), append(rows, t)
+		}
+	}
+	if len(rows) == 0 {
+		return 0, false, nil
+	}
+	row, ok, err := choose(from, rows)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	i := slices.IndexFunc(rows, func(r TransitionSpec) bool { return reflect.DeepEqual(r, row) })
+	if i < 0 {
+		return 0, false, fmt.Errorf("row %s -> %s on %q is not one of the rows of %s on it", row.From, row.To, event, from)
+	}
+	return index[i], true, nil
 }
 
 // exitAll lists what leaving parallel state p from its configuration

@@ -275,3 +275,24 @@ func TestStartInParallel(t *testing.T) {
 		}
 	}
 }
+
+// TestParallelStepAbove: a row written above the parallel state, on a
+// composite that contains it, exits every region, the parallel state and
+// then the composites the row leaves above it.
+func TestParallelStepAbove(t *testing.T) {
+	t.Parallel()
+	d := reviewDef()
+	d.Composites[0].Parent = "Live"
+	d.Composites = append(d.Composites, runtime.CompositeSpec{Name: "Live", Initial: "Open"})
+	d.Events = append(d.Events, runtime.EventSpec{Name: "Close"})
+	d.Transitions = append(d.Transitions,
+		runtime.TransitionSpec{From: "Open", Event: "Close", To: "Merged", Exit: []string{"Open", "Live"}, Enter: []string{"Merged"}})
+	got, ok, err := d.Step("Approved|Running", "Close", func(_ string, rows []runtime.TransitionSpec) (runtime.TransitionSpec, bool, error) {
+		return rows[0], true, nil
+	})
+	want := runtime.Transition{Machine: "review", Version: 1, From: "Approved|Running", To: "Merged", Event: "Close", Status: runtime.StatusSucceeded,
+		Exited: []string{"Approved", "Review", "Running", "Checks", "Open", "Live"}, Entered: []string{"Merged"}}
+	if diff := cmp.Diff(want, got); !ok || err != nil || diff != "" {
+		t.Errorf("Step(Approved|Running, Close) %t %v (-want +got):\n%s", ok, err, diff)
+	}
+}

@@ -272,7 +272,7 @@ func (d *Definition) upgradeTarget(targets []string) (string, error) {
 		}
 	}
 	parallel := d.parallelIndex()
-	p, _ := d.regionOf(leaves[0], parallel)
+	p, _ := d.RegionOf(leaves[0])
 	if len(leaves) == 1 && p == "" {
 		return leaves[0], nil
 	}
@@ -282,7 +282,7 @@ func (d *Definition) upgradeTarget(targets []string) (string, error) {
 	regions := parallel[p]
 	config := make([]string, len(regions))
 	for _, l := range leaves {
-		q, region := d.regionOf(l, parallel)
+		q, region := d.RegionOf(l)
 		if q != p {
 			return "", fmt.Errorf("%s is not in a region of %s", l, p)
 		}

@@ -77,56 +77,21 @@ func (c *Chart[S]) Settle(from []S, admit func(row int) bool) (Step[S], bool) {
 	}, admit)
 }
 
-// step returns the step that the rows on matches take from from.
+// step returns the step that the rows on matches take from from: the
+// move runtime.Definition.Offer makes, each state offered taking its
+// first row that on matches and admit admits.
 func (c *Chart[S]) step(from []S, on func(*runtime.TransitionSpec) bool, admit func(int) bool) (Step[S], bool) {
 	st := Step[S]{From: slices.Clone(from)}
-	first := c.name(from[0])
-	p, _ := regionOf(c.def, first)
-	if len(from) == 1 || p == "" {
-		row, ok := c.first(first, on, admit)
-		if !ok {
-			return st, false
-		}
-		return c.leave(st, row), true
-	}
-	st.To = slices.Clone(from)
-	for i, s := range from {
-		row, ok := c.first(c.name(s), on, admit)
-		if !ok {
-			continue
-		}
-		r := &c.def.Transitions[row]
-		switch {
-		case !leaves(c.def, p, r):
-			st.Rows = append(st.Rows, row)
-			st.Exit = append(st.Exit, c.states(r.Exit)...)
-			st.Enter = append(st.Enter, c.states(r.Enter)...)
-			st.To[i] = c.ids[r.To]
-		case len(st.Rows) == 0:
-			return c.leave(st, row), true
-		}
-	}
-	if len(st.Rows) > 0 {
-		return st, true
-	}
-	row, ok := c.first(p, on, admit)
+	m, ok, _ := c.def.Offer(c.names(from), func(name string) (int, bool, error) {
+		row, ok := c.first(name, on, admit)
+		return row, ok, nil
+	})
 	if !ok {
 		return st, false
 	}
-	return c.leave(st, row), true
-}
-
-// leave returns st completed by row alone, which leaves where the run is.
-func (c *Chart[S]) leave(st Step[S], row int) Step[S] {
-	r := &c.def.Transitions[row]
-	st.Rows = []int{row}
-	st.Exit = c.states(stepExits(c.def, st.From, r))
-	st.Enter = c.states(r.Enter)
-	st.To = c.states(c.def.Configuration(r.To))
-	if r.Internal {
-		st.To = slices.Clone(st.From)
-	}
-	return st
+	st.To, st.Rows = c.states(m.To), m.Rows
+	st.Exit, st.Enter = c.states(m.Exited), c.states(m.Entered)
+	return st, true
 }
 
 // first returns the first row from the state named from that on matches
@@ -211,7 +176,7 @@ func (c *Chart[S]) Refuse(from []S, e runtime.Event) error {
 	}
 	te.Event = e.EventName()
 	states := c.names(from)
-	if p, _ := regionOf(c.def, states[0]); p != "" {
+	if p, _ := c.def.RegionOf(states[0]); p != "" {
 		states = append(states, p)
 	}
 	for _, s := range states {

@@ -2,8 +2,6 @@ package fsmimpl
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/fsmgen/fsmgen/runtime"
 )
@@ -28,7 +26,7 @@ func ParseConfig[S StateType](def *runtime.Definition, text string, leaves []S) 
 		}
 		leaves[i] = s
 	}
-	p, _ := regionOf(def, names[0])
+	p, _ := def.RegionOf(names[0])
 	regions := def.Regions(p)
 	switch {
 	case p == "" && len(names) == 1:
@@ -39,7 +37,7 @@ func ParseConfig[S StateType](def *runtime.Definition, text string, leaves []S) 
 		return 0, badConfig(def, text, fmt.Sprintf("want %d leaves, one per region of %s, got %d", len(regions), p, len(names)))
 	}
 	for i, name := range names {
-		if q, r := regionOf(def, name); q != p || r != regions[i] {
+		if q, r := def.RegionOf(name); q != p || r != regions[i] {
 			return 0, badConfig(def, text, fmt.Sprintf("leaf %d, %s, is not in region %s of %s", i+1, name, regions[i], p))
 		}
 	}
@@ -49,20 +47,6 @@ func ParseConfig[S StateType](def *runtime.Definition, text string, leaves []S) 
 // badConfig is the error of ParseConfig for text, saying why.
 func badConfig(def *runtime.Definition, text, why string) error {
 	return fmt.Errorf("%s: %w %q: %s", def.Type, runtime.ErrUnknownState, truncate(text), why)
-}
-
-// regionOf returns the parallel state above the state named name and the
-// region of it that holds name, or "" and "" when no parallel state is
-// above name.
-func regionOf(def *runtime.Definition, name string) (parallel, region string) {
-	child := name
-	for _, a := range def.Ancestors(name) {
-		if c, _ := def.Composite(a); c.Parallel {
-			return a, child
-		}
-		child = a
-	}
-	return "", ""
 }
 
 // ConfigName returns the persisted form of the configuration leaves: the
@@ -76,44 +60,4 @@ func ConfigName[S StateType](def *runtime.Definition, leaves []S) string {
 		names[i] = StateName(def, s)
 	}
 	return def.JoinConfiguration(names)
-}
-
-// stepExits returns the states row r exits from the configuration from:
-// its own Exit for a row that stays in its region or starts outside any
-// parallel state; for a row that leaves the parallel state, every
-// region's leaf and the composites above it up to the parallel state,
-// region by region, then r's exits from the parallel state up.
-func stepExits[S StateType](def *runtime.Definition, from []S, r *runtime.TransitionSpec) []string {
-	if len(from) < 2 {
-		return r.Exit
-	}
-	p, _ := regionOf(def, StateName(def, from[0]))
-	if !leaves(def, p, r) {
-		return r.Exit
-	}
-	var out []string
-	for _, s := range from {
-		name := StateName(def, s)
-		out = append(out, name)
-		for _, a := range def.Ancestors(name) {
-			if a == p {
-				break
-			}
-			out = append(out, a)
-		}
-	}
-	if i := slices.Index(r.Exit, p); i >= 0 {
-		return append(out, r.Exit[i:]...)
-	}
-	return append(out, p)
-}
-
-// leaves reports whether row r leaves the parallel state p: it is written
-// on p or above it, its target is outside p, or it enters p again (its
-// target is a configuration).
-func leaves(def *runtime.Definition, p string, r *runtime.TransitionSpec) bool {
-	if r.From == p || !slices.Contains(def.Ancestors(r.From), p) || strings.Contains(r.To, runtime.ConfigurationSeparator) {
-		return true
-	}
-	return !slices.Contains(def.Ancestors(r.To), p)
 }
