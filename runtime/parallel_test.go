@@ -278,21 +278,44 @@ func TestStartInParallel(t *testing.T) {
 
 // TestParallelStepAbove: a row written above the parallel state, on a
 // composite that contains it, exits every region, the parallel state and
-// then the composites the row leaves above it.
+// then the composites the row leaves above it; one written internal stays
+// in the configuration and exits nothing.
 func TestParallelStepAbove(t *testing.T) {
 	t.Parallel()
 	d := reviewDef()
 	d.Composites[0].Parent = "Live"
 	d.Composites = append(d.Composites, runtime.CompositeSpec{Name: "Live", Initial: "Open"})
-	d.Events = append(d.Events, runtime.EventSpec{Name: "Close"})
+	d.Events = append(d.Events, runtime.EventSpec{Name: "Close"}, runtime.EventSpec{Name: "Ping"})
 	d.Transitions = append(d.Transitions,
-		runtime.TransitionSpec{From: "Open", Event: "Close", To: "Merged", Exit: []string{"Open", "Live"}, Enter: []string{"Merged"}})
-	got, ok, err := d.Step("Approved|Running", "Close", func(_ string, rows []runtime.TransitionSpec) (runtime.TransitionSpec, bool, error) {
+		runtime.TransitionSpec{From: "Open", Event: "Close", To: "Merged", Exit: []string{"Open", "Live"}, Enter: []string{"Merged"}},
+		runtime.TransitionSpec{From: "Open", Event: "Ping", To: "Open", Internal: true})
+	first := func(_ string, rows []runtime.TransitionSpec) (runtime.TransitionSpec, bool, error) {
 		return rows[0], true, nil
+	}
+	for _, want := range []runtime.Transition{
+		{Event: "Close", To: "Merged", Status: runtime.StatusSucceeded,
+			Exited: []string{"Approved", "Review", "Running", "Checks", "Open", "Live"}, Entered: []string{"Merged"}},
+		{Event: "Ping", To: "Approved|Running", Status: runtime.StatusRunning},
+	} {
+		got, ok, err := d.Step("Approved|Running", want.Event, first)
+		want.Machine, want.Version, want.From = "review", 1, "Approved|Running"
+		if diff := cmp.Diff(want, got); !ok || err != nil || diff != "" {
+			t.Errorf("Step(Approved|Running, %s) %t %v (-want +got):\n%s", want.Event, ok, err, diff)
+		}
+	}
+}
+
+// TestParallelStepForeignRow: choose must return one of the rows it is
+// given.
+func TestParallelStepForeignRow(t *testing.T) {
+	t.Parallel()
+	d := reviewDef()
+	_, ok, err := d.Step("Pending|Queued", "Approve", func(_ string, rows []runtime.TransitionSpec) (runtime.TransitionSpec, bool, error) {
+		r := rows[0]
+		r.To = "Ready"
+		return r, true, nil
 	})
-	want := runtime.Transition{Machine: "review", Version: 1, From: "Approved|Running", To: "Merged", Event: "Close", Status: runtime.StatusSucceeded,
-		Exited: []string{"Approved", "Review", "Running", "Checks", "Open", "Live"}, Entered: []string{"Merged"}}
-	if diff := cmp.Diff(want, got); !ok || err != nil || diff != "" {
-		t.Errorf("Step(Approved|Running, Close) %t %v (-want +got):\n%s", ok, err, diff)
+	if want := `row Pending -> Ready on "Approve" is not one of the rows of Pending on it`; ok || err == nil || err.Error() != want {
+		t.Errorf("Step with a row not offered: %t %v, want %q", ok, err, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/fsmimpl"
@@ -294,6 +295,35 @@ func TestChartRefuse(t *testing.T) {
 		err := chart.Refuse(c.from, c.e)
 		if !errors.Is(err, c.want) || err.Error() != c.text {
 			t.Errorf("Refuse(%v, %v) = %v, want %q", c.from, c.e, err, c.text)
+		}
+	}
+}
+
+// TestChartAbove: rows written on a composite above the parallel state,
+// listed from it: one that leaves exits every region, the parallel state
+// and the composite; one written internal stays in the configuration and
+// exits nothing.
+func TestChartAbove(t *testing.T) {
+	t.Parallel()
+	d := par.Clone()
+	d.Composites[0].Parent = "Job"
+	d.Composites = append(d.Composites, runtime.CompositeSpec{Name: "Job", Initial: "Work"})
+	d.Events = append(d.Events, runtime.EventSpec{Name: "Ping"}, runtime.EventSpec{Name: "Drop"})
+	d.Transitions = append(d.Transitions,
+		runtime.TransitionSpec{From: "Work", To: "Work", Event: "Ping", Internal: true},
+		runtime.TransitionSpec{From: "Work", To: "Aborted", Event: "Drop", Exit: []string{"Work", "Job"}, Enter: []string{"Aborted"}})
+	chart := fsmimpl.NewChart[state](&d)
+	all := func(int) bool { return true }
+	for _, c := range []struct {
+		event string
+		want  fsmimpl.Step[state]
+	}{
+		{"Ping", fsmimpl.Step[state]{From: []state{2, 4}, To: []state{2, 4}, Rows: []int{6}}},
+		{"Drop", fsmimpl.Step[state]{From: []state{2, 4}, To: []state{7}, Rows: []int{7}, Exit: []state{2, 10, 9, 4, 11, 8, 12}, Enter: []state{7}}},
+	} {
+		st, ok := chart.Fire([]state{2, 4}, c.event, all)
+		if diff := cmp.Diff(c.want, st, cmpopts.EquateEmpty()); !ok || diff != "" {
+			t.Errorf("%s in Pack|Lint: %t (-want +got):\n%s", c.event, ok, diff)
 		}
 	}
 }
