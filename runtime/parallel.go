@@ -271,7 +271,7 @@ func (d *Definition) hasRow(from, event, to string) bool {
 
 // A Move is what one step takes a run in a configuration to: the rows
 // taken (indices into Definition.Transitions), one per region that moved
-// in region order or the one row that left where the run was; the leaves
+// in region order or the one row taken alone; the leaves
 // the run is in after it; and the states exited, innermost first, region
 // by region, then those entered, outermost first.
 type Move struct {
@@ -291,7 +291,8 @@ type Move struct {
 // above it, apply only when no region took the event. A row that leaves
 // the parallel state exits every region's leaf and the composites above
 // it, region by region, the parallel state, then what the row exits above
-// it. An error of offer is returned as is.
+// it; one written internal stays in the configuration and exits nothing.
+// An error of offer is returned as is.
 func (d *Definition) Offer(leaves []string, offer func(from string) (row int, ok bool, err error)) (Move, bool, error) {
 	p, _ := d.RegionOf(leaves[0])
 	if len(leaves) == 1 || p == "" {
@@ -335,11 +336,11 @@ func (d *Definition) offerAlone(leaves []string, p, from string, offer func(stri
 // where the run is, or, written internal, stays there.
 func (d *Definition) alone(leaves []string, p string, row int) Move {
 	r := &d.Transitions[row]
-	m := Move{Rows: []int{row}, To: d.Configuration(r.To), Exited: r.Exit, Entered: r.Enter}
-	if r.Internal {
+	m := Move{Rows: []int{row}, To: d.Configuration(r.To), Exited: slices.Clip(r.Exit), Entered: slices.Clip(r.Enter)}
+	switch {
+	case r.Internal:
 		m.To = slices.Clone(leaves)
-	}
-	if p != "" && !r.Internal {
+	case p != "":
 		m.Exited = d.exitAll(leaves, p)
 		if i := slices.Index(r.Exit, p); i >= 0 {
 			m.Exited = append(m.Exited[:len(m.Exited)-1], r.Exit[i:]...)

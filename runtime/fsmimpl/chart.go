@@ -82,6 +82,7 @@ func (c *Chart[S]) Settle(from []S, admit func(row int) bool) (Step[S], bool) {
 // first row that on matches and admit admits.
 func (c *Chart[S]) step(from []S, on func(*runtime.TransitionSpec) bool, admit func(int) bool) (Step[S], bool) {
 	st := Step[S]{From: slices.Clone(from)}
+	// The offer below returns no error, so neither does Offer.
 	m, ok, _ := c.def.Offer(c.names(from), func(name string) (int, bool, error) {
 		row, ok := c.first(name, on, admit)
 		return row, ok, nil
