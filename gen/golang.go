@@ -991,11 +991,13 @@ func (g *goGen) prepare(indent int, lead string) {
 	}
 }
 
-// driver writes NewDriver.
-func (g *goGen) driver() {
-	f, m := g.f, g.m
-	var params, newArgs []string
-	handle := "nil"
+// driverParts returns what NewDriver is written from: its parameters,
+// the handle function it passes to fsmimpl (nil when no state is
+// driven), and the call of New that builds a run's machine, placed by
+// the option where (WithState(s) or WithConfig(c)).
+func (g *goGen) driverParts(where string) (params []string, handle, newCall string) {
+	var newArgs []string
+	handle = "nil"
 	if g.driven() {
 		params = append(params, "h Handlers")
 		handle = "func(ctx context.Context, run *runtime.Run, s State) (runtime.Event, error) {\n\t\treturn dispatch(ctx, h, s, run)\n\t}"
@@ -1008,7 +1010,13 @@ func (g *goGen) driver() {
 		params = append(params, "actions func(run *runtime.Run) Actions")
 		newArgs = append(newArgs, "a")
 	}
-	newCall := "New(" + strings.Join(append(newArgs, "WithState(s)", "WithRecorder(rec)"), ", ") + ")"
+	return params, handle, "New(" + strings.Join(append(newArgs, where, "WithRecorder(rec)"), ", ") + ")"
+}
+
+// driver writes NewDriver.
+func (g *goGen) driver() {
+	f, m := g.f, g.m
+	params, handle, newCall := g.driverParts("WithState(s)")
 	doc := g.driverDoc()
 	n := g.nest()
 	settles := n != nil && n.anyEventless()

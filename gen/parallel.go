@@ -310,21 +310,7 @@ func (m *Machine) Views() []View {
 // parallelDriver writes NewDriver.
 func (g *goGen) parallelDriver() {
 	f, m := g.f, g.m
-	var params, newArgs []string
-	handle := "nil"
-	if g.driven() {
-		params = append(params, "h Handlers")
-		handle = "func(ctx context.Context, run *runtime.Run, s State) (runtime.Event, error) {\n\t\treturn dispatch(ctx, h, s, run)\n\t}"
-	}
-	if g.hasGuards() {
-		params = append(params, "guards func(run *runtime.Run) Guards")
-		newArgs = append(newArgs, "g")
-	}
-	if g.hasActions() {
-		params = append(params, "actions func(run *runtime.Run) Actions")
-		newArgs = append(newArgs, "a")
-	}
-	newCall := "New(" + strings.Join(append(newArgs, "WithConfig(c)", "WithRecorder(rec)"), ", ") + ")"
+	params, handle, newCall := g.driverParts("WithConfig(c)")
 	doc := append(g.driverDoc(), "It reads a run's state as a configuration (ParseConfig), calls the handler", "of each active leaf it is asked for, and its Settle (runtime.Settler) takes", "the eventless and completion rows enabled, as the engine asks when it", "claims the run.")
 	f.line(0)
 	f.commentLines(0, doc)
