@@ -31,12 +31,6 @@ const crashEnv = "FSMGEN_ENGINE_CRASH_WORKER_DSN"
 // crashWorker works job runs with a WORKING handler that announces itself
 // on stdout ("READY <run id>") and then blocks until the process is killed.
 func crashWorker(dsn string) int {
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
 	d := &driver{def: jobDef("job", nil, ""), guards: ownerGuard(), handlers: map[string]handler{
 		"QUEUED": constant(event("Begin")),
 		"WORKING": func(ctx context.Context, run *runtime.Run) (runtime.Event, error) {
@@ -44,19 +38,37 @@ func crashWorker(dsn string) int {
 			select {}
 		},
 	}}
-	e, err := engine.New(store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("crashworker"),
-		Lease: time.Minute, Heartbeat: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond, Logger: quiet})
-	if err != nil {
+	return workerProcess(dsn, engine.Config{WorkerID: engine.DefaultWorkerID("crashworker"),
+		Lease: time.Minute, Heartbeat: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond}, d, nil)
+}
+
+// workerProcess is the body of a worker process of a crash test: it
+// connects to dsn, registers d on an engine configured by cfg (its logger
+// quiet), calls ready when not nil, and works until it is killed. It
+// returns the process's exit status, 2 when any of that fails.
+func workerProcess(dsn string, cfg engine.Config, d runtime.Driver, ready func()) int {
+	ctx := context.Background()
+	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return fail(err)
+	}
+	cfg.Logger = quiet
+	e, err := engine.New(store.New(pool), cfg)
+	if err != nil {
+		return fail(err)
 	}
 	if err := e.Register(ctx, d); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return fail(err)
+	}
+	if ready != nil {
+		ready()
 	}
 	if err := e.Work(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return fail(err)
 	}
 	return 0
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
@@ -506,12 +505,6 @@ const nestedCrashEnv = "FSMGEN_ENGINE_NESTED_CRASH_WORKER_DSN"
 // after the run left ACTIVE from PAUSED; or, for a run with key "eject",
 // between the Eject transition and the eventless move after it.
 func nestedCrashWorker(dsn string) int {
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
 	block := func(run *runtime.Run) {
 		fmt.Printf("READY %s\n", run.ID)
 		select {}
@@ -535,21 +528,8 @@ func nestedCrashWorker(dsn string) int {
 			block(run)
 		}
 	}
-	e, err := engine.New(store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("crashworker"),
-		Lease: time.Minute, Heartbeat: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond, Logger: quiet})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	if err := e.Register(ctx, d); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	if err := e.Work(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	return 0
+	return workerProcess(dsn, engine.Config{WorkerID: engine.DefaultWorkerID("crashworker"),
+		Lease: time.Minute, Heartbeat: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond}, d, nil)
 }
 
 // crashNested starts a worker process, starts a deck run with key, waits

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
@@ -45,28 +44,8 @@ func poisonDriver() *driver {
 // panicWorker works job runs with poisonDriver until it is killed; it says
 // "READY" once its machine is registered.
 func panicWorker(dsn string) int {
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	e, err := engine.New(store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("panicworker"),
-		Lease: 5 * time.Second, PollInterval: 20 * time.Millisecond, Concurrency: 4, Logger: quiet})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	if err := e.Register(ctx, poisonDriver()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	fmt.Println("READY")
-	if err := e.Work(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	return 0
+	return workerProcess(dsn, engine.Config{WorkerID: engine.DefaultWorkerID("panicworker"),
+		Lease: 5 * time.Second, PollInterval: 20 * time.Millisecond, Concurrency: 4}, poisonDriver(), func() { fmt.Println("READY") })
 }
 
 // TestPanicKeepsWorkersAlive runs 50 runs, one of them poisoned, on four

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/engine"
@@ -445,12 +444,6 @@ const parallelCrashEnv = "FSMGEN_ENGINE_PARALLEL_CRASH_WORKER_DSN"
 // then: in a handler, before its event is fired, and between a transition
 // and the completion move after it.
 func parallelCrashWorker(dsn string) int {
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
 	die := func(percent int) {
 		if mathrand.IntN(100) < percent {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -467,21 +460,8 @@ func parallelCrashWorker(dsn string) int {
 	d.afterFirst = func(*runtime.Run, string) { die(2) }
 	// The deaths are the test's: a run's tries interrupted by them are
 	// not counted against it (RecoveryLimit).
-	e, err := engine.New(store.New(pool), engine.Config{WorkerID: engine.DefaultWorkerID("parallelworker"), Concurrency: 4,
-		Lease: time.Second, Heartbeat: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond, RecoveryLimit: 1000, Logger: quiet})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	if err := e.Register(ctx, d); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	if err := e.Work(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	return 0
+	return workerProcess(dsn, engine.Config{WorkerID: engine.DefaultWorkerID("parallelworker"), Concurrency: 4,
+		Lease: time.Second, Heartbeat: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond, RecoveryLimit: 1000}, d, nil)
 }
 
 // TestParallelCrashManyWorkers drives 200 relay runs with 4 worker
