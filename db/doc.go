@@ -66,7 +66,7 @@
 //     workflow_migration_rules) for the run's state whose condition on its
 //     current attempt's events admits it moves it to the new state; a
 //     migration to or from a configuration is checked leaf by leaf
-//     (fsmgen_upgrade_refusal, 0017_parallel_upgrades.sql);
+//     (fsmgen_upgrade_refusal, 0016_parallel.sql);
 //   - [SQLStateLogImmutable]: UPDATE, DELETE or TRUNCATE of workflow_step_logs,
 //     but for the DELETEs of fsmgen_purge_finished_runs (evidence_records
 //     is guarded the same way, with SQLSTATE FS007);

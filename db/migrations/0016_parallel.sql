@@ -36,6 +36,27 @@
 --     configuration is checked by fsmgen_parallel_refusal with its event,
 --     so that the rows of the regions that moved in one step are rows on
 --     that event.
+--
+-- Upgrades of runs in parallel states. A run in a configuration (its
+-- leaves joined by '|') migrates leaf by leaf, as
+-- runtime.Upgrade.Map decides:
+--
+--   - each leaf moves as the first rule of the registered migration for
+--     it that admits the run says; a leaf that no rule names keeps its
+--     name when the newer version has it as a leaf that is not final; a
+--     leaf whose rule drains, or that no rule admits, is refused;
+--   - the states the leaves map to, a parallel state standing for its
+--     initial configuration, make the new state: a single leaf outside
+--     parallel states, or a configuration of one parallel state holding
+--     every leaf mapped to, each region that none lies in at its initial
+--     leaf.
+--
+-- A run in a leaf migrates as in 0007, and also when its rule targets a
+-- parallel state or a leaf of one of its regions: the run then moves to
+-- the configuration, checked as above. fsmgen_guard_run sends every
+-- migration to or from a configuration to fsmgen_upgrade_refusal, and
+-- refuses to leave a run in a parallel state or a lone leaf of a region.
+-- The initial leaves are read from the registered definition's JSON.
 
 ALTER TABLE workflow_states
     ADD COLUMN parallel_state TEXT,
@@ -114,7 +135,115 @@ BEGIN
 END
 $$;
 
--- As in 0007, with moves to and from configurations.
+-- The leaves a move to state p_state of (p_type, p_version) enters: the
+-- state for a leaf; for a composite its initial child's; for a parallel
+-- state those of each region, in region order.
+CREATE FUNCTION fsmgen_entered_leaves(p_type TEXT, p_version INTEGER, p_state TEXT)
+RETURNS TEXT[]
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    comps  JSONB;
+    c      JSONB;
+    region TEXT;
+    leaves TEXT[] := '{}';
+BEGIN
+    SELECT coalesce(d.definition->'Composites', '[]'::jsonb) INTO comps
+    FROM workflow_definitions d
+    WHERE d.workflow_type = p_type AND d.version = p_version;
+    SELECT e INTO c FROM jsonb_array_elements(coalesce(comps, '[]'::jsonb)) e WHERE e->>'Name' = p_state;
+    IF c IS NULL THEN
+        RETURN ARRAY[p_state];
+    END IF;
+    IF coalesce((c->>'Parallel')::boolean, false) THEN
+        FOR region IN
+            SELECT x.e->>'Name' FROM jsonb_array_elements(comps) WITH ORDINALITY x(e, n)
+            WHERE x.e->>'Parent' = p_state ORDER BY x.n
+        LOOP
+            leaves := leaves || fsmgen_entered_leaves(p_type, p_version, region);
+        END LOOP;
+        RETURN leaves;
+    END IF;
+    RETURN fsmgen_entered_leaves(p_type, p_version, c->>'Initial');
+END
+$$;
+
+-- Why the registered migration of p_type from p_from_version to
+-- p_to_version does not move run p_run (whose current attempt is
+-- p_attempt) from p_from to p_to, one of them a configuration; NULL when
+-- it does. See the top of this file.
+CREATE FUNCTION fsmgen_upgrade_refusal(p_run UUID, p_attempt INTEGER, p_type TEXT, p_from_version INTEGER,
+    p_to_version INTEGER, p_from TEXT, p_to TEXT)
+RETURNS TEXT
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    olds    TEXT[] := string_to_array(p_from, '|');
+    news    TEXT[] := string_to_array(p_to, '|');
+    mapped  TEXT[] := '{}';
+    leaf    TEXT;
+    target  TEXT;
+    drains  BOOLEAN;
+    np      TEXT;
+    initial TEXT[];
+BEGIN
+    IF cardinality(olds) > 1 AND fsmgen_parallel_of(p_type, p_from_version, olds) IS NULL THEN
+        RETURN format('%s is not a configuration of v%s', p_from, p_from_version);
+    END IF;
+    FOREACH leaf IN ARRAY olds LOOP
+        SELECT r.to_state, r.drain INTO target, drains
+        FROM workflow_migration_rules r
+        WHERE r.workflow_type = p_type AND r.from_version = p_from_version
+          AND r.to_version = p_to_version AND r.from_state = leaf
+          AND (r.when_event IS NULL OR r.unless_event <> EXISTS (
+                SELECT 1 FROM workflow_step_logs l
+                WHERE l.workflow_run_id = p_run AND l.attempt_no = p_attempt
+                  AND l.kind = 'transition' AND l.event = r.when_event))
+        ORDER BY r.ordinal
+        LIMIT 1;
+        IF NOT FOUND THEN
+            IF cardinality(olds) = 1
+               OR EXISTS (SELECT 1 FROM workflow_migration_rules r
+                          WHERE r.workflow_type = p_type AND r.from_version = p_from_version
+                            AND r.to_version = p_to_version AND r.from_state = leaf)
+               OR NOT EXISTS (SELECT 1 FROM workflow_states s
+                              WHERE s.workflow_type = p_type AND s.version = p_to_version
+                                AND s.state = leaf AND s.status = 'running')
+               OR fsmgen_entered_leaves(p_type, p_to_version, leaf) <> ARRAY[leaf] THEN
+                RETURN format('no rule moves a run in %s', leaf);
+            END IF;
+            target := leaf;
+        ELSIF drains THEN
+            RETURN format('the migration leaves runs in %s to drain', leaf);
+        END IF;
+        mapped := mapped || fsmgen_entered_leaves(p_type, p_to_version, target);
+    END LOOP;
+    IF cardinality(news) = 1 THEN
+        IF EXISTS (SELECT 1 FROM unnest(mapped) m WHERE m <> p_to)
+           OR EXISTS (SELECT 1 FROM workflow_states s
+                      WHERE s.workflow_type = p_type AND s.version = p_to_version
+                        AND s.state = p_to AND s.parallel_state IS NOT NULL) THEN
+            RETURN format('its leaves map to %s', array_to_string(mapped, ', '));
+        END IF;
+        RETURN NULL;
+    END IF;
+    np := fsmgen_parallel_of(p_type, p_to_version, news);
+    IF np IS NULL THEN
+        RETURN format('%s is not a configuration of v%s', p_to, p_to_version);
+    END IF;
+    IF NOT mapped <@ news THEN
+        RETURN format('its leaves map to %s', array_to_string(mapped, ', '));
+    END IF;
+    initial := fsmgen_entered_leaves(p_type, p_to_version, np);
+    FOR i IN 1 .. cardinality(news) LOOP
+        IF NOT news[i] = ANY (mapped) AND news[i] IS DISTINCT FROM initial[i] THEN
+            RETURN format('region %s of %s: %s is neither a leaf its leaves map to (%s) nor the initial leaf %s',
+                i, np, news[i], array_to_string(mapped, ', '), initial[i]);
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+
+-- As in 0007, with moves and migrations to and from configurations.
 CREATE OR REPLACE FUNCTION fsmgen_guard_run() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -161,36 +290,55 @@ BEGIN
        AND NEW.attempt_no IS NOT DISTINCT FROM OLD.attempt_no THEN
         -- A live run migrated to another version: the registered migration
         -- decides, by the first of its rules for the run's state whose
-        -- condition on the run's current attempt admits it.
+        -- condition on the run's current attempt admits it; to or from a
+        -- configuration, leaf by leaf (fsmgen_upgrade_refusal).
         IF OLD.status IS DISTINCT FROM 'running' THEN
             RAISE EXCEPTION 'run % of %/v%: it is % in %: only a live run migrates to another version',
                 OLD.id, OLD.workflow_type, OLD.definition_version, OLD.status, OLD.current_state
                 USING ERRCODE = 'FS001';
         END IF;
-        SELECT r.to_state, r.drain INTO target, drains
-        FROM workflow_migration_rules r
-        WHERE r.workflow_type = OLD.workflow_type AND r.from_version = OLD.definition_version
-          AND r.to_version = NEW.definition_version AND r.from_state = OLD.current_state
-          AND (r.when_event IS NULL OR r.unless_event <> EXISTS (
-                SELECT 1 FROM workflow_step_logs l
-                WHERE l.workflow_run_id = OLD.id AND l.attempt_no = OLD.attempt_no
-                  AND l.kind = 'transition' AND l.event = r.when_event))
-        ORDER BY r.ordinal
-        LIMIT 1;
-        IF NOT FOUND THEN
-            RAISE EXCEPTION 'run % of %/v%: no registered migration to v% moves a run in %',
-                OLD.id, OLD.workflow_type, OLD.definition_version, NEW.definition_version, OLD.current_state
-                USING ERRCODE = 'FS001';
-        END IF;
-        IF drains THEN
-            RAISE EXCEPTION 'run % of %/v%: the migration to v% leaves runs in % to drain on v%',
-                OLD.id, OLD.workflow_type, OLD.definition_version, NEW.definition_version, OLD.current_state, OLD.definition_version
-                USING ERRCODE = 'FS001';
-        END IF;
-        IF NEW.current_state IS DISTINCT FROM target THEN
-            RAISE EXCEPTION 'run % of %/v%: the migration to v% moves this run from % to %, not to %',
-                OLD.id, OLD.workflow_type, OLD.definition_version, NEW.definition_version, OLD.current_state, target, NEW.current_state
-                USING ERRCODE = 'FS001';
+        IF strpos(OLD.current_state, '|') > 0 OR strpos(NEW.current_state, '|') > 0 THEN
+            why := fsmgen_upgrade_refusal(OLD.id, OLD.attempt_no, OLD.workflow_type, OLD.definition_version,
+                NEW.definition_version, OLD.current_state, NEW.current_state);
+            IF why IS NOT NULL THEN
+                RAISE EXCEPTION 'run % of %/v%: the migration to v% does not move this run from % to %: %',
+                    OLD.id, OLD.workflow_type, OLD.definition_version, NEW.definition_version, OLD.current_state, NEW.current_state, why
+                    USING ERRCODE = 'FS001';
+            END IF;
+        ELSE
+            SELECT r.to_state, r.drain INTO target, drains
+            FROM workflow_migration_rules r
+            WHERE r.workflow_type = OLD.workflow_type AND r.from_version = OLD.definition_version
+              AND r.to_version = NEW.definition_version AND r.from_state = OLD.current_state
+              AND (r.when_event IS NULL OR r.unless_event <> EXISTS (
+                    SELECT 1 FROM workflow_step_logs l
+                    WHERE l.workflow_run_id = OLD.id AND l.attempt_no = OLD.attempt_no
+                      AND l.kind = 'transition' AND l.event = r.when_event))
+            ORDER BY r.ordinal
+            LIMIT 1;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'run % of %/v%: no registered migration to v% moves a run in %',
+                    OLD.id, OLD.workflow_type, OLD.definition_version, NEW.definition_version, OLD.current_state
+                    USING ERRCODE = 'FS001';
+            END IF;
+            IF drains THEN
+                RAISE EXCEPTION 'run % of %/v%: the migration to v% leaves runs in % to drain on v%',
+                    OLD.id, OLD.workflow_type, OLD.definition_version, NEW.definition_version, OLD.current_state, OLD.definition_version
+                    USING ERRCODE = 'FS001';
+            END IF;
+            IF NEW.current_state IS DISTINCT FROM target THEN
+                RAISE EXCEPTION 'run % of %/v%: the migration to v% moves this run from % to %, not to %',
+                    OLD.id, OLD.workflow_type, OLD.definition_version, NEW.definition_version, OLD.current_state, target, NEW.current_state
+                    USING ERRCODE = 'FS001';
+            END IF;
+            IF fsmgen_entered_leaves(OLD.workflow_type, NEW.definition_version, target) <> ARRAY[target]
+               OR EXISTS (SELECT 1 FROM workflow_states s
+                          WHERE s.workflow_type = OLD.workflow_type AND s.version = NEW.definition_version
+                            AND s.state = target AND s.parallel_state IS NOT NULL) THEN
+                RAISE EXCEPTION 'run % of %/v%: the migration to v% cannot leave this run in %, a parallel state or a leaf of one of its regions: it moves to a configuration',
+                    OLD.id, OLD.workflow_type, OLD.definition_version, NEW.definition_version, target
+                    USING ERRCODE = 'FS001';
+            END IF;
         END IF;
         IF NEW.result IS NOT NULL OR NEW.finished_at IS NOT NULL THEN
             RAISE EXCEPTION 'run %: a migrated run has no result and no finished_at', OLD.id
@@ -392,7 +540,8 @@ BEGIN
     FOR f IN
         SELECT p.oid::regprocedure FROM pg_proc p
         WHERE p.pronamespace = current_schema()::regnamespace
-          AND p.proname IN ('fsmgen_guard_run', 'fsmgen_check_log_change', 'fsmgen_parallel_of', 'fsmgen_parallel_refusal')
+          AND p.proname IN ('fsmgen_guard_run', 'fsmgen_check_log_change', 'fsmgen_parallel_of', 'fsmgen_parallel_refusal',
+                            'fsmgen_entered_leaves', 'fsmgen_upgrade_refusal')
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp', f, current_schema());
     END LOOP;
