@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -162,6 +163,44 @@ type Effects interface {
 	// SetError sets the error code and detail of the run's result record,
 	// for a handler that chooses a failure event itself.
 	SetError(code, detail string)
+}
+
+// Child describes a child run for StartChild.
+type Child struct {
+	// Type is the child's machine type; the engine starts the latest
+	// version registered in the database.
+	Type string
+	// IdempotencyKey identifies the child; default "<parent id>/<type>/<attempt>".
+	IdempotencyKey string
+	// Input is the child's input, encoded to JSON.
+	Input any
+	// Event is the parent's event fired when the child reaches a terminal
+	// state. Its payload is built from the child's outcome: the event's
+	// fields named childRunID, childType, state, status, outcome, output,
+	// costUSD, errorCode and errorDetail are filled in, others left zero.
+	Event string
+}
+
+// StartChild asks the backend that runs the calling handler to start a
+// child run with the transition the handler returns, and to fire c.Event
+// on the parent when the child finishes. The handler then returns an event
+// leading to a state that waits: the parent waits there until the child
+// ends. If the parent's transition is not recorded, no child is started.
+// It fails with ErrNoEngine when run.Effects cannot start children (a run
+// not driven by a backend), and with ErrInvalidInput without a type or an
+// event.
+func StartChild(run *Run, c Child) error {
+	f, ok := run.Effects.(interface{ StartChild(Child) error })
+	if !ok {
+		return fmt.Errorf("start child %s: %w", c.Type, ErrNoEngine)
+	}
+	if c.Type == "" || c.Event == "" {
+		return fmt.Errorf("start child: %w: a child needs a type and an event", ErrInvalidInput)
+	}
+	if c.IdempotencyKey == "" {
+		c.IdempotencyKey = fmt.Sprintf("%s/%s/%d", run.ID, c.Type, run.Attempt)
+	}
+	return f.StartChild(c)
 }
 
 // Last returns the most recent event of type E recorded in the run.

@@ -21,6 +21,26 @@ type Runner interface {
 	Get(ctx context.Context, runID string) (Run, error)
 	// Wait waits until the run is terminal, or ctx is done.
 	Wait(ctx context.Context, runID string) (Run, error)
+	// List returns the runs that f selects, at most f.Limit (100 when
+	// zero). The engine lists them oldest first from its tables; another
+	// backend says in its documentation in which order, and how soon a
+	// transition shows in its list.
+	List(ctx context.Context, f Filter) ([]Run, error)
+}
+
+// Filter selects runs for Runner.List. Zero fields select every run.
+type Filter struct {
+	// Type is the machine's type.
+	Type string
+	// States selects runs in any of these states (for a run of a parallel
+	// machine, its configuration string).
+	States []string
+	// Status is the generic status of the run's state.
+	Status Status
+	// TenantID is the tenant that owns the run.
+	TenantID string
+	// Limit caps the number of runs: 100 when zero, at most 10000.
+	Limit int
 }
 
 // Owner says whom a run belongs to: TenantID is required, UserID (a UUID)

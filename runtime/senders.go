@@ -32,7 +32,7 @@ var ErrNotCallerEvent = errors.New("callers may not send the event")
 //
 // An event callers may send is still checked by the run's table and guards.
 // The engine also fires the completion events of a run's children (see
-// engine.StartChild), which it refuses from callers on its own; an event
+// runtime.StartChild), which it refuses from callers on its own; an event
 // that is not the machine's, or that no row uses, is left to the table.
 func (d *Definition) CallerRefusal(state, event string) string {
 	if why := d.sender(state, event); why != "" {

@@ -58,9 +58,8 @@ func runsList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		return usagef(nil, "unexpected arguments %q (flags go before arguments)", args)
 	}
 	f := store.Filter{
-		Type:     flagString(fs, "type"),
-		TenantID: flagString(fs, "tenant"),
-		After:    flagString(fs, "after"),
+		Filter: runtime.Filter{Type: flagString(fs, "type"), TenantID: flagString(fs, "tenant")},
+		After:  flagString(fs, "after"),
 	}
 	if s := flagString(fs, "state"); s != "" {
 		for _, st := range strings.Split(s, ",") {

@@ -130,7 +130,7 @@ func parseAge(s string) (time.Duration, error) {
 // least older ago, less than newer ago) and after (the last id of the
 // previous page).
 func (s *Server) filterOf(ctx context.Context, q url.Values) (store.Filter, error) {
-	f := store.Filter{Type: strings.TrimSpace(q.Get("type")), TenantID: q.Get("tenant"), Limit: s.cfg.PageSize}
+	f := store.Filter{Filter: runtime.Filter{Type: strings.TrimSpace(q.Get("type")), TenantID: q.Get("tenant"), Limit: s.cfg.PageSize}}
 	for _, st := range strings.Split(q.Get("state"), ",") {
 		if st = strings.TrimSpace(st); st != "" {
 			f.States = append(f.States, st)

@@ -217,7 +217,7 @@ func runDue(t *testing.T, eng *engine.Engine, clk *fsmtest.Clock, runID string) 
 // background returns the run of type typ started with key.
 func background(t *testing.T, eng *engine.Engine, typ, key string) runtime.Run {
 	t.Helper()
-	runs, err := eng.Store().List(context.Background(), store.Filter{Type: typ})
+	runs, err := eng.Store().List(context.Background(), store.Filter{Filter: runtime.Filter{Type: typ}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestEngineVideoSkippedByPolicy(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("run (-want +got):\n%s", diff)
 	}
-	runs, err := eng.Store().List(context.Background(), store.Filter{Type: problems.VideoWorkflowType})
+	runs, err := eng.Store().List(context.Background(), store.Filter{Filter: runtime.Filter{Type: problems.VideoWorkflowType}})
 	if err != nil || len(runs) != 0 {
 		t.Errorf("video runs: %d (%v), want none", len(runs), err)
 	}

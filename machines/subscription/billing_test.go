@@ -253,7 +253,7 @@ func TestSubscriptionCyclesForever(t *testing.T) {
 	if again.Outcome != runtime.StartRunning || again.Run.ID != id || !again.ETA.IsZero() {
 		t.Errorf("Start again: %s, run %s, ETA %v; want running, run %s, no ETA", again.Outcome, again.Run.ID, again.ETA, id)
 	}
-	running, err := f.st.List(ctx, store.Filter{Type: subs.Type, Status: runtime.StatusRunning})
+	running, err := f.st.List(ctx, store.Filter{Filter: runtime.Filter{Type: subs.Type, Status: runtime.StatusRunning}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -206,40 +206,13 @@ func (f *effects) SetError(code, detail string) {
 	f.code, f.detail, f.result = code, detail, true
 }
 
-// Child describes a child run for StartChild.
-type Child struct {
-	// Type is the child's machine type; the latest version registered in
-	// the database is started.
-	Type string
-	// IdempotencyKey identifies the child; default "<parent id>/<type>/<attempt>".
-	IdempotencyKey string
-	// Input is the child's input, encoded to JSON.
-	Input any
-	// Event is the parent's event fired when the child reaches a terminal
-	// state. Its payload is built from the child's outcome: the event's
-	// fields named childRunID, childType, state, status, outcome, output,
-	// costUSD, errorCode and errorDetail are filled in, others left zero.
-	Event string
-}
-
-// StartChild asks the engine to start a child run in the same transaction
-// as the transition that the calling handler returns, and to fire
-// c.Event on the parent when the child finishes. The handler then returns
-// an event leading to a state that waits: the parent stays parked there,
-// unclaimed, until the child's terminal transition makes it due, and the
-// worker that claims it fires c.Event. If the parent's transition is not
-// recorded, no child is started.
-func StartChild(run *runtime.Run, c Child) error {
-	f, ok := run.Effects.(*effects)
-	if !ok {
-		return fmt.Errorf("engine: start child %s: %w", diag.Short(c.Type), runtime.ErrNoEngine)
-	}
-	if c.Type == "" || c.Event == "" {
-		return fmt.Errorf("engine: start child: %w: a child needs a type and an event", runtime.ErrInvalidInput)
-	}
-	if c.IdempotencyKey == "" {
-		c.IdempotencyKey = fmt.Sprintf("%s/%s/%d", run.ID, c.Type, run.Attempt)
-	}
+// StartChild implements runtime.StartChild: the child run is started in
+// the same transaction as the transition that the calling handler
+// returns; the parent stays parked in the wait state that transition
+// leads to, unclaimed, until the child's terminal transition makes it
+// due, and the worker that claims it fires c.Event. If the parent's
+// transition is not recorded, no child is started.
+func (f *effects) StartChild(c runtime.Child) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.starts = append(f.starts, enginestore.StartEffect{Type: c.Type, IdempotencyKey: c.IdempotencyKey, Input: c.Input, ParentEvent: c.Event})

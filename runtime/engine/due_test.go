@@ -204,7 +204,7 @@ func TestChildAndEnqueuedRunsStartWaiting(t *testing.T) {
 			[]string{"P_START", "Spawned", "P_WAIT"}, []string{"P_WAIT", "KidDone", "P_DONE"}),
 		handlers: map[string]handler{"P_START": func(_ context.Context, run *runtime.Run) (runtime.Event, error) {
 			for _, typ := range []string{"inbox", "timed"} {
-				if err := engine.StartChild(run, engine.Child{Type: typ, IdempotencyKey: "child-" + typ, Event: "KidDone"}); err != nil {
+				if err := runtime.StartChild(run, runtime.Child{Type: typ, IdempotencyKey: "child-" + typ, Event: "KidDone"}); err != nil {
 					return nil, err
 				}
 				run.Effects.Enqueue(typ, "enqueued-"+typ, nil)
@@ -223,7 +223,7 @@ func TestChildAndEnqueuedRunsStartWaiting(t *testing.T) {
 	}
 	var got []string
 	for _, typ := range []string{"inbox", "timed"} {
-		runs, err := v.st.List(ctx, store.Filter{Type: typ})
+		runs, err := v.st.List(ctx, store.Filter{Filter: runtime.Filter{Type: typ}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -127,7 +127,7 @@ func TestPolicyFirst(t *testing.T) {
 	if !errors.Is(err, runtime.ErrPolicy) {
 		t.Errorf("Start with a refusing policy: %v, want ErrPolicy", err)
 	}
-	runs, err := v.st.List(context.Background(), store.Filter{Type: "chain"})
+	runs, err := v.st.List(context.Background(), store.Filter{Filter: runtime.Filter{Type: "chain"}})
 	if err != nil {
 		t.Fatal(err)
 	}

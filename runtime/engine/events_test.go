@@ -129,7 +129,7 @@ func TestChildRun(t *testing.T) {
 	run := v.start(t, e, "parent", "p")
 
 	runDue(t, e, 1) // parent: P_START -> P_WAIT, child started
-	kids, err := v.st.List(context.Background(), store.Filter{Type: "kid"})
+	kids, err := v.st.List(context.Background(), store.Filter{Filter: runtime.Filter{Type: "kid"}})
 	if err != nil || len(kids) != 1 {
 		t.Fatalf("children: %v, %v", kids, err)
 	}
@@ -188,7 +188,7 @@ func TestEnqueueInTransaction(t *testing.T) {
 	if got.State != "DONE" || got.Result.CostUSD != 0.12 || string(got.Result.Output) != `{"video_pending": true}` {
 		t.Errorf("good run: %s %+v", got.State, got.Result)
 	}
-	chains, err := v.st.List(ctx, store.Filter{Type: "chain"})
+	chains, err := v.st.List(ctx, store.Filter{Filter: runtime.Filter{Type: "chain"}})
 	if err != nil {
 		t.Fatal(err)
 	}

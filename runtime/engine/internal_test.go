@@ -135,7 +135,7 @@ func childDrivers() (*driver, *driver) {
 	}
 	pd := &driver{def: parent, guards: map[string]func(ev) bool{"KidSucceeded": func(e ev) bool { return e.data["status"] == "succeeded" }},
 		handlers: map[string]handler{"P_START": func(_ context.Context, run *runtime.Run) (runtime.Event, error) {
-			if err := engine.StartChild(run, engine.Child{Type: "kid", Input: map[string]int{"n": 7}, Event: "KidDone"}); err != nil {
+			if err := runtime.StartChild(run, runtime.Child{Type: "kid", Input: map[string]int{"n": 7}, Event: "KidDone"}); err != nil {
 				return nil, err
 			}
 			return event("Spawned"), nil

@@ -60,7 +60,7 @@ func TestCancelWhileHandlerRuns(t *testing.T) {
 	if out, err := v.st.Outbox(ctx, run.ID); err != nil || len(out) != 0 {
 		t.Errorf("outbox = %v, %v: the refused transition's message was written", out, err)
 	}
-	if runs, err := v.st.List(ctx, store.Filter{Type: "job"}); err != nil || len(runs) != 1 {
+	if runs, err := v.st.List(ctx, store.Filter{Filter: runtime.Filter{Type: "job"}}); err != nil || len(runs) != 1 {
 		t.Errorf("%d runs (%v): the refused transition's enqueued run was written", len(runs), err)
 	}
 	if _, err := e.Cancel(ctx, run.ID, alice); !errors.Is(err, runtime.ErrRunFinished) {

@@ -241,7 +241,7 @@ func TestPanicRecovered(t *testing.T) {
 		if !errors.Is(err, runtime.ErrPolicy) || !errors.Is(err, runtime.ErrPanic) {
 			t.Errorf("Start with a panicking policy: %v", err)
 		}
-		runs, err := v.st.List(context.Background(), store.Filter{Type: "chain"})
+		runs, err := v.st.List(context.Background(), store.Filter{Filter: runtime.Filter{Type: "chain"}})
 		if err != nil || len(runs) != 0 {
 			t.Errorf("runs after a refused start: %d, %v", len(runs), err)
 		}

@@ -121,7 +121,7 @@ func TestStatementCounts(t *testing.T) {
 	kid := def("kid", []runtime.StateSpec{kwait, final("KDONE", runtime.StatusSucceeded)}, []string{"KWAIT", "Stop", "KDONE"})
 	parentDriver := &driver{def: parent, handlers: map[string]handler{
 		"SPAWN": func(_ context.Context, run *runtime.Run) (runtime.Event, error) {
-			if err := engine.StartChild(run, engine.Child{Type: "kid", Event: "KidDone"}); err != nil {
+			if err := runtime.StartChild(run, runtime.Child{Type: "kid", Event: "KidDone"}); err != nil {
 				return nil, err
 			}
 			return event("Spawned"), nil

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fsmgen/fsmgen/internal/runfiles"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/stepengine"
 	"github.com/fsmgen/fsmgen/runtime/stepengine/run"
 	"github.com/fsmgen/fsmgen/runtime/stepengine/step"
@@ -472,7 +473,7 @@ func TestFailedRunEndsItsUnstartedStepsInOneTransaction(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
 		t.Fatalf("run with its last write refused: %v", err)
 	}
-	runs, err := st.List(ctx, store.Filter{Type: run.Type, Status: "running"})
+	runs, err := st.List(ctx, store.Filter{Filter: runtime.Filter{Type: run.Type, Status: "running"}})
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("%d running runs, want 1: %v", len(runs), err)
 	}
@@ -510,7 +511,7 @@ func TestFailedRunEndsItsUnstartedStepsInOneTransaction(t *testing.T) {
 		t.Errorf("steps of attempt %d (-want +got):\n%s", again.Attempt, diff)
 	}
 	// No step of the step engine is left PENDING.
-	pending, err := st.List(ctx, store.Filter{Type: step.Type, Status: "running"})
+	pending, err := st.List(ctx, store.Filter{Filter: runtime.Filter{Type: step.Type, Status: "running"}})
 	if err != nil || len(pending) != 0 {
 		t.Errorf("%d steps not ended: %v", len(pending), err)
 	}

@@ -239,16 +239,16 @@ func TestListFilters(t *testing.T) {
 		want []string
 	}{
 		{"all", store.Filter{}, []string{"a", "b", "c", "d", "e"}},
-		{"type", store.Filter{Type: "order"}, []string{"a", "b", "c", "d", "e"}},
-		{"other type", store.Filter{Type: "nope"}, nil},
-		{"state", store.Filter{States: []string{"WORKING"}}, []string{"b", "c"}},
-		{"states", store.Filter{States: []string{"INITIATED", "CANCELLED"}}, []string{"a", "d", "e"}},
-		{"status", store.Filter{Status: runtime.StatusCancelled}, []string{"d"}},
-		{"tenant", store.Filter{TenantID: "t2"}, []string{"c", "d"}},
+		{"type", store.Filter{Filter: runtime.Filter{Type: "order"}}, []string{"a", "b", "c", "d", "e"}},
+		{"other type", store.Filter{Filter: runtime.Filter{Type: "nope"}}, nil},
+		{"state", store.Filter{Filter: runtime.Filter{States: []string{"WORKING"}}}, []string{"b", "c"}},
+		{"states", store.Filter{Filter: runtime.Filter{States: []string{"INITIATED", "CANCELLED"}}}, []string{"a", "d", "e"}},
+		{"status", store.Filter{Filter: runtime.Filter{Status: runtime.StatusCancelled}}, []string{"d"}},
+		{"tenant", store.Filter{Filter: runtime.Filter{TenantID: "t2"}}, []string{"c", "d"}},
 		{"time range", store.Filter{CreatedFrom: t0.Add(time.Minute), CreatedTo: t0.Add(3 * time.Minute)}, []string{"b", "c"}},
-		{"tenant and state", store.Filter{TenantID: "t1", States: []string{"INITIATED"}}, []string{"a", "e"}},
-		{"page 1", store.Filter{Limit: 2}, []string{"a", "b"}},
-		{"page 2", store.Filter{Limit: 2, After: ids["b"]}, []string{"c", "d"}},
+		{"tenant and state", store.Filter{Filter: runtime.Filter{TenantID: "t1", States: []string{"INITIATED"}}}, []string{"a", "e"}},
+		{"page 1", store.Filter{Filter: runtime.Filter{Limit: 2}}, []string{"a", "b"}},
+		{"page 2", store.Filter{Filter: runtime.Filter{Limit: 2}, After: ids["b"]}, []string{"c", "d"}},
 	}
 	for _, tt := range tests {
 		runs, err := e.st.List(e.ctx, tt.f)
@@ -259,7 +259,7 @@ func TestListFilters(t *testing.T) {
 			t.Errorf("%s mismatch (-want +got):\n%s", tt.name, diff)
 		}
 	}
-	if _, err := e.st.List(e.ctx, store.Filter{Limit: -1}); !errors.Is(err, runtime.ErrInvalidInput) {
+	if _, err := e.st.List(e.ctx, store.Filter{Filter: runtime.Filter{Limit: -1}}); !errors.Is(err, runtime.ErrInvalidInput) {
 		t.Errorf("negative limit: %v, want ErrInvalidInput", err)
 	}
 }

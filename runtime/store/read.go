@@ -322,19 +322,16 @@ func (s *Store) Outbox(ctx context.Context, runID string) ([]Message, error) {
 	return out, nil
 }
 
-// Filter selects runs for List. Zero fields select everything.
+// Filter selects runs for List: the runtime's filter, and the creation
+// times and paging that the tools (fsmctl, the console) use. Zero fields
+// select everything.
 type Filter struct {
-	Type     string
-	States   []string
-	Status   runtime.Status
-	TenantID string
+	runtime.Filter
 	// CreatedFrom and CreatedTo bound created_at: From <= created_at < To.
 	CreatedFrom, CreatedTo time.Time
 	// After is the ID of the last run of the previous page: List returns
 	// the runs that follow it in (created_at, id) order.
 	After string
-	// Limit caps the number of runs, 100 when zero, at most 10000.
-	Limit int
 }
 
 // List returns the runs that match f, in (created_at, id) order.

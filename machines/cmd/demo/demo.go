@@ -312,7 +312,7 @@ func demo(ctx context.Context, w, stderr io.Writer, opts options) (err error) {
 // demo's runs enqueued (the video of a new solution) to their end, and
 // prints them.
 func driveBackground(ctx context.Context, w io.Writer, eng *engine.Engine, since time.Time) error {
-	all, err := eng.Store().List(ctx, store.Filter{TenantID: demoTenant, CreatedFrom: since})
+	all, err := eng.Store().List(ctx, store.Filter{Filter: runtime.Filter{TenantID: demoTenant}, CreatedFrom: since})
 	if err != nil {
 		return fmt.Errorf("list background runs: %w", err)
 	}
