@@ -39,6 +39,9 @@ type Filter struct {
 	Status Status
 	// TenantID is the tenant that owns the run.
 	TenantID string
+	// IdempotencyKey is the key the run was started with: with Type, it
+	// selects at most one run.
+	IdempotencyKey string
 	// Limit caps the number of runs: 100 when zero, at most 10000.
 	Limit int
 }

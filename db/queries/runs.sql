@@ -105,6 +105,7 @@ WHERE (sqlc.narg('workflow_type')::text IS NULL OR workflow_type = sqlc.narg('wo
   AND (cardinality(@states::text[]) = 0 OR current_state = ANY (@states::text[]))
   AND (sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status')::text)
   AND (sqlc.narg('tenant_id')::text IS NULL OR tenant_id = sqlc.narg('tenant_id')::text)
+  AND (sqlc.narg('idempotency_key')::text IS NULL OR idempotency_key = sqlc.narg('idempotency_key')::text)
   AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR created_at < sqlc.narg('created_to')::timestamptz)
   AND (sqlc.narg('after_id')::uuid IS NULL

@@ -245,6 +245,8 @@ func TestListFilters(t *testing.T) {
 		{"states", store.Filter{Filter: runtime.Filter{States: []string{"INITIATED", "CANCELLED"}}}, []string{"a", "d", "e"}},
 		{"status", store.Filter{Filter: runtime.Filter{Status: runtime.StatusCancelled}}, []string{"d"}},
 		{"tenant", store.Filter{Filter: runtime.Filter{TenantID: "t2"}}, []string{"c", "d"}},
+		{"key", store.Filter{Filter: runtime.Filter{Type: "order", IdempotencyKey: "c"}}, []string{"c"}},
+		{"other key", store.Filter{Filter: runtime.Filter{IdempotencyKey: "'c' OR true"}}, nil},
 		{"time range", store.Filter{CreatedFrom: t0.Add(time.Minute), CreatedTo: t0.Add(3 * time.Minute)}, []string{"b", "c"}},
 		{"tenant and state", store.Filter{Filter: runtime.Filter{TenantID: "t1", States: []string{"INITIATED"}}}, []string{"a", "e"}},
 		{"page 1", store.Filter{Filter: runtime.Filter{Limit: 2}}, []string{"a", "b"}},

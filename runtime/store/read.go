@@ -337,13 +337,14 @@ type Filter struct {
 // List returns the runs that match f, in (created_at, id) order.
 func (s *Store) List(ctx context.Context, f Filter) ([]runtime.Run, error) {
 	p := dbsqlc.ListRunsParams{
-		WorkflowType: pgtype.Text{String: f.Type, Valid: f.Type != ""},
-		States:       f.States,
-		Status:       pgtype.Text{String: string(f.Status), Valid: f.Status != ""},
-		TenantID:     pgtype.Text{String: f.TenantID, Valid: f.TenantID != ""},
-		CreatedFrom:  pgtype.Timestamptz{Time: f.CreatedFrom, Valid: !f.CreatedFrom.IsZero()},
-		CreatedTo:    pgtype.Timestamptz{Time: f.CreatedTo, Valid: !f.CreatedTo.IsZero()},
-		MaxRows:      100,
+		WorkflowType:   pgtype.Text{String: f.Type, Valid: f.Type != ""},
+		States:         f.States,
+		Status:         pgtype.Text{String: string(f.Status), Valid: f.Status != ""},
+		TenantID:       pgtype.Text{String: f.TenantID, Valid: f.TenantID != ""},
+		IdempotencyKey: pgtype.Text{String: f.IdempotencyKey, Valid: f.IdempotencyKey != ""},
+		CreatedFrom:    pgtype.Timestamptz{Time: f.CreatedFrom, Valid: !f.CreatedFrom.IsZero()},
+		CreatedTo:      pgtype.Timestamptz{Time: f.CreatedTo, Valid: !f.CreatedTo.IsZero()},
+		MaxRows:        100,
 	}
 	if p.States == nil {
 		p.States = []string{}

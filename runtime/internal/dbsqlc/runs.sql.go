@@ -261,23 +261,25 @@ WHERE ($1::text IS NULL OR workflow_type = $1::text)
   AND (cardinality($2::text[]) = 0 OR current_state = ANY ($2::text[]))
   AND ($3::text IS NULL OR status = $3::text)
   AND ($4::text IS NULL OR tenant_id = $4::text)
-  AND ($5::timestamptz IS NULL OR created_at >= $5::timestamptz)
-  AND ($6::timestamptz IS NULL OR created_at < $6::timestamptz)
-  AND ($7::uuid IS NULL
-       OR (created_at, id) > (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = $7::uuid))
+  AND ($5::text IS NULL OR idempotency_key = $5::text)
+  AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+  AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
+  AND ($8::uuid IS NULL
+       OR (created_at, id) > (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = $8::uuid))
 ORDER BY created_at, id
-LIMIT $8
+LIMIT $9
 `
 
 type ListRunsParams struct {
-	WorkflowType pgtype.Text
-	States       []string
-	Status       pgtype.Text
-	TenantID     pgtype.Text
-	CreatedFrom  pgtype.Timestamptz
-	CreatedTo    pgtype.Timestamptz
-	AfterID      pgtype.UUID
-	MaxRows      int32
+	WorkflowType   pgtype.Text
+	States         []string
+	Status         pgtype.Text
+	TenantID       pgtype.Text
+	IdempotencyKey pgtype.Text
+	CreatedFrom    pgtype.Timestamptz
+	CreatedTo      pgtype.Timestamptz
+	AfterID        pgtype.UUID
+	MaxRows        int32
 }
 
 func (q *Queries) ListRuns(ctx context.Context, arg ListRunsParams) ([]WorkflowRun, error) {
@@ -286,6 +288,7 @@ func (q *Queries) ListRuns(ctx context.Context, arg ListRunsParams) ([]WorkflowR
 		arg.States,
 		arg.Status,
 		arg.TenantID,
+		arg.IdempotencyKey,
 		arg.CreatedFrom,
 		arg.CreatedTo,
 		arg.AfterID,
