@@ -100,6 +100,10 @@ WHERE r.id = @id;
 SELECT * FROM workflow_runs WHERE id = @id;
 
 -- name: ListRuns :many
+-- The runs that match, oldest first, from the one after after_id (keyset
+-- paging: an index range from the cursor, no offset). search matches an
+-- idempotency key, or an id in [id_from, id_to] (the ids a prefix of hex
+-- digits covers).
 SELECT * FROM workflow_runs
 WHERE (sqlc.narg('workflow_type')::text IS NULL OR workflow_type = sqlc.narg('workflow_type')::text)
   AND (cardinality(@states::text[]) = 0 OR current_state = ANY (@states::text[]))
@@ -108,7 +112,39 @@ WHERE (sqlc.narg('workflow_type')::text IS NULL OR workflow_type = sqlc.narg('wo
   AND (sqlc.narg('idempotency_key')::text IS NULL OR idempotency_key = sqlc.narg('idempotency_key')::text)
   AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR created_at < sqlc.narg('created_to')::timestamptz)
+  AND (sqlc.narg('search')::text IS NULL OR idempotency_key = sqlc.narg('search')::text
+       OR id BETWEEN sqlc.narg('id_from')::uuid AND sqlc.narg('id_to')::uuid)
   AND (sqlc.narg('after_id')::uuid IS NULL
        OR (created_at, id) > (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = sqlc.narg('after_id')::uuid))
 ORDER BY created_at, id
 LIMIT @max_rows;
+
+-- name: ListRunsNewest :many
+-- ListRuns newest first, from the one before before_id.
+SELECT * FROM workflow_runs
+WHERE (sqlc.narg('workflow_type')::text IS NULL OR workflow_type = sqlc.narg('workflow_type')::text)
+  AND (cardinality(@states::text[]) = 0 OR current_state = ANY (@states::text[]))
+  AND (sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status')::text)
+  AND (sqlc.narg('tenant_id')::text IS NULL OR tenant_id = sqlc.narg('tenant_id')::text)
+  AND (sqlc.narg('idempotency_key')::text IS NULL OR idempotency_key = sqlc.narg('idempotency_key')::text)
+  AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
+  AND (sqlc.narg('created_to')::timestamptz IS NULL OR created_at < sqlc.narg('created_to')::timestamptz)
+  AND (sqlc.narg('search')::text IS NULL OR idempotency_key = sqlc.narg('search')::text
+       OR id BETWEEN sqlc.narg('id_from')::uuid AND sqlc.narg('id_to')::uuid)
+  AND (sqlc.narg('before_id')::uuid IS NULL
+       OR (created_at, id) < (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = sqlc.narg('before_id')::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT @max_rows;
+
+-- name: CountRuns :one
+-- The number of runs ListRuns selects, over all its pages.
+SELECT count(*) FROM workflow_runs
+WHERE (sqlc.narg('workflow_type')::text IS NULL OR workflow_type = sqlc.narg('workflow_type')::text)
+  AND (cardinality(@states::text[]) = 0 OR current_state = ANY (@states::text[]))
+  AND (sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status')::text)
+  AND (sqlc.narg('tenant_id')::text IS NULL OR tenant_id = sqlc.narg('tenant_id')::text)
+  AND (sqlc.narg('idempotency_key')::text IS NULL OR idempotency_key = sqlc.narg('idempotency_key')::text)
+  AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
+  AND (sqlc.narg('created_to')::timestamptz IS NULL OR created_at < sqlc.narg('created_to')::timestamptz)
+  AND (sqlc.narg('search')::text IS NULL OR idempotency_key = sqlc.narg('search')::text
+       OR id BETWEEN sqlc.narg('id_from')::uuid AND sqlc.narg('id_to')::uuid);

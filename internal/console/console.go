@@ -58,7 +58,8 @@ type Config struct {
 	// Refresh is how often a machine's heatmap refreshes itself; default
 	// five seconds.
 	Refresh time.Duration
-	// PageSize is the number of runs per page of the list; default 50.
+	// PageSize is the number of runs per page of the list; default 50, at
+	// most 9999.
 	PageSize int
 	// HistoryPageSize is the number of log rows, and of evidence records,
 	// per page of a run's page; default 500.
@@ -92,8 +93,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HistoryPageSize <= 0 {
 		cfg.HistoryPageSize = 500
 	}
-	if cfg.PageSize > 10000 || cfg.HistoryPageSize > 10000 {
-		return nil, fmt.Errorf("console: page size %d, history page size %d: want at most 10000", cfg.PageSize, cfg.HistoryPageSize)
+	// A page of the list reads one run more than it shows, to know
+	// whether there is another page; the store reads at most 10000.
+	if cfg.PageSize > 9999 || cfg.HistoryPageSize > 10000 {
+		return nil, fmt.Errorf("console: page size %d, history page size %d: want at most 9999 and 10000", cfg.PageSize, cfg.HistoryPageSize)
 	}
 	s := &Server{cfg: cfg, st: cfg.Store, pool: cfg.Store.Pool(), secret: make([]byte, 32), pages: map[string]*template.Template{}}
 	if _, err := rand.Read(s.secret); err != nil {

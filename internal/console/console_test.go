@@ -34,19 +34,26 @@ func TestRunsListFilters(t *testing.T) {
 		query string
 		want  []string
 	}{
-		{"", []string{a.ID, b.ID, c.ID, p.ID}},
-		{"type=parcel", []string{a.ID, b.ID, c.ID}},
+		{"", []string{p.ID, c.ID, b.ID, a.ID}},
+		{"type=parcel", []string{c.ID, b.ID, a.ID}},
 		{"type=job", []string{p.ID}},
 		{"state=PACKED", []string{b.ID}},
-		{"state=PENDING,+CANCELLED", []string{a.ID, c.ID}},
+		{"state=packed", []string{b.ID}},
+		{"state=Pending,+cancelled", []string{c.ID, a.ID}},
+		{"state=NOWHERE", nil},
 		{"status=cancelled", []string{c.ID}},
-		{"status=running", []string{a.ID, b.ID, p.ID}},
-		{"tenant=acme", []string{a.ID, b.ID}},
+		{"status=running", []string{p.ID, b.ID, a.ID}},
+		{"tenant=acme", []string{b.ID, a.ID}},
 		{"tenant=acme&state=PENDING", []string{a.ID}},
-		{"newer=1h", []string{a.ID, b.ID, c.ID, p.ID}},
+		{"newer=1h", []string{p.ID, c.ID, b.ID, a.ID}},
 		{"newer=2d&type=job", []string{p.ID}},
 		{"older=1h", nil},
-		{"after=" + b.ID, []string{c.ID, p.ID}},
+		{"after=" + b.ID, []string{a.ID}},
+		{"before=" + b.ID, []string{p.ID, c.ID}},
+		{"q=" + b.ID, []string{b.ID}},
+		{"q=" + strings.ToUpper(c.ID[:8]), []string{c.ID}},
+		{"q=b", idsOrKey([]string{p.ID, c.ID, b.ID, a.ID}, "b", b.ID)},
+		{"q=no-such-key", nil},
 	}
 	for _, tc := range tests {
 		r := get(t, client, ts.URL+"/runs?"+tc.query)
@@ -62,20 +69,64 @@ func TestRunsListFilters(t *testing.T) {
 		}
 	}
 
-	// A page of PageSize runs links to the next.
+	// Pages of PageSize runs, newest first, link to the older and the
+	// newer runs, and each says how many runs match over all pages.
 	ts2, client2 := v.serve(t, console.Config{PageSize: 2})
-	r := get(t, client2, ts2.URL+"/runs?type=parcel")
-	if diff := cmp.Diff([]string{a.ID, b.ID}, runIDs(r.Body)); diff != "" {
+	type listPage struct {
+		Runs         []string
+		Total        string
+		Older, Newer bool
+	}
+	read := func(u string) (listPage, string, string) {
+		t.Helper()
+		r := get(t, client2, ts2.URL+strings.ReplaceAll(u, "&amp;", "&"))
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d\n%s", u, r.Status, r.Body)
+		}
+		lp := listPage{Runs: runIDs(r.Body)}
+		if m := regexp.MustCompile(`<p class="count" id="total">([^<]*)</p>`).FindStringSubmatch(r.Body); m != nil {
+			lp.Total = m[1]
+		}
+		older := regexp.MustCompile(`<a href="([^"]+)" class="older">`).FindStringSubmatch(r.Body)
+		newer := regexp.MustCompile(`<a href="([^"]+)" class="newer">`).FindStringSubmatch(r.Body)
+		lp.Older, lp.Newer = older != nil, newer != nil
+		link := func(m []string) string {
+			if m == nil {
+				return ""
+			}
+			return m[1]
+		}
+		return lp, link(older), link(newer)
+	}
+	first, olderURL, _ := read("/runs?type=parcel")
+	if diff := cmp.Diff(listPage{Runs: []string{c.ID, b.ID}, Total: "3 runs match, newest first.", Older: true}, first); diff != "" {
 		t.Errorf("first page (-want +got):\n%s", diff)
 	}
-	next := regexp.MustCompile(`<a href="([^"]+)" id="next">`).FindStringSubmatch(r.Body)
-	if next == nil {
-		t.Fatalf("the first page has no link to the next:\n%s", r.Body)
-	}
-	r = get(t, client2, ts2.URL+strings.ReplaceAll(next[1], "&amp;", "&"))
-	if diff := cmp.Diff([]string{c.ID}, runIDs(r.Body)); diff != "" {
+	second, _, newerURL := read(olderURL)
+	if diff := cmp.Diff(listPage{Runs: []string{a.ID}, Total: "3 runs match, newest first.", Newer: true}, second); diff != "" {
 		t.Errorf("second page (-want +got):\n%s", diff)
 	}
+	back, _, _ := read(newerURL)
+	if diff := cmp.Diff(first, back); diff != "" {
+		t.Errorf("back to the first page (-want +got):\n%s", diff)
+	}
+	one, _, _ := read("/runs?q=" + a.ID)
+	if diff := cmp.Diff(listPage{Runs: []string{a.ID}, Total: "1 run matches, newest first."}, one); diff != "" {
+		t.Errorf("search for a run (-want +got):\n%s", diff)
+	}
+}
+
+// idsOrKey returns the ids of ids that start with prefix, and key's run
+// when it does not: what a search for prefix finds when key's idempotency
+// key is prefix.
+func idsOrKey(ids []string, prefix, key string) []string {
+	var out []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, prefix) || id == key {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func TestRunsListRefusesBadFilters(t *testing.T) {
@@ -87,6 +138,8 @@ func TestRunsListRefusesBadFilters(t *testing.T) {
 		{"older=yesterday", `older: "yesterday" is not an age: want a duration such as 90s, 2h or 3d`},
 		{"newer=-3d", `newer: "-3d" is not an age: want a duration such as 90s, 2h or 3d`},
 		{"after=42", `after: run "42": malformed id: want a UUID`},
+		{"before=x", `before: run "x": malformed id: want a UUID`},
+		{"after=0b7c1d2e-3f40-4a51-8b62-7c83d94ea5f6&before=0b7c1d2e-3f40-4a51-8b62-7c83d94ea5f6", `after and before: want one of them`},
 	}
 	for _, tc := range tests {
 		r := get(t, client, ts.URL+"/runs?"+tc.query)

@@ -3,10 +3,16 @@
 //
 // # Pages
 //
-//	/runs                        the runs, oldest first, filtered by type,
-//	                             state (a comma-separated list), status,
-//	                             tenant and age (older, newer: 90s, 2h, 3d),
-//	                             a page at a time (after: the last id)
+//	/runs                        the runs, newest first, with how many match,
+//	                             their last error and how long they ran;
+//	                             found by run id (or its first characters)
+//	                             or idempotency key (q), filtered by type,
+//	                             state (a comma-separated list, in any case),
+//	                             status, tenant and age (older, newer: 90s,
+//	                             2h, 3d), a page at a time both ways (after:
+//	                             the last id shown, for older runs; before:
+//	                             the first, for newer), read from an index
+//	                             range, never by skipping rows
 //	/runs/{id}                   a run: its facts, result, last error and
 //	                             lease; its machine's diagram with the
 //	                             current state highlighted; its history with

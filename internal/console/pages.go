@@ -103,9 +103,20 @@ type runsData struct {
 	Filter   url.Values
 	Types    []string
 	Statuses []string
-	Runs     []runtime.Run
-	Next     string // the address of the next page, "" when none
-	Now      time.Time
+	Runs     []listedRun
+	// Total is the number of runs that match, over all pages.
+	Total int64
+	// Older and Newer are the addresses of the next (older runs) and the
+	// previous (newer runs) page, "" when none.
+	Older, Newer string
+}
+
+// listedRun is a run as the list shows it: with how long it ran (until
+// now when it is still running) and its last error.
+type listedRun struct {
+	runtime.Run
+	Duration time.Duration
+	Error    string
 }
 
 // parseAge parses an age: a Go duration (90s, 1h30m) or a number of days
@@ -125,15 +136,18 @@ func parseAge(s string) (time.Duration, error) {
 	return v, nil
 }
 
-// filterOf reads the list's filters from the query: type, state (a list
-// separated by commas), status, tenant, older and newer (ages: created at
-// least older ago, less than newer ago) and after (the last id of the
-// previous page).
-func (s *Server) filterOf(ctx context.Context, q url.Values) (store.Filter, error) {
-	f := store.Filter{Filter: runtime.Filter{Type: strings.TrimSpace(q.Get("type")), TenantID: q.Get("tenant"), Limit: s.cfg.PageSize}}
+// filterOf reads the list's filters from the query: q (a run id, or the
+// first characters of one, or an idempotency key), type, state (a list
+// separated by commas, matched without case against the states of the
+// registered machines), status, tenant, older and newer (ages: created at
+// least older ago, less than newer ago), and after and before (the last id
+// of the previous page, the first of the next). The list is newest first.
+func (s *Server) filterOf(ctx context.Context, q url.Values, ms []machine) (store.Filter, error) {
+	f := store.Filter{Filter: runtime.Filter{Type: strings.TrimSpace(q.Get("type")), TenantID: q.Get("tenant")},
+		Search: strings.TrimSpace(q.Get("q")), Newest: true}
 	for _, st := range strings.Split(q.Get("state"), ",") {
 		if st = strings.TrimSpace(st); st != "" {
-			f.States = append(f.States, st)
+			f.States = append(f.States, foldState(st, f.Type, ms)...)
 		}
 	}
 	if v := q.Get("status"); v != "" {
@@ -147,6 +161,15 @@ func (s *Server) filterOf(ctx context.Context, q url.Values) (store.Filter, erro
 			return f, fmt.Errorf("after: %w", err)
 		}
 		f.After = v
+	}
+	if v := q.Get("before"); v != "" {
+		if err := checkID(v); err != nil {
+			return f, fmt.Errorf("before: %w", err)
+		}
+		if f.After != "" {
+			return f, errors.New("after and before: want one of them")
+		}
+		f.Before = v
 	}
 	older, newer := q.Get("older"), q.Get("newer")
 	if older == "" && newer == "" {
@@ -173,6 +196,30 @@ func (s *Server) filterOf(ctx context.Context, q url.Values) (store.Filter, erro
 	return f, nil
 }
 
+// foldState returns the states of the registered machines (of type typ,
+// when not empty) whose name is state without regard to case: the name as
+// typed when one is exactly that, or when none matches.
+func foldState(state, typ string, ms []machine) []string {
+	var out []string
+	for _, m := range ms {
+		if typ != "" && m.Type != typ {
+			continue
+		}
+		for _, st := range m.Def.States {
+			if st.Name == state {
+				return []string{state}
+			}
+			if strings.EqualFold(st.Name, state) && !slices.Contains(out, st.Name) {
+				out = append(out, st.Name)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return []string{state}
+	}
+	return out
+}
+
 // checkID reports a run id that is not a UUID.
 func checkID(id string) error {
 	if len(id) != 36 || strings.Trim(strings.ToLower(id), "0123456789abcdef-") != "" ||
@@ -183,37 +230,82 @@ func checkID(id string) error {
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
 	q := r.URL.Query()
-	f, err := s.filterOf(r.Context(), q)
+	ms, err := s.machines(ctx)
+	if err != nil {
+		s.storeError(w, r, "list runs", err)
+		return
+	}
+	f, err := s.filterOf(ctx, q, ms)
 	if err != nil {
 		s.failBack(w, r, http.StatusBadRequest, err.Error(), "/runs")
 		return
 	}
-	runs, err := s.st.List(r.Context(), f)
+	// One run more than the page shows says whether there is another
+	// page that way: after the page, or before it when read back from
+	// before.
+	f.Limit = s.cfg.PageSize + 1
+	runs, err := s.st.List(ctx, f)
 	if err != nil {
 		s.storeError(w, r, "list runs", err)
 		return
 	}
-	ms, err := s.machines(r.Context())
+	more := len(runs) > s.cfg.PageSize
+	if more && f.Before != "" {
+		runs = runs[1:]
+	} else if more {
+		runs = runs[:s.cfg.PageSize]
+	}
+	d := runsData{Filter: q, Statuses: statuses}
+	if d.Total, err = s.st.Count(ctx, f); err != nil {
+		s.storeError(w, r, "list runs", err)
+		return
+	}
+	now, err := s.st.Now(ctx)
 	if err != nil {
 		s.storeError(w, r, "list runs", err)
 		return
 	}
-	d := runsData{Filter: q, Statuses: statuses, Runs: runs}
 	for _, m := range ms {
 		if !slices.Contains(d.Types, m.Type) {
 			d.Types = append(d.Types, m.Type)
 		}
 	}
-	if len(runs) == f.Limit {
-		next := url.Values{}
-		for k, v := range q {
-			next[k] = v
+	for _, run := range runs {
+		end := run.FinishedAt
+		if end.IsZero() {
+			end = now
 		}
-		next.Set("after", runs[len(runs)-1].ID)
-		d.Next = "/runs?" + next.Encode()
+		lr := listedRun{Run: run, Duration: end.Sub(run.CreatedAt)}
+		if run.LastErrorCode != "" || run.LastError != "" {
+			lr.Error = strings.TrimPrefix(run.LastErrorCode+": "+run.LastError, ": ")
+		}
+		d.Runs = append(d.Runs, lr)
+	}
+	// A page read from a cursor has runs on the cursor's side.
+	if len(runs) > 0 {
+		if more && f.Before == "" || f.Before != "" {
+			d.Older = listURL(q, "after", runs[len(runs)-1].ID)
+		}
+		if f.After != "" || more && f.Before != "" {
+			d.Newer = listURL(q, "before", runs[0].ID)
+		}
 	}
 	s.render(w, r, http.StatusOK, "runs", "Runs", d)
+}
+
+// listURL is the address of the list with q's filters and the page cursor
+// name (after or before) set to id.
+func listURL(q url.Values, name, id string) string {
+	next := url.Values{}
+	for k, v := range q {
+		if k != "after" && k != "before" {
+			next[k] = v
+		}
+	}
+	next.Set(name, id)
+	return "/runs?" + next.Encode()
 }
 
 // historyRow is a log row as the run page shows it.

@@ -251,6 +251,21 @@ func TestListFilters(t *testing.T) {
 		{"tenant and state", store.Filter{Filter: runtime.Filter{TenantID: "t1", States: []string{"INITIATED"}}}, []string{"a", "e"}},
 		{"page 1", store.Filter{Filter: runtime.Filter{Limit: 2}}, []string{"a", "b"}},
 		{"page 2", store.Filter{Filter: runtime.Filter{Limit: 2}, After: ids["b"]}, []string{"c", "d"}},
+		{"page before", store.Filter{Filter: runtime.Filter{Limit: 2}, Before: ids["d"]}, []string{"b", "c"}},
+		{"page before the first", store.Filter{Filter: runtime.Filter{Limit: 2}, Before: ids["b"]}, []string{"a"}},
+		{"newest", store.Filter{Newest: true}, []string{"e", "d", "c", "b", "a"}},
+		{"newest page 1", store.Filter{Filter: runtime.Filter{Limit: 2}, Newest: true}, []string{"e", "d"}},
+		{"newest page 2", store.Filter{Filter: runtime.Filter{Limit: 2}, Newest: true, After: ids["d"]}, []string{"c", "b"}},
+		{"newest page before", store.Filter{Filter: runtime.Filter{Limit: 2}, Newest: true, Before: ids["b"]}, []string{"d", "c"}},
+		{"newest page before the first", store.Filter{Filter: runtime.Filter{Limit: 2}, Newest: true, Before: ids["d"]}, []string{"e"}},
+		{"newest tenant", store.Filter{Filter: runtime.Filter{TenantID: "t2"}, Newest: true}, []string{"d", "c"}},
+		{"search key", store.Filter{Search: "c"}, []string{"c"}},
+		{"search id", store.Filter{Search: ids["d"]}, []string{"d"}},
+		{"search id in upper case", store.Filter{Search: strings.ToUpper(ids["d"])}, []string{"d"}},
+		{"search id prefix", store.Filter{Search: ids["e"][:8]}, []string{"e"}},
+		{"search id prefix and key", store.Filter{Search: "a", Newest: true}, idsStartingWith(ids, "a")},
+		{"search nothing", store.Filter{Search: "zz"}, nil},
+		{"search and tenant", store.Filter{Search: "c", Filter: runtime.Filter{TenantID: "t1"}}, nil},
 	}
 	for _, tt := range tests {
 		runs, err := e.st.List(e.ctx, tt.f)
@@ -260,10 +275,40 @@ func TestListFilters(t *testing.T) {
 		if diff := cmp.Diff(tt.want, keysOf(runs)); diff != "" {
 			t.Errorf("%s mismatch (-want +got):\n%s", tt.name, diff)
 		}
+		// The count is of every page, whatever the order.
+		f := tt.f
+		f.Limit, f.After, f.Before = 0, "", ""
+		all, err := e.st.List(e.ctx, f)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		n, err := e.st.Count(e.ctx, tt.f)
+		if err != nil {
+			t.Fatalf("%s: count: %v", tt.name, err)
+		}
+		if n != int64(len(all)) {
+			t.Errorf("%s: count %d, want %d", tt.name, n, len(all))
+		}
+	}
+	if _, err := e.st.List(e.ctx, store.Filter{After: ids["a"], Before: ids["b"]}); err == nil ||
+		err.Error() != "store: list: invalid input: both after "+ids["a"]+" and before "+ids["b"] {
+		t.Errorf("after and before: %v", err)
 	}
 	if _, err := e.st.List(e.ctx, store.Filter{Filter: runtime.Filter{Limit: -1}}); !errors.Is(err, runtime.ErrInvalidInput) {
 		t.Errorf("negative limit: %v, want ErrInvalidInput", err)
 	}
+}
+
+// idsStartingWith returns, newest first, the keys of the runs whose key
+// is key or whose id starts with key: what a search for key finds.
+func idsStartingWith(ids map[string]string, key string) []string {
+	var out []string
+	for _, k := range []string{"e", "d", "c", "b", "a"} {
+		if k == key || strings.HasPrefix(ids[k], key) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // A definition registered under a (type, version) can only be registered

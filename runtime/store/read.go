@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -322,49 +324,78 @@ func (s *Store) Outbox(ctx context.Context, runID string) ([]Message, error) {
 	return out, nil
 }
 
-// Filter selects runs for List: the runtime's filter, and the creation
-// times and paging that the tools (fsmctl, the console) use. Zero fields
-// select everything.
+// Filter selects runs for List and Count: the runtime's filter, and the
+// creation times, search and paging that the tools (fsmctl, the console)
+// use. Zero fields select everything.
 type Filter struct {
 	runtime.Filter
 	// CreatedFrom and CreatedTo bound created_at: From <= created_at < To.
 	CreatedFrom, CreatedTo time.Time
+	// Search, when not empty, selects the runs whose idempotency key is
+	// Search, and, when Search is hex digits (dashes aside), the runs whose
+	// id starts with them: "6f1c2a3e" finds the run a list shows as such.
+	Search string
+	// Newest lists the newest runs first: (created_at, id) descending
+	// instead of ascending.
+	Newest bool
 	// After is the ID of the last run of the previous page: List returns
-	// the runs that follow it in (created_at, id) order.
+	// the runs that follow it in the list's order.
 	After string
+	// Before is the ID of the first run of the next page: List returns the
+	// page of runs that precede it in the list's order, in that order (the
+	// previous page). At most one of After and Before may be set.
+	Before string
 }
 
-// List returns the runs that match f, in (created_at, id) order.
+// List returns the runs that match f, in (created_at, id) order, or its
+// reverse with f.Newest. Pages are read from an index range that starts at
+// the cursor (f.After, f.Before), never by skipping rows.
 func (s *Store) List(ctx context.Context, f Filter) ([]runtime.Run, error) {
-	p := dbsqlc.ListRunsParams{
-		WorkflowType:   pgtype.Text{String: f.Type, Valid: f.Type != ""},
-		States:         f.States,
-		Status:         pgtype.Text{String: string(f.Status), Valid: f.Status != ""},
-		TenantID:       pgtype.Text{String: f.TenantID, Valid: f.TenantID != ""},
-		IdempotencyKey: pgtype.Text{String: f.IdempotencyKey, Valid: f.IdempotencyKey != ""},
-		CreatedFrom:    pgtype.Timestamptz{Time: f.CreatedFrom, Valid: !f.CreatedFrom.IsZero()},
-		CreatedTo:      pgtype.Timestamptz{Time: f.CreatedTo, Valid: !f.CreatedTo.IsZero()},
-		MaxRows:        100,
+	where, err := f.params()
+	if err != nil {
+		return nil, err
 	}
-	if p.States == nil {
-		p.States = []string{}
+	p := dbsqlc.ListRunsParams{
+		WorkflowType: where.WorkflowType, States: where.States, Status: where.Status, TenantID: where.TenantID,
+		IdempotencyKey: where.IdempotencyKey, CreatedFrom: where.CreatedFrom, CreatedTo: where.CreatedTo,
+		Search: where.Search, IDFrom: where.IDFrom, IDTo: where.IDTo,
 	}
 	switch {
 	case f.Limit < 0 || f.Limit > 10000:
 		return nil, pgstore.RunErr("list", "", fmt.Errorf("%w: limit %d, want 0..10000", runtime.ErrInvalidInput, f.Limit))
 	case f.Limit > 0:
 		p.MaxRows = int32(f.Limit)
+	default:
+		p.MaxRows = 100
 	}
-	if f.After != "" {
-		id, err := pgstore.ParseRunID("list", f.After)
-		if err != nil {
+	if f.After != "" && f.Before != "" {
+		return nil, pgstore.RunErr("list", "", fmt.Errorf("%w: both after %s and before %s", runtime.ErrInvalidInput, f.After, f.Before))
+	}
+	cursor := f.After + f.Before
+	if cursor != "" {
+		if p.AfterID, err = pgstore.ParseRunID("list", cursor); err != nil {
 			return nil, err
 		}
-		p.AfterID = id
 	}
-	rows, err := s.db().Queries(nil).ListRuns(ctx, p)
+	// Ascending from After, or descending from Before, read in the order
+	// of the list; the other two read the other way from the cursor, and
+	// the page is turned round.
+	ascending := f.Newest == (f.Before != "")
+	var rows []dbsqlc.WorkflowRun
+	if ascending {
+		rows, err = s.db().Queries(nil).ListRuns(ctx, p)
+	} else {
+		rows, err = s.db().Queries(nil).ListRunsNewest(ctx, dbsqlc.ListRunsNewestParams{
+			WorkflowType: p.WorkflowType, States: p.States, Status: p.Status, TenantID: p.TenantID,
+			IdempotencyKey: p.IdempotencyKey, CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo,
+			Search: p.Search, IDFrom: p.IDFrom, IDTo: p.IDTo, BeforeID: p.AfterID, MaxRows: p.MaxRows,
+		})
+	}
 	if err != nil {
 		return nil, pgstore.RunErr("list", "", pgstore.Translate(err))
+	}
+	if f.Before != "" {
+		slices.Reverse(rows)
 	}
 	out := make([]runtime.Run, 0, len(rows))
 	var errs []error
@@ -376,4 +407,48 @@ func (s *Store) List(ctx context.Context, f Filter) ([]runtime.Run, error) {
 		out = append(out, run)
 	}
 	return out, errors.Join(errs...)
+}
+
+// Count returns the number of runs that match f, over all its pages: its
+// order, paging and limit do not count.
+func (s *Store) Count(ctx context.Context, f Filter) (int64, error) {
+	where, err := f.params()
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.db().Queries(nil).CountRuns(ctx, where)
+	if err != nil {
+		return 0, pgstore.RunErr("count", "", pgstore.Translate(err))
+	}
+	return n, nil
+}
+
+// params are the conditions of f, as the list and count queries take them.
+func (f Filter) params() (dbsqlc.CountRunsParams, error) {
+	p := dbsqlc.CountRunsParams{
+		WorkflowType:   pgtype.Text{String: f.Type, Valid: f.Type != ""},
+		States:         f.States,
+		Status:         pgtype.Text{String: string(f.Status), Valid: f.Status != ""},
+		TenantID:       pgtype.Text{String: f.TenantID, Valid: f.TenantID != ""},
+		IdempotencyKey: pgtype.Text{String: f.IdempotencyKey, Valid: f.IdempotencyKey != ""},
+		CreatedFrom:    pgtype.Timestamptz{Time: f.CreatedFrom, Valid: !f.CreatedFrom.IsZero()},
+		CreatedTo:      pgtype.Timestamptz{Time: f.CreatedTo, Valid: !f.CreatedTo.IsZero()},
+		Search:         pgtype.Text{String: f.Search, Valid: f.Search != ""},
+	}
+	if p.States == nil {
+		p.States = []string{}
+	}
+	if prefix := strings.ReplaceAll(strings.ToLower(f.Search), "-", ""); prefix != "" && len(prefix) <= 32 &&
+		strings.Trim(prefix, "0123456789abcdef") == "" {
+		for _, id := range []struct {
+			to    *pgtype.UUID
+			digit string
+		}{{&p.IDFrom, "0"}, {&p.IDTo, "f"}} {
+			h := prefix + strings.Repeat(id.digit, 32-len(prefix))
+			if err := id.to.Scan(h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]); err != nil {
+				return p, pgstore.RunErr("list", "", fmt.Errorf("%w: search %q: %w", runtime.ErrInvalidInput, f.Search, err))
+			}
+		}
+	}
+	return p, nil
 }

@@ -11,6 +11,51 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const countRuns = `-- name: CountRuns :one
+SELECT count(*) FROM workflow_runs
+WHERE ($1::text IS NULL OR workflow_type = $1::text)
+  AND (cardinality($2::text[]) = 0 OR current_state = ANY ($2::text[]))
+  AND ($3::text IS NULL OR status = $3::text)
+  AND ($4::text IS NULL OR tenant_id = $4::text)
+  AND ($5::text IS NULL OR idempotency_key = $5::text)
+  AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+  AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
+  AND ($8::text IS NULL OR idempotency_key = $8::text
+       OR id BETWEEN $9::uuid AND $10::uuid)
+`
+
+type CountRunsParams struct {
+	WorkflowType   pgtype.Text
+	States         []string
+	Status         pgtype.Text
+	TenantID       pgtype.Text
+	IdempotencyKey pgtype.Text
+	CreatedFrom    pgtype.Timestamptz
+	CreatedTo      pgtype.Timestamptz
+	Search         pgtype.Text
+	IDFrom         pgtype.UUID
+	IDTo           pgtype.UUID
+}
+
+// The number of runs ListRuns selects, over all its pages.
+func (q *Queries) CountRuns(ctx context.Context, arg CountRunsParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countRuns,
+		arg.WorkflowType,
+		arg.States,
+		arg.Status,
+		arg.TenantID,
+		arg.IdempotencyKey,
+		arg.CreatedFrom,
+		arg.CreatedTo,
+		arg.Search,
+		arg.IDFrom,
+		arg.IDTo,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const getRun = `-- name: GetRun :one
 SELECT id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history FROM workflow_runs WHERE id = $1
 `
@@ -264,10 +309,12 @@ WHERE ($1::text IS NULL OR workflow_type = $1::text)
   AND ($5::text IS NULL OR idempotency_key = $5::text)
   AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
   AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
-  AND ($8::uuid IS NULL
-       OR (created_at, id) > (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = $8::uuid))
+  AND ($8::text IS NULL OR idempotency_key = $8::text
+       OR id BETWEEN $9::uuid AND $10::uuid)
+  AND ($11::uuid IS NULL
+       OR (created_at, id) > (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = $11::uuid))
 ORDER BY created_at, id
-LIMIT $9
+LIMIT $12
 `
 
 type ListRunsParams struct {
@@ -278,10 +325,17 @@ type ListRunsParams struct {
 	IdempotencyKey pgtype.Text
 	CreatedFrom    pgtype.Timestamptz
 	CreatedTo      pgtype.Timestamptz
+	Search         pgtype.Text
+	IDFrom         pgtype.UUID
+	IDTo           pgtype.UUID
 	AfterID        pgtype.UUID
 	MaxRows        int32
 }
 
+// The runs that match, oldest first, from the one after after_id (keyset
+// paging: an index range from the cursor, no offset). search matches an
+// idempotency key, or an id in [id_from, id_to] (the ids a prefix of hex
+// digits covers).
 func (q *Queries) ListRuns(ctx context.Context, arg ListRunsParams) ([]WorkflowRun, error) {
 	rows, err := q.db.Query(ctx, listRuns,
 		arg.WorkflowType,
@@ -291,7 +345,109 @@ func (q *Queries) ListRuns(ctx context.Context, arg ListRunsParams) ([]WorkflowR
 		arg.IdempotencyKey,
 		arg.CreatedFrom,
 		arg.CreatedTo,
+		arg.Search,
+		arg.IDFrom,
+		arg.IDTo,
 		arg.AfterID,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WorkflowRun{}
+	for rows.Next() {
+		var i WorkflowRun
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowType,
+			&i.CurrentState,
+			&i.TenantID,
+			&i.UserID,
+			&i.CorrelationID,
+			&i.IdempotencyKey,
+			&i.AttemptNo,
+			&i.PolicySnapshot,
+			&i.Result,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DefinitionVersion,
+			&i.RowVersion,
+			&i.Status,
+			&i.Input,
+			&i.AttemptStartedAt,
+			&i.FinishedAt,
+			&i.LeaseOwner,
+			&i.LeaseExpiresAt,
+			&i.LeaseEpoch,
+			&i.NextRunAt,
+			&i.StepAttempt,
+			&i.LastErrorCode,
+			&i.LastError,
+			&i.ParkedAt,
+			&i.ParentRunID,
+			&i.ParentEvent,
+			&i.ParentDeliveredAt,
+			&i.PreviousState,
+			&i.TimerAnchors,
+			&i.History,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listRunsNewest = `-- name: ListRunsNewest :many
+SELECT id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history FROM workflow_runs
+WHERE ($1::text IS NULL OR workflow_type = $1::text)
+  AND (cardinality($2::text[]) = 0 OR current_state = ANY ($2::text[]))
+  AND ($3::text IS NULL OR status = $3::text)
+  AND ($4::text IS NULL OR tenant_id = $4::text)
+  AND ($5::text IS NULL OR idempotency_key = $5::text)
+  AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+  AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
+  AND ($8::text IS NULL OR idempotency_key = $8::text
+       OR id BETWEEN $9::uuid AND $10::uuid)
+  AND ($11::uuid IS NULL
+       OR (created_at, id) < (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = $11::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT $12
+`
+
+type ListRunsNewestParams struct {
+	WorkflowType   pgtype.Text
+	States         []string
+	Status         pgtype.Text
+	TenantID       pgtype.Text
+	IdempotencyKey pgtype.Text
+	CreatedFrom    pgtype.Timestamptz
+	CreatedTo      pgtype.Timestamptz
+	Search         pgtype.Text
+	IDFrom         pgtype.UUID
+	IDTo           pgtype.UUID
+	BeforeID       pgtype.UUID
+	MaxRows        int32
+}
+
+// ListRuns newest first, from the one before before_id.
+func (q *Queries) ListRunsNewest(ctx context.Context, arg ListRunsNewestParams) ([]WorkflowRun, error) {
+	rows, err := q.db.Query(ctx, listRunsNewest,
+		arg.WorkflowType,
+		arg.States,
+		arg.Status,
+		arg.TenantID,
+		arg.IdempotencyKey,
+		arg.CreatedFrom,
+		arg.CreatedTo,
+		arg.Search,
+		arg.IDFrom,
+		arg.IDTo,
+		arg.BeforeID,
 		arg.MaxRows,
 	)
 	if err != nil {
