@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -17,15 +17,12 @@ import (
 	"github.com/fsmgen/fsmgen/runtime"
 )
 
-// SignalName is the signal channel that carries a machine's events.
-const SignalName = "fsm-event"
-
-// UpdateName is the update that fires an event and tells its sender
-// whether the run took it (Send).
-const UpdateName = "fsm-fire"
-
 // QueryName is the query that returns a run's Snapshot.
 const QueryName = "state"
+
+// CancelUpdate is the update that cancels a run on behalf of a user
+// (Cancel sends it), with a CancelRequest.
+const CancelUpdate = "fsm.cancel"
 
 // DefaultActivityTimeout bounds one try of a handler when its state's
 // policy says nothing about time.
@@ -42,17 +39,36 @@ type Registry interface {
 type Start struct {
 	// RunID identifies the run (the workflow id, by convention).
 	RunID string `json:"runId"`
-	// Input is the run's input, as runtime.Run.Input.
-	Input json.RawMessage `json:"input"`
-	// TenantID and UserID own the run.
-	TenantID string `json:"tenantId"`
-	UserID   string `json:"userId"`
+	// Type is the machine's type (the workflow type) and IdempotencyKey
+	// the key the run was started with; Attempt counts the run's attempts
+	// from 1 (0 is taken as 1).
+	Type           string `json:"type,omitempty"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	Attempt        int    `json:"attempt,omitempty"`
+	// Input is the run's input, as runtime.Run.Input, and Policy the
+	// snapshot of the execution policy it runs under, as runtime.Run.Policy
+	// (it chooses the tries of a state whose retry policy says so, see
+	// runtime.RetryPolicy.ForRun).
+	Input  json.RawMessage `json:"input"`
+	Policy json.RawMessage `json:"policy,omitempty"`
+	// TenantID and UserID own the run; CorrelationID traces the request
+	// that started it.
+	TenantID      string `json:"tenantId"`
+	UserID        string `json:"userId"`
+	CorrelationID string `json:"correlationId,omitempty"`
 }
 
-// EventMessage is a signal's payload: an event by name, with its payload.
+// EventMessage is an event by name, with its payload: the argument of the
+// update and the signal named by the event.
 type EventMessage struct {
 	Name    string          `json:"name"`
 	Payload json.RawMessage `json:"payload"`
+}
+
+// CancelRequest is the argument of the update CancelUpdate: the user on
+// whose behalf the run is cancelled.
+type CancelRequest struct {
+	UserID string `json:"userId"`
 }
 
 // Step is one transition of a run.
@@ -65,11 +81,14 @@ type Step struct {
 
 // Snapshot is what the query returns: the run's state and its transitions.
 type Snapshot struct {
+	// State is the run's state: a leaf, or for a run in a parallel state
+	// its configuration, the active leaf of each region joined by
+	// runtime.ConfigurationSeparator.
 	State   string         `json:"state"`
 	Status  runtime.Status `json:"status"`
 	History []Step         `json:"history"`
 	// Refused are the signals the run refused, in order: events its state
-	// did not accept.
+	// did not accept, and those still buffered when it finished.
 	Refused []string `json:"refused,omitempty"`
 }
 
@@ -79,44 +98,54 @@ type Result struct {
 	Outcome string `json:"outcome,omitempty"`
 	// ErrorCode and Error are the code (the ApplicationError's type) and
 	// message of the handler error that exhausted a state, when the run
-	// ended by that state's OnExhausted event: what the PostgreSQL engine
-	// stores in the run's result.
+	// ended by that state's OnExhausted event, or CANCELLED and who
+	// cancelled it: what the PostgreSQL engine stores in the run's result.
 	ErrorCode string `json:"errorCode,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
 
-// handleInput is the handler activity's input.
+// handleInput is a handler activity's input: the run as its handler is
+// told about it.
 type handleInput struct {
 	Start
-	Type    string         `json:"type"`
-	Version int            `json:"version"`
-	State   string         `json:"state"`
-	Events  []EventMessage `json:"events"`
+	Version int `json:"version"`
+	// State is the run's state (a configuration for a run in a parallel
+	// state); the activity's own state is the leaf whose handler it calls.
+	State   string            `json:"state"`
+	Events  []EventMessage    `json:"events"`
+	History map[string]string `json:"history,omitempty"`
 }
 
-// ActivityName is the name of the handler activity of machine type typ.
-func ActivityName(typ string) string { return typ + ".handle" }
+// Handled is what a handler activity returns: the event its handler chose.
+type Handled struct {
+	Event EventMessage `json:"event"`
+}
 
-// Register registers the workflow and the handler activity of d's machine.
+// ActivityName is the name of the activity that calls the handler of the
+// driven state named state of machine type typ, such as
+// "nyc-application-compliance.PREQUALIFICATION".
+func ActivityName(typ, state string) string { return typ + "." + state }
+
+// Register registers the workflow of d's machine, named by its type, and
+// one handler activity per driven state (a leaf that neither waits nor is
+// final), named by ActivityName.
 func Register(r Registry, d runtime.Driver) {
 	def := d.Definition()
 	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in Start) (Result, error) {
-		return run(ctx, d, def, in)
+		return runWorkflow(ctx, d, def, in)
 	}, workflow.RegisterOptions{Name: def.Type})
-	r.RegisterActivityWithOptions(func(ctx context.Context, in handleInput) (EventMessage, error) {
-		return handle(ctx, d, in)
-	}, activity.RegisterOptions{Name: ActivityName(def.Type)})
+	for _, s := range def.States {
+		if s.Wait || s.Terminal() {
+			continue
+		}
+		state := s.Name
+		r.RegisterActivityWithOptions(func(ctx context.Context, in handleInput) (Handled, error) {
+			return handle(ctx, d, def, state, in)
+		}, activity.RegisterOptions{Name: ActivityName(def.Type, state)})
+	}
 }
 
-// capture is a runtime.Recorder that keeps the transition the machine
-// records.
-type capture struct{ t *runtime.Transition }
-
-func (c *capture) Record(_ context.Context, t runtime.Transition) error {
-	c.t = &t
-	return nil
-}
-
+// decodeAll decodes the events msgs with d.
 func decodeAll(d runtime.Driver, msgs []EventMessage) ([]runtime.Event, error) {
 	out := make([]runtime.Event, 0, len(msgs))
 	for _, m := range msgs {
@@ -129,39 +158,45 @@ func decodeAll(d runtime.Driver, msgs []EventMessage) ([]runtime.Event, error) {
 	return out, nil
 }
 
-func (in handleInput) run(d runtime.Driver) (*runtime.Run, error) {
+// handle calls the handler of the leaf named state for the run in, as the
+// activity of that state.
+func handle(ctx context.Context, d runtime.Driver, def runtime.Definition, state string, in handleInput) (Handled, error) {
 	events, err := decodeAll(d, in.Events)
 	if err != nil {
-		return nil, err
+		return Handled{}, temporal.NewNonRetryableApplicationError(err.Error(), codeInvalidInput, err)
 	}
-	return &runtime.Run{ID: in.RunID, Type: in.Type, Version: in.Version, IdempotencyKey: in.RunID, Attempt: 1, StepAttempt: 1,
-		Owner: runtime.Owner{TenantID: in.TenantID, UserID: in.UserID}, Input: in.Input, Events: events}, nil
-}
-
-func handle(ctx context.Context, d runtime.Driver, in handleInput) (EventMessage, error) {
-	run, err := in.run(d)
-	if err != nil {
-		return EventMessage{}, temporal.NewNonRetryableApplicationError(err.Error(), "INVALID_INPUT", err)
-	}
-	run.StepAttempt = int(activity.GetInfo(ctx).Attempt)
-	ev, err := d.Handle(ctx, run, in.State)
+	info := activity.GetInfo(ctx)
+	run := &runtime.Run{ID: in.RunID, Type: def.Type, Version: def.Version, IdempotencyKey: in.IdempotencyKey, State: in.State, Status: runtime.StatusRunning,
+		Attempt: max(in.Attempt, 1), StepAttempt: int(info.Attempt), Owner: runtime.Owner{TenantID: in.TenantID, UserID: in.UserID, CorrelationID: in.CorrelationID},
+		Input: in.Input, Policy: in.Policy, History: in.History, Events: events,
+		TryKey: fmt.Sprintf("%s/%s/%s/%d", info.WorkflowExecution.ID, info.WorkflowExecution.RunID, info.ActivityID, info.Attempt)}
+	ev, err := d.Handle(ctx, run, state)
 	if err != nil {
 		code := runtime.ErrorCode(err)
-		if code == "" {
+		switch {
+		case errors.Is(err, runtime.ErrNotDriven):
+			return Handled{}, temporal.NewNonRetryableApplicationError(err.Error(), "NOT_DRIVEN", err)
+		case code == "":
 			code = "HANDLER_ERROR"
 		}
 		if errors.Is(err, runtime.ErrNoRetry) {
 			// Retried by a policy of its own already: not retried again.
-			return EventMessage{}, temporal.NewNonRetryableApplicationError(err.Error(), code, err)
+			return Handled{}, temporal.NewNonRetryableApplicationError(err.Error(), code, err)
 		}
-		return EventMessage{}, temporal.NewApplicationError(err.Error(), code, err)
+		return Handled{}, temporal.NewApplicationError(err.Error(), code, err)
+	}
+	if ev == nil {
+		return Handled{}, temporal.NewApplicationError(fmt.Sprintf("the handler of %s returned no event and no error", state), "HANDLER_ERROR")
 	}
 	raw, err := json.Marshal(ev)
 	if err != nil {
-		return EventMessage{}, temporal.NewNonRetryableApplicationError(err.Error(), "INVALID_INPUT", err)
+		return Handled{}, temporal.NewNonRetryableApplicationError(err.Error(), codeInvalidInput, err)
 	}
-	return EventMessage{Name: ev.EventName(), Payload: raw}, nil
+	return Handled{Event: EventMessage{Name: ev.EventName(), Payload: raw}}, nil
 }
+
+// codeInvalidInput is the error type of an input no try would change.
+const codeInvalidInput = "INVALID_INPUT"
 
 // RetryPolicy converts a state's retry policy to Temporal's; nil means one
 // try.
@@ -174,23 +209,38 @@ func RetryPolicy(p *runtime.RetryPolicy) *temporal.RetryPolicy {
 		coef = 1
 	}
 	rp := &temporal.RetryPolicy{InitialInterval: p.InitialInterval, BackoffCoefficient: coef, MaximumAttempts: int32(max(p.MaxAttempts, 1)),
-		NonRetryableErrorTypes: append([]string{"INVALID_INPUT"}, p.NonRetryable...)}
+		NonRetryableErrorTypes: append([]string{codeInvalidInput}, p.NonRetryable...)}
 	if p.MaxInterval >= p.InitialInterval {
 		rp.MaximumInterval = p.MaxInterval
 	}
 	return rp
 }
 
-// Refusal kinds: the type of the ApplicationError with which the update's
-// validator refuses an event, mapped back to the runtime's sentinels by
-// Send.
+// Refusal kinds: the type of the ApplicationError with which an update's
+// validator refuses an event or a cancellation, mapped back to the
+// runtime's sentinels by Send and Cancel.
 const (
-	refusedFinished = "RUN_FINISHED"
-	refusedIllegal  = "ILLEGAL_TRANSITION"
-	refusedGuards   = "GUARD_REJECTED"
-	refusedInternal = "INTERNAL_EVENT"
-	refusedUnknown  = "UNKNOWN_EVENT"
+	refusedFinished    = "RUN_FINISHED"
+	refusedIllegal     = "ILLEGAL_TRANSITION"
+	refusedGuards      = "GUARD_REJECTED"
+	refusedInternal    = "INTERNAL_EVENT"
+	refusedUnknown     = "UNKNOWN_EVENT"
+	refusedNotOwner    = "NOT_OWNER"
+	refusedNoCancel    = "NO_CANCEL_EVENT"
+	refusedNotCancelOK = "NOT_CANCELLABLE"
 )
+
+// sentinels maps a refusal kind to the runtime's sentinel.
+var sentinels = map[string]error{
+	refusedFinished:    runtime.ErrRunFinished,
+	refusedIllegal:     runtime.ErrIllegalTransition,
+	refusedGuards:      runtime.ErrGuardRejected,
+	refusedInternal:    runtime.ErrNotCallerEvent,
+	refusedUnknown:     runtime.ErrUnknownEvent,
+	refusedNotOwner:    runtime.ErrNotOwner,
+	refusedNoCancel:    runtime.ErrNoCancelEvent,
+	refusedNotCancelOK: runtime.ErrNotCancellable,
+}
 
 // refusal is the detail of a refused update: the run's state and why.
 type refusal struct {
@@ -198,189 +248,28 @@ type refusal struct {
 	Reason string `json:"reason"`
 }
 
-func run(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Start) (Result, error) {
-	snap := Snapshot{State: def.Initial, Status: runtime.StatusRunning, History: []Step{}}
-	var events []EventMessage
-	if err := workflow.SetQueryHandler(ctx, QueryName, func() (Snapshot, error) { return snap, nil }); err != nil {
-		return Result{}, err
-	}
-	logger := workflow.GetLogger(ctx)
-	signals := workflow.GetSignalChannel(ctx, SignalName)
-	// moved wakes the main loop when an update moved the run.
-	moved := workflow.NewBufferedChannel(ctx, 1)
-
-	// apply checks msg against the table and guards in the machine's
-	// generated code and returns the transition it makes, changing nothing.
-	apply := func(msg EventMessage) (*runtime.Transition, error) {
-		ev, err := d.Decode(msg.Name, msg.Payload)
-		if err != nil {
-			return nil, err
-		}
-		rt := &runtime.Run{ID: in.RunID, Type: def.Type, Version: def.Version, Input: in.Input, Owner: runtime.Owner{TenantID: in.TenantID, UserID: in.UserID}}
-		if rt.Events, err = decodeAll(d, events); err != nil {
-			return nil, err
-		}
-		var rec capture
-		if err := d.Fire(context.Background(), rt, snap.State, ev, &rec); err != nil {
-			return nil, err
-		}
-		if rec.t == nil {
-			return nil, fmt.Errorf("%s: event %s in %s recorded no transition", def.Type, msg.Name, snap.State)
-		}
-		return rec.t, nil
-	}
-	// fire applies msg and moves the state; a refused event leaves it.
-	fire := func(msg EventMessage) error {
-		t, err := apply(msg)
-		if err != nil {
-			return err
-		}
-		events = append(events, msg)
-		snap.History = append(snap.History, Step{From: t.From, To: t.To, Event: t.Event, At: workflow.Now(ctx)})
-		snap.State, snap.Status = t.To, t.Status
-		return nil
-	}
-	// check says whether an event sent from outside would be taken now,
-	// as the PostgreSQL engine's Signal decides: not by a finished run,
-	// not an event only the workflow fires, and only as the table and
-	// guards allow.
-	check := func(msg EventMessage) error {
-		refuse := func(kind, reason string) error {
-			return temporal.NewApplicationErrorWithOptions(reason, kind, temporal.ApplicationErrorOptions{
-				NonRetryable: true, Details: []any{refusal{State: snap.State, Reason: reason}}})
-		}
-		if snap.Status.Terminal() {
-			return refuse(refusedFinished, finishedReason(snap))
-		}
-		if why := def.CallerRefusal(snap.State, msg.Name); why != "" {
-			return refuse(refusedInternal, runtime.RefuseCaller(def.Type, def.Version, snap.State, msg.Name, why).Error())
-		}
-		if _, err := apply(msg); err != nil {
-			switch {
-			case errors.Is(err, runtime.ErrGuardRejected):
-				return refuse(refusedGuards, err.Error())
-			case errors.Is(err, runtime.ErrIllegalTransition):
-				return refuse(refusedIllegal, err.Error())
-			default:
-				return refuse(refusedUnknown, err.Error())
-			}
-		}
-		return nil
-	}
-	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateName, func(ctx workflow.Context, msg EventMessage) (Snapshot, error) {
-		// The validator accepted msg in this state; nothing ran in
-		// between, as the handler is called at once, without blocking.
-		if err := fire(msg); err != nil {
-			return snap, temporal.NewNonRetryableApplicationError(err.Error(), refusedIllegal, err)
-		}
-		moved.SendAsync(struct{}{})
-		return snap, nil
-	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, msg EventMessage) error { return check(msg) }})
-	if err != nil {
-		return Result{}, err
-	}
-
-	// The error that exhausted the state the run left last, if it did.
-	var failCode, failMsg string
-	for {
-		st, ok := def.State(snap.State)
-		if !ok {
-			return Result{}, temporal.NewNonRetryableApplicationError("unknown state "+snap.State, "UNKNOWN_STATE", nil)
-		}
-		if st.Terminal() {
-			return Result{Snapshot: snap, Outcome: st.Outcome, ErrorCode: failCode, Error: failMsg}, nil
-		}
-		failCode, failMsg = "", ""
-		if st.Wait {
-			tctx, cancel := workflow.WithCancel(ctx)
-			sel := workflow.NewSelector(ctx)
-			var got *EventMessage
-			for _, t := range st.Timers {
-				name := t.Event
-				sel.AddFuture(workflow.NewTimer(tctx, t.After), func(f workflow.Future) {
-					if f.Get(ctx, nil) == nil {
-						got = &EventMessage{Name: name, Payload: json.RawMessage(`{}`)}
-					}
-				})
-			}
-			signalled := false
-			sel.AddReceive(signals, func(c workflow.ReceiveChannel, _ bool) {
-				var m EventMessage
-				c.Receive(ctx, &m)
-				got, signalled = &m, true
-			})
-			sel.AddReceive(moved, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
-			for snap.State == st.Name {
-				got, signalled = nil, false
-				sel.Select(ctx)
-				if got == nil {
-					continue
-				}
-				if why := def.CallerRefusal(snap.State, got.Name); why != "" && signalled {
-					err := runtime.RefuseCaller(def.Type, def.Version, snap.State, got.Name, why)
-					logger.Warn("event refused", "state", snap.State, "event", got.Name, "error", err.Error())
-					snap.Refused = append(snap.Refused, got.Name+": "+err.Error())
-					continue
-				}
-				if err := fire(*got); err != nil {
-					logger.Warn("event refused", "state", snap.State, "event", got.Name, "error", err.Error())
-					snap.Refused = append(snap.Refused, got.Name+": "+err.Error())
-				}
-			}
-			cancel()
-			continue
-		}
-		actx, cancelActivity := workflow.WithCancel(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: DefaultActivityTimeout,
-			RetryPolicy:         RetryPolicy(st.Retry),
-		}))
-		var out EventMessage
-		var aerr error
-		done := false
-		sel := workflow.NewSelector(ctx)
-		sel.AddFuture(workflow.ExecuteActivity(actx, ActivityName(def.Type), handleInput{Start: in, Type: def.Type, Version: def.Version, State: st.Name, Events: slices.Clone(events)}),
-			func(f workflow.Future) { aerr, done = f.Get(ctx, &out), true })
-		sel.AddReceive(moved, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
-		for !done && snap.State == st.Name {
-			sel.Select(ctx)
-		}
-		if snap.State != st.Name {
-			// An update moved the run while its handler ran: the handler's
-			// work is cancelled and its event dropped, as the PostgreSQL
-			// engine refuses a handler's transition after a signal.
-			cancelActivity()
-			continue
-		}
-		if aerr != nil {
-			if st.OnExhausted == "" {
-				return Result{Snapshot: snap}, fmt.Errorf("%s: state %s: %w", def.Type, st.Name, aerr)
-			}
-			out = EventMessage{Name: st.OnExhausted, Payload: json.RawMessage(`{}`)}
-			failCode, failMsg = "HANDLER_ERROR", aerr.Error()
-			var ae *temporal.ApplicationError
-			if errors.As(aerr, &ae) {
-				failCode, failMsg = ae.Type(), ae.Message()
-			}
-		}
-		if err := fire(out); err != nil {
-			return Result{Snapshot: snap}, temporal.NewNonRetryableApplicationError(err.Error(), "ILLEGAL_TRANSITION", err)
-		}
-	}
+// refuse returns the error with which a validator refuses an update.
+func refuse(kind, state, reason string) error {
+	return temporal.NewApplicationErrorWithOptions(reason, kind, temporal.ApplicationErrorOptions{
+		NonRetryable: true, Details: []any{refusal{State: state, Reason: reason}}})
 }
 
-// Signal sends event ev to the workflow workflowID, from any process.
+// Signal sends event ev to the workflow workflowID, from any process, as
+// the signal named by the event. The sender is not told whether the run
+// takes it: a refused one is logged in the run's Snapshot.Refused.
 func Signal(ctx context.Context, c client.Client, workflowID string, ev runtime.Event) error {
 	raw, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("temporal: signal %s to %s: %w", ev.EventName(), workflowID, err)
 	}
-	if err := c.SignalWorkflow(ctx, workflowID, "", SignalName, EventMessage{Name: ev.EventName(), Payload: raw}); err != nil {
+	if err := c.SignalWorkflow(ctx, workflowID, "", ev.EventName(), EventMessage{Name: ev.EventName(), Payload: raw}); err != nil {
 		return fmt.Errorf("temporal: signal %s to %s: %w", ev.EventName(), workflowID, err)
 	}
 	return nil
 }
 
-// RefusedError is an event that Send's run did not take. It matches
+// RefusedError is an event that Send's run did not take, or a
+// cancellation that Cancel's run refused. A refused event matches
 // runtime.ErrSignalRefused (errors.Is), as the PostgreSQL engine's
 // workflows report a refused signal (compliance.ErrSignalRefused is that
 // error), and the sentinel of the cause, Err: runtime.ErrRunFinished for a
@@ -388,12 +277,18 @@ func Signal(ctx context.Context, c client.Client, workflowID string, ev runtime.
 // for an event the state's table or guards refuse, runtime.ErrNotCallerEvent
 // for an event callers may not send (a timer's, or the event a driven
 // state's handler returns; see runtime.Definition.CallerRefusal),
-// runtime.ErrUnknownEvent
-// for an event that does not decode.
+// runtime.ErrUnknownEvent for an event the machine does not have or that
+// does not decode. A refused cancellation matches the sentinel the
+// PostgreSQL engine's Cancel returns: runtime.ErrNotOwner,
+// runtime.ErrNoCancelEvent, runtime.ErrNotCancellable or
+// runtime.ErrRunFinished.
 type RefusedError struct {
-	// WorkflowID and Event name the run and the refused event.
+	// WorkflowID and Event name the run and the refused event (the
+	// machine's cancel event for a cancellation, when the run names it).
 	WorkflowID string
 	Event      string
+	// Cancel marks a refused cancellation.
+	Cancel bool
 	// State is the run's state when it refused the event.
 	State string
 	// Reason says why, in the workflow's words.
@@ -404,27 +299,60 @@ type RefusedError struct {
 
 // Error implements error.
 func (e *RefusedError) Error() string {
+	if e.Cancel {
+		return fmt.Sprintf("temporal: cancel %s: %s", e.WorkflowID, e.Reason)
+	}
 	return fmt.Sprintf("temporal: send %s to %s: %v: %s", e.Event, e.WorkflowID, runtime.ErrSignalRefused, e.Reason)
 }
 
-// Unwrap returns runtime.ErrSignalRefused and the cause's sentinel.
-func (e *RefusedError) Unwrap() []error { return []error{runtime.ErrSignalRefused, e.Err} }
+// Unwrap returns the cause's sentinel, and runtime.ErrSignalRefused for a
+// refused event.
+func (e *RefusedError) Unwrap() []error {
+	if e.Cancel {
+		return []error{e.Err}
+	}
+	return []error{runtime.ErrSignalRefused, e.Err}
+}
 
 // Send fires event ev on workflow workflowID, from any process, as the
-// update UpdateName, and returns the run's snapshot once the run took it.
-// Unlike Signal, which the workflow buffers and may refuse without the
-// sender knowing, the workflow checks ev against its current state first
-// (the update's validator, which writes nothing to the history when it
-// refuses): a refused event is a *RefusedError. A run whose workflow has
-// closed is refused with runtime.ErrRunFinished and the state and last
-// transition of its result.
+// update named by the event, and returns the run's snapshot once the run
+// took it. Unlike Signal, which the workflow buffers and may refuse
+// without the sender knowing, the workflow checks ev against its current
+// state first (the update's validator, which writes nothing to the history
+// when it refuses): a refused event is a *RefusedError. A run whose
+// workflow has closed is refused with runtime.ErrRunFinished and the state
+// and last transition of its result.
 func Send(ctx context.Context, c client.Client, workflowID string, ev runtime.Event) (Snapshot, error) {
 	raw, err := json.Marshal(ev)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("temporal: send %s to %s: %w", ev.EventName(), workflowID, err)
 	}
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: workflowID, UpdateName: UpdateName,
-		Args: []any{EventMessage{Name: ev.EventName(), Payload: raw}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	return update(ctx, c, workflowID, ev.EventName(), EventMessage{Name: ev.EventName(), Payload: raw}, false)
+}
+
+// Cancel cancels the run of workflow workflowID on behalf of userID, from
+// any process, as the update CancelUpdate, and returns the run's snapshot
+// once the run took the machine's cancel event: as the PostgreSQL engine's
+// Cancel, only the run's owner may (runtime.ErrNotOwner otherwise, and when
+// the machine's guards refuse the event), the machine must name a cancel
+// event (runtime.ErrNoCancelEvent) that the run's state has a row on
+// (runtime.ErrNotCancellable), and a finished run is refused with
+// runtime.ErrRunFinished. A refusal is a *RefusedError matching the
+// sentinel. A handler in flight for the run is cancelled, and its event
+// dropped.
+func Cancel(ctx context.Context, c client.Client, workflowID, userID string) (Snapshot, error) {
+	return update(ctx, c, workflowID, CancelUpdate, CancelRequest{UserID: userID}, true)
+}
+
+// update sends the update name with arg to workflow workflowID and maps a
+// refusal to a *RefusedError; cancel says it is a cancellation.
+func update(ctx context.Context, c client.Client, workflowID, name string, arg any, cancel bool) (Snapshot, error) {
+	op := "send " + name + " to " + workflowID
+	if cancel {
+		op = "cancel " + workflowID
+	}
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: workflowID, UpdateName: name,
+		Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	var snap Snapshot
 	if err == nil {
 		err = h.Get(ctx, &snap)
@@ -432,36 +360,36 @@ func Send(ctx context.Context, c client.Client, workflowID string, ev runtime.Ev
 	if err == nil {
 		return snap, nil
 	}
+	refused := &RefusedError{WorkflowID: workflowID, Cancel: cancel}
+	if !cancel {
+		refused.Event = name
+	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
 		var r refusal
 		_ = app.Details(&r)
-		refused := &RefusedError{WorkflowID: workflowID, Event: ev.EventName(), State: r.State, Reason: app.Message()}
-		switch app.Type() {
-		case refusedFinished:
-			refused.Err = runtime.ErrRunFinished
-		case refusedIllegal:
-			refused.Err = runtime.ErrIllegalTransition
-		case refusedGuards:
-			refused.Err = runtime.ErrGuardRejected
-		case refusedInternal:
-			refused.Err = runtime.ErrNotCallerEvent
-		case refusedUnknown:
-			refused.Err = runtime.ErrUnknownEvent
-		default:
-			return Snapshot{}, fmt.Errorf("temporal: send %s to %s: %w", ev.EventName(), workflowID, err)
+		refused.State, refused.Reason = r.State, app.Message()
+		if sentinel, ok := sentinels[app.Type()]; ok {
+			refused.Err = sentinel
+			return Snapshot{}, refused
 		}
-		return Snapshot{}, refused
+		if !cancel && strings.HasPrefix(app.Message(), "unknown update "+name+".") {
+			// The workflow has no update of that name: the machine has no
+			// such event.
+			refused.Err, refused.Reason = runtime.ErrUnknownEvent, fmt.Sprintf("unknown event %q", name)
+			return Snapshot{}, refused
+		}
+		return Snapshot{}, fmt.Errorf("temporal: %s: %w", op, err)
 	}
-	if closed, cerr := finished(ctx, c, workflowID, ev.EventName()); cerr == nil && closed != nil {
+	if closed, cerr := finished(ctx, c, workflowID, refused); cerr == nil && closed != nil {
 		return Snapshot{}, closed
 	}
-	return Snapshot{}, fmt.Errorf("temporal: send %s to %s: %w", ev.EventName(), workflowID, err)
+	return Snapshot{}, fmt.Errorf("temporal: %s: %w", op, err)
 }
 
-// finished returns the refusal of event to a closed workflow, nil when
-// the workflow still runs.
-func finished(ctx context.Context, c client.Client, workflowID, event string) (*RefusedError, error) {
+// finished fills refused in as the refusal of an update by a closed
+// workflow and returns it, or nil when the workflow still runs.
+func finished(ctx context.Context, c client.Client, workflowID string, refused *RefusedError) (*RefusedError, error) {
 	desc, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
 	if err != nil {
 		return nil, err
@@ -470,11 +398,13 @@ func finished(ctx context.Context, c client.Client, workflowID, event string) (*
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return nil, nil
 	}
-	refused := &RefusedError{WorkflowID: workflowID, Event: event, Err: runtime.ErrRunFinished,
-		Reason: "the workflow is closed: " + info.GetStatus().String()}
+	refused.Err, refused.Reason = runtime.ErrRunFinished, "the workflow is closed: "+info.GetStatus().String()
 	var res Result
 	if err := c.GetWorkflow(ctx, workflowID, info.GetExecution().GetRunId()).Get(ctx, &res); err == nil {
 		refused.State, refused.Reason = res.State, finishedReason(res.Snapshot)
+	}
+	if refused.Cancel {
+		refused.Reason = fmt.Sprintf("%v: %s", runtime.ErrRunFinished, refused.Reason)
 	}
 	return refused, nil
 }
@@ -491,7 +421,8 @@ func finishedReason(snap Snapshot) string {
 }
 
 // QueryState returns the state of workflow workflowID, typed by parse (a
-// generated package's ParseState), and its snapshot.
+// generated package's ParseState, or ParseConfig for a machine with
+// parallel states), and its snapshot.
 func QueryState[S any](ctx context.Context, c client.Client, workflowID string, parse func(string) (S, error)) (S, Snapshot, error) {
 	var zero S
 	v, err := c.QueryWorkflow(ctx, workflowID, "", QueryName)

@@ -56,10 +56,15 @@ type Server struct {
 	exited   chan error
 }
 
+// SearchAttributes are the search attributes every dev server registers
+// (--search-attribute NAME=Keyword): those the workflows of
+// contrib/temporal upsert (temporal.SearchState and the others).
+var SearchAttributes = []string{"FsmState", "FsmStatus", "FsmTenant", "FsmIdempotencyKey"}
+
 // Start starts a dev server and returns once it answers a health check,
-// or ctx is done. args are added to the CLI's command line: by default the
-// dev server keeps its state in memory; "--db-filename", FILE keeps it in
-// a SQLite file.
+// or ctx is done. It registers SearchAttributes. args are added to the
+// CLI's command line: by default the dev server keeps its state in memory;
+// "--db-filename", FILE keeps it in a SQLite file.
 func Start(ctx context.Context, args ...string) (*Server, error) {
 	cli, err := CLI()
 	if err != nil {
@@ -71,8 +76,12 @@ func Start(ctx context.Context, args ...string) (*Server, error) {
 			return nil, err
 		}
 	}
-	cmd := exec.Command(cli, append([]string{"server", "start-dev", "--headless", "--ip", "127.0.0.1",
-		"--port", fmt.Sprint(ports[0]), "--http-port", fmt.Sprint(ports[1]), "--metrics-port", fmt.Sprint(ports[2]), "--log-level", "error"}, args...)...)
+	cmdline := []string{"server", "start-dev", "--headless", "--ip", "127.0.0.1",
+		"--port", fmt.Sprint(ports[0]), "--http-port", fmt.Sprint(ports[1]), "--metrics-port", fmt.Sprint(ports[2]), "--log-level", "error"}
+	for _, a := range SearchAttributes {
+		cmdline = append(cmdline, "--search-attribute", a+"=Keyword")
+	}
+	cmd := exec.Command(cli, append(cmdline, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
