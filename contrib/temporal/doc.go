@@ -1,48 +1,115 @@
 // Package temporal runs fsmgen-generated machines as Temporal workflows,
 // with the Go SDK: the engine to grow into when one PostgreSQL is no longer
-// enough.
+// enough. A run is the same machine as on the PostgreSQL engine
+// (runtime/engine): its moves are made by the generated code, through the
+// machine's runtime.Driver, inside the workflow.
+//
+// # Registering a machine
 //
 // Register(w, driver) registers, for a machine's runtime.Driver (the
-// generated NewDriver with the workflow's handlers and guards), one
-// workflow named by the machine's type and one activity, Type+".handle".
+// generated NewDriver with the workflow's handlers, guards and actions),
+// with a worker (or the testsuite's environment, or a replayer):
+//
+//   - one workflow, named by the machine's type (fcha.Type), whose input
+//     is a Start: the run's id (the workflow id, by convention), type,
+//     idempotency key, attempt, input, policy snapshot and owner;
+//   - one activity per driven state (a leaf that neither waits nor is
+//     final), named ActivityName(type, state):
+//     "nyc-application-compliance.PREQUALIFICATION". It calls the state's
+//     handler with the run as the PostgreSQL engine gives it (its events,
+//     attempt, owner, input, policy, history records; TryKey is unique per
+//     try) and returns the event the handler chose (Handled).
+//
+// # What the workflow does
+//
 // The workflow holds the run's state and enforces the machine's table:
 //
-//   - a state with a handler runs it as the activity, with the state's retry
-//     policy as the activity's (initial interval, coefficient, maximum
-//     interval, maximum attempts, non-retryable codes as error types); the
-//     event it returns is fired through the generated machine, guards
-//     included, inside the workflow; when the tries are used up, the
-//     state's OnExhausted event is fired (the Result then carries the
-//     error's code and message), or the workflow fails; a handler error
-//     matching runtime.ErrNoRetry is not tried again;
-//   - a state that waits listens on the signal channel SignalName for
-//     events (Signal sends one) and starts a workflow timer per timer of the
-//     state (FCHA's seven days in CONDITIONAL_OFFER); an event the state
-//     does not accept, or one that only the workflow fires (a timer's), is
-//     refused and logged in the snapshot's Refused, and the run keeps
-//     waiting;
+//   - a state with a handler runs it as its activity, with the state's
+//     retry policy as the activity's (initial interval, coefficient,
+//     maximum interval, maximum attempts as the run's policy snapshot
+//     chooses them, non-retryable codes as error types); the event it
+//     returns is fired through the generated machine, guards included;
+//     when the tries are used up, the state's OnExhausted event is fired
+//     (the Result then carries the error's code and message), or the
+//     workflow fails; a handler error matching runtime.ErrNoRetry is not
+//     tried again. In a parallel state the handler that runs is that of
+//     the first region, in region order, whose leaf has one, as on the
+//     PostgreSQL engine; each region's handler runs in turn;
+//   - a state that waits takes the events sent to it (see below) and runs
+//     a workflow timer for the next timer of its active states (FCHA's
+//     seven days in CONDITIONAL_OFFER; in a nested machine the timers of
+//     the composites above the leaf too, each counted from when its own
+//     state was entered, its duration taken from the entering event's
+//     field when the .fsm says so; a timer fires once per entry of its
+//     state);
+//   - eventless and completion rows are taken as the generated machine
+//     takes them after each event, and where the run starts (the driver's
+//     Settle, runtime.Settler);
 //   - a terminal state ends the workflow with a Result.
 //
-// # Sending an event with an answer
+// A run of a machine with parallel states is in a configuration: its
+// State is the active leaf of each region joined by "|"
+// ("ApiRunning|WorkerWaiting"); an event moves each region that takes it,
+// as one transition.
 //
-// A signal is fire-and-forget: its sender is not told that the run
-// refused it. Send is the typed send: it fires the event as the update
-// UpdateName, whose validator checks it against the run's current state
-// (the machine's table and guards, and not an event only the workflow
-// fires) before anything is written to the history, as the PostgreSQL
-// engine's Signal does. A refused event is a *RefusedError matching
-// runtime.ErrSignalRefused, the error machines/compliance reports for a late
-// authorization (compliance.ErrSignalRefused is that error), and the
+// Entry and exit actions, and the entry actions of the states a run
+// starts in (runtime.Starter), run inside the workflow, as the generated
+// machine calls them while it moves: on every replay of the workflow's
+// history too. On Temporal they must be deterministic and make no calls
+// out (no I/O, no clock, no randomness); work with effects belongs in
+// handlers.
+//
+// # Sending events
+//
+// Every event of the machine is an update and a signal, both named by the
+// event, with an EventMessage argument. Send fires an event as the update:
+// its validator checks the event against the run's current state (the
+// machine's table and guards, and not an event only the workflow fires)
+// before anything is written to the history, as the PostgreSQL engine's
+// Signal does. A refused event is a *RefusedError matching
+// runtime.ErrSignalRefused, the error machines/compliance reports for a
+// late authorization (compliance.ErrSignalRefused is that error), and the
 // cause's sentinel: runtime.ErrRunFinished, runtime.ErrIllegalTransition,
 // runtime.ErrGuardRejected, runtime.ErrNotCallerEvent or
-// runtime.ErrUnknownEvent. An accepted event moves the run before Send
-// returns the run's Snapshot. Sent while a driven state's handler runs, an
-// external event the state accepts cancels that activity, whose event is dropped,
-// as the PostgreSQL engine refuses a handler's transition after a signal.
+// runtime.ErrUnknownEvent (an event whose payload does not decode, or one
+// the machine does not have: the workflow has no update of that name). An
+// accepted event moves the run before Send returns the run's Snapshot.
+// Sent while a driven state's handler runs, an external event the state
+// accepts cancels that activity, whose event is dropped, as the PostgreSQL
+// engine refuses a handler's transition after a signal.
 //
-// Every transition is an event in Temporal's history (the activity's
-// completion, the signal, the timer) and in the workflow's own history,
-// which the query QueryName returns (QueryState types its state).
+// Signal sends the signal instead: fire-and-forget. The workflow reads an
+// event's signal while its run waits; an event the state does not accept,
+// or one only the workflow fires (a timer's), is refused and logged in the
+// snapshot's Refused, and the run keeps waiting. Signals still buffered
+// when the run finishes are refused there as sent to a finished run, so
+// that the workflow leaves no signal unhandled.
+//
+// # Cancelling a run
+//
+// Cancel sends the update CancelUpdate ("fsm.cancel", a CancelRequest),
+// which fires the machine's cancel event (cancel EVENT in the .fsm file)
+// as the PostgreSQL engine's Cancel does: with the payload {"userID": ...}
+// when the event declares the field, checked with the machine's guards,
+// only for the run's owner (Start.UserID). It is refused, with a
+// *RefusedError matching the engine's sentinel, for another user or when
+// the guards refuse it (runtime.ErrNotOwner), for a machine that names no
+// cancel event (runtime.ErrNoCancelEvent), in a state without a row on it
+// (runtime.ErrNotCancellable) and for a finished run
+// (runtime.ErrRunFinished). A run that ends by its cancellation has
+// CANCELLED and who cancelled it in its Result.
+//
+// # Reading a run
+//
+// The query QueryName returns the run's Snapshot: its state, status, every
+// transition and the refused signals (QueryState types its state with the
+// generated ParseState or ParseConfig). The workflow upserts the search
+// attributes SearchState, SearchStatus, SearchTenant and SearchKey when it
+// starts and after every transition, so that runs can be listed by state,
+// status, tenant and idempotency key; the server must have them registered
+// as Keyword attributes (devserver.Start does). Every transition is an
+// event in Temporal's history (the activity's completion, the update or
+// signal, the timer), each named by the state or the event.
 //
 // Handlers run with run.Effects nil: the runtime's effects (log steps,
 // outbox, evidence) are the PostgreSQL engine's; on Temporal the history is

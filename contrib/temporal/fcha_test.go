@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -388,5 +389,49 @@ func TestFCHAPrequalifierDown(t *testing.T) {
 				t.Errorf("workflow time %v, want about %v", took, tc.took)
 			}
 		})
+	}
+}
+
+// warnings is a workflow logger that keeps the warnings.
+type warnings struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (w *warnings) Debug(string, ...any) {}
+func (w *warnings) Info(string, ...any)  {}
+func (w *warnings) Error(string, ...any) {}
+func (w *warnings) Warn(msg string, _ ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, msg)
+}
+
+// TestSignalsDrainedAtCompletion: a signal still buffered when the run
+// finishes (a second authorization, sent with the first, that no wait
+// state read) is refused as sent to a finished run and logged, and the
+// SDK has no unhandled signal to warn about.
+func TestSignalsDrainedAtCompletion(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	logger := &warnings{}
+	suite.SetLogger(logger)
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartTime(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	temporal.Register(env, driverFor(&local.Screening{}).Driver())
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow("BackgroundCheckAuthorizationSigned", authorization(t))
+		env.SignalWorkflow("BackgroundCheckAuthorizationSigned", authorization(t))
+	}, time.Hour)
+	env.ExecuteWorkflow(fcha.Type, start(t, "clean"))
+	var res temporal.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"BackgroundCheckAuthorizationSigned: run is finished: the run finished in APPROVED on BackgroundCheckCompleted at 2026-03-02T10:00:00Z"}, res.Refused); diff != "" {
+		t.Errorf("refused (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"event refused"}, logger.got); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 }

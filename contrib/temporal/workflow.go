@@ -93,6 +93,11 @@ func runWorkflow(ctx workflow.Context, d runtime.Driver, def runtime.Definition,
 		return Result{Snapshot: m.snap}, err
 	}
 	for {
+		if err := ctx.Err(); err != nil {
+			// The workflow was cancelled (not the run: see Cancel).
+			m.drain()
+			return Result{Snapshot: m.snap}, err
+		}
 		if m.eventless {
 			if err := m.settle(); err != nil {
 				return Result{Snapshot: m.snap}, temporal.NewNonRetryableApplicationError(err.Error(), "TRANSITION_REFUSED", err)
@@ -522,15 +527,16 @@ func (m *machine) refused(name string, err error) {
 // wait waits in the wait state named state for a signal, an update or a
 // timer of its active states, until the run leaves it.
 func (m *machine) wait(state string) {
-	for m.run.State == state {
+	for m.run.State == state && m.ctx.Err() == nil {
 		var got *EventMessage
 		signalled, timed := false, false
 		sel := workflow.NewSelector(m.ctx)
 		if t := m.armTimer(); t != nil {
 			sel.AddFuture(t.future, func(f workflow.Future) {
 				if f.Get(m.ctx, nil) == nil {
-					got, timed = &EventMessage{Name: t.event, Payload: json.RawMessage(`{}`)}, true
+					got = &EventMessage{Name: t.event, Payload: json.RawMessage(`{}`)}
 				}
+				timed = true
 			})
 		}
 		for _, s := range m.signals {
@@ -544,7 +550,9 @@ func (m *machine) wait(state string) {
 		sel.AddReceive(m.moved, func(c workflow.ReceiveChannel, _ bool) { c.Receive(m.ctx, nil) })
 		sel.Select(m.ctx)
 		if timed {
-			m.anchors[m.timer.state].fired[m.timer.index] = true
+			if got != nil {
+				m.anchors[m.timer.state].fired[m.timer.index] = true
+			}
 			m.timer = nil
 		}
 		if got == nil {
