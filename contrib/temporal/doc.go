@@ -111,7 +111,23 @@
 // event in Temporal's history (the activity's completion, the update or
 // signal, the timer), each named by the state or the event.
 //
-// Handlers run with run.Effects nil: the runtime's effects (log steps,
-// outbox, evidence) are the PostgreSQL engine's; on Temporal the history is
-// the record.
+// # Effects and child runs
+//
+// A handler runs with run.Effects set to a collector whose Effects (log
+// steps, outbox messages, enqueued runs, children, result) its activity
+// returns with the event (Handled), so that they are in the history. Once
+// the event moved the run, the workflow starts each child
+// (runtime.StartChild) as a child workflow, and each enqueued run
+// (run.Effects.Enqueue) as a child workflow it abandons when it ends, both
+// with the workflow id RunID(type, idempotency key) and the parent's
+// owner, once per id; the types must be registered with a worker of the
+// same task queue. The run waits for its children in a wait state: when a
+// child ends, the workflow fires the child's Event on it with the payload
+// the PostgreSQL engine builds (the event's fields named childRunID,
+// childType, state, status, outcome, output, costUSD, errorCode and
+// errorDetail), one child at a time; callers may not send that event. A
+// result the handler set (SetResult, SetError) is the Result's when its
+// event ended the run. The run's log steps and outbox messages are in its
+// history only: the evidence chain, the outbox relay and the activity
+// cache are the PostgreSQL engine's.
 package temporal

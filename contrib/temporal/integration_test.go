@@ -3,8 +3,6 @@ package temporal_test
 import (
 	"context"
 	"errors"
-	"flag"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/fsmgen/fsmgen/contrib/temporal"
 	"github.com/fsmgen/fsmgen/contrib/temporal/devserver"
@@ -91,7 +88,6 @@ func TestDevServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	events = len(hist.Events)
-	record(t, hist)
 	if err := replayer.ReplayWorkflowHistory(nil, hist); err != nil {
 		t.Errorf("replay of the recorded history (%d events): %v", events, err)
 	}
@@ -119,35 +115,10 @@ func collect(iter client.HistoryEventIterator) (*historypb.History, error) {
 	return h, nil
 }
 
-var update = flag.Bool("update", false, "rewrite testdata/fcha_clean_history.json from the dev server's history")
+// approve is an event FCHA does not have.
+type approve struct{}
 
-const recorded = "testdata/fcha_clean_history.json"
-
-func record(t *testing.T, h *historypb.History) {
-	t.Helper()
-	if !*update {
-		return
-	}
-	raw, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(recorded, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestReplayRecorded replays the history of the clean FCHA branch that a
-// dev server recorded (go test -run TestDevServer -update rewrites it):
-// the workflow's code must make the same decisions from it.
-func TestReplayRecorded(t *testing.T) {
-	t.Parallel()
-	replayer := worker.NewWorkflowReplayer()
-	temporal.Register(replayerRegistry{replayer}, driverFor(&local.Screening{}).Driver())
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, recorded); err != nil {
-		t.Fatalf("replay %s: %v", recorded, err)
-	}
-}
+func (approve) EventName() string { return "Approve" }
 
 // shortTimers is FCHA's driver with its timers shortened to after, so
 // that the authorization timeout fires on a dev server, whose clock is
@@ -227,6 +198,7 @@ func TestDevServerSend(t *testing.T) {
 			"temporal: send AssessmentCompleted to app_clean: signal refused: callers may not send the event: nyc-application-compliance v1 in state CONDITIONAL_OFFER: AssessmentCompleted is returned by the handler of INDIVIDUALIZED_ASSESSMENT; declare it external to let callers send it"},
 		{fcha.AuthorizationTimeout{}, runtime.ErrNotCallerEvent,
 			"temporal: send AuthorizationTimeout to app_clean: signal refused: callers may not send the event: nyc-application-compliance v1 in state CONDITIONAL_OFFER: AuthorizationTimeout is fired by the timer of CONDITIONAL_OFFER; declare it external to let callers send it"},
+		{approve{}, runtime.ErrUnknownEvent, `temporal: send Approve to app_clean: signal refused: unknown event "Approve"`},
 	}
 	for _, r := range refusals {
 		_, err := temporal.Send(ctx, c, st.RunID, r.ev)
@@ -236,6 +208,10 @@ func TestDevServerSend(t *testing.T) {
 		} else if err.Error() != r.msg {
 			t.Errorf("send %s:\n got %s\nwant %s", r.ev.EventName(), err, r.msg)
 		}
+	}
+	_, err = temporal.Cancel(ctx, c, st.RunID, "")
+	if want := "temporal: cancel app_clean: the machine has no cancel event: nyc-application-compliance v1 declares none"; !errors.Is(err, runtime.ErrNoCancelEvent) || err.Error() != want {
+		t.Errorf("cancel: %v, want %s", err, want)
 	}
 	snap, err := temporal.Send(ctx, c, st.RunID, auth)
 	if err != nil || snap.State != "BACKGROUND_CHECK_ALLOWED" {
@@ -249,6 +225,11 @@ func TestDevServerSend(t *testing.T) {
 	if !errors.Is(err, compliance.ErrSignalRefused) || !errors.Is(err, runtime.ErrRunFinished) ||
 		!strings.HasPrefix(err.Error(), "temporal: send BackgroundCheckAuthorizationSigned to app_clean: signal refused: the run finished in APPROVED on BackgroundCheckCompleted at ") {
 		t.Errorf("second authorization: err = %v, want refused by the finished run", err)
+	}
+	_, err = temporal.Cancel(ctx, c, st.RunID, "")
+	if !errors.Is(err, runtime.ErrRunFinished) || errors.Is(err, runtime.ErrSignalRefused) ||
+		!strings.HasPrefix(err.Error(), "temporal: cancel app_clean: run is finished: the run finished in APPROVED on BackgroundCheckCompleted at ") {
+		t.Errorf("cancel of the finished run: err = %v, want refused by the finished run", err)
 	}
 
 	// The timeout branch: no authorization before the (shortened) timer.

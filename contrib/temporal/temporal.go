@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -102,6 +103,10 @@ type Result struct {
 	// cancelled it: what the PostgreSQL engine stores in the run's result.
 	ErrorCode string `json:"errorCode,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Output and CostUSD are the result a handler set
+	// (runtime.Effects.SetResult) with the event that ended the run.
+	Output  json.RawMessage `json:"output,omitempty"`
+	CostUSD float64         `json:"costUSD,omitempty"`
 }
 
 // handleInput is a handler activity's input: the run as its handler is
@@ -116,9 +121,19 @@ type handleInput struct {
 	History map[string]string `json:"history,omitempty"`
 }
 
-// Handled is what a handler activity returns: the event its handler chose.
+// Handled is what a handler activity returns: the event its handler chose
+// and the effects it asked for.
 type Handled struct {
-	Event EventMessage `json:"event"`
+	Event   EventMessage `json:"event"`
+	Effects Effects      `json:"effects"`
+}
+
+// RunID is the id of the run of machine type typ with idempotency key key
+// on Temporal, its workflow id: a UUID (version 5, in the URL namespace, of
+// "fsmgen:" + typ + "/" + key), so that a run's id is a UUID on either
+// backend and the same (type, key) always names the same workflow.
+func RunID(typ, key string) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("fsmgen:"+typ+"/"+key)).String()
 }
 
 // ActivityName is the name of the activity that calls the handler of the
@@ -170,6 +185,8 @@ func handle(ctx context.Context, d runtime.Driver, def runtime.Definition, state
 		Attempt: max(in.Attempt, 1), StepAttempt: int(info.Attempt), Owner: runtime.Owner{TenantID: in.TenantID, UserID: in.UserID, CorrelationID: in.CorrelationID},
 		Input: in.Input, Policy: in.Policy, History: in.History, Events: events,
 		TryKey: fmt.Sprintf("%s/%s/%s/%d", info.WorkflowExecution.ID, info.WorkflowExecution.RunID, info.ActivityID, info.Attempt)}
+	eff := newEffects()
+	run.Effects = eff
 	ev, err := d.Handle(ctx, run, state)
 	if err != nil {
 		code := runtime.ErrorCode(err)
@@ -192,7 +209,12 @@ func handle(ctx context.Context, d runtime.Driver, def runtime.Definition, state
 	if err != nil {
 		return Handled{}, temporal.NewNonRetryableApplicationError(err.Error(), codeInvalidInput, err)
 	}
-	return Handled{Event: EventMessage{Name: ev.EventName(), Payload: raw}}, nil
+	effs, err := eff.collected()
+	if err != nil {
+		// A payload that does not encode would not on any try.
+		return Handled{}, temporal.NewNonRetryableApplicationError(err.Error(), codeInvalidInput, err)
+	}
+	return Handled{Event: EventMessage{Name: ev.EventName(), Payload: raw}, Effects: effs}, nil
 }
 
 // codeInvalidInput is the error type of an input no try would change.
@@ -375,8 +397,14 @@ func update(ctx context.Context, c client.Client, workflowID, name string, arg a
 		}
 		if !cancel && strings.HasPrefix(app.Message(), "unknown update "+name+".") {
 			// The workflow has no update of that name: the machine has no
-			// such event.
+			// such event. The run's state is read for the error, if it can be.
 			refused.Err, refused.Reason = runtime.ErrUnknownEvent, fmt.Sprintf("unknown event %q", name)
+			if v, err := c.QueryWorkflow(ctx, workflowID, "", QueryName); err == nil {
+				var snap Snapshot
+				if v.Get(&snap) == nil {
+					refused.State = snap.State
+				}
+			}
 			return Snapshot{}, refused
 		}
 		return Snapshot{}, fmt.Errorf("temporal: %s: %w", op, err)

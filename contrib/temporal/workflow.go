@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -48,9 +49,33 @@ type machine struct {
 	signals []signalChannel
 	// moved wakes the main loop when an update moved the run.
 	moved workflow.Channel
-	// failCode and failMsg are the error that exhausted the state the run
-	// left last, or its cancellation, for the result.
-	failCode, failMsg string
+	// result is the result record of the move that ended the run: the
+	// error that exhausted the state the run left last, its cancellation,
+	// or what the handler whose event ended it set.
+	result Effects
+	// children are the child runs the run waits for, ended those whose
+	// event is not delivered yet, and abandoned the starts of the runs
+	// its handlers enqueued; started holds the workflow ids of both.
+	children  []*child
+	ended     []childEnd
+	abandoned []workflow.ChildWorkflowFuture
+	started   map[string]bool
+}
+
+// child is a child run under way: what its handler asked for, and its
+// workflow.
+type child struct {
+	Child
+	id     string
+	future workflow.ChildWorkflowFuture
+}
+
+// childEnd is a child that ended: its result, or the error that ended its
+// workflow.
+type childEnd struct {
+	*child
+	res Result
+	err error
 }
 
 // anchor is when an active state with timers was entered, how long each of
@@ -80,7 +105,7 @@ type signalChannel struct {
 // runWorkflow is the workflow of d's machine.
 func runWorkflow(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Start) (Result, error) {
 	m := &machine{ctx: ctx, d: d, def: def, in: in, logger: workflow.GetLogger(ctx), anchors: map[string]*anchor{},
-		moved: workflow.NewBufferedChannel(ctx, 1)}
+		moved: workflow.NewBufferedChannel(ctx, 1), started: map[string]bool{}}
 	m.run = runtime.Run{ID: in.RunID, Type: def.Type, Version: def.Version, IdempotencyKey: in.IdempotencyKey, State: def.Initial, Status: runtime.StatusRunning,
 		Attempt: max(in.Attempt, 1), StepAttempt: 1, Owner: runtime.Owner{TenantID: in.TenantID, UserID: in.UserID, CorrelationID: in.CorrelationID},
 		Input: in.Input, Policy: in.Policy}
@@ -89,7 +114,7 @@ func runWorkflow(ctx workflow.Context, d runtime.Driver, def runtime.Definition,
 	if err := m.handlers(); err != nil {
 		return Result{}, err
 	}
-	if err := m.start(); err != nil {
+	if err := m.begin(); err != nil {
 		return Result{Snapshot: m.snap}, err
 	}
 	for {
@@ -113,9 +138,11 @@ func runWorkflow(ctx workflow.Context, d runtime.Driver, def runtime.Definition,
 			if outcome == "" {
 				outcome = m.outcome
 			}
-			return Result{Snapshot: m.snap, Outcome: outcome, ErrorCode: m.failCode, Error: m.failMsg}, nil
+			m.awaitStarts()
+			return Result{Snapshot: m.snap, Outcome: outcome, ErrorCode: m.result.ErrorCode, Error: m.result.ErrorDetail,
+				Output: m.result.Output, CostUSD: m.result.CostUSD}, nil
 		}
-		m.failCode, m.failMsg = "", ""
+		m.result = Effects{}
 		if st.Wait {
 			m.wait(st.Name)
 			continue
@@ -160,16 +187,16 @@ func (m *machine) handlers() error {
 		if err != nil {
 			return m.snap, temporal.NewNonRetryableApplicationError(err.Error(), refusedNotCancelOK, err)
 		}
-		m.failCode, m.failMsg = "CANCELLED", "cancelled by user "+req.UserID
+		m.result = Effects{Result: true, ErrorCode: "CANCELLED", ErrorDetail: "cancelled by user " + req.UserID}
 		m.moved.SendAsync(struct{}{})
 		return m.snap, nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req CancelRequest) error { return m.checkCancel(req.UserID) }})
 }
 
-// start runs the entry actions of the states the run starts in (the
+// begin runs the entry actions of the states the run starts in (the
 // driver's runtime.Starter), anchors their timers and upserts the search
 // attributes.
-func (m *machine) start() error {
+func (m *machine) begin() error {
 	if starter, ok := m.d.(runtime.Starter); ok && len(m.def.StartActions()) > 0 {
 		rt := m.handlerRun()
 		if err := starter.Enter(context.Background(), &rt); err != nil {
@@ -458,8 +485,8 @@ func (m *machine) check(msg EventMessage) error {
 	if m.run.Status.Terminal() {
 		return refuse(refusedFinished, m.run.State, finishedReason(m.snap))
 	}
-	if why := m.def.CallerRefusal(m.run.State, msg.Name); why != "" {
-		return refuse(refusedInternal, m.run.State, runtime.RefuseCaller(m.def.Type, m.def.Version, m.run.State, msg.Name, why).Error())
+	if err := m.callerRefusal(msg.Name); err != nil {
+		return refuse(refusedInternal, m.run.State, err.Error())
 	}
 	if err := m.try(msg); err != nil {
 		switch {
@@ -470,6 +497,20 @@ func (m *machine) check(msg EventMessage) error {
 		default:
 			return refuse(refusedUnknown, m.run.State, err.Error())
 		}
+	}
+	return nil
+}
+
+// callerRefusal returns the error that refuses the event named name from
+// a caller, as the PostgreSQL engine's Signal refuses it: one the machine's
+// definition says callers may not send (runtime.Definition.CallerRefusal),
+// or the event of a child the run waits for; nil when callers may send it.
+func (m *machine) callerRefusal(name string) error {
+	if why := m.def.CallerRefusal(m.run.State, name); why != "" {
+		return runtime.RefuseCaller(m.def.Type, m.def.Version, m.run.State, name, why)
+	}
+	if m.childOf(name) {
+		return runtime.RefuseCaller(m.def.Type, m.def.Version, m.run.State, name, "fired by the engine when a child run finishes")
 	}
 	return nil
 }
@@ -528,9 +569,27 @@ func (m *machine) refused(name string, err error) {
 // timer of its active states, until the run leaves it.
 func (m *machine) wait(state string) {
 	for m.run.State == state && m.ctx.Err() == nil {
+		if len(m.ended) > 0 {
+			// The event of the first child that ended, as the PostgreSQL
+			// engine delivers them, one at a time in a state that waits.
+			c := m.ended[0]
+			m.ended = m.ended[1:]
+			if err := m.fire(m.childEvent(c)); err != nil {
+				m.refused(c.Event, fmt.Errorf("child run %s (%s) ended: %w", c.id, c.Type, err))
+			}
+			continue
+		}
 		var got *EventMessage
 		signalled, timed := false, false
 		sel := workflow.NewSelector(m.ctx)
+		for _, c := range m.children {
+			sel.AddFuture(c.future, func(f workflow.Future) {
+				end := childEnd{child: c}
+				end.err = f.Get(m.ctx, &end.res)
+				m.ended = append(m.ended, end)
+				m.children = slices.DeleteFunc(m.children, func(x *child) bool { return x == c })
+			})
+		}
 		if t := m.armTimer(); t != nil {
 			sel.AddFuture(t.future, func(f workflow.Future) {
 				if f.Get(m.ctx, nil) == nil {
@@ -558,8 +617,8 @@ func (m *machine) wait(state string) {
 		if got == nil {
 			continue
 		}
-		if why := m.def.CallerRefusal(m.run.State, got.Name); why != "" && signalled {
-			m.refused(got.Name, runtime.RefuseCaller(m.def.Type, m.def.Version, m.run.State, got.Name, why))
+		if err := m.callerRefusal(got.Name); err != nil && signalled {
+			m.refused(got.Name, err)
 			continue
 		}
 		if err := m.fire(*got); err != nil {
@@ -615,23 +674,111 @@ func (m *machine) drive(st runtime.StateSpec) error {
 		cancelActivity()
 		return nil
 	}
-	ev := out.Event
+	ev, effs := out.Event, out.Effects
 	if aerr != nil {
 		if st.OnExhausted == "" {
 			return fmt.Errorf("%s: state %s: %w", m.def.Type, st.Name, aerr)
 		}
 		ev = EventMessage{Name: st.OnExhausted, Payload: json.RawMessage(`{}`)}
-		code, msg := "HANDLER_ERROR", aerr.Error()
+		effs = Effects{Result: true, ErrorCode: "HANDLER_ERROR", ErrorDetail: aerr.Error()}
 		var ae *temporal.ApplicationError
 		if errors.As(aerr, &ae) {
-			code, msg = ae.Type(), ae.Message()
+			effs.ErrorCode, effs.ErrorDetail = ae.Type(), ae.Message()
 		}
-		defer func() { m.failCode, m.failMsg = code, msg }()
 	}
 	if err := m.fire(ev); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), refusedIllegal, err)
 	}
+	if effs.Result {
+		m.result = effs
+	}
+	m.startRuns(effs)
 	return nil
+}
+
+// childStart is the input of the workflow of a run started by this one,
+// with id: owned by the same tenant and user, traced by the same
+// correlation id.
+func (m *machine) childStart(e Enqueued, id string) Start {
+	return Start{RunID: id, Type: e.Type, IdempotencyKey: e.IdempotencyKey, Attempt: 1, Input: e.Input,
+		TenantID: m.in.TenantID, UserID: m.in.UserID, CorrelationID: m.in.CorrelationID}
+}
+
+// startRuns starts the children a handler asked for as child workflows,
+// and the runs it enqueued as child workflows the run abandons when it
+// ends, each with the workflow id RunID(type, key), once per id.
+func (m *machine) startRuns(effs Effects) {
+	for _, c := range effs.Children {
+		id := RunID(c.Type, c.IdempotencyKey)
+		if m.started[id] {
+			continue
+		}
+		m.started[id] = true
+		cctx := workflow.WithChildOptions(m.ctx, workflow.ChildWorkflowOptions{WorkflowID: id})
+		m.children = append(m.children, &child{Child: c, id: id, future: workflow.ExecuteChildWorkflow(cctx, c.Type, m.childStart(c.Enqueued, id))})
+	}
+	for _, e := range effs.Enqueued {
+		id := RunID(e.Type, e.IdempotencyKey)
+		if m.started[id] {
+			continue
+		}
+		m.started[id] = true
+		cctx := workflow.WithChildOptions(m.ctx, workflow.ChildWorkflowOptions{WorkflowID: id, ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON})
+		m.abandoned = append(m.abandoned, workflow.ExecuteChildWorkflow(cctx, e.Type, m.childStart(e, id)))
+	}
+}
+
+// awaitStarts waits until the workflows of the runs the run enqueued have
+// started (or were started already, by another run with the same key),
+// so that they outlive it.
+func (m *machine) awaitStarts() {
+	for _, f := range m.abandoned {
+		var exec workflow.Execution
+		if err := f.GetChildWorkflowExecution().Get(m.ctx, &exec); err != nil {
+			m.logger.Warn("an enqueued run did not start", "error", err.Error())
+		}
+	}
+	m.abandoned = nil
+}
+
+// childEvent returns the event fired on the run when c ended: its payload
+// holds the fields of the event named childRunID, childType, state,
+// status, outcome, output, costUSD, errorCode and errorDetail, from the
+// child's result, as on the PostgreSQL engine.
+func (m *machine) childEvent(c childEnd) EventMessage {
+	facts := map[string]any{"childRunID": c.id, "childType": c.Type, "state": c.res.State, "status": string(c.res.Status),
+		"outcome": c.res.Outcome, "costUSD": c.res.CostUSD, "errorCode": c.res.ErrorCode, "errorDetail": c.res.Error}
+	if len(c.res.Output) > 0 {
+		facts["output"] = c.res.Output
+	}
+	if c.err != nil {
+		// The child's workflow failed, or was terminated: a failed run.
+		facts["status"], facts["errorCode"], facts["errorDetail"] = string(runtime.StatusFailed), "CHILD_FAILED", c.err.Error()
+		var ae *temporal.ApplicationError
+		if errors.As(c.err, &ae) {
+			facts["errorCode"], facts["errorDetail"] = ae.Type(), ae.Message()
+		}
+	}
+	payload := map[string]any{}
+	for _, e := range m.def.Events {
+		if e.Name != c.Event {
+			continue
+		}
+		for _, f := range e.Fields {
+			if v, ok := facts[f.Name]; ok {
+				payload[f.Name] = v
+			}
+		}
+	}
+	raw, _ := json.Marshal(payload)
+	return EventMessage{Name: c.Event, Payload: raw}
+}
+
+// childOf reports whether the event named name is that of a child the
+// run waits for: only the workflow fires it.
+func (m *machine) childOf(name string) bool {
+	return slices.ContainsFunc(m.children, func(c *child) bool { return c.Event == name }) ||
+		slices.ContainsFunc(m.ended, func(c childEnd) bool { return c.Event == name })
 }
 
 // drain refuses the signals still buffered when the run finished, so that
