@@ -170,16 +170,8 @@ func printDefinition(c *cli, def runtime.Definition, mermaid string) error {
 	fmt.Fprintln(w)
 	tw = newTable(w)
 	fmt.Fprintln(tw, "EVENT\tFIELDS")
-	for _, e := range def.Events {
-		var fields []string
-		for _, f := range e.Fields {
-			fields = append(fields, f.Name+" "+f.Type)
-		}
-		name := e.Name
-		if e.External {
-			name += " (external)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\n", name, orDash(strings.Join(fields, ", ")))
+	for _, e := range defdiagram.Events(def) {
+		fmt.Fprintf(tw, "%s\t%s\n", e.Name, orDash(e.Fields))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -168,6 +168,20 @@ func TestRunPage(t *testing.T) {
 	if n := len(regexp.MustCompile(`<g class="[^"]*\bcurrent\b`).FindAllString(r.Body, -1)); n != 1 {
 		t.Errorf("%d states highlighted, want 1", n)
 	}
+	// The run's path: the states it was in, the row it took.
+	var visited, taken []string
+	for _, m := range regexp.MustCompile(`<g class="state[^"]*\bvisited\b[^"]*" data-state="([^"]+)"`).FindAllStringSubmatch(r.Body, -1) {
+		visited = append(visited, m[1])
+	}
+	for _, m := range regexp.MustCompile(`<g class="edge taken" data-from="([^"]+)" data-to="([^"]+)">`).FindAllStringSubmatch(r.Body, -1) {
+		taken = append(taken, m[1]+" -> "+m[2])
+	}
+	if diff := cmp.Diff([]string{"PENDING", "PACKED"}, visited); diff != "" {
+		t.Errorf("visited states (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"PENDING -> PACKED"}, taken); diff != "" {
+		t.Errorf("taken rows (-want +got):\n%s", diff)
+	}
 	var rows [][]string
 	for _, m := range historyRowE.FindAllStringSubmatch(r.Body, -1) {
 		rows = append(rows, m[1:])
@@ -206,12 +220,16 @@ func TestRunPageOfAParkedRunShowsItsError(t *testing.T) {
 	r := get(t, client, ts.URL+"/runs/"+p.ID)
 	for _, want := range []string{
 		`<span class="badge parked">parked since`,
-		`<dd class="error" id="last-error">BOOM: `,
+		`<p class="error banner" id="last-error"><strong>Last error</strong> BOOM: `,
 		`the &lt;b&gt;worker&lt;/b&gt; fell over`,
 	} {
 		if !strings.Contains(r.Body, want) {
 			t.Errorf("the page lacks %q:\n%s", want, r.Body)
 		}
+	}
+	// The error is above the fold: before the facts and the diagram.
+	if e, facts := strings.Index(r.Body, `id="last-error"`), strings.Index(r.Body, `<dl class="facts">`); e < 0 || e > facts {
+		t.Errorf("the error is at %d, the facts at %d: want the error first", e, facts)
 	}
 }
 
@@ -445,6 +463,29 @@ func TestMachinePages(t *testing.T) {
 	r = get(t, client, ts.URL+"/machines/parcel/1")
 	if r.Status != http.StatusOK {
 		t.Fatalf("GET /machines/parcel/1: %d\n%s", r.Status, r.Body)
+	}
+	// The events and the transition table, as fsmctl definitions show
+	// prints them.
+	cells := func(table string) [][]string {
+		m := regexp.MustCompile(`(?s)<table id="` + table + `">.*?</table>`).FindString(r.Body)
+		var out [][]string
+		for _, row := range regexp.MustCompile(`(?s)<tr><td>(.*?)</td></tr>`).FindAllStringSubmatch(m, -1) {
+			out = append(out, strings.Split(row[1], "</td><td>"))
+		}
+		return out
+	}
+	if diff := cmp.Diff([][]string{{"Pay", "ref string"}, {"Ship", "carrier string"}, {"Deliver", "–"}, {"Cancel", "userID string"}}, cells("events")); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	wantRows := [][]string{
+		{"PENDING", "Pay", "–", "PACKED", "–"},
+		{"PENDING", "Cancel", "[UserOwnsRun]", "CANCELLED", "–"},
+		{"PACKED", "Ship", "–", "SHIPPED", "–"},
+		{"PACKED", "Cancel", "–", "CANCELLED", "–"},
+		{"SHIPPED", "Deliver", "–", "DELIVERED", "–"},
+	}
+	if diff := cmp.Diff(wantRows, cells("transitions")); diff != "" {
+		t.Errorf("transitions (-want +got):\n%s", diff)
 	}
 	classes := map[string]string{}
 	for _, m := range regexp.MustCompile(`<g class="([^"]*)" data-state="([^"]*)">`).FindAllStringSubmatch(r.Body, -1) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,17 +121,73 @@ func (s *Server) evidenceOf(ctx context.Context, runID string) ([]evidence.Recor
 	return recs, nil, err
 }
 
+// path returns the states a run has been in (each leaf of a
+// configuration) and the changes of state it made, as (from, to) pairs,
+// from its log, each once.
+func (s *Server) path(ctx context.Context, runID string) (visited []string, taken [][2]string, err error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT DISTINCT kind, coalesce(state_before, ''), coalesce(state_after, '')
+  FROM workflow_step_logs WHERE workflow_run_id = $1::uuid AND kind <> 'step'`, runID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("path of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind, from, to string
+		if err := rows.Scan(&kind, &from, &to); err != nil {
+			return nil, nil, fmt.Errorf("path of run %s: %w", runID, err)
+		}
+		for _, st := range []string{from, to} {
+			for _, leaf := range strings.Split(st, runtime.ConfigurationSeparator) {
+				if leaf != "" && !slices.Contains(visited, leaf) {
+					visited = append(visited, leaf)
+				}
+			}
+		}
+		if kind != string(store.KindTransition) || from == to {
+			continue
+		}
+		// A step between configurations takes the arrow of each region
+		// that changed leaf.
+		froms, tos := strings.Split(from, runtime.ConfigurationSeparator), strings.Split(to, runtime.ConfigurationSeparator)
+		for i, f := range froms {
+			for j, t := range tos {
+				if len(froms) == len(tos) && i != j || f == t {
+					continue
+				}
+				if !slices.Contains(taken, [2]string{f, t}) {
+					taken = append(taken, [2]string{f, t})
+				}
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("path of run %s: %w", runID, err)
+	}
+	slices.Sort(visited)
+	return visited, taken, nil
+}
+
 // history returns at most limit rows of a run's log, from the row after
-// the one with id after (0: from the first), in order.
-func (s *Server) history(ctx context.Context, runID string, after int64, limit int) ([]store.Step, error) {
+// the one with id after (0: from the first), in order, and the number of
+// rows before them: the first row's number is that plus one, as fsmctl
+// runs show numbers them.
+func (s *Server) history(ctx context.Context, runID string, after int64, limit int) ([]store.Step, int64, error) {
+	var before int64
+	if after > 0 {
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM workflow_step_logs WHERE workflow_run_id = $1::uuid AND id <= $2`,
+			runID, after).Scan(&before); err != nil {
+			return nil, 0, fmt.Errorf("history of run %s: %w", runID, err)
+		}
+	}
 	rows, err := s.pool.Query(ctx, `
 SELECT id, workflow_type, definition_version, attempt_no, kind, step_name, coalesce(event, ''),
        coalesce(state_before, ''), coalesce(state_after, ''), payload, row_version, occurred_at
   FROM workflow_step_logs WHERE workflow_run_id = $1::uuid AND id > $2 ORDER BY id LIMIT $3`, runID, after, limit)
 	if err != nil {
-		return nil, fmt.Errorf("history of run %s: %w", runID, err)
+		return nil, 0, fmt.Errorf("history of run %s: %w", runID, err)
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Step, error) {
+	steps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Step, error) {
 		st := store.Step{RunID: runID}
 		var payload []byte
 		err := row.Scan(&st.ID, &st.Type, &st.Version, &st.Attempt, &st.Kind, &st.Name, &st.Event, &st.From, &st.To, &payload, &st.RowVersion, &st.At)
@@ -138,6 +196,7 @@ SELECT id, workflow_type, definition_version, attempt_no, kind, step_name, coale
 		}
 		return st, err
 	})
+	return steps, before, err
 }
 
 // heat is what a machine's heatmap shows of one state.

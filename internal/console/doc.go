@@ -13,10 +13,13 @@
 //	                             the last id shown, for older runs; before:
 //	                             the first, for newer), read from an index
 //	                             range, never by skipping rows
-//	/runs/{id}                   a run: its facts, result, last error and
-//	                             lease; its machine's diagram with the
-//	                             current state highlighted; its history with
-//	                             payloads and attempts; input and policy; its
+//	/runs/{id}                   a run: its last error first, its facts,
+//	                             result and lease; its machine's diagram
+//	                             with the run's path drawn on it (the states
+//	                             it has been in, the rows it took, its
+//	                             current state filled); its history,
+//	                             numbered 1…n as fsmctl runs show numbers
+//	                             it, with payloads and attempts; input and policy; its
 //	                             activities' executions (attempts, errors);
 //	                             its children; its outbox; its evidence
 //	                             records and whether their chain verifies
@@ -28,7 +31,9 @@
 //	                             are stuck (lease expired, or due for longer
 //	                             than Config.StuckAfter with no worker) or
 //	                             parked; it refreshes itself from
-//	                             /machines/{type}/{version}/heat.json
+//	                             /machines/{type}/{version}/heat.json; and
+//	                             the machine's events and transition table
+//	                             as fsmctl definitions show prints them
 //
 // Diagrams are drawn on the server from the registered runtime.Definition
 // by package statesvg: no JavaScript draws anything.

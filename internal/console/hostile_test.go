@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -143,15 +142,13 @@ func TestRunHistoryIsPaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []string
-	for _, st := range steps {
-		want = append(want, strconv.FormatInt(st.RowVersion, 10))
+	if len(steps) != 5 {
+		t.Fatalf("the run has %d log rows, want 5", len(steps))
 	}
-	if len(want) != 5 {
-		t.Fatalf("the run has %d log rows, want 5", len(want))
-	}
-	if diff := cmp.Diff(want, versions); diff != "" {
-		t.Errorf("row versions over the pages (-want +got):\n%s", diff)
+	// The rows are numbered 1 to 5 over the pages, as fsmctl runs show
+	// numbers them, not by row version (a step row shares its state's).
+	if diff := cmp.Diff([]string{"1", "2", "3", "4", "5"}, versions); diff != "" {
+		t.Errorf("row numbers over the pages (-want +got):\n%s", diff)
 	}
 	if evidenceSeqs != 2 {
 		t.Errorf("the first page shows %d evidence records, want 2", evidenceSeqs)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsmgen/fsmgen/internal/defdiagram"
 	"github.com/fsmgen/fsmgen/internal/statesvg"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/admin"
@@ -311,6 +312,8 @@ func listURL(q url.Values, name, id string) string {
 // historyRow is a log row as the run page shows it.
 type historyRow struct {
 	store.Step
+	// Seq numbers the run's rows from 1, as fsmctl runs show does.
+	Seq     int64
 	Payload string
 }
 
@@ -384,10 +387,15 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 		d.DefError = err.Error()
 	} else {
 		d.Def = &def
-		d.Diagram = template.HTML(statesvg.Render(def, statesvg.Marks{Current: run.State}))
+		visited, taken, err := s.path(ctx, id)
+		if err != nil {
+			s.storeError(w, r, "run "+id, err)
+			return
+		}
+		d.Diagram = template.HTML(statesvg.Render(def, statesvg.Marks{Current: run.State, Visited: visited, Taken: taken}))
 	}
 	d.Regions = regionLeaves(d.Def, run.State)
-	steps, err := s.history(ctx, id, after, s.cfg.HistoryPageSize+1)
+	steps, before, err := s.history(ctx, id, after, s.cfg.HistoryPageSize+1)
 	if err != nil {
 		s.storeError(w, r, "run "+id, err)
 		return
@@ -399,8 +407,8 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 	if after > 0 {
 		d.FirstHistory = pageURL(id, q, "after", 0)
 	}
-	for _, st := range steps {
-		d.History = append(d.History, historyRow{Step: st, Payload: pretty(st.Payload)})
+	for i, st := range steps {
+		d.History = append(d.History, historyRow{Step: st, Seq: before + int64(i) + 1, Payload: pretty(st.Payload)})
 	}
 	if d.Outbox, err = s.st.Outbox(ctx, id); err != nil {
 		s.storeError(w, r, "run "+id, err)
@@ -667,7 +675,11 @@ func (s *Server) listMachines(w http.ResponseWriter, r *http.Request) {
 }
 
 type machineData struct {
-	Def        runtime.Definition
+	Def runtime.Definition
+	// Events and Rows are the machine's events and transition table as
+	// fsmctl definitions show prints them.
+	Events     []defdiagram.Event
+	Rows       []defdiagram.Row
 	Diagram    template.HTML
 	Heat       []heat
 	Stuck      []stuckRun
@@ -745,7 +757,7 @@ func (s *Server) showMachine(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	base := "/machines/" + url.PathEscape(def.Type) + "/" + strconv.Itoa(def.Version)
-	d := machineData{Def: def, Stuck: stuck, StuckAfter: s.cfg.StuckAfter, HeatURL: base + "/heat.json", RefreshMS: s.cfg.Refresh.Milliseconds()}
+	d := machineData{Def: def, Events: defdiagram.Events(def), Rows: defdiagram.Rows(def), Stuck: stuck, StuckAfter: s.cfg.StuckAfter, HeatURL: base + "/heat.json", RefreshMS: s.cfg.Refresh.Milliseconds()}
 	d.Diagram = template.HTML(statesvg.Render(def, statesvg.Marks{Heat: marksOf(def, h), Link: func(state string) string {
 		return "/runs?" + url.Values{"type": {def.Type}, "state": {state}}.Encode()
 	}}))

@@ -213,14 +213,55 @@ var mermaidText = strings.NewReplacer(
 func Table(w io.Writer, def runtime.Definition) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "FROM\tEVENT\tGUARD\tTO\tOUTCOME")
-	for _, t := range def.Transitions {
+	for _, r := range Rows(def) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.From, r.Event, dash(r.Guard), r.To, dash(r.Outcome))
+	}
+	return tw.Flush()
+}
+
+// Row is a row of a definition's transition table as fsmctl definitions
+// show and the console's machine page show it: Event says the timer that
+// fires it ("Expire (after 30m)"), Guard is GuardText's, empty for none.
+type Row struct {
+	From, Event, Guard, To, Outcome string
+}
+
+// Rows returns def's transition table, in the order the machine tries
+// the rows.
+func Rows(def runtime.Definition) []Row {
+	out := make([]Row, len(def.Transitions))
+	for i, t := range def.Transitions {
 		ev := t.Event
 		if tm, ok := timerOf(&def, t.From, t.Event); ok {
 			ev += " (after " + Duration(tm.After) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.From, ev, dash(GuardText(t)), t.To, dash(t.Outcome))
+		out[i] = Row{From: t.From, Event: ev, Guard: GuardText(t), To: t.To, Outcome: t.Outcome}
 	}
-	return tw.Flush()
+	return out
+}
+
+// Event is an event of a definition as fsmctl definitions show and the
+// console's machine page show it: its name, marked "(external)" when
+// callers may send it, and its payload's fields ("ref string, amount
+// int"), empty for none.
+type Event struct {
+	Name, Fields string
+}
+
+// Events returns def's events in declaration order.
+func Events(def runtime.Definition) []Event {
+	out := make([]Event, len(def.Events))
+	for i, e := range def.Events {
+		var fields []string
+		for _, f := range e.Fields {
+			fields = append(fields, f.Name+" "+f.Type)
+		}
+		out[i] = Event{Name: e.Name, Fields: strings.Join(fields, ", ")}
+		if e.External {
+			out[i].Name += " (external)"
+		}
+	}
+	return out
 }
 
 func dash(s string) string {

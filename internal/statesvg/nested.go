@@ -186,7 +186,7 @@ func renderNested(def runtime.Definition, marks Marks, prefix string) []byte {
 	}
 	b.WriteString(`<g class="edges">` + "\n")
 	for _, e := range edges {
-		drawNestedEdge(&b, e, prefix)
+		drawNestedEdge(&b, e, prefix, marks.took(e.from.holds, e.to.holds))
 	}
 	b.WriteString("</g>\n<g class=\"states\">\n")
 	// The start point of each composite (and of the machine) above its
@@ -364,7 +364,7 @@ func (b *nbox) inside(o *nbox) bool {
 	return b.x >= o.x && b.y >= o.y && b.x+b.w <= o.x+o.w && b.y+b.h <= o.y+o.h
 }
 
-func drawNestedEdge(b *strings.Builder, e *nestedEdge, prefix string) {
+func drawNestedEdge(b *strings.Builder, e *nestedEdge, prefix string, taken bool) {
 	f, t := e.from, e.to
 	var path string
 	var lx, ly int
@@ -404,8 +404,9 @@ func drawNestedEdge(b *strings.Builder, e *nestedEdge, prefix string) {
 		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y, x1+12, y+dip, x2-12, y+dip, x2, t.y+t.h/2)
 		lx, ly = (x1+x2)/2, y+dip+6
 	}
-	fmt.Fprintf(b, `<g class="edge" data-from="%s" data-to="%s"><path d="%s" fill="none" stroke="#555" stroke-width="1.3" marker-end="url(#%s-arrow)"/>`,
-		esc(f.name), esc(t.name), path, esc(prefix))
+	class, stroke, width := edgeStyle(taken)
+	fmt.Fprintf(b, `<g class="%s" data-from="%s" data-to="%s"><path d="%s" fill="none" stroke="%s" stroke-width="%s" marker-end="url(#%s-arrow)"/>`,
+		class, esc(f.name), esc(t.name), path, stroke, width, esc(prefix))
 	fmt.Fprintf(b, `<text class="edge-label" x="%d" y="%d" text-anchor="%s" font-size="11" font-family="sans-serif" fill="#333" stroke="#fff" stroke-width="3" paint-order="stroke">%s</text></g>`+"\n",
 		lx, ly, anchor, esc(strings.Join(e.labels, ", ")))
 }

@@ -157,3 +157,24 @@ func TestRenderParallel(t *testing.T) {
 		t.Errorf("regions %d below the top of Bound, want at most 60", gap)
 	}
 }
+
+// TestPathNested marks a row written on a composite as taken when the run
+// left one of the composite's leaves on it.
+func TestPathNested(t *testing.T) {
+	t.Parallel()
+	def := player(t)
+	edge := regexp.MustCompile(`<g class="edge" data-from="ACTIVE" data-to="([^"]+)">`).FindStringSubmatch(string(statesvg.Render(def, statesvg.Marks{})))
+	if edge == nil {
+		t.Fatal("the player has no row drawn from ACTIVE")
+	}
+	to := edge[1]
+	svg := string(statesvg.Render(def, statesvg.Marks{Current: to, Visited: []string{"PLAYING", to}, Taken: [][2]string{{"PLAYING", to}}}))
+	wellFormed(t, []byte(svg))
+	var got []string
+	for _, m := range regexp.MustCompile(`<g class="edge taken" data-from="([^"]+)" data-to="([^"]+)">`).FindAllStringSubmatch(svg, -1) {
+		got = append(got, m[1]+" -> "+m[2])
+	}
+	if diff := cmp.Diff([]string{"ACTIVE -> " + to}, got); diff != "" {
+		t.Errorf("taken arrows (-want +got):\n%s", diff)
+	}
+}

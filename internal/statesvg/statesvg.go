@@ -23,6 +23,13 @@ type Marks struct {
 	// Link, when not nil, returns the address a state's box links to
 	// (empty for none).
 	Link func(state string) string
+	// Visited names the states a run has been in, and Taken the changes
+	// of state it made, as the (from, to) pairs of its log: the diagram
+	// draws them as the run's path, a visited state's box (class
+	// "visited") and a taken row's arrow (class "taken") in the path's
+	// colour. A configuration of a parallel state is named by its leaves.
+	Visited []string
+	Taken   [][2]string
 	// ID prefixes the ids of the drawing's definitions (its arrow head), for
 	// a page with several diagrams. Default "fsm".
 	ID string
@@ -32,6 +39,26 @@ type Marks struct {
 // names it, or a configuration that holds it.
 func (m Marks) current(name string) bool {
 	return m.Current != "" && slices.Contains(strings.Split(m.Current, runtime.ConfigurationSeparator), name)
+}
+
+// took reports whether the run took an arrow from the state of which
+// from reports the leaves to the one of which to does: a row written on a
+// composite is taken when the run left one of its leaves on it.
+func (m Marks) took(from, to func(leaf string) bool) bool {
+	for _, t := range m.Taken {
+		if from(t[0]) && to(t[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// edgeStyle is the class and stroke of an arrow, taken or not.
+func edgeStyle(taken bool) (class, stroke, width string) {
+	if taken {
+		return "edge taken", "#d35400", "2.6"
+	}
+	return "edge", "#555", "1.3"
 }
 
 // Heat is what a heatmap says of one state.
@@ -109,7 +136,7 @@ func Render(def runtime.Definition, marks Marks) []byte {
 	}
 	b.WriteString(`<g class="edges">` + "\n")
 	for _, e := range edges {
-		drawEdge(&b, e, nodes, prefix)
+		drawEdge(&b, e, nodes, prefix, marks.took(is(e.from.spec.Name), is(e.to.spec.Name)))
 	}
 	b.WriteString("</g>\n<g class=\"states\">\n")
 	for _, n := range nodes {
@@ -277,7 +304,7 @@ func edgesOf(def runtime.Definition, nodes []*node) []*edge {
 	return edges
 }
 
-func drawEdge(b *strings.Builder, e *edge, nodes []*node, prefix string) {
+func drawEdge(b *strings.Builder, e *edge, nodes []*node, prefix string, taken bool) {
 	label := strings.Join(e.labels, ", ")
 	var path string
 	var lx, ly int
@@ -326,8 +353,9 @@ func drawEdge(b *strings.Builder, e *edge, nodes []*node, prefix string) {
 		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d S%d,%d %d,%d", x1, y1, x1, turn, bend, turn, bend, y1-16, bend, y2, x2, y2)
 		lx, ly, anchor = bend+4, (y1+y2)/2, "start"
 	}
-	fmt.Fprintf(b, `<g class="edge" data-from="%s" data-to="%s"><path d="%s" fill="none" stroke="#555" stroke-width="1.3" marker-end="url(#%s-arrow)"/>`,
-		esc(f.spec.Name), esc(t.spec.Name), path, esc(prefix))
+	class, stroke, width := edgeStyle(taken)
+	fmt.Fprintf(b, `<g class="%s" data-from="%s" data-to="%s"><path d="%s" fill="none" stroke="%s" stroke-width="%s" marker-end="url(#%s-arrow)"/>`,
+		class, esc(f.spec.Name), esc(t.spec.Name), path, stroke, width, esc(prefix))
 	fmt.Fprintf(b, `<text class="edge-label" x="%d" y="%d" text-anchor="%s" font-size="11" font-family="sans-serif" fill="#333" stroke="#fff" stroke-width="3" paint-order="stroke">%s</text></g>`+"\n",
 		lx, ly, anchor, esc(label))
 }
@@ -348,6 +376,10 @@ func drawNode(b *strings.Builder, n *node, marks Marks, maxRuns int, prefix stri
 	if current {
 		classes = append(classes, "current")
 	}
+	visited := slices.Contains(marks.Visited, s.Name)
+	if visited {
+		classes = append(classes, "visited")
+	}
 	fill, stroke, strokeW := "#ffffff", "#444", "1.2"
 	var heat Heat
 	if marks.Heat != nil {
@@ -359,6 +391,9 @@ func drawNode(b *strings.Builder, n *node, marks Marks, maxRuns int, prefix stri
 			classes = append(classes, "stuck")
 			stroke, strokeW = "#c0392b", "2.5"
 		}
+	}
+	if visited && !current {
+		stroke, strokeW = "#d35400", "2"
 	}
 	if current {
 		fill, stroke, strokeW = "#fff3b0", "#d35400", "3"
@@ -398,6 +433,11 @@ func drawNode(b *strings.Builder, n *node, marks Marks, maxRuns int, prefix stri
 		b.WriteString(`</a>`)
 	}
 	b.WriteString("</g>\n")
+}
+
+// is returns a test for one name.
+func is(name string) func(string) bool {
+	return func(s string) bool { return s == name }
 }
 
 // Level returns the heat level of a state with runs runs when the fullest

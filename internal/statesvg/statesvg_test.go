@@ -252,3 +252,28 @@ func TestEmptyDefinitionDrawsNothingBroken(t *testing.T) {
 		t.Errorf("no states group:\n%s", svg)
 	}
 }
+
+// TestPath draws a run's path: the states it visited and the arrows of the
+// changes it made, and nothing else.
+func TestPath(t *testing.T) {
+	t.Parallel()
+	svg := string(statesvg.Render(order(), statesvg.Marks{
+		Current: "REFUNDING",
+		Visited: []string{"PENDING_PAYMENT", "PACKING", "IN_TRANSIT", "REFUNDING"},
+		Taken:   [][2]string{{"PENDING_PAYMENT", "PACKING"}, {"PACKING", "IN_TRANSIT"}, {"IN_TRANSIT", "REFUNDING"}},
+	}))
+	wellFormed(t, []byte(svg))
+	var visited, taken []string
+	for _, m := range regexp.MustCompile(`<g class="state[^"]*\bvisited\b[^"]*" data-state="([^"]+)"`).FindAllStringSubmatch(svg, -1) {
+		visited = append(visited, m[1])
+	}
+	for _, m := range regexp.MustCompile(`<g class="edge taken" data-from="([^"]+)" data-to="([^"]+)">`).FindAllStringSubmatch(svg, -1) {
+		taken = append(taken, m[1]+" -> "+m[2])
+	}
+	if diff := cmp.Diff([]string{"PENDING_PAYMENT", "PACKING", "IN_TRANSIT", "REFUNDING"}, visited); diff != "" {
+		t.Errorf("visited states (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"PENDING_PAYMENT -> PACKING", "PACKING -> IN_TRANSIT", "IN_TRANSIT -> REFUNDING"}, taken); diff != "" {
+		t.Errorf("taken arrows (-want +got):\n%s", diff)
+	}
+}
