@@ -469,13 +469,16 @@ func (m *machine) try(msg EventMessage) error {
 	}
 	rt := m.handlerRun()
 	var rec dry
-	if err := m.d.Fire(context.Background(), &rt, m.run.State, ev, &rec); err != nil {
+	err = m.d.Fire(context.Background(), &rt, m.run.State, ev, &rec)
+	switch {
+	case rec.moved:
+		// The event's transition is taken, even when a later eventless
+		// move fails (see fire).
+		return nil
+	case err != nil:
 		return err
 	}
-	if !rec.moved {
-		return fmt.Errorf("%s: event %s in %s recorded no transition", m.def.Type, msg.Name, m.run.State)
-	}
-	return nil
+	return fmt.Errorf("%s: event %s in %s recorded no transition", m.def.Type, msg.Name, m.run.State)
 }
 
 // check says whether an event sent from outside would be taken now, as
@@ -782,15 +785,20 @@ func (m *machine) childOf(name string) bool {
 }
 
 // drain refuses the signals still buffered when the run finished, so that
-// none is left unhandled.
+// none is left unhandled: the events' as sent to a finished run, then
+// those of names the machine has no event of, as unknown events.
 func (m *machine) drain() {
 	for _, s := range m.signals {
-		for {
-			var msg EventMessage
-			if !s.ch.ReceiveAsync(&msg) {
-				break
-			}
+		for s.ch.ReceiveAsync(nil) {
 			m.refused(s.name, fmt.Errorf("%w: %s", runtime.ErrRunFinished, finishedReason(m.snap)))
+		}
+	}
+	unknown := workflow.GetUnhandledSignalNames(m.ctx)
+	slices.Sort(unknown)
+	for _, name := range unknown {
+		ch := workflow.GetSignalChannel(m.ctx, name)
+		for ch.ReceiveAsync(nil) {
+			m.refused(name, fmt.Errorf("%s: %w %q", m.def.Type, runtime.ErrUnknownEvent, name))
 		}
 	}
 }
