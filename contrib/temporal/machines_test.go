@@ -14,6 +14,7 @@ import (
 	"github.com/fsmgen/fsmgen/contrib/temporal"
 	"github.com/fsmgen/fsmgen/machines/specs/dhcpclient/dhcpclient"
 	"github.com/fsmgen/fsmgen/machines/specs/podlifecycle/podlifecycle"
+	"github.com/fsmgen/fsmgen/machines/specs/sipinvite/inviteclient"
 	"github.com/fsmgen/fsmgen/runtime"
 )
 
@@ -251,6 +252,72 @@ func TestParallelPod(t *testing.T) {
 			}
 			if diff := cmp.Diff(wantCalls, calls.all()); diff != "" {
 				t.Errorf("handlers called (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+type sipActions struct{ log *actionLog }
+
+func (a sipActions) SendInvite(context.Context) error { a.log.add("SendInvite"); return nil }
+func (a sipActions) SendAck(context.Context) error    { a.log.add("SendAck"); return nil }
+
+// TestNestedSIPInvite runs RFC 3261's INVITE client transaction, a nested
+// machine that starts in a state with an entry action (the driver's
+// runtime.Starter sends the first INVITE): timer A doubles from state to
+// state below CALLING while CALLING's timer B, counted from the start,
+// ends the transaction at 32s; a provisional response leaves CALLING, and
+// its timers with it.
+func TestNestedSIPInvite(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		events  []runtime.Event
+		want    []timedMove
+		invites int
+		outcome string
+	}{
+		{name: "timer B", want: []timedMove{
+			{"SENT_1", "SENT_2", "TimerA", 500 * time.Millisecond},
+			{"SENT_2", "SENT_3", "TimerA", 1500 * time.Millisecond},
+			{"SENT_3", "SENT_4", "TimerA", 3500 * time.Millisecond},
+			{"SENT_4", "SENT_5", "TimerA", 7500 * time.Millisecond},
+			{"SENT_5", "SENT_6", "TimerA", 15500 * time.Millisecond},
+			{"SENT_6", "SENT_7", "TimerA", 31500 * time.Millisecond},
+			{"SENT_7", "TERMINATED", "TimerB", 32 * time.Second},
+		}, invites: 7, outcome: "timeout"},
+		{name: "provisional, then success", events: []runtime.Event{inviteclient.Provisional{}, inviteclient.Success{}}, want: []timedMove{
+			{"SENT_1", "SENT_2", "TimerA", 500 * time.Millisecond},
+			{"SENT_2", "SENT_3", "TimerA", 1500 * time.Millisecond},
+			{"SENT_3", "PROCEEDING", "Provisional", 2 * time.Second},
+			{"PROCEEDING", "TERMINATED", "Success", 2 * time.Second},
+		}, invites: 3, outcome: "2xx"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			log := &actionLog{}
+			temporal.Register(env, inviteclient.NewDriver(func(*runtime.Run) inviteclient.Actions { return sipActions{log} }))
+			begin := env.Now()
+			env.RegisterDelayedCallback(func() {
+				for _, ev := range tc.events {
+					signal(t, env, ev)
+				}
+			}, 2*time.Second)
+			env.ExecuteWorkflow(inviteclient.Type, temporal.Start{RunID: "invite-1", TenantID: "t"})
+			var res temporal.Result
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, timedMoves(res.History, begin)); diff != "" {
+				t.Errorf("transitions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(slices.Repeat([]string{"SendInvite"}, tc.invites), log.all()); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if res.Outcome != tc.outcome || res.Status != runtime.StatusSucceeded {
+				t.Errorf("result %s/%s, want succeeded/%s", res.Status, res.Outcome, tc.outcome)
 			}
 		})
 	}
