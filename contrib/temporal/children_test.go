@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fsmgen/fsmgen/contrib/temporal"
@@ -81,10 +84,11 @@ func (d flatDriver) Fire(ctx context.Context, _ *runtime.Run, state string, e ru
 
 // parentAndKid are the machines of the PostgreSQL engine's TestChildRun:
 // the parent starts a kid and waits for it in P_WAIT, and ends P_DONE when
-// the kid succeeded; its handler also enqueues a kid it does not wait for.
-// The kid waits an hour, then its handler solves it with a result. kidDone
-// receives the payload of the parent's KidDone.
-func parentAndKid(kidDone func(map[string]any)) (parent, kid flatDriver) {
+// the kid succeeded; its handler also enqueues a run of type enqueue, with
+// the key "background", that it does not wait for. The kid waits an hour,
+// then its handler solves it with a result. kidDone receives the payload
+// of the parent's KidDone.
+func parentAndKid(enqueue string, kidDone func(map[string]any)) (parent, kid flatDriver) {
 	running := func(name string) runtime.StateSpec {
 		return runtime.StateSpec{Name: name, Status: runtime.StatusRunning}
 	}
@@ -104,7 +108,7 @@ func parentAndKid(kidDone func(map[string]any)) (parent, kid flatDriver) {
 				if err := runtime.StartChild(run, runtime.Child{Type: "kid", Input: map[string]int{"n": 7}, Event: "KidDone"}); err != nil {
 					return nil, err
 				}
-				run.Effects.Enqueue("kid", "background", map[string]int{"n": 8})
+				run.Effects.Enqueue(enqueue, "background", map[string]int{"n": 8})
 				return ev{name: "Spawned"}, nil
 			}},
 		guards: map[string]func(ev) bool{"KidSucceeded": func(e ev) bool {
@@ -138,7 +142,7 @@ func TestChildRun(t *testing.T) {
 	env := suite.NewTestWorkflowEnvironment()
 	var mu sync.Mutex
 	var payload map[string]any
-	parent, kid := parentAndKid(func(p map[string]any) {
+	parent, kid := parentAndKid("kid", func(p map[string]any) {
 		mu.Lock()
 		defer mu.Unlock()
 		payload = p
@@ -187,5 +191,63 @@ func TestChildRun(t *testing.T) {
 	}
 	if want := "INTERNAL_EVENT: callers may not send the event: parent v1 in state P_WAIT: KidDone is fired by the engine when a child run finishes"; refusal != want {
 		t.Errorf("a caller's KidDone: %q, want %q", refusal, want)
+	}
+}
+
+// withTimer returns d as the machine of type typ whose first state's
+// timer runs for after.
+func withTimer(d flatDriver, typ string, after time.Duration) flatDriver {
+	d.def.Type = typ
+	d.def.States = slices.Clone(d.def.States)
+	d.def.States[0].Timers = []runtime.Timer{{After: after, Event: d.def.States[0].Timers[0].Event}}
+	return d
+}
+
+// TestDevServerChildRun: on a dev server, the parent waits for its child
+// workflow and takes its outcome, and the run it enqueued, a child
+// workflow it abandons, goes on after the parent ended and completes.
+func TestDevServerChildRun(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := devServer(t)
+	var mu sync.Mutex
+	var payload map[string]any
+	parent, kid := parentAndKid("slowkid", func(p map[string]any) {
+		mu.Lock()
+		defer mu.Unlock()
+		payload = p
+	})
+	w := worker.New(c, "children", worker.Options{})
+	temporal.Register(w, parent)
+	temporal.Register(w, withTimer(kid, "kid", time.Second))
+	temporal.Register(w, withTimer(kid, "slowkid", 3*time.Second))
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	id := temporal.RunID("parent", "p")
+	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "children"}, "parent",
+		temporal.Start{RunID: id, Type: "parent", IdempotencyKey: "p", TenantID: "t", UserID: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res temporal.Result
+	if err := wr.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]move{{"P_START", "P_WAIT", "Spawned"}, {"P_WAIT", "P_DONE", "KidDone"}}, moves(res.History)); diff != "" {
+		t.Errorf("parent's transitions (-want +got):\n%s", diff)
+	}
+	mu.Lock()
+	got := payload
+	mu.Unlock()
+	want := map[string]any{"childRunID": temporal.RunID("kid", id+"/kid/1"), "status": "succeeded", "outcome": "solved", "output": map[string]any{"answer": float64(42)}, "costUSD": 0.25}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("KidDone payload (-want +got):\n%s", diff)
+	}
+	var slow temporal.Result
+	if err := c.GetWorkflow(ctx, temporal.RunID("slowkid", "background"), "").Get(ctx, &slow); err != nil || slow.State != "KEND" {
+		t.Errorf("the enqueued run: %+v, %v; want it to end KEND after its parent", slow, err)
 	}
 }
