@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -203,6 +204,36 @@ type Timer struct {
 	Field string        `json:",omitempty"`
 	Min   time.Duration `json:",omitempty"`
 	Max   time.Duration `json:",omitempty"`
+}
+
+// TimerDurations returns how long each of timers runs once its state is
+// entered by an event named event with the JSON payload payload: its
+// After, or for a timer that takes its duration from a field of that
+// event, the field's value clamped to [Min, Max] (Min when the state was
+// entered otherwise, or the field is absent).
+func TimerDurations(timers []Timer, event string, payload []byte) []time.Duration {
+	out := make([]time.Duration, len(timers))
+	var fields map[string]json.RawMessage
+	for i, t := range timers {
+		out[i] = t.After
+		if t.Field == "" {
+			continue
+		}
+		out[i] = t.Min
+		ev, field, _ := strings.Cut(t.Field, ".")
+		if ev != event {
+			continue
+		}
+		if fields == nil {
+			fields = map[string]json.RawMessage{}
+			_ = json.Unmarshal(payload, &fields) // an event without the field: Min
+		}
+		var d int64
+		if raw, ok := fields[field]; ok && json.Unmarshal(raw, &d) == nil {
+			out[i] = min(max(time.Duration(d), t.Min), t.Max)
+		}
+	}
+	return out
 }
 
 // State returns the state named name.

@@ -188,3 +188,30 @@ func TestCallerRefusalCompositeTimer(t *testing.T) {
 		t.Error("a flat definition is nested")
 	}
 }
+
+// TestTimerDurations: a timer runs for its After, or for the field of the
+// event that entered its state, clamped to its bounds; for Min when
+// another event entered it, the field is absent or not a duration.
+func TestTimerDurations(t *testing.T) {
+	t.Parallel()
+	timers := []runtime.Timer{
+		{After: time.Minute, Event: "Tick"},
+		{After: time.Second, Event: "Expire", Field: "Ack.lease", Min: time.Second, Max: time.Hour},
+	}
+	for _, tc := range []struct {
+		name, event, payload string
+		want                 []time.Duration
+	}{
+		{"the field", "Ack", `{"lease": 600000000000}`, []time.Duration{time.Minute, 10 * time.Minute}},
+		{"clamped to max", "Ack", `{"lease": 36000000000000}`, []time.Duration{time.Minute, time.Hour}},
+		{"clamped to min", "Ack", `{"lease": 5}`, []time.Duration{time.Minute, time.Second}},
+		{"no field", "Ack", `{}`, []time.Duration{time.Minute, time.Second}},
+		{"not a duration", "Ack", `{"lease": "10m"}`, []time.Duration{time.Minute, time.Second}},
+		{"another event", "Nak", `{"lease": 600000000000}`, []time.Duration{time.Minute, time.Second}},
+		{"the start", "", "", []time.Duration{time.Minute, time.Second}},
+	} {
+		if diff := cmp.Diff(tc.want, runtime.TimerDurations(timers, tc.event, []byte(tc.payload))); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}

@@ -335,29 +335,13 @@ func (m *machine) timersOf(name string) []runtime.Timer {
 
 // anchor starts the timers of the state named name, entered at now by the
 // event named event with the JSON payload payload ("" and nil when the run
-// started there): a timer that takes its duration from a field of that
-// event runs for the field's value clamped to its bounds, else for its
-// Min; others for their After.
+// started there), for the durations runtime.TimerDurations gives.
 func (m *machine) anchor(name string, now time.Time, event string, payload []byte) {
 	timers := m.timersOf(name)
 	if len(timers) == 0 {
 		return
 	}
-	a := &anchor{at: now, after: make([]time.Duration, len(timers)), fired: make([]bool, len(timers))}
-	for i, t := range timers {
-		a.after[i] = t.After
-		if t.Field == "" {
-			continue
-		}
-		a.after[i] = t.Min
-		ev, field, _ := strings.Cut(t.Field, ".")
-		var fields map[string]json.RawMessage
-		var d int64
-		if ev == event && json.Unmarshal(payload, &fields) == nil && json.Unmarshal(fields[field], &d) == nil {
-			a.after[i] = min(max(time.Duration(d), t.Min), t.Max)
-		}
-	}
-	m.anchors[name] = a
+	m.anchors[name] = &anchor{at: now, after: runtime.TimerDurations(timers, event, payload), fired: make([]bool, len(timers))}
 }
 
 // active returns the active states of a run in state, outermost first:

@@ -15,7 +15,6 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/internal/diag"
 	"github.com/fsmgen/fsmgen/runtime/internal/enginestore"
 	"github.com/fsmgen/fsmgen/runtime/internal/pgerr"
-	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 	"github.com/fsmgen/fsmgen/runtime/internal/worker"
 )
 
@@ -980,7 +979,7 @@ func nextTimer(reg *registered, run runtime.Run) (activeTimer, bool) {
 		}
 		a, ok := run.TimerAnchors[name]
 		if !ok {
-			a = runtime.TimerAnchor{At: run.UpdatedAt, After: pgstore.Durations(timers, "", nil)}
+			a = runtime.TimerAnchor{At: run.UpdatedAt, After: runtime.TimerDurations(timers, "", nil)}
 		}
 		for i, t := range timers {
 			if i >= len(a.After) || a.After[i] < 0 {

@@ -475,7 +475,7 @@ func schedule(fromDef, toDef *pgstore.Definition, src, dst string) (string, int6
 		if toDef.Nest != nil {
 			timers = toDef.Nest.Timers(st)
 		}
-		for _, d := range pgstore.Durations(timers, "", nil) {
+		for _, d := range runtime.TimerDurations(timers, "", nil) {
 			if first < 0 || d < first {
 				first = d
 			}

@@ -119,36 +119,6 @@ func Moves(def runtime.Definition, t runtime.Transition) (exited, entered []stri
 	return []string{t.From}, []string{t.To}
 }
 
-// Durations returns how long each of timers runs once its state is
-// entered by an event named event with the JSON payload payload: its
-// After, or for a timer that takes its duration from a field of that event,
-// the field's value clamped to [Min, Max] (Min when the state was entered
-// otherwise, or the field is absent).
-func Durations(timers []runtime.Timer, event string, payload []byte) []time.Duration {
-	out := make([]time.Duration, len(timers))
-	var fields map[string]json.RawMessage
-	for i, t := range timers {
-		out[i] = t.After
-		if t.Field == "" {
-			continue
-		}
-		out[i] = t.Min
-		ev, field, _ := strings.Cut(t.Field, ".")
-		if ev != event {
-			continue
-		}
-		if fields == nil {
-			fields = map[string]json.RawMessage{}
-			_ = json.Unmarshal(payload, &fields) // an event without the field: Min
-		}
-		var d int64
-		if raw, ok := fields[field]; ok && json.Unmarshal(raw, &d) == nil {
-			out[i] = min(max(time.Duration(d), t.Min), t.Max)
-		}
-	}
-	return out
-}
-
 // micros is ds in microseconds, as timer_anchors holds them.
 func micros(ds []time.Duration) []int64 {
 	out := make([]int64, len(ds))
@@ -177,11 +147,11 @@ func (d *Definition) nestedParams(p *dbsqlc.AdvanceRunParams, t runtime.Transiti
 			continue
 		}
 		if slices.Contains(entered, s) {
-			enter[s] = micros(Durations(timers, t.Event, p.Payload))
+			enter[s] = micros(runtime.TimerDurations(timers, t.Event, p.Payload))
 		} else {
 			// Kept: the anchor in the row, or for a state entered when
 			// the attempt started, these durations from its start.
-			keep[s] = micros(Durations(timers, "", nil))
+			keep[s] = micros(runtime.TimerDurations(timers, "", nil))
 		}
 	}
 	var err error
@@ -233,7 +203,7 @@ func (d *Definition) initialDelay() pgtype.Int8 {
 	}
 	var first time.Duration = -1
 	for _, s := range d.Nest.Active(st.Name) {
-		for _, t := range Durations(d.Nest.timers[s], "", nil) {
+		for _, t := range runtime.TimerDurations(d.Nest.timers[s], "", nil) {
 			if first < 0 || t < first {
 				first = t
 			}
