@@ -638,7 +638,9 @@ func (m *machine) drive(st runtime.StateSpec) error {
 		p := st.Retry.ForRun(m.in.Policy)
 		rp = &p
 	}
-	state := m.run.State
+	// seq counts the run's transitions: an update that moves the run,
+	// even to the state it is in, makes the handler's work stale.
+	state, seq := m.run.State, len(m.snap.History)
 	actx, cancelActivity := workflow.WithCancel(workflow.WithActivityOptions(m.ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: DefaultActivityTimeout,
 		RetryPolicy:         RetryPolicy(rp),
@@ -651,10 +653,10 @@ func (m *machine) drive(st runtime.StateSpec) error {
 	sel := workflow.NewSelector(m.ctx)
 	sel.AddFuture(workflow.ExecuteActivity(actx, ActivityName(m.def.Type, st.Name), in), func(f workflow.Future) { aerr, done = f.Get(m.ctx, &out), true })
 	sel.AddReceive(m.moved, func(c workflow.ReceiveChannel, _ bool) { c.Receive(m.ctx, nil) })
-	for !done && m.run.State == state {
+	for !done && len(m.snap.History) == seq {
 		sel.Select(m.ctx)
 	}
-	if m.run.State != state {
+	if len(m.snap.History) != seq {
 		// An update moved the run while its handler ran: the handler's
 		// work is cancelled and its event dropped, as the PostgreSQL
 		// engine refuses a handler's transition after a signal.
