@@ -1,17 +1,24 @@
 package console_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fsmgen/fsmgen/internal/console"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/admin"
+	"github.com/fsmgen/fsmgen/runtime/fsmtest"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // xss is a payload an event carries: user data the console must show as
@@ -569,4 +576,47 @@ func jsonString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// TestHeatMedianOfStays measures the median time runs spent in a state
+// from the rows that left it: five runs left PENDING after 10, 20, 30, 40
+// and 500 seconds (median 30s), one left PACKED after a minute; a step
+// row in a state does not end its stay.
+func TestHeatMedianOfStays(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	clk := fsmtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	st := store.New(v.pool, store.WithClock(clk.Now))
+	adm := admin.New(st)
+	for i, wait := range []time.Duration{40, 10, 500, 30, 20} {
+		res, err := st.Start(context.Background(), runtime.StartRequest{Type: "parcel", Version: 1, IdempotencyKey: "m" + strconv.Itoa(i), Owner: runtime.Owner{TenantID: "acme"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(wait * time.Second)
+		if _, err := st.LogStep(context.Background(), res.Run.ID, "note", nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := adm.Signal(context.Background(), res.Run.ID, "Pay", json.RawMessage(`{}`), admin.SignalOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			clk.Advance(time.Minute)
+			if _, err := adm.Signal(context.Background(), res.Run.ID, "Ship", json.RawMessage(`{}`), admin.SignalOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ts, client := v.serve(t, console.Config{})
+	r := get(t, client, ts.URL+"/machines/parcel/1")
+	got := map[string][]string{}
+	for _, m := range regexp.MustCompile(`<tr data-state="([A-Z]+)">.*?</td><td>\d+</td><td>\d+</td><td>\d+</td>\s*<td>([^<]*)</td><td>(\d+)</td></tr>`).FindAllStringSubmatch(r.Body, -1) {
+		got[m[1]] = m[2:]
+	}
+	want := map[string][]string{
+		"PENDING": {"30.0s", "5"}, "PACKED": {"1m0s", "1"}, "SHIPPED": {"–", "0"}, "DELIVERED": {"–", "0"}, "CANCELLED": {"–", "0"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("median time in state, stays measured (-want +got):\n%s", diff)
+	}
 }

@@ -211,12 +211,19 @@ type heat struct {
 	Left   int
 }
 
+// stayBudget bounds the stays a heatmap's medians are read from: the
+// last stayBudget/len(states) stays of each state (at least 50, at most
+// 1000), found by an index, so that a refresh costs the same on a log of
+// any size.
+const stayBudget = 1500
+
 // heatOf reads, for the runs of (typ, version), how many are in each state
 // now, how many of them are stuck or parked, and from the log the median
-// time runs spent in each state before they left it. A run is stuck when
-// its worker's lease ran out, or when it has been due for longer than
+// time runs spent in each of states before they left it, over the last
+// stays that ended there (see stayBudget). A run is stuck when its
+// worker's lease ran out, or when it has been due for longer than
 // stuckAfter with no worker holding it.
-func (s *Server) heatOf(ctx context.Context, typ string, version int, stuckAfter time.Duration) (map[string]heat, error) {
+func (s *Server) heatOf(ctx context.Context, typ string, version int, states []string, stuckAfter time.Duration) (map[string]heat, error) {
 	out := map[string]heat{}
 	rows, err := s.pool.Query(ctx, `
 SELECT current_state, count(*),
@@ -240,17 +247,26 @@ SELECT current_state, count(*),
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("heat of %s v%d: %w", typ, version, err)
 	}
-	// A stay in a state starts with the log row that entered it (created,
-	// transition, restarted) and ends with the run's next such row.
+	// A stay in a state ends with the row that leaves it (state_before)
+	// and began with the run's change row before that one. The median is
+	// over the last stays that ended in each state, at most stayBudget in
+	// all (workflow_step_logs_left_idx, 0017_heat.sql): bounded work
+	// whatever the size of the log.
+	per := min(1000, max(50, stayBudget/max(1, len(states))))
 	rows, err = s.pool.Query(ctx, `
-WITH stays AS (
-  SELECT state_after AS state,
-         lead(occurred_at) OVER (PARTITION BY workflow_run_id ORDER BY row_version) - occurred_at AS spent
-    FROM workflow_step_logs
-   WHERE workflow_type = $1 AND definition_version = $2 AND kind <> 'step'
-)
-SELECT state, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM spent))
-  FROM stays WHERE spent IS NOT NULL GROUP BY state`, typ, version)
+SELECT s.state, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM x.spent))
+  FROM unnest($3::text[]) AS s(state)
+ CROSS JOIN LATERAL (
+       SELECT l.occurred_at - e.occurred_at AS spent
+         FROM workflow_step_logs l
+        CROSS JOIN LATERAL (
+              SELECT p.occurred_at FROM workflow_step_logs p
+               WHERE p.workflow_run_id = l.workflow_run_id AND p.row_version < l.row_version AND p.kind <> 'step'
+               ORDER BY p.row_version DESC LIMIT 1) e
+        WHERE l.workflow_type = $1 AND l.definition_version = $2 AND l.kind NOT IN ('step', 'created')
+          AND l.state_before = s.state
+        ORDER BY l.occurred_at DESC LIMIT $4) x
+ GROUP BY s.state`, typ, version, states, per)
 	if err != nil {
 		return nil, fmt.Errorf("time in states of %s v%d: %w", typ, version, err)
 	}

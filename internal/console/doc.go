@@ -27,7 +27,11 @@
 //	/machines/{type}/{version}   a live heatmap: the diagram coloured by the
 //	                             runs in each state now, with the median time
 //	                             runs spent in each state before leaving it
-//	                             (from workflow_step_logs), and the runs that
+//	                             (from workflow_step_logs: the last stays
+//	                             that ended in each state, 1,500 shared by
+//	                             the states, 50 to 1,000 each, by an index, so
+//	                             that a refresh costs the same on a log of
+//	                             any size), and the runs that
 //	                             are stuck (lease expired, or due for longer
 //	                             than Config.StuckAfter with no worker) or
 //	                             parked; it refreshes itself from

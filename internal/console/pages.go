@@ -705,7 +705,11 @@ func (s *Server) machineOf(w http.ResponseWriter, r *http.Request) (runtime.Defi
 		s.storeError(w, r, "machine "+typ, err)
 		return def, nil, false
 	}
-	h, err := s.heatOf(r.Context(), typ, version, s.cfg.StuckAfter)
+	states := make([]string, len(def.States))
+	for i, st := range def.States {
+		states[i] = st.Name
+	}
+	h, err := s.heatOf(r.Context(), typ, version, states, s.cfg.StuckAfter)
 	if err != nil {
 		s.storeError(w, r, "machine "+typ, err)
 		return def, nil, false
