@@ -2,9 +2,12 @@
 // a dev server (temporal server start-dev --headless), a worker with the
 // machine registered by contrib/temporal, and four applications, one per
 // branch that a signal decides, and prints each run's transitions and the
-// typed state its query returns. make demo-temporal runs it. The seven-day
-// authorization timeout is shown by the tests on the SDK's skipped clock
-// (go test ./contrib/temporal -run TestFCHABranches), not waited for here.
+// typed state its query returns. The authorization is signalled at once;
+// the workflow takes it when the run waits for it, and refuses it, as sent
+// to a finished run, when prequalification denied the application first.
+// make demo-temporal runs it. The seven-day authorization timeout is shown
+// by the tests on the SDK's skipped clock (go test ./contrib/temporal -run
+// TestFCHABranches), not waited for here.
 package main
 
 import (
@@ -77,6 +80,9 @@ func run() error {
 		}
 		for _, h := range res.History {
 			fmt.Printf("  %-25s -> %-25s on %s\n", h.From, h.To, h.Event)
+		}
+		for _, r := range res.Refused {
+			fmt.Printf("  refused: %s\n", r)
 		}
 		state, _, err := temporal.QueryState(ctx, s.Client, id, fcha.ParseState)
 		if err != nil {
