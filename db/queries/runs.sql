@@ -114,6 +114,7 @@ WHERE (sqlc.narg('workflow_type')::text IS NULL OR workflow_type = sqlc.narg('wo
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR created_at < sqlc.narg('created_to')::timestamptz)
   AND (sqlc.narg('search')::text IS NULL OR idempotency_key = sqlc.narg('search')::text
        OR id BETWEEN sqlc.narg('id_from')::uuid AND sqlc.narg('id_to')::uuid)
+  AND (NOT @parked::boolean OR parked_at IS NOT NULL)
   AND (sqlc.narg('after_id')::uuid IS NULL
        OR (created_at, id) > (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = sqlc.narg('after_id')::uuid))
 ORDER BY created_at, id
@@ -131,6 +132,7 @@ WHERE (sqlc.narg('workflow_type')::text IS NULL OR workflow_type = sqlc.narg('wo
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR created_at < sqlc.narg('created_to')::timestamptz)
   AND (sqlc.narg('search')::text IS NULL OR idempotency_key = sqlc.narg('search')::text
        OR id BETWEEN sqlc.narg('id_from')::uuid AND sqlc.narg('id_to')::uuid)
+  AND (NOT @parked::boolean OR parked_at IS NOT NULL)
   AND (sqlc.narg('before_id')::uuid IS NULL
        OR (created_at, id) < (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = sqlc.narg('before_id')::uuid))
 ORDER BY created_at DESC, id DESC
@@ -147,4 +149,5 @@ WHERE (sqlc.narg('workflow_type')::text IS NULL OR workflow_type = sqlc.narg('wo
   AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR created_at < sqlc.narg('created_to')::timestamptz)
   AND (sqlc.narg('search')::text IS NULL OR idempotency_key = sqlc.narg('search')::text
-       OR id BETWEEN sqlc.narg('id_from')::uuid AND sqlc.narg('id_to')::uuid);
+       OR id BETWEEN sqlc.narg('id_from')::uuid AND sqlc.narg('id_to')::uuid)
+  AND (NOT @parked::boolean OR parked_at IS NOT NULL);

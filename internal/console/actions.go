@@ -23,6 +23,8 @@ type Actions interface {
 	Cancel(ctx context.Context, runID string, opts admin.SignalOptions) (runtime.Run, error)
 	// Resume makes a parked run due again.
 	Resume(ctx context.Context, runID string) (runtime.Run, error)
+	// Retry restarts a failed run from the initial state.
+	Retry(ctx context.Context, runID string) (runtime.Run, error)
 }
 
 var _ Actions = (*admin.Admin)(nil)

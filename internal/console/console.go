@@ -102,7 +102,7 @@ func New(cfg Config) (*Server, error) {
 	if _, err := rand.Read(s.secret); err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
-	for _, page := range []string{"runs", "run", "machines", "machine", "error"} {
+	for _, page := range []string{"runs", "run", "machines", "machine", "error", "bulk"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", page, err)
@@ -120,6 +120,8 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /runs", s.listRuns)
 	mux.HandleFunc("GET /runs/{id}", s.showRun)
 	mux.HandleFunc("POST /runs/{id}/{action}", s.act)
+	mux.HandleFunc("GET /runs/bulk/{action}", s.confirmBulk)
+	mux.HandleFunc("POST /runs/bulk/{action}", s.doBulk)
 	mux.HandleFunc("GET /machines", s.listMachines)
 	mux.HandleFunc("GET /machines/{type}/{version}", s.showMachine)
 	mux.HandleFunc("GET /machines/{type}/{version}/heat.json", s.heatJSON)

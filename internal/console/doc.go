@@ -53,6 +53,18 @@
 // Sec-Fetch-Site says it came from another site is refused. A read-only
 // console answers every POST with 403.
 //
+// A failed run's page offers to retry it (/runs/{id}/retry).
+//
+// Bulk actions act on the runs a filter of the list selects: the list
+// links to /runs/bulk/cancel (the running ones), /runs/bulk/resume (the
+// parked ones) and /runs/bulk/retry (the failed ones) with its filters. A
+// GET is a confirmation page that states how many runs the action would
+// act on; its form POSTs the filters, the CSRF token and that count, and
+// the action is done only when the filter still selects that many runs
+// (else 409, nothing done), one run at a time through Actions, at most
+// 1,000 at once. The page that follows lists the runs acted on and those
+// that refused, with why.
+//
 // *admin.Admin (package runtime/admin) is the Actions of fsmctl serve
 // -actions: it acts as an operator from the registered definition, without
 // the machine's code, as fsmctl runs signal, cancel and resume do. A

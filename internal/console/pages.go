@@ -110,6 +110,10 @@ type runsData struct {
 	// Older and Newer are the addresses of the next (older runs) and the
 	// previous (newer runs) page, "" when none.
 	Older, Newer string
+	// BulkCancel, BulkResume and BulkRetry are the addresses of the
+	// confirmation pages of the bulk actions on the filtered runs, ""
+	// when the console is read-only.
+	BulkCancel, BulkResume, BulkRetry string
 }
 
 // listedRun is a run as the list shows it: with how long it ran (until
@@ -293,6 +297,9 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 			d.Newer = listURL(q, "before", runs[0].ID)
 		}
 	}
+	if !s.ReadOnly() && d.Total > 0 {
+		d.BulkCancel, d.BulkResume, d.BulkRetry = bulkURL(q, "cancel"), bulkURL(q, "resume"), bulkURL(q, "retry")
+	}
 	s.render(w, r, http.StatusOK, "runs", "Runs", d)
 }
 
@@ -350,6 +357,8 @@ type runData struct {
 	Targets    []target
 	CanResume  bool
 	CanActions bool
+	// CanRetry offers to restart a failed run.
+	CanRetry bool
 }
 
 func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
@@ -437,6 +446,10 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 	}
 	if evFrom > 0 {
 		d.FirstEvidence = pageURL(id, q, "evidence", 0)
+	}
+	if !s.ReadOnly() && run.Status == runtime.StatusFailed {
+		d.CanRetry = true
+		d.CSRF = s.csrfToken(w, r)
 	}
 	if !s.ReadOnly() && !run.Terminal() {
 		d.CanActions = true
@@ -541,8 +554,8 @@ func regionLeaves(def *runtime.Definition, state string) []regionLeaf {
 	return out
 }
 
-// act performs a POSTed action: signal (event, payload), cancel (user) or
-// resume.
+// act performs a POSTed action: signal (event, payload), cancel (user),
+// resume or retry.
 func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	if s.ReadOnly() {
 		s.fail(w, r, http.StatusForbidden, readOnlyMessage)
@@ -579,8 +592,11 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	case "resume":
 		run, err = s.cfg.Actions.Resume(ctx, id)
 		did = "resumed in " + run.State
+	case "retry":
+		run, err = s.cfg.Actions.Retry(ctx, id)
+		did = "retried: attempt " + strconv.Itoa(run.Attempt) + " in " + run.State
 	default:
-		s.fail(w, r, http.StatusNotFound, "no action "+strconv.Quote(action)+": want signal, cancel or resume")
+		s.fail(w, r, http.StatusNotFound, "no action "+strconv.Quote(action)+": want signal, cancel, resume or retry")
 		return
 	}
 	if err != nil {

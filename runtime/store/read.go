@@ -335,6 +335,9 @@ type Filter struct {
 	// Search, and, when Search is hex digits (dashes aside), the runs whose
 	// id starts with them: "6f1c2a3e" finds the run a list shows as such.
 	Search string
+	// Parked selects only the parked runs (a run whose handler failed
+	// every try, waiting for an operator's resume).
+	Parked bool
 	// Newest lists the newest runs first: (created_at, id) descending
 	// instead of ascending.
 	Newest bool
@@ -358,7 +361,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]runtime.Run, error) {
 	p := dbsqlc.ListRunsParams{
 		WorkflowType: where.WorkflowType, States: where.States, Status: where.Status, TenantID: where.TenantID,
 		IdempotencyKey: where.IdempotencyKey, CreatedFrom: where.CreatedFrom, CreatedTo: where.CreatedTo,
-		Search: where.Search, IDFrom: where.IDFrom, IDTo: where.IDTo,
+		Search: where.Search, IDFrom: where.IDFrom, IDTo: where.IDTo, Parked: where.Parked,
 	}
 	switch {
 	case f.Limit < 0 || f.Limit > 10000:
@@ -388,7 +391,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]runtime.Run, error) {
 		rows, err = s.db().Queries(nil).ListRunsNewest(ctx, dbsqlc.ListRunsNewestParams{
 			WorkflowType: p.WorkflowType, States: p.States, Status: p.Status, TenantID: p.TenantID,
 			IdempotencyKey: p.IdempotencyKey, CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo,
-			Search: p.Search, IDFrom: p.IDFrom, IDTo: p.IDTo, BeforeID: p.AfterID, MaxRows: p.MaxRows,
+			Search: p.Search, IDFrom: p.IDFrom, IDTo: p.IDTo, Parked: p.Parked, BeforeID: p.AfterID, MaxRows: p.MaxRows,
 		})
 	}
 	if err != nil {
@@ -434,6 +437,7 @@ func (f Filter) params() (dbsqlc.CountRunsParams, error) {
 		CreatedFrom:    pgtype.Timestamptz{Time: f.CreatedFrom, Valid: !f.CreatedFrom.IsZero()},
 		CreatedTo:      pgtype.Timestamptz{Time: f.CreatedTo, Valid: !f.CreatedTo.IsZero()},
 		Search:         pgtype.Text{String: f.Search, Valid: f.Search != ""},
+		Parked:         f.Parked,
 	}
 	if p.States == nil {
 		p.States = []string{}

@@ -22,6 +22,7 @@ WHERE ($1::text IS NULL OR workflow_type = $1::text)
   AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
   AND ($8::text IS NULL OR idempotency_key = $8::text
        OR id BETWEEN $9::uuid AND $10::uuid)
+  AND (NOT $11::boolean OR parked_at IS NOT NULL)
 `
 
 type CountRunsParams struct {
@@ -35,6 +36,7 @@ type CountRunsParams struct {
 	Search         pgtype.Text
 	IDFrom         pgtype.UUID
 	IDTo           pgtype.UUID
+	Parked         bool
 }
 
 // The number of runs ListRuns selects, over all its pages.
@@ -50,6 +52,7 @@ func (q *Queries) CountRuns(ctx context.Context, arg CountRunsParams) (int64, er
 		arg.Search,
 		arg.IDFrom,
 		arg.IDTo,
+		arg.Parked,
 	)
 	var count int64
 	err := row.Scan(&count)
@@ -311,10 +314,11 @@ WHERE ($1::text IS NULL OR workflow_type = $1::text)
   AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
   AND ($8::text IS NULL OR idempotency_key = $8::text
        OR id BETWEEN $9::uuid AND $10::uuid)
-  AND ($11::uuid IS NULL
-       OR (created_at, id) > (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = $11::uuid))
+  AND (NOT $11::boolean OR parked_at IS NOT NULL)
+  AND ($12::uuid IS NULL
+       OR (created_at, id) > (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = $12::uuid))
 ORDER BY created_at, id
-LIMIT $12
+LIMIT $13
 `
 
 type ListRunsParams struct {
@@ -328,6 +332,7 @@ type ListRunsParams struct {
 	Search         pgtype.Text
 	IDFrom         pgtype.UUID
 	IDTo           pgtype.UUID
+	Parked         bool
 	AfterID        pgtype.UUID
 	MaxRows        int32
 }
@@ -348,6 +353,7 @@ func (q *Queries) ListRuns(ctx context.Context, arg ListRunsParams) ([]WorkflowR
 		arg.Search,
 		arg.IDFrom,
 		arg.IDTo,
+		arg.Parked,
 		arg.AfterID,
 		arg.MaxRows,
 	)
@@ -413,10 +419,11 @@ WHERE ($1::text IS NULL OR workflow_type = $1::text)
   AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
   AND ($8::text IS NULL OR idempotency_key = $8::text
        OR id BETWEEN $9::uuid AND $10::uuid)
-  AND ($11::uuid IS NULL
-       OR (created_at, id) < (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = $11::uuid))
+  AND (NOT $11::boolean OR parked_at IS NOT NULL)
+  AND ($12::uuid IS NULL
+       OR (created_at, id) < (SELECT a.created_at, a.id FROM workflow_runs a WHERE a.id = $12::uuid))
 ORDER BY created_at DESC, id DESC
-LIMIT $12
+LIMIT $13
 `
 
 type ListRunsNewestParams struct {
@@ -430,6 +437,7 @@ type ListRunsNewestParams struct {
 	Search         pgtype.Text
 	IDFrom         pgtype.UUID
 	IDTo           pgtype.UUID
+	Parked         bool
 	BeforeID       pgtype.UUID
 	MaxRows        int32
 }
@@ -447,6 +455,7 @@ func (q *Queries) ListRunsNewest(ctx context.Context, arg ListRunsNewestParams) 
 		arg.Search,
 		arg.IDFrom,
 		arg.IDTo,
+		arg.Parked,
 		arg.BeforeID,
 		arg.MaxRows,
 	)
