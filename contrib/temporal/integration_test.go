@@ -171,14 +171,20 @@ func TestDevServerSend(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := devServer(t)
-	const queue = "fcha-send"
-	w := worker.New(c, queue, worker.Options{})
-	d := shortTimers{Driver: driverFor(&local.Screening{Findings: findings()}).Driver(), after: 2 * time.Second}
-	temporal.Register(w, d)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
+	// The clean run's workers have FCHA's seven days to take the
+	// authorization; the late run's, two seconds.
+	const queue, short = "fcha-send", "fcha-send-short"
+	for q, d := range map[string]runtime.Driver{
+		queue: driverFor(&local.Screening{Findings: findings()}).Driver(),
+		short: shortTimers{Driver: driverFor(&local.Screening{}).Driver(), after: 2 * time.Second},
+	} {
+		w := worker.New(c, q, worker.Options{})
+		temporal.Register(w, d)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
 	}
-	t.Cleanup(w.Stop)
 	auth := fcha.BackgroundCheckAuthorizationSigned{SignedAt: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC), SignedBy: "user_456"}
 
 	st := start(t, "clean")
@@ -232,9 +238,9 @@ func TestDevServerSend(t *testing.T) {
 		t.Errorf("cancel of the finished run: err = %v, want refused by the finished run", err)
 	}
 
-	// The timeout branch: no authorization before the (shortened) timer.
+	// The timeout branch: no authorization before the shortened timer.
 	late := start(t, "late")
-	wr, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: late.RunID, TaskQueue: queue}, fcha.Type, late)
+	wr, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: late.RunID, TaskQueue: short}, fcha.Type, late)
 	if err != nil {
 		t.Fatal(err)
 	}
