@@ -111,6 +111,85 @@
 // event in Temporal's history (the activity's completion, the update or
 // signal, the timer), each named by the state or the event.
 //
+// # The Runner: switching a service to Temporal
+//
+// Runner is runtime.Runner on Temporal, so that a service switches its
+// runs from the PostgreSQL engine to Temporal by changing one constructor;
+// the typed handles of generated code (fcha.Runs[compliance.Application](r))
+// take either:
+//
+//	r, err := temporal.NewRunner(c, temporal.RunnerConfig{
+//		TaskQueue:   "compliance",
+//		Definitions: []runtime.Definition{driver.Definition()},
+//	}) // was: r := engine.New(...); r.Register(driver)
+//	w := worker.New(c, "compliance", worker.Options{})
+//	temporal.Register(w, driver)
+//
+// NewRunner checks that the client's namespace has the search attributes
+// the workflows upsert, and names the missing ones; an operator creates
+// them once per namespace with the command CreateSearchAttributesCommand
+// returns (temporal operator search-attribute create --namespace NS --name
+// FsmState --type Keyword ...). runtime.Drain(eng, r) moves a service
+// over while its runs under way finish on the engine.
+//
+// Each method maps onto Temporal as follows; the methods' documentation
+// has the details.
+//
+//   - Start: the run of (type, key) is the workflow of id RunID(type, key);
+//     a Describe of it picks the branch of runtime.StartOutcome: none,
+//     created (WorkflowIDReusePolicy REJECT_DUPLICATE, so that of two
+//     concurrent starts one creates and the other reads); under way,
+//     running; closed with its run succeeded, cached; cancelled (by the
+//     machine's cancel event), cancelled; failed (a failed final state, or
+//     a workflow that failed, was terminated, cancelled or timed out at
+//     Temporal's level), restarted as a new workflow run of the same id
+//     (ALLOW_DUPLICATE) with Attempt one more than the last run's. Attempt
+//     is thus how many runs the workflow id has had, carried in the
+//     workflow's input (Start.Attempt) and memo. The run's owner, version,
+//     attempt, creation time, input and policy snapshot are in the memo,
+//     its state, status, tenant and key in the search attributes.
+//   - Signal and Cancel: the update named by the event (Send) and the
+//     update CancelUpdate (Cancel); a worker must run the workflow.
+//   - Get: Describe, the search attributes and the memo, with the query
+//     QueryName for a run under way (a worker answers it) or the result for
+//     a closed one (read from the history: no worker needed).
+//   - Wait: the workflow's result (a long poll), then Get.
+//   - List: visibility (ListWorkflow), with a query on WorkflowType and the
+//     search attributes whose values are quoted, each run returned checked
+//     against the filter.
+//
+// Where it differs from the PostgreSQL engine:
+//
+//   - Start reads, then starts: not one statement. Two concurrent restarts
+//     of one failed run may both start one when the first's new run has
+//     closed before the second starts, one attempt more than on
+//     PostgreSQL. After the namespace's retention period Temporal forgets a
+//     closed workflow, and its key starts a new run (created).
+//   - StartRequest.Enter is refused (runtime.ErrInvalidInput): no
+//     transaction creates the run, and the workflow runs the entry actions
+//     of the states it starts in itself. ResolvePolicy is called as on
+//     PostgreSQL, after the read, for a run about to be created or
+//     restarted only.
+//   - Started.ETA is the current attempt's start plus the median duration
+//     of the last 100 runs of the type that succeeded, most recently
+//     closed first, as visibility lists them (it may not show the latest).
+//   - Run fields the PostgreSQL record alone holds are zero: Lease,
+//     NextRunAt, ParkedAt, ParentID, ParentEvent, History and
+//     TimerAnchors. RowVersion is the number of transitions of the current
+//     attempt; UpdatedAt the last one's time; StepAttempt, LastError and
+//     LastErrorCode those of the pending handler activity.
+//   - A workflow that fails at Temporal's level (a state's tries used up
+//     with no OnExhausted event, where the engine parks the run) is a
+//     failed run, with the error code WORKFLOW_FAILED (WORKFLOW_TERMINATED,
+//     WORKFLOW_CANCELED, WORKFLOW_TIMED_OUT) and the failure's message.
+//   - List is eventually consistent and lists in visibility's order (runs
+//     under way, then the most recently closed), not oldest first; listed
+//     runs have no Result. A run whose tenant or key holds a backslash, a
+//     double quote or a control character may not be found by the dev
+//     server's SQLite visibility, which reads those its own way.
+//   - Signal, Cancel and Get of a run under way wait for a worker until
+//     their context ends; a run's id must be a UUID (runtime.ErrInvalidID).
+//
 // # Effects and child runs
 //
 // A handler runs with run.Effects set to a collector whose Effects (log

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/fsmgen/fsmgen/contrib/temporal"
 )
 
 // ErrNoCLI is returned when the Temporal CLI is not installed.
@@ -56,13 +58,11 @@ type Server struct {
 	exited   chan error
 }
 
-// SearchAttributes are the search attributes every dev server registers
-// (--search-attribute NAME=Keyword): those the workflows of
-// contrib/temporal upsert (temporal.SearchState and the others).
-var SearchAttributes = []string{"FsmState", "FsmStatus", "FsmTenant", "FsmIdempotencyKey"}
-
 // Start starts a dev server and returns once it answers a health check,
-// or ctx is done. It registers SearchAttributes. args are added to the
+// or ctx is done. It registers, in every namespace it creates, the search
+// attributes that the workflows of contrib/temporal upsert and its Runner
+// lists by (--search-attribute NAME=Keyword for each of
+// temporal.SearchAttributes). args are added to the
 // CLI's command line: by default the dev server keeps its state in memory;
 // "--db-filename", FILE keeps it in a SQLite file.
 func Start(ctx context.Context, args ...string) (*Server, error) {
@@ -78,8 +78,8 @@ func Start(ctx context.Context, args ...string) (*Server, error) {
 	}
 	cmdline := []string{"server", "start-dev", "--headless", "--ip", "127.0.0.1",
 		"--port", fmt.Sprint(ports[0]), "--http-port", fmt.Sprint(ports[1]), "--metrics-port", fmt.Sprint(ports[2]), "--log-level", "error"}
-	for _, a := range SearchAttributes {
-		cmdline = append(cmdline, "--search-attribute", a+"=Keyword")
+	for _, k := range temporal.SearchAttributes() {
+		cmdline = append(cmdline, "--search-attribute", k.GetName()+"=Keyword")
 	}
 	cmd := exec.Command(cli, append(cmdline, args...)...)
 	var out bytes.Buffer
