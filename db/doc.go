@@ -79,6 +79,12 @@
 //     per statement, that every row removed belonged to a finished run. The
 //     function runs with its owner's rights (SECURITY DEFINER), and the
 //     mark counts only with them: a session that sets it deletes nothing;
+//   - [SQLStateOtherExecutor]: an UPDATE of a run that another runtime
+//     executes (its executor column is set, 0018_executor.sql) in a
+//     transaction that did not say it writes for that executor
+//     (set_config('fsmgen.executor', executor, true)): the engine's
+//     claims, signals, cancellations, resumes and upgrades of it. Such a
+//     run is never due: its writes leave next_run_at and its lease NULL;
 //   - [SQLStateRunImmutable]: a change of a run's id, type or idempotency key,
 //     or of its attempt number or definition version other than the reset of
 //     a failed run to its initial state with attempt_no + 1; status or

@@ -26,6 +26,9 @@ const (
 	// SQLStateRetention: a DELETE of workflow_runs outside retention's
 	// fsmgen_purge_finished_runs, or a purge of a run that is not finished.
 	SQLStateRetention = "FS008"
+	// SQLStateOtherExecutor: a write of a run that another runtime
+	// executes outside its recorder's transactions (0018_executor.sql).
+	SQLStateOtherExecutor = "FS009"
 )
 
 // The constraints whose violations stand for a guard's SQLSTATE.

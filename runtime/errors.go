@@ -230,6 +230,12 @@ var (
 	// ErrNoEngine: a child run was started for a run that no engine is
 	// driving (its Effects are not the engine's).
 	ErrNoEngine = errors.New("run is not driven by an engine")
+	// ErrOtherExecutor: the run is executed by another runtime than the
+	// writer's: a run that another runtime executes and the store records
+	// (store.External), which the engine never claims, signals, cancels,
+	// resumes or upgrades; or, for the recorder of such runs, a run of
+	// the engine or of another executor.
+	ErrOtherExecutor = errors.New("run is executed by another runtime")
 	// ErrInvalidConfig: the engine was given a Config that cannot work.
 	ErrInvalidConfig = errors.New("invalid config")
 	// ErrPanic: workflow code the engine called panicked; the error that

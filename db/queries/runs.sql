@@ -3,20 +3,24 @@
 -- same (type, key) exists. The run is due next_delay_us after now, or never
 -- (NULL) when that is NULL: the schedule of the initial state. A created run is announced on fsmgen_runs
 -- (store.NotifyChannel) with its type, at the commit of this statement.
+-- A run another runtime executes (executor, see 0018_executor.sql) comes
+-- with its id there and its attempt, is never due and is not announced.
 WITH ins AS (
     INSERT INTO workflow_runs (
-        workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key,
+        id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key,
         attempt_no, policy_snapshot, created_at, updated_at, definition_version, input,
-        attempt_started_at, next_run_at)
+        attempt_started_at, next_run_at, executor)
     VALUES (
+        coalesce(sqlc.narg('id')::uuid, gen_random_uuid()),
         @workflow_type, @initial_state, @tenant_id, sqlc.narg('user_id'),
         coalesce(sqlc.narg('correlation_id')::uuid, gen_random_uuid()), @idempotency_key,
-        1, sqlc.narg('policy_snapshot'),
+        coalesce(sqlc.narg('attempt_no')::int, 1), sqlc.narg('policy_snapshot'),
         coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
         @definition_version, sqlc.narg('input'),
         coalesce(sqlc.narg('now')::timestamptz, now()),
         CASE WHEN sqlc.narg('next_delay_us')::bigint IS NULL THEN NULL
-            ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.narg('next_delay_us')::bigint * interval '1 microsecond' END)
+            ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.narg('next_delay_us')::bigint * interval '1 microsecond' END,
+        sqlc.narg('executor')::text)
     ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
     RETURNING *
 ), logged AS (
@@ -27,7 +31,7 @@ WITH ins AS (
         NULL, ins.created_at, 'created', NULL, ins.row_version, ins.definition_version
     FROM ins
 ), notified AS (
-    SELECT pg_notify('fsmgen_runs', ins.workflow_type) AS n FROM ins
+    SELECT CASE WHEN ins.executor IS NULL THEN pg_notify('fsmgen_runs', ins.workflow_type) END AS n FROM ins
 )
 SELECT ins.* FROM ins CROSS JOIN notified;
 
@@ -77,7 +81,7 @@ WITH moved AS (
         NULL, moved.updated_at, 'restarted', NULL, moved.row_version, moved.definition_version
     FROM moved
 ), notified AS (
-    SELECT pg_notify('fsmgen_runs', moved.workflow_type) AS n FROM moved
+    SELECT CASE WHEN moved.executor IS NULL THEN pg_notify('fsmgen_runs', moved.workflow_type) END AS n FROM moved
 )
 SELECT moved.* FROM moved CROSS JOIN notified;
 
@@ -151,3 +155,9 @@ WHERE (sqlc.narg('workflow_type')::text IS NULL OR workflow_type = sqlc.narg('wo
   AND (sqlc.narg('search')::text IS NULL OR idempotency_key = sqlc.narg('search')::text
        OR id BETWEEN sqlc.narg('id_from')::uuid AND sqlc.narg('id_to')::uuid)
   AND (NOT @parked::boolean OR parked_at IS NOT NULL);
+
+-- name: ActForExecutor :exec
+-- Says that the current transaction writes for a run the executor
+-- executes (see 0018_executor.sql): the guard of such runs admits its
+-- UPDATEs until the transaction ends.
+SELECT set_config('fsmgen.executor', @executor::text, true);

@@ -44,6 +44,11 @@ const maxStartRounds = 16
 // by the statement that writes it: idle workers listening there claim it at
 // once, and the start costs one commit.
 func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Started, error) {
+	return s.start(ctx, p, nil)
+}
+
+// start is Start, and StartExternal when x is not nil.
+func (s *Store) start(ctx context.Context, p runtime.StartRequest, x *external) (runtime.Started, error) {
 	op := fmt.Sprintf("start %s/%s", diag.Short(p.Type), diag.Short(p.IdempotencyKey))
 	fail := func(err error) (runtime.Started, error) { return runtime.Started{}, pgstore.RunErr(op, "", err) }
 	if p.Type == "" || p.IdempotencyKey == "" || p.TenantID == "" {
@@ -74,7 +79,7 @@ func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Star
 	if err != nil {
 		return fail(err)
 	}
-	if p.Policy == nil && p.ResolvePolicy != nil {
+	if p.Policy == nil && p.ResolvePolicy != nil && x == nil {
 		got, err := s.db().Queries(nil).GetRunByKey(ctx, dbsqlc.GetRunByKeyParams{WorkflowType: p.Type, IdempotencyKey: p.IdempotencyKey})
 		switch {
 		case err == nil:
@@ -99,16 +104,22 @@ func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Star
 		return fail(err)
 	}
 
-	if p.Enter == nil {
-		return s.startIn(ctx, nil, op, p, d, policy, input, userID, corrID)
+	if p.Enter == nil && x == nil {
+		return s.startIn(ctx, nil, op, p, d, policy, input, userID, corrID, nil)
 	}
 	// The entry actions run in the transaction of the write that creates
 	// or restarts the run: one of its own, where the statement alone would
-	// do.
+	// do. So does the start of an external run, whose restart only its
+	// executor's transactions may write.
 	var res runtime.Started
 	err = pgx.BeginFunc(ctx, s.db().Pool(), func(tx pgx.Tx) error {
+		if x != nil {
+			if err := s.db().Queries(tx).ActForExecutor(ctx, x.Executor); err != nil {
+				return pgstore.RunErr(op, x.ID, pgstore.Translate(err))
+			}
+		}
 		var err error
-		res, err = s.startIn(ctx, tx, op, p, d, policy, input, userID, corrID)
+		res, err = s.startIn(ctx, tx, op, p, d, policy, input, userID, corrID, x)
 		return err
 	})
 	if err != nil {
@@ -118,9 +129,9 @@ func (s *Store) Start(ctx context.Context, p runtime.StartRequest) (runtime.Star
 }
 
 // startIn creates, restarts or returns the run of p's key, as Start
-// describes, in tx when not nil; it calls p.Enter, when set, in tx after
-// creating or restarting the run.
-func (s *Store) startIn(ctx context.Context, tx pgx.Tx, op string, p runtime.StartRequest, d *pgstore.Definition, policy, input []byte, userID, corrID pgtype.UUID) (runtime.Started, error) {
+// describes (StartExternal when x is not nil), in tx when not nil; it
+// calls p.Enter, when set, in tx after creating or restarting the run.
+func (s *Store) startIn(ctx context.Context, tx pgx.Tx, op string, p runtime.StartRequest, d *pgstore.Definition, policy, input []byte, userID, corrID pgtype.UUID, x *external) (runtime.Started, error) {
 	fail := func(err error) (runtime.Started, error) { return runtime.Started{}, pgstore.RunErr(op, "", err) }
 	q := s.db().Queries(tx)
 	entered := func(res runtime.Started) (runtime.Started, error) {
@@ -131,18 +142,28 @@ func (s *Store) startIn(ctx context.Context, tx pgx.Tx, op string, p runtime.Sta
 		}
 		return res, nil
 	}
+	ins := dbsqlc.InsertRunParams{
+		WorkflowType: p.Type, InitialState: d.Def.Initial, NextDelayUs: d.InitialDelay(), TenantID: p.TenantID,
+		UserID: userID, CorrelationID: corrID, IdempotencyKey: p.IdempotencyKey,
+		PolicySnapshot: policy, DefinitionVersion: int32(p.Version), Input: input,
+	}
+	if x != nil {
+		ins.ID, ins.AttemptNo, ins.Executor = x.id, pgtype.Int4{Int32: int32(x.Attempt), Valid: true}, pgtype.Text{String: x.Executor, Valid: true}
+		ins.NextDelayUs = pgtype.Int8{} // never due here
+	}
 	for range maxStartRounds {
-		row, err := q.InsertRun(ctx, dbsqlc.InsertRunParams{
-			WorkflowType: p.Type, InitialState: d.Def.Initial, NextDelayUs: d.InitialDelay(), TenantID: p.TenantID,
-			UserID: userID, CorrelationID: corrID, IdempotencyKey: p.IdempotencyKey,
-			PolicySnapshot: policy, Now: s.db().Now(), DefinitionVersion: int32(p.Version), Input: input,
-		})
+		ins.Now = s.db().Now()
+		row, err := q.InsertRun(ctx, ins)
 		if err == nil {
 			run, err := pgstore.RunFromRow(dbsqlc.WorkflowRun(row))
 			if err != nil {
 				return runtime.Started{}, pgstore.RunErr(op, run.ID, err)
 			}
-			return entered(runtime.Started{Outcome: runtime.StartCreated, Run: run})
+			out := runtime.StartCreated
+			if x != nil && x.Attempt > 1 {
+				out = runtime.StartRestarted // the attempt's first record
+			}
+			return entered(runtime.Started{Outcome: out, Run: run})
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fail(pgstore.Translate(err))
@@ -156,6 +177,9 @@ func (s *Store) startIn(ctx context.Context, tx pgx.Tx, op string, p runtime.Sta
 			return fail(pgstore.Translate(err))
 		}
 		res, done, err := existingStart(got)
+		if err == nil && x != nil {
+			res, done, err = x.existing(got, res)
+		}
 		if err != nil {
 			return runtime.Started{}, pgstore.RunErr(op, res.Run.ID, err)
 		}
@@ -166,7 +190,7 @@ func (s *Store) startIn(ctx context.Context, tx pgx.Tx, op string, p runtime.Sta
 		switch run.Status {
 		case runtime.StatusFailed:
 			moved, err := q.RestartRun(ctx, dbsqlc.RestartRunParams{
-				InitialState: d.Def.Initial, NextDelayUs: d.InitialDelay(), DefinitionVersion: int32(p.Version), PolicySnapshot: policy,
+				InitialState: d.Def.Initial, NextDelayUs: ins.NextDelayUs, DefinitionVersion: int32(p.Version), PolicySnapshot: policy,
 				Now: s.db().Now(), ID: got.WorkflowRun.ID, RowVersion: run.RowVersion, FromState: run.State,
 			})
 			if errors.Is(err, pgx.ErrNoRows) {

@@ -162,6 +162,7 @@ type WorkflowRun struct {
 	PreviousState     pgtype.Text
 	TimerAnchors      []byte
 	History           []byte
+	Executor          pgtype.Text
 }
 
 type WorkflowState struct {

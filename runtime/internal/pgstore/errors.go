@@ -21,7 +21,7 @@ func RunErr(op, id string, err error) error {
 // Translate maps an error from a query on the runtime's tables, including one
 // the caller sent itself, to the store's sentinels: the SQLSTATEs of the
 // schema's triggers become runtime.ErrTransitionRefused, runtime.ErrLogImmutable,
-// runtime.ErrRunImmutable, runtime.ErrDefinitionImmutable and runtime.ErrUnlogged, a foreign-key violation against
+// runtime.ErrRunImmutable, runtime.ErrDefinitionImmutable, runtime.ErrUnlogged and runtime.ErrOtherExecutor, a foreign-key violation against
 // workflow_definitions becomes runtime.ErrUnknownDefinition, one against the
 // registered moves (db.ConstraintMove) runtime.ErrTransitionRefused, a second log row
 // of the same change of state (db.ConstraintLoggedChange) runtime.ErrUnlogged, pgx.ErrNoRows becomes
@@ -45,6 +45,8 @@ func Translate(err error) error {
 			return fmt.Errorf("%w: %w", runtime.ErrDefinitionImmutable, err)
 		case db.SQLStateUnlogged:
 			return fmt.Errorf("%w: %w", runtime.ErrUnlogged, err)
+		case db.SQLStateOtherExecutor:
+			return fmt.Errorf("%w: %w", runtime.ErrOtherExecutor, err)
 		case "23503": // foreign_key_violation
 			if pgErr.TableName == "workflow_runs" && pgErr.ConstraintName == "workflow_runs_workflow_type_definition_version_fkey" {
 				return fmt.Errorf("%w: %w", runtime.ErrUnknownDefinition, err)
