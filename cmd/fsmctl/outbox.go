@@ -21,24 +21,33 @@ func outboxStatusCommand() *command {
 		summary:  "count the outbox's pending and published messages, show the oldest pending one",
 		details: `Status prints how many outbox messages wait to be published (pending), how many
 of those failed to publish at least once and wait for their next try
-(retrying), and how many were published, then the oldest pending message, the
-next one a relay publishes: its id, run, type, topic, when it was written and
-how long it has waited (by the database's clock), its failed tries, when it is
-tried next and the last error. A relay (runtime/relay, with a publisher such
-as contrib/nats) publishes the outbox; while none runs, pending only grows.
--o json prints {"pending", "retrying", "published", "now", "oldest_pending"},
-oldest_pending null when nothing is pending.`,
+(retrying), how many were published, how many of those the broker
+acknowledged as duplicates of a message it had stored already under the same
+id (duplicates: expected after a relay died between a publish and its mark;
+otherwise another publisher uses the same ids and the messages did not reach
+the stream), and how many were moved to the dead letters because the broker
+refused them, try after try (dead). Then the oldest pending message, the next
+one a relay publishes: its id, run, type, topic, when it was written and how
+long it has waited (by the database's clock), its failed tries, when it is
+tried next and the last error; and the latest dead letters. A relay
+(runtime/relay, with a publisher such as contrib/nats) publishes the outbox;
+while none runs, pending only grows.
+-o json prints {"pending", "retrying", "published", "duplicates", "dead", "now",
+"oldest_pending", "dead_letters"}, oldest_pending null when nothing is pending.`,
 		flags: func(fs *flag.FlagSet) { addDatabaseFlag(fs); addOutputFlag(fs) },
 		run:   outboxStatus,
 	}
 }
 
 type jsonOutboxStatus struct {
-	Pending   int64              `json:"pending"`
-	Retrying  int64              `json:"retrying"`
-	Published int64              `json:"published"`
-	Now       *time.Time         `json:"now"`
-	Oldest    *jsonPendingOutbox `json:"oldest_pending"`
+	Pending     int64               `json:"pending"`
+	Retrying    int64               `json:"retrying"`
+	Published   int64               `json:"published"`
+	Duplicates  int64               `json:"duplicates"`
+	Dead        int64               `json:"dead"`
+	Now         *time.Time          `json:"now"`
+	Oldest      *jsonPendingOutbox  `json:"oldest_pending"`
+	DeadLetters []jsonPendingOutbox `json:"dead_letters"`
 }
 
 type jsonPendingOutbox struct {
@@ -54,6 +63,15 @@ type jsonPendingOutbox struct {
 	LastTry    *time.Time      `json:"last_try_at"`
 	NextTry    *time.Time      `json:"next_try_at"`
 	LastError  string          `json:"last_error"`
+	DeadAt     *time.Time      `json:"dead_at,omitempty"`
+}
+
+func jsonPendingOf(st relay.Status, o relay.Pending) jsonPendingOutbox {
+	return jsonPendingOutbox{
+		ID: o.ID, RunID: o.RunID, Type: o.Type, Attempt: o.Attempt, Topic: o.Topic, Payload: jsonDoc(o.Payload),
+		CreatedAt: jsonTime(o.CreatedAt), AgeSeconds: st.Now.Sub(o.CreatedAt).Seconds(), Tries: o.Tries,
+		LastTry: jsonTime(o.LastTry), NextTry: jsonTime(o.NextTry), LastError: o.LastError, DeadAt: jsonTime(o.DeadAt),
+	}
 }
 
 func outboxStatus(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
@@ -70,13 +88,14 @@ func outboxStatus(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 		return fmt.Errorf("outbox status: %w", outboxError(err))
 	}
 	if wantJSON(fs) {
-		out := jsonOutboxStatus{Pending: st.Pending, Retrying: st.Retrying, Published: st.Published, Now: jsonTime(st.Now)}
+		out := jsonOutboxStatus{Pending: st.Pending, Retrying: st.Retrying, Published: st.Published,
+			Duplicates: st.Duplicates, Dead: st.Dead, Now: jsonTime(st.Now), DeadLetters: []jsonPendingOutbox{}}
 		if o := st.Oldest; o != nil {
-			out.Oldest = &jsonPendingOutbox{
-				ID: o.ID, RunID: o.RunID, Type: o.Type, Attempt: o.Attempt, Topic: o.Topic, Payload: jsonDoc(o.Payload),
-				CreatedAt: jsonTime(o.CreatedAt), AgeSeconds: st.Age().Seconds(), Tries: o.Tries,
-				LastTry: jsonTime(o.LastTry), NextTry: jsonTime(o.NextTry), LastError: o.LastError,
-			}
+			j := jsonPendingOf(st, *o)
+			out.Oldest = &j
+		}
+		for _, d := range st.DeadLetters {
+			out.DeadLetters = append(out.DeadLetters, jsonPendingOf(st, d))
 		}
 		return cliout.WriteJSON(c.stdout, out)
 	}
@@ -84,16 +103,35 @@ func outboxStatus(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 	fmt.Fprintf(tw, "pending\t%d\n", st.Pending)
 	fmt.Fprintf(tw, "retrying\t%d\n", st.Retrying)
 	fmt.Fprintf(tw, "published\t%d\n", st.Published)
+	fmt.Fprintf(tw, "duplicates\t%d\n", st.Duplicates)
+	fmt.Fprintf(tw, "dead\t%d\n", st.Dead)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := printOldestPending(c, st); err != nil {
+		return err
+	}
+	if len(st.DeadLetters) == 0 {
+		return nil
+	}
+	fmt.Fprintf(c.stdout, "\ndead letters (the latest %d of %d):\n", len(st.DeadLetters), st.Dead)
+	tw = newTable(c.stdout)
+	fmt.Fprintln(tw, "  ID\tRUN\tTOPIC\tTRIES\tDEAD AT\tLAST ERROR")
+	for _, d := range st.DeadLetters {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.RunID, d.Topic, d.Tries, formatTime(d.DeadAt), orDash(d.LastError))
+	}
+	return tw.Flush()
+}
+
+// printOldestPending prints the oldest pending message of st.
+func printOldestPending(c *cli, st relay.Status) error {
 	o := st.Oldest
 	if o == nil {
 		fmt.Fprintln(c.stdout, "\noldest pending: none")
 		return nil
 	}
 	fmt.Fprintln(c.stdout, "\noldest pending:")
-	tw = newTable(c.stdout)
+	tw := newTable(c.stdout)
 	fmt.Fprintf(tw, "  id\t%d\n", o.ID)
 	fmt.Fprintf(tw, "  run\t%s\n", o.RunID)
 	fmt.Fprintf(tw, "  type\t%s (attempt %d)\n", o.Type, o.Attempt)

@@ -20,8 +20,23 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
-// outbox status counts what a relay published and what waits, and shows the
-// oldest pending message with its failed try, as text and as JSON.
+// receiptPublisher is a relay.ReceiptPublisher: publish decides a
+// message's fate, and the broker had the messages of dups already.
+type receiptPublisher struct {
+	publish func(relay.Message) error
+	dups    map[int64]bool
+}
+
+func (p receiptPublisher) Publish(_ context.Context, m relay.Message) error { return p.publish(m) }
+
+func (p receiptPublisher) PublishReceipt(ctx context.Context, m relay.Message) (relay.Receipt, error) {
+	return relay.Receipt{Duplicate: p.dups[m.ID]}, p.Publish(ctx, m)
+}
+
+// outbox status counts what a relay published (and how much of it the
+// broker took as duplicates), what waits and what went to the dead
+// letters, and shows the oldest pending message with its failed try and
+// the dead letters, as text and as JSON.
 func TestOutboxStatus(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -34,12 +49,12 @@ func TestOutboxStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if got, want := withDB(t, url, "outbox", "status"), (result{Stdout: "pending    0\nretrying   0\npublished  0\n\noldest pending: none\n"}); !cmp.Equal(want, got) {
+	if got, want := withDB(t, url, "outbox", "status"), (result{Stdout: "pending     0\nretrying    0\npublished   0\nduplicates  0\ndead        0\n\noldest pending: none\n"}); !cmp.Equal(want, got) {
 		t.Errorf("empty outbox (-want +got):\n%s", cmp.Diff(want, got))
 	}
 
 	var runs []string
-	for _, key := range []string{"a", "b"} {
+	for _, key := range []string{"a", "b", "c"} {
 		res, err := st.Start(ctx, runtime.StartRequest{Type: rog.Type, Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t1"}})
 		if err != nil {
 			t.Fatal(err)
@@ -54,33 +69,47 @@ func TestOutboxStatus(t *testing.T) {
 		}
 		return m.ID
 	}
-	emit(runs[1], "problem.received", map[string]string{"key": "b"})
+	dup := emit(runs[1], "problem.received", map[string]string{"key": "b"})
 	failing := emit(runs[0], "problem.received", map[string]string{"key": "a"})
 	emit(runs[0], "problem.solved", nil)
+	poison := emit(runs[2], "problem.poison", nil)
 
-	// A relay publishes b's message and fails on a's first.
-	r, err := relay.New(pool, relay.PublisherFunc(func(_ context.Context, m relay.Message) error {
-		if m.ID == failing {
-			return errors.New("nats: no response from stream")
+	// A relay publishes b's message, which the broker had already, and
+	// fails on a's first; its next batch finds the poison message
+	// rejected and moves it to the dead letters.
+	r, err := relay.New(pool, receiptPublisher{publish: func(m relay.Message) error {
+		switch m.ID {
+		case failing:
+			return errors.New("nats: connection closed")
+		case poison:
+			return fmt.Errorf("nats: no response from stream: %w", relay.ErrRejected)
 		}
 		return nil
-	}), relay.Config{})
+	}, dups: map[int64]bool{dup: true}}, relay.Config{DeadLetterAfter: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.RelayOnce(ctx); !errors.Is(err, relay.ErrPublish) {
 		t.Fatalf("RelayOnce: %v, want ErrPublish", err)
 	}
-	var lastTry, nextTry time.Time
+	if b, err := r.RelayOnce(ctx); err != nil || len(b.Dead) != 1 {
+		t.Fatalf("second RelayOnce: %+v, %v; want the poison message dead", b, err)
+	}
+	var lastTry, nextTry, deadAt time.Time
 	if err := pool.QueryRow(ctx, `SELECT last_attempt_at, next_attempt_at FROM workflow_outbox WHERE id = $1`, failing).Scan(&lastTry, &nextTry); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT dead_at FROM workflow_outbox WHERE id = $1`, poison).Scan(&deadAt); err != nil {
 		t.Fatal(err)
 	}
 
 	got := withDB(t, url, "outbox", "status")
 	got.Stdout = regexp.MustCompile(`\(waiting [^)]+\)`).ReplaceAllString(got.Stdout, "(waiting AGE)")
-	want := result{Stdout: fmt.Sprintf(`pending    2
-retrying   1
-published  1
+	want := result{Stdout: fmt.Sprintf(`pending     2
+retrying    1
+published   1
+duplicates  1
+dead        1
 
 oldest pending:
   id            %d
@@ -91,8 +120,13 @@ oldest pending:
   failed tries  1
   last try      %s
   next try      %s
-  last error    nats: no response from stream
-`, failing, runs[0], formatTime(time.Date(2026, 3, 14, 9, 26, 54, 0, time.UTC)), formatTime(lastTry), formatTime(nextTry))}
+  last error    nats: connection closed
+
+dead letters (the latest 1 of 1):
+  ID  RUN                                   TOPIC           TRIES  DEAD AT                   LAST ERROR
+  %d   %s  problem.poison  1      %s  nats: no response from stream: rejected by the broker
+`, failing, runs[0], formatTime(time.Date(2026, 3, 14, 9, 26, 54, 0, time.UTC)), formatTime(lastTry), formatTime(nextTry),
+		poison, runs[2], formatTime(deadAt))}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("outbox status (-want +got):\n%s", diff)
 	}
@@ -114,13 +148,22 @@ oldest pending:
 		t.Fatal(err)
 	}
 	js.Oldest.Payload = compact.Bytes()
+	if len(js.DeadLetters) != 1 || js.DeadLetters[0].Payload == nil {
+		t.Fatalf("dead letters %+v in %s", js.DeadLetters, got.Stdout)
+	}
+	deadCreated := *js.DeadLetters[0].CreatedAt
 	wantJS := jsonOutboxStatus{
-		Pending: 2, Retrying: 1, Published: 1, Now: js.Now,
+		Pending: 2, Retrying: 1, Published: 1, Duplicates: 1, Dead: 1, Now: js.Now,
 		Oldest: &jsonPendingOutbox{
 			ID: failing, RunID: runs[0], Type: rog.Type, Attempt: 1, Topic: "problem.received",
 			Payload: json.RawMessage(`{"key":"a"}`), CreatedAt: &created, AgeSeconds: js.Now.Sub(created).Seconds(),
-			Tries: 1, LastTry: jsonTime(lastTry), NextTry: jsonTime(nextTry), LastError: "nats: no response from stream",
+			Tries: 1, LastTry: jsonTime(lastTry), NextTry: jsonTime(nextTry), LastError: "nats: connection closed",
 		},
+		DeadLetters: []jsonPendingOutbox{{
+			ID: poison, RunID: runs[2], Type: rog.Type, Attempt: 1, Topic: "problem.poison", Payload: json.RawMessage("null"),
+			CreatedAt: &deadCreated, AgeSeconds: js.Now.Sub(deadCreated).Seconds(), Tries: 1, LastTry: jsonTime(deadAt),
+			LastError: "nats: no response from stream: rejected by the broker", DeadAt: jsonTime(deadAt),
+		}},
 	}
 	if diff := cmp.Diff(wantJS, js); diff != "" {
 		t.Errorf("outbox status -o json (-want +got):\n%s", diff)

@@ -23,8 +23,8 @@
 // "fsmgen.outbox.order.>" or any other subject pattern. A topic is thus a
 // dot-separated NATS subject: no empty token, no wildcard (* or >), no
 // white space. A message whose subject is not valid fails to publish
-// (ErrInvalidSubject, in the row's last_error) and holds back its run until
-// it is fixed; Config.Subject maps messages to subjects some other way.
+// (ErrInvalidSubject, in the row's last_error) as rejected (see Dead
+// letters); Config.Subject maps messages to subjects some other way.
 //
 // # The stream
 //
@@ -39,13 +39,17 @@
 // # At most once, as consumers see it
 //
 // Every message carries the Nats-Msg-Id header: Config.MsgIDPrefix and the
-// outbox row's id, the same on every try. A relay that crashes after
-// JetStream stored a message but before its row was marked published
-// publishes the row again; JetStream recognises the id within the stream's
-// duplicate window, acknowledges without storing it twice (PublishAck's
-// ack.Duplicate), and the relay marks the row. Keep the window longer than
-// a relay may stay away after a crash; give each database that publishes to
-// one stream its own MsgIDPrefix, since row ids repeat across databases.
+// message's relay.Message.DedupID, its run's id and its outbox row's id
+// ("RUN/ID"), the same on every try and unique across databases (row ids
+// start at 1 in each; run ids are random UUIDs), so that databases that
+// publish to one stream within its duplicate window lose nothing. A relay
+// that crashes after JetStream stored a message but before its row was
+// marked published publishes the row again; JetStream recognises the id
+// within the stream's duplicate window, acknowledges without storing it
+// twice (PublishAck's ack.Duplicate), and the relay marks the row, and
+// records that it was a duplicate: fsmctl outbox status counts such rows
+// (duplicates), so that ids shared with another publisher show. Keep the
+// window longer than a relay may stay away after a crash.
 //
 // Messages also carry the headers Fsmgen-Run-Id, Fsmgen-Workflow-Type,
 // Fsmgen-Topic, Fsmgen-Outbox-Id and Fsmgen-Created-At, and the payload as
@@ -54,12 +58,23 @@
 //
 // # While NATS is down
 //
-// A publish that fails (no connection, no stream, a timeout) is a failed
-// try: the relay records it on the row and tries again with backoff, and
-// nothing is lost. nats.ReconnectBufSize(-1) makes publishes fail at once
+// A publish that fails (no connection, a timeout) is a failed try: the
+// relay records it on the row and tries again with backoff, and nothing is
+// lost. nats.ReconnectBufSize(-1) makes publishes fail at once
 // while the connection is down, rather than wait in the client's buffer
 // until the relay's publish timeout; nats.MaxReconnects(-1) keeps
 // reconnecting for good.
+//
+// # Dead letters
+//
+// A message JetStream refuses itself is rejected (Rejected; the error
+// matches relay.ErrRejected): no stream holds its subject (no responders),
+// it is larger than the server's max_payload, JetStream answered 400 (the
+// stream's size limit, a stream other than Config.Stream), or its subject
+// is invalid. It is tried again with backoff, since an operator may create
+// the stream meanwhile; after relay.Config.DeadLetterAfter rejections in a
+// row the relay moves it to the dead letters and publishes its run's next
+// messages. fsmctl outbox status counts and lists the dead letters.
 //
 // # Demo
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/fsmgen/fsmgen/contrib/nats/natsserver"
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/pgtest"
+	"github.com/fsmgen/fsmgen/runtime/relay"
 	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
@@ -55,6 +56,24 @@ type env struct {
 // nats-server of its own with the outbox's stream.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	e := newDatabase(t)
+	srv, err := natsserver.Start(e.ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	e.nats = srv
+	e.js = connect(t, srv.URL())
+	if e.str, err = natsrelay.EnsureStream(e.ctx, e.js, streamName, natsrelay.DefaultSubjectPrefix); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// newDatabase gives the test a fresh database with jobDef registered, an
+// env without NATS.
+func newDatabase(t *testing.T) *env {
+	t.Helper()
 	ctx := context.Background()
 	e := &env{ctx: ctx, url: pgtest.NewDatabase(t)}
 	pool, err := pgxpool.New(ctx, e.url)
@@ -66,17 +85,26 @@ func newEnv(t *testing.T) *env {
 	if err := e.st.Register(ctx, jobDef()); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsserver.Start(ctx, t.TempDir())
+	return e
+}
+
+// relayAll relays e's outbox through pub, with a relay of cfg, until a
+// batch claims nothing.
+func (e *env) relayAll(t *testing.T, pub relay.Publisher, cfg relay.Config) {
+	t.Helper()
+	r, err := relay.New(e.pool, pub, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = srv.Close() })
-	e.nats = srv
-	e.js = connect(t, srv.URL())
-	if e.str, err = natsrelay.EnsureStream(ctx, e.js, streamName, natsrelay.DefaultSubjectPrefix); err != nil {
-		t.Fatal(err)
+	for {
+		b, err := r.RelayOnce(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Claimed == 0 {
+			return
+		}
 	}
-	return e
 }
 
 // connect connects to the NATS server at url for good: reconnecting
@@ -126,10 +154,11 @@ func (e *env) emit(t *testing.T, runs []string, perRun int, into map[string][]in
 
 // streamed is a message as the stream holds it.
 type streamed struct {
-	Subject string
-	MsgID   string
-	RunID   string
-	Data    string
+	Subject  string
+	MsgID    string
+	OutboxID string
+	RunID    string
+	Data     string
 }
 
 // stored reads every message of the stream, in stream order, and checks
@@ -146,7 +175,8 @@ func (e *env) stored(t *testing.T) []streamed {
 		if err != nil {
 			t.Fatalf("message %d of the stream: %v", seq, err)
 		}
-		out = append(out, streamed{Subject: m.Subject, MsgID: m.Header.Get(natsrelay.HeaderMsgID), RunID: m.Header.Get(natsrelay.HeaderRunID), Data: string(m.Data)})
+		out = append(out, streamed{Subject: m.Subject, MsgID: m.Header.Get(natsrelay.HeaderMsgID),
+			OutboxID: m.Header.Get(natsrelay.HeaderOutboxID), RunID: m.Header.Get(natsrelay.HeaderRunID), Data: string(m.Data)})
 	}
 	if uint64(len(out)) != info.State.Msgs {
 		t.Fatalf("read %d messages, the stream has %d", len(out), info.State.Msgs)
@@ -154,14 +184,18 @@ func (e *env) stored(t *testing.T) []streamed {
 	return out
 }
 
-// byRun groups the stream's message ids by run, in stream order.
+// byRun groups the stream's outbox row ids by run, in stream order, and
+// checks that each message's id is its run's id and its row's.
 func byRun(t *testing.T, msgs []streamed) map[string][]int64 {
 	t.Helper()
 	out := make(map[string][]int64)
 	for _, m := range msgs {
-		id, err := strconv.ParseInt(m.MsgID, 10, 64)
+		id, err := strconv.ParseInt(m.OutboxID, 10, 64)
 		if err != nil {
-			t.Fatalf("message id %q: %v", m.MsgID, err)
+			t.Fatalf("outbox id %q: %v", m.OutboxID, err)
+		}
+		if want := m.RunID + "/" + m.OutboxID; m.MsgID != want {
+			t.Errorf("message id %q, want %q", m.MsgID, want)
 		}
 		out[m.RunID] = append(out[m.RunID], id)
 	}

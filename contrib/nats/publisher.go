@@ -27,7 +27,8 @@ var (
 // The headers a published message carries besides its payload.
 const (
 	// HeaderMsgID is JetStream's deduplication header (nats.MsgIdHdr):
-	// Config.MsgIDPrefix and the outbox row's id.
+	// Config.MsgIDPrefix and the message's relay.Message.DedupID, "RUN/ID",
+	// unique across databases.
 	HeaderMsgID = jetstream.MsgIDHeader
 	// HeaderRunID, HeaderType, HeaderTopic and HeaderOutboxID are the run
 	// that emitted the message, its workflow type, the message's topic and
@@ -45,7 +46,7 @@ const (
 const DefaultSubjectPrefix = "fsmgen.outbox."
 
 // Config tunes a Publisher. The zero Config publishes topic T on
-// DefaultSubjectPrefix + T with the row's id as the message id.
+// DefaultSubjectPrefix + T with the message's DedupID as the message id.
 type Config struct {
 	// SubjectPrefix is put before a message's topic to make its subject.
 	// Default DefaultSubjectPrefix. End it with a dot.
@@ -53,9 +54,9 @@ type Config struct {
 	// Subject, when set, maps a message to its subject instead of
 	// SubjectPrefix + topic.
 	Subject func(relay.Message) string
-	// MsgIDPrefix is put before the row's id in the Nats-Msg-Id header:
-	// give each database that publishes to one stream its own, since row
-	// ids are unique within a database only. Default none.
+	// MsgIDPrefix is put before the message's DedupID in the Nats-Msg-Id
+	// header. DedupID is unique across databases already (it holds the
+	// run's id); a prefix only names the source. Default none.
 	MsgIDPrefix string
 	// Stream, when set, is the stream the messages must land in: a publish
 	// on a subject that another stream, or none, holds fails (JetStream's
@@ -64,13 +65,16 @@ type Config struct {
 }
 
 // Publisher publishes outbox messages to NATS JetStream; it is a
-// relay.Publisher. It is safe for concurrent use.
+// relay.ReceiptPublisher. It is safe for concurrent use. Its errors match
+// relay.ErrRejected when JetStream refused the message itself (see
+// Rejected), so that the relay moves a message it can never publish to
+// the dead letters.
 type Publisher struct {
 	js  jetstream.JetStream
 	cfg Config
 }
 
-var _ relay.Publisher = (*Publisher)(nil)
+var _ relay.ReceiptPublisher = (*Publisher)(nil)
 
 // New returns a Publisher on js.
 func New(js jetstream.JetStream, cfg Config) (*Publisher, error) {
@@ -98,7 +102,7 @@ func (p *Publisher) Subject(msg relay.Message) string {
 
 // MsgID returns the Nats-Msg-Id msg is published with.
 func (p *Publisher) MsgID(msg relay.Message) string {
-	return p.cfg.MsgIDPrefix + strconv.FormatInt(msg.ID, 10)
+	return p.cfg.MsgIDPrefix + msg.DedupID()
 }
 
 // Publish publishes msg and returns once JetStream has stored it (or
@@ -109,12 +113,22 @@ func (p *Publisher) Publish(ctx context.Context, msg relay.Message) error {
 	return err
 }
 
+// PublishReceipt is Publish that says whether JetStream took the message
+// as a duplicate; the relay records it.
+func (p *Publisher) PublishReceipt(ctx context.Context, msg relay.Message) (relay.Receipt, error) {
+	ack, err := p.PublishAck(ctx, msg)
+	if err != nil {
+		return relay.Receipt{}, err
+	}
+	return relay.Receipt{Duplicate: ack.Duplicate}, nil
+}
+
 // PublishAck is Publish that returns JetStream's acknowledgement:
 // ack.Duplicate reports that the stream had the message already.
 func (p *Publisher) PublishAck(ctx context.Context, msg relay.Message) (*jetstream.PubAck, error) {
 	subject := p.Subject(msg)
 	if err := CheckSubject(subject); err != nil {
-		return nil, fmt.Errorf("natsrelay: topic %q: %w", msg.Topic, err)
+		return nil, fmt.Errorf("natsrelay: topic %q: %w: %w", msg.Topic, relay.ErrRejected, err)
 	}
 	m := nats.NewMsg(subject)
 	m.Data = msg.Payload
@@ -133,9 +147,27 @@ func (p *Publisher) PublishAck(ctx context.Context, msg relay.Message) (*jetstre
 	}
 	ack, err := p.js.PublishMsg(ctx, m, opts...)
 	if err != nil {
+		if Rejected(err) {
+			return nil, fmt.Errorf("natsrelay: publish on %s: %w: %w", subject, relay.ErrRejected, err)
+		}
 		return nil, fmt.Errorf("natsrelay: publish on %s: %w", subject, err)
 	}
 	return ack, nil
+}
+
+// Rejected reports whether err, an error of a JetStream publish, says that
+// the message itself was refused, so that publishing it again as it is
+// fails again: no stream holds its subject (no responders), it is larger
+// than the server's max_payload, or JetStream answered with a 400 error (a
+// stream other than Config.Stream holds the subject, the message exceeds
+// the stream's size limit). A connection lost, a timeout or a server error
+// are not rejections.
+func Rejected(err error) bool {
+	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrMaxPayload) {
+		return true
+	}
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.Code == 400
 }
 
 // CheckSubject reports whether s is a subject a message can be published

@@ -36,19 +36,7 @@ func TestEveryRowOnceInOrderPerRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := relay.New(e.pool, pub, relay.Config{BatchSize: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		b, err := r.RelayOnce(e.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b.Claimed == 0 {
-			break
-		}
-	}
+	e.relayAll(t, pub, relay.Config{BatchSize: 4})
 	got := e.stored(t)
 	if diff := cmp.Diff(want, byRun(t, got)); diff != "" {
 		t.Errorf("stream per run (-want +got):\n%s", diff)
@@ -208,6 +196,37 @@ func TestCrashBetweenPublishAndMark(t *testing.T) {
 	}
 }
 
+// After a relay died between a publish and its mark, its successor
+// publishes the row again; JetStream drops it as a duplicate, and the
+// status counts it so.
+func TestCrashRepublishCountedAsDuplicate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	runs := e.start(t, 1)
+	ids := map[string][]int64{}
+	e.emit(t, runs, 2, ids)
+	pub, err := natsrelay.New(e.js, natsrelay.Config{Stream: streamName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first relay's publish, whose mark was lost with it.
+	first := relay.Message{ID: ids[runs[0]][0], RunID: runs[0], Type: "job", Topic: "job.0.progress"}
+	if ack, err := pub.PublishAck(e.ctx, first); err != nil || ack.Duplicate {
+		t.Fatalf("first publish: %+v, %v", ack, err)
+	}
+	e.relayAll(t, pub, relay.Config{})
+	if diff := cmp.Diff(ids, byRun(t, e.stored(t))); diff != "" {
+		t.Errorf("stream (-want +got):\n%s", diff)
+	}
+	st, err := relay.ReadStatus(e.ctx, e.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Published != 2 || st.Duplicates != 1 || st.Pending != 0 {
+		t.Errorf("status %+v, want 2 published, 1 of them a duplicate", st)
+	}
+}
+
 // While the NATS server is down, rows emitted meanwhile wait: their
 // publishes fail and are retried with backoff; once the server is back
 // (same port, same store) every row reaches the stream once, in order per
@@ -350,7 +369,7 @@ func TestInvalidTopicFailsThePublish(t *testing.T) {
 	if err := e.pool.QueryRow(e.ctx, `SELECT last_error FROM workflow_outbox WHERE id = $1`, m.ID).Scan(&lastError); err != nil {
 		t.Fatal(err)
 	}
-	if want := `natsrelay: topic "order..shipped": invalid subject: "fsmgen.outbox.order..shipped" has an empty token`; lastError != want {
+	if want := `natsrelay: topic "order..shipped": rejected by the broker: invalid subject: "fsmgen.outbox.order..shipped" has an empty token`; lastError != want {
 		t.Errorf("last_error %q, want %q", lastError, want)
 	}
 	if got := e.stored(t); len(got) != 0 {

@@ -4,7 +4,7 @@
 -- the oldest of them became due in its current state (a run driven from
 -- one state with a handler to the next keeps the due time of the first,
 -- so the later of that and its last change of state); parked runs; outbox
--- messages not yet published and when the oldest was written. A type
+-- messages not yet published (dead letters aside) and when the oldest was written. A type
 -- without any of these has no row. Each count reads a partial index's
 -- rows (claims, parked runs, pending messages), not the whole tables.
 WITH due AS (
@@ -22,7 +22,7 @@ WITH due AS (
 ), pending AS (
     SELECT o.workflow_type, count(*) AS n, min(o.created_at)::timestamptz AS oldest
     FROM workflow_outbox o
-    WHERE o.published_at IS NULL
+    WHERE o.published_at IS NULL AND o.dead_at IS NULL
     GROUP BY o.workflow_type
 ), types AS (
     SELECT workflow_type FROM due UNION SELECT workflow_type FROM parked UNION SELECT workflow_type FROM pending

@@ -37,9 +37,13 @@
 // Delivery is at least once. A relay that dies after the broker stored a
 // message but before its mark commits (a crash, a killed process, a lost
 // connection, a failed commit) leaves the row unpublished, and the next
-// claim publishes it again, under the same Message.ID. Have the broker
-// deduplicate by that id (JetStream: the Nats-Msg-Id header, which
-// contrib/nats sets) and consumers see the message once.
+// claim publishes it again, under the same Message.DedupID: the run's id
+// and the row's, unique across databases (row ids start at 1 in every
+// database). Have the broker deduplicate by it (JetStream: the
+// Nats-Msg-Id header, which contrib/nats sets) and consumers see the
+// message once. A ReceiptPublisher says when the broker took a message as
+// a duplicate; the relay records it on the row (duplicate), and ReadStatus
+// counts such rows, so that a status shows what the broker really stored.
 //
 // # Failures and retries
 //
@@ -51,10 +55,21 @@
 // every message, and is tried again after Config.PollInterval), marks the
 // rows published before it, and returns an error matching ErrPublish. The failed row, and with it
 // the rest of its run's rows, waits for its backoff; other runs go on. A
-// row is tried until it is published: a message the broker refuses for
-// good (a topic that is no valid subject, a payload over its limit) holds
-// back its run until an operator fixes or deletes it. fsmctl outbox status
-// shows the oldest pending row with its tries and last error.
+// row is tried until it is published, or moved to the dead letters.
+//
+// # Dead letters
+//
+// A publisher's error that matches ErrRejected says the broker refused the
+// message itself (a topic that is no valid subject, no stream for it, a
+// payload over its limit), as opposed to a broker out of reach. A row
+// rejected Config.DeadLetterAfter times in a row (default 10; a failure of
+// another kind starts the count again, so that a broker that is down makes
+// no dead letters) is moved aside: dead_at is set, it is not tried again,
+// the batch goes on with the next rows, and its run's later rows are
+// published without it (Batch.Dead; Run logs it). fsmctl outbox status
+// counts the dead letters and lists the latest, with their last errors;
+// the oldest pending row is shown with its tries and last error. A dead
+// letter stays in the table, unpublished, for an operator to deal with.
 //
 // The defaults: batches of 100 rows, a poll every 500ms, 10s per publish,
 // a backoff of 1s doubling to at most a minute, ±20%.
@@ -74,8 +89,9 @@
 // # Operating
 //
 // Migration 0008 adds the relay's columns to workflow_outbox and an index
-// on each run's unpublished rows. ReadStatus (fsmctl outbox status, -o
-// json) counts the pending, retrying and published rows and reads the
-// oldest pending one. Published rows stay in the table; delete them when
+// on each run's unpublished rows, migration 0019 the dead letters and
+// duplicates. ReadStatus (fsmctl outbox status, -o json) counts the
+// pending, retrying, published, duplicate and dead rows and reads the
+// oldest pending one and the latest dead letters. Published rows stay in the table; delete them when
 // they are no longer wanted for audit.
 package relay

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	mathrand "math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -28,14 +29,20 @@ var (
 	// last_error, next_attempt_at) and the row is tried again after its
 	// backoff; the error wraps the publisher's.
 	ErrPublish = errors.New("publish failed")
+	// ErrRejected is for a Publisher to wrap when the broker refused the
+	// message itself, so that trying it again as it is cannot succeed
+	// (no stream holds its subject, it is too large, its subject is
+	// invalid), as opposed to a broker that could not be reached. A row
+	// whose publish fails with it Config.DeadLetterAfter times in a row is
+	// moved to the dead letters.
+	ErrRejected = errors.New("rejected by the broker")
 )
 
 // Message is an outbox row handed to a Publisher.
 type Message struct {
 	// ID is the row's id: unique in the database, and the same on every
-	// try of the row. Give it to the broker as the message's
-	// deduplication key, so that a message published again after a crash
-	// between its publish and its mark reaches consumers once.
+	// try of the row. Ids start at 1 in every database: give the broker
+	// DedupID, not ID, as the message's deduplication key.
 	ID int64
 	// RunID, Type and Attempt are the run that emitted the message, its
 	// workflow type and its attempt_no then.
@@ -52,16 +59,45 @@ type Message struct {
 	Tries int
 }
 
+// DedupID is the message's deduplication key, "RUN/ID": its run's id and
+// its row's id. Run ids are random UUIDs, so that two databases relaying
+// into one stream never share a key, and the key is the same on every try
+// of the row, so that a message published again after a crash between its
+// publish and its mark reaches consumers once. Give it to the broker as
+// the message's id (JetStream: the Nats-Msg-Id header, which contrib/nats
+// sets).
+func (m Message) DedupID() string {
+	return m.RunID + "/" + strconv.FormatInt(m.ID, 10)
+}
+
 // Publisher publishes messages to a broker. Publish returns nil only once
 // the broker has acknowledged msg (stored it durably); the relay then marks
 // the row published. An error, or ctx ending (Config.PublishTimeout), counts
 // as a failed try: the row is tried again after its backoff, possibly
 // although the broker did store it, so a Publisher should have the broker
-// deduplicate by msg.ID. The relay calls Publish from one goroutine at a
-// time per Relay, in the order the messages must reach consumers within a
-// run.
+// deduplicate by msg.DedupID(). An error that matches ErrRejected says
+// the broker refused the message for good: after Config.DeadLetterAfter
+// such tries in a row the row is moved to the dead letters. The relay calls Publish
+// from one goroutine at a time per Relay, in the order the messages must
+// reach consumers within a run.
 type Publisher interface {
 	Publish(ctx context.Context, msg Message) error
+}
+
+// Receipt is a broker's acknowledgement of a message.
+type Receipt struct {
+	// Duplicate reports that the broker had stored a message under the
+	// same deduplication key already and did not store this one. The relay
+	// records it on the row (fsmctl outbox status counts such rows).
+	Duplicate bool
+}
+
+// ReceiptPublisher is a Publisher that says how the broker acknowledged a
+// message; the relay calls PublishReceipt instead of Publish when its
+// publisher has it.
+type ReceiptPublisher interface {
+	Publisher
+	PublishReceipt(ctx context.Context, msg Message) (Receipt, error)
 }
 
 // PublisherFunc adapts a function to Publisher.
@@ -93,9 +129,16 @@ type Config struct {
 	// failed: after the n-th failed try, Backoff.Delay(n) spread by
 	// Backoff.Jitter, at most MaxInterval (RetryPolicy.Jittered).
 	// MaxAttempts and NonRetryable are not used: a row is
-	// tried until it is published. Default 1s doubling, at most 1m, jitter
-	// 0.2.
+	// tried until it is published or moved to the dead letters. Default 1s
+	// doubling, at most 1m, jitter 0.2.
 	Backoff runtime.RetryPolicy
+	// DeadLetterAfter is how many failed tries in a row with an error
+	// matching ErrRejected move a row to the dead letters (dead_at): it is
+	// not tried again, and its run's later rows are published without it.
+	// A failure that does not match ErrRejected (a broker down, a timeout)
+	// starts the count again. Default 10: with the default backoff, about
+	// four minutes after the first rejection.
+	DeadLetterAfter int
 	// Random returns numbers uniform in [0, 1) for the jitter. Default
 	// math/rand/v2's Float64.
 	Random func() float64
@@ -106,9 +149,10 @@ type Config struct {
 
 // The defaults of Config.
 const (
-	DefaultBatchSize      = 100
-	DefaultPollInterval   = 500 * time.Millisecond
-	DefaultPublishTimeout = 10 * time.Second
+	DefaultBatchSize       = 100
+	DefaultPollInterval    = 500 * time.Millisecond
+	DefaultPublishTimeout  = 10 * time.Second
+	DefaultDeadLetterAfter = 10
 )
 
 // DefaultBackoff is Config.Backoff's default: 1s, 2s, 4s, ... up to a
@@ -132,6 +176,9 @@ func (c Config) withDefaults() Config {
 	if c.Backoff.InitialInterval == 0 && c.Backoff.MaxInterval == 0 && c.Backoff.Coefficient == 0 && c.Backoff.Jitter == 0 {
 		c.Backoff = DefaultBackoff
 	}
+	if c.DeadLetterAfter == 0 {
+		c.DeadLetterAfter = DefaultDeadLetterAfter
+	}
 	if c.Random == nil {
 		c.Random = mathrand.Float64
 	}
@@ -151,6 +198,9 @@ func (c Config) validate(pool *pgxpool.Pool, pub Publisher) error {
 	}
 	if c.BatchSize < 0 {
 		bad = append(bad, fmt.Sprintf("negative batch size %d", c.BatchSize))
+	}
+	if c.DeadLetterAfter < 0 {
+		bad = append(bad, fmt.Sprintf("negative dead letter try count %d", c.DeadLetterAfter))
 	}
 	if c.BatchSize > 10000 {
 		bad = append(bad, fmt.Sprintf("batch size %d is more than 10000", c.BatchSize))
@@ -208,6 +258,10 @@ type Batch struct {
 	Failed Message
 	// Retry is when Failed is tried again, by the database's clock.
 	Retry time.Time
+	// Dead are the messages the batch moved to the dead letters, their
+	// last tries rejected (Config.DeadLetterAfter), with their errors; the
+	// batch went on after each.
+	Dead []Pending
 }
 
 // RelayOnce claims one batch of due rows and publishes them, in one
@@ -217,7 +271,10 @@ type Batch struct {
 // follow them, publishes them in id order, and marks each published in
 // that transaction as soon as its publish is acknowledged. It stops at
 // the first failed publish, records that failure on the row, and returns
-// an error matching ErrPublish with the batch; a database error rolls the
+// an error matching ErrPublish with the batch, unless the failure moved
+// the row to the dead letters: then it goes on with the next row (the
+// run's next rows included) and the row is in Batch.Dead. A database
+// error rolls the
 // batch back (the rows it published are published again later, under the
 // same ids). A ctx that ends between two publishes stops the batch there;
 // the rows acknowledged so far are marked.
@@ -253,17 +310,25 @@ func (r *Relay) RelayOnce(ctx context.Context) (Batch, error) {
 			break
 		}
 		msg := messageOf(row)
-		if err := r.publish(ctx, msg); err != nil {
+		receipt, err := r.publish(ctx, msg)
+		if err != nil {
 			if ctx.Err() != nil {
 				// Our own shutdown, not the broker's failure: the row is
 				// tried again as it is.
 				break
 			}
-			b.Failed = msg
-			pubErr = err
+			got, merr := r.markFailed(bg, q, msg, err)
+			if merr != nil {
+				return b, merr
+			}
+			if !got.DeadAt.IsZero() {
+				b.Dead = append(b.Dead, got)
+				continue
+			}
+			b.Failed, b.Retry, pubErr = msg, got.NextTry, err
 			break
 		}
-		n, err := q.MarkOutboxPublished(bg, []int64{msg.ID})
+		n, err := q.MarkOutboxPublished(bg, dbsqlc.MarkOutboxPublishedParams{ID: msg.ID, Duplicate: receipt.Duplicate})
 		if err != nil {
 			return b, fmt.Errorf("relay: mark outbox row %d published: %w", msg.ID, err)
 		}
@@ -271,18 +336,6 @@ func (r *Relay) RelayOnce(ctx context.Context) (Batch, error) {
 			return b, fmt.Errorf("relay: outbox row %d was published by someone else", msg.ID)
 		}
 		published++
-	}
-	if pubErr != nil {
-		tries := b.Failed.Tries + 1
-		wait := r.backoff(tries)
-		got, err := q.MarkOutboxFailed(bg, dbsqlc.MarkOutboxFailedParams{
-			ID: b.Failed.ID, LastError: pgtype.Text{String: truncate(pubErr.Error(), maxErrorLen), Valid: true},
-			Backoff: pgtype.Interval{Microseconds: wait.Microseconds(), Valid: true},
-		})
-		if err != nil {
-			return b, fmt.Errorf("relay: record the failed publish of outbox row %d: %w", b.Failed.ID, err)
-		}
-		b.Retry = got.NextAttemptAt.Time
 	}
 	if err := tx.Commit(bg); err != nil {
 		return b, fmt.Errorf("relay: commit %d published rows: %w", published, err)
@@ -295,7 +348,26 @@ func (r *Relay) RelayOnce(ctx context.Context) (Batch, error) {
 	return b, nil
 }
 
-func (r *Relay) publish(ctx context.Context, msg Message) (err error) {
+// markFailed records the failed try of msg with pubErr: its next try
+// after its backoff or, at its Config.DeadLetterAfter-th rejection in a
+// row, its move to the dead letters. It returns the row as the failure
+// left it.
+func (r *Relay) markFailed(ctx context.Context, q *dbsqlc.Queries, msg Message, pubErr error) (Pending, error) {
+	wait := r.backoff(msg.Tries + 1)
+	lastError := truncate(pubErr.Error(), maxErrorLen)
+	got, err := q.MarkOutboxFailed(ctx, dbsqlc.MarkOutboxFailedParams{
+		ID: msg.ID, LastError: pgtype.Text{String: lastError, Valid: true},
+		Backoff:  pgtype.Interval{Microseconds: wait.Microseconds(), Valid: true},
+		Rejected: errors.Is(pubErr, ErrRejected), DeadAfter: int32(r.cfg.DeadLetterAfter),
+	})
+	if err != nil {
+		return Pending{}, fmt.Errorf("relay: record the failed publish of outbox row %d: %w", msg.ID, err)
+	}
+	msg.Tries = int(got.Attempts)
+	return Pending{Message: msg, LastTry: got.LastAttemptAt.Time, NextTry: got.NextAttemptAt.Time, DeadAt: got.DeadAt.Time, LastError: lastError}, nil
+}
+
+func (r *Relay) publish(ctx context.Context, msg Message) (receipt Receipt, err error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 	defer cancel()
 	defer func() {
@@ -303,7 +375,10 @@ func (r *Relay) publish(ctx context.Context, msg Message) (err error) {
 			err = fmt.Errorf("publisher panicked: %v", v)
 		}
 	}()
-	return r.pub.Publish(ctx, msg)
+	if rp, ok := r.pub.(ReceiptPublisher); ok {
+		return rp.PublishReceipt(ctx, msg)
+	}
+	return Receipt{}, r.pub.Publish(ctx, msg)
 }
 
 // backoff is the wait after the n-th failed try.
@@ -328,6 +403,11 @@ func (r *Relay) Run(ctx context.Context) error {
 		case <-timer.C:
 		}
 		b, err := r.RelayOnce(ctx)
+		for _, m := range b.Dead {
+			r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "outbox message moved to the dead letters",
+				slog.Int64("outbox_id", m.ID), slog.String("run_id", m.RunID),
+				slog.String("topic", m.Topic), slog.Int("tries", m.Tries), slog.String("error", m.LastError))
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil

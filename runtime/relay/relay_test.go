@@ -344,6 +344,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{relay.Config{BatchSize: -1, PollInterval: -time.Second}, "relay: invalid config: negative batch size -1; negative poll interval -1s"},
 		{relay.Config{BatchSize: 10001}, "relay: invalid config: batch size 10001 is more than 10000"},
 		{relay.Config{PublishTimeout: -1, Backoff: runtime.RetryPolicy{Jitter: 2}}, "relay: invalid config: negative publish timeout -1ns; backoff jitter 2 is not in [0, 1]"},
+		{relay.Config{DeadLetterAfter: -1}, "relay: invalid config: negative dead letter try count -1"},
 	} {
 		_, err := relay.New(e.pool, pub, tc.cfg)
 		if !errors.Is(err, relay.ErrInvalidConfig) || err.Error() != tc.want {
@@ -360,7 +361,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 	cfg := r.Config()
 	if cfg.BatchSize != relay.DefaultBatchSize || cfg.PollInterval != relay.DefaultPollInterval ||
-		cfg.PublishTimeout != relay.DefaultPublishTimeout || !cmp.Equal(cfg.Backoff, relay.DefaultBackoff) || cfg.Logger == nil || cfg.Random == nil {
+		cfg.PublishTimeout != relay.DefaultPublishTimeout || cfg.DeadLetterAfter != relay.DefaultDeadLetterAfter || !cmp.Equal(cfg.Backoff, relay.DefaultBackoff) || cfg.Logger == nil || cfg.Random == nil {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }

@@ -13,23 +13,45 @@ import (
 
 // Status is the outbox at a glance, as fsmctl outbox status prints it.
 type Status struct {
-	// Pending counts the unpublished rows, Retrying those of them whose
-	// publish failed at least once, Published the published rows.
-	Pending, Retrying, Published int64
+	// Pending counts the unpublished rows that wait to be published,
+	// Retrying those of them whose publish failed at least once,
+	// Published the published rows, Duplicates those of them the broker
+	// acknowledged as duplicates of a message it had stored already (see
+	// Receipt), Dead the dead letters (see Config.DeadLetterAfter).
+	Pending, Retrying, Published, Duplicates, Dead int64
 	// Now is the database's clock when the counts were taken.
 	Now time.Time
 	// Oldest is the first unpublished row in the relay's order, nil when
-	// every row is published.
+	// every row is published or dead.
 	Oldest *Pending
+	// DeadLetters are the latest dead letters, the latest first, at most
+	// MaxDeadLetters of them.
+	DeadLetters []Pending
 }
 
-// Pending is an unpublished row with its tries.
+// MaxDeadLetters is how many dead letters ReadStatus reads.
+const MaxDeadLetters = 20
+
+// Pending is an unpublished row with its tries: one that waits to be
+// published, or a dead letter.
 type Pending struct {
 	Message
 	// LastTry is when it was last tried, NextTry when it is tried next
-	// (zero: at the next claim), LastError why the last try failed.
-	LastTry, NextTry time.Time
-	LastError        string
+	// (zero: at the next claim, or never for a dead letter), LastError why
+	// the last try failed, DeadAt when it was moved to the dead letters
+	// (zero while it waits).
+	LastTry, NextTry, DeadAt time.Time
+	LastError                string
+}
+
+func pendingOf(o dbsqlc.WorkflowOutbox) Pending {
+	return Pending{
+		Message: Message{
+			ID: o.ID, RunID: o.WorkflowRunID.String(), Type: o.WorkflowType, Attempt: int(o.AttemptNo),
+			Topic: o.Topic, Payload: o.Payload, CreatedAt: o.CreatedAt.Time, Tries: int(o.Attempts),
+		},
+		LastTry: o.LastAttemptAt.Time, NextTry: o.NextAttemptAt.Time, DeadAt: o.DeadAt.Time, LastError: o.LastError.String,
+	}
 }
 
 // Age is how long the row has been waiting at s.Now.
@@ -40,8 +62,8 @@ func (s Status) Age() time.Duration {
 	return s.Now.Sub(s.Oldest.CreatedAt)
 }
 
-// ReadStatus counts the outbox's rows and reads its oldest unpublished
-// one, in one snapshot.
+// ReadStatus counts the outbox's rows and reads its oldest pending one and
+// its latest dead letters, in one snapshot.
 func ReadStatus(ctx context.Context, pool *pgxpool.Pool) (Status, error) {
 	var st Status
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -50,20 +72,23 @@ func ReadStatus(ctx context.Context, pool *pgxpool.Pool) (Status, error) {
 		if err != nil {
 			return err
 		}
-		st.Pending, st.Retrying, st.Published, st.Now = c.Pending, c.Retrying, c.Published, c.Now.Time
+		st.Pending, st.Retrying, st.Published, st.Duplicates, st.Dead, st.Now = c.Pending, c.Retrying, c.Published, c.Duplicates, c.Dead, c.Now.Time
 		rows, err := q.OldestPendingOutbox(ctx)
-		if err != nil || len(rows) == 0 {
+		if err != nil {
 			return err
 		}
-		o := rows[0]
-		st.Oldest = &Pending{
-			Message: Message{
-				ID: o.ID, RunID: o.WorkflowRunID.String(), Type: o.WorkflowType, Attempt: int(o.AttemptNo),
-				Topic: o.Topic, Payload: o.Payload, CreatedAt: o.CreatedAt.Time, Tries: int(o.Attempts),
-			},
-			LastTry: o.LastAttemptAt.Time, NextTry: o.NextAttemptAt.Time, LastError: o.LastError.String,
+		if len(rows) > 0 {
+			o := pendingOf(rows[0])
+			st.Oldest = &o
 		}
-		return nil
+		if c.Dead == 0 {
+			return nil
+		}
+		dead, err := q.DeadOutbox(ctx, MaxDeadLetters)
+		for _, d := range dead {
+			st.DeadLetters = append(st.DeadLetters, pendingOf(d))
+		}
+		return err
 	})
 	if err != nil {
 		return Status{}, fmt.Errorf("relay: read the outbox's status: %w", err)

@@ -23,7 +23,8 @@ type Backlog struct {
 	// Parked counts the parked runs, waiting for an operator (Resume or
 	// Cancel).
 	Parked int64
-	// Outbox counts the outbox messages not yet published, and OutboxLag
+	// Outbox counts the outbox messages not yet published (dead letters
+	// aside), and OutboxLag
 	// is the age of the oldest of them; zero when none waits.
 	Outbox    int64
 	OutboxLag time.Duration

@@ -163,7 +163,7 @@ func (q *Queries) InsertStep(ctx context.Context, arg InsertStepParams) (InsertS
 }
 
 const listOutbox = `-- name: ListOutbox :many
-SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error FROM workflow_outbox WHERE workflow_run_id = $1 ORDER BY id
+SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error, rejections, dead_at, duplicate FROM workflow_outbox WHERE workflow_run_id = $1 ORDER BY id
 `
 
 func (q *Queries) ListOutbox(ctx context.Context, id pgtype.UUID) ([]WorkflowOutbox, error) {
@@ -188,6 +188,9 @@ func (q *Queries) ListOutbox(ctx context.Context, id pgtype.UUID) ([]WorkflowOut
 			&i.LastAttemptAt,
 			&i.NextAttemptAt,
 			&i.LastError,
+			&i.Rejections,
+			&i.DeadAt,
+			&i.Duplicate,
 		); err != nil {
 			return nil, err
 		}

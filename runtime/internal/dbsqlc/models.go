@@ -121,6 +121,9 @@ type WorkflowOutbox struct {
 	LastAttemptAt pgtype.Timestamptz
 	NextAttemptAt pgtype.Timestamptz
 	LastError     pgtype.Text
+	Rejections    int32
+	DeadAt        pgtype.Timestamptz
+	Duplicate     bool
 }
 
 type WorkflowRetention struct {

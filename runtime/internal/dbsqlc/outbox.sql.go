@@ -15,18 +15,18 @@ const claimOutbox = `-- name: ClaimOutbox :many
 WITH heads AS (
     SELECT h.workflow_run_id
     FROM workflow_outbox h
-    WHERE h.published_at IS NULL
+    WHERE h.published_at IS NULL AND h.dead_at IS NULL
       AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= now())
       AND NOT EXISTS (
           SELECT 1 FROM workflow_outbox e
-          WHERE e.workflow_run_id = h.workflow_run_id AND e.published_at IS NULL AND e.id < h.id)
+          WHERE e.workflow_run_id = h.workflow_run_id AND e.published_at IS NULL AND e.dead_at IS NULL AND e.id < h.id)
     ORDER BY h.id
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 )
 SELECT o.id, o.workflow_run_id, o.workflow_type, o.attempt_no, o.topic, o.payload, o.created_at, o.attempts
 FROM workflow_outbox o
-WHERE o.workflow_run_id IN (SELECT heads.workflow_run_id FROM heads) AND o.published_at IS NULL
+WHERE o.workflow_run_id IN (SELECT heads.workflow_run_id FROM heads) AND o.published_at IS NULL AND o.dead_at IS NULL
 ORDER BY o.id
 LIMIT $1
 FOR UPDATE OF o
@@ -48,7 +48,8 @@ type ClaimOutboxRow struct {
 // the rows other relays hold, and returns the unpublished rows of those
 // runs, at most @batch_size, in id order. Only the heads are taken with
 // SKIP LOCKED: a row that follows an unpublished row of its run is never
-// a head, so that two relays never publish rows of one run at once.
+// a head, so that two relays never publish rows of one run at once. Dead
+// letters (dead_at set) are neither published nor wait for.
 func (q *Queries) ClaimOutbox(ctx context.Context, batchSize int32) ([]ClaimOutboxRow, error) {
 	rows, err := q.db.Query(ctx, claimOutbox, batchSize)
 	if err != nil {
@@ -78,16 +79,62 @@ func (q *Queries) ClaimOutbox(ctx context.Context, batchSize int32) ([]ClaimOutb
 	return items, nil
 }
 
+const deadOutbox = `-- name: DeadOutbox :many
+SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error, rejections, dead_at, duplicate FROM workflow_outbox WHERE dead_at IS NOT NULL ORDER BY dead_at DESC, id DESC LIMIT $1
+`
+
+// The dead letters, the latest moved aside first, at most @max_rows.
+func (q *Queries) DeadOutbox(ctx context.Context, maxRows int32) ([]WorkflowOutbox, error) {
+	rows, err := q.db.Query(ctx, deadOutbox, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WorkflowOutbox{}
+	for rows.Next() {
+		var i WorkflowOutbox
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowRunID,
+			&i.WorkflowType,
+			&i.AttemptNo,
+			&i.Topic,
+			&i.Payload,
+			&i.CreatedAt,
+			&i.PublishedAt,
+			&i.Attempts,
+			&i.LastAttemptAt,
+			&i.NextAttemptAt,
+			&i.LastError,
+			&i.Rejections,
+			&i.DeadAt,
+			&i.Duplicate,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const markOutboxFailed = `-- name: MarkOutboxFailed :one
 UPDATE workflow_outbox
 SET attempts = attempts + 1, last_attempt_at = now(), last_error = $1,
-    next_attempt_at = now() + $2::interval
-WHERE id = $3 AND published_at IS NULL
-RETURNING attempts, last_attempt_at, next_attempt_at
+    rejections = CASE WHEN $2::boolean THEN rejections + 1 ELSE 0 END,
+    next_attempt_at = CASE WHEN $2::boolean AND rejections + 1 >= $3::integer THEN NULL
+                           ELSE now() + $4::interval END,
+    dead_at = CASE WHEN $2::boolean AND rejections + 1 >= $3::integer THEN now() END
+WHERE id = $5 AND published_at IS NULL AND dead_at IS NULL
+RETURNING attempts, last_attempt_at, next_attempt_at, dead_at
 `
 
 type MarkOutboxFailedParams struct {
 	LastError pgtype.Text
+	Rejected  bool
+	DeadAfter int32
 	Backoff   pgtype.Interval
 	ID        int64
 }
@@ -96,26 +143,48 @@ type MarkOutboxFailedRow struct {
 	Attempts      int32
 	LastAttemptAt pgtype.Timestamptz
 	NextAttemptAt pgtype.Timestamptz
+	DeadAt        pgtype.Timestamptz
 }
 
-// Records a failed try of a row: one more attempt, its error, and the next
-// try @backoff from now, at the database's clock.
+// Records a failed try of a row: one more attempt, its error, one more
+// rejection in a row when @rejected (none otherwise), and the next try
+// @backoff from now, at the database's clock; or, when it is the
+// @dead_after-th rejection in a row, moves it to the dead letters (no next
+// try).
 func (q *Queries) MarkOutboxFailed(ctx context.Context, arg MarkOutboxFailedParams) (MarkOutboxFailedRow, error) {
-	row := q.db.QueryRow(ctx, markOutboxFailed, arg.LastError, arg.Backoff, arg.ID)
+	row := q.db.QueryRow(ctx, markOutboxFailed,
+		arg.LastError,
+		arg.Rejected,
+		arg.DeadAfter,
+		arg.Backoff,
+		arg.ID,
+	)
 	var i MarkOutboxFailedRow
-	err := row.Scan(&i.Attempts, &i.LastAttemptAt, &i.NextAttemptAt)
+	err := row.Scan(
+		&i.Attempts,
+		&i.LastAttemptAt,
+		&i.NextAttemptAt,
+		&i.DeadAt,
+	)
 	return i, err
 }
 
 const markOutboxPublished = `-- name: MarkOutboxPublished :execrows
 UPDATE workflow_outbox
-SET published_at = now(), last_attempt_at = now(), attempts = attempts + 1, next_attempt_at = NULL
-WHERE id = ANY($1::bigint[]) AND published_at IS NULL
+SET published_at = now(), last_attempt_at = now(), attempts = attempts + 1, next_attempt_at = NULL,
+    duplicate = $1
+WHERE id = $2 AND published_at IS NULL AND dead_at IS NULL
 `
 
-// Marks rows published, at the database's clock.
-func (q *Queries) MarkOutboxPublished(ctx context.Context, ids []int64) (int64, error) {
-	result, err := q.db.Exec(ctx, markOutboxPublished, ids)
+type MarkOutboxPublishedParams struct {
+	Duplicate bool
+	ID        int64
+}
+
+// Marks a row published, at the database's clock; @duplicate is the
+// broker's word that it had stored the message already.
+func (q *Queries) MarkOutboxPublished(ctx context.Context, arg MarkOutboxPublishedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, markOutboxPublished, arg.Duplicate, arg.ID)
 	if err != nil {
 		return 0, err
 	}
@@ -123,7 +192,7 @@ func (q *Queries) MarkOutboxPublished(ctx context.Context, ids []int64) (int64, 
 }
 
 const oldestPendingOutbox = `-- name: OldestPendingOutbox :many
-SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error FROM workflow_outbox WHERE published_at IS NULL ORDER BY id LIMIT 1
+SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error, rejections, dead_at, duplicate FROM workflow_outbox WHERE published_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT 1
 `
 
 // The first unpublished row, in the order the relay publishes.
@@ -149,6 +218,9 @@ func (q *Queries) OldestPendingOutbox(ctx context.Context) ([]WorkflowOutbox, er
 			&i.LastAttemptAt,
 			&i.NextAttemptAt,
 			&i.LastError,
+			&i.Rejections,
+			&i.DeadAt,
+			&i.Duplicate,
 		); err != nil {
 			return nil, err
 		}
@@ -161,22 +233,27 @@ func (q *Queries) OldestPendingOutbox(ctx context.Context) ([]WorkflowOutbox, er
 }
 
 const outboxCounts = `-- name: OutboxCounts :one
-SELECT count(*) FILTER (WHERE published_at IS NULL)                 AS pending,
-       count(*) FILTER (WHERE published_at IS NULL AND attempts > 0) AS retrying,
-       count(*) FILTER (WHERE published_at IS NOT NULL)             AS published,
-       now()::timestamptz                                           AS now
+SELECT count(*) FILTER (WHERE published_at IS NULL AND dead_at IS NULL)                 AS pending,
+       count(*) FILTER (WHERE published_at IS NULL AND dead_at IS NULL AND attempts > 0) AS retrying,
+       count(*) FILTER (WHERE published_at IS NOT NULL)                                 AS published,
+       count(*) FILTER (WHERE published_at IS NOT NULL AND duplicate)                   AS duplicates,
+       count(*) FILTER (WHERE dead_at IS NOT NULL)                                      AS dead,
+       now()::timestamptz                                                               AS now
 FROM workflow_outbox
 `
 
 type OutboxCountsRow struct {
-	Pending   int64
-	Retrying  int64
-	Published int64
-	Now       pgtype.Timestamptz
+	Pending    int64
+	Retrying   int64
+	Published  int64
+	Duplicates int64
+	Dead       int64
+	Now        pgtype.Timestamptz
 }
 
 // The outbox at a glance: pending rows, those of them whose publish failed
-// at least once, published rows, and the database's clock.
+// at least once, published rows, those of them the broker acknowledged as
+// duplicates, dead letters, and the database's clock.
 func (q *Queries) OutboxCounts(ctx context.Context) (OutboxCountsRow, error) {
 	row := q.db.QueryRow(ctx, outboxCounts)
 	var i OutboxCountsRow
@@ -184,6 +261,8 @@ func (q *Queries) OutboxCounts(ctx context.Context) (OutboxCountsRow, error) {
 		&i.Pending,
 		&i.Retrying,
 		&i.Published,
+		&i.Duplicates,
+		&i.Dead,
 		&i.Now,
 	)
 	return i, err
