@@ -43,9 +43,9 @@ says how to ask for the next page.`,
 
 func chainsList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if len(args) > 0 {
-		return usagef(nil, "unexpected arguments %q (flags go before arguments)", args)
+		return usagef(nil, "unexpected arguments %q", args)
 	}
-	var states []string
+	states := []string{} // not nil, which pgx sends as NULL: cardinality(NULL) = 0 is not true
 	if s := flagString(fs, "status"); s != "" {
 		for _, st := range strings.Split(s, ",") {
 			st = strings.TrimSpace(st)
@@ -134,7 +134,7 @@ func chainsShow(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) er
 	case len(args) == 0:
 		return usagef(nil, "missing instance id")
 	case len(args) > 1:
-		return usagef(nil, "want one instance id, got %d arguments (flags go before the id)", len(args))
+		return usagef(nil, "want one instance id, got %d arguments", len(args))
 	}
 	id, err := strconv.ParseInt(args[0], 10, 64)
 	if err != nil || id < 1 {

@@ -53,7 +53,7 @@ func commands() []*command {
 		chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand(),
 		outboxStatusCommand(),
 		versionsStatusCommand(), versionsPlanCommand(), versionsUpgradeCommand(),
-		serveCommand(),
+		serveCommand(), completionCommand(),
 	}
 }
 
@@ -108,32 +108,108 @@ func (c *cli) main(ctx context.Context, args []string) int {
 // errReported is a usage error the flag package has printed already.
 var errReported = errors.New("usage error reported")
 
+// isHelpFlag reports whether arg asks for help, as -h, -help and --help do.
+func isHelpFlag(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "--h"
+}
+
 func (c *cli) dispatch(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		c.printUsage(c.stderr)
 		return errReported
 	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
+	switch {
+	case args[0] == "help":
 		return c.help(args[1:])
+	case isHelpFlag(args[0]):
+		return c.help(args[1:])
+	case args[0] == completeCommand:
+		return c.complete(args[1:])
+	}
+	if len(args) > 1 && isHelpFlag(args[1]) && len(groupCommands(args[0])) > 0 {
+		// fsmctl runs -h: the group's help.
+		c.printGroupHelp(c.stdout, args[0])
+		return nil
 	}
 	cmd, rest, err := lookup(args)
 	if err != nil {
 		return err
 	}
 	fs := c.flagSet(cmd)
-	if err := fs.Parse(rest); err != nil {
+	rest, err = parseInterspersed(fs, rest)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			c.printCommandHelp(c.stdout, cmd, fs)
+		} else {
+			c.printCommandHelp(c.stderr, cmd, fs)
 		}
-		return errReported
+		return err
 	}
-	err = cmd.run(ctx, c, fs, fs.Args())
+	err = cmd.run(ctx, c, fs, rest)
 	var ue *usageError
 	if errors.As(err, &ue) && ue.cmd == nil {
 		ue.cmd = cmd
 	}
 	return err
+}
+
+// parseInterspersed parses the flags of a command line whose flags may come
+// before, between and after its arguments, as in runs show ID -o json, and
+// returns the arguments. After --, everything is an argument. A flag that
+// fs does not define, or a bad value, has been reported by the flag package
+// (errReported); -h and -help return flag.ErrHelp.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for len(args) > 0 {
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		if len(args[0]) < 2 || args[0][0] != '-' {
+			pos = append(pos, args[0])
+			args = args[1:]
+			continue
+		}
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errReported
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" && !takesValue(fs, args, n-2) {
+			// The flag package stopped at --: the rest are arguments.
+			return append(pos, rest...), nil
+		}
+		args = rest
+	}
+	return pos, nil
+}
+
+// takesValue reports whether args[i] is a flag of fs whose value is the
+// argument after it: a flag that is not boolean, given without =value.
+func takesValue(fs *flag.FlagSet, args []string, i int) bool {
+	if i < 0 || len(args[i]) < 2 || args[i][0] != '-' || strings.Contains(args[i], "=") {
+		return false
+	}
+	f := fs.Lookup(strings.TrimLeft(args[i], "-"))
+	if f == nil {
+		return false
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
+}
+
+// groupCommands returns the commands of the group name (runs,
+// definitions, ...) in the order help shows them; none when name is no
+// group.
+func groupCommands(name string) []*command {
+	var out []*command
+	for _, cmd := range commands() {
+		if group, _, ok := strings.Cut(cmd.name, " "); ok && group == name {
+			out = append(out, cmd)
+		}
+	}
+	return out
 }
 
 // lookup finds the command args name and returns it with the arguments
@@ -148,10 +224,9 @@ func lookup(args []string) (*command, []string, error) {
 	// A group of commands (runs, definitions, ...) named without one of
 	// its subcommands, or with one it lacks.
 	var subs []string
-	for _, cmd := range commands() {
-		if group, sub, ok := strings.Cut(cmd.name, " "); ok && group == args[0] {
-			subs = append(subs, sub)
-		}
+	for _, cmd := range groupCommands(args[0]) {
+		_, sub, _ := strings.Cut(cmd.name, " ")
+		subs = append(subs, sub)
 	}
 	if len(subs) > 0 {
 		list := strings.Join(subs[:len(subs)-1], ", ") + " and " + subs[len(subs)-1]
@@ -166,21 +241,29 @@ func lookup(args []string) (*command, []string, error) {
 	return nil, nil, usagef(nil, "unknown command %q", args[0])
 }
 
-// flagSet returns the flag set of cmd, writing its errors and help to
-// stderr.
+// flagSet returns the flag set of cmd, writing the errors of its flags
+// to stderr.
 func (c *cli) flagSet(cmd *command) *flag.FlagSet {
 	fs := flag.NewFlagSet("fsmctl "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	if cmd.flags != nil {
 		cmd.flags(fs)
 	}
-	fs.Usage = func() { c.printCommandHelp(c.stderr, cmd, fs) }
+	// dispatch prints the command's help: on stdout for -h, on stderr
+	// after a bad flag.
+	fs.Usage = func() {}
 	return fs
 }
 
+// help prints the help of the command or group args name on stdout, or
+// fsmctl's when args is empty.
 func (c *cli) help(args []string) error {
 	if len(args) == 0 {
 		c.printUsage(c.stdout)
+		return nil
+	}
+	if len(args) == 1 && len(groupCommands(args[0])) > 0 {
+		c.printGroupHelp(c.stdout, args[0])
 		return nil
 	}
 	cmd, rest, err := lookup(args)
@@ -194,11 +277,22 @@ func (c *cli) help(args []string) error {
 	return nil
 }
 
+// printGroupHelp prints the commands of group name.
+func (c *cli) printGroupHelp(w io.Writer, name string) {
+	fmt.Fprintf(w, "usage: fsmctl %s <command> [flags] [arguments]\n\nCommands:\n", name)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, cmd := range groupCommands(name) {
+		fmt.Fprintf(tw, "\t%s\t%s\n", cmd.name, cmd.summary)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nRun 'fsmctl help %s <command>' for a command's flags and details.\n", name)
+}
+
 func (c *cli) printUsage(w io.Writer) {
 	fmt.Fprint(w, `fsmctl operates the runs of fsmgen workflows stored in PostgreSQL.
 
 Usage:
-	fsmctl <command> [flags] [arguments]
+	fsmctl <command> [arguments] [flags]
 
 Commands:
 `)
@@ -206,14 +300,17 @@ Commands:
 	for _, cmd := range commands() {
 		fmt.Fprintf(tw, "\t%s\t%s\n", cmd.name, cmd.summary)
 	}
-	fmt.Fprintf(tw, "\t%s\t%s\n", "help", "show this help, or a command's: fsmctl help runs list")
+	fmt.Fprintf(tw, "\t%s\t%s\n", "help", "show this help, or a command's: fsmctl help runs list, fsmctl runs list -h")
 	tw.Flush()
 	fmt.Fprint(w, `
 The database is the one the -database flag of a command names, else `+EnvDatabaseURL+`
 (postgres://user:password@host:5432/db?sslmode=disable, or a key=value connection
 string), else the libpq variables PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD,
-PGSSLMODE and the other PG* ones. Read commands take -o json for scripts. The demo
-that creates runs to look at is not here: make demo (go run ./machines/cmd/demo).
+PGSSLMODE and the other PG* ones. Flags may come before, between or after the
+arguments (-flag and --flag alike; after --, all are arguments). Read commands
+take -o json for scripts. fsmctl completion bash|zsh|fish prints a shell's
+completion script. The demo that creates runs to look at is not here: make demo
+(go run ./machines/cmd/demo).
 
 Exit status: 0 on success, 1 on failure, 2 on a usage error.
 `)
@@ -252,13 +349,14 @@ func (c *cli) databaseURL(fs *flag.FlagSet) (conn, source string) {
 }
 
 // openPool connects to the command's database, the one needDatabase
-// names; the caller closes the pool.
-func (c *cli) openPool(ctx context.Context, fs *flag.FlagSet) (*pgxpool.Pool, error) {
+// names, with the pool configuration opts change; the caller closes the
+// pool.
+func (c *cli) openPool(ctx context.Context, fs *flag.FlagSet, opts ...func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	conn, source, err := c.needDatabase(fs)
 	if err != nil {
 		return nil, err
 	}
-	return connect(ctx, source, conn)
+	return connect(ctx, source, conn, opts...)
 }
 
 // needDatabase returns the command's connection string, or an error

@@ -62,7 +62,7 @@ type jsonDefinition struct {
 
 func definitionsList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if len(args) > 0 {
-		return usagef(nil, "unexpected arguments %q (flags go before arguments)", args)
+		return usagef(nil, "unexpected arguments %q", args)
 	}
 	return c.withAdmin(ctx, fs, func(a *admin.Admin) error {
 		defs, err := a.Definitions(ctx)
@@ -92,7 +92,7 @@ func definitionsList(ctx context.Context, c *cli, fs *flag.FlagSet, args []strin
 
 func definitionsShow(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if len(args) == 0 || len(args) > 2 {
-		return usagef(nil, "want TYPE [VERSION], got %d arguments (flags go before them)", len(args))
+		return usagef(nil, "want TYPE [VERSION], got %d arguments", len(args))
 	}
 	typ, version := args[0], 0
 	if len(args) == 2 {

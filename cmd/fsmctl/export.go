@@ -53,35 +53,7 @@ output. Flags may come before or after the run id.`,
 	}
 }
 
-// parseInterspersed parses flags that may follow positional arguments, as
-// in export <run_id> --format csv, and returns the positional arguments.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for len(args) > 0 {
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		if len(args[0]) > 1 && args[0][0] == '-' {
-			if err := fs.Parse(args); err != nil {
-				if errors.Is(err, flag.ErrHelp) {
-					return nil, err
-				}
-				return nil, errReported
-			}
-			args = fs.Args()
-			continue
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	return pos, nil
-}
-
 func runExport(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
-	args, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
 	switch {
 	case len(args) == 0:
 		return usagef(nil, "missing run id")
@@ -105,7 +77,10 @@ func runExport(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) err
 			return usagef(nil, "%v", err)
 		}
 	}
-	var a runfiles.Audit
+	var (
+		a   runfiles.Audit
+		err error
+	)
 	if fromDB {
 		if err := checkRunID(id); err != nil {
 			return usagef(nil, "%v", err)

@@ -13,10 +13,10 @@
 //	fsmctl migrate [-print]        apply the runtime's migrations, or print their SQL
 //	fsmctl runs list [-type T] [-state S] [-status S] [-tenant X] [-limit N] [-after ID] [-o json]
 //	fsmctl runs show [-payloads] [-o json] ID
-//	fsmctl runs signal [-to STATE] [-reason TEXT] RUN EVENT [JSON]
-//	fsmctl runs cancel [-to STATE] [-reason TEXT] RUN
-//	fsmctl runs resume RUN
-//	fsmctl runs retry RUN
+//	fsmctl runs signal [-to STATE] [-reason TEXT] [-lock-timeout D] RUN EVENT [JSON]
+//	fsmctl runs cancel [-to STATE] [-reason TEXT] [-lock-timeout D] RUN
+//	fsmctl runs resume [-lock-timeout D] RUN
+//	fsmctl runs retry [-lock-timeout D] RUN
 //	fsmctl definitions list [-o json]
 //	fsmctl definitions show [-mermaid] [-o json] TYPE [VERSION]
 //	fsmctl retention list [-o json]
@@ -31,7 +31,18 @@
 //	fsmctl versions plan [-limit N] TYPE FROM TO
 //	fsmctl versions upgrade [-batch N] [-wait D] TYPE FROM TO
 //	fsmctl serve [-addr HOST:PORT] [-hosts NAMES] [-password-file FILE] [-actions]
+//	fsmctl completion bash|zsh|fish
 //	fsmctl help [command]
+//
+// Flags may come before, between or after the arguments (runs show ID -o
+// json), written -flag or --flag; after --, everything is an argument.
+// Help is at every level: fsmctl help runs, fsmctl runs -h, fsmctl help
+// runs show, fsmctl runs show --help print on standard output. fsmctl
+// completion prints a completion script for bash, zsh or fish, which asks
+// fsmctl itself (a hidden __complete command) for the commands, flags and
+// flag values that complete a word. The write commands on a run wait at
+// most -lock-timeout (5s by default) for its row while another transaction
+// holds it, then fail saying so.
 //
 // runs signal and runs cancel work on any registered machine without its Go
 // code: the payload is checked against the event's fields in the registered

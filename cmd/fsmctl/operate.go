@@ -6,6 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/internal/cliout"
 	"github.com/fsmgen/fsmgen/runtime"
@@ -16,7 +21,7 @@ import (
 func runsSignalCommand() *command {
 	return &command{
 		name:     "runs signal",
-		synopsis: "[-database URL] [-to STATE] [-reason TEXT] [-o json] RUN EVENT [JSON]",
+		synopsis: "[-database URL] [-to STATE] [-reason TEXT] [-lock-timeout D] [-o json] RUN EVENT [JSON]",
 		summary:  "fire an event on a run, its payload checked against the registered definition",
 		details: `Signal fires EVENT on run RUN with the payload JSON (an object of the event's
 fields; none when left out), for any registered machine: the payload is checked
@@ -39,6 +44,7 @@ does (without the history).`,
 			addDatabaseFlag(fs)
 			fs.String("to", "", "the target state of the row to fire when the state's rows are guarded")
 			fs.String("reason", "", "why, for the run's history")
+			addLockTimeoutFlag(fs)
 			addOutputFlag(fs)
 		},
 		run: runsSignal,
@@ -48,7 +54,7 @@ does (without the history).`,
 func runsCancelCommand() *command {
 	return &command{
 		name:     "runs cancel",
-		synopsis: "[-database URL] [-to STATE] [-reason TEXT] [-o json] RUN",
+		synopsis: "[-database URL] [-to STATE] [-reason TEXT] [-lock-timeout D] [-o json] RUN",
 		summary:  "cancel a run with its machine's cancel event",
 		details: `Cancel fires the machine's cancel event (cancel EVENT in its .fsm file) on run
 RUN, from any state that has a row on it, as an operator acting for the system:
@@ -56,11 +62,16 @@ the owner's guard that the engine's Cancel evaluates is not. The run goes where
 its state's row leads (a cancelled final state, or a state that undoes work
 first); -to STATE chooses when the rows lead to several states. A cancelled run's
 result says CANCELLED: cancelled by an operator, with -reason. A finished run,
-a machine without a cancel event or a state without a row on it is refused.`,
+a machine without a cancel event or a state without a row on it is refused.
+
+While another transaction holds the run's row (a worker recording a transition,
+a session left open in psql), cancel waits for it at most -lock-timeout, then
+fails saying so; the run is left as it was.`,
 		flags: func(fs *flag.FlagSet) {
 			addDatabaseFlag(fs)
 			fs.String("to", "", "the target state when the cancel rows lead to several")
 			fs.String("reason", "", "why, for the run's history and result")
+			addLockTimeoutFlag(fs)
 			addOutputFlag(fs)
 		},
 		run: runsCancel,
@@ -70,12 +81,12 @@ a machine without a cancel event or a state without a row on it is refused.`,
 func runsResumeCommand() *command {
 	return &command{
 		name:     "runs resume",
-		synopsis: "[-database URL] [-o json] RUN",
+		synopsis: "[-database URL] [-lock-timeout D] [-o json] RUN",
 		summary:  "make a parked run due again",
 		details: `Resume makes run RUN, parked after its retries gave up in a state that names no
 event for that, due again with a fresh attempt counter, logs a resumed step,
 and tells idle workers. A run that is not parked is refused.`,
-		flags: func(fs *flag.FlagSet) { addDatabaseFlag(fs); addOutputFlag(fs) },
+		flags: func(fs *flag.FlagSet) { addDatabaseFlag(fs); addLockTimeoutFlag(fs); addOutputFlag(fs) },
 		run:   runsResume,
 	}
 }
@@ -83,25 +94,55 @@ and tells idle workers. A run that is not parked is refused.`,
 func runsRetryCommand() *command {
 	return &command{
 		name:     "runs retry",
-		synopsis: "[-database URL] [-o json] RUN",
+		synopsis: "[-database URL] [-lock-timeout D] [-o json] RUN",
 		summary:  "restart a failed run: same row, attempt + 1, initial state",
 		details: `Retry restarts the failed run RUN as a new start with its key would (seed 000):
 the same row and id, attempt_no + 1, the state reset to the initial state of
 its definition version, its result and finish time cleared, a restarted row
 logged, due at once. A run that is not failed is refused.`,
-		flags: func(fs *flag.FlagSet) { addDatabaseFlag(fs); addOutputFlag(fs) },
+		flags: func(fs *flag.FlagSet) { addDatabaseFlag(fs); addLockTimeoutFlag(fs); addOutputFlag(fs) },
 		run:   runsRetry,
 	}
 }
 
-// withAdmin connects and calls fn with an Admin on the database.
-func (c *cli) withAdmin(ctx context.Context, fs *flag.FlagSet, fn func(a *admin.Admin) error) error {
-	pool, err := c.openPool(ctx, fs)
+// defaultLockTimeout is how long a write command waits by default for a
+// run's row that another transaction holds.
+const defaultLockTimeout = 5 * time.Second
+
+// addLockTimeoutFlag declares -lock-timeout, which the write commands on
+// a run have.
+func addLockTimeoutFlag(fs *flag.FlagSet) {
+	fs.Duration("lock-timeout", defaultLockTimeout, "how long to wait for the run's row while another transaction holds it (a worker's transition, an open psql session)")
+}
+
+// withAdmin connects and calls fn with an Admin on the database, whose
+// pool configuration opts change.
+func (c *cli) withAdmin(ctx context.Context, fs *flag.FlagSet, fn func(a *admin.Admin) error, opts ...func(*pgxpool.Config)) error {
+	pool, err := c.openPool(ctx, fs, opts...)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	return fn(admin.New(store.New(pool)))
+}
+
+// withRunAdmin is withAdmin for a command that writes run id: a statement
+// that waits longer than -lock-timeout for a lock another transaction
+// holds fails (PostgreSQL's lock_timeout), and the error says so, naming
+// the run; the command never blocks without a bound.
+func (c *cli) withRunAdmin(ctx context.Context, fs *flag.FlagSet, id string, fn func(a *admin.Admin) error) error {
+	wait := fs.Lookup("lock-timeout").Value.(flag.Getter).Get().(time.Duration)
+	if wait <= 0 {
+		return usagef(nil, "-lock-timeout %v: want more than 0", wait)
+	}
+	err := c.withAdmin(ctx, fs, fn, func(cfg *pgxpool.Config) {
+		cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(wait.Milliseconds(), 1), 10)
+	})
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == "55P03" { // lock_not_available
+		return &reworded{err: err, msg: fmt.Sprintf(
+			"run %s: another transaction holds the run's row: gave up after waiting %v (-lock-timeout); try again once it ends", id, wait)}
+	}
+	return err
 }
 
 // oneRun checks that args are one run id.
@@ -110,7 +151,7 @@ func oneRun(args []string) (string, error) {
 	case len(args) == 0:
 		return "", usagef(nil, "missing run id")
 	case len(args) > 1:
-		return "", usagef(nil, "want one run id, got %d arguments (flags go before the id)", len(args))
+		return "", usagef(nil, "want one run id, got %d arguments", len(args))
 	}
 	if err := checkRunID(args[0]); err != nil {
 		return "", usagef(nil, "%v", err)
@@ -129,7 +170,7 @@ func (c *cli) printMove(fs *flag.FlagSet, verb string, before, after string, run
 
 func runsSignal(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if len(args) < 2 || len(args) > 3 {
-		return usagef(nil, "want RUN EVENT [JSON], got %d arguments (flags go before them)", len(args))
+		return usagef(nil, "want RUN EVENT [JSON], got %d arguments", len(args))
 	}
 	id, event := args[0], args[1]
 	if err := checkRunID(id); err != nil {
@@ -145,7 +186,7 @@ func runsSignal(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) er
 		}
 	}
 	opts := admin.SignalOptions{To: flagString(fs, "to"), Reason: flagString(fs, "reason")}
-	return c.withAdmin(ctx, fs, func(a *admin.Admin) error {
+	return c.withRunAdmin(ctx, fs, id, func(a *admin.Admin) error {
 		before, err := store.New(a.Pool()).Get(ctx, id)
 		if err != nil {
 			return runError(id, err)
@@ -164,7 +205,7 @@ func runsCancel(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) er
 		return err
 	}
 	opts := admin.SignalOptions{To: flagString(fs, "to"), Reason: flagString(fs, "reason")}
-	return c.withAdmin(ctx, fs, func(a *admin.Admin) error {
+	return c.withRunAdmin(ctx, fs, id, func(a *admin.Admin) error {
 		before, err := store.New(a.Pool()).Get(ctx, id)
 		if err != nil {
 			return runError(id, err)
@@ -182,7 +223,7 @@ func runsResume(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) er
 	if err != nil {
 		return err
 	}
-	return c.withAdmin(ctx, fs, func(a *admin.Admin) error {
+	return c.withRunAdmin(ctx, fs, id, func(a *admin.Admin) error {
 		run, err := a.Resume(ctx, id)
 		if err != nil {
 			return operateError(id, err)
@@ -200,7 +241,7 @@ func runsRetry(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) err
 	if err != nil {
 		return err
 	}
-	return c.withAdmin(ctx, fs, func(a *admin.Admin) error {
+	return c.withRunAdmin(ctx, fs, id, func(a *admin.Admin) error {
 		before, err := store.New(a.Pool()).Get(ctx, id)
 		if err != nil {
 			return runError(id, err)

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -473,4 +476,88 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// runs cancel on a run whose row another transaction holds waits at most
+// -lock-timeout, then says which run and why, and leaves it as it was.
+func TestRunsCancelOnALockedRow(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	run := f.start(t, order.Type, "o-1")
+	ctx := context.Background()
+	tx, err := f.st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM workflow_runs WHERE id = $1 FOR UPDATE`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Before the bound, the command blocked for as long as the lock was
+	// held: the test's own deadline stops it then.
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	c := &cli{stdout: &out, stderr: &errOut, getenv: func(k string) string { return map[string]string{EnvDatabaseURL: f.url}[k] }}
+	code := c.main(tctx, []string{"runs", "cancel", run.ID, "-lock-timeout", "300ms"})
+	want := result{Code: exitFailure, Stderr: "fsmctl: run " + run.ID + ": another transaction holds the run's row: gave up after waiting 300ms (-lock-timeout); try again once it ends\n"}
+	if diff := cmp.Diff(want, result{code, out.String(), errOut.String()}); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get(t, run.ID); got.State != "PENDING_PAYMENT" || got.RowVersion != run.RowVersion {
+		t.Errorf("after the refused cancel: %s row version %d, want PENDING_PAYMENT %d", got.State, got.RowVersion, run.RowVersion)
+	}
+	// With the lock gone the same command cancels.
+	got := withDB(t, f.url, "runs", "cancel", run.ID)
+	if diff := cmp.Diff(result{Code: exitOK, Stdout: "run " + run.ID + " cancelled: PENDING_PAYMENT -> CANCELLED (cancelled, attempt 1)\n"}, got); diff != "" {
+		t.Errorf("after the lock (-want +got):\n%s", diff)
+	}
+}
+
+// runs show says why a try failed without -payloads: the error code and
+// message of each failed try (the engine's attempt_failed and parked
+// steps) in an ERROR column, after the run has moved on too.
+func TestRunsShowPrintsFailedTriesErrors(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	ctx := context.Background()
+	run := f.start(t, order.Type, "o-1")
+	// The steps the engine logs when a try fails and is retried, then
+	// when the retries give up (db/queries/engine.sql: ScheduleRetry,
+	// ParkRun).
+	for _, s := range []struct {
+		name    string
+		payload map[string]any
+	}{
+		{"attempt_failed", map[string]any{"step_attempt": 1, "error_code": "UPSTREAM_5XX", "error": "payment gateway: 503 Service Unavailable", "delay_ms": 1000, "retry": true}},
+		{"parked", map[string]any{"step_attempt": 2, "error_code": nil, "error": "payment gateway: timeout", "retry": false}},
+	} {
+		if _, err := f.st.LogStep(ctx, run.ID, s.name, s.payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := withDB(t, f.url, "runs", "cancel", run.ID); got.Code != exitOK {
+		t.Fatalf("cancel: %+v", got)
+	}
+	got := withDB(t, f.url, "runs", "show", run.ID)
+	_, history, _ := strings.Cut(got.Stdout, "\n\n")
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSuffix(history, "\n"), "\n") {
+		cells := regexp.MustCompile(`\s{2,}`).Split(l, -1)
+		lines = append(lines, strings.Join(append(cells[:1:1], cells[2:]...), " | ")) // without the time
+	}
+	want := []string{
+		"SEQ | KIND | STEP/EVENT | STATE | ATTEMPT | ERROR",
+		"1 | created | start | → PENDING_PAYMENT | 1 | -",
+		"2 | step | attempt_failed | PENDING_PAYMENT | 1 | UPSTREAM_5XX: payment gateway: 503 Service Unavailable",
+		"3 | step | parked | PENDING_PAYMENT | 1 | payment gateway: timeout",
+		"4 | step | operator_cancel | PENDING_PAYMENT | 1 | -",
+		"5 | transition | Cancel | PENDING_PAYMENT → CANCELLED | 1 | -",
+	}
+	if diff := cmp.Diff(want, lines); diff != "" || got.Code != exitOK {
+		t.Errorf("runs show: exit %d, history (-want +got):\n%s\n%s", got.Code, diff, got.Stdout)
+	}
 }

@@ -76,7 +76,7 @@ func jsonPendingOf(st relay.Status, o relay.Pending) jsonPendingOutbox {
 
 func outboxStatus(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if len(args) > 0 {
-		return usagef(nil, "unexpected arguments %q (flags go before arguments)", args)
+		return usagef(nil, "unexpected arguments %q", args)
 	}
 	pool, err := c.openPool(ctx, fs)
 	if err != nil {

@@ -81,7 +81,7 @@ type jsonPolicy struct {
 
 func retentionList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if len(args) > 0 {
-		return usagef(nil, "unexpected arguments %q (flags go before arguments)", args)
+		return usagef(nil, "unexpected arguments %q", args)
 	}
 	return c.withAdmin(ctx, fs, func(a *admin.Admin) error {
 		ps, err := a.Retention(ctx)
@@ -110,7 +110,7 @@ func retentionList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 
 func retentionSet(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if len(args) != 2 {
-		return usagef(nil, "want TYPE DAYS, got %d arguments (flags go before them)", len(args))
+		return usagef(nil, "want TYPE DAYS, got %d arguments", len(args))
 	}
 	days, err := strconv.Atoi(args[1])
 	if err != nil || days < 0 {
@@ -128,7 +128,7 @@ func retentionSet(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 
 func retentionClear(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if len(args) != 1 {
-		return usagef(nil, "want TYPE, got %d arguments (flags go before it)", len(args))
+		return usagef(nil, "want TYPE, got %d arguments", len(args))
 	}
 	return c.withAdmin(ctx, fs, func(a *admin.Admin) error {
 		had, err := a.ClearRetention(ctx, args[0])
@@ -155,7 +155,7 @@ type jsonRemoved struct {
 
 func cleanup(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if len(args) > 0 {
-		return usagef(nil, "unexpected arguments %q (flags go before arguments)", args)
+		return usagef(nil, "unexpected arguments %q", args)
 	}
 	batch := fs.Lookup("batch").Value.(flag.Getter).Get().(int)
 	if batch < 1 {

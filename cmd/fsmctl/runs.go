@@ -55,7 +55,7 @@ func flagString(fs *flag.FlagSet, name string) string { return fs.Lookup(name).V
 
 func runsList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if len(args) > 0 {
-		return usagef(nil, "unexpected arguments %q (flags go before arguments)", args)
+		return usagef(nil, "unexpected arguments %q", args)
 	}
 	f := store.Filter{
 		Filter: runtime.Filter{Type: flagString(fs, "type"), TenantID: flagString(fs, "tenant")},
@@ -138,7 +138,7 @@ func runsShow(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	case len(args) == 0:
 		return usagef(nil, "missing run id")
 	case len(args) > 1:
-		return usagef(nil, "want one run id, got %d arguments (flags go before the id)", len(args))
+		return usagef(nil, "want one run id, got %d arguments", len(args))
 	}
 	id := args[0]
 	if err := checkRunID(id); err != nil {

@@ -63,7 +63,7 @@ machine, since Basic credentials travel in every request.`,
 
 func serve(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if len(args) > 0 {
-		return usagef(nil, "unexpected arguments %q (flags go before arguments)", args)
+		return usagef(nil, "unexpected arguments %q", args)
 	}
 	addr := flagString(fs, "addr")
 	host, _, err := net.SplitHostPort(addr)

@@ -38,7 +38,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "-addr", "8080"}, `fsmctl serve: -addr "8080": want host:port, such as 127.0.0.1:8080`},
 		{[]string{"serve", "-refresh", "1ms"}, "fsmctl serve: -refresh 1ms: want at least 100ms"},
 		{[]string{"serve", "-stuck-after", "0s"}, "fsmctl serve: -stuck-after 0s: want a positive duration"},
-		{[]string{"serve", "now"}, `fsmctl serve: unexpected arguments ["now"] (flags go before arguments)`},
+		{[]string{"serve", "now"}, `fsmctl serve: unexpected arguments ["now"]`},
 		{[]string{"serve", "-addr", "0.0.0.0:8080", "-actions"}, "fsmctl serve: -actions on 0.0.0.0:8080, beyond the loopback, needs -hosts and -password-file"},
 		{[]string{"serve", "-addr", ":8080", "-actions", "-hosts", "console.example"}, "fsmctl serve: -actions on :8080, beyond the loopback, needs -hosts and -password-file"},
 		{[]string{"serve", "-addr", "[::]:8080", "-actions", "-password-file", passwdFile}, "fsmctl serve: -actions on [::]:8080, beyond the loopback, needs -hosts and -password-file"},

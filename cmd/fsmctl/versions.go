@@ -80,7 +80,7 @@ later) and when no upgrade from FROM to TO is registered.`,
 // typeAndVersions reads TYPE FROM TO.
 func typeAndVersions(args []string) (string, int, int, error) {
 	if len(args) != 3 {
-		return "", 0, 0, usagef(nil, "want TYPE FROM TO, got %d arguments (flags go before them)", len(args))
+		return "", 0, 0, usagef(nil, "want TYPE FROM TO, got %d arguments", len(args))
 	}
 	var vs [2]int
 	for i, a := range args[1:] {
@@ -108,7 +108,7 @@ func (c *cli) openStore(ctx context.Context, fs *flag.FlagSet) (*store.Store, fu
 
 func versionsStatus(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 	if len(args) != 1 {
-		return usagef(nil, "want one TYPE, got %d arguments (flags go before it)", len(args))
+		return usagef(nil, "want one TYPE, got %d arguments", len(args))
 	}
 	st, closeDB, err := c.openStore(ctx, fs)
 	if err != nil {

@@ -184,8 +184,8 @@ func TestVersionsUsageErrors(t *testing.T) {
 	}{
 		{[]string{"versions"}, "fsmctl: versions needs a subcommand: status, plan or upgrade"},
 		{[]string{"versions", "drop"}, `fsmctl: unknown command "versions drop": versions has status, plan and upgrade`},
-		{[]string{"versions", "status"}, "fsmctl versions status: want one TYPE, got 0 arguments (flags go before it)"},
-		{[]string{"versions", "plan", "shipment", "1"}, "fsmctl versions plan: want TYPE FROM TO, got 2 arguments (flags go before them)"},
+		{[]string{"versions", "status"}, "fsmctl versions status: want one TYPE, got 0 arguments"},
+		{[]string{"versions", "plan", "shipment", "1"}, "fsmctl versions plan: want TYPE FROM TO, got 2 arguments"},
 		{[]string{"versions", "plan", "shipment", "one", "2"}, `fsmctl versions plan: version "one": want a whole number >= 1`},
 		{[]string{"versions", "upgrade", "shipment", "2", "1"}, "fsmctl versions upgrade: runs are upgraded from an older version to a newer one, not from 2 to 1"},
 		{[]string{"versions", "upgrade", "-batch", "0", "shipment", "1", "2"}, "fsmctl versions upgrade: -batch 0 is not in 1..10000"},

@@ -109,14 +109,18 @@ func Describe(cfg *pgxpool.Config) string {
 }
 
 // Connect opens a pool on the database conn names and checks that it
-// answers.
-func Connect(ctx context.Context, source, conn string) (*pgxpool.Pool, error) {
+// answers. Each of opts may change the pool's configuration first (set a
+// session parameter such as lock_timeout in ConnConfig.RuntimeParams).
+func Connect(ctx context.Context, source, conn string, opts ...func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	cfg, err := ParseConfig(source, conn)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.MaxConns > 8 {
 		cfg.MaxConns = 8
+	}
+	for _, opt := range opts {
+		opt(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

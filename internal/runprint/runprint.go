@@ -132,8 +132,8 @@ func RunTable(w io.Writer, runs []runtime.Run) error {
 
 // Run prints one run as a block of "field  value" lines: its identity,
 // state (for a configuration of a parallel state, each region's leaf on a
-// line of its own), result, times, and while it runs its lease, schedule
-// and last error.
+// line of its own), result, times, while it runs its lease and schedule,
+// and the error of its last failed try when the run keeps one.
 func Run(w io.Writer, r runtime.Run) error {
 	tw := Table(w)
 	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, Escape(v)) }
@@ -158,7 +158,7 @@ func Run(w io.Writer, r runtime.Run) error {
 		line("cost", fmt.Sprintf("%.4f USD", res.CostUSD))
 		line("duration", fmt.Sprintf("%d ms", res.DurationMS))
 		if res.ErrorCode != "" || res.ErrorDetail != "" {
-			line("error", strings.TrimSuffix(res.ErrorCode+": "+res.ErrorDetail, ": "))
+			line("error", joinError(res.ErrorCode, res.ErrorDetail))
 		}
 	}
 	if r.ParentID != "" {
@@ -182,31 +182,77 @@ func Run(w io.Writer, r runtime.Run) error {
 		if !r.ParkedAt.IsZero() {
 			line("parked", Time(r.ParkedAt))
 		}
-		if r.LastErrorCode != "" || r.LastError != "" {
-			line("last error", strings.TrimSuffix(r.LastErrorCode+": "+r.LastError, ": "))
-		}
+	}
+	if r.LastErrorCode != "" || r.LastError != "" {
+		// The last failed try's error, in whatever status the run is.
+		line("last error", joinError(r.LastErrorCode, r.LastError))
 	}
 	return tw.Flush()
 }
 
 // History prints a run's log as a table, oldest first: its sequence
 // number in the run, time, kind, step or event, the states before and
-// after, and the run's attempt; with payloads, each row's payload too.
+// after, and the run's attempt; when a row is a failed try (the engine's
+// attempt_failed and parked steps, any step whose payload has an "error"),
+// an ERROR column with its error code and message; with payloads, each
+// row's payload too.
 func History(w io.Writer, steps []store.Step, payloads bool) error {
+	errs := make([]string, len(steps))
+	var anyErr bool
+	for i, s := range steps {
+		errs[i] = stepError(s)
+		anyErr = anyErr || errs[i] != ""
+	}
 	tw := Table(w)
 	head := "SEQ\tTIME\tKIND\tSTEP/EVENT\tSTATE\tATTEMPT"
+	if anyErr {
+		head += "\tERROR"
+	}
 	if payloads {
 		head += "\tPAYLOAD"
 	}
 	fmt.Fprintln(tw, head)
 	for i, s := range steps {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d", i+1, Time(s.At), Escape(string(s.Kind)), Escape(s.Name), Escape(stateChange(s)), s.Attempt)
+		if anyErr {
+			fmt.Fprintf(tw, "\t%s", OrDash(errs[i]))
+		}
 		if payloads {
 			fmt.Fprintf(tw, "\t%s", Escape(CompactJSON(s.Payload)))
 		}
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// stepError returns the error a logged step reports, "CODE: message" (or
+// either alone), from the "error_code" and "error" fields of its payload;
+// "" for a transition and for a step without an error.
+func stepError(s store.Step) string {
+	if s.Kind != store.KindStep || len(s.Payload) == 0 {
+		return ""
+	}
+	var p struct {
+		Code  *string `json:"error_code"`
+		Error *string `json:"error"`
+	}
+	if json.Unmarshal(s.Payload, &p) != nil || p.Error == nil {
+		return ""
+	}
+	return joinError(deref(p.Code), *p.Error)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// joinError is an error's code and detail as "CODE: detail", or either
+// alone.
+func joinError(code, detail string) string {
+	return strings.TrimPrefix(strings.TrimSuffix(code+": "+detail, ": "), ": ")
 }
 
 // stateChange shows the states of a log row: "A → B" for a change, "A" for

@@ -480,7 +480,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, userID string) (runtime.Run,
 			return nil, nil, fmt.Errorf("%w: %s v%d declares none", runtime.ErrNoCancelEvent, run.Type, run.Version)
 		}
 		if run.UserID == "" || !strings.EqualFold(run.UserID, userID) {
-			return nil, nil, fmt.Errorf("%w: user %s may not cancel a run of user %q", runtime.ErrNotOwner, diag.Quote(userID), run.UserID)
+			return nil, nil, fmt.Errorf("%w: user %q may not cancel a run of user %q", runtime.ErrNotOwner, userID, run.UserID)
 		}
 		if !r.def.Accepts(run.State, name) {
 			return nil, nil, fmt.Errorf("%w: state %s of %s v%d has no transition on the cancel event %s", runtime.ErrNotCancellable, run.State, run.Type, run.Version, name)

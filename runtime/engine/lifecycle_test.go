@@ -305,3 +305,19 @@ func TestShutdownAbandonsStuckHandler(t *testing.T) {
 		t.Errorf("log (-want +got):\n%s", diff)
 	}
 }
+
+// TestNotOwnerErrorNamesTheCallerWhole: the refusal names the caller's id
+// whole, however long, quoted as the owner's is.
+func TestNotOwnerErrorNamesTheCallerWhole(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	d := &driver{def: jobDef("job", nil, ""), guards: ownerGuard()}
+	e := v.engine(t, engine.Config{}, d)
+	run := v.start(t, e, "job", "k")
+	const caller = "svc-account:billing-reconciler@payments.example.com"
+	_, err := e.Cancel(context.Background(), run.ID, caller)
+	want := `engine: cancel run ` + run.ID + `: not authorized: not the run's owner: user "` + caller + `" may not cancel a run of user "` + alice + `"`
+	if err == nil || err.Error() != want || !errors.Is(err, runtime.ErrNotOwner) {
+		t.Errorf("Cancel by another user:\n got %v\nwant %s", err, want)
+	}
+}
