@@ -107,7 +107,7 @@ func TestServeReadOnly(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !regexp.MustCompile(`<g class="state[^"]* current" data-state="INGESTING">`).Match(body) {
+	if resp.StatusCode != http.StatusOK || !regexp.MustCompile(`<g class="state[^"]* current[^"]*" data-state="INGESTING">`).Match(body) {
 		t.Fatalf("run page: %d\n%s", resp.StatusCode, body)
 	}
 	if strings.Contains(string(body), `name="csrf"`) {
