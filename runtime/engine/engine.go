@@ -440,7 +440,9 @@ func (e *Engine) notify(ctx context.Context, typ string) {
 // handler returns, a timer's or an exhausted state's event, unless the
 // machine declares it external; and a child's completion event, see
 // StartChild) is refused with an error matching runtime.ErrNotCallerEvent
-// that names the machine, the state, the event and who sends it. The run
+// that names the machine, the state, the event and who sends it. Each of
+// these refusals, and an event the machine does not know, also matches
+// runtime.ErrSignalRefused, as on the Temporal backend. The run
 // the driver's Fire is given holds the events of the run's current attempt
 // (runtime.Run.Events), for guards, when a row from its state on the event
 // has a guard; otherwise none are read. Signal sends two statements, a
@@ -451,12 +453,13 @@ func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (ru
 	}
 	name := ev.EventName()
 	eventOf := func(runtime.Definition) string { return name }
-	return e.fireExternal(ctx, "signal "+name, runID, name, eventOf, func(run runtime.Run, r *registered, childEvent bool) (runtime.Event, *runtime.Result, error) {
+	run, err := e.fireExternal(ctx, "signal "+name, runID, name, eventOf, func(run runtime.Run, r *registered, childEvent bool) (runtime.Event, *runtime.Result, error) {
 		if err := signallable(r, run, name, childEvent); err != nil {
 			return nil, nil, err
 		}
 		return ev, nil, nil
 	})
+	return run, refusedSignal(err)
 }
 
 // Cancel cancels a run on behalf of userID, from any process. Only the

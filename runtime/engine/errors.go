@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+
 	"github.com/fsmgen/fsmgen/runtime"
 )
 
@@ -13,6 +15,30 @@ func runErr(op, id string, err error) error {
 	}
 	return &runtime.RunError{Component: "engine", Op: op, RunID: id, Err: err}
 }
+
+// refusedSignal marks err, an error of Signal, as runtime.ErrSignalRefused
+// too when the run refused the event (finished, illegal in its state,
+// rejected by its guards, not a caller's, unknown to the machine), as the
+// Temporal backend reports a refused signal: its message is err's.
+func refusedSignal(err error) error {
+	var re *runtime.RunError
+	if !errors.As(err, &re) {
+		return err
+	}
+	for _, cause := range []error{runtime.ErrRunFinished, runtime.ErrIllegalTransition, runtime.ErrGuardRejected, runtime.ErrNotCallerEvent, runtime.ErrUnknownEvent} {
+		if errors.Is(re.Err, cause) {
+			re.Err = refused{re.Err}
+			break
+		}
+	}
+	return err
+}
+
+// refused is an error that also matches runtime.ErrSignalRefused.
+type refused struct{ err error }
+
+func (e refused) Error() string   { return e.err.Error() }
+func (e refused) Unwrap() []error { return []error{e.err, runtime.ErrSignalRefused} }
 
 // Error codes the engine stores on runs (last_error_code, the result's
 // error_code) for failures that carry no code of their own.
