@@ -33,6 +33,10 @@ type Effects struct {
 	CostUSD     float64         `json:"costUSD,omitempty"`
 	ErrorCode   string          `json:"errorCode,omitempty"`
 	ErrorDetail string          `json:"errorDetail,omitempty"`
+	// Consumed are the keys of the cached activity results the handler
+	// used (runtime/activity's ExecuteInRun): the record marks them
+	// consumed by the transition it records, in its transaction.
+	Consumed []string `json:"consumed,omitempty"`
 }
 
 // LoggedStep is a sub-step a handler logged, its payload as JSON.
@@ -131,6 +135,14 @@ func (f *effects) StartChild(c runtime.Child) error {
 	defer f.mu.Unlock()
 	f.out.Children = append(f.out.Children, Child{Enqueued: Enqueued{Type: c.Type, IdempotencyKey: c.IdempotencyKey, Input: f.encode("input of child "+c.Type, c.Input)}, Event: c.Event})
 	return nil
+}
+
+// ConsumeActivity keeps the key of a cached activity result the handler
+// used, for runtime/activity's ExecuteInRun.
+func (f *effects) ConsumeActivity(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.out.Consumed = append(f.out.Consumed, key)
 }
 
 // collected returns the effects collected, or the error of a payload that

@@ -28,6 +28,7 @@ import (
 	"github.com/fsmgen/fsmgen/machines/shop"
 	"github.com/fsmgen/fsmgen/machines/shop/order"
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/pgtest"
 )
 
 // The dev server shared by the tests of this binary: started by the first
@@ -39,7 +40,7 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Run(m)
 	if shared.s != nil {
 		shared.s.Stop()
 	}

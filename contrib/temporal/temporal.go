@@ -143,9 +143,19 @@ func ActivityName(typ, state string) string { return typ + "." + state }
 
 // Register registers the workflow of d's machine, named by its type, and
 // one handler activity per driven state (a leaf that neither waits nor is
-// final), named by ActivityName.
-func Register(r Registry, d runtime.Driver) {
+// final), named by ActivityName; with WithRecord, the record activity too
+// (RecordActivityName).
+func Register(r Registry, d runtime.Driver, opts ...Option) {
 	def := d.Definition()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if st := o.record; st != nil {
+		r.RegisterActivityWithOptions(func(ctx context.Context, in RecordInput) (RecordOutput, error) {
+			return record(ctx, st, def, in)
+		}, activity.RegisterOptions{Name: RecordActivityName(def.Type)})
+	}
 	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in Start) (Result, error) {
 		return runWorkflow(ctx, d, def, in)
 	}, workflow.RegisterOptions{Name: def.Type})

@@ -362,19 +362,44 @@ func safeText(s string) string {
 // consumed by the transition the handler returns, in that transition's
 // transaction: the row's consumed_run_id, consumed_row_version and
 // consumed_at are set if and only if the transition is recorded. Outside
-// the engine (run.Effects nil) nothing is marked.
+// the engine (run.Effects nil) nothing is marked. A runtime that records
+// the transition in PostgreSQL later, in a transaction of its own
+// (contrib/temporal's record, store.Store.RecordExternal), is told the key
+// by its Effects' ConsumeActivity method, and marks it with MarkConsumed
+// in that transaction.
 func ExecuteInRun[In, Out any](ctx context.Context, x *Executor, run *runtime.Run, a Activity[In, Out], in In) (Result[Out], error) {
 	res, err := Execute(ctx, x, run.ID, a, in)
 	if err != nil || run.Effects == nil {
 		return res, err
 	}
 	key := res.Key
+	if c, ok := run.Effects.(consumer); ok {
+		c.ConsumeActivity(key)
+		return res, nil
+	}
 	err = engine.InTx(run, func(ctx context.Context, tx pgx.Tx, c engine.Committed) error {
-		_, err := tx.Exec(ctx, `UPDATE activity_executions SET consumed_run_id = $2, consumed_row_version = $3, consumed_at = $4 WHERE idempotency_key = $1`,
-			key, c.RunID, c.RowVersion, c.At)
-		return err
+		return MarkConsumed(ctx, tx, key, c.RunID, c.RowVersion, c.At)
 	})
 	return res, err
+}
+
+// consumer is the Effects of a runtime that records a handler's transition
+// in PostgreSQL after the handler returned, and marks the results the
+// handler used consumed then.
+type consumer interface {
+	ConsumeActivity(key string)
+}
+
+// MarkConsumed marks the result cached under key consumed by the
+// transition of run runID to row version rowVersion at at: call it in the
+// transaction that records that transition.
+func MarkConsumed(ctx context.Context, q Querier, key, runID string, rowVersion int64, at time.Time) error {
+	_, err := q.Exec(ctx, `UPDATE activity_executions SET consumed_run_id = $2, consumed_row_version = $3, consumed_at = $4 WHERE idempotency_key = $1`,
+		key, runID, rowVersion, at)
+	if err != nil {
+		return fmt.Errorf("mark activity result %s consumed by run %s: %w", key, runID, err)
+	}
+	return nil
 }
 
 // Execution is a row of activity_executions: the seed's ActivityExecution.

@@ -56,7 +56,12 @@ type server struct {
 // interrupted. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain that has more to do after the tests (stop a
+// server of its own): it runs them, stops the throwaway cluster and
+// returns m.Run's exit code.
+func Run(m *testing.M) int {
 	mainRunning.Store(true)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -69,7 +74,7 @@ func Main(m *testing.M) {
 	code := m.Run()
 	signal.Stop(sig)
 	teardown()
-	os.Exit(code)
+	return code
 }
 
 var teardownOnce sync.Once
