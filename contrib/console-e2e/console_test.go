@@ -247,9 +247,30 @@ func eval[T any](t *testing.T, b *browser, js string) T {
 	return v
 }
 
+// screenshotDir returns the directory the test's screenshots go to:
+// $FSMGEN_E2E_SCREENSHOTS, else tmp/console-e2e/TEST under the
+// repository's root (tmp/ is ignored by git). The directory is removed
+// when the test passes, unless $FSMGEN_E2E_SCREENSHOTS is set: a failed
+// test's screenshots are kept.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv("FSMGEN_E2E_SCREENSHOTS"); dir != "" {
+		return dir
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "tmp", "console-e2e", t.Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	return dir
+}
+
 // screenshot takes a screenshot of the whole page, checks that it is a
-// PNG image, and writes it to $FSMGEN_E2E_SCREENSHOTS or the test's
-// temporary directory.
+// PNG image, and writes it to screenshotDir.
 func screenshot(t *testing.T, b *browser, name string) {
 	t.Helper()
 	img, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
@@ -263,10 +284,7 @@ func screenshot(t *testing.T, b *browser, name string) {
 	if cfg.Width < 800 || cfg.Height < 400 {
 		t.Errorf("screenshot %s is %dx%d", name, cfg.Width, cfg.Height)
 	}
-	dir := os.Getenv("FSMGEN_E2E_SCREENSHOTS")
-	if dir == "" {
-		dir = t.TempDir()
-	}
+	dir := screenshotDir(t)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +297,7 @@ func screenshot(t *testing.T, b *browser, name string) {
 
 // historyRow is a row of a run page's history as the browser shows it.
 type historyRow struct {
-	Kind, Step, From, To string
+	Seq, Kind, Step, From, To string
 }
 
 func TestRunPageInChromium(t *testing.T) {
@@ -315,12 +333,12 @@ func TestRunPageInChromium(t *testing.T) {
 	}
 	rows := eval[[]historyRow](t, b, `Array.from(document.querySelectorAll("#history tbody tr")).map(tr => {
 		const c = tr.querySelectorAll("td");
-		return {Kind: c[3].textContent, Step: c[4].textContent, From: c[5].textContent, To: c[6].textContent};
+		return {Seq: c[0].textContent, Kind: c[3].textContent, Step: c[4].textContent, From: c[5].textContent, To: c[6].textContent};
 	})`)
 	want := []historyRow{
-		{"created", "start", "", "PENDING_PAYMENT"},
-		{"transition", "Pay", "PENDING_PAYMENT", "PACKING"},
-		{"transition", "Packed", "PACKING", "IN_TRANSIT"},
+		{"1", "created", "start", "", "PENDING_PAYMENT"},
+		{"2", "transition", "Pay", "PENDING_PAYMENT", "PACKING"},
+		{"3", "transition", "Packed", "PACKING", "IN_TRANSIT"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
@@ -345,12 +363,23 @@ func TestRunPageInChromium(t *testing.T) {
 	if got := eval[string](t, b, `document.getElementById("state").textContent`); got != "IN_TRANSIT" {
 		t.Errorf("state %q", got)
 	}
+	// The run's path on the diagram: the states it was in and the rows it
+	// took, drawn in the path's colour.
+	visited := eval[[]string](t, b, `Array.from(document.querySelectorAll("svg.fsm-diagram g.state.visited")).map(g => g.getAttribute("data-state"))`)
+	if diff := cmp.Diff([]string{"PENDING_PAYMENT", "PACKING", "IN_TRANSIT"}, visited); diff != "" {
+		t.Errorf("visited states (-want +got):\n%s", diff)
+	}
+	taken := eval[[]string](t, b, `Array.from(document.querySelectorAll("svg.fsm-diagram g.edge.taken")).map(g =>
+		g.getAttribute("data-from") + " -> " + g.getAttribute("data-to") + " " + getComputedStyle(g.querySelector("path")).stroke)`)
+	if diff := cmp.Diff([]string{"PENDING_PAYMENT -> PACKING rgb(211, 84, 0)", "PACKING -> IN_TRANSIT rgb(211, 84, 0)"}, taken); diff != "" {
+		t.Errorf("taken rows (-want +got):\n%s", diff)
+	}
 	screenshot(t, b, "run")
 
 	// The runs list shows the tenant, user data too, as text.
 	evil := o.start(t, "order-2", `acme<script>window.__xss='tenant'</script>`)
 	b.do(t, chromedp.Navigate(base+"/runs?tenant="+strings.ReplaceAll(evil.TenantID, "<", "%3C")), chromedp.WaitVisible("#runs"))
-	cells := eval[[]string](t, b, `Array.from(document.querySelectorAll("#runs tbody tr td:nth-child(6)")).map(td => td.textContent)`)
+	cells := eval[[]string](t, b, `Array.from(document.querySelectorAll("#runs tbody tr td:nth-child(8)")).map(td => td.textContent)`)
 	if diff := cmp.Diff([]string{evil.TenantID}, cells); diff != "" {
 		t.Errorf("tenants listed (-want +got):\n%s", diff)
 	}

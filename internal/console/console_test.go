@@ -272,7 +272,7 @@ func TestSecurityHeadersAndHosts(t *testing.T) {
 		if got := r.Header.Get("Content-Security-Policy"); got != console.ContentSecurityPolicy {
 			t.Errorf("GET %s: Content-Security-Policy %q", path, got)
 		}
-		if r.Header.Get("X-Content-Type-Options") != "nosniff" || r.Header.Get("X-Frame-Options") != "DENY" {
+		if r.Header.Get("X-Content-Type-Options") != "nosniff" || r.Header.Get("X-Frame-Options") != "DENY" || r.Header.Get("Referrer-Policy") != "same-origin" {
 			t.Errorf("GET %s: headers %v", path, r.Header)
 		}
 	}
