@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // RunnerConfig configures a Runner. NewRunner validates it.
@@ -185,7 +186,7 @@ func (r *Runner) Start(ctx context.Context, req runtime.StartRequest) (runtime.S
 		case err != nil:
 			return runtime.Started{}, r.fail(op, id, err)
 		default:
-			run, err := r.read(ctx, desc, false)
+			run, _, err := r.read(ctx, desc, false)
 			if err != nil {
 				return runtime.Started{}, r.fail(op, id, err)
 			}
@@ -405,20 +406,43 @@ func (r *Runner) Get(ctx context.Context, runID string) (runtime.Run, error) {
 	if err != nil {
 		return runtime.Run{}, err
 	}
-	return r.get(ctx, "get", id)
+	run, _, err := r.get(ctx, "get", id)
+	return run, err
 }
 
-// get is Get of the run id, for op.
-func (r *Runner) get(ctx context.Context, op, id string) (runtime.Run, error) {
+// get is Get of the run id, for op, with the run's transitions in this
+// attempt when they could be read.
+func (r *Runner) get(ctx context.Context, op, id string) (runtime.Run, []Step, error) {
 	desc, err := r.c.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
-		return runtime.Run{}, r.fail(op, id, err)
+		return runtime.Run{}, nil, r.fail(op, id, err)
 	}
-	run, err := r.read(ctx, desc, true)
+	run, steps, err := r.read(ctx, desc, true)
 	if err != nil {
-		return run, r.fail(op, id, err)
+		return run, nil, r.fail(op, id, err)
 	}
-	return run, nil
+	return run, steps, nil
+}
+
+// Execution reads the run as the store reads the execution of a run of
+// the PostgreSQL engine (store.Execution, what machines/compliance's
+// GetWorkflow and Query read): the run as Get reads it, and its
+// transitions in its current attempt, from the query for a run under way
+// or from the result of a closed one. StateHistory is empty for a
+// workflow that closed without a result (it failed, was terminated,
+// cancelled or timed out at Temporal's level), and EvidenceIDs are empty:
+// the evidence chain is the PostgreSQL record's.
+func (r *Runner) Execution(ctx context.Context, runID string) (store.Execution, error) {
+	id, err := workflowID("read execution", runID)
+	if err != nil {
+		return store.Execution{}, err
+	}
+	run, steps, err := r.get(ctx, "read execution", id)
+	x := store.Execution{Run: run, StateHistory: make([]store.StateChange, 0, len(steps))}
+	for _, s := range steps {
+		x.StateHistory = append(x.StateHistory, store.StateChange(s))
+	}
+	return x, err
 }
 
 // Wait waits until the run's workflow closes (its result, a long poll on
@@ -440,20 +464,22 @@ func (r *Runner) Wait(ctx context.Context, runID string) (runtime.Run, error) {
 	case werr != nil && !errors.As(werr, &closed):
 		return runtime.Run{}, r.fail("wait", id, werr)
 	}
-	return r.get(ctx, "wait", id)
+	run, _, err := r.get(ctx, "wait", id)
+	return run, err
 }
 
-// read returns the run of the workflow desc describes: for a closed
-// workflow, with its result (from its history); for one under way, with
-// the query's snapshot when query is set and a worker answers.
-func (r *Runner) read(ctx context.Context, desc *workflowservice.DescribeWorkflowExecutionResponse, query bool) (runtime.Run, error) {
+// read returns the run of the workflow desc describes, and its
+// transitions in this attempt when they were read: for a closed workflow,
+// with its result (from its history); for one under way, with the query's
+// snapshot when query is set and a worker answers.
+func (r *Runner) read(ctx context.Context, desc *workflowservice.DescribeWorkflowExecutionResponse, query bool) (runtime.Run, []Step, error) {
 	info := desc.GetWorkflowExecutionInfo()
 	run := r.fromInfo(info)
 	id, runID := info.GetExecution().GetWorkflowId(), info.GetExecution().GetRunId()
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		withPending(&run, desc.GetPendingActivities())
 		if !query {
-			return run, nil
+			return run, nil, nil
 		}
 		v, err := r.c.QueryWorkflow(ctx, id, runID, QueryName)
 		var notReady *serviceerror.WorkflowNotReady
@@ -461,16 +487,16 @@ func (r *Runner) read(ctx context.Context, desc *workflowservice.DescribeWorkflo
 		case errors.As(err, &notReady):
 			// No workflow task has run yet: the run is in its initial
 			// state, as its search attributes say.
-			return run, nil
+			return run, []Step{}, nil
 		case err != nil:
-			return run, err
+			return run, nil, err
 		}
 		var snap Snapshot
 		if err := v.Get(&snap); err != nil {
-			return run, fmt.Errorf("%w: query %s: %w", runtime.ErrPayload, QueryName, err)
+			return run, nil, fmt.Errorf("%w: query %s: %w", runtime.ErrPayload, QueryName, err)
 		}
 		withSnapshot(&run, snap)
-		return run, nil
+		return run, snap.History, nil
 	}
 	var res Result
 	err := r.c.GetWorkflow(ctx, id, runID).Get(ctx, &res)
@@ -478,10 +504,10 @@ func (r *Runner) read(ctx context.Context, desc *workflowservice.DescribeWorkflo
 		if err != nil {
 			run.Result.ErrorDetail, run.LastError = failure(err), failure(err)
 		}
-		return run, nil
+		return run, nil, nil
 	}
 	if err != nil {
-		return run, err
+		return run, nil, err
 	}
 	withSnapshot(&run, res.Snapshot)
 	// The run finished with its last transition; the workflow closed
@@ -489,7 +515,7 @@ func (r *Runner) read(ctx context.Context, desc *workflowservice.DescribeWorkflo
 	run.FinishedAt = run.UpdatedAt
 	run.Result = &runtime.Result{Status: res.Status, Outcome: res.Outcome, Output: res.Output, RunID: run.ID, Attempt: run.Attempt, CostUSD: res.CostUSD,
 		DurationMS: run.FinishedAt.Sub(run.StartedAt).Milliseconds(), ErrorCode: res.ErrorCode, ErrorDetail: res.Error}
-	return run, nil
+	return run, res.History, nil
 }
 
 // failure returns the message of the failure that closed a workflow:

@@ -841,3 +841,101 @@ func TestSearchAttributesChecked(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 }
+
+// TestSeedAPIOnTemporal: machines/compliance's seed API (StartWorkflow,
+// SendSignal, GetWorkflow, Query, ExecuteWorkflowSync) on the Temporal
+// runner, given to compliance.New where the PostgreSQL engine was: the
+// only change, with the same handlers and guards on the worker.
+func TestSeedAPIOnTemporal(t *testing.T) {
+	t.Parallel()
+	ctx, f := newFixture(t, testAdapters())
+	wf := compliance.New(f.runner, nil, testAdapters())
+	org := "org_seed_" + uuid.NewString()
+	application := func(applicant string) compliance.Application {
+		return compliance.Application{ApplicationID: "app_" + uuid.NewString(), ApplicantID: applicant, OrganizationID: org, MarketID: "NYC"}
+	}
+	signedAt := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	authorize := compliance.OnWaiting(func(ctx context.Context, runID, state string) error {
+		if state != "CONDITIONAL_OFFER" {
+			t.Errorf("told the run waits in %s", state)
+		}
+		return wf.SendSignal(ctx, runID, compliance.SignalAuthorizationSigned, compliance.Authorization{SignedAt: signedAt, SignedBy: "user_456"})
+	})
+
+	app := application("clean")
+	out, err := wf.ExecuteWorkflowSync(ctx, app, alice, authorize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := temporal.RunID(fcha.Type, app.ApplicationID)
+	if diff := cmp.Diff(compliance.Output{RunID: id, Approved: true, Decision: "approved"}, out); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+	x, err := wf.GetWorkflow(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type move struct{ From, To, Event string }
+	var moves []move
+	for _, s := range x.StateHistory {
+		moves = append(moves, move{s.From, s.To, s.Event})
+	}
+	wantMoves := []move{{"PREQUALIFICATION", "CONDITIONAL_OFFER", "PrequalificationCompleted"},
+		{"CONDITIONAL_OFFER", "BACKGROUND_CHECK_ALLOWED", "BackgroundCheckAuthorizationSigned"}, {"BACKGROUND_CHECK_ALLOWED", "APPROVED", "BackgroundCheckCompleted"}}
+	if diff := cmp.Diff(wantMoves, moves); diff != "" {
+		t.Errorf("state history (-want +got):\n%s", diff)
+	}
+	type view struct {
+		WorkflowID, Name, Version, Step, Actor, Org string
+		Status                                      runtime.Status
+		Input                                       compliance.Application
+		Output                                      *compliance.Output
+		Completed                                   bool
+	}
+	want := view{app.ApplicationID, fcha.Type, "1", "APPROVED", alice, org, runtime.StatusSucceeded, app, &out, true}
+	if diff := cmp.Diff(want, view{x.WorkflowID, x.WorkflowName, x.WorkflowVersion, x.CurrentStep, x.ActorID, x.OrganizationID, x.Status, x.Input, x.Output, x.CompletedAt != nil}); diff != "" {
+		t.Errorf("execution (-want +got):\n%s", diff)
+	}
+
+	err = wf.SendSignal(ctx, id, compliance.SignalAuthorizationSigned, compliance.Authorization{SignedAt: signedAt, SignedBy: "user_456"})
+	wantErr := "compliance: signal background_check_authorization_signed to run " + id + ": signal refused: the run is in APPROVED: temporal: signal BackgroundCheckAuthorizationSigned run " +
+		id + ": run is finished: the run finished in APPROVED on BackgroundCheckCompleted at " + x.StateHistory[2].At.UTC().Format(time.RFC3339)
+	if !errors.Is(err, compliance.ErrSignalRefused) || !errors.Is(err, runtime.ErrRunFinished) || err.Error() != wantErr {
+		t.Errorf("late signal = %v\nwant %s", err, wantErr)
+	}
+
+	deniedApp := application("bad-credit")
+	denied, err := wf.ExecuteWorkflowSync(ctx, deniedApp, alice, authorize)
+	if err != nil || denied.Approved || denied.Decision != "denied" {
+		t.Errorf("denied application = %+v, %v", denied, err)
+	}
+	failedApp := application("flaky")
+	failedID := temporal.RunID(fcha.Type, failedApp.ApplicationID)
+	_, err = wf.ExecuteWorkflowSync(ctx, failedApp, alice)
+	wantErr = "compliance: execute " + failedID + ": workflow failed in FAILED: PREQUAL_DB_DOWN: PREQUAL_DB_DOWN: prequalification database unavailable"
+	if !errors.Is(err, compliance.ErrWorkflowFailed) || err.Error() != wantErr {
+		t.Errorf("failed application = %v\nwant %s", err, wantErr)
+	}
+
+	eventually(t, "the organization's succeeded runs queried", func() (bool, string) {
+		xs, err := wf.Query(ctx, compliance.Query{WorkflowName: compliance.WorkflowName, Status: runtime.StatusSucceeded, OrganizationID: org})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, x := range xs {
+			got = append(got, x.WorkflowID+" "+x.CurrentStep)
+		}
+		slices.Sort(got)
+		want := []string{app.ApplicationID + " APPROVED", deniedApp.ApplicationID + " DENIED"}
+		slices.Sort(want)
+		return slices.Equal(got, want), fmt.Sprint(got)
+	})
+	if err := wf.Register(ctx); !errors.Is(err, runtime.ErrNoEngine) {
+		t.Errorf("Register on Temporal = %v, want ErrNoEngine", err)
+	}
+	unknown := uuid.NewString()
+	if _, err := wf.GetWorkflow(ctx, unknown); !errors.Is(err, runtime.ErrRunNotFound) {
+		t.Errorf("GetWorkflow of an unknown run = %v, want ErrRunNotFound", err)
+	}
+}

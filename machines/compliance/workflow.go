@@ -75,10 +75,15 @@ var (
 	}
 )
 
-// Workflow is the NYC Application Compliance workflow on the engine: the
-// handlers of FCHA's driven states, its guards, and the seed's runtime
-// operations (start, signal, query, execute synchronously).
+// Workflow is the NYC Application Compliance workflow: the handlers of
+// FCHA's driven states, its guards, and the seed's runtime operations
+// (start, signal, get, query, execute synchronously) on a runtime.Runner,
+// the PostgreSQL engine or another backend's (contrib/temporal's Runner):
+// swapping one for the other is the only change, the handlers and guards
+// are the same.
 type Workflow struct {
+	r runtime.Runner
+	// eng is r when r is the PostgreSQL engine, nil otherwise.
 	eng      *engine.Engine
 	x        *activity.Executor
 	ad       Adapters
@@ -86,13 +91,22 @@ type Workflow struct {
 	activity func(name string) // test hook: after each activity succeeded
 }
 
-// New returns the workflow on eng, executing activities with x and
-// calling the services of ad. eng may be nil for a workflow only used
-// through Driver.
-func New(eng *engine.Engine, x *activity.Executor, ad Adapters) *Workflow {
-	w := &Workflow{eng: eng, x: x, ad: ad}
-	if eng != nil {
-		w.runs = fcha.Runs[Application](eng)
+// New returns the workflow on the runner r, executing activities with x
+// and calling the services of ad. r may be nil for a workflow only used
+// through Driver. On the PostgreSQL engine (an *engine.Engine), the
+// workflow reads runs from its store and drives them inline
+// (ExecuteWorkflowSync); on another runner it reads them through the
+// runner, whose workers drive them (see GetWorkflow and Query for what
+// such a read lacks). x, the activity executor of runtime/activity, works
+// on the engine's database; give nil on another backend, which retries and
+// records the handlers' work itself.
+func New(r runtime.Runner, x *activity.Executor, ad Adapters) *Workflow {
+	w := &Workflow{r: r, x: x, ad: ad}
+	if eng, ok := r.(*engine.Engine); ok && eng != nil {
+		w.eng = eng
+	}
+	if r != nil {
+		w.runs = fcha.Runs[Application](r)
 	}
 	return w
 }
@@ -106,8 +120,13 @@ func (w *Workflow) Driver() runtime.Driver {
 	return fcha.NewDriver(handlers{w}, func(*runtime.Run) fcha.Guards { return guards{} })
 }
 
-// Register registers FCHA with the engine and enables its evidence.
+// Register registers FCHA with the engine and enables its evidence. On
+// another runner it fails with runtime.ErrNoEngine: register Driver with
+// that backend's workers instead.
 func (w *Workflow) Register(ctx context.Context) error {
+	if w.eng == nil {
+		return fmt.Errorf("compliance: register: %w: the workflow's runner registers no drivers; register Driver() with its workers", runtime.ErrNoEngine)
+	}
 	if err := w.eng.Register(ctx, fcha.NewDriver(handlers{w}, func(*runtime.Run) fcha.Guards { return guards{} })); err != nil {
 		return fmt.Errorf("compliance: register: %w", err)
 	}
@@ -289,16 +308,14 @@ func (w *Workflow) SendSignal(ctx context.Context, runID, name string, payload A
 		return nil
 	}
 	if errors.Is(err, runtime.ErrRunFinished) || errors.Is(err, runtime.ErrIllegalTransition) {
-		run, gerr := w.eng.Store().Get(ctx, runID)
+		x, gerr := w.execution(ctx, runID)
 		if gerr != nil {
 			return fmt.Errorf("compliance: signal %s to run %s: %w: %w", name, runID, ErrSignalRefused, err)
 		}
-		why := fmt.Sprintf("the run is in %s", run.State)
-		if hist, herr := w.eng.Store().History(ctx, runID); herr == nil {
-			for _, s := range hist {
-				if s.Event == "AuthorizationTimeout" {
-					why = fmt.Sprintf("the authorization window of %s closed at %s and the application was denied", AuthorizationWindow, s.At.UTC().Format(time.RFC3339))
-				}
+		why := fmt.Sprintf("the run is in %s", x.State)
+		for _, s := range x.StateHistory {
+			if s.Event == "AuthorizationTimeout" {
+				why = fmt.Sprintf("the authorization window of %s closed at %s and the application was denied", AuthorizationWindow, s.At.UTC().Format(time.RFC3339))
 			}
 		}
 		return fmt.Errorf("compliance: signal %s to run %s: %w: %s: %w", name, runID, ErrSignalRefused, why, err)
@@ -344,15 +361,39 @@ type Execution struct {
 }
 
 // GetWorkflow returns run runID as an Execution; runtime.ErrRunNotFound
-// when there is none. It is one read of the view workflow_executions. A
-// succeeded run has an Output; a failed one (status failed, in FAILED) has
-// its error's message in Error and its code in ErrorCode.
+// when there is none. On the engine it is one read of the view
+// workflow_executions. A succeeded run has an Output; a failed one (status
+// failed, in FAILED) has its error's message in Error and its code in
+// ErrorCode. On another runner it reads the run with the runner's
+// Execution method when it has one (contrib/temporal's Runner: the run and
+// its transitions), else with Get, which gives no StateHistory; the
+// Output's EvidenceIDs, which the PostgreSQL record holds, are empty
+// there.
 func (w *Workflow) GetWorkflow(ctx context.Context, runID string) (Execution, error) {
-	x, err := w.eng.Store().Execution(ctx, runID)
+	x, err := w.execution(ctx, runID)
 	if err != nil {
 		return Execution{}, fmt.Errorf("compliance: get workflow %s: %w", runID, err)
 	}
 	return execution(x)
+}
+
+// executionReader is a runtime.Runner that reads a run as the store's
+// Execution, with its transitions (contrib/temporal's Runner).
+type executionReader interface {
+	Execution(ctx context.Context, runID string) (store.Execution, error)
+}
+
+// execution reads run runID: from the engine's store, with the runner's
+// Execution, or from its Get.
+func (w *Workflow) execution(ctx context.Context, runID string) (store.Execution, error) {
+	if w.eng != nil {
+		return w.eng.Store().Execution(ctx, runID)
+	}
+	if r, ok := w.r.(executionReader); ok {
+		return r.Execution(ctx, runID)
+	}
+	run, err := w.r.Get(ctx, runID)
+	return store.Execution{Run: run, StateHistory: []store.StateChange{}}, err
 }
 
 // execution converts the store's execution of a run of the workflow,
@@ -404,12 +445,20 @@ type Query struct {
 	Limit int
 }
 
-// Query returns the runs that match q, oldest first, in one read of the
-// view workflow_executions (store.Executions): a query by workflow name,
-// status and organization (the run's tenant) is served by the index
-// workflow_runs_query_idx.
+// Query returns the runs that match q. On the engine they come oldest
+// first, in one read of the view workflow_executions (store.Executions): a
+// query by workflow name, status and organization (the run's tenant) is
+// served by the index workflow_runs_query_idx. On another runner they come
+// from its List (in the order and with the delay its documentation says),
+// each read as GetWorkflow reads it.
 func (w *Workflow) Query(ctx context.Context, q Query) ([]Execution, error) {
-	xs, err := w.eng.Store().Executions(ctx, store.ExecutionFilter{Type: q.WorkflowName, Status: q.Status, TenantID: q.OrganizationID, Limit: q.Limit})
+	var xs []store.Execution
+	var err error
+	if w.eng != nil {
+		xs, err = w.eng.Store().Executions(ctx, store.ExecutionFilter{Type: q.WorkflowName, Status: q.Status, TenantID: q.OrganizationID, Limit: q.Limit})
+	} else {
+		xs, err = w.list(ctx, q)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("compliance: query: %w", err)
 	}
@@ -424,10 +473,27 @@ func (w *Workflow) Query(ctx context.Context, q Query) ([]Execution, error) {
 	return out, nil
 }
 
+// list returns the executions of the runs the runner lists for q.
+func (w *Workflow) list(ctx context.Context, q Query) ([]store.Execution, error) {
+	runs, err := w.r.List(ctx, runtime.Filter{Type: q.WorkflowName, Status: q.Status, TenantID: q.OrganizationID, Limit: q.Limit})
+	if err != nil {
+		return nil, err
+	}
+	xs := make([]store.Execution, 0, len(runs))
+	for _, run := range runs {
+		x, err := w.execution(ctx, run.ID)
+		if err != nil {
+			return nil, err
+		}
+		xs = append(xs, x)
+	}
+	return xs, nil
+}
+
 // finished returns the output of finished run id, or ErrWorkflowFailed
 // with the run's error when it failed.
 func (w *Workflow) finished(ctx context.Context, id string) (Output, error) {
-	x, err := w.eng.Store().Execution(ctx, id)
+	x, err := w.execution(ctx, id)
 	if err != nil {
 		return Output{}, fmt.Errorf("compliance: execute %s: %w", id, err)
 	}
@@ -455,12 +521,15 @@ func OnWaiting(f func(ctx context.Context, runID, state string) error) SyncOptio
 	return func(o *syncOptions) { o.waiting = f }
 }
 
-// ExecuteWorkflowSync starts the workflow for app and drives it inline to
-// its end, returning its output. When the run waits for the authorization,
-// the OnWaiting function is told; if the run still waits after it, it is
-// waited for (a signal from another process, or the timeout, fired by the
-// engine's workers) until ctx is done. A run that ended FAILED gives an
-// error matching ErrWorkflowFailed.
+// ExecuteWorkflowSync starts the workflow for app and drives it to its
+// end, returning its output: on the engine inline, in this process (its
+// handlers run here); on another runner its workers drive it, and
+// ExecuteWorkflowSync waits for it (Wait). When the run waits for the
+// authorization, the OnWaiting function is told (on another runner, once
+// Get sees the run in a state that waits); if the run still waits after
+// it, it is waited for (a signal from another process, or the timeout,
+// fired by the engine's workers) until ctx is done. A run that ended
+// FAILED gives an error matching ErrWorkflowFailed.
 func (w *Workflow) ExecuteWorkflowSync(ctx context.Context, app Application, actorID string, opts ...SyncOption) (Output, error) {
 	var o syncOptions
 	for _, f := range opts {
@@ -469,6 +538,9 @@ func (w *Workflow) ExecuteWorkflowSync(ctx context.Context, app Application, act
 	id, err := w.StartWorkflow(ctx, app, actorID)
 	if err != nil {
 		return Output{}, err
+	}
+	if w.eng == nil {
+		return w.await(ctx, id, o)
 	}
 	for notified := false; ; {
 		run, err := w.eng.Drive(ctx, id)
@@ -489,5 +561,45 @@ func (w *Workflow) ExecuteWorkflowSync(ctx context.Context, app Application, act
 			return Output{}, fmt.Errorf("compliance: execute %s: %w", id, err)
 		}
 		return w.finished(ctx, id)
+	}
+}
+
+// await waits for run id on a runner other than the engine, telling
+// o.waiting when the run waits, and returns its output.
+func (w *Workflow) await(ctx context.Context, id string, o syncOptions) (Output, error) {
+	if o.waiting != nil {
+		run, err := w.waits(ctx, id)
+		if err != nil {
+			return Output{}, fmt.Errorf("compliance: execute %s: %w", id, err)
+		}
+		if !run.Terminal() {
+			if err := o.waiting(ctx, id, run.State); err != nil {
+				return Output{}, err
+			}
+		}
+	}
+	if _, err := w.r.Wait(ctx, id); err != nil {
+		return Output{}, fmt.Errorf("compliance: execute %s: %w", id, err)
+	}
+	return w.finished(ctx, id)
+}
+
+// waits reads run id until it is in a state that waits, or terminal, or
+// ctx is done: from every 10 ms at first to every 500 ms.
+func (w *Workflow) waits(ctx context.Context, id string) (runtime.Run, error) {
+	def := fcha.Definition()
+	for delay := 10 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
+		run, err := w.r.Get(ctx, id)
+		if err != nil {
+			return run, err
+		}
+		if st, ok := def.StateOf(run.State); run.Terminal() || ok && st.Wait {
+			return run, nil
+		}
+		select {
+		case <-ctx.Done():
+			return run, ctx.Err()
+		case <-time.After(delay):
+		}
 	}
 }
