@@ -206,7 +206,55 @@
 // childType, state, status, outcome, output, costUSD, errorCode and
 // errorDetail), one child at a time; callers may not send that event. A
 // result the handler set (SetResult, SetError) is the Result's when its
-// event ended the run. The run's log steps and outbox messages are in its
-// history only: the evidence chain, the outbox relay and the activity
-// cache are the PostgreSQL engine's.
+// event ended the run. Without a record (below), the run's log steps and
+// outbox messages are in its history only.
+//
+// # The record in PostgreSQL
+//
+// Registered with WithRecord(st), a machine's runs are recorded in the
+// PostgreSQL tables of st (a store.Store of the runtime role is enough),
+// as the engine records its own, so that the evidence chain
+// (runtime/evidence, fsmctl evidence verify), the outbox relay
+// (runtime/relay, contrib/nats), the activity cache (runtime/activity) and
+// the reads (store.Execution, the console, fsmctl runs show) work for them:
+//
+//	temporal.Register(w, driver, temporal.WithRecord(st))
+//
+// The workflow runs the activity RecordActivityName(type), type + ".record",
+// once when it starts and once after each transition, in order, one at a
+// time, each tried until it succeeds (every second, then up to every
+// minute). The start's record creates the run with the workflow's run id
+// and attempt (store.StartExternal); a transition's writes, in one
+// transaction (store.RecordExternal): the steps its handler logged, before
+// it; the transition (its log row, hence its evidence record, and the
+// implied evidence of its event); its handler's outbox messages; a step
+// named "enqueued" or "child" for each run the handler started (type, key,
+// run id, event); the cached activity results the handler used
+// (activity.ExecuteInRun with an Executor on the same database), marked
+// consumed by it; and, for the transition that ends the run, the result.
+// The records are idempotent by row version: a record written by a try
+// whose acknowledgement was lost is found written by the next try, which
+// writes nothing (a message keeps its outbox id, so a relay publishes it
+// once). A record that no try would write (the run there is another
+// attempt, or moved otherwise, or is the engine's) is refused
+// (RECORD_REFUSED): the workflow logs it and records no more; the run
+// goes on.
+//
+// What the chain holds, and when: every transition of the run, in order,
+// with the steps of the handler whose event made it, once its record is
+// written. The record follows the transition: the workflow moves first,
+// then records, and does not wait for the record to go on, so that the
+// record lags the run by the records not written yet (none while the
+// database is up, but for the one being written), and a database that is
+// down delays the records, not the run. The workflow completes only once
+// every record of the run is written, so that a run whose workflow is
+// complete is recorded whole. A transition is in the record with its
+// effects or not at all; the steps of a handler whose event was dropped
+// (an update moved the run meanwhile) are in neither the history's moves
+// nor the record.
+//
+// A run recorded for Temporal is never the PostgreSQL engine's, even on
+// an engine that registered its type: it is never due there (no claim, no
+// timer), and any other write of it (a signal, a cancel, a resume, an
+// upgrade) fails with runtime.ErrOtherExecutor (see store.External).
 package temporal

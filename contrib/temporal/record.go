@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/activity"
@@ -149,9 +151,7 @@ func recordIn(ctx context.Context, st *store.Store, def runtime.Definition, in R
 	}
 	t := runtime.Transition{Machine: def.Type, Version: def.Version, From: tr.From, To: tr.To, Event: tr.Event,
 		Status: status, Outcome: tr.Outcome, Exited: tr.Exited, Entered: tr.Entered}
-	if len(tr.Payload) > 0 {
-		t.Payload = tr.Payload
-	}
+	t.Payload = raw(tr.Payload)
 	fx := in.Effects.store(in.RunID)
 	var res *runtime.Result
 	if status.Terminal() && in.Effects.Result {
@@ -202,8 +202,121 @@ func (e Effects) store(runID string) store.Effects {
 // raw is a JSON payload as the store writes it: nil (no payload) when
 // empty.
 func raw(b json.RawMessage) any {
-	if len(b) == 0 {
+	if len(b) == 0 || string(b) == "null" {
 		return nil
 	}
 	return b
+}
+
+// RecordTimeout bounds one try of the record activity.
+const RecordTimeout = 30 * time.Second
+
+// recordRetry is the retry policy of the record activity: tried until it
+// succeeds (a database that is down, a lost connection), never for a
+// record no try would write.
+var recordRetry = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+	NonRetryableErrorTypes: []string{recordRefused}}
+
+// recorder records a run's start and transitions from its workflow, in
+// order, one record activity at a time, by a coroutine of its own: the
+// machine queues a record as it moves (and gives the handler's effects to
+// the records of the transitions the handler's event made) and goes on;
+// the run waits for its records before its workflow completes.
+type recorder struct {
+	typ     string
+	version int
+	// queue holds the records not written yet, the one being written
+	// first.
+	queue []RecordInput
+	// rowVersion is the run's row version after the last record written.
+	rowVersion int64
+	// refused is the error of a record that no try would write: the
+	// records after it are not written.
+	refused error
+}
+
+// newRecorder returns the recorder of the run that starts with in, its
+// start queued.
+func newRecorder(def runtime.Definition, in Start) *recorder {
+	r := &recorder{typ: def.Type, version: def.Version}
+	start := in
+	if start.IdempotencyKey == "" {
+		start.IdempotencyKey = in.RunID
+	}
+	r.queue = append(r.queue, r.input(in, &start, nil))
+	return r
+}
+
+// input is the record of in's run with start or t.
+func (r *recorder) input(in Start, start *Start, t *Transition) RecordInput {
+	return RecordInput{RunID: in.RunID, Type: r.typ, Version: r.version, Attempt: max(in.Attempt, 1), Start: start, Transition: t}
+}
+
+// run writes the queued records, in order, until ctx ends.
+func (r *recorder) run(ctx workflow.Context) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: RecordTimeout, RetryPolicy: recordRetry})
+	logger := workflow.GetLogger(ctx)
+	for {
+		if err := workflow.Await(ctx, func() bool { return len(r.queue) > 0 && r.refused == nil }); err != nil {
+			return
+		}
+		in := r.queue[0]
+		if in.Transition != nil {
+			in.RowVersion = r.rowVersion
+		}
+		var out RecordOutput
+		if err := workflow.ExecuteActivity(actx, RecordActivityName(r.typ), in).Get(ctx, &out); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.refused = err
+			logger.Error("the run's record in PostgreSQL stops: a record was refused", "records", len(r.queue), "error", err.Error())
+			return
+		}
+		r.rowVersion = out.RowVersion
+		r.queue = r.queue[1:]
+	}
+}
+
+// queued is the number of records queued: the index of the next.
+func (r *recorder) queued() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.queue)
+}
+
+// transition queues the record of transition t.
+func (r *recorder) transition(in Start, t runtime.Transition, payload json.RawMessage) {
+	if r == nil {
+		return
+	}
+	r.queue = append(r.queue, r.input(in, nil, &Transition{From: t.From, To: t.To, Event: t.Event, Payload: payload, Outcome: t.Outcome,
+		Exited: t.Exited, Entered: t.Entered}))
+}
+
+// effects gives effs, what a handler asked for with its event, to the
+// records queued from index n on, those of the transitions the event made:
+// its steps, messages, runs and consumed results to the first, its result
+// to the last when that one ends the run (def says which do).
+func (r *recorder) effects(def runtime.Definition, n int, effs Effects) {
+	if r == nil || n >= len(r.queue) {
+		return
+	}
+	first := &r.queue[n]
+	first.Effects = effs
+	first.Effects.Result, first.Effects.Output, first.Effects.CostUSD, first.Effects.ErrorCode, first.Effects.ErrorDetail = false, nil, 0, "", ""
+	last := &r.queue[len(r.queue)-1]
+	if st, ok := def.StateOf(last.Transition.To); ok && st.Terminal() && effs.Result {
+		last.Effects.Result, last.Effects.Output, last.Effects.CostUSD = true, effs.Output, effs.CostUSD
+		last.Effects.ErrorCode, last.Effects.ErrorDetail = effs.ErrorCode, effs.ErrorDetail
+	}
+}
+
+// wait waits until the queued records are written, or one was refused.
+func (r *recorder) wait(ctx workflow.Context) {
+	if r == nil {
+		return
+	}
+	_ = workflow.Await(ctx, func() bool { return len(r.queue) == 0 || r.refused != nil })
 }

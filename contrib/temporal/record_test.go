@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+	sdkactivity "go.temporal.io/sdk/activity"
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fsmgen/fsmgen/contrib/temporal"
@@ -231,4 +236,142 @@ func TestRecordRefusesATransitionThatDoesNotFollow(t *testing.T) {
 	if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != "RECORD_REFUSED" || ae.Message() != want {
 		t.Errorf("got %v\nwant a non-retryable RECORD_REFUSED: %s", err, want)
 	}
+}
+
+// emitting is FCHA's driver with a handler of PREQUALIFICATION that also
+// emits a message to the outbox.
+type emitting struct{ runtime.Driver }
+
+func (d emitting) Handle(ctx context.Context, run *runtime.Run, state string) (runtime.Event, error) {
+	ev, err := d.Driver.Handle(ctx, run, state)
+	if err == nil && state == "PREQUALIFICATION" {
+		run.Effects.Emit("fcha.prequalified", map[string]string{"applicationId": "app_dev"})
+	}
+	return ev, err
+}
+
+// lossy is a worker that loses the acknowledgement of the first try of
+// the record of the run's first transition: the try writes, then fails.
+type lossy struct {
+	worker.Worker
+	mu    sync.Mutex
+	tries []temporal.RecordOutput
+}
+
+func (l *lossy) RegisterActivityWithOptions(a any, o sdkactivity.RegisterOptions) {
+	f, ok := a.(func(context.Context, temporal.RecordInput) (temporal.RecordOutput, error))
+	if !ok {
+		l.Worker.RegisterActivityWithOptions(a, o)
+		return
+	}
+	l.Worker.RegisterActivityWithOptions(func(ctx context.Context, in temporal.RecordInput) (temporal.RecordOutput, error) {
+		out, err := f(ctx, in)
+		if err != nil || in.Transition == nil || in.Transition.Event != "PrequalificationCompleted" {
+			return out, err
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.tries = append(l.tries, out)
+		if len(l.tries) == 1 {
+			return out, errors.New("connection reset before the acknowledgement")
+		}
+		return out, nil
+	}, o)
+}
+
+// An FCHA run on the dev server, recorded in PostgreSQL: its evidence
+// chain checks out, its execution reads with its states and evidence ids,
+// the activity results its handlers used are marked consumed by their
+// transitions, and the message its handler emitted is written once, with
+// one id, though the record of its transition was written twice.
+func TestDevServerRecordsFCHA(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	c := sharedServer(t).Client
+	st := store.New(pgtest.RolePool(t, pgtest.NewDatabase(t), db.RoleRuntime))
+	eng, err := engine.New(st, engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compliance.New(eng, nil, compliance.Adapters{}).Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	x := activity.NewExecutor(st.Pool())
+	d := emitting{compliance.New(nil, x, testAdapters()).Driver()}
+
+	queue := "record-" + uuid.NewString()
+	w := &lossy{Worker: worker.New(c, queue, worker.Options{})}
+	temporal.Register(w, d, temporal.WithRecord(st))
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	r, err := temporal.NewRunner(c, temporal.RunnerConfig{TaskQueue: queue, Definitions: []runtime.Definition{d.Definition()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := getStarted(ctx, t, r, app(t, "clean", "org_111"))
+	getState(ctx, t, r, run.ID, "CONDITIONAL_OFFER")
+	if _, err := r.Signal(ctx, run.ID, fcha.BackgroundCheckAuthorizationSigned{SignedAt: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC), SignedBy: "user_456"}); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := r.Wait(ctx, run.ID); err != nil || done.State != "APPROVED" {
+		t.Fatalf("wait: %s %v", done.State, err)
+	}
+
+	// The workflow completes once its records are written.
+	v, err := evidence.Verify(ctx, st.Pool(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x2, err := st.Execution(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, s := range x2.StateHistory {
+		states = append(states, s.From+"->"+s.To)
+	}
+	want := []string{"PREQUALIFICATION->CONDITIONAL_OFFER", "CONDITIONAL_OFFER->BACKGROUND_CHECK_ALLOWED", "BACKGROUND_CHECK_ALLOWED->APPROVED"}
+	if diff := cmp.Diff(want, states); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+	if x2.Status != runtime.StatusSucceeded || x2.Result == nil || x2.Result.Outcome != "approved" || len(x2.EvidenceIDs) != v.Records || v.Records < 9 {
+		t.Errorf("execution %s %+v, %d evidence ids, %d records verified", x2.Status, x2.Result, len(x2.EvidenceIDs), v.Records)
+	}
+	w.mu.Lock()
+	tries := slices.Clone(w.tries)
+	w.mu.Unlock()
+	if len(tries) != 2 || tries[0].AlreadyApplied || !tries[1].AlreadyApplied || tries[0].RowVersion != tries[1].RowVersion {
+		t.Errorf("records of the first transition: %+v", tries)
+	}
+	msgs, err := st.Outbox(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].Topic != "fcha.prequalified" {
+		t.Errorf("outbox: %+v", msgs)
+	}
+	execs, err := activity.Executions(ctx, st.Pool(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumed := map[string]int64{}
+	for _, e := range execs {
+		consumed[e.ActivityName] = e.ConsumedRowVersion
+	}
+	if len(execs) == 0 || consumed["prequalify"] != 2 {
+		t.Errorf("activity executions consumed at %v", consumed)
+	}
+}
+
+// getStarted starts req on r, failing the test on an error.
+func getStarted(ctx context.Context, t *testing.T, r runtime.Runner, req runtime.StartRequest) runtime.Run {
+	t.Helper()
+	res, err := r.Start(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Run
 }

@@ -157,7 +157,7 @@ func Register(r Registry, d runtime.Driver, opts ...Option) {
 		}, activity.RegisterOptions{Name: RecordActivityName(def.Type)})
 	}
 	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in Start) (Result, error) {
-		return runWorkflow(ctx, d, def, in)
+		return runWorkflow(ctx, d, def, in, o)
 	}, workflow.RegisterOptions{Name: def.Type})
 	for _, s := range def.States {
 		if s.Wait || s.Terminal() {

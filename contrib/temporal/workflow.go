@@ -60,6 +60,8 @@ type machine struct {
 	ended     []childEnd
 	abandoned []workflow.ChildWorkflowFuture
 	started   map[string]bool
+	// rec records the run in PostgreSQL (WithRecord); nil without.
+	rec *recorder
 }
 
 // child is a child run under way: what its handler asked for, and its
@@ -103,9 +105,13 @@ type signalChannel struct {
 }
 
 // runWorkflow is the workflow of d's machine.
-func runWorkflow(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Start) (Result, error) {
+func runWorkflow(ctx workflow.Context, d runtime.Driver, def runtime.Definition, in Start, o options) (Result, error) {
 	m := &machine{ctx: ctx, d: d, def: def, in: in, logger: workflow.GetLogger(ctx), anchors: map[string]*anchor{},
 		moved: workflow.NewBufferedChannel(ctx, 1), started: map[string]bool{}}
+	if o.record != nil {
+		m.rec = newRecorder(def, in)
+		workflow.Go(ctx, m.rec.run)
+	}
 	m.run = runtime.Run{ID: in.RunID, Type: def.Type, Version: def.Version, IdempotencyKey: in.IdempotencyKey, State: def.Initial, Status: runtime.StatusRunning,
 		Attempt: max(in.Attempt, 1), StepAttempt: 1, Owner: runtime.Owner{TenantID: in.TenantID, UserID: in.UserID, CorrelationID: in.CorrelationID},
 		Input: in.Input, Policy: in.Policy}
@@ -139,6 +145,7 @@ func runWorkflow(ctx workflow.Context, d runtime.Driver, def runtime.Definition,
 				outcome = m.outcome
 			}
 			m.awaitStarts()
+			m.rec.wait(ctx)
 			return Result{Snapshot: m.snap, Outcome: outcome, ErrorCode: m.result.ErrorCode, Error: m.result.ErrorDetail,
 				Output: m.result.Output, CostUSD: m.result.CostUSD}, nil
 		}
@@ -181,6 +188,7 @@ func (m *machine) handlers() error {
 	}
 	return workflow.SetUpdateHandlerWithOptions(m.ctx, CancelUpdate, func(ctx workflow.Context, req CancelRequest) (Snapshot, error) {
 		msg, err := m.cancelEvent(req.UserID)
+		n := m.rec.queued()
 		if err == nil {
 			err = m.fire(msg)
 		}
@@ -188,6 +196,7 @@ func (m *machine) handlers() error {
 			return m.snap, temporal.NewNonRetryableApplicationError(err.Error(), refusedNotCancelOK, err)
 		}
 		m.result = Effects{Result: true, ErrorCode: "CANCELLED", ErrorDetail: "cancelled by user " + req.UserID}
+		m.rec.effects(m.def, n, m.result)
 		m.moved.SendAsync(struct{}{})
 		return m.snap, nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req CancelRequest) error { return m.checkCancel(req.UserID) }})
@@ -272,6 +281,7 @@ func (m *machine) apply(t runtime.Transition, to runtime.StateSpec) {
 	for _, s := range entered {
 		m.anchor(s, now, t.Event, raw)
 	}
+	m.rec.transition(m.in, t, raw)
 	status := t.Status
 	if status == "" {
 		status = to.Status
@@ -675,9 +685,11 @@ func (m *machine) drive(st runtime.StateSpec) error {
 			effs.ErrorCode, effs.ErrorDetail = ae.Type(), ae.Message()
 		}
 	}
+	n := m.rec.queued()
 	if err := m.fire(ev); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), refusedIllegal, err)
 	}
+	m.rec.effects(m.def, n, effs)
 	if effs.Result {
 		m.result = effs
 	}
