@@ -164,7 +164,6 @@ func Demo(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
 	if len(unexpected) > 0 {
 		return fmt.Errorf("demo: %s", strings.Join(unexpected, "; "))
 	}
-	fmt.Fprintf(w, "\nThe instances stay in the database: fsmctl chains list -type %s; fsmctl chains show ID.\n", OrderProcessType)
 	return nil
 }
 

@@ -74,16 +74,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case getenv(envDatabaseURL) != "":
 		opts.conn, opts.source = getenv(envDatabaseURL), envDatabaseURL
 	}
-	err := demo(ctx, stdout, stderr, opts)
+	// A standard output that fails (closed early: demo | head) stops the
+	// demo as Ctrl-C does, so that it stops and removes what it made.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	out := &stopOnError{w: stdout, stop: cancel}
+	err := demo(ctx, out, stderr, opts)
+	if err == nil && out.err != nil {
+		err = out.err // the demo ended before it saw the context cancelled
+	}
 	switch {
 	case err == nil:
 		return exitOK
+	case out.err != nil:
+		fmt.Fprintf(stderr, "demo: stopped: %v\n", out.err)
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		fmt.Fprintln(stderr, "demo: interrupted")
 	default:
 		fmt.Fprintf(stderr, "demo: %v\n", err)
 	}
 	return exitFailure
+}
+
+// stopOnError writes to w, and at the first write that fails cancels the
+// demo's context with the error (kept in err) and writes nothing more.
+type stopOnError struct {
+	w    io.Writer
+	stop context.CancelCauseFunc
+	err  error
+}
+
+func (s *stopOnError) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	if err != nil {
+		s.err = fmt.Errorf("write the output: %w", err)
+		s.stop(s.err)
+	}
+	return n, err
 }
 
 // submission is one of the demo's submissions and what it should show.
@@ -146,9 +176,16 @@ func demo(ctx context.Context, w, stderr io.Writer, opts options) (err error) {
 	}
 	runsDir := opts.runsDir
 	if runsDir == "" {
+		// The runs' directories go in a temporary directory removed at the
+		// end, on an error or an interruption too (-runs-dir keeps them).
 		if runsDir, err = os.MkdirTemp("", "demo-runs-"); err != nil {
 			return fmt.Errorf("make a directory for the runs: %w", err)
 		}
+		defer func() {
+			if rerr := os.RemoveAll(runsDir); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("remove the runs' directory: %w", rerr))
+			}
+		}()
 	}
 	conn, source := opts.conn, opts.source
 	throwaway := conn == ""
@@ -302,10 +339,21 @@ func demo(ctx context.Context, w, stderr io.Writer, opts options) (err error) {
 	if err := linearchain.Demo(ctx, pool, w); err != nil {
 		return err
 	}
-	if err := stepEngineDemo(ctx, w, pool, runsDir, !throwaway); err != nil {
+	if !throwaway {
+		fmt.Fprintf(w, "\nThe instances stay in the database: fsmctl chains list -type %s; fsmctl chains show ID.\n", linearchain.OrderProcessType)
+	}
+	if err := stepEngineDemo(ctx, w, pool, runsDir, opts.runsDir != "", !throwaway); err != nil {
 		return err
 	}
-	return fchademo.Demo(ctx, pool, w, fmt.Sprintf("%d", time.Now().UnixNano()))
+	if err := fchademo.Demo(ctx, pool, w, fmt.Sprintf("%d", time.Now().UnixNano())); err != nil {
+		return err
+	}
+	if throwaway {
+		fmt.Fprintf(w, "\nThe runs, instances and evidence above were in the throwaway cluster, which is removed now:\n"+
+			"the fsmctl commands that read them need a database that keeps them. Run the demo on one to follow them up:\n"+
+			"  %s=postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable make demo\n", envDatabaseURL)
+	}
+	return nil
 }
 
 // driveBackground lets the engine's workers drive the background runs the

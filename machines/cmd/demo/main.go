@@ -49,15 +49,18 @@
 //     attempt 2, its directory is rewritten and the tab replaced again,
 //     holding one copy of the report.
 //
-// The runs' directories go under -runs-dir, by default a new temporary
-// directory that is kept, so that fsmctl export can be run on it afterwards;
-// the demo prints the command.
+// The runs' directories go under -runs-dir, which is kept so that fsmctl
+// export can be run on it afterwards (the demo prints the command); by
+// default they go in a new temporary directory removed at the end.
 //
 // The database is the one -database or the DATABASE_URL environment
 // variable names. Without either, demo starts a throwaway PostgreSQL
 // cluster from the server binaries it finds (initdb on PATH, pg_config
 // --bindir, /usr/lib/postgresql/*/bin), as the tests do, and stops and
-// removes it at the end, also on an error or Ctrl-C.
+// removes it at the end, also on an error, Ctrl-C or a standard output
+// closed early (demo | head): the demo stops at its first failed write.
+// Its runs go with the cluster, so it names no fsmctl command that reads
+// them, and says at the end to run it with DATABASE_URL to follow them up.
 //
 // The users and the equation come from -seed (default: a random one): the
 // same seed submits the same problems as the same users, so that against a
@@ -76,6 +79,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A write to a closed pipe (demo | head) fails with EPIPE rather than
+	// kill the process, so that the demo stops its cluster and removes
+	// its directories (run stops at the first failed write).
+	signal.Ignore(syscall.SIGPIPE)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	os.Exit(code)

@@ -62,9 +62,10 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // stepEngineDemo runs the step engine's report workflow three times
 // against a scripted local HTTP API on pool, whose schema is migrated, with
 // the runs' directories under runsDir, and prints each run and its audit.
-// keepDB says whether the database outlives the demo, so that fsmctl export
-// --from-db can read the runs afterwards.
-func stepEngineDemo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, runsDir string, keepDB bool) error {
+// keepFiles and keepDB say whether runsDir and the database outlive the
+// demo, so that fsmctl export can read the runs from them afterwards: it
+// names only the commands that will work.
+func stepEngineDemo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, runsDir string, keepFiles, keepDB bool) error {
 	eng := stepengine.New(store.New(pool))
 	if err := eng.Register(ctx); err != nil {
 		return err
@@ -121,8 +122,14 @@ func stepEngineDemo(ctx context.Context, w io.Writer, pool *pgxpool.Pool, runsDi
 	if ok.Status != "OK" || failed.Status != "FAILED" || again.Status != "OK" || again.Attempt != 2 {
 		return fmt.Errorf("unexpected outcomes: %s, %s, %s (attempt %d); want OK, FAILED, OK (attempt 2)", ok.Status, failed.Status, again.Status, again.Attempt)
 	}
+	if !keepFiles && !keepDB {
+		fmt.Fprintf(w, "\nThe runs' directories are removed at the end with the throwaway cluster: demo -runs-dir DIR keeps them for fsmctl export.\n")
+		return nil
+	}
 	fmt.Fprintf(w, "\nExport a run again, from its files or from the database:\n")
-	fmt.Fprintf(w, "  go run ./cmd/fsmctl export %s --format csv --runs-dir %s --out -\n", ok.RunID, runsDir)
+	if keepFiles {
+		fmt.Fprintf(w, "  go run ./cmd/fsmctl export %s --format csv --runs-dir %s --out -\n", ok.RunID, runsDir)
+	}
 	if keepDB {
 		fmt.Fprintf(w, "  go run ./cmd/fsmctl export %s --from-db --format json\n", ok.RunID)
 	}
