@@ -246,9 +246,10 @@
 // then records, and does not wait for the record to go on, so that the
 // record lags the run by the records not written yet (none while the
 // database is up, but for the one being written), and a database that is
-// down delays the records, not the run. The workflow completes only once
-// every record of the run is written, so that a run whose workflow is
-// complete is recorded whole. A transition is in the record with its
+// down delays the records, not the run. A workflow whose run ended
+// completes only once every record of the run is written, so that a run
+// whose workflow completed is recorded whole (a workflow that fails or is
+// cancelled, which ends no run, does not wait). A transition is in the record with its
 // effects or not at all; the steps of a handler whose event was dropped
 // (an update moved the run meanwhile) are in neither the history's moves
 // nor the record.

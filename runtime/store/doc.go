@@ -198,6 +198,17 @@
 // registered table extended; Translate maps them (and a few others) to the
 // same sentinels for code that sends SQL itself.
 //
+// # Runs another runtime executes
+//
+// A run that another runtime executes (contrib/temporal's workflows) can
+// be recorded here, so that its log, evidence, outbox, activity cache and
+// reads are those of a run of the engine: StartExternal records the start
+// of each of its attempts, with that runtime's run id, and RecordExternal
+// each transition with the steps, messages and result of the handler that
+// made it, in one transaction, idempotent by row version (see External).
+// The database keeps such runs from the engine: they are never due, and
+// any other write of them fails with runtime.ErrOtherExecutor.
+//
 // # Limits
 //
 // Every payload (a run's input and policy snapshot, an event's payload, a
