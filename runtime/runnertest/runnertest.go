@@ -84,7 +84,7 @@ type Scenario struct {
 }
 
 // Timeout bounds every wait of a scenario.
-const Timeout = 90 * time.Second
+const Timeout = 2 * time.Minute
 
 // NewScenario returns the context of the scenario t runs.
 func NewScenario(t *testing.T) *Scenario {
