@@ -143,7 +143,9 @@
 //     machine's cancel event), cancelled; failed (a failed final state, or
 //     a workflow that failed, was terminated, cancelled or timed out at
 //     Temporal's level), restarted as a new workflow run of the same id
-//     (ALLOW_DUPLICATE) with Attempt one more than the last run's. Attempt
+//     (ALLOW_DUPLICATE) with Attempt one more than the last run's, the
+//     first run's owner and input, and the last run's policy snapshot
+//     unless a new one is given or resolved. Attempt
 //     is thus how many runs the workflow id has had, carried in the
 //     workflow's input (Start.Attempt) and memo. The run's owner, version,
 //     attempt, creation time, input and policy snapshot are in the memo,

@@ -140,8 +140,9 @@ const maxStartRounds = 16
 //     workflow that failed, was terminated, cancelled or timed out at
 //     Temporal's level): a new workflow run of the same workflow id is
 //     started (StartRestarted, WorkflowIDReusePolicy ALLOW_DUPLICATE), with
-//     Attempt one more than the last run's, the first run's input and
-//     creation time, and the policy snapshot resolved anew.
+//     Attempt one more than the last run's, the first run's owner, input
+//     and creation time, and the policy snapshot given or resolved anew
+//     (the last run's when there is none).
 //
 // The run is read (DescribeWorkflowExecution) before it is started, not in
 // one statement as on PostgreSQL: when two callers start the same key at
@@ -174,15 +175,17 @@ func (r *Runner) Start(ctx context.Context, req runtime.StartRequest) (runtime.S
 		return runtime.Started{}, &runtime.RunError{Component: "temporal", Op: op, Err: err}
 	}
 	id := RunID(req.Type, req.IdempotencyKey)
-	resolved := false
+	given, input := memo.Policy, memo.Input
+	var resolved json.RawMessage
 	for range maxStartRounds {
 		reuse := enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 		outcome := runtime.StartCreated
+		owner, previous := req.Owner, json.RawMessage(nil)
 		desc, err := r.c.DescribeWorkflowExecution(ctx, id, "")
 		var notFound *serviceerror.NotFound
 		switch {
 		case errors.As(err, &notFound):
-			memo.Attempt, memo.CreatedAt = 1, time.Now().UTC()
+			memo.Attempt, memo.CreatedAt, memo.Input = 1, time.Now().UTC(), input
 		case err != nil:
 			return runtime.Started{}, r.fail(op, id, err)
 		default:
@@ -198,16 +201,27 @@ func (r *Runner) Start(ctx context.Context, req runtime.StartRequest) (runtime.S
 			case runtime.StatusCancelled:
 				return runtime.Started{Run: run, Outcome: runtime.StartCancelled}, nil
 			}
+			// The restart keeps the first attempt's owner, input and
+			// creation, as the engine's restart of the same row does.
 			reuse, outcome = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE, runtime.StartRestarted
 			memo.Attempt, memo.CreatedAt, memo.Input = run.Attempt+1, run.CreatedAt, run.Input
+			owner, previous = run.Owner, run.Policy
 		}
-		if !resolved && memo.Policy == nil && req.ResolvePolicy != nil {
-			if memo.Policy, err = req.ResolvePolicy(ctx); err != nil {
-				return runtime.Started{}, &runtime.RunError{Component: "temporal", Op: op, RunID: id, Err: err}
+		memo.Policy = given
+		if memo.Policy == nil && req.ResolvePolicy != nil {
+			if resolved == nil {
+				if resolved, err = req.ResolvePolicy(ctx); err != nil {
+					return runtime.Started{}, &runtime.RunError{Component: "temporal", Op: op, RunID: id, Err: err}
+				}
 			}
-			resolved = true
+			memo.Policy = resolved
 		}
-		run, err := r.start(ctx, id, def, req, memo, reuse)
+		if memo.Policy == nil {
+			// A restart without a new snapshot keeps the last one.
+			memo.Policy = previous
+		}
+		memo.UserID, memo.CorrelationID = owner.UserID, owner.CorrelationID
+		run, err := r.start(ctx, id, def, req.IdempotencyKey, owner.TenantID, memo, reuse)
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		switch {
 		case errors.As(err, &started):
@@ -283,7 +297,7 @@ func encode(what string, v any) (json.RawMessage, error) {
 
 // start starts the workflow of the run id, of def's machine, and returns
 // the run as it starts.
-func (r *Runner) start(ctx context.Context, id string, def runtime.Definition, req runtime.StartRequest, memo runMemo, reuse enumspb.WorkflowIdReusePolicy) (runtime.Run, error) {
+func (r *Runner) start(ctx context.Context, id string, def runtime.Definition, key, tenant string, memo runMemo, reuse enumspb.WorkflowIdReusePolicy) (runtime.Run, error) {
 	state, status := initial(def)
 	opts := client.StartWorkflowOptions{
 		ID: id, TaskQueue: r.cfg.TaskQueue,
@@ -294,16 +308,16 @@ func (r *Runner) start(ctx context.Context, id string, def runtime.Definition, r
 		// The workflow upserts them too; set here, a run is listed before
 		// a worker takes it.
 		TypedSearchAttributes: temporal.NewSearchAttributes(SearchState.ValueSet(state), SearchStatus.ValueSet(string(status)),
-			SearchTenant.ValueSet(req.TenantID), SearchKey.ValueSet(req.IdempotencyKey)),
+			SearchTenant.ValueSet(tenant), SearchKey.ValueSet(key)),
 	}
-	in := Start{RunID: id, Type: def.Type, IdempotencyKey: req.IdempotencyKey, Attempt: memo.Attempt, Input: memo.Input, Policy: memo.Policy,
-		TenantID: req.TenantID, UserID: req.UserID, CorrelationID: req.CorrelationID}
+	in := Start{RunID: id, Type: def.Type, IdempotencyKey: key, Attempt: memo.Attempt, Input: memo.Input, Policy: memo.Policy,
+		TenantID: tenant, UserID: memo.UserID, CorrelationID: memo.CorrelationID}
 	if _, err := r.c.ExecuteWorkflow(ctx, opts, def.Type, in); err != nil {
 		return runtime.Run{}, err
 	}
 	now := time.Now().UTC()
-	return runtime.Run{ID: id, Type: def.Type, Version: def.Version, IdempotencyKey: req.IdempotencyKey, State: state, Status: status,
-		Attempt: memo.Attempt, StepAttempt: 1, Owner: runtime.Owner{TenantID: req.TenantID, UserID: req.UserID, CorrelationID: req.CorrelationID},
+	return runtime.Run{ID: id, Type: def.Type, Version: def.Version, IdempotencyKey: key, State: state, Status: status,
+		Attempt: memo.Attempt, StepAttempt: 1, Owner: runtime.Owner{TenantID: tenant, UserID: memo.UserID, CorrelationID: memo.CorrelationID},
 		Input: memo.Input, Policy: memo.Policy, CreatedAt: memo.CreatedAt, UpdatedAt: now, StartedAt: now}, nil
 }
 

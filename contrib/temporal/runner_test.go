@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/uuid"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -60,6 +61,9 @@ func sharedServer(t *testing.T) *devserver.Server {
 	}
 	return shared.s
 }
+
+// bob is a user who owns no run.
+const bob = "0b0b0b0b-0000-4000-8000-000000000000"
 
 // fixture is a runner on the shared server with a worker of its own task
 // queue, which runs FCHA (with adapters) and the shop's orders.
@@ -202,6 +206,7 @@ func TestStartOutcomes(t *testing.T) {
 
 	t.Run("created then running", func(t *testing.T) {
 		req := app(t, "flaky", "org_outcomes")
+		req.Policy = map[string]int{"retry_max": 2}
 		first, err := r.Start(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -225,17 +230,36 @@ func TestStartOutcomes(t *testing.T) {
 			t.Errorf("failed run (-want +got):\n%s", diff)
 		}
 
-		again, err := r.Start(ctx, req)
+		// Restarted by another user, with another input and no policy:
+		// the first attempt's owner, input and policy stay, as on the
+		// engine.
+		restart := req
+		restart.Owner = runtime.Owner{TenantID: "org_other", UserID: bob}
+		restart.Input, restart.Policy = compliance.Application{ApplicationID: "other"}, nil
+		again, err := r.Start(ctx, restart)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if again.Outcome != runtime.StartRestarted || again.Run.ID != first.Run.ID || again.Run.Attempt != 2 ||
-			!again.Run.CreatedAt.Equal(first.Run.CreatedAt) || string(again.Run.Input) != string(first.Run.Input) {
-			t.Errorf("restart = %+v\nfirst %+v", again, first)
+		type attempt struct {
+			Outcome       runtime.StartOutcome
+			ID            string
+			Attempt       int
+			Owner         runtime.Owner
+			Created       time.Time
+			Input, Policy string
+		}
+		view := func(s runtime.Started) attempt {
+			return attempt{s.Outcome, s.Run.ID, s.Run.Attempt, s.Run.Owner, s.Run.CreatedAt, string(s.Run.Input), string(s.Run.Policy)}
+		}
+		want := view(first)
+		want.Outcome, want.Attempt = runtime.StartRestarted, 2
+		if diff := cmp.Diff(want, view(again)); diff != "" {
+			t.Errorf("restart (-want +got):\n%s", diff)
 		}
 		offered := getState(ctx, t, r, first.Run.ID, "CONDITIONAL_OFFER")
-		if offered.Attempt != 2 || offered.Status != runtime.StatusRunning {
-			t.Errorf("restarted run = %+v, want attempt 2, running", offered)
+		if diff := cmp.Diff(want, view(runtime.Started{Outcome: runtime.StartRestarted, Run: offered}), cmpopts.EquateApproxTime(time.Millisecond)); diff != "" ||
+			offered.Status != runtime.StatusRunning {
+			t.Errorf("restarted run, %s (-want +got):\n%s", offered.Status, diff)
 		}
 		running, err := r.Start(ctx, req)
 		if err != nil {
@@ -294,6 +318,29 @@ func TestStartOutcomes(t *testing.T) {
 		if again.Outcome != runtime.StartCancelled || again.Run.State != "CANCELLED" || again.Run.Status != runtime.StatusCancelled ||
 			again.Run.Result.ErrorCode != "CANCELLED" {
 			t.Errorf("start of a cancelled run = %+v", again)
+		}
+	})
+
+	t.Run("eta", func(t *testing.T) {
+		// No shop order has succeeded: no ETA.
+		req := orderRequest("org_outcomes")
+		f.start(ctx, t, req)
+		res, err := r.Start(ctx, req)
+		if err != nil || res.Outcome != runtime.StartRunning || !res.ETA.IsZero() {
+			t.Errorf("start of an order under way = %+v, %v; want running without an ETA", res, err)
+		}
+		// FCHA runs have succeeded (cached's, at least) once visibility
+		// lists them: the ETA is the run's start plus their median, a
+		// matter of seconds here.
+		eventually(t, "a succeeded run listed", func() (bool, string) {
+			runs, err := r.List(ctx, runtime.Filter{Type: fcha.Type, Status: runtime.StatusSucceeded, Limit: 1})
+			return err == nil && len(runs) == 1, fmt.Sprint(len(runs), err)
+		})
+		offered := app(t, "clean", "org_outcomes")
+		f.start(ctx, t, offered)
+		res, err = r.Start(ctx, offered)
+		if err != nil || res.Outcome != runtime.StartRunning || !res.ETA.After(res.Run.StartedAt) || res.ETA.After(res.Run.StartedAt.Add(time.Minute)) {
+			t.Errorf("start of an application under way = %+v, %v; want running with an ETA after its start", res, err)
 		}
 	})
 
@@ -517,7 +564,6 @@ func TestCancel(t *testing.T) {
 	ctx, f := newFixture(t, testAdapters())
 	r := f.runner
 	id := f.start(ctx, t, orderRequest("org_cancel")).ID
-	const bob = "0b0b0b0b-0000-4000-8000-000000000000"
 	_, err := r.Cancel(ctx, id, bob)
 	checkRefusal(t, "Cancel by another user", err, refusal{[]error{runtime.ErrNotOwner},
 		"temporal: cancel run " + id + `: not authorized: not the run's owner: user "` + bob + `" may not cancel a run of user "` + alice + `"`})
