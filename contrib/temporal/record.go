@@ -165,17 +165,17 @@ func recordIn(ctx context.Context, st *store.Store, def runtime.Definition, in R
 }
 
 // store returns the effects as the store writes them for run runID.
-func (e Effects) store(runID string) store.Effects {
-	var fx store.Effects
+func (e Effects) store(runID string) store.ExternalEffects {
+	var fx store.ExternalEffects
 	for _, s := range e.Steps {
-		fx.Steps = append(fx.Steps, store.StepEffect{Name: s.Name, Payload: raw(s.Payload)})
+		fx.Steps = append(fx.Steps, store.ExternalStep{Name: s.Name, Payload: raw(s.Payload)})
 	}
 	started := func(name string, q Enqueued, event string) {
 		payload := map[string]string{"type": q.Type, "idempotencyKey": q.IdempotencyKey, "runId": RunID(q.Type, q.IdempotencyKey)}
 		if event != "" {
 			payload["event"] = event
 		}
-		fx.Steps = append(fx.Steps, store.StepEffect{Name: name, Payload: payload})
+		fx.Steps = append(fx.Steps, store.ExternalStep{Name: name, Payload: payload})
 	}
 	for _, q := range e.Enqueued {
 		started("enqueued", q, "")
@@ -184,7 +184,7 @@ func (e Effects) store(runID string) store.Effects {
 		started("child", c.Enqueued, c.Event)
 	}
 	for _, m := range e.Messages {
-		fx.Messages = append(fx.Messages, store.MessageEffect{Topic: m.Topic, Payload: raw(m.Payload)})
+		fx.Messages = append(fx.Messages, store.ExternalMessage{Topic: m.Topic, Payload: raw(m.Payload)})
 	}
 	if keys := e.Consumed; len(keys) > 0 {
 		fx.InTx = func(ctx context.Context, tx pgx.Tx, rec store.Recorded) error {

@@ -43,7 +43,7 @@ func TestEngineLeavesExternalRunsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	begin := runtime.Transition{Machine: "job", Version: 1, From: "QUEUED", To: "WORKING", Event: "Begin", Status: runtime.StatusRunning}
-	if _, err := v.st.RecordExternal(ctx, x, 1, begin, store.Effects{}, nil); err != nil {
+	if _, err := v.st.RecordExternal(ctx, x, 1, begin, store.ExternalEffects{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	before := v.moves(t, x.ID)

@@ -120,30 +120,30 @@ func (s *Store) StartExternal(ctx context.Context, x External, p runtime.StartRe
 	return s.start(ctx, p, cx)
 }
 
-// StepEffect is a sub-step a handler logged, for the log of the run at the
+// ExternalStep is a sub-step a handler logged, for the log of the run at the
 // state its transition leaves.
-type StepEffect struct {
+type ExternalStep struct {
 	Name    string
 	Payload any
 }
 
-// MessageEffect is a message a handler emitted, for the outbox.
-type MessageEffect struct {
+// ExternalMessage is a message a handler emitted, for the outbox.
+type ExternalMessage struct {
 	Topic   string
 	Payload any
 }
 
-// Effects are the writes of a handler that go with the transition its
+// ExternalEffects are the writes of a handler that go with the transition its
 // event made, in the transition's transaction: all of them with it, or
 // none.
-type Effects struct {
+type ExternalEffects struct {
 	// Steps are logged before the transition, at the state it leaves, as
 	// LogStepTx logs them; a step named "evidence.<kind>" is in the
 	// evidence chain of a type that records one.
-	Steps []StepEffect
+	Steps []ExternalStep
 	// Messages go to the outbox after the transition, as EmitTx writes
 	// them: a relay publishes each once, with the id of its row.
-	Messages []MessageEffect
+	Messages []ExternalMessage
 	// InTx, when not nil, is called last, in the transaction, with the
 	// transition recorded (activity.ExecuteInRun's consumption of a cached
 	// result); its error rolls everything back.
@@ -169,7 +169,7 @@ var errApplied = errors.New("the transition is recorded already")
 // runtime.ErrConflict; one of another attempt of the run, with
 // runtime.ErrConflict too; a run of the engine or of another executor,
 // with runtime.ErrOtherExecutor. Nothing is written then.
-func (s *Store) RecordExternal(ctx context.Context, x External, rowVersion int64, t runtime.Transition, fx Effects, res *runtime.Result) (Recorded, error) {
+func (s *Store) RecordExternal(ctx context.Context, x External, rowVersion int64, t runtime.Transition, fx ExternalEffects, res *runtime.Result) (Recorded, error) {
 	op := "record " + diag.Short(t.Event)
 	cx, err := x.checked(s, op)
 	if err != nil {

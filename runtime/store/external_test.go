@@ -44,9 +44,9 @@ func TestExternalRunIsRecordedOnceByRowVersion(t *testing.T) {
 	if first.Outcome != runtime.StartCreated || again.Outcome != runtime.StartCreated || first.Run.ID != externalID || again.Run.RowVersion != 1 {
 		t.Fatalf("starts: %s %s %s v%d", first.Outcome, again.Outcome, first.Run.ID, again.Run.RowVersion)
 	}
-	fx := store.Effects{
-		Steps:    []store.StepEffect{{Name: "evidence.checked", Payload: json.RawMessage(`{"ok":true}`)}},
-		Messages: []store.MessageEffect{{Topic: "order.begun", Payload: map[string]int{"n": 1}}},
+	fx := store.ExternalEffects{
+		Steps:    []store.ExternalStep{{Name: "evidence.checked", Payload: json.RawMessage(`{"ok":true}`)}},
+		Messages: []store.ExternalMessage{{Topic: "order.begun", Payload: map[string]int{"n": 1}}},
 	}
 	begin := tr("INITIATED", "Begin", "WORKING", map[string]string{"by": "x"})
 	for i, want := range []bool{false, true} {
@@ -64,7 +64,7 @@ func TestExternalRunIsRecordedOnceByRowVersion(t *testing.T) {
 	}
 	res := runtime.Result{Output: json.RawMessage(`{"total":3}`), CostUSD: 0.5}
 	for range 2 {
-		if _, err := e.st.RecordExternal(e.ctx, ext, 2, tr("WORKING", "Finish", "SUCCEEDED", nil), store.Effects{Messages: fx.Messages}, &res); err != nil {
+		if _, err := e.st.RecordExternal(e.ctx, ext, 2, tr("WORKING", "Finish", "SUCCEEDED", nil), store.ExternalEffects{Messages: fx.Messages}, &res); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,10 +111,10 @@ func TestExternalTransitionThatDoesNotFollowIsAConflict(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.startExternal(t, ext, "k1")
-	if _, err := e.st.RecordExternal(e.ctx, ext, 1, tr("INITIATED", "Begin", "WORKING", nil), store.Effects{}, nil); err != nil {
+	if _, err := e.st.RecordExternal(e.ctx, ext, 1, tr("INITIATED", "Begin", "WORKING", nil), store.ExternalEffects{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	fx := store.Effects{Steps: []store.StepEffect{{Name: "s"}}, Messages: []store.MessageEffect{{Topic: "m"}}}
+	fx := store.ExternalEffects{Steps: []store.ExternalStep{{Name: "s"}}, Messages: []store.ExternalMessage{{Topic: "m"}}}
 	for _, c := range []struct {
 		name       string
 		rowVersion int64
@@ -147,7 +147,7 @@ func TestExternalRunRestartsByAttempt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.startExternal(t, ext, "k1")
-	if _, err := e.st.RecordExternal(e.ctx, ext, 1, tr("INITIATED", "Fail", "FAILED", nil), store.Effects{}, nil); err != nil {
+	if _, err := e.st.RecordExternal(e.ctx, ext, 1, tr("INITIATED", "Fail", "FAILED", nil), store.ExternalEffects{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	second := ext
@@ -175,7 +175,7 @@ func TestExternalRunIsOnlyItsExecutors(t *testing.T) {
 	t.Parallel()
 	e := newRoleEnv(t)
 	e.startExternal(t, ext, "k1")
-	if _, err := e.st.RecordExternal(e.ctx, ext, 1, tr("INITIATED", "Begin", "WORKING", nil), store.Effects{}, nil); err != nil {
+	if _, err := e.st.RecordExternal(e.ctx, ext, 1, tr("INITIATED", "Begin", "WORKING", nil), store.ExternalEffects{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	run := e.get(t, externalID)
@@ -214,7 +214,7 @@ func TestExternalRunIsOnlyItsExecutors(t *testing.T) {
 	}
 
 	engineRun := e.start(t, "k2").Run
-	_, err = e.st.RecordExternal(e.ctx, store.External{Executor: "temporal", ID: engineRun.ID, Attempt: 1}, 1, tr("INITIATED", "Begin", "WORKING", nil), store.Effects{}, nil)
+	_, err = e.st.RecordExternal(e.ctx, store.External{Executor: "temporal", ID: engineRun.ID, Attempt: 1}, 1, tr("INITIATED", "Begin", "WORKING", nil), store.ExternalEffects{}, nil)
 	want := "store: record Begin run " + engineRun.ID + ": run is executed by another runtime: run " + engineRun.ID + ` of order/k2 is executed by this database's engine, not by "temporal" as run ` + engineRun.ID
 	if !errors.Is(err, runtime.ErrOtherExecutor) || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
