@@ -181,6 +181,41 @@ type Child struct {
 	Event string
 }
 
+// ChildEnd is how a child run ended, as its parent's event (Child.Event)
+// tells it.
+type ChildEnd struct {
+	RunID, Type, State string
+	Status             Status
+	// Result is the child's result record; nil when it has none.
+	Result *Result
+}
+
+// Payload returns the JSON payload of the parent's event named event, an
+// event of def: its fields named childRunID, childType, state, status,
+// outcome, output, costUSD, errorCode and errorDetail filled in from the
+// child's end, others left out.
+func (c ChildEnd) Payload(def *Definition, event string) ([]byte, error) {
+	facts := map[string]any{"childRunID": c.RunID, "childType": c.Type, "state": c.State, "status": string(c.Status)}
+	if r := c.Result; r != nil {
+		facts["outcome"], facts["costUSD"], facts["errorCode"], facts["errorDetail"] = r.Outcome, r.CostUSD, r.ErrorCode, r.ErrorDetail
+		if len(r.Output) > 0 {
+			facts["output"] = r.Output
+		}
+	}
+	payload := map[string]any{}
+	for _, e := range def.Events {
+		if e.Name != event {
+			continue
+		}
+		for _, f := range e.Fields {
+			if v, ok := facts[f.Name]; ok {
+				payload[f.Name] = v
+			}
+		}
+	}
+	return json.Marshal(payload)
+}
+
 // StartChild asks the backend that runs the calling handler to start a
 // child run with the transition the handler returns, and to fire c.Event
 // on the parent when the child finishes. The handler then returns an event

@@ -154,7 +154,7 @@ func runWorkflow(ctx workflow.Context, d runtime.Driver, def runtime.Definition,
 			m.wait(st.Name)
 			continue
 		}
-		if err := m.drive(m.driven(st)); err != nil {
+		if err := m.drive(m.def.Driven(st)); err != nil {
 			return Result{Snapshot: m.snap}, err
 		}
 	}
@@ -266,7 +266,7 @@ func (m *machine) apply(t runtime.Transition, to runtime.StateSpec) {
 		// A flat machine's row exits its source and enters its target.
 		exited, entered = []string{t.From}, []string{t.To}
 	}
-	m.recordHistory(t.From, exited)
+	m.run.History = m.def.RecordHistories(m.run.History, t.From, exited)
 	for _, s := range exited {
 		delete(m.anchors, s)
 	}
@@ -296,33 +296,6 @@ func (m *machine) apply(t runtime.Transition, to runtime.StateSpec) {
 		m.outcome = t.Outcome
 	}
 	m.upsert()
-}
-
-// recordHistory records, for each composite in exited that has history
-// pseudostates, what was active in it when the run left from: the leaf
-// for a deep history, its child on the way to the leaf for a shallow one.
-func (m *machine) recordHistory(from string, exited []string) {
-	chain := append([]string{from}, m.def.Ancestors(from)...)
-	for _, c := range exited {
-		comp, ok := m.def.Composite(c)
-		if !ok {
-			continue
-		}
-		for _, h := range comp.History {
-			if m.run.History == nil {
-				m.run.History = map[string]string{}
-			}
-			if h.Deep {
-				m.run.History[h.Name] = from
-				continue
-			}
-			for i := 0; i+1 < len(chain); i++ {
-				if chain[i+1] == c {
-					m.run.History[h.Name] = chain[i]
-				}
-			}
-		}
-	}
 }
 
 // upsert upserts the run's state and status, and extra, as search
@@ -625,19 +598,6 @@ func (m *machine) wait(state string) {
 	m.stopTimer()
 }
 
-// driven returns the state whose handler runs for a run in st, a state
-// that does not wait: st itself; for a configuration of a parallel state,
-// the leaf of the first region, in region order, that has a handler (one
-// that neither waits nor is final), as the PostgreSQL engine picks it.
-func (m *machine) driven(st runtime.StateSpec) runtime.StateSpec {
-	for _, name := range m.def.Configuration(st.Name) {
-		if leaf, ok := m.def.State(name); ok && !leaf.Wait && !leaf.Terminal() {
-			return leaf
-		}
-	}
-	return st
-}
-
 // drive runs the handler of the driven leaf st as its activity, with the
 // state's retry policy, and fires the event it returns; when its tries
 // are used up, the state's OnExhausted event. An update that moves the
@@ -747,31 +707,17 @@ func (m *machine) awaitStarts() {
 // status, outcome, output, costUSD, errorCode and errorDetail, from the
 // child's result, as on the PostgreSQL engine.
 func (m *machine) childEvent(c childEnd) EventMessage {
-	facts := map[string]any{"childRunID": c.id, "childType": c.Type, "state": c.res.State, "status": string(c.res.Status),
-		"outcome": c.res.Outcome, "costUSD": c.res.CostUSD, "errorCode": c.res.ErrorCode, "errorDetail": c.res.Error}
-	if len(c.res.Output) > 0 {
-		facts["output"] = c.res.Output
-	}
+	end := runtime.ChildEnd{RunID: c.id, Type: c.Type, State: c.res.State, Status: c.res.Status, Result: &runtime.Result{
+		Outcome: c.res.Outcome, Output: c.res.Output, CostUSD: c.res.CostUSD, ErrorCode: c.res.ErrorCode, ErrorDetail: c.res.Error}}
 	if c.err != nil {
 		// The child's workflow failed, or was terminated: a failed run.
-		facts["status"], facts["errorCode"], facts["errorDetail"] = string(runtime.StatusFailed), "CHILD_FAILED", c.err.Error()
+		end.Status, end.Result.ErrorCode, end.Result.ErrorDetail = runtime.StatusFailed, "CHILD_FAILED", c.err.Error()
 		var ae *temporal.ApplicationError
 		if errors.As(c.err, &ae) {
-			facts["errorCode"], facts["errorDetail"] = ae.Type(), ae.Message()
+			end.Result.ErrorCode, end.Result.ErrorDetail = ae.Type(), ae.Message()
 		}
 	}
-	payload := map[string]any{}
-	for _, e := range m.def.Events {
-		if e.Name != c.Event {
-			continue
-		}
-		for _, f := range e.Fields {
-			if v, ok := facts[f.Name]; ok {
-				payload[f.Name] = v
-			}
-		}
-	}
-	raw, _ := json.Marshal(payload)
+	raw, _ := end.Payload(&m.def, c.Event)
 	return EventMessage{Name: c.Event, Payload: raw}
 }
 

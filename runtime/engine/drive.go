@@ -399,7 +399,7 @@ func (s *session) loop() error {
 			s.release(timerDue(st, s.now.Sub(s.run.UpdatedAt)))
 			return nil
 		}
-		st = s.driven(st)
+		st = s.reg.def.Driven(st)
 		pol := policyOf(st, s.run.Policy)
 		if s.run.StepAttempt > max(pol.MaxAttempts, s.e.cfg.RecoveryLimit) {
 			if err := s.exhausted(ctx, st, CodeLeaseExpired,
@@ -417,21 +417,6 @@ func (s *session) loop() error {
 			return err
 		}
 	}
-}
-
-// driven returns the state whose handler the engine calls for a run in
-// st, a state that does not wait: st itself; for a configuration of a
-// parallel state, the leaf of the first region, in region order, that has
-// a handler (one that neither waits nor is final). The run's tries
-// (StepAttempt) are that leaf's until its event moves the run; the next
-// call looks again from the first region.
-func (s *session) driven(st runtime.StateSpec) runtime.StateSpec {
-	for _, name := range s.reg.def.Configuration(st.Name) {
-		if leaf, ok := s.reg.def.State(name); ok && !leaf.Wait && !leaf.Terminal() {
-			return leaf
-		}
-	}
-	return st
 }
 
 // policyOf returns the state's retry policy for a run with policy
@@ -844,23 +829,7 @@ func (s *session) deliverChild(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	c := children[0]
-	fields := s.reg.fields[c.Event]
-	facts := map[string]any{
-		"childRunID": c.ID, "childType": c.Type, "state": c.State, "status": string(c.Status),
-	}
-	if c.Result != nil {
-		facts["outcome"], facts["costUSD"], facts["errorCode"], facts["errorDetail"] = c.Result.Outcome, c.Result.CostUSD, c.Result.ErrorCode, c.Result.ErrorDetail
-		if len(c.Result.Output) > 0 {
-			facts["output"] = c.Result.Output
-		}
-	}
-	payload := map[string]any{}
-	for k, v := range facts {
-		if fields[k] {
-			payload[k] = v
-		}
-	}
-	raw, err := json.Marshal(payload)
+	raw, err := runtime.ChildEnd{RunID: c.ID, Type: c.Type, State: c.State, Status: c.Status, Result: c.Result}.Payload(&s.reg.def, c.Event)
 	var ev runtime.Event
 	if err == nil {
 		ev, err = decode(s.reg, c.Event, raw)

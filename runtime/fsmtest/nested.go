@@ -67,33 +67,6 @@ func historyOf(d runtime.Definition, h string) (string, bool) {
 	return "", false
 }
 
-// recordOf is what a history of composite c records when c is exited from
-// leaf: the child of c on the way to leaf (shallow) or leaf (deep).
-func recordOf(d runtime.Definition, c string, deep bool, leaf string) string {
-	if deep {
-		return leaf
-	}
-	// The state just below c on the way up from leaf.
-	path := append([]string{leaf}, d.Ancestors(leaf)...)
-	if i := slices.Index(path, c); i > 0 {
-		return path[i-1]
-	}
-	return ""
-}
-
-// apply notes the history records that row r's exits make.
-func apply(d runtime.Definition, r runtime.TransitionSpec, hist map[string]string) {
-	for _, x := range r.Exit {
-		c, ok := d.Composite(x)
-		if !ok {
-			continue
-		}
-		for _, h := range c.History {
-			hist[h.Name] = recordOf(d, c.Name, h.Deep, r.From)
-		}
-	}
-}
-
 // resolve returns the row taken for row i, written to a history, with the
 // records hist: the row to the leaf the record leads to, i itself without
 // a record.
@@ -105,7 +78,7 @@ func resolve(d runtime.Definition, i int, hist map[string]string) int {
 	c, deep := historyOf(d, r.History)
 	rec := hist[r.History]
 	if slices.Contains(r.Exit, c) {
-		rec = recordOf(d, c, deep, r.From)
+		rec = d.HistoryRecord(c, deep, r.From)
 	}
 	if rec == "" {
 		return i
@@ -129,7 +102,7 @@ func resolve(d runtime.Definition, i int, hist map[string]string) int {
 func follow(d runtime.Definition, i int, event string, admit map[string]bool, hist map[string]string) ([]moved, bool) {
 	i = resolve(d, i, hist)
 	out := []moved{{row: i, event: event}}
-	apply(d, d.Transitions[i], hist)
+	d.RecordHistories(hist, d.Transitions[i].From, d.Transitions[i].Exit)
 	state := d.Transitions[i].To
 	for {
 		next := -1
@@ -147,7 +120,7 @@ func follow(d runtime.Definition, i int, event string, admit map[string]bool, hi
 		}
 		next = resolve(d, next, hist)
 		out = append(out, moved{row: next})
-		apply(d, d.Transitions[next], hist)
+		d.RecordHistories(hist, d.Transitions[next].From, d.Transitions[next].Exit)
 		state = d.Transitions[next].To
 	}
 }
