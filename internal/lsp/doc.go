@@ -37,8 +37,11 @@
 // row without an error, so that the outline, navigation and completion
 // keep working on the rest of the file while a row is half written.
 //
-// The server keeps whole documents (the client sends the full text on each
-// change) and answers one message at a time, in order.
+// The server asks for incremental changes (TextDocumentSyncKind
+// Incremental): each change replaces a range, its positions in UTF-16 code
+// units as the protocol counts them, of the text the changes before it
+// left, or the whole text when it has no range. It keeps whole documents
+// and answers one message at a time, in order.
 //
 // # Protocol library
 //
@@ -65,7 +68,11 @@
 // size.
 //
 // Messages are read ahead of the handler. A change of a document read
-// right after another change of it replaces it before it is checked, so a
-// burst of keystrokes costs one check and one diagnostics push, not one
-// per keystroke; a change older than the document's version is dropped.
+// right after another change of it is merged into it (both lists of
+// content changes, the later version), and a version is checked and its
+// diagnostics published only when no later change of the document waits,
+// before the check or once it is done: a burst of keystrokes costs one
+// check and one diagnostics push, for its last version, not one per
+// keystroke. A request is answered on the text of every change before it;
+// a change older than the document's version is dropped.
 package lsp

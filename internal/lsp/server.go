@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -40,8 +41,8 @@ var ErrNoShutdown = errors.New("exit without shutdown")
 func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &server{out: &writer{out: out}, docs: map[protocol.DocumentURI]*document{}}
 	q := newQueue()
+	s := &server{out: &writer{out: out}, docs: map[protocol.DocumentURI]*document{}, queue: q}
 	// The reader runs ahead of the handler, so that changes to a document
 	// that arrive while an earlier one is checked are coalesced. It is not
 	// waited for: a read blocked on a terminal or a pipe that is not in
@@ -104,13 +105,9 @@ func (s *server) read(r *bufio.Reader, q *queue) {
 		}
 		item := queued{msg: m}
 		if m.Method == protocol.MethodTextDocumentDidChange {
-			var p struct {
-				TextDocument struct {
-					URI protocol.DocumentURI `json:"uri"`
-				} `json:"textDocument"`
-			}
-			if json.Unmarshal(m.Params, &p) == nil {
-				item.change = p.TextDocument.URI
+			var p didChangeParams
+			if json.Unmarshal(m.Params, &p) == nil && p.TextDocument.URI != "" {
+				item.change, item.params = p.TextDocument.URI, &p
 			}
 		}
 		q.push(item)
@@ -123,15 +120,33 @@ type queued struct {
 	msg *message
 	err error
 	// change is the document of a didChange: a later change of it that
-	// arrives before this one is handled replaces it.
+	// arrives before this one is handled is merged into it.
 	change protocol.DocumentURI
+	// params are the didChange's, when change is set and they were read.
+	params *didChangeParams
+}
+
+// didChangeParams are the params of textDocument/didChange. A content
+// change without a range is the whole text; go.lsp.dev/protocol's type
+// cannot tell it from a change of the range 0:0-0:0.
+type didChangeParams struct {
+	TextDocument   protocol.VersionedTextDocumentIdentifier `json:"textDocument"`
+	ContentChanges []contentChange                          `json:"contentChanges"`
+}
+
+// contentChange is one change of a document: the text of Range replaced
+// by Text, or the whole text when Range is nil.
+type contentChange struct {
+	Range *protocol.Range `json:"range,omitempty"`
+	Text  string          `json:"text"`
 }
 
 // queue holds the messages read and not yet handled, in order. A change of
-// a document pushed right after another change of the same document
-// replaces it: the server sends whole documents, so only the later one
-// matters, and an editor that types faster than the server checks costs
-// one check and one diagnostics push, not one per keystroke.
+// a document pushed right after another change of the same document is
+// merged into it: one change with the later version and both lists of
+// content changes, in order, from the last whole text on. An editor that
+// types faster than the server checks then costs one check and one
+// diagnostics push, not one per keystroke.
 type queue struct {
 	mu    sync.Mutex
 	items []queued
@@ -143,7 +158,7 @@ func newQueue() *queue { return &queue{ready: make(chan struct{}, 1)} }
 func (q *queue) push(it queued) {
 	q.mu.Lock()
 	if n := len(q.items); n > 0 && it.change != "" && q.items[n-1].change == it.change {
-		q.items[n-1] = it
+		q.items[n-1] = merge(q.items[n-1], it)
 	} else {
 		q.items = append(q.items, it)
 	}
@@ -152,6 +167,38 @@ func (q *queue) push(it queued) {
 	case q.ready <- struct{}{}:
 	default:
 	}
+}
+
+// merge returns the change of a document a and then b make: b's version,
+// a's content changes then b's. A list is kept from its last whole text
+// on, which replaces what came before.
+func merge(a, b queued) queued {
+	if a.params == nil || b.params == nil {
+		return b
+	}
+	changes := append(slices.Clip(a.params.ContentChanges), b.params.ContentChanges...)
+	for i := len(changes) - 1; i > 0; i-- {
+		if changes[i].Range == nil {
+			changes = changes[i:]
+			break
+		}
+	}
+	p := &didChangeParams{TextDocument: b.params.TextDocument, ContentChanges: changes}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return b
+	}
+	m := *b.msg
+	m.Params = raw
+	return queued{msg: &m, change: b.change, params: p}
+}
+
+// changePending reports whether a change of document u waits in the
+// queue: the document's current text is stale then.
+func (q *queue) changePending(u protocol.DocumentURI) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.ContainsFunc(q.items, func(it queued) bool { return it.change == u })
 }
 
 // pop returns the first message, waiting for one; false when ctx is done.
@@ -175,7 +222,8 @@ func (q *queue) pop(ctx context.Context) (queued, bool) {
 }
 
 type server struct {
-	out *writer
+	out   *writer
+	queue *queue
 
 	mu          sync.Mutex
 	initialized bool
@@ -254,12 +302,20 @@ func (s *server) dispatch(ctx context.Context, req *message) (any, error) {
 		}
 		return nil, s.update(ctx, p.TextDocument.URI, p.TextDocument.Version, p.TextDocument.Text)
 	case protocol.MethodTextDocumentDidChange:
-		var p protocol.DidChangeTextDocumentParams
+		var p didChangeParams
 		if err := decode(req, &p); err != nil || len(p.ContentChanges) == 0 {
 			return nil, err
 		}
-		// The server asks for whole documents: the last change is the text.
-		return nil, s.update(ctx, p.TextDocument.URI, p.TextDocument.Version, p.ContentChanges[len(p.ContentChanges)-1].Text)
+		s.mu.Lock()
+		old := s.docs[p.TextDocument.URI]
+		s.mu.Unlock()
+		if old == nil {
+			if p.ContentChanges[0].Range != nil {
+				return nil, rpcError(CodeInvalidParams, "document not open: "+string(p.TextDocument.URI))
+			}
+			old = newDocument(p.TextDocument.URI, p.TextDocument.Version, "")
+		}
+		return nil, s.update(ctx, p.TextDocument.URI, p.TextDocument.Version, old.apply(p.ContentChanges))
 	case protocol.MethodTextDocumentDidClose:
 		var p protocol.DidCloseTextDocumentParams
 		if err := decode(req, &p); err != nil {
@@ -294,6 +350,7 @@ func (s *server) dispatch(ctx context.Context, req *message) (any, error) {
 	if doc == nil {
 		return nil, rpcError(CodeInvalidParams, "document not open: "+string(target.TextDocument.URI))
 	}
+	doc.analyze()
 	result, err := handler(doc, req.Params)
 	return result, err
 }
@@ -339,7 +396,7 @@ func initializeResult() *protocol.InitializeResult {
 		Capabilities: protocol.ServerCapabilities{
 			TextDocumentSync: &protocol.TextDocumentSyncOptions{
 				OpenClose: true,
-				Change:    protocol.TextDocumentSyncKindFull,
+				Change:    protocol.TextDocumentSyncKindIncremental,
 			},
 			CompletionProvider:         &protocol.CompletionOptions{TriggerCharacters: []string{">", " ", "!"}},
 			HoverProvider:              true,
@@ -355,8 +412,10 @@ func initializeResult() *protocol.InitializeResult {
 }
 
 // update replaces the text of a document, checks it and publishes its
-// diagnostics.
-func (s *server) update(ctx context.Context, u protocol.DocumentURI, version int32, text string) error {
+// diagnostics, unless a later change of the document waits in the queue,
+// before the check or after it: the version is stale then, and only the
+// latest is checked and published.
+func (s *server) update(_ context.Context, u protocol.DocumentURI, version int32, text string) error {
 	s.mu.Lock()
 	old := s.docs[u]
 	s.mu.Unlock()
@@ -367,6 +426,13 @@ func (s *server) update(ctx context.Context, u protocol.DocumentURI, version int
 	s.mu.Lock()
 	s.docs[u] = d
 	s.mu.Unlock()
+	if s.queue.changePending(u) {
+		return nil
+	}
+	d.analyze()
+	if s.queue.changePending(u) {
+		return nil
+	}
 	return s.out.notify(protocol.MethodTextDocumentPublishDiagnostics, &protocol.PublishDiagnosticsParams{
 		URI:         u,
 		Version:     uint32(max(version, 0)),
@@ -388,8 +454,9 @@ func filename(u protocol.DocumentURI) string {
 	return path.Base(string(u))
 }
 
-// document is an open .fsm file: its text, what ParsePartial makes of it
-// and the diagnostics of dsl.Load, as fsmgen check reports them.
+// document is an open .fsm file: its text, and once analyze has run what
+// ParsePartial makes of it and the diagnostics of dsl.Load, as fsmgen
+// check reports them.
 type document struct {
 	uri     protocol.DocumentURI
 	version int32
@@ -399,8 +466,9 @@ type document struct {
 	src   []byte
 	bom   bool
 	lines []int // offsets in text of each line's first byte
-	file  *dsl.File
-	diags dsl.Diagnostics
+	file     *dsl.File
+	diags    dsl.Diagnostics
+	analyzed bool
 }
 
 func newDocument(u protocol.DocumentURI, version int32, text string) *document {
@@ -413,8 +481,38 @@ func newDocument(u protocol.DocumentURI, version int32, text string) *document {
 			d.lines = append(d.lines, i+1)
 		}
 	}
-	name := filename(u)
-	d.file, _ = dsl.ParsePartial(name, []byte(text))
-	_, d.diags = dsl.Load(name, []byte(text))
 	return d
+}
+
+// analyze parses and checks the document, once: the server does it only
+// for a version it publishes or answers a request on.
+func (d *document) analyze() {
+	if d.analyzed {
+		return
+	}
+	d.analyzed = true
+	name := filename(d.uri)
+	d.file, _ = dsl.ParsePartial(name, []byte(d.text))
+	_, d.diags = dsl.Load(name, []byte(d.text))
+}
+
+// apply returns the document's text after changes, in order: a change
+// without a range is the whole text; a change's range, in the protocol's
+// positions (UTF-16 code units, see dslPos), is of the text the changes
+// before it left. A position past the end of its line stands for the end
+// of the line, one past the last line for the end of the text, and a range
+// whose end is before its start is empty.
+func (d *document) apply(changes []contentChange) string {
+	cur := d
+	for _, c := range changes {
+		text := c.Text
+		if c.Range != nil {
+			_, _, start := cur.dslPos(c.Range.Start)
+			_, _, end := cur.dslPos(c.Range.End)
+			end = max(end, start)
+			text = cur.text[:start] + c.Text + cur.text[end:]
+		}
+		cur = newDocument(d.uri, d.version, text)
+	}
+	return cur.text
 }

@@ -176,9 +176,9 @@ func (c *client) open(uri protocol.DocumentURI, text string) []protocol.Diagnost
 
 func (c *client) change(uri protocol.DocumentURI, version int32, text string) []protocol.Diagnostic {
 	c.t.Helper()
-	c.notify(protocol.MethodTextDocumentDidChange, &protocol.DidChangeTextDocumentParams{
+	c.notify(protocol.MethodTextDocumentDidChange, &didChangeParams{
 		TextDocument:   protocol.VersionedTextDocumentIdentifier{TextDocumentIdentifier: protocol.TextDocumentIdentifier{URI: uri}, Version: version},
-		ContentChanges: []protocol.TextDocumentContentChangeEvent{{Text: text}}})
+		ContentChanges: []contentChange{{Text: text}}})
 	return c.waitDiagnostics(uri, uint32(version))
 }
 
@@ -219,7 +219,7 @@ func TestSession(t *testing.T) {
 
 	var initRes json.RawMessage
 	c.mustCall(protocol.MethodInitialize, &protocol.InitializeParams{}, &initRes)
-	diff(t, "initialize result", `{"capabilities":{"textDocumentSync":{"openClose":true,"change":1},"completionProvider":{"triggerCharacters":["\u003e"," ","!"]},"hoverProvider":true,"definitionProvider":true,"referencesProvider":true,"documentSymbolProvider":true,"codeActionProvider":{"codeActionKinds":["quickfix"]},"documentFormattingProvider":true,"renameProvider":{"prepareProvider":true}},"serverInfo":{"name":"fsmgen"}}`, string(initRes))
+	diff(t, "initialize result", `{"capabilities":{"textDocumentSync":{"openClose":true,"change":2},"completionProvider":{"triggerCharacters":["\u003e"," ","!"]},"hoverProvider":true,"definitionProvider":true,"referencesProvider":true,"documentSymbolProvider":true,"codeActionProvider":{"codeActionKinds":["quickfix"]},"documentFormattingProvider":true,"renameProvider":{"prepareProvider":true}},"serverInfo":{"name":"fsmgen"}}`, string(initRes))
 	c.notify(protocol.MethodInitialized, &protocol.InitializedParams{})
 
 	order := readFile(t, "testdata/order.fsm")
@@ -721,9 +721,9 @@ func TestStaleVersionsAreDropped(t *testing.T) {
 	c.initialize()
 	c.open(orderURI, "machine M {\n}\n")
 	c.change(orderURI, 5, readFile(t, "testdata/order.fsm"))
-	c.notify(protocol.MethodTextDocumentDidChange, &protocol.DidChangeTextDocumentParams{
+	c.notify(protocol.MethodTextDocumentDidChange, &didChangeParams{
 		TextDocument:   protocol.VersionedTextDocumentIdentifier{TextDocumentIdentifier: protocol.TextDocumentIdentifier{URI: orderURI}, Version: 3},
-		ContentChanges: []protocol.TextDocumentContentChangeEvent{{Text: "machine Stale {\n}\n"}}})
+		ContentChanges: []contentChange{{Text: "machine Stale {\n}\n"}}})
 	var symbols []protocol.DocumentSymbol
 	c.mustCall(protocol.MethodTextDocumentDocumentSymbol, &protocol.DocumentSymbolParams{TextDocument: protocol.TextDocumentIdentifier{URI: orderURI}}, &symbols)
 	if len(symbols) != 1 || symbols[0].Name != "Order" {
