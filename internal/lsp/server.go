@@ -463,9 +463,9 @@ type document struct {
 	text    string
 	// src is the text as the dsl reads it: without a leading byte order
 	// mark, which bom records.
-	src   []byte
-	bom   bool
-	lines []int // offsets in text of each line's first byte
+	src      []byte
+	bom      bool
+	lines    []int // offsets in text of each line's first byte
 	file     *dsl.File
 	diags    dsl.Diagnostics
 	analyzed bool
