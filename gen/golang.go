@@ -199,13 +199,13 @@ func (g *goGen) states() {
 	} else {
 		f.line(0, "// ParseState returns the state named name, or runtime.ErrUnknownState.")
 	}
-	f.line(0, "func ParseState(name string) (State, error) { return fsmimpl.ParseState[State](&definition, name) }")
+	f.line(0, "func ParseState(name string) (State, error) { return fsmimpl.ParseState(index, name) }")
 	f.line(0)
 	f.line(0, "// MarshalText implements encoding.TextMarshaler: a state encodes as its name.")
 	f.line(0, "func (s State) MarshalText() ([]byte, error) { return fsmimpl.MarshalState(&definition, s) }")
 	f.line(0)
 	f.line(0, "// UnmarshalText implements encoding.TextUnmarshaler, reading a state's name.")
-	f.line(0, "func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(&definition, s, text) }")
+	f.line(0, "func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(index, s, text) }")
 	f.line(0)
 	f.line(0, "// Terminal reports whether s is a final state, one that no event leaves.")
 	f.line(0, "func (s State) Terminal() bool { return s.Status().Terminal() }")
@@ -508,7 +508,7 @@ func (g *goGen) machine() {
 		// record through record, written there too.
 		f.line(0)
 		f.line(0, "//go:noinline")
-		f.line(0, "func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }")
+		f.line(0, "func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(index, m.state, e) }")
 		return
 	}
 	// Fire switches on the event's type and calls the event's method
@@ -534,13 +534,13 @@ func (g *goGen) machine() {
 	f.line(0)
 	f.line(0, "//go:noinline")
 	f.line(0, "func (m *Machine) follow(ctx context.Context, e Event) error {")
-	f.line(1, "return fsmimpl.Follow(ctx, &definition, m.rec, &m.state, e)")
+	f.line(1, "return fsmimpl.Follow(ctx, index, m.rec, &m.state, e)")
 	f.line(0, "}")
 	// refuse is kept out of line: inlined, its error building would grow
 	// the frame of every method that can refuse.
 	f.line(0)
 	f.line(0, "//go:noinline")
-	f.line(0, "func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }")
+	f.line(0, "func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(index, m.state, e) }")
 }
 
 // newFunc writes New, which takes the guards and actions the machine has.
@@ -1031,7 +1031,7 @@ func (g *goGen) driver() {
 		if g.hasGuards() {
 			runParam = "run"
 		}
-		f.line(1, "return fsmimpl.NewDriver(&definition, ", handle, ", DecodeEvent, func(ctx context.Context, ", runParam, " *runtime.Run, s State, e Event, rec runtime.Recorder) error {")
+		f.line(1, "return fsmimpl.NewDriver(index, ", handle, ", DecodeEvent, func(ctx context.Context, ", runParam, " *runtime.Run, s State, e Event, rec runtime.Recorder) error {")
 		g.prepare(2, "")
 		f.line(2, "return ", newCall, ".Fire(ctx, e)")
 		f.line(1, "})")
@@ -1080,7 +1080,7 @@ func (g *goGen) driver() {
 			f.line(2, "return m.Enter(ctx)")
 		}})
 	}
-	f.line(1, "return fsmimpl.NewDriver(&definition, ", handle, ", DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {")
+	f.line(1, "return fsmimpl.NewDriver(index, ", handle, ", DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {")
 	use("Fire(ctx, e)")
 	closer := "}"
 	for _, o := range opts {
@@ -1206,6 +1206,11 @@ func (g *goGen) definition() {
 	f.line(0, "// Definition returns the machine's table, retry policies and timers as data:")
 	f.line(0, "// a new copy per call.")
 	f.line(0, "func Definition() runtime.Definition { return definition.Clone() }")
+	f.line(0)
+	f.line(0, "// index numbers the states by name and lists the rows from each state, so")
+	f.line(0, "// that reading a state's name and following a row cost the same whatever the")
+	f.line(0, "// machine's size.")
+	f.line(0, "var index = fsmimpl.NewIndex[State](&definition)")
 	f.line(0)
 	f.line(0, "var definition = runtime.Definition{")
 	f.line(1, "Machine: ", strconv.Quote(m.Name), ",")

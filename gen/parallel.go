@@ -67,7 +67,7 @@ func (g *goGen) config() {
 // unknown, in the wrong region, or how many leaves were wanted.
 func ParseConfig(text string) (Config, error) {
 	var c Config
-	n, err := fsmimpl.ParseConfig(&definition, text, c.leaves[:])
+	n, err := fsmimpl.ParseConfig(index, text, c.leaves[:])
 	if err != nil {
 		return Config{}, err
 	}
@@ -330,7 +330,7 @@ func (g *goGen) parallelDriver() {
 		f.line(2, "}")
 		f.line(2, "return m.", call)
 	}
-	f.line(1, "return fsmimpl.NewConfigDriver[State](&definition, ParseConfig, ", handle, ", DecodeEvent, func(ctx context.Context, run *runtime.Run, c Config, e Event, rec runtime.Recorder) error {")
+	f.line(1, "return fsmimpl.NewConfigDriver(index, ParseConfig, ", handle, ", DecodeEvent, func(ctx context.Context, run *runtime.Run, c Config, e Event, rec runtime.Recorder) error {")
 	use("c", "Fire(ctx, e)")
 	f.line(1, "}, fsmimpl.WithSettle(func(ctx context.Context, run *runtime.Run, c Config, rec runtime.Recorder) error {")
 	use("c", "Settle(ctx)")
@@ -360,7 +360,7 @@ func (g *goGen) steps() {
 	f.line(0)
 	f.line(0, "// chart takes the steps of the machine over its table; it knows the final")
 	f.line(0, "// children of the regions, which complete them.")
-	f.line(0, "var chart = fsmimpl.NewChart[State](&definition", prefixEach(", ", finals), ")")
+	f.line(0, "var chart = fsmimpl.NewChart(index", prefixEach(", ", finals), ")")
 	act := "nil"
 	if g.hasActions() {
 		act = "func(ctx context.Context) error { return m.act(ctx, st) }"

@@ -12,30 +12,18 @@ import (
 // leaves, one outside any parallel state or one per region of the active
 // parallel state, in region order.
 type Chart[S StateType] struct {
+	// ix numbers the states by name and lists the rows from each, in
+	// table order: innermost first.
+	ix  *Index[S]
 	def *runtime.Definition
-	// ids numbers the leaves and the composites, as the generated State
-	// does: the leaves first, then the composites.
-	ids map[string]S
-	// rows lists the rows of def.Transitions from each state, in table
-	// order: innermost first.
-	rows map[string][]int
 	// finals are the final children that complete their region.
 	finals map[S]bool
 }
 
-// NewChart indexes def; finals are its leaves that complete their region
-// (final children without status).
-func NewChart[S StateType](def *runtime.Definition, finals ...S) *Chart[S] {
-	c := &Chart[S]{def: def, ids: map[string]S{}, rows: map[string][]int{}, finals: map[S]bool{}}
-	for i := range def.States {
-		c.ids[def.States[i].Name] = S(i)
-	}
-	for i := range def.Composites {
-		c.ids[def.Composites[i].Name] = S(len(def.States) + i)
-	}
-	for i, t := range def.Transitions {
-		c.rows[t.From] = append(c.rows[t.From], i)
-	}
+// NewChart returns the chart of the machine of ix; finals are its leaves
+// that complete their region (final children without status).
+func NewChart[S StateType](ix *Index[S], finals ...S) *Chart[S] {
+	c := &Chart[S]{ix: ix, def: ix.def, finals: map[S]bool{}}
 	for _, s := range finals {
 		c.finals[s] = true
 	}
@@ -73,7 +61,8 @@ func (c *Chart[S]) Settle(from []S, admit func(row int) bool) (Step[S], bool) {
 	return c.step(from, func(t *runtime.TransitionSpec) bool {
 		// A completion row from a leaf is written on its parent, and the
 		// leaf is a final child of it.
-		return t.Event == "" && (!t.Done || done || int(c.ids[t.From]) < len(c.def.States))
+		from, _ := c.ix.id(t.From)
+		return t.Event == "" && (!t.Done || done || int(from) < len(c.def.States))
 	}, admit)
 }
 
@@ -98,7 +87,11 @@ func (c *Chart[S]) step(from []S, on func(*runtime.TransitionSpec) bool, admit f
 // first returns the first row from the state named from that on matches
 // and admit admits.
 func (c *Chart[S]) first(from string, on func(*runtime.TransitionSpec) bool, admit func(int) bool) (int, bool) {
-	for _, row := range c.rows[from] {
+	s, ok := c.ix.id(from)
+	if !ok {
+		return 0, false
+	}
+	for _, row := range c.ix.from(s) {
 		if on(&c.def.Transitions[row]) && admit(row) {
 			return row, true
 		}
@@ -113,7 +106,7 @@ func (c *Chart[S]) name(s S) string { return StateName(c.def, s) }
 func (c *Chart[S]) states(names []string) []S {
 	out := make([]S, len(names))
 	for i, n := range names {
-		out[i] = c.ids[n]
+		out[i], _ = c.ix.id(n)
 	}
 	return out
 }
@@ -180,8 +173,9 @@ func (c *Chart[S]) Refuse(from []S, e runtime.Event) error {
 	if p, _ := c.def.RegionOf(states[0]); p != "" {
 		states = append(states, p)
 	}
-	for _, s := range states {
-		for _, row := range c.rows[s] {
+	for _, name := range states {
+		s, _ := c.ix.id(name)
+		for _, row := range c.ix.from(s) {
 			if t := &c.def.Transitions[row]; t.Event == te.Event {
 				te.Err = runtime.ErrGuardRejected
 				if t.Guard != "" && !slices.Contains(te.Guards, t.Guard) {

@@ -8,24 +8,24 @@ import (
 )
 
 // NewDriver returns the runtime.Driver of a generated machine whose
-// definition is def: handle calls the handler of a state (nil when the
+// definition ix indexes: handle calls the handler of a state (nil when the
 // machine drives no state), decode rebuilds an event from its name and
 // payload, and fire applies an event to a machine built in a state with
 // the guards of a run and a recorder. Its Definition returns a copy of
-// def. opts give it what only some machines have: WithSettle for eventless
+// the definition. opts give it what only some machines have: WithSettle for eventless
 // and completion rows, WithEnter for entry actions where runs start.
 //
 // The driver implements runtime.Settler and runtime.Starter; the engine
 // calls them only for a definition that needs them.
 func NewDriver[S StateType, E runtime.Event](
-	def *runtime.Definition,
+	ix *Index[S],
 	handle func(ctx context.Context, run *runtime.Run, s S) (runtime.Event, error),
 	decode func(name string, payload []byte) (E, error),
 	fire func(ctx context.Context, run *runtime.Run, s S, e E, rec runtime.Recorder) error,
 	opts ...DriverOption[S],
 ) runtime.Driver {
-	parse := func(name string) (S, error) { return ParseState[S](def, name) }
-	return newDriver(def, parse, handle, decode, fire, opts)
+	parse := func(name string) (S, error) { return ParseState(ix, name) }
+	return newDriver(ix, parse, handle, decode, fire, opts)
 }
 
 // NewConfigDriver returns the runtime.Driver of a generated machine with
@@ -35,26 +35,26 @@ func NewDriver[S StateType, E runtime.Event](
 // is called with one active leaf L, as the engine asks for each region's
 // leaf that has a handler, in region order.
 func NewConfigDriver[L StateType, C any, E runtime.Event](
-	def *runtime.Definition,
+	ix *Index[L],
 	parse func(text string) (C, error),
 	handle func(ctx context.Context, run *runtime.Run, leaf L) (runtime.Event, error),
 	decode func(name string, payload []byte) (E, error),
 	fire func(ctx context.Context, run *runtime.Run, c C, e E, rec runtime.Recorder) error,
 	opts ...DriverOption[C],
 ) runtime.Driver {
-	return newDriver(def, parse, handle, decode, fire, opts)
+	return newDriver(ix, parse, handle, decode, fire, opts)
 }
 
 // newDriver builds the driver of NewDriver and NewConfigDriver.
 func newDriver[L StateType, S any, E runtime.Event](
-	def *runtime.Definition,
+	ix *Index[L],
 	parse func(string) (S, error),
 	handle func(context.Context, *runtime.Run, L) (runtime.Event, error),
 	decode func(string, []byte) (E, error),
 	fire func(context.Context, *runtime.Run, S, E, runtime.Recorder) error,
 	opts []DriverOption[S],
 ) runtime.Driver {
-	d := driver[L, S, E]{def: def, parse: parse, handle: handle, decode: decode, fire: fire}
+	d := driver[L, S, E]{ix: ix, def: ix.def, parse: parse, handle: handle, decode: decode, fire: fire}
 	for _, o := range opts {
 		o(&d.parts)
 	}
@@ -90,6 +90,7 @@ func WithEnter[S any](enter func(ctx context.Context, run *runtime.Run) error) D
 // state, S where a run of it is (L, or a configuration of a machine with
 // parallel states), E its event.
 type driver[L StateType, S any, E runtime.Event] struct {
+	ix     *Index[L]
 	def    *runtime.Definition
 	parse  func(string) (S, error)
 	handle func(context.Context, *runtime.Run, L) (runtime.Event, error)
@@ -131,7 +132,7 @@ func (d driver[L, S, E]) Definition() runtime.Definition { return d.def.Clone() 
 // Handle implements runtime.Driver: state is one leaf, a region's in a
 // configuration.
 func (d driver[L, S, E]) Handle(ctx context.Context, run *runtime.Run, state string) (runtime.Event, error) {
-	s, err := ParseState[L](d.def, state)
+	s, err := ParseState(d.ix, state)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,10 @@ type StateType interface {
 // it only when it has a recorder; without one it sets its state itself,
 // which the compiler inlines and which allocates nothing.
 func Record[S StateType, E runtime.Event](ctx context.Context, def *runtime.Definition, rec runtime.Recorder, state *S, to S, e E, outcome string) error {
+	status := runtime.StatusRunning
+	if int(to) < len(def.States) {
+		status = def.States[to].Status
+	}
 	err := rec.Record(ctx, runtime.Transition{
 		Machine: def.Type,
 		Version: def.Version,
@@ -33,7 +37,7 @@ func Record[S StateType, E runtime.Event](ctx context.Context, def *runtime.Defi
 		To:      StateName(def, to),
 		Event:   e.EventName(),
 		Payload: e,
-		Status:  StateSpecOf(def, to).Status,
+		Status:  status,
 		Outcome: outcome,
 	})
 	if err != nil {
@@ -43,43 +47,43 @@ func Record[S StateType, E runtime.Event](ctx context.Context, def *runtime.Defi
 	return nil
 }
 
-// Follow fires event e on the machine of def in state *state along the row
+// Follow fires event e on the machine of ix in state *state along the row
 // of the table on e from that state, which must be unguarded: it records
 // the transition with rec, when rec is not nil, with the row's target and
 // outcome, then applies it. When the table has no such row it returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition. It is
 // the general path of a generated method whose fast path, without a
-// recorder, sets the state itself.
-func Follow[S StateType](ctx context.Context, def *runtime.Definition, rec runtime.Recorder, state *S, e runtime.Event) error {
-	row, ok := rowFrom(def, StateName(def, *state), e.EventName())
-	if !ok || row.Guard != "" {
-		return Refuse(def, *state, e)
+// recorder, sets the state itself; its cost depends on the rows from
+// *state, not on the machine's size.
+func Follow[S StateType](ctx context.Context, ix *Index[S], rec runtime.Recorder, state *S, e runtime.Event) error {
+	row, ok := ix.row(*state, e.EventName())
+	if !ok || ix.def.Transitions[row].Guard != "" {
+		return Refuse(ix, *state, e)
 	}
-	for i := range def.States {
-		if def.States[i].Name == row.To {
-			if rec == nil {
-				*state = S(i)
-				return nil
-			}
-			return Record(ctx, def, rec, state, S(i), e, row.Outcome)
-		}
+	t, to := &ix.def.Transitions[row], ix.targets[row]
+	switch {
+	case to < 0:
+		return fmt.Errorf("%s: row %s -> %s on %s: %w %q", ix.def.Type, t.From, t.To, t.Event, runtime.ErrUnknownState, t.To)
+	case rec == nil:
+		*state = S(to)
+		return nil
 	}
-	return fmt.Errorf("%s: row %s -> %s on %s: %w %q", def.Type, row.From, row.To, row.Event, runtime.ErrUnknownState, row.To)
+	return Record(ctx, ix.def, rec, state, S(to), e, t.Outcome)
 }
 
-// Refuse returns the error of event e refused by the machine of def in
+// Refuse returns the error of event e refused by the machine of ix in
 // state: a *runtime.TransitionError matching runtime.ErrGuardRejected that
 // names the guards of the rows on e from state, in the order tried, when
 // there are such rows, else one matching runtime.ErrIllegalTransition (as
 // for a nil e).
-func Refuse[S StateType](def *runtime.Definition, state S, e runtime.Event) error {
-	te := &runtime.TransitionError{Machine: def.Type, State: StateName(def, state), Err: runtime.ErrIllegalTransition}
+func Refuse[S StateType](ix *Index[S], state S, e runtime.Event) error {
+	te := &runtime.TransitionError{Machine: ix.def.Type, State: StateName(ix.def, state), Err: runtime.ErrIllegalTransition}
 	if e == nil {
 		return te
 	}
 	te.Event = e.EventName()
-	for _, t := range def.Transitions {
-		if t.From == te.State && t.Event == te.Event && t.Guard != "" {
+	for _, i := range ix.from(state) {
+		if t := &ix.def.Transitions[i]; t.Event == te.Event && t.Guard != "" {
 			te.Guards = append(te.Guards, t.Guard)
 		}
 	}
@@ -87,16 +91,6 @@ func Refuse[S StateType](def *runtime.Definition, state S, e runtime.Event) erro
 		te.Err = runtime.ErrGuardRejected
 	}
 	return te
-}
-
-// rowFrom returns the first row of def on event from the state named from.
-func rowFrom(def *runtime.Definition, from, event string) (runtime.TransitionSpec, bool) {
-	for _, t := range def.Transitions {
-		if t.From == from && t.Event == event {
-			return t, true
-		}
-	}
-	return runtime.TransitionSpec{}, false
 }
 
 // StateName returns the name of state s of def, its persisted form, or
@@ -113,22 +107,19 @@ func StateName[S StateType](def *runtime.Definition, s S) string {
 	return fmt.Sprintf("State(%d)", s)
 }
 
-// ParseState returns the state of def named name, a leaf: the state of a
-// run. An unknown name, and the name of a composite state (a run is always
-// in one of its leaves), give an error matched by errors.Is(err,
-// runtime.ErrUnknownState).
-func ParseState[S StateType](def *runtime.Definition, name string) (S, error) {
-	for i := range def.States {
-		if def.States[i].Name == name {
-			return S(i), nil
-		}
+// ParseState returns the state of the machine of ix named name, a leaf:
+// the state of a run. An unknown name, and the name of a composite state
+// (a run is always in one of its leaves), give an error matched by
+// errors.Is(err, runtime.ErrUnknownState).
+func ParseState[S StateType](ix *Index[S], name string) (S, error) {
+	s, ok := ix.id(name)
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("%s: %w %q", ix.def.Type, runtime.ErrUnknownState, truncate(name))
+	case int(s) >= len(ix.def.States):
+		return 0, fmt.Errorf("%s: %w %q: a composite state, and a run is always in one of its leaves", ix.def.Type, runtime.ErrUnknownState, name)
 	}
-	for _, c := range def.Composites {
-		if c.Name == name {
-			return 0, fmt.Errorf("%s: %w %q: a composite state, and a run is always in one of its leaves", def.Type, runtime.ErrUnknownState, name)
-		}
-	}
-	return 0, fmt.Errorf("%s: %w %q", def.Type, runtime.ErrUnknownState, truncate(name))
+	return s, nil
 }
 
 // MarshalState returns the name of state s of def as text, or an error
@@ -303,10 +294,10 @@ func StateSpecOf[S StateType](def *runtime.Definition, s S) runtime.StateSpec {
 	return runtime.StateSpec{Status: runtime.StatusRunning}
 }
 
-// UnmarshalState sets *s to the state of def named text, or returns the
-// error of ParseState and leaves *s unchanged.
-func UnmarshalState[S StateType](def *runtime.Definition, s *S, text []byte) error {
-	v, err := ParseState[S](def, string(text))
+// UnmarshalState sets *s to the state of the machine of ix named text, or
+// returns the error of ParseState and leaves *s unchanged.
+func UnmarshalState[S StateType](ix *Index[S], s *S, text []byte) error {
+	v, err := ParseState(ix, string(text))
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,8 @@ var def = runtime.Definition{
 	Transitions: []runtime.TransitionSpec{{From: "A", To: "B", Event: "Ping", Guard: "G"}, {From: "B", To: "DONE", Event: "Ping", Outcome: "ok"}},
 }
 
+var ix = fsmimpl.NewIndex[state](&def)
+
 func TestRecordFollowRefuse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -41,7 +43,7 @@ func TestRecordFollowRefuse(t *testing.T) {
 		return nil
 	})
 	s := state(1)
-	if err := fsmimpl.Follow(ctx, &def, rec, &s, ping{N: 1}); err != nil || s != 2 {
+	if err := fsmimpl.Follow(ctx, ix, rec, &s, ping{N: 1}); err != nil || s != 2 {
 		t.Fatalf("Follow from B: %v, state %d", err, s)
 	}
 	want := []runtime.Transition{{Machine: "m", Version: 1, From: "B", To: "DONE", Event: "Ping", Payload: ping{N: 1}, Status: runtime.StatusSucceeded, Outcome: "ok"}}
@@ -56,32 +58,32 @@ func TestRecordFollowRefuse(t *testing.T) {
 	}
 
 	var te *runtime.TransitionError
-	err := fsmimpl.Refuse(&def, state(0), ping{})
+	err := fsmimpl.Refuse(ix, state(0), ping{})
 	if !errors.As(err, &te) || !errors.Is(err, runtime.ErrGuardRejected) || te.State != "A" || te.Event != "Ping" {
 		t.Fatalf("Refuse in A: %v", err)
 	}
 	if diff := cmp.Diff([]string{"G"}, te.Guards); diff != "" {
 		t.Errorf("guards (-want +got):\n%s", diff)
 	}
-	err = fsmimpl.Refuse(&def, state(2), ping{})
+	err = fsmimpl.Refuse(ix, state(2), ping{})
 	if got, want := err.Error(), "m: illegal transition: state DONE has no transition on event Ping"; got != want || !errors.Is(err, runtime.ErrIllegalTransition) {
 		t.Errorf("Refuse in DONE: %q, want %q", got, want)
 	}
 	s = 0
-	if err := fsmimpl.Follow(ctx, &def, nil, &s, ping{}); !errors.Is(err, runtime.ErrGuardRejected) || s != 0 {
+	if err := fsmimpl.Follow(ctx, ix, nil, &s, ping{}); !errors.Is(err, runtime.ErrGuardRejected) || s != 0 {
 		t.Errorf("Follow on a guarded row: %v", err)
 	}
-	if got, want := fsmimpl.Refuse[state](&def, 0, nil).Error(), "m: illegal transition: nil event in state A"; got != want {
+	if got, want := fsmimpl.Refuse(ix, 0, nil).Error(), "m: illegal transition: nil event in state A"; got != want {
 		t.Errorf("Refuse of nil: %q, want %q", got, want)
 	}
 }
 
 func TestStates(t *testing.T) {
 	t.Parallel()
-	if s, err := fsmimpl.ParseState[state](&def, "DONE"); err != nil || s != 2 {
+	if s, err := fsmimpl.ParseState(ix, "DONE"); err != nil || s != 2 {
 		t.Errorf("ParseState(DONE) = %d, %v", s, err)
 	}
-	if _, err := fsmimpl.ParseState[state](&def, "NOPE"); !errors.Is(err, runtime.ErrUnknownState) {
+	if _, err := fsmimpl.ParseState(ix, "NOPE"); !errors.Is(err, runtime.ErrUnknownState) {
 		t.Errorf("ParseState(NOPE): %v", err)
 	}
 	if got := fsmimpl.StateName(&def, state(7)); got != "State(7)" {
@@ -91,7 +93,7 @@ func TestStates(t *testing.T) {
 		t.Errorf("status of no state: %q", got)
 	}
 	var s state
-	if err := fsmimpl.UnmarshalState(&def, &s, []byte("B")); err != nil || s != 1 {
+	if err := fsmimpl.UnmarshalState(ix, &s, []byte("B")); err != nil || s != 1 {
 		t.Errorf("UnmarshalState(B) = %d, %v", s, err)
 	}
 	if _, err := fsmimpl.MarshalState(&def, state(9)); !errors.Is(err, runtime.ErrUnknownState) {

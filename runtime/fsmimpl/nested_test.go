@@ -44,7 +44,7 @@ func TestNestedStates(t *testing.T) {
 	if got := fsmimpl.StateName(&nested, nstate(4)); got != "State(4)" {
 		t.Errorf("StateName past the composites = %q", got)
 	}
-	_, err := fsmimpl.ParseState[nstate](&nested, "ACTIVE")
+	_, err := fsmimpl.ParseState(fsmimpl.NewIndex[nstate](&nested), "ACTIVE")
 	if !errors.Is(err, runtime.ErrUnknownState) {
 		t.Fatalf("ParseState of a composite: %v", err)
 	}

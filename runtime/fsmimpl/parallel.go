@@ -6,21 +6,22 @@ import (
 	"github.com/fsmgen/fsmgen/runtime"
 )
 
-// ParseConfig reads text, the persisted form of where a run is, into
-// leaves: one leaf outside any parallel state, or the active leaf of each
+// ParseConfig reads text, the persisted form of where a run of the machine
+// of ix is, into leaves: one leaf outside any parallel state, or the active leaf of each
 // region of a parallel state in region order, joined by
 // runtime.ConfigurationSeparator ("A|B"). It returns how many leaves it
 // wrote. A name that is no leaf, a leaf in the wrong region, a count of
 // leaves other than the parallel state's regions, or more leaves than
 // leaves holds is an error matched by errors.Is(err,
 // runtime.ErrUnknownState).
-func ParseConfig[S StateType](def *runtime.Definition, text string, leaves []S) (int, error) {
+func ParseConfig[S StateType](ix *Index[S], text string, leaves []S) (int, error) {
+	def := ix.def
 	names := def.Configuration(text)
 	if len(names) > len(leaves) {
 		return 0, badConfig(def, text, fmt.Sprintf("want at most %d leaves, one per region, got %d", len(leaves), len(names)))
 	}
 	for i, name := range names {
-		s, err := ParseState[S](def, name)
+		s, err := ParseState(ix, name)
 		if err != nil {
 			return 0, err
 		}

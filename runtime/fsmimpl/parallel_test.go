@@ -51,6 +51,8 @@ var par = runtime.Definition{
 	},
 }
 
+var parIndex = fsmimpl.NewIndex[state](&par)
+
 func TestParallelDefinitionValid(t *testing.T) {
 	t.Parallel()
 	if err := par.Validate(); err != nil {
@@ -61,11 +63,11 @@ func TestParallelDefinitionValid(t *testing.T) {
 func TestParseConfig(t *testing.T) {
 	t.Parallel()
 	var leaves [2]state
-	n, err := fsmimpl.ParseConfig(&par, "Pack|Lint", leaves[:])
+	n, err := fsmimpl.ParseConfig(parIndex, "Pack|Lint", leaves[:])
 	if err != nil || n != 2 || leaves != [2]state{2, 4} {
 		t.Errorf("ParseConfig(Pack|Lint) = %d, %v, %v; want 2, [2 4]", n, leaves, err)
 	}
-	if n, err := fsmimpl.ParseConfig(&par, "Shipped", leaves[:]); err != nil || n != 1 || leaves[0] != 6 {
+	if n, err := fsmimpl.ParseConfig(parIndex, "Shipped", leaves[:]); err != nil || n != 1 || leaves[0] != 6 {
 		t.Errorf("ParseConfig(Shipped) = %d, %v, %v; want 1, 6", n, leaves[0], err)
 	}
 	for text, want := range map[string]string{
@@ -77,7 +79,7 @@ func TestParseConfig(t *testing.T) {
 		"Work":              `build: unknown state "Work": a composite state, and a run is always in one of its leaves`,
 		"Pack|Built":        `build: unknown state "Pack|Built": leaf 2, Built, is not in region Checks of Work`,
 	} {
-		_, err := fsmimpl.ParseConfig(&par, text, leaves[:])
+		_, err := fsmimpl.ParseConfig(parIndex, text, leaves[:])
 		if !errors.Is(err, runtime.ErrUnknownState) || err.Error() != want {
 			t.Errorf("ParseConfig(%s) = %v, want %q", text, err, want)
 		}
@@ -112,7 +114,7 @@ func TestChartFire(t *testing.T) {
 		return nil
 	})
 	act := func(context.Context) error { ran++; return nil }
-	chart := fsmimpl.NewChart[state](&par, 3, 5)
+	chart := fsmimpl.NewChart(parIndex, 3, 5)
 	all := func(int) bool { return true }
 	steps := []struct {
 		from  []state
@@ -178,7 +180,7 @@ func TestChartConflicts(t *testing.T) {
 		runtime.TransitionSpec{From: "Lint", To: "Aborted", Event: "Both", Exit: []string{"Lint", "Checks", "Work"}, Enter: []string{"Aborted"}},
 		runtime.TransitionSpec{From: "Lint", To: "Aborted", Event: "Abort", Exit: []string{"Lint", "Checks", "Work"}, Enter: []string{"Aborted"}},
 	)
-	chart := fsmimpl.NewChart[state](&d, 3, 5)
+	chart := fsmimpl.NewChart(fsmimpl.NewIndex[state](&d), 3, 5)
 	all := func(int) bool { return true }
 	st, ok := chart.Fire([]state{1, 4}, "Both", all)
 	if want := []state{2, 4}; !ok || !cmp.Equal(st.To, want) || !cmp.Equal(st.Rows, []int{6}) {
@@ -217,7 +219,7 @@ type config struct {
 
 func parseConfig(text string) (config, error) {
 	var c config
-	n, err := fsmimpl.ParseConfig(&par, text, c.leaves[:])
+	n, err := fsmimpl.ParseConfig(parIndex, text, c.leaves[:])
 	c.n = n
 	return c, err
 }
@@ -227,7 +229,7 @@ func TestConfigDriver(t *testing.T) {
 	ctx := context.Background()
 	var fired, settled []config
 	var handled []state
-	d := fsmimpl.NewConfigDriver(&par, parseConfig,
+	d := fsmimpl.NewConfigDriver(parIndex, parseConfig,
 		func(_ context.Context, _ *runtime.Run, leaf state) (runtime.Event, error) {
 			handled = append(handled, leaf)
 			return named("Compiled"), nil
@@ -268,7 +270,7 @@ func TestConfigDriver(t *testing.T) {
 
 func TestChartLoop(t *testing.T) {
 	t.Parallel()
-	chart := fsmimpl.NewChart[state](&par)
+	chart := fsmimpl.NewChart(parIndex)
 	err := chart.Loop([][]state{{1, 4}, {2, 4}, {1, 4}})
 	if want := "build: eventless rows loop: Compile|Lint -> Pack|Lint -> Compile|Lint ...: more than 2 eventless moves in a row"; err == nil || err.Error() != want {
 		t.Errorf("Loop = %v, want %q", err, want)
@@ -280,7 +282,7 @@ func TestChartRefuse(t *testing.T) {
 	d := par.Clone()
 	d.Guards = []string{"Ready"}
 	d.Transitions[1].Guard = "Ready"
-	chart := fsmimpl.NewChart[state](&d)
+	chart := fsmimpl.NewChart(fsmimpl.NewIndex[state](&d))
 	for _, c := range []struct {
 		from []state
 		e    runtime.Event
@@ -312,7 +314,7 @@ func TestChartAbove(t *testing.T) {
 	d.Transitions = append(d.Transitions,
 		runtime.TransitionSpec{From: "Work", To: "Work", Event: "Ping", Internal: true},
 		runtime.TransitionSpec{From: "Work", To: "Aborted", Event: "Drop", Exit: []string{"Work", "Job"}, Enter: []string{"Aborted"}})
-	chart := fsmimpl.NewChart[state](&d)
+	chart := fsmimpl.NewChart(fsmimpl.NewIndex[state](&d))
 	all := func(int) bool { return true }
 	for _, c := range []struct {
 		event string

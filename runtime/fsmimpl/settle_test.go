@@ -16,7 +16,7 @@ func firePing(context.Context, *runtime.Run, state, ping, runtime.Recorder) erro
 func TestDriverSettle(t *testing.T) {
 	t.Parallel()
 	var settled []state
-	d := fsmimpl.NewDriver(&def, nil, decodePing, firePing,
+	d := fsmimpl.NewDriver(ix, nil, decodePing, firePing,
 		fsmimpl.WithSettle(func(_ context.Context, _ *runtime.Run, s state, _ runtime.Recorder) error {
 			settled = append(settled, s)
 			return nil
@@ -32,7 +32,7 @@ func TestDriverSettle(t *testing.T) {
 		t.Errorf("Settle in an unknown state: %v, want ErrUnknownState", err)
 	}
 	// Without WithSettle the machine has no eventless rows: nothing to do.
-	plain := fsmimpl.NewDriver[state](&def, nil, decodePing, firePing).(runtime.Settler)
+	plain := fsmimpl.NewDriver(ix, nil, decodePing, firePing).(runtime.Settler)
 	if err := plain.Settle(context.Background(), &runtime.Run{}, "B", nil); err != nil {
 		t.Errorf("Settle without WithSettle: %v", err)
 	}
@@ -42,7 +42,7 @@ func TestDriverEnter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var entered []string
-	d := fsmimpl.NewDriver(&def, nil, decodePing, firePing,
+	d := fsmimpl.NewDriver(ix, nil, decodePing, firePing,
 		fsmimpl.WithEnter[state](func(_ context.Context, run *runtime.Run) error {
 			entered = append(entered, run.ID)
 			return nil
@@ -50,13 +50,13 @@ func TestDriverEnter(t *testing.T) {
 	if err := d.(runtime.Starter).Enter(ctx, &runtime.Run{ID: "r1"}); err != nil || len(entered) != 1 || entered[0] != "r1" {
 		t.Errorf("Enter: %v, entered %v; want [r1]", err, entered)
 	}
-	if err := fsmimpl.NewDriver[state](&def, nil, decodePing, firePing).(runtime.Starter).Enter(ctx, &runtime.Run{}); err != nil {
+	if err := fsmimpl.NewDriver(ix, nil, decodePing, firePing).(runtime.Starter).Enter(ctx, &runtime.Run{}); err != nil {
 		t.Errorf("Enter without start actions: %v", err)
 	}
 	withEntry := def.Clone()
 	withEntry.Actions = []string{"Greet"}
 	withEntry.States[0].Entry = []string{"Greet"}
-	err := fsmimpl.NewDriver[state](&withEntry, nil, decodePing, firePing).(runtime.Starter).Enter(ctx, &runtime.Run{})
+	err := fsmimpl.NewDriver(fsmimpl.NewIndex[state](&withEntry), nil, decodePing, firePing).(runtime.Starter).Enter(ctx, &runtime.Run{})
 	if want := "m: the entry actions of the states a run starts in ([Greet]) were not given to the driver (fsmimpl.WithEnter)"; err == nil || err.Error() != want {
 		t.Errorf("Enter of start actions not given: %v, want %q", err, want)
 	}

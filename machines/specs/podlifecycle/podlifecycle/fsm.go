@@ -90,13 +90,13 @@ func (s State) String() string { return fsmimpl.StateName(&definition, s) }
 // ParseState returns the leaf state named name, or an error matched by
 // errors.Is(err, runtime.ErrUnknownState): also for the name of a composite
 // state, as a run is always in one of its leaves.
-func ParseState(name string) (State, error) { return fsmimpl.ParseState[State](&definition, name) }
+func ParseState(name string) (State, error) { return fsmimpl.ParseState(index, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
 func (s State) MarshalText() ([]byte, error) { return fsmimpl.MarshalState(&definition, s) }
 
 // UnmarshalText implements encoding.TextUnmarshaler, reading a state's name.
-func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(&definition, s, text) }
+func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(index, s, text) }
 
 // Terminal reports whether s is a final state, one that no event leaves.
 func (s State) Terminal() bool { return s.Status().Terminal() }
@@ -205,7 +205,7 @@ type Config struct {
 // unknown, in the wrong region, or how many leaves were wanted.
 func ParseConfig(text string) (Config, error) {
 	var c Config
-	n, err := fsmimpl.ParseConfig(&definition, text, c.leaves[:])
+	n, err := fsmimpl.ParseConfig(index, text, c.leaves[:])
 	if err != nil {
 		return Config{}, err
 	}
@@ -634,7 +634,7 @@ func NewDriver(guards func(run *runtime.Run) Guards) runtime.Driver {
 		}
 		return New(g, WithConfig(c), WithRecorder(rec)), nil
 	}
-	return fsmimpl.NewConfigDriver[State](&definition, ParseConfig, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, c Config, e Event, rec runtime.Recorder) error {
+	return fsmimpl.NewConfigDriver(index, ParseConfig, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, c Config, e Event, rec runtime.Recorder) error {
 		m, err := machine(run, c, rec)
 		if err != nil {
 			return err
@@ -652,6 +652,11 @@ func NewDriver(guards func(run *runtime.Run) Guards) runtime.Driver {
 // Definition returns the machine's table, retry policies and timers as data:
 // a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
+
+// index numbers the states by name and lists the rows from each state, so
+// that reading a state's name and following a row cost the same whatever the
+// machine's size.
+var index = fsmimpl.NewIndex[State](&definition)
 
 var definition = runtime.Definition{
 	Machine: "Pod",
@@ -768,7 +773,7 @@ func Composites() []State {
 
 // chart takes the steps of the machine over its table; it knows the final
 // children of the regions, which complete them.
-var chart = fsmimpl.NewChart[State](&definition, StateAPISucceeded, StateAPIFailed, StateWorkerSucceeded, StateWorkerFailed)
+var chart = fsmimpl.NewChart(index, StateAPISucceeded, StateAPIFailed, StateWorkerSucceeded, StateWorkerFailed)
 
 // apply records step st on e (nil for an eventless step) and its actions
 // when the machine has a recorder, runs the actions without one, and moves

@@ -46,13 +46,13 @@ const (
 func (s State) String() string { return fsmimpl.StateName(&definition, s) }
 
 // ParseState returns the state named name, or runtime.ErrUnknownState.
-func ParseState(name string) (State, error) { return fsmimpl.ParseState[State](&definition, name) }
+func ParseState(name string) (State, error) { return fsmimpl.ParseState(index, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
 func (s State) MarshalText() ([]byte, error) { return fsmimpl.MarshalState(&definition, s) }
 
 // UnmarshalText implements encoding.TextUnmarshaler, reading a state's name.
-func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(&definition, s, text) }
+func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(index, s, text) }
 
 // Terminal reports whether s is a final state, one that no event leaves.
 func (s State) Terminal() bool { return s.Status().Terminal() }
@@ -194,11 +194,11 @@ func record[E Event](ctx context.Context, m *Machine, to State, e *E, outcome st
 
 //go:noinline
 func (m *Machine) follow(ctx context.Context, e Event) error {
-	return fsmimpl.Follow(ctx, &definition, m.rec, &m.state, e)
+	return fsmimpl.Follow(ctx, index, m.rec, &m.state, e)
 }
 
 //go:noinline
-func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }
+func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(index, m.state, e) }
 
 // Open moves CLOSED -> OPEN.
 func (m *Machine) Open(ctx context.Context, e Open) error {
@@ -298,7 +298,7 @@ func (v InLocked) Unlock(ctx context.Context, e Unlock) error { return v.m.Unloc
 // NewDriver returns the engine's runtime.Driver (every state waits), with the
 // guards that guards returns for each run.
 func NewDriver(guards func(run *runtime.Run) Guards) runtime.Driver {
-	return fsmimpl.NewDriver(&definition, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
+	return fsmimpl.NewDriver(index, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
 		var g Guards
 		if guards != nil {
 			g = guards(run)
@@ -313,6 +313,11 @@ func NewDriver(guards func(run *runtime.Run) Guards) runtime.Driver {
 // Definition returns the machine's table, retry policies and timers as data:
 // a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
+
+// index numbers the states by name and lists the rows from each state, so
+// that reading a state's name and following a row cost the same whatever the
+// machine's size.
+var index = fsmimpl.NewIndex[State](&definition)
 
 var definition = runtime.Definition{
 	Machine: "Door",

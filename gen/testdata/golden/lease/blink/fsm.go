@@ -43,13 +43,13 @@ const (
 func (s State) String() string { return fsmimpl.StateName(&definition, s) }
 
 // ParseState returns the state named name, or runtime.ErrUnknownState.
-func ParseState(name string) (State, error) { return fsmimpl.ParseState[State](&definition, name) }
+func ParseState(name string) (State, error) { return fsmimpl.ParseState(index, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
 func (s State) MarshalText() ([]byte, error) { return fsmimpl.MarshalState(&definition, s) }
 
 // UnmarshalText implements encoding.TextUnmarshaler, reading a state's name.
-func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(&definition, s, text) }
+func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(index, s, text) }
 
 // Terminal reports whether s is a final state, one that no event leaves.
 func (s State) Terminal() bool { return s.Status().Terminal() }
@@ -135,7 +135,7 @@ func New(guards Guards, opts ...Option) *Machine {
 func (m *Machine) State() State { return m.state }
 
 //go:noinline
-func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }
+func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(index, m.state, e) }
 
 // Stop moves ON, OFF -> GONE.
 func (m *Machine) Stop(ctx context.Context, e Stop) error {
@@ -226,7 +226,7 @@ func NewDriver(guards func(run *runtime.Run) Guards) runtime.Driver {
 		m := New(g, WithState(s), WithRecorder(rec))
 		return m, nil
 	}
-	return fsmimpl.NewDriver(&definition, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
+	return fsmimpl.NewDriver(index, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
 		m, err := machine(run, s, rec)
 		if err != nil {
 			return err
@@ -244,6 +244,11 @@ func NewDriver(guards func(run *runtime.Run) Guards) runtime.Driver {
 // Definition returns the machine's table, retry policies and timers as data:
 // a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
+
+// index numbers the states by name and lists the rows from each state, so
+// that reading a state's name and following a row cost the same whatever the
+// machine's size.
+var index = fsmimpl.NewIndex[State](&definition)
 
 var definition = runtime.Definition{
 	Machine: "Blink",

@@ -44,13 +44,13 @@ const (
 func (s State) String() string { return fsmimpl.StateName(&definition, s) }
 
 // ParseState returns the state named name, or runtime.ErrUnknownState.
-func ParseState(name string) (State, error) { return fsmimpl.ParseState[State](&definition, name) }
+func ParseState(name string) (State, error) { return fsmimpl.ParseState(index, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
 func (s State) MarshalText() ([]byte, error) { return fsmimpl.MarshalState(&definition, s) }
 
 // UnmarshalText implements encoding.TextUnmarshaler, reading a state's name.
-func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(&definition, s, text) }
+func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(index, s, text) }
 
 // Terminal reports whether s is a final state, one that no event leaves.
 func (s State) Terminal() bool { return s.Status().Terminal() }
@@ -143,7 +143,7 @@ func New(opts ...Option) *Machine {
 func (m *Machine) State() State { return m.state }
 
 //go:noinline
-func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }
+func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(index, m.state, e) }
 
 // Granted moves IDLE -> HELD.
 func (m *Machine) Granted(ctx context.Context, e Granted) error {
@@ -265,7 +265,7 @@ func NewDriver() runtime.Driver {
 		m := New(WithState(s), WithRecorder(rec))
 		return m, nil
 	}
-	return fsmimpl.NewDriver(&definition, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
+	return fsmimpl.NewDriver(index, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
 		m, err := machine(run, s, rec)
 		if err != nil {
 			return err
@@ -277,6 +277,11 @@ func NewDriver() runtime.Driver {
 // Definition returns the machine's table, retry policies and timers as data:
 // a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
+
+// index numbers the states by name and lists the rows from each state, so
+// that reading a state's name and following a row cost the same whatever the
+// machine's size.
+var index = fsmimpl.NewIndex[State](&definition)
 
 var definition = runtime.Definition{
 	Machine: "Lease",

@@ -62,13 +62,13 @@ func (s State) String() string { return fsmimpl.StateName(&definition, s) }
 // ParseState returns the leaf state named name, or an error matched by
 // errors.Is(err, runtime.ErrUnknownState): also for the name of a composite
 // state, as a run is always in one of its leaves.
-func ParseState(name string) (State, error) { return fsmimpl.ParseState[State](&definition, name) }
+func ParseState(name string) (State, error) { return fsmimpl.ParseState(index, name) }
 
 // MarshalText implements encoding.TextMarshaler: a state encodes as its name.
 func (s State) MarshalText() ([]byte, error) { return fsmimpl.MarshalState(&definition, s) }
 
 // UnmarshalText implements encoding.TextUnmarshaler, reading a state's name.
-func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(&definition, s, text) }
+func (s *State) UnmarshalText(text []byte) error { return fsmimpl.UnmarshalState(index, s, text) }
 
 // Terminal reports whether s is a final state, one that no event leaves.
 func (s State) Terminal() bool { return s.Status().Terminal() }
@@ -233,7 +233,7 @@ func New(guards Guards, actions Actions, opts ...Option) *Machine {
 func (m *Machine) State() State { return m.state }
 
 //go:noinline
-func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(&definition, m.state, e) }
+func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(index, m.state, e) }
 
 // Play moves STOPPED, PAUSED -> PLAYING.
 func (m *Machine) Play(ctx context.Context, e Play) error {
@@ -702,7 +702,7 @@ func NewDriver(guards func(run *runtime.Run) Guards, actions func(run *runtime.R
 		}
 		return m, nil
 	}
-	return fsmimpl.NewDriver(&definition, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
+	return fsmimpl.NewDriver(index, nil, DecodeEvent, func(ctx context.Context, run *runtime.Run, s State, e Event, rec runtime.Recorder) error {
 		m, err := machine(run, s, rec)
 		if err != nil {
 			return err
@@ -720,6 +720,11 @@ func NewDriver(guards func(run *runtime.Run) Guards, actions func(run *runtime.R
 // Definition returns the machine's table, retry policies and timers as data:
 // a new copy per call.
 func Definition() runtime.Definition { return definition.Clone() }
+
+// index numbers the states by name and lists the rows from each state, so
+// that reading a state's name and following a row cost the same whatever the
+// machine's size.
+var index = fsmimpl.NewIndex[State](&definition)
 
 var definition = runtime.Definition{
 	Machine: "Player",
