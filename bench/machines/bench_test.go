@@ -67,7 +67,8 @@ func BenchmarkCycle(b *testing.B) {
 	b.Run("generated-methods", func(b *testing.B) { benchCycleMethods(b, cycle.New()) })
 	b.Run("switch", benchCycleSwitch)
 	b.Run("looplab-fsm", benchCycleLooplab)
-	b.Run("stateless", benchCycleStateless)
+	b.Run("stateless", func(b *testing.B) { benchCycleStateless(b, stateless.FiringQueued) })
+	b.Run("stateless-immediate", func(b *testing.B) { benchCycleStateless(b, stateless.FiringImmediate) })
 }
 
 // BenchmarkCycleRecorder is generated-methods with a recorder that does
@@ -213,8 +214,11 @@ func benchCycleLooplab(b *testing.B) {
 	}
 }
 
-func newCycleStateless() *stateless.StateMachine {
-	sm := stateless.NewStateMachine("A")
+// newCycleStateless builds the Cycle machine for qmuntal/stateless in
+// firing mode mode: FiringQueued, the mode of NewStateMachine, or
+// FiringImmediate.
+func newCycleStateless(mode stateless.FiringMode) *stateless.StateMachine {
+	sm := stateless.NewStateMachineWithMode("A", mode)
 	sm.Configure("A").Permit("ToB", "B").Permit("Stop", "DONE")
 	sm.Configure("B").Permit("ToC", "C").Permit("Stop", "DONE")
 	sm.Configure("C").Permit("ToD", "D").Permit("Stop", "DONE")
@@ -223,9 +227,9 @@ func newCycleStateless() *stateless.StateMachine {
 	return sm
 }
 
-func benchCycleStateless(b *testing.B) {
+func benchCycleStateless(b *testing.B, mode stateless.FiringMode) {
 	ctx := context.Background()
-	sm := newCycleStateless()
+	sm := newCycleStateless(mode)
 	defer countAllocs(b)()
 	for i := 0; i < b.N; i++ {
 		if err := sm.FireCtx(ctx, cycleNames[i&3]); err != nil {
@@ -276,7 +280,8 @@ func BenchmarkRetrieveOrGenerate(b *testing.B) {
 	b.Run("generated-methods", func(b *testing.B) { benchRoGMethods(b, rog.New(guards)) })
 	b.Run("switch", benchRoGSwitch)
 	b.Run("looplab-fsm", benchRoGLooplab)
-	b.Run("stateless", benchRoGStateless)
+	b.Run("stateless", func(b *testing.B) { benchRoGStateless(b, stateless.FiringQueued) })
+	b.Run("stateless-immediate", func(b *testing.B) { benchRoGStateless(b, stateless.FiringImmediate) })
 }
 
 // BenchmarkRetrieveOrGenerateRecorder is generated-methods with a recorder
@@ -544,17 +549,17 @@ func benchRoGLooplab(b *testing.B) {
 	}
 }
 
-// newRoGStateless builds the machine for qmuntal/stateless over a state
-// held in *state, so that the benchmark can reset it with a store; each
+// newRoGStateless builds the machine for qmuntal/stateless, in firing mode
+// mode, over a state held in *state, so that the benchmark can reset it with a store; each
 // guard is a GuardFunc reading the event from the trigger's first argument.
 // SolveFailed is left out as for looplab/fsm: stateless panics when two
 // rows of one state both accept a trigger, so a guarded row followed by a
 // fallback has no direct equivalent.
-func newRoGStateless(g rog.Guards, state *string) *stateless.StateMachine {
+func newRoGStateless(g rog.Guards, state *string, mode stateless.FiringMode) *stateless.StateMachine {
 	sm := stateless.NewStateMachineWithExternalStorage(
 		func(context.Context) (stateless.State, error) { return *state, nil },
 		func(_ context.Context, s stateless.State) error { *state = s.(string); return nil },
-		stateless.FiringQueued)
+		mode)
 	cancel := func(ctx context.Context, args ...any) bool { return g.UserOwnsRun(ctx, args[0].(rog.Cancel)) }
 	sm.Configure("INITIATED").
 		Permit("Start", "INGESTING", func(ctx context.Context, args ...any) bool {
@@ -599,10 +604,10 @@ func newRoGStateless(g rog.Guards, state *string) *stateless.StateMachine {
 	return sm
 }
 
-func benchRoGStateless(b *testing.B) {
+func benchRoGStateless(b *testing.B, mode stateless.FiringMode) {
 	ctx := context.Background()
 	state := "INITIATED"
-	sm := newRoGStateless(guards, &state)
+	sm := newRoGStateless(guards, &state, mode)
 	defer countAllocs(b)()
 	step := 0
 	for i := 0; i < b.N; i++ {
@@ -630,8 +635,9 @@ func TestHappyPaths(t *testing.T) {
 	}
 	gm := rog.New(guards)
 	f := newRoGLooplab(guards)
-	state := "INITIATED"
-	sm := newRoGStateless(guards, &state)
+	state, stateImm := "INITIATED", "INITIATED"
+	sm := newRoGStateless(guards, &state, stateless.FiringQueued)
+	smi := newRoGStateless(guards, &stateImm, stateless.FiringImmediate)
 	for i, e := range rogEvents {
 		if err := gm.Fire(ctx, e); err != nil {
 			t.Fatalf("generated: %s: %v", rogNames[i], err)
@@ -642,8 +648,11 @@ func TestHappyPaths(t *testing.T) {
 		if err := sm.FireCtx(ctx, rogNames[i], e); err != nil {
 			t.Fatalf("stateless: %s: %v", rogNames[i], err)
 		}
-		if gm.State().String() != f.Current() || f.Current() != state {
-			t.Fatalf("after %s: generated %s, looplab/fsm %s, stateless %s", rogNames[i], gm.State(), f.Current(), state)
+		if err := smi.FireCtx(ctx, rogNames[i], e); err != nil {
+			t.Fatalf("stateless, FiringImmediate: %s: %v", rogNames[i], err)
+		}
+		if gm.State().String() != f.Current() || f.Current() != state || state != stateImm {
+			t.Fatalf("after %s: generated %s, looplab/fsm %s, stateless %s, FiringImmediate %s", rogNames[i], gm.State(), f.Current(), state, stateImm)
 		}
 	}
 	if gm.State() != rog.StateSucceeded {
@@ -657,7 +666,8 @@ func TestHappyPaths(t *testing.T) {
 	cm := cycle.New()
 	cs := &cycleSwitch{}
 	cl := newCycleLooplab()
-	cst := newCycleStateless()
+	cst := newCycleStateless(stateless.FiringQueued)
+	csi := newCycleStateless(stateless.FiringImmediate)
 	for i := range 8 {
 		if err := cm.Fire(ctx, cycleEvents[i&3]); err != nil {
 			t.Fatal(err)
@@ -668,8 +678,11 @@ func TestHappyPaths(t *testing.T) {
 		if err := cst.FireCtx(ctx, cycleNames[i&3]); err != nil {
 			t.Fatal(err)
 		}
-		if cm.State().String() != cl.Current() || cl.Current() != cst.MustState() {
-			t.Fatalf("step %d: generated %s, looplab/fsm %s, stateless %v", i, cm.State(), cl.Current(), cst.MustState())
+		if err := csi.FireCtx(ctx, cycleNames[i&3]); err != nil {
+			t.Fatal(err)
+		}
+		if cm.State().String() != cl.Current() || cl.Current() != cst.MustState() || cst.MustState() != csi.MustState() {
+			t.Fatalf("step %d: generated %s, looplab/fsm %s, stateless %v, FiringImmediate %v", i, cm.State(), cl.Current(), cst.MustState(), csi.MustState())
 		}
 	}
 	if err := cs.ToC(ctx, cycle.ToC{}); err == nil {
