@@ -1033,7 +1033,18 @@ func (g *goGen) driver() {
 		}
 		f.line(1, "return fsmimpl.NewDriver(index, ", handle, ", DecodeEvent, func(ctx context.Context, ", runParam, " *runtime.Run, s State, e Event, rec runtime.Recorder) error {")
 		g.prepare(2, "")
-		f.line(2, "return ", newCall, ".Fire(ctx, e)")
+		// A machine built in place rather than by New, whose options
+		// the compiler cannot follow, stays on the stack: the engine's
+		// transition allocates no Machine.
+		fields := []string{"state: s", "rec: rec"}
+		if g.hasGuards() {
+			fields = append(fields, "guards: g")
+		}
+		if g.hasActions() {
+			fields = append(fields, "actions: a")
+		}
+		f.line(2, "m := Machine{", strings.Join(fields, ", "), "}")
+		f.line(2, "return m.Fire(ctx, e)")
 		f.line(1, "})")
 		f.line(0, "}")
 		return

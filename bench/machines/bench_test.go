@@ -72,9 +72,26 @@ func BenchmarkCycle(b *testing.B) {
 }
 
 // BenchmarkCycleRecorder is generated-methods with a recorder that does
-// nothing attached.
+// nothing attached, and driver the engine's path to the same machine: the
+// generated NewDriver's Fire, given the run's state by name, the event as
+// an interface and that recorder.
 func BenchmarkCycleRecorder(b *testing.B) {
 	b.Run("generated-methods", func(b *testing.B) { benchCycleMethods(b, cycle.New(cycle.WithRecorder(nopRecorder))) })
+	b.Run("driver", benchCycleDriver)
+}
+
+var cycleStates = []string{"A", "B", "C", "D"}
+
+func benchCycleDriver(b *testing.B) {
+	ctx := context.Background()
+	d := cycle.NewDriver(nil)
+	run := &runtime.Run{ID: "r", Type: cycle.Type, Version: cycle.Version, Status: runtime.StatusRunning}
+	defer countAllocs(b)()
+	for i := 0; i < b.N; i++ {
+		if err := d.Fire(ctx, run, cycleStates[i&3], cycleEvents[i&3], nopRecorder); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func benchCycleFire(b *testing.B) {
@@ -285,9 +302,28 @@ func BenchmarkRetrieveOrGenerate(b *testing.B) {
 }
 
 // BenchmarkRetrieveOrGenerateRecorder is generated-methods with a recorder
-// that does nothing attached.
+// that does nothing attached, and driver the engine's path, as for Cycle.
 func BenchmarkRetrieveOrGenerateRecorder(b *testing.B) {
 	b.Run("generated-methods", func(b *testing.B) { benchRoGMethods(b, rog.New(guards, rog.WithRecorder(nopRecorder))) })
+	b.Run("driver", benchRoGDriver)
+}
+
+var rogStates = []string{"INITIATED", "INGESTING", "RETRIEVING", "GENERATING_SOLUTION", "REGISTERING", "INDEXING"}
+
+func benchRoGDriver(b *testing.B) {
+	ctx := context.Background()
+	d := rog.NewDriver(nil, func(*runtime.Run) rog.Guards { return guards })
+	run := &runtime.Run{ID: "r", Type: rog.Type, Version: rog.Version, Status: runtime.StatusRunning}
+	defer countAllocs(b)()
+	step := 0
+	for i := 0; i < b.N; i++ {
+		if err := d.Fire(ctx, run, rogStates[step], rogEvents[step], nopRecorder); err != nil {
+			b.Fatal(err)
+		}
+		if step++; step == rogSteps {
+			step = 0
+		}
+	}
 }
 
 // resetRoG puts a generated machine back in INITIATED in place, through the

@@ -369,7 +369,8 @@ func NewDriver(h Handlers) runtime.Driver {
 	return fsmimpl.NewDriver(index, func(ctx context.Context, run *runtime.Run, s State) (runtime.Event, error) {
 		return dispatch(ctx, h, s, run)
 	}, DecodeEvent, func(ctx context.Context, _ *runtime.Run, s State, e Event, rec runtime.Recorder) error {
-		return New(WithState(s), WithRecorder(rec)).Fire(ctx, e)
+		m := Machine{state: s, rec: rec}
+		return m.Fire(ctx, e)
 	})
 }
 

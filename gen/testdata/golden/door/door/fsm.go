@@ -306,7 +306,8 @@ func NewDriver(guards func(run *runtime.Run) Guards) runtime.Driver {
 		if g == nil {
 			return fmt.Errorf("%s: no guards for the run", Type)
 		}
-		return New(g, WithState(s), WithRecorder(rec)).Fire(ctx, e)
+		m := Machine{state: s, rec: rec, guards: g}
+		return m.Fire(ctx, e)
 	})
 }
 
