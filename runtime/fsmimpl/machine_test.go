@@ -124,3 +124,72 @@ func TestDecoder(t *testing.T) {
 		t.Errorf("Decode(Pong): %v", err)
 	}
 }
+
+type pong struct{}
+
+func (pong) EventName() string { return "Pong" }
+
+// TestIndexRows follows and refuses, from each state, the first row on
+// each event in table order, with rows of several states interleaved and a
+// state's rows on one event apart from each other.
+func TestIndexRows(t *testing.T) {
+	t.Parallel()
+	d := runtime.Definition{
+		Machine: "M", Type: "m", Version: 1, Initial: "A",
+		States: []runtime.StateSpec{
+			{Name: "A", Initial: true, Status: runtime.StatusRunning},
+			{Name: "B", Status: runtime.StatusRunning},
+			{Name: "DONE", Status: runtime.StatusSucceeded, Outcome: "done"},
+		},
+		Events: []runtime.EventSpec{{Name: "Ping"}, {Name: "Pong"}},
+		Guards: []string{"G", "H"},
+		Transitions: []runtime.TransitionSpec{
+			{From: "B", To: "DONE", Event: "Ping", Guard: "H"},
+			{From: "A", To: "B", Event: "Pong", Outcome: "first"},
+			{From: "B", To: "A", Event: "Pong"},
+			{From: "B", To: "DONE", Event: "Ping", Guard: "G"},
+			{From: "A", To: "DONE", Event: "Pong", Outcome: "never"},
+			{From: "A", To: "DONE", Event: "Ping"},
+		},
+	}
+	ix := fsmimpl.NewIndex[state](&d)
+	ctx := context.Background()
+	var got []runtime.Transition
+	rec := runtime.RecorderFunc(func(_ context.Context, tr runtime.Transition) error {
+		got = append(got, tr)
+		return nil
+	})
+	for _, c := range []struct {
+		from, to state
+		e        runtime.Event
+	}{{0, 1, pong{}}, {1, 0, pong{}}, {0, 2, ping{}}} {
+		s := c.from
+		if err := fsmimpl.Follow(ctx, ix, rec, &s, c.e); err != nil || s != c.to {
+			t.Errorf("Follow %s from %d: %v, in %d; want %d", c.e.EventName(), c.from, err, s, c.to)
+		}
+	}
+	want := []runtime.Transition{
+		{Machine: "m", Version: 1, From: "A", To: "B", Event: "Pong", Payload: pong{}, Status: runtime.StatusRunning, Outcome: "first"},
+		{Machine: "m", Version: 1, From: "B", To: "A", Event: "Pong", Payload: pong{}, Status: runtime.StatusRunning},
+		{Machine: "m", Version: 1, From: "A", To: "DONE", Event: "Ping", Payload: ping{}, Status: runtime.StatusSucceeded},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("recorded (-want +got):\n%s", diff)
+	}
+	s := state(1)
+	err := fsmimpl.Follow(ctx, ix, rec, &s, ping{})
+	if want := "m: event Ping in state B rejected by guards [H G]"; err == nil || err.Error() != want || s != 1 {
+		t.Errorf("Follow Ping from B: %v, in %d; want %q", err, s, want)
+	}
+	if got := fsmimpl.Refuse(ix, state(2), pong{}).Error(); got != "m: illegal transition: state DONE has no transition on event Pong" {
+		t.Errorf("Refuse Pong in DONE: %q", got)
+	}
+	for i, name := range []string{"A", "B", "DONE"} {
+		if s, err := fsmimpl.ParseState(ix, name); err != nil || s != state(i) {
+			t.Errorf("ParseState(%s) = %d, %v; want %d", name, s, err, i)
+		}
+	}
+	if _, err := fsmimpl.ParseState(ix, "a"); err == nil || err.Error() != `m: unknown state "a"` {
+		t.Errorf("ParseState(a): %v", err)
+	}
+}
