@@ -52,8 +52,11 @@
 // window longer than a relay may stay away after a crash.
 //
 // Messages also carry the headers Fsmgen-Run-Id, Fsmgen-Workflow-Type,
-// Fsmgen-Topic, Fsmgen-Outbox-Id and Fsmgen-Created-At, and the payload as
-// JSON (null for a message emitted without one). A run's messages reach the
+// Fsmgen-Topic, Fsmgen-Outbox-Id and Fsmgen-Created-At, the W3C traceparent
+// header when the run was started with tracing (the span that started it:
+// relay.Message.TraceParent; extract it with OpenTelemetry's
+// propagation.TraceContext and the consumer's spans join the run's trace),
+// and the payload as JSON (null for a message emitted without one). A run's messages reach the
 // stream in the order the run wrote them (the relay's guarantee).
 //
 // # While NATS is down

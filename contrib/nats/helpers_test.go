@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,6 +160,8 @@ type streamed struct {
 	OutboxID string
 	RunID    string
 	Data     string
+	// TraceParent is the traceparent header, "-" when there is none.
+	TraceParent string
 }
 
 // stored reads every message of the stream, in stream order, and checks
@@ -176,7 +179,7 @@ func (e *env) stored(t *testing.T) []streamed {
 			t.Fatalf("message %d of the stream: %v", seq, err)
 		}
 		out = append(out, streamed{Subject: m.Subject, MsgID: m.Header.Get(natsrelay.HeaderMsgID),
-			OutboxID: m.Header.Get(natsrelay.HeaderOutboxID), RunID: m.Header.Get(natsrelay.HeaderRunID), Data: string(m.Data)})
+			OutboxID: m.Header.Get(natsrelay.HeaderOutboxID), TraceParent: traceParentOf(m.Header), RunID: m.Header.Get(natsrelay.HeaderRunID), Data: string(m.Data)})
 	}
 	if uint64(len(out)) != info.State.Msgs {
 		t.Fatalf("read %d messages, the stream has %d", len(out), info.State.Msgs)
@@ -210,4 +213,13 @@ func (e *env) pending(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// traceParentOf is the traceparent header of h, "-" when it has none and
+// its values joined by "," when it has several.
+func traceParentOf(h nats.Header) string {
+	if v := h.Values(natsrelay.HeaderTraceParent); len(v) > 0 {
+		return strings.Join(v, ",")
+	}
+	return "-"
 }

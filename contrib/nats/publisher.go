@@ -39,6 +39,12 @@ const (
 	HeaderTopic     = "Fsmgen-Topic"
 	HeaderOutboxID  = "Fsmgen-Outbox-Id"
 	HeaderCreatedAt = "Fsmgen-Created-At"
+	// HeaderTraceParent is the W3C trace context header: the traceparent
+	// of the span that started the run (relay.Message.TraceParent), set
+	// when the run was started with tracing, so that a consumer extracts
+	// it (OpenTelemetry's propagation.TraceContext) and its spans join the
+	// run's trace.
+	HeaderTraceParent = "traceparent"
 )
 
 // DefaultSubjectPrefix is Config.SubjectPrefix's default: topic
@@ -141,6 +147,9 @@ func (p *Publisher) PublishAck(ctx context.Context, msg relay.Message) (*jetstre
 	m.Header.Set(HeaderOutboxID, strconv.FormatInt(msg.ID, 10))
 	m.Header.Set(HeaderCreatedAt, msg.CreatedAt.UTC().Format(time.RFC3339Nano))
 	m.Header.Set("Content-Type", "application/json")
+	if msg.TraceParent != "" {
+		m.Header.Set(HeaderTraceParent, msg.TraceParent)
+	}
 	opts := []jetstream.PublishOpt{jetstream.WithMsgID(p.MsgID(msg))}
 	if p.cfg.Stream != "" {
 		opts = append(opts, jetstream.WithExpectStream(p.cfg.Stream))

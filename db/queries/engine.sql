@@ -234,7 +234,7 @@ WHERE def.workflow_type = @workflow_type::text;
 
 -- name: EnqueueRun :one
 -- Starts a run of version definition_version of workflow_type on behalf
--- of run parent_id (same tenant, user and correlation), or nothing when a
+-- of run parent_id (same tenant, user, correlation and trace context), or nothing when a
 -- run with the same (type, key) exists. The run is due next_delay_us after
 -- now, or never (NULL) when that is NULL: the schedule of the initial state,
 -- as InsertRun. With parent_event, the new run is a child: parent_event is
@@ -244,12 +244,12 @@ WITH d AS (
     FROM workflow_definitions def
     WHERE def.workflow_type = @workflow_type::text AND def.version = @definition_version::int
 ), p AS (
-    SELECT r.id, r.tenant_id, r.user_id, r.correlation_id FROM workflow_runs r WHERE r.id = @parent_id
+    SELECT r.id, r.tenant_id, r.user_id, r.correlation_id, r.trace_parent FROM workflow_runs r WHERE r.id = @parent_id
 ), ins AS (
     INSERT INTO workflow_runs (
         workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key,
         attempt_no, policy_snapshot, created_at, updated_at, definition_version, input,
-        attempt_started_at, next_run_at, parent_run_id, parent_event)
+        attempt_started_at, next_run_at, parent_run_id, parent_event, trace_parent)
     SELECT d.workflow_type, d.initial_state, p.tenant_id, p.user_id, p.correlation_id, @idempotency_key::text,
         1, sqlc.narg('policy_snapshot')::jsonb,
         coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
@@ -257,7 +257,8 @@ WITH d AS (
         coalesce(sqlc.narg('now')::timestamptz, now()),
         CASE WHEN sqlc.narg('next_delay_us')::bigint IS NULL THEN NULL
             ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.narg('next_delay_us')::bigint * interval '1 microsecond' END,
-        CASE WHEN sqlc.narg('parent_event')::text IS NULL THEN NULL ELSE p.id END, sqlc.narg('parent_event')::text
+        CASE WHEN sqlc.narg('parent_event')::text IS NULL THEN NULL ELSE p.id END, sqlc.narg('parent_event')::text,
+        p.trace_parent
     FROM d, p
     ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
     RETURNING *

@@ -32,9 +32,10 @@ SELECT EXISTS (SELECT 1 FROM workflow_runs WHERE id = @id);
 -- name: InsertOutbox :one
 -- Queues a message for the outside world on behalf of a run: a running
 -- run, or one the caller's transaction finished (its row's xmin is the
--- transaction's id); no row for a run finished before.
-INSERT INTO workflow_outbox (workflow_run_id, workflow_type, attempt_no, topic, payload, created_at)
-SELECT r.id, r.workflow_type, r.attempt_no, @topic, sqlc.narg('payload'), coalesce(sqlc.narg('now')::timestamptz, now())
+-- transaction's id); no row for a run finished before. The message carries
+-- the run's trace context.
+INSERT INTO workflow_outbox (workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, trace_parent)
+SELECT r.id, r.workflow_type, r.attempt_no, @topic, sqlc.narg('payload'), coalesce(sqlc.narg('now')::timestamptz, now()), r.trace_parent
 FROM workflow_runs r
 WHERE r.id = @id AND (r.status = 'running' OR r.xmin = pg_current_xact_id()::xid)
 RETURNING id, created_at;

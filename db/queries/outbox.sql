@@ -18,7 +18,7 @@ WITH heads AS (
     LIMIT @batch_size
     FOR UPDATE SKIP LOCKED
 )
-SELECT o.id, o.workflow_run_id, o.workflow_type, o.attempt_no, o.topic, o.payload, o.created_at, o.attempts
+SELECT o.id, o.workflow_run_id, o.workflow_type, o.attempt_no, o.topic, o.payload, o.created_at, o.attempts, o.trace_parent
 FROM workflow_outbox o
 WHERE o.workflow_run_id IN (SELECT heads.workflow_run_id FROM heads) AND o.published_at IS NULL AND o.dead_at IS NULL
 ORDER BY o.id

@@ -5,11 +5,12 @@
 -- (store.NotifyChannel) with its type, at the commit of this statement.
 -- A run another runtime executes (executor, see 0018_executor.sql) comes
 -- with its id there and its attempt, is never due and is not announced.
+-- trace_parent is the trace context of the span that started it, if any.
 WITH ins AS (
     INSERT INTO workflow_runs (
         id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key,
         attempt_no, policy_snapshot, created_at, updated_at, definition_version, input,
-        attempt_started_at, next_run_at, executor)
+        attempt_started_at, next_run_at, executor, trace_parent)
     VALUES (
         coalesce(sqlc.narg('id')::uuid, gen_random_uuid()),
         @workflow_type, @initial_state, @tenant_id, sqlc.narg('user_id'),
@@ -20,7 +21,7 @@ WITH ins AS (
         coalesce(sqlc.narg('now')::timestamptz, now()),
         CASE WHEN sqlc.narg('next_delay_us')::bigint IS NULL THEN NULL
             ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.narg('next_delay_us')::bigint * interval '1 microsecond' END,
-        sqlc.narg('executor')::text)
+        sqlc.narg('executor')::text, sqlc.narg('trace_parent')::text)
     ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
     RETURNING *
 ), logged AS (

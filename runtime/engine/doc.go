@@ -404,9 +404,15 @@
 // step's context and a next function performing it (see Middleware):
 // Claim around a claim statement; Drive around a session on one claimed
 // run; Handle around a handler call and Transition around the firing of
-// an event, both within Drive; Transition alone, in the caller's context,
-// for Signal and Cancel. What a middleware puts in the context (a span, a
-// logger) reaches the handler, the guards and the store's statements.
+// an event, both within Drive; Command around a caller's Signal or Cancel,
+// in the caller's context, with its Transition inside (a command refused
+// before any event is fired, a cancel by a user who does not own the run,
+// is seen by Command only). What a middleware puts in the context (a span, a
+// logger) reaches the handler, the guards and the store's statements. A
+// middleware that implements TraceContext has the engine keep the trace
+// context of the span that started each run with the run, and give it to
+// every later session on the run (RunTraceParent), so that the sessions of
+// a run that waits and resumes elsewhere are linked.
 // contrib/otel implements it with OpenTelemetry spans and metrics; a
 // logging middleware is a few lines (ExampleMiddleware runs one):
 //

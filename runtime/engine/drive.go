@@ -320,6 +320,9 @@ type session struct {
 	// written: a session that gives its lease up then gives it up as
 	// interrupted, so that the try is counted and logged.
 	called bool
+	// traceParent is the trace context stored with the run (see
+	// TraceContext).
+	traceParent string
 }
 
 // drive drives a claimed run until it is terminal, waits, is parked or
@@ -327,7 +330,7 @@ type session struct {
 // run as the session last saw it.
 func (e *Engine) drive(c enginestore.Claim, stop <-chan struct{}, hbase context.Context, handling *atomic.Int32) (runtime.Run, error) {
 	s := &session{e: e, handling: handling, run: c.Run, lease: c.Lease, held: true, now: c.Now, stop: stop, hbase: hbase, leaseUntil: time.Now().Add(e.cfg.Lease),
-		claimed: c.Events, fromClaim: c.EventsRead}
+		claimed: c.Events, fromClaim: c.EventsRead, traceParent: c.TraceParent}
 	s.reg = e.lookup(c.Run.Type, c.Run.Version)
 	if s.reg == nil {
 		s.release(enginestore.KeepDue)

@@ -267,6 +267,9 @@ type Engine struct {
 	hooks hooks
 	// mw is Config.Middleware as one, nil without any.
 	mw Middleware
+	// traceParent is the TraceParent of the first middleware that
+	// implements TraceContext, nil for none.
+	traceParent func(context.Context) string
 	// batch commits the sessions' transitions together.
 	batch *batcher
 	// due holds when the runs this engine scheduled fall due, for Work to
@@ -291,6 +294,7 @@ func New(st *store.Store, cfg Config) (*Engine, error) {
 	}
 	e.batch = newBatcher(e)
 	e.mw = middlewareOf(cfg.Middleware)
+	e.traceParent = traceContextOf(cfg.Middleware)
 	return e, nil
 }
 
@@ -395,6 +399,11 @@ func (e *Engine) Start(ctx context.Context, p runtime.StartRequest) (runtime.Sta
 	if r.starter != nil && p.Enter == nil {
 		p.Enter = func(ctx context.Context, run runtime.Run) error { return r.starter.Enter(ctx, &run) }
 	}
+	if e.traceParent != nil {
+		if tp := e.traceParent(ctx); tp != "" {
+			ctx = store.WithTraceParent(ctx, tp)
+		}
+	}
 	// The store announces a created or restarted run in the statement
 	// that writes it.
 	res, err := e.st.Start(ctx, p)
@@ -453,13 +462,15 @@ func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (ru
 	}
 	name := ev.EventName()
 	eventOf := func(runtime.Definition) string { return name }
-	run, err := e.fireExternal(ctx, "signal "+name, runID, name, eventOf, func(run runtime.Run, r *registered, childEvent bool) (runtime.Event, *runtime.Result, error) {
-		if err := signallable(r, run, name, childEvent); err != nil {
-			return nil, nil, err
-		}
-		return ev, nil, nil
+	return e.command(ctx, CommandInfo{Command: CommandSignal, RunID: runID, Event: name}, func(ctx context.Context) (runtime.Run, error) {
+		run, err := e.fireExternal(ctx, "signal "+name, runID, name, eventOf, func(run runtime.Run, r *registered, childEvent bool) (runtime.Event, *runtime.Result, error) {
+			if err := signallable(r, run, name, childEvent); err != nil {
+				return nil, nil, err
+			}
+			return ev, nil, nil
+		})
+		return run, refusedSignal(err)
 	})
-	return run, refusedSignal(err)
 }
 
 // Cancel cancels a run on behalf of userID, from any process. Only the
@@ -476,6 +487,12 @@ func (e *Engine) Signal(ctx context.Context, runID string, ev runtime.Event) (ru
 // context is cancelled at its next heartbeat, and its transition, if it
 // returns one, is refused, so it writes nothing else.
 func (e *Engine) Cancel(ctx context.Context, runID, userID string) (runtime.Run, error) {
+	return e.command(ctx, CommandInfo{Command: CommandCancel, RunID: runID, UserID: userID}, func(ctx context.Context) (runtime.Run, error) {
+		return e.cancel(ctx, runID, userID)
+	})
+}
+
+func (e *Engine) cancel(ctx context.Context, runID, userID string) (runtime.Run, error) {
 	eventOf := func(d runtime.Definition) string { return d.Cancel }
 	return e.fireExternal(ctx, "cancel", runID, "", eventOf, func(run runtime.Run, r *registered, _ bool) (runtime.Event, *runtime.Result, error) {
 		name := r.def.Cancel

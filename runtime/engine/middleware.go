@@ -26,8 +26,12 @@ import (
 //     the row and the transition recorded: within Drive after a handler
 //     (as its sibling, not its child: the engine fires the event the
 //     handler returned), for a timer, an exhausted state or a finished
-//     child; and on their own for Signal and Cancel, with their caller's
-//     context.
+//     child; and within Command for Signal and Cancel.
+//   - Command: a caller's Signal or Cancel of a run, from its read of the
+//     run to its transition recorded or refused, in the caller's context:
+//     a command refused before any event is fired (a cancel by a user
+//     who does not own the run, an event callers may not send, a
+//     finished run) is seen here only.
 //
 // Config.Middleware sets the middleware; the first in the list is the
 // outermost. An engine without middleware makes none of these calls and
@@ -53,6 +57,54 @@ type Middleware interface {
 	// refused, runtime.ErrConflict when the run moved, runtime.ErrLeaseLost, a
 	// database error. run must not be changed.
 	Transition(ctx context.Context, run *runtime.Run, from string, ev runtime.Event, next func(context.Context) (runtime.Transition, error)) (runtime.Transition, error)
+	// Command wraps a caller's command on a run, Signal or Cancel; next
+	// returns the run as the command left it (or as it was read, when the
+	// command was refused; zero when it could not be read) and the
+	// command's error: runtime.ErrNotOwner for a cancel by another user,
+	// runtime.ErrNotCallerEvent, runtime.ErrRunFinished, an event refused,
+	// and so on.
+	Command(ctx context.Context, c CommandInfo, next func(context.Context) (runtime.Run, error)) (runtime.Run, error)
+}
+
+// The commands of CommandInfo.Command.
+const (
+	CommandSignal = "signal"
+	CommandCancel = "cancel"
+)
+
+// CommandInfo describes a command to Middleware.Command.
+type CommandInfo struct {
+	// Command is CommandSignal or CommandCancel.
+	Command string
+	// RunID is the run the command is for, as the caller gave it.
+	RunID string
+	// Event is the event signalled; empty for a cancel, whose event is
+	// the machine's.
+	Event string
+	// UserID is the user a cancel is on behalf of; empty for a signal.
+	UserID string
+}
+
+// TraceContext is implemented by a Middleware that traces and can carry a
+// trace across a run's sessions. TraceParent returns the W3C traceparent
+// of the span in ctx, "" for none: the engine stores it with each run its
+// Start creates (store.WithTraceParent; children and outbox messages of
+// the run take it), and gives it back to every later session on the run
+// in the context of Middleware.Drive (RunTraceParent), whichever worker
+// claims the run and however long after. The first middleware of
+// Config.Middleware that implements it is used.
+type TraceContext interface {
+	TraceParent(ctx context.Context) string
+}
+
+type runTraceKey struct{}
+
+// RunTraceParent returns, in the context Middleware.Drive is given, the
+// traceparent stored with the run when it was started (see TraceContext);
+// "" when none was.
+func RunTraceParent(ctx context.Context) string {
+	tp, _ := ctx.Value(runTraceKey{}).(string)
+	return tp
 }
 
 // ClaimInfo describes a claim to Middleware.Claim.
@@ -87,6 +139,11 @@ func (MiddlewareDefaults) Handle(ctx context.Context, _ *runtime.Run, _ string, 
 
 // Transition implements Middleware by calling next.
 func (MiddlewareDefaults) Transition(ctx context.Context, _ *runtime.Run, _ string, _ runtime.Event, next func(context.Context) (runtime.Transition, error)) (runtime.Transition, error) {
+	return next(ctx)
+}
+
+// Command implements Middleware by calling next.
+func (MiddlewareDefaults) Command(ctx context.Context, _ CommandInfo, next func(context.Context) (runtime.Run, error)) (runtime.Run, error) {
 	return next(ctx)
 }
 
@@ -141,6 +198,24 @@ func (c chain) Transition(ctx context.Context, run *runtime.Run, from string, ev
 	return c[0].Transition(ctx, run, from, ev, func(ctx context.Context) (runtime.Transition, error) {
 		return c[1:].Transition(ctx, run, from, ev, next)
 	})
+}
+
+func (c chain) Command(ctx context.Context, info CommandInfo, next func(context.Context) (runtime.Run, error)) (runtime.Run, error) {
+	if len(c) == 0 {
+		return next(ctx)
+	}
+	return c[0].Command(ctx, info, func(ctx context.Context) (runtime.Run, error) { return c[1:].Command(ctx, info, next) })
+}
+
+// traceContextOf returns the TraceParent of the first middleware of list
+// that implements TraceContext, nil for none.
+func traceContextOf(list []Middleware) func(context.Context) string {
+	for _, m := range list {
+		if t, ok := m.(TraceContext); ok {
+			return t.TraceParent
+		}
+	}
+	return nil
 }
 
 // The engine's steps, each through the middleware when there is one. The
@@ -231,8 +306,12 @@ func (s *session) driveObserved() error {
 		err    error
 		called bool
 	)
+	ctx := s.hbase
+	if s.traceParent != "" {
+		ctx = context.WithValue(ctx, runTraceKey{}, s.traceParent)
+	}
 	_, merr := protected("middleware around a session", func() (runtime.Run, error) {
-		return s.e.mw.Drive(s.hbase, s.run, func(ctx context.Context) (runtime.Run, error) {
+		return s.e.mw.Drive(ctx, s.run, func(ctx context.Context) (runtime.Run, error) {
 			called = true
 			s.hbase = ctx
 			err = s.loop()
@@ -284,4 +363,31 @@ func fireObserved(ctx context.Context, reg *registered, rt *runtime.Run, state s
 	}
 	// What the driver returned stands, whatever the middleware made of it.
 	return err
+}
+
+// command runs a caller's command through the middleware.
+func (e *Engine) command(ctx context.Context, info CommandInfo, run func(context.Context) (runtime.Run, error)) (runtime.Run, error) {
+	if e.mw == nil {
+		return run(ctx)
+	}
+	var (
+		out    runtime.Run
+		err    error
+		called bool
+	)
+	_, merr := protected("middleware around a "+info.Command, func() (runtime.Run, error) {
+		return e.mw.Command(ctx, info, func(ctx context.Context) (runtime.Run, error) {
+			called = true
+			out, err = run(ctx)
+			return out, err
+		})
+	})
+	if !called {
+		if merr == nil {
+			merr = errors.New("the middleware did not run the " + info.Command)
+		}
+		return runtime.Run{}, runErr(info.Command, info.RunID, merr)
+	}
+	// What the command returned stands, whatever the middleware made of it.
+	return out, err
 }

@@ -78,13 +78,20 @@ func (m *tracer) Transition(ctx context.Context, run *runtime.Run, from string, 
 	return t, err
 }
 
+func (m *tracer) Command(ctx context.Context, c engine.CommandInfo, next func(context.Context) (runtime.Run, error)) (runtime.Run, error) {
+	run, err := next(context.WithValue(ctx, scope{}, c.Command))
+	m.add("%s in %q event=%q user=%q: %s %v", c.Command, scopeOf(ctx), c.Event, c.UserID, run.State, err)
+	return run, err
+}
+
 // TestMiddlewareWrapsEveryStep drives runs inline, signals and cancels
 // them, with a middleware that logs each step and the step its context
 // comes from: the claim, then the session around the handlers and
-// transitions, each with what came of it; the transitions of Signal and
-// Cancel in their caller's context; a failed handler and the exhausted
-// state's transition; an event refused. The handler and the guard see the
-// context the middleware gave.
+// transitions, each with what came of it; the commands Signal and Cancel
+// in their caller's context, around their transitions; a failed handler
+// and the exhausted state's transition; an event refused; a cancel by a
+// user who does not own the run, refused before any transition. The
+// handler and the guard see the context the middleware gave.
 func TestMiddlewareWrapsEveryStep(t *testing.T) {
 	t.Parallel()
 	ctx := context.WithValue(context.Background(), scope{}, "caller")
@@ -124,6 +131,9 @@ func TestMiddlewareWrapsEveryStep(t *testing.T) {
 	if _, err := e.Signal(ctx, cancelled.ID, event("Nope")); !errors.Is(err, runtime.ErrIllegalTransition) {
 		t.Fatalf("Signal of an event QUEUED refuses = %v, want ErrIllegalTransition", err)
 	}
+	if _, err := e.Cancel(ctx, cancelled.ID, "mallory"); !errors.Is(err, runtime.ErrNotOwner) {
+		t.Fatalf("Cancel by another user = %v, want ErrNotOwner", err)
+	}
 	if run, err := e.Cancel(ctx, cancelled.ID, alice); err != nil || run.State != "CANCELLED" {
 		t.Fatalf("Cancel = %s, %v", run.State, err)
 	}
@@ -143,8 +153,11 @@ func TestMiddlewareWrapsEveryStep(t *testing.T) {
 		`m: handle in "drive" WORKING try 1 of attempt 1: - DOWN: the service is down`,
 		`m: transition in "drive" WORKING on GiveUp -> "FAILED" (failed): <nil>`,
 		`m: drive ended in FAILED failed parked=false: <nil>`,
-		`m: transition in "caller" QUEUED on Nope -> "" (): job: illegal transition: state QUEUED has no transition on event Nope`,
-		`m: transition in "caller" QUEUED on Cancel -> "CANCELLED" (cancelled): <nil>`,
+		`m: transition in "signal" QUEUED on Nope -> "" (): job: illegal transition: state QUEUED has no transition on event Nope`,
+		`m: signal in "caller" event="Nope" user="": QUEUED engine: signal Nope run ` + cancelled.ID + `: job: illegal transition: state QUEUED has no transition on event Nope`,
+		`m: cancel in "caller" event="" user="mallory": QUEUED engine: cancel run ` + cancelled.ID + `: not authorized: not the run's owner: user "mallory" may not cancel a run of user "` + alice + `"`,
+		`m: transition in "cancel" QUEUED on Cancel -> "CANCELLED" (cancelled): <nil>`,
+		`m: cancel in "caller" event="" user="` + alice + `": CANCELLED <nil>`,
 	}
 	if diff := cmp.Diff(want, m.lines()); diff != "" {
 		t.Errorf("middleware log (-want +got):\n%s", diff)
@@ -198,5 +211,85 @@ func TestMiddlewareOrder(t *testing.T) {
 		if diff := cmp.Diff(want[m.name], m.lines()); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", m.name, diff)
 		}
+	}
+}
+
+// traceCarrier is a middleware that traces: the trace context of a
+// context is the string under scope{}, and it records the run's trace
+// context each session is given.
+type traceCarrier struct {
+	engine.MiddlewareDefaults
+	mu       sync.Mutex
+	sessions []string
+}
+
+func (m *traceCarrier) TraceParent(ctx context.Context) string { return scopeOf(ctx) }
+
+func (m *traceCarrier) Drive(ctx context.Context, run runtime.Run, next func(context.Context) (runtime.Run, error)) (runtime.Run, error) {
+	m.mu.Lock()
+	m.sessions = append(m.sessions, run.State+" "+engine.RunTraceParent(ctx))
+	m.mu.Unlock()
+	return next(ctx)
+}
+
+// TestMiddlewareTraceContext: the trace context of the context a run is
+// started in (TraceContext) is stored with the run; every later session
+// on the run, in a context of its own, is given it, and the messages the
+// run emits and the runs it starts carry it. A run started without one
+// has none.
+func TestMiddlewareTraceContext(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	d := &driver{def: jobDef("job", nil, "GiveUp"), handlers: map[string]handler{
+		"QUEUED": constant(event("Begin")),
+		"WORKING": func(_ context.Context, run *runtime.Run) (runtime.Event, error) {
+			run.Effects.Emit("job.done", nil)
+			if run.IdempotencyKey != "child" {
+				run.Effects.Enqueue("job", "child", nil)
+			}
+			return event("Finish"), nil
+		},
+	}}
+	m := &traceCarrier{}
+	e := v.engine(t, engine.Config{Middleware: []engine.Middleware{m}}, d)
+	traced, err := e.Start(context.WithValue(context.Background(), scope{}, tp), runtime.StartRequest{Type: "job", IdempotencyKey: "traced", Owner: runtime.Owner{TenantID: "t1", UserID: alice}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := v.start(t, e, "job", "plain")
+	for _, id := range []string{traced.Run.ID, plain.ID} {
+		if run, err := e.Drive(context.Background(), id); err != nil || run.State != "DONE" {
+			t.Fatalf("Drive = %s, %v", run.State, err)
+		}
+	}
+	if diff := cmp.Diff([]string{"QUEUED " + tp, "QUEUED "}, m.sessions); diff != "" {
+		t.Errorf("the sessions' run trace contexts (-want +got):\n%s", diff)
+	}
+	var got []string
+	rows, err := v.pool.Query(context.Background(), `SELECT r.idempotency_key || ' ' || coalesce(r.trace_parent, '-') || ' ' || coalesce(o.trace_parent, '-')
+		FROM workflow_runs r JOIN workflow_outbox o ON o.workflow_run_id = r.id ORDER BY o.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"traced " + tp + " " + tp, "plain - -"}, got); diff != "" {
+		t.Errorf("runs and their messages (-want +got):\n%s", diff)
+	}
+	var child string
+	if err := v.pool.QueryRow(context.Background(), `SELECT coalesce(trace_parent, '-') FROM workflow_runs WHERE idempotency_key = 'child'`).Scan(&child); err != nil {
+		t.Fatal(err)
+	}
+	if child != tp {
+		t.Errorf("the child run's trace context %q, want its parent's %q", child, tp)
 	}
 }

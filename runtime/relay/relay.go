@@ -57,6 +57,12 @@ type Message struct {
 	CreatedAt time.Time
 	// Tries is how many earlier tries of publishing it failed.
 	Tries int
+	// TraceParent is the W3C traceparent of the span that started the
+	// run (store.WithTraceParent, engine.TraceContext), "" when the run
+	// was started without tracing. Give it to the broker as the message's
+	// traceparent header (contrib/nats does), so that its consumers' spans
+	// join the run's trace.
+	TraceParent string
 }
 
 // DedupID is the message's deduplication key, "RUN/ID": its run's id and
@@ -430,7 +436,7 @@ func (r *Relay) Run(ctx context.Context) error {
 func messageOf(row dbsqlc.ClaimOutboxRow) Message {
 	m := Message{
 		ID: row.ID, RunID: row.WorkflowRunID.String(), Type: row.WorkflowType, Attempt: int(row.AttemptNo),
-		Topic: row.Topic, CreatedAt: row.CreatedAt.Time, Tries: int(row.Attempts),
+		Topic: row.Topic, CreatedAt: row.CreatedAt.Time, Tries: int(row.Attempts), TraceParent: row.TraceParent.String,
 	}
 	if row.Payload != nil {
 		m.Payload = json.RawMessage(row.Payload)

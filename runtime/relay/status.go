@@ -48,7 +48,7 @@ func pendingOf(o dbsqlc.WorkflowOutbox) Pending {
 	return Pending{
 		Message: Message{
 			ID: o.ID, RunID: o.WorkflowRunID.String(), Type: o.WorkflowType, Attempt: int(o.AttemptNo),
-			Topic: o.Topic, Payload: o.Payload, CreatedAt: o.CreatedAt.Time, Tries: int(o.Attempts),
+			Topic: o.Topic, Payload: o.Payload, CreatedAt: o.CreatedAt.Time, Tries: int(o.Attempts), TraceParent: o.TraceParent.String,
 		},
 		LastTry: o.LastAttemptAt.Time, NextTry: o.NextAttemptAt.Time, DeadAt: o.DeadAt.Time, LastError: o.LastError.String,
 	}

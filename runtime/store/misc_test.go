@@ -476,3 +476,23 @@ func TestLogLinkOnAFinishedRun(t *testing.T) {
 		t.Errorf("link to a missing run: %v, want %q", err, want)
 	}
 }
+
+func TestValidTraceParent(t *testing.T) {
+	t.Parallel()
+	for tp, want := range map[string]bool{
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01": true,
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0":  false,
+		"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01": false,
+		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01": false,
+		"00-4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7-01": false,
+		"": false,
+	} {
+		if got := store.ValidTraceParent(tp); got != want {
+			t.Errorf("ValidTraceParent(%q) = %t, want %t", tp, got, want)
+		}
+		ctx := store.WithTraceParent(context.Background(), tp)
+		if got := store.TraceParent(ctx) != ""; got != want {
+			t.Errorf("TraceParent of a context with %q: %q", tp, store.TraceParent(ctx))
+		}
+	}
+}

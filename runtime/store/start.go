@@ -147,6 +147,9 @@ func (s *Store) startIn(ctx context.Context, tx pgx.Tx, op string, p runtime.Sta
 		UserID: userID, CorrelationID: corrID, IdempotencyKey: p.IdempotencyKey,
 		PolicySnapshot: policy, DefinitionVersion: int32(p.Version), Input: input,
 	}
+	if tp := TraceParent(ctx); tp != "" {
+		ins.TraceParent = pgtype.Text{String: tp, Valid: true}
+	}
 	if x != nil {
 		ins.ID, ins.AttemptNo, ins.Executor = x.id, pgtype.Int4{Int32: int32(x.Attempt), Valid: true}, pgtype.Text{String: x.Executor, Valid: true}
 		ins.NextDelayUs = pgtype.Int8{} // never due here

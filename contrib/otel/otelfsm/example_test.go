@@ -85,6 +85,7 @@ func Example() {
 	}
 	// Output:
 	// fsmgen.transition shop_order PENDING_PAYMENT on Pay
+	// fsmgen.signal Pay
 	// fsmgen.handle shop_order PACKING
 	// fsmgen.transition shop_order PACKING on Packed
 	// fsmgen.drive shop_order

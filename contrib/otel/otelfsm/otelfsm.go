@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fsmgen/fsmgen/runtime"
@@ -35,6 +36,11 @@ const (
 	KeyEndState   = attribute.Key("fsmgen.end_state")
 	KeyStatus     = attribute.Key("fsmgen.status")
 	KeyParked     = attribute.Key("fsmgen.parked")
+	KeyCommand    = attribute.Key("fsmgen.command")
+	// KeyErrorType is OpenTelemetry's error.type (semantic conventions):
+	// the class of a failure, set on every failed span and on the failed
+	// points of fsmgen.commands; see ErrorType.
+	KeyErrorType = attribute.Key("error.type")
 )
 
 // The outcomes of a transition (fsmgen.outcome on fsmgen.transitions and
@@ -104,9 +110,17 @@ type Middleware struct {
 	handlerDuration metric.Float64Histogram
 	claimDuration   metric.Float64Histogram
 	claimed         metric.Int64Counter
+	commands        metric.Int64Counter
 }
 
-var _ engine.Middleware = (*Middleware)(nil)
+var (
+	_ engine.Middleware   = (*Middleware)(nil)
+	_ engine.TraceContext = (*Middleware)(nil)
+)
+
+// traceContext is the W3C Trace Context propagator, whatever the global
+// propagator is: the engine stores a traceparent.
+var traceContext = propagation.TraceContext{}
 
 // NewMiddleware returns a middleware with the tracer and the meter of cfg.
 // It fails only when the meter refuses an instrument.
@@ -127,6 +141,9 @@ func NewMiddleware(cfg Config) (*Middleware, error) {
 	err = errors.Join(err, e)
 	m.claimed, e = meter.Int64Counter("fsmgen.claim.runs", metric.WithUnit("{run}"),
 		metric.WithDescription("Runs claimed by workers."))
+	err = errors.Join(err, e)
+	m.commands, e = meter.Int64Counter("fsmgen.commands", metric.WithUnit("{command}"),
+		metric.WithDescription("Callers' commands on runs (signal, cancel), by command, outcome (ok, refused, error) and error.type."))
 	err = errors.Join(err, e)
 	if err != nil {
 		return nil, err
@@ -149,13 +166,51 @@ func (m *Middleware) Claim(ctx context.Context, _ engine.ClaimInfo, next func(co
 	return n, err
 }
 
+// TraceParent implements engine.TraceContext: the W3C traceparent of the
+// span in ctx, "" when there is none. The engine stores it with a run it
+// starts, and the run's later sessions link to that span.
+func (m *Middleware) TraceParent(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	carrier := propagation.MapCarrier{}
+	traceContext.Inject(ctx, carrier)
+	return carrier.Get("traceparent")
+}
+
+// RunLink returns the link to the span that started the run of a session
+// whose context is ctx (engine.RunTraceParent), and whether there is one.
+func RunLink(ctx context.Context) (trace.Link, bool) {
+	tp := engine.RunTraceParent(ctx)
+	if tp == "" {
+		return trace.Link{}, false
+	}
+	sc := trace.SpanContextFromContext(traceContext.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp}))
+	if !sc.IsValid() {
+		return trace.Link{}, false
+	}
+	return trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{KeyLink.String(LinkRunStart)}}, true
+}
+
+// KeyLink is the attribute of a session's link to the span that started
+// its run: fsmgen.link=run.start (LinkRunStart).
+const (
+	KeyLink      = attribute.Key("fsmgen.link")
+	LinkRunStart = "run.start"
+)
+
 // Drive implements engine.Middleware: a span fsmgen.drive around the
-// session on a claimed run.
+// session on a claimed run, linked to the span that started the run when
+// the run was started with tracing.
 func (m *Middleware) Drive(ctx context.Context, run runtime.Run, next func(context.Context) (runtime.Run, error)) (runtime.Run, error) {
-	ctx, span := m.tracer.Start(ctx, "fsmgen.drive "+run.Type, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 		KeyRunID.String(run.ID), KeyType.String(run.Type), KeyVersion.Int(run.Version), KeyState.String(run.State),
 		KeyAttempt.Int(run.StepAttempt), KeyRunAttempt.Int(run.Attempt), KeyWorker.String(run.Lease.Owner),
-	))
+	)}
+	if link, ok := RunLink(ctx); ok {
+		opts = append(opts, trace.WithLinks(link))
+	}
+	ctx, span := m.tracer.Start(ctx, "fsmgen.drive "+run.Type, opts...)
 	defer span.End()
 	after, err := next(ctx)
 	if after.ID != "" {
@@ -217,6 +272,98 @@ func (m *Middleware) Transition(ctx context.Context, run *runtime.Run, from stri
 	return t, err
 }
 
+// Command implements engine.Middleware: a span fsmgen.signal EVENT or
+// fsmgen.cancel around a caller's command, and its count by outcome.
+func (m *Middleware) Command(ctx context.Context, c engine.CommandInfo, next func(context.Context) (runtime.Run, error)) (runtime.Run, error) {
+	name := "fsmgen." + c.Command
+	attrs := []attribute.KeyValue{KeyRunID.String(c.RunID), KeyCommand.String(c.Command)}
+	if c.Event != "" {
+		name += " " + c.Event
+		attrs = append(attrs, KeyEvent.String(c.Event))
+	}
+	ctx, span := m.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+	defer span.End()
+	run, err := next(ctx)
+	if run.ID != "" {
+		span.SetAttributes(KeyType.String(run.Type), KeyVersion.Int(run.Version), KeyState.String(run.State))
+	}
+	outcome := CommandOutcome(err)
+	span.SetAttributes(KeyOutcome.String(outcome))
+	failed(span, err)
+	counted := []attribute.KeyValue{KeyCommand.String(c.Command), KeyOutcome.String(outcome)}
+	if run.Type != "" {
+		counted = append(counted, KeyType.String(run.Type))
+	}
+	if err != nil {
+		counted = append(counted, KeyErrorType.String(ErrorType(err)))
+	}
+	m.commands.Add(ctx, 1, metric.WithAttributes(counted...))
+	return run, err
+}
+
+// CommandOutcome classifies the error of a command: OutcomeOK for nil,
+// OutcomeRefused when the command was refused (its caller may not send
+// it, the run is finished or cannot take it: ErrorType says which), and
+// OutcomeError otherwise (the run not found, a database error).
+func CommandOutcome(err error) string {
+	switch {
+	case err == nil:
+		return OutcomeOK
+	case errors.Is(err, runtime.ErrNotOwner), errors.Is(err, runtime.ErrSignalRefused), errors.Is(err, runtime.ErrRunFinished),
+		errors.Is(err, runtime.ErrNotCancellable), errors.Is(err, runtime.ErrNoCancelEvent), TransitionOutcome(err) == OutcomeRefused:
+		return OutcomeRefused
+	}
+	return OutcomeError
+}
+
+// errorTypes are the runtime's errors ErrorType names, the more specific
+// first (a refused cancel matches ErrNotOwner and ErrGuardRejected).
+var errorTypes = []struct {
+	err  error
+	name string
+}{
+	{runtime.ErrNotOwner, "not_owner"},
+	{runtime.ErrNotCallerEvent, "not_caller_event"},
+	{runtime.ErrUnknownEvent, "unknown_event"},
+	{runtime.ErrNotCancellable, "not_cancellable"},
+	{runtime.ErrNoCancelEvent, "no_cancel_event"},
+	{runtime.ErrRunFinished, "run_finished"},
+	{runtime.ErrIllegalTransition, "illegal_transition"},
+	{runtime.ErrGuardRejected, "guard_rejected"},
+	{runtime.ErrTransitionRefused, "transition_refused"},
+	{runtime.ErrConflict, "conflict"},
+	{runtime.ErrLeaseLost, "lease_lost"},
+	{runtime.ErrRunNotFound, "run_not_found"},
+	{runtime.ErrInvalidID, "invalid_id"},
+	{runtime.ErrInvalidInput, "invalid_input"},
+	{runtime.ErrPayload, "payload"},
+	{runtime.ErrNotRegistered, "not_registered"},
+	{runtime.ErrPolicy, "policy"},
+	{runtime.ErrPanic, "panic"},
+	{context.DeadlineExceeded, "timeout"},
+	{context.Canceled, "canceled"},
+}
+
+// ErrorType is the value of error.type for err, a bounded set: the code
+// a handler gave its error (runtime.WithCode: CLOSED, say), else the name
+// of the runtime's error it matches (not_owner, illegal_transition,
+// guard_rejected, conflict, lease_lost, run_finished, panic, timeout,
+// ...), else _OTHER, as the semantic conventions have it; "" for nil.
+func ErrorType(err error) string {
+	if err == nil {
+		return ""
+	}
+	if code := runtime.ErrorCode(err); code != "" {
+		return code
+	}
+	for _, t := range errorTypes {
+		if errors.Is(err, t.err) {
+			return t.name
+		}
+	}
+	return "_OTHER"
+}
+
 // TransitionOutcome classifies the error of a firing: OutcomeRecorded for
 // nil, OutcomeRefused, OutcomeConflict, OutcomeLeaseLost or OutcomeError.
 func TransitionOutcome(err error) string {
@@ -233,11 +380,12 @@ func TransitionOutcome(err error) string {
 	return OutcomeError
 }
 
-// failed marks span as failed with err, if any.
+// failed marks span as failed with err, if any, error.type set.
 func failed(span trace.Span, err error) {
 	if err == nil {
 		return
 	}
+	span.SetAttributes(KeyErrorType.String(ErrorType(err)))
 	var pe *engine.PanicError
 	if errors.As(err, &pe) {
 		span.RecordError(err, trace.WithAttributes(attribute.String("exception.stacktrace", string(pe.Stack))))

@@ -147,6 +147,10 @@ type span struct {
 	Status codes.Code
 	Desc   string
 	Events []string
+	// Links are the span's links, each "N NAME k=v": the linked span by
+	// its position among the ended spans and its name, and the link's
+	// attributes.
+	Links []string
 }
 
 func (f *fixture) ended(t *testing.T) []span {
@@ -175,6 +179,17 @@ func (f *fixture) ended(t *testing.T) []span {
 				v = n
 			}
 			sp.Attrs[string(a.Key)] = v
+		}
+		for _, l := range s.Links() {
+			j, ok := index[l.SpanContext.SpanID()]
+			if !ok {
+				t.Fatalf("span %s links to a span that did not end", s.Name())
+			}
+			link := fmt.Sprintf("%d %s", j, ended[j].Name())
+			for _, a := range l.Attributes {
+				link += " " + string(a.Key) + "=" + a.Value.String()
+			}
+			sp.Links = append(sp.Links, link)
 		}
 		for _, ev := range s.Events() {
 			e := ev.Name
@@ -237,32 +252,42 @@ func TestTracesAndMetrics(t *testing.T) {
 		consumer = trace.SpanKindConsumer
 	)
 	refused := "shop_order: illegal transition: state DELIVERED has no transition on event Pay"
+	signal := func(id, event, state string, kv ...string) map[string]string {
+		return attrs(append([]string{"fsmgen.run.id=" + id, "fsmgen.type=shop_order", "fsmgen.version=1", "fsmgen.command=signal",
+			"fsmgen.event=" + event, "fsmgen.state=" + state}, kv...)...)
+	}
 	want := []span{
-		{Name: "fsmgen.transition shop_order PENDING_PAYMENT on Pay", Parent: "6 request", Kind: internal,
+		{Name: "fsmgen.transition shop_order PENDING_PAYMENT on Pay", Parent: "1 fsmgen.signal Pay", Kind: internal,
 			Attrs: common("o1", "fsmgen.from=PENDING_PAYMENT", "fsmgen.event=Pay", "fsmgen.to=PACKING", "fsmgen.attempt=1", "fsmgen.outcome=recorded")},
-		{Name: "fsmgen.handle shop_order PACKING", Parent: "3 fsmgen.drive shop_order", Kind: internal,
+		{Name: "fsmgen.signal Pay", Parent: "9 request", Kind: internal, Attrs: signal("o1", "Pay", "PACKING", "fsmgen.outcome=ok")},
+		{Name: "fsmgen.handle shop_order PACKING", Parent: "4 fsmgen.drive shop_order", Kind: internal,
 			Attrs: common("o1", "fsmgen.state=PACKING", "fsmgen.attempt=1", "fsmgen.event=Packed", "fsmgen.outcome=ok")},
-		{Name: "fsmgen.transition shop_order PACKING on Packed", Parent: "3 fsmgen.drive shop_order", Kind: internal,
+		{Name: "fsmgen.transition shop_order PACKING on Packed", Parent: "4 fsmgen.drive shop_order", Kind: internal,
 			Attrs: common("o1", "fsmgen.from=PACKING", "fsmgen.event=Packed", "fsmgen.to=IN_TRANSIT", "fsmgen.attempt=1", "fsmgen.outcome=recorded")},
-		{Name: "fsmgen.drive shop_order", Parent: "6 request", Kind: consumer,
+		{Name: "fsmgen.drive shop_order", Parent: "9 request", Kind: consumer,
 			Attrs: common("o1", "fsmgen.state=PACKING", "fsmgen.attempt=1", "fsmgen.worker=worker-1", "fsmgen.end_state=IN_TRANSIT", "fsmgen.status=running")},
-		{Name: "fsmgen.transition shop_order IN_TRANSIT on Delivered", Parent: "6 request", Kind: internal,
+		{Name: "fsmgen.transition shop_order IN_TRANSIT on Delivered", Parent: "6 fsmgen.signal Delivered", Kind: internal,
 			Attrs: common("o1", "fsmgen.from=IN_TRANSIT", "fsmgen.event=Delivered", "fsmgen.to=DELIVERED", "fsmgen.attempt=1", "fsmgen.outcome=recorded")},
-		{Name: "fsmgen.transition shop_order DELIVERED on Pay", Parent: "6 request", Kind: internal,
-			Attrs:  common("o1", "fsmgen.from=DELIVERED", "fsmgen.event=Pay", "fsmgen.attempt=1", "fsmgen.outcome=refused"),
+		{Name: "fsmgen.signal Delivered", Parent: "9 request", Kind: internal, Attrs: signal("o1", "Delivered", "DELIVERED", "fsmgen.outcome=ok")},
+		{Name: "fsmgen.transition shop_order DELIVERED on Pay", Parent: "8 fsmgen.signal Pay", Kind: internal,
+			Attrs:  common("o1", "fsmgen.from=DELIVERED", "fsmgen.event=Pay", "fsmgen.attempt=1", "fsmgen.outcome=refused", "error.type=illegal_transition"),
 			Status: codes.Error, Desc: refused, Events: []string{"exception: " + refused}},
+		{Name: "fsmgen.signal Pay", Parent: "9 request", Kind: internal,
+			Attrs:  signal("o1", "Pay", "DELIVERED", "fsmgen.outcome=refused", "error.type=illegal_transition"),
+			Status: codes.Error, Desc: "engine: signal Pay run " + o1 + ": " + refused, Events: []string{"exception: engine: signal Pay run " + o1 + ": " + refused}},
 		{Name: "request", Kind: internal, Attrs: map[string]string{}},
 
-		{Name: "fsmgen.transition shop_order PENDING_PAYMENT on Pay", Kind: internal,
+		{Name: "fsmgen.transition shop_order PENDING_PAYMENT on Pay", Parent: "11 fsmgen.signal Pay", Kind: internal,
 			Attrs: common("o2", "fsmgen.from=PENDING_PAYMENT", "fsmgen.event=Pay", "fsmgen.to=PACKING", "fsmgen.attempt=1", "fsmgen.outcome=recorded")},
-		{Name: "fsmgen.handle shop_order PACKING", Parent: "9 fsmgen.drive shop_order", Kind: internal,
-			Attrs:  common("o2", "fsmgen.state=PACKING", "fsmgen.attempt=1", "fsmgen.outcome=error", "fsmgen.error.code=CLOSED"),
+		{Name: "fsmgen.signal Pay", Kind: internal, Attrs: signal("o2", "Pay", "PACKING", "fsmgen.outcome=ok")},
+		{Name: "fsmgen.handle shop_order PACKING", Parent: "13 fsmgen.drive shop_order", Kind: internal,
+			Attrs:  common("o2", "fsmgen.state=PACKING", "fsmgen.attempt=1", "fsmgen.outcome=error", "fsmgen.error.code=CLOSED", "error.type=CLOSED"),
 			Status: codes.Error, Desc: "CLOSED: the warehouse is closed", Events: []string{"exception: CLOSED: the warehouse is closed"}},
 		{Name: "fsmgen.drive shop_order", Kind: consumer,
 			Attrs: common("o2", "fsmgen.state=PACKING", "fsmgen.attempt=1", "fsmgen.worker=worker-1", "fsmgen.end_state=PACKING", "fsmgen.status=running")},
-		{Name: "fsmgen.handle shop_order PACKING", Parent: "12 fsmgen.drive shop_order", Kind: internal,
+		{Name: "fsmgen.handle shop_order PACKING", Parent: "16 fsmgen.drive shop_order", Kind: internal,
 			Attrs: common("o2", "fsmgen.state=PACKING", "fsmgen.attempt=2", "fsmgen.event=Packed", "fsmgen.outcome=ok")},
-		{Name: "fsmgen.transition shop_order PACKING on Packed", Parent: "12 fsmgen.drive shop_order", Kind: internal,
+		{Name: "fsmgen.transition shop_order PACKING on Packed", Parent: "16 fsmgen.drive shop_order", Kind: internal,
 			Attrs: common("o2", "fsmgen.from=PACKING", "fsmgen.event=Packed", "fsmgen.to=IN_TRANSIT", "fsmgen.attempt=2", "fsmgen.outcome=recorded")},
 		{Name: "fsmgen.drive shop_order", Kind: consumer,
 			Attrs: common("o2", "fsmgen.state=PACKING", "fsmgen.attempt=2", "fsmgen.worker=worker-1", "fsmgen.end_state=IN_TRANSIT", "fsmgen.status=running")},
@@ -282,6 +307,10 @@ func TestTracesAndMetrics(t *testing.T) {
 		},
 		"fsmgen.claim.duration (count)": {"fsmgen.outcome=ok": 3},
 		"fsmgen.claim.runs":             {"": 3},
+		"fsmgen.commands": {
+			"fsmgen.command=signal,fsmgen.outcome=ok,fsmgen.type=shop_order":                                    3,
+			"error.type=illegal_transition,fsmgen.command=signal,fsmgen.outcome=refused,fsmgen.type=shop_order": 1,
+		},
 	}
 	if diff := cmp.Diff(wantMetrics, f.metrics(t)); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)

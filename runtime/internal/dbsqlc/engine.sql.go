@@ -67,7 +67,7 @@ WITH moved AS (
         AND w.workflow_type = $24 AND w.definition_version = $25
         AND (NOT $26::bool OR (w.lease_owner = $27::text AND w.lease_epoch = $28
              AND w.lease_expires_at > coalesce($3::timestamptz, now())))
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history, w.executor
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history, w.executor, w.trace_parent
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -82,7 +82,7 @@ WITH moved AS (
         THEN pg_notify('fsmgen_runs', moved.workflow_type) END AS n
     FROM moved
 )
-SELECT moved.id, moved.workflow_type, moved.current_state, moved.tenant_id, moved.user_id, moved.correlation_id, moved.idempotency_key, moved.attempt_no, moved.policy_snapshot, moved.result, moved.created_at, moved.updated_at, moved.definition_version, moved.row_version, moved.status, moved.input, moved.attempt_started_at, moved.finished_at, moved.lease_owner, moved.lease_expires_at, moved.lease_epoch, moved.next_run_at, moved.step_attempt, moved.last_error_code, moved.last_error, moved.parked_at, moved.parent_run_id, moved.parent_event, moved.parent_delivered_at, moved.previous_state, moved.timer_anchors, moved.history, moved.executor FROM moved CROSS JOIN logged CROSS JOIN notified
+SELECT moved.id, moved.workflow_type, moved.current_state, moved.tenant_id, moved.user_id, moved.correlation_id, moved.idempotency_key, moved.attempt_no, moved.policy_snapshot, moved.result, moved.created_at, moved.updated_at, moved.definition_version, moved.row_version, moved.status, moved.input, moved.attempt_started_at, moved.finished_at, moved.lease_owner, moved.lease_expires_at, moved.lease_epoch, moved.next_run_at, moved.step_attempt, moved.last_error_code, moved.last_error, moved.parked_at, moved.parent_run_id, moved.parent_event, moved.parent_delivered_at, moved.previous_state, moved.timer_anchors, moved.history, moved.executor, moved.trace_parent FROM moved CROSS JOIN logged CROSS JOIN notified
 `
 
 type AdvanceRunParams struct {
@@ -155,6 +155,7 @@ type AdvanceRunRow struct {
 	TimerAnchors      []byte
 	History           []byte
 	Executor          pgtype.Text
+	TraceParent       pgtype.Text
 }
 
 // Every transition, in one statement: moves the run from the state and row
@@ -236,6 +237,7 @@ func (q *Queries) AdvanceRun(ctx context.Context, arg AdvanceRunParams) (Advance
 		&i.TimerAnchors,
 		&i.History,
 		&i.Executor,
+		&i.TraceParent,
 	)
 	return i, err
 }
@@ -451,7 +453,7 @@ func (q *Queries) AttemptEvents(ctx context.Context, arg AttemptEventsParams) ([
 }
 
 const claimRuns = `-- name: ClaimRuns :many
-SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correlation_id, c.idempotency_key, c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version, c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner, c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error, c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at, c.previous_state, c.timer_anchors, c.history, c.executor,
+SELECT c.id, c.workflow_type, c.current_state, c.tenant_id, c.user_id, c.correlation_id, c.idempotency_key, c.attempt_no, c.policy_snapshot, c.result, c.created_at, c.updated_at, c.definition_version, c.row_version, c.status, c.input, c.attempt_started_at, c.finished_at, c.lease_owner, c.lease_expires_at, c.lease_epoch, c.next_run_at, c.step_attempt, c.last_error_code, c.last_error, c.parked_at, c.parent_run_id, c.parent_event, c.parent_delivered_at, c.previous_state, c.timer_anchors, c.history, c.executor, c.trace_parent,
     coalesce(ev.names, '{}')::text[] AS event_names,
     coalesce(ev.payloads, '{}')::jsonb[] AS event_payloads,
     coalesce(ev.logged_version, 0)::bigint AS logged_version
@@ -509,6 +511,7 @@ type ClaimRunsRow struct {
 	TimerAnchors      []byte
 	History           []byte
 	Executor          pgtype.Text
+	TraceParent       pgtype.Text
 	EventNames        []string
 	EventPayloads     [][]byte
 	LoggedVersion     int64
@@ -586,6 +589,7 @@ func (q *Queries) ClaimRuns(ctx context.Context, arg ClaimRunsParams) ([]ClaimRu
 			&i.TimerAnchors,
 			&i.History,
 			&i.Executor,
+			&i.TraceParent,
 			&i.EventNames,
 			&i.EventPayloads,
 			&i.LoggedVersion,
@@ -617,12 +621,12 @@ WITH d AS (
     FROM workflow_definitions def
     WHERE def.workflow_type = $1::text AND def.version = $3::int
 ), p AS (
-    SELECT r.id, r.tenant_id, r.user_id, r.correlation_id FROM workflow_runs r WHERE r.id = $4
+    SELECT r.id, r.tenant_id, r.user_id, r.correlation_id, r.trace_parent FROM workflow_runs r WHERE r.id = $4
 ), ins AS (
     INSERT INTO workflow_runs (
         workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key,
         attempt_no, policy_snapshot, created_at, updated_at, definition_version, input,
-        attempt_started_at, next_run_at, parent_run_id, parent_event)
+        attempt_started_at, next_run_at, parent_run_id, parent_event, trace_parent)
     SELECT d.workflow_type, d.initial_state, p.tenant_id, p.user_id, p.correlation_id, $2::text,
         1, $5::jsonb,
         coalesce($6::timestamptz, now()), coalesce($6::timestamptz, now()),
@@ -630,10 +634,11 @@ WITH d AS (
         coalesce($6::timestamptz, now()),
         CASE WHEN $8::bigint IS NULL THEN NULL
             ELSE coalesce($6::timestamptz, now()) + $8::bigint * interval '1 microsecond' END,
-        CASE WHEN $9::text IS NULL THEN NULL ELSE p.id END, $9::text
+        CASE WHEN $9::text IS NULL THEN NULL ELSE p.id END, $9::text,
+        p.trace_parent
     FROM d, p
     ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
-    RETURNING id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history, executor
+    RETURNING id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history, executor, trace_parent
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -669,7 +674,7 @@ type EnqueueRunRow struct {
 }
 
 // Starts a run of version definition_version of workflow_type on behalf
-// of run parent_id (same tenant, user and correlation), or nothing when a
+// of run parent_id (same tenant, user, correlation and trace context), or nothing when a
 // run with the same (type, key) exists. The run is due next_delay_us after
 // now, or never (NULL) when that is NULL: the schedule of the initial state,
 // as InsertRun. With parent_event, the new run is a child: parent_event is
@@ -859,7 +864,7 @@ WITH upd AS (
     WHERE w.id = $4 AND w.row_version = $5
       AND w.lease_owner = $6::text AND w.lease_epoch = $7
       AND w.lease_expires_at > coalesce($3::timestamptz, now())
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history, w.executor
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history, w.executor, w.trace_parent
 )
 INSERT INTO workflow_step_logs (
     workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -905,7 +910,7 @@ WITH k AS (
         unnest($4::int[]) AS version,
         unnest($5::text[]) AS state
 )
-SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state, r.timer_anchors, r.history, r.executor,
+SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state, r.timer_anchors, r.history, r.executor, r.trace_parent,
     ($1::text IS NOT NULL AND EXISTS (
         SELECT 1 FROM workflow_runs c WHERE c.parent_run_id = r.id AND c.parent_event = $1::text
     ))::bool AS child_event_named,
@@ -996,6 +1001,7 @@ func (q *Queries) ReadRunForEvent(ctx context.Context, arg ReadRunForEventParams
 		&i.WorkflowRun.TimerAnchors,
 		&i.WorkflowRun.History,
 		&i.WorkflowRun.Executor,
+		&i.WorkflowRun.TraceParent,
 		&i.ChildEventNamed,
 		&i.EventsRead,
 		&i.EventNames,
@@ -1057,7 +1063,7 @@ WITH upd AS (
         step_attempt = 1,
         next_run_at = coalesce($1::timestamptz, now())
     WHERE w.id = $2 AND w.parked_at IS NOT NULL AND w.status = 'running'
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history, w.executor
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history, w.executor, w.trace_parent
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -1099,7 +1105,7 @@ WITH upd AS (
     WHERE w.id = $6 AND w.row_version = $7 AND w.step_attempt = $1
       AND w.lease_owner = $8::text AND w.lease_epoch = $9
       AND w.lease_expires_at > coalesce($5::timestamptz, now())
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history, w.executor
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history, w.executor, w.trace_parent
 )
 INSERT INTO workflow_step_logs (
     workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,

@@ -12,7 +12,7 @@ import (
 )
 
 const getExecution = `-- name: GetExecution :one
-SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state, r.timer_anchors, r.history, r.executor, x.state_history, x.evidence_ids
+SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state, r.timer_anchors, r.history, r.executor, r.trace_parent, x.state_history, x.evidence_ids
 FROM workflow_runs r JOIN workflow_executions x ON x.id = r.id
 WHERE r.id = $1
 `
@@ -60,6 +60,7 @@ func (q *Queries) GetExecution(ctx context.Context, id pgtype.UUID) (GetExecutio
 		&i.WorkflowRun.TimerAnchors,
 		&i.WorkflowRun.History,
 		&i.WorkflowRun.Executor,
+		&i.WorkflowRun.TraceParent,
 		&i.StateHistory,
 		&i.EvidenceIds,
 	)
@@ -67,7 +68,7 @@ func (q *Queries) GetExecution(ctx context.Context, id pgtype.UUID) (GetExecutio
 }
 
 const queryExecutions = `-- name: QueryExecutions :many
-SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state, r.timer_anchors, r.history, r.executor, x.state_history, x.evidence_ids
+SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state, r.timer_anchors, r.history, r.executor, r.trace_parent, x.state_history, x.evidence_ids
 FROM workflow_runs r JOIN workflow_executions x ON x.id = r.id
 WHERE ($1::text IS NULL OR r.workflow_type = $1::text)
   AND ($2::text IS NULL OR r.status = $2::text)
@@ -142,6 +143,7 @@ func (q *Queries) QueryExecutions(ctx context.Context, arg QueryExecutionsParams
 			&i.WorkflowRun.TimerAnchors,
 			&i.WorkflowRun.History,
 			&i.WorkflowRun.Executor,
+			&i.WorkflowRun.TraceParent,
 			&i.StateHistory,
 			&i.EvidenceIds,
 		); err != nil {

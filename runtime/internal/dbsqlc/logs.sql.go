@@ -90,8 +90,8 @@ func (q *Queries) InsertLink(ctx context.Context, arg InsertLinkParams) (InsertL
 }
 
 const insertOutbox = `-- name: InsertOutbox :one
-INSERT INTO workflow_outbox (workflow_run_id, workflow_type, attempt_no, topic, payload, created_at)
-SELECT r.id, r.workflow_type, r.attempt_no, $1, $2, coalesce($3::timestamptz, now())
+INSERT INTO workflow_outbox (workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, trace_parent)
+SELECT r.id, r.workflow_type, r.attempt_no, $1, $2, coalesce($3::timestamptz, now()), r.trace_parent
 FROM workflow_runs r
 WHERE r.id = $4 AND (r.status = 'running' OR r.xmin = pg_current_xact_id()::xid)
 RETURNING id, created_at
@@ -111,7 +111,8 @@ type InsertOutboxRow struct {
 
 // Queues a message for the outside world on behalf of a run: a running
 // run, or one the caller's transaction finished (its row's xmin is the
-// transaction's id); no row for a run finished before.
+// transaction's id); no row for a run finished before. The message carries
+// the run's trace context.
 func (q *Queries) InsertOutbox(ctx context.Context, arg InsertOutboxParams) (InsertOutboxRow, error) {
 	row := q.db.QueryRow(ctx, insertOutbox,
 		arg.Topic,
@@ -163,7 +164,7 @@ func (q *Queries) InsertStep(ctx context.Context, arg InsertStepParams) (InsertS
 }
 
 const listOutbox = `-- name: ListOutbox :many
-SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error, rejections, dead_at, duplicate FROM workflow_outbox WHERE workflow_run_id = $1 ORDER BY id
+SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error, rejections, dead_at, duplicate, trace_parent FROM workflow_outbox WHERE workflow_run_id = $1 ORDER BY id
 `
 
 func (q *Queries) ListOutbox(ctx context.Context, id pgtype.UUID) ([]WorkflowOutbox, error) {
@@ -191,6 +192,7 @@ func (q *Queries) ListOutbox(ctx context.Context, id pgtype.UUID) ([]WorkflowOut
 			&i.Rejections,
 			&i.DeadAt,
 			&i.Duplicate,
+			&i.TraceParent,
 		); err != nil {
 			return nil, err
 		}

@@ -124,6 +124,7 @@ type WorkflowOutbox struct {
 	Rejections    int32
 	DeadAt        pgtype.Timestamptz
 	Duplicate     bool
+	TraceParent   pgtype.Text
 }
 
 type WorkflowRetention struct {
@@ -166,6 +167,7 @@ type WorkflowRun struct {
 	TimerAnchors      []byte
 	History           []byte
 	Executor          pgtype.Text
+	TraceParent       pgtype.Text
 }
 
 type WorkflowState struct {

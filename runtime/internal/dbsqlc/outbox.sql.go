@@ -24,7 +24,7 @@ WITH heads AS (
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 )
-SELECT o.id, o.workflow_run_id, o.workflow_type, o.attempt_no, o.topic, o.payload, o.created_at, o.attempts
+SELECT o.id, o.workflow_run_id, o.workflow_type, o.attempt_no, o.topic, o.payload, o.created_at, o.attempts, o.trace_parent
 FROM workflow_outbox o
 WHERE o.workflow_run_id IN (SELECT heads.workflow_run_id FROM heads) AND o.published_at IS NULL AND o.dead_at IS NULL
 ORDER BY o.id
@@ -41,6 +41,7 @@ type ClaimOutboxRow struct {
 	Payload       []byte
 	CreatedAt     pgtype.Timestamptz
 	Attempts      int32
+	TraceParent   pgtype.Text
 }
 
 // Locks the first unpublished row of up to @batch_size runs whose first
@@ -68,6 +69,7 @@ func (q *Queries) ClaimOutbox(ctx context.Context, batchSize int32) ([]ClaimOutb
 			&i.Payload,
 			&i.CreatedAt,
 			&i.Attempts,
+			&i.TraceParent,
 		); err != nil {
 			return nil, err
 		}
@@ -80,7 +82,7 @@ func (q *Queries) ClaimOutbox(ctx context.Context, batchSize int32) ([]ClaimOutb
 }
 
 const deadOutbox = `-- name: DeadOutbox :many
-SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error, rejections, dead_at, duplicate FROM workflow_outbox WHERE dead_at IS NOT NULL ORDER BY dead_at DESC, id DESC LIMIT $1
+SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error, rejections, dead_at, duplicate, trace_parent FROM workflow_outbox WHERE dead_at IS NOT NULL ORDER BY dead_at DESC, id DESC LIMIT $1
 `
 
 // The dead letters, the latest moved aside first, at most @max_rows.
@@ -109,6 +111,7 @@ func (q *Queries) DeadOutbox(ctx context.Context, maxRows int32) ([]WorkflowOutb
 			&i.Rejections,
 			&i.DeadAt,
 			&i.Duplicate,
+			&i.TraceParent,
 		); err != nil {
 			return nil, err
 		}
@@ -192,7 +195,7 @@ func (q *Queries) MarkOutboxPublished(ctx context.Context, arg MarkOutboxPublish
 }
 
 const oldestPendingOutbox = `-- name: OldestPendingOutbox :many
-SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error, rejections, dead_at, duplicate FROM workflow_outbox WHERE published_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT 1
+SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error, rejections, dead_at, duplicate, trace_parent FROM workflow_outbox WHERE published_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT 1
 `
 
 // The first unpublished row, in the order the relay publishes.
@@ -221,6 +224,7 @@ func (q *Queries) OldestPendingOutbox(ctx context.Context) ([]WorkflowOutbox, er
 			&i.Rejections,
 			&i.DeadAt,
 			&i.Duplicate,
+			&i.TraceParent,
 		); err != nil {
 			return nil, err
 		}

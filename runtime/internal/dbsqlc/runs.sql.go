@@ -72,7 +72,7 @@ func (q *Queries) CountRuns(ctx context.Context, arg CountRunsParams) (int64, er
 }
 
 const getRun = `-- name: GetRun :one
-SELECT id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history, executor FROM workflow_runs WHERE id = $1
+SELECT id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history, executor, trace_parent FROM workflow_runs WHERE id = $1
 `
 
 func (q *Queries) GetRun(ctx context.Context, id pgtype.UUID) (WorkflowRun, error) {
@@ -112,12 +112,13 @@ func (q *Queries) GetRun(ctx context.Context, id pgtype.UUID) (WorkflowRun, erro
 		&i.TimerAnchors,
 		&i.History,
 		&i.Executor,
+		&i.TraceParent,
 	)
 	return i, err
 }
 
 const getRunByKey = `-- name: GetRunByKey :one
-SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state, r.timer_anchors, r.history, r.executor,
+SELECT r.id, r.workflow_type, r.current_state, r.tenant_id, r.user_id, r.correlation_id, r.idempotency_key, r.attempt_no, r.policy_snapshot, r.result, r.created_at, r.updated_at, r.definition_version, r.row_version, r.status, r.input, r.attempt_started_at, r.finished_at, r.lease_owner, r.lease_expires_at, r.lease_epoch, r.next_run_at, r.step_attempt, r.last_error_code, r.last_error, r.parked_at, r.parent_run_id, r.parent_event, r.parent_delivered_at, r.previous_state, r.timer_anchors, r.history, r.executor, r.trace_parent,
     coalesce((SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM (p.finished_at - p.attempt_started_at)))
      FROM (SELECT q.finished_at, q.attempt_started_at
            FROM workflow_runs q
@@ -177,6 +178,7 @@ func (q *Queries) GetRunByKey(ctx context.Context, arg GetRunByKeyParams) (GetRu
 		&i.WorkflowRun.TimerAnchors,
 		&i.WorkflowRun.History,
 		&i.WorkflowRun.Executor,
+		&i.WorkflowRun.TraceParent,
 		&i.MedianSeconds,
 	)
 	return i, err
@@ -187,7 +189,7 @@ WITH ins AS (
     INSERT INTO workflow_runs (
         id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key,
         attempt_no, policy_snapshot, created_at, updated_at, definition_version, input,
-        attempt_started_at, next_run_at, executor)
+        attempt_started_at, next_run_at, executor, trace_parent)
     VALUES (
         coalesce($1::uuid, gen_random_uuid()),
         $2, $3, $4, $5,
@@ -198,9 +200,9 @@ WITH ins AS (
         coalesce($10::timestamptz, now()),
         CASE WHEN $13::bigint IS NULL THEN NULL
             ELSE coalesce($10::timestamptz, now()) + $13::bigint * interval '1 microsecond' END,
-        $14::text)
+        $14::text, $15::text)
     ON CONFLICT (workflow_type, idempotency_key) DO NOTHING
-    RETURNING id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history, executor
+    RETURNING id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history, executor, trace_parent
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -211,7 +213,7 @@ WITH ins AS (
 ), notified AS (
     SELECT CASE WHEN ins.executor IS NULL THEN pg_notify('fsmgen_runs', ins.workflow_type) END AS n FROM ins
 )
-SELECT ins.id, ins.workflow_type, ins.current_state, ins.tenant_id, ins.user_id, ins.correlation_id, ins.idempotency_key, ins.attempt_no, ins.policy_snapshot, ins.result, ins.created_at, ins.updated_at, ins.definition_version, ins.row_version, ins.status, ins.input, ins.attempt_started_at, ins.finished_at, ins.lease_owner, ins.lease_expires_at, ins.lease_epoch, ins.next_run_at, ins.step_attempt, ins.last_error_code, ins.last_error, ins.parked_at, ins.parent_run_id, ins.parent_event, ins.parent_delivered_at, ins.previous_state, ins.timer_anchors, ins.history, ins.executor FROM ins CROSS JOIN notified
+SELECT ins.id, ins.workflow_type, ins.current_state, ins.tenant_id, ins.user_id, ins.correlation_id, ins.idempotency_key, ins.attempt_no, ins.policy_snapshot, ins.result, ins.created_at, ins.updated_at, ins.definition_version, ins.row_version, ins.status, ins.input, ins.attempt_started_at, ins.finished_at, ins.lease_owner, ins.lease_expires_at, ins.lease_epoch, ins.next_run_at, ins.step_attempt, ins.last_error_code, ins.last_error, ins.parked_at, ins.parent_run_id, ins.parent_event, ins.parent_delivered_at, ins.previous_state, ins.timer_anchors, ins.history, ins.executor, ins.trace_parent FROM ins CROSS JOIN notified
 `
 
 type InsertRunParams struct {
@@ -229,6 +231,7 @@ type InsertRunParams struct {
 	Input             []byte
 	NextDelayUs       pgtype.Int8
 	Executor          pgtype.Text
+	TraceParent       pgtype.Text
 }
 
 type InsertRunRow struct {
@@ -265,6 +268,7 @@ type InsertRunRow struct {
 	TimerAnchors      []byte
 	History           []byte
 	Executor          pgtype.Text
+	TraceParent       pgtype.Text
 }
 
 // Creates a run and its first log row, or does nothing when a run with the
@@ -273,6 +277,7 @@ type InsertRunRow struct {
 // (store.NotifyChannel) with its type, at the commit of this statement.
 // A run another runtime executes (executor, see 0018_executor.sql) comes
 // with its id there and its attempt, is never due and is not announced.
+// trace_parent is the trace context of the span that started it, if any.
 func (q *Queries) InsertRun(ctx context.Context, arg InsertRunParams) (InsertRunRow, error) {
 	row := q.db.QueryRow(ctx, insertRun,
 		arg.ID,
@@ -289,6 +294,7 @@ func (q *Queries) InsertRun(ctx context.Context, arg InsertRunParams) (InsertRun
 		arg.Input,
 		arg.NextDelayUs,
 		arg.Executor,
+		arg.TraceParent,
 	)
 	var i InsertRunRow
 	err := row.Scan(
@@ -325,12 +331,13 @@ func (q *Queries) InsertRun(ctx context.Context, arg InsertRunParams) (InsertRun
 		&i.TimerAnchors,
 		&i.History,
 		&i.Executor,
+		&i.TraceParent,
 	)
 	return i, err
 }
 
 const listRuns = `-- name: ListRuns :many
-SELECT id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history, executor FROM workflow_runs
+SELECT id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history, executor, trace_parent FROM workflow_runs
 WHERE ($1::text IS NULL OR workflow_type = $1::text)
   AND (cardinality($2::text[]) = 0 OR current_state = ANY ($2::text[]))
   AND ($3::text IS NULL OR status = $3::text)
@@ -424,6 +431,7 @@ func (q *Queries) ListRuns(ctx context.Context, arg ListRunsParams) ([]WorkflowR
 			&i.TimerAnchors,
 			&i.History,
 			&i.Executor,
+			&i.TraceParent,
 		); err != nil {
 			return nil, err
 		}
@@ -436,7 +444,7 @@ func (q *Queries) ListRuns(ctx context.Context, arg ListRunsParams) ([]WorkflowR
 }
 
 const listRunsNewest = `-- name: ListRunsNewest :many
-SELECT id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history, executor FROM workflow_runs
+SELECT id, workflow_type, current_state, tenant_id, user_id, correlation_id, idempotency_key, attempt_no, policy_snapshot, result, created_at, updated_at, definition_version, row_version, status, input, attempt_started_at, finished_at, lease_owner, lease_expires_at, lease_epoch, next_run_at, step_attempt, last_error_code, last_error, parked_at, parent_run_id, parent_event, parent_delivered_at, previous_state, timer_anchors, history, executor, trace_parent FROM workflow_runs
 WHERE ($1::text IS NULL OR workflow_type = $1::text)
   AND (cardinality($2::text[]) = 0 OR current_state = ANY ($2::text[]))
   AND ($3::text IS NULL OR status = $3::text)
@@ -527,6 +535,7 @@ func (q *Queries) ListRunsNewest(ctx context.Context, arg ListRunsNewestParams) 
 			&i.TimerAnchors,
 			&i.History,
 			&i.Executor,
+			&i.TraceParent,
 		); err != nil {
 			return nil, err
 		}
@@ -557,7 +566,7 @@ WITH moved AS (
         lease_owner = NULL,
         lease_expires_at = NULL
     WHERE w.id = $6 AND w.row_version = $7 AND w.current_state = $8::text AND w.status = 'failed'
-    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history, w.executor
+    RETURNING w.id, w.workflow_type, w.current_state, w.tenant_id, w.user_id, w.correlation_id, w.idempotency_key, w.attempt_no, w.policy_snapshot, w.result, w.created_at, w.updated_at, w.definition_version, w.row_version, w.status, w.input, w.attempt_started_at, w.finished_at, w.lease_owner, w.lease_expires_at, w.lease_epoch, w.next_run_at, w.step_attempt, w.last_error_code, w.last_error, w.parked_at, w.parent_run_id, w.parent_event, w.parent_delivered_at, w.previous_state, w.timer_anchors, w.history, w.executor, w.trace_parent
 ), logged AS (
     INSERT INTO workflow_step_logs (
         workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
@@ -568,7 +577,7 @@ WITH moved AS (
 ), notified AS (
     SELECT CASE WHEN moved.executor IS NULL THEN pg_notify('fsmgen_runs', moved.workflow_type) END AS n FROM moved
 )
-SELECT moved.id, moved.workflow_type, moved.current_state, moved.tenant_id, moved.user_id, moved.correlation_id, moved.idempotency_key, moved.attempt_no, moved.policy_snapshot, moved.result, moved.created_at, moved.updated_at, moved.definition_version, moved.row_version, moved.status, moved.input, moved.attempt_started_at, moved.finished_at, moved.lease_owner, moved.lease_expires_at, moved.lease_epoch, moved.next_run_at, moved.step_attempt, moved.last_error_code, moved.last_error, moved.parked_at, moved.parent_run_id, moved.parent_event, moved.parent_delivered_at, moved.previous_state, moved.timer_anchors, moved.history, moved.executor FROM moved CROSS JOIN notified
+SELECT moved.id, moved.workflow_type, moved.current_state, moved.tenant_id, moved.user_id, moved.correlation_id, moved.idempotency_key, moved.attempt_no, moved.policy_snapshot, moved.result, moved.created_at, moved.updated_at, moved.definition_version, moved.row_version, moved.status, moved.input, moved.attempt_started_at, moved.finished_at, moved.lease_owner, moved.lease_expires_at, moved.lease_epoch, moved.next_run_at, moved.step_attempt, moved.last_error_code, moved.last_error, moved.parked_at, moved.parent_run_id, moved.parent_event, moved.parent_delivered_at, moved.previous_state, moved.timer_anchors, moved.history, moved.executor, moved.trace_parent FROM moved CROSS JOIN notified
 `
 
 type RestartRunParams struct {
@@ -616,6 +625,7 @@ type RestartRunRow struct {
 	TimerAnchors      []byte
 	History           []byte
 	Executor          pgtype.Text
+	TraceParent       pgtype.Text
 }
 
 // Resets a failed run to the initial state of the given version, with
@@ -669,6 +679,7 @@ func (q *Queries) RestartRun(ctx context.Context, arg RestartRunParams) (Restart
 		&i.TimerAnchors,
 		&i.History,
 		&i.Executor,
+		&i.TraceParent,
 	)
 	return i, err
 }

@@ -95,6 +95,9 @@ type Claim struct {
 	// events must be read with AttemptEvents.
 	Events     []LoggedEvent
 	EventsRead bool
+	// TraceParent is the trace context stored with the run when it was
+	// started (store.WithTraceParent), "" for none.
+	TraceParent string
 }
 
 // Claim leases due runs to a worker in one statement: runs in a
@@ -137,9 +140,10 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 			return out, pgstore.RunErr("claim", run.ID, err)
 		}
 		c := Claim{
-			Run:   run,
-			Lease: Lease{RunID: run.ID, Owner: p.Owner, Epoch: run.Lease.Epoch, ExpiresAt: run.Lease.ExpiresAt},
-			Now:   run.Lease.ExpiresAt.Add(-time.Duration(arg.TtlUs) * time.Microsecond),
+			Run:         run,
+			Lease:       Lease{RunID: run.ID, Owner: p.Owner, Epoch: run.Lease.Epoch, ExpiresAt: run.Lease.ExpiresAt},
+			Now:         run.Lease.ExpiresAt.Add(-time.Duration(arg.TtlUs) * time.Microsecond),
+			TraceParent: r.TraceParent.String,
 		}
 		if r.LoggedVersion == r.RowVersion && len(r.EventNames) == len(r.EventPayloads) {
 			c.EventsRead, c.Events = true, s.loggedEvents(r.EventNames, r.EventPayloads)
