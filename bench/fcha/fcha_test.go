@@ -6,7 +6,6 @@ package fcha_test
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -29,6 +28,7 @@ import (
 	"github.com/fsmgen/fsmgen/machines/compliance"
 	"github.com/fsmgen/fsmgen/machines/compliance/fcha"
 	"github.com/fsmgen/fsmgen/machines/compliance/local"
+	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/activity"
 	"github.com/fsmgen/fsmgen/runtime/engine"
 	"github.com/fsmgen/fsmgen/runtime/store"
@@ -103,7 +103,7 @@ func measure(b *testing.B, run func(ctx context.Context) error) {
 // passed and the conditional offer delivered, the authorization signalled
 // once the run waits for it, the background check clean, APPROVED), 16 in
 // flight at once, on each engine in turn (-rounds paired rounds, after an
-// untimed warm-up of each), so that every round pairs the two on the same
+// untimed warm-up of each), so that every round pairs them on the same
 // machine at nearly the same time:
 //
 //   - postgres: compliance.Workflow.ExecuteWorkflowSync on the PostgreSQL
@@ -112,15 +112,19 @@ func measure(b *testing.B, run func(ctx context.Context) error) {
 //     durable benchmark server (benchdb);
 //   - temporal: contrib/temporal's workflow on a dev server (temporal server
 //     start-dev, its SQLite database in a file) with one worker in this
-//     process; the client starts the workflow, signals the authorization
-//     (buffered until the run waits) and waits for the result.
+//     process; the client starts the run through temporal.Runner (the
+//     typed handle fcha.Runs), signals the authorization (buffered until
+//     the run waits) and waits for the result through the Runner;
+//   - temporal-record: the same, the workflow registered WithRecord on
+//     the benchmark database, so that its runs are recorded there, with
+//     the evidence chain and the activity cache, as on the engine.
 //
 // Reported: runs/s and p50-ms, the median time from start to result.
 func BenchmarkFCHA(b *testing.B) {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	pool := benchdb.NewPool(b, benchdb.MaxConns(2*clients+4))
+	pool := benchdb.NewPool(b, benchdb.MaxConns(3*clients+4))
 	st := store.New(pool)
 	eng, err := engine.New(st, engine.Config{Logger: quiet, DisableNotify: true})
 	if err != nil {
@@ -145,12 +149,28 @@ func BenchmarkFCHA(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(c.Close)
-	w := worker.New(c, "fcha-bench", worker.Options{})
-	temporal.Register(w, compliance.New(nil, nil, adapters()).Driver())
-	if err := w.Start(); err != nil {
-		b.Fatal(err)
+	// Two task queues: the workflow alone (the history is the record), and
+	// the workflow recording its runs in the benchmark database
+	// (temporal.WithRecord: the evidence chain and the activity cache, as
+	// on the engine).
+	runner := func(queue string, opts ...temporal.Option) *temporal.Runner {
+		w := worker.New(c, queue, worker.Options{})
+		var x *activity.Executor
+		if len(opts) > 0 {
+			x = activity.NewExecutor(pool)
+		}
+		temporal.Register(w, compliance.New(nil, x, adapters()).Driver(), opts...)
+		if err := w.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(w.Stop)
+		r, err := temporal.NewRunner(c, temporal.RunnerConfig{TaskQueue: queue, Definitions: []runtime.Definition{fcha.Definition()}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r
 	}
-	b.Cleanup(w.Stop)
+	bare, recorded := runner("fcha-bench"), runner("fcha-bench-record", temporal.WithRecord(st))
 	auth := fcha.BackgroundCheckAuthorizationSigned{SignedAt: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC), SignedBy: "user_456"}
 
 	runPG := func(ctx context.Context) error {
@@ -162,31 +182,33 @@ func BenchmarkFCHA(b *testing.B) {
 		}
 		return err
 	}
-	runTemporal := func(ctx context.Context) error {
-		app := application("tp")
-		input, err := json.Marshal(app)
-		if err != nil {
-			return err
+	// A run on Temporal: started through the Runner, the authorization
+	// sent as a signal (buffered by the workflow until the run waits for
+	// it), the result awaited through the Runner.
+	onTemporal := func(r *temporal.Runner) func(ctx context.Context) error {
+		runs := fcha.Runs[compliance.Application](r)
+		return func(ctx context.Context) error {
+			app := application("tp")
+			s, err := runs.Start(ctx, app.ApplicationID, app, runtime.Owner{TenantID: app.OrganizationID})
+			if err != nil {
+				return err
+			}
+			if err := temporal.Signal(ctx, c, s.ID, auth); err != nil {
+				return err
+			}
+			done, err := runs.Wait(ctx, s.ID)
+			if err != nil {
+				return err
+			}
+			if done.State != fcha.StateApproved {
+				return fmt.Errorf("run %s ended in %s", s.ID, done.State)
+			}
+			return nil
 		}
-		wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: app.ApplicationID, TaskQueue: "fcha-bench"}, fcha.Type,
-			temporal.Start{RunID: app.ApplicationID, Input: input, TenantID: app.OrganizationID})
-		if err != nil {
-			return err
-		}
-		if err := temporal.Signal(ctx, c, app.ApplicationID, auth); err != nil {
-			return err
-		}
-		var res temporal.Result
-		if err := wr.Get(ctx, &res); err != nil {
-			return err
-		}
-		if res.State != "APPROVED" {
-			return fmt.Errorf("workflow %s ended in %s", app.ApplicationID, res.State)
-		}
-		return nil
 	}
+	runTemporal, runRecorded := onTemporal(bare), onTemporal(recorded)
 	// Warm both up (connections, caches, the worker's pollers), untimed.
-	for _, run := range []func(context.Context) error{runPG, runTemporal} {
+	for _, run := range []func(context.Context) error{runPG, runTemporal, runRecorded} {
 		for range clients {
 			if err := run(ctx); err != nil {
 				b.Fatal(err)
@@ -197,5 +219,6 @@ func BenchmarkFCHA(b *testing.B) {
 	for r := 1; r <= *rounds; r++ {
 		b.Run(fmt.Sprintf("round=%d/engine=postgres", r), func(b *testing.B) { measure(b, runPG) })
 		b.Run(fmt.Sprintf("round=%d/engine=temporal", r), func(b *testing.B) { measure(b, runTemporal) })
+		b.Run(fmt.Sprintf("round=%d/engine=temporal-record", r), func(b *testing.B) { measure(b, runRecorded) })
 	}
 }
