@@ -222,7 +222,7 @@
 //
 //	temporal.Register(w, driver, temporal.WithRecord(st))
 //
-// The workflow runs the activity RecordActivityName(type), type + ".record",
+// The workflow runs the local activity RecordActivityName(type), type + ".record",
 // once when it starts and once after each transition, in order, one at a
 // time, each tried until it succeeds (every second, then up to every
 // minute). The start's record creates the run with the workflow's run id

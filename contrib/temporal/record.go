@@ -254,7 +254,7 @@ func (r *recorder) input(in Start, start *Start, t *Transition) RecordInput {
 
 // run writes the queued records, in order, until ctx ends.
 func (r *recorder) run(ctx workflow.Context) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: RecordTimeout, RetryPolicy: recordRetry})
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: RecordTimeout, RetryPolicy: recordRetry})
 	logger := workflow.GetLogger(ctx)
 	for {
 		if err := workflow.Await(ctx, func() bool { return len(r.queue) > 0 && r.refused == nil }); err != nil {
@@ -265,7 +265,7 @@ func (r *recorder) run(ctx workflow.Context) {
 			in.RowVersion = r.rowVersion
 		}
 		var out RecordOutput
-		if err := workflow.ExecuteActivity(actx, RecordActivityName(r.typ), in).Get(ctx, &out); err != nil {
+		if err := workflow.ExecuteLocalActivity(lctx, RecordActivityName(r.typ), in).Get(ctx, &out); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
