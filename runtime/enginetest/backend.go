@@ -123,13 +123,20 @@ func (d deployment) Runner() runtime.Runner { return d.eng }
 // the runs it made due.
 func (d deployment) SkipClock(_ *testing.T, by time.Duration) { d.skew.Add(int64(by)) }
 
-// VerifyEvidence verifies the run's chain with evidence.Verify and
-// returns its records' kinds.
+// VerifyEvidence verifies the run's chain (see Evidence).
 func (d deployment) VerifyEvidence(ctx context.Context, runID string) ([]string, error) {
-	if _, err := evidence.Verify(ctx, d.owner, runID); err != nil {
+	return Evidence(ctx, d.owner, runID)
+}
+
+// Evidence verifies the evidence chain of run runID with evidence.Verify
+// and returns the kinds of its records, in chain order: what
+// runnertest.EvidenceVerifier reports, for any backend that records its
+// runs in PostgreSQL.
+func Evidence(ctx context.Context, q evidence.Querier, runID string) ([]string, error) {
+	if _, err := evidence.Verify(ctx, q, runID); err != nil {
 		return nil, err
 	}
-	recs, err := evidence.Records(ctx, d.owner, runID)
+	recs, err := evidence.Records(ctx, q, runID)
 	if err != nil {
 		return nil, err
 	}
