@@ -4,25 +4,31 @@
 // run's page, with the run's current state highlighted, and on a machine's
 // page as a heatmap of where its runs are.
 //
-// The layout is layered. States are ranked by their breadth-first depth
-// from the initial state, one row per depth, top to bottom; states the
-// initial one cannot reach go in a last row. Within a row, states keep
-// their declaration order, then are ordered by the mean position of their
-// predecessors in the rows above, to cross fewer edges. Every (from, to)
-// pair gets one edge, labelled with its events (a guard in brackets,
-// negated with !). The initial state has an entry dot, terminal states a
-// double border.
+// The layout is Graphviz's dot, run as a command for each drawing (Dot:
+// $FSMGEN_DOT, else dot on the PATH; Debian: apt-get install graphviz);
+// without it Render draws the error instead of the machine. Each state is a box of a fixed size (wide enough
+// for its name in bold 13 px), every (from, to) pair one edge labelled with
+// its events (a guard in brackets, negated with !); dot places the boxes,
+// routes the edges as splines and places their labels so that no two
+// overlap, each label sized a quarter wider than dot's estimate for
+// Helvetica, for the browser's sans-serif. The drawing is then written
+// here, from dot's coordinates, with the classes below. The initial state
+// has an entry dot, terminal states a double border.
 //
 // A nested machine (a definition with composites) is drawn as fsmgen's
-// diagrams draw it: each composite is a frame around its children, which
-// are ranked inside it as the top level is, with a start point above its
-// initial child; history pseudostates are circles marked H or H*; each
-// row is drawn once, from the state it was written on (a composite's row
-// from its frame) to the state or history it names, as
-// defdiagram.Machine reads the rows back from the leaf-to-leaf table. The
-// composites that hold Marks.Current have the class active. A parallel
-// state is a frame around its regions, side by side; a run in one of its
-// configurations has the leaf of each region highlighted.
+// diagrams draw it: each composite is a frame (a dot cluster) around its
+// children, with a start point before its initial child; history
+// pseudostates are circles marked H or H*; each row is drawn once, from
+// the state it was written on (a composite's row from its frame) to the
+// state or history it names, as defdiagram.Machine reads the rows back
+// from the leaf-to-leaf table. The composites that hold Marks.Current have
+// the class active. A parallel state is a frame around its regions, side
+// by side; a run in one of its configurations has the leaf of each region
+// highlighted.
+//
+// Marks.Visited and Marks.Taken draw a run's path: the boxes of the states
+// it has been in (class visited) and the arrows of the rows it took (class
+// taken) in the path's colour.
 //
 // Render returns the SVG element as text. Everything that comes from the
 // definition or the marks (state and event names, guards, counts) is
@@ -35,7 +41,9 @@
 //	current          the state Marks.Current names (each leaf of a configuration)
 //	heat-0 … heat-5  with Marks.Heat: 0 for no run, 5 for the most runs
 //	stuck            a state with stuck or parked runs (Marks.Heat)
+//	visited, taken   the states and arrows of Marks.Visited and Marks.Taken
 //	edge, edge-label every edge and its label
 //
-// The same definition and marks always give the same bytes.
+// The same definition and marks always give the same bytes, with the same
+// version of Graphviz.
 package statesvg

@@ -13,10 +13,8 @@ import (
 
 // Geometry of a nested drawing's composites.
 const (
-	boxPad    = 14 // inside a composite's border
-	boxHeader = 44 // a composite's title and the start point under it
-	nestGapY  = 60
-	histR     = 14
+	boxPad = 14 // inside a composite's border
+	histR  = 14
 )
 
 // nbox is a state of a nested drawing: a leaf (node), a composite (a frame
@@ -28,10 +26,18 @@ type nbox struct {
 	node     *node
 	children []*nbox
 	initial  *nbox
-	rank     int
 	decl     int
 	x, y     int
 	w, h     int
+}
+
+// dotID is the box's name in the dot graph: n and its declaration number,
+// root for the machine (state names are only drawn, never given to dot).
+func (b *nbox) dotID() string {
+	if b.state == nil && b.hist == nil {
+		return "root"
+	}
+	return "n" + strconv.Itoa(b.decl)
 }
 
 func (b *nbox) holds(name string) bool {
@@ -130,13 +136,33 @@ func renderNested(def runtime.Definition, marks Marks, prefix string) []byte {
 		}
 	}
 
-	arrange(root, edges, true)
-	place(root, margin+loopW, margin)
-
-	width, height := root.w+2*margin+loopW, root.h+2*margin
-	for _, e := range edges {
-		if e.to.y+e.to.h <= e.from.y {
-			width = max(width, (e.from.x+e.from.w/2+e.to.x+e.to.w/2)/2+24+7*len(strings.Join(e.labels, ", ")))
+	g, f, width, height, err := layOut(nestedDot(root, edges))
+	if err != nil {
+		return errorSVG(def, err)
+	}
+	byID := map[string]*nbox{}
+	for _, x := range byName {
+		byID[x.dotID()] = x
+	}
+	starts := map[string][2]int{}
+	for _, o := range g.Objects {
+		if cb := floats(o.BB); len(cb) == 4 {
+			if x := byID[strings.TrimPrefix(o.Name, "cluster_")]; x != nil && strings.HasPrefix(o.Name, "cluster_") {
+				x0, y0 := f.pt(cb[0], cb[3])
+				x1, y1 := f.pt(cb[2], cb[1])
+				x.x, x.y, x.w, x.h = x0, y0, x1-x0, y1-y0
+			}
+			continue
+		}
+		p := floats(o.Pos)
+		if len(p) != 2 {
+			continue
+		}
+		cx, cy := f.pt(p[0], p[1])
+		if id, ok := strings.CutPrefix(o.Name, startNode); ok {
+			starts[id] = [2]int{cx, cy}
+		} else if x := byID[o.Name]; x != nil {
+			x.x, x.y = cx-x.w/2, cy-x.h/2
 		}
 	}
 
@@ -185,24 +211,11 @@ func renderNested(def runtime.Definition, marks Marks, prefix string) []byte {
 		maxRuns = max(maxRuns, h.Runs)
 	}
 	b.WriteString(`<g class="edges">` + "\n")
-	for _, e := range edges {
-		drawNestedEdge(&b, e, prefix, marks.took(e.from.holds, e.to.holds))
-	}
+	drawEdges(&b, g, f, starts, prefix, len(edges), func(i int) (string, string, []string, bool) {
+		e := edges[i]
+		return e.from.name, e.to.name, e.labels, marks.took(e.from.holds, e.to.holds)
+	})
 	b.WriteString("</g>\n<g class=\"states\">\n")
-	// The start point of each composite (and of the machine) above its
-	// initial child; the machine's initial leaf has its own.
-	var starts func(x *nbox)
-	starts = func(x *nbox) {
-		if x.initial != nil && !(x.initial.node != nil && x.initial.node.spec.Initial) {
-			cx := x.initial.x + x.initial.w/2
-			fmt.Fprintf(&b, `<g class="start"><circle cx="%d" cy="%d" r="5" fill="#222"/><path d="M%d,%d L%d,%d" stroke="#222" stroke-width="1.3" marker-end="url(#%s-arrow)"/></g>`+"\n",
-				cx, x.initial.y-24, cx, x.initial.y-19, cx, x.initial.y, esc(prefix))
-		}
-		for _, c := range x.children {
-			starts(c)
-		}
-	}
-	starts(root)
 	var nodes func(x *nbox)
 	nodes = func(x *nbox) {
 		for _, c := range x.children {
@@ -252,161 +265,80 @@ func nestedLabel(t *dsl.Transition) string {
 	return strings.Join(parts, " ")
 }
 
-// arrange lays out a composite's children (the machine's top level when
-// top) in ranks and sets its size; children's positions are relative to
-// it until place.
-func arrange(b *nbox, edges []*nestedEdge, top bool) {
-	for _, c := range b.children {
-		if len(c.children) > 0 {
-			arrange(c, edges, false)
+// nestedDot is the dot graph of a nested machine: a cluster per
+// composite (a parallel state's regions are clusters in it) holding its
+// children and the start point of its initial child, a fixed-size box per
+// leaf, a circle per history pseudostate, and an edge per drawn row; a row
+// from or to a composite is drawn between one of its leaves and clipped at
+// its frame (compound, ltail, lhead).
+func nestedDot(root *nbox, edges []*nestedEdge) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "digraph {\n rankdir=TB; compound=true; nodesep=0.45; ranksep=0.55; margin=0;\n")
+	fmt.Fprintf(&b, " node [shape=box, fixedsize=true, label=\"\"];\n edge [fontname=\"Helvetica\", fontsize=%.2f];\n", 11*labelScale)
+	var emit func(x *nbox, indent string)
+	emit = func(x *nbox, indent string) {
+		if x.initial != nil {
+			fmt.Fprintf(&b, "%s%s [shape=point, width=0.14, height=0.14];\n", indent, startNode+x.dotID())
 		}
-	}
-	childOf := func(x *nbox) *nbox {
-		for _, c := range b.children {
-			if c.holds(x.name) {
-				return c
-			}
-		}
-		return nil
-	}
-	succ := map[*nbox][]*nbox{}
-	for _, e := range edges {
-		f, t := childOf(e.from), childOf(e.to)
-		if f != nil && t != nil && f != t && !slices.Contains(succ[f], t) {
-			succ[f] = append(succ[f], t)
-		}
-	}
-	for _, c := range b.children {
-		c.rank = -1
-	}
-	maxRank := 0
-	if b.initial != nil {
-		b.initial.rank = 0
-		queue := []*nbox{b.initial}
-		for len(queue) > 0 {
-			n := queue[0]
-			queue = queue[1:]
-			for _, s := range succ[n] {
-				if s.rank < 0 {
-					s.rank = n.rank + 1
-					maxRank = max(maxRank, s.rank)
-					queue = append(queue, s)
-				}
+		for _, c := range x.children {
+			switch {
+			case c.node != nil:
+				fmt.Fprintf(&b, "%s%s [width=%.3f, height=%.3f];\n", indent, c.dotID(), float64(c.w)/72, float64(c.h)/72)
+			case c.hist != nil:
+				fmt.Fprintf(&b, "%s%s [shape=circle, width=%.3f, height=%.3f];\n", indent, c.dotID(), float64(2*histR)/72, float64(2*histR)/72)
+			default:
+				fmt.Fprintf(&b, "%ssubgraph %s {\n%s label=%s; labeljust=l; fontname=\"Helvetica\"; fontsize=%.2f; margin=12;\n",
+					indent, "cluster_"+c.dotID(), indent, dotQuote(c.name), 13*labelScale)
+				emit(c, indent+" ")
+				fmt.Fprintf(&b, "%s}\n", indent)
 			}
 		}
 	}
-	// The states the initial one does not reach go in a last row; the
-	// regions of a parallel state, which has no initial child, in its one
-	// row.
-	var unreached bool
-	last := maxRank + 1
-	if b.initial == nil {
-		last = 0
-	}
-	for _, c := range b.children {
-		if c.rank < 0 {
-			c.rank = last
-			unreached = true
+	emit(root, " ")
+	// An edge to or from a composite ends on one of its leaves, clipped at
+	// its frame.
+	end := func(x *nbox) (string, string) {
+		if x.node != nil || x.hist != nil {
+			return x.dotID(), ""
 		}
-	}
-	if unreached && last > maxRank {
-		maxRank = last
-	}
-	rows := make([][]*nbox, maxRank+1)
-	for _, c := range b.children {
-		rows[c.rank] = append(rows[c.rank], c)
-	}
-	widest := 0
-	for _, row := range rows {
-		w := 0
-		for i, c := range row {
-			if i > 0 {
-				w += nodeGapX
+		rep := x
+		for rep.node == nil && rep.hist == nil && len(rep.children) > 0 {
+			if rep.initial != nil {
+				rep = rep.initial
+			} else {
+				rep = rep.children[0]
 			}
-			w += c.w
 		}
-		widest = max(widest, w)
+		return rep.dotID(), "cluster_" + x.dotID()
 	}
-	pad, header := boxPad, boxHeader
-	if top {
-		pad, header = 0, 16
-	}
-	y := header
-	for _, row := range rows {
-		w, rh := 0, 0
-		for i, c := range row {
-			if i > 0 {
-				w += nodeGapX
+	var starts func(x *nbox)
+	starts = func(x *nbox) {
+		if x.initial != nil {
+			to, head := end(x.initial)
+			fmt.Fprintf(&b, " %s -> %s [id=\"start:%s\"", startNode+x.dotID(), to, x.dotID())
+			if head != "" {
+				fmt.Fprintf(&b, ", lhead=%s", head)
 			}
-			w += c.w
-			rh = max(rh, c.h)
+			b.WriteString("];\n")
 		}
-		x := pad + (widest-w)/2
-		for _, c := range row {
-			c.x, c.y = x, y+(rh-c.h)/2
-			x += c.w + nodeGapX
+		for _, c := range x.children {
+			starts(c)
 		}
-		y += rh + nestGapY
 	}
-	b.w = widest + 2*pad
-	b.h = y - nestGapY + pad
-}
-
-// place turns the positions arrange set into absolute ones.
-func place(b *nbox, x, y int) {
-	b.x, b.y = b.x+x, b.y+y
-	for _, c := range b.children {
-		place(c, b.x, b.y)
+	starts(root)
+	for i, e := range edges {
+		from, tail := end(e.from)
+		to, head := end(e.to)
+		fmt.Fprintf(&b, " %s -> %s [id=\"e%d\", label=%s", from, to, i, dotQuote(strings.Join(e.labels, ", ")))
+		// Clipping at a frame that holds the other end is not done.
+		if tail != "" && !e.from.holds(e.to.name) {
+			fmt.Fprintf(&b, ", ltail=%s", tail)
+		}
+		if head != "" && !e.to.holds(e.from.name) {
+			fmt.Fprintf(&b, ", lhead=%s", head)
+		}
+		b.WriteString("];\n")
 	}
-}
-
-func (b *nbox) inside(o *nbox) bool {
-	return b.x >= o.x && b.y >= o.y && b.x+b.w <= o.x+o.w && b.y+b.h <= o.y+o.h
-}
-
-func drawNestedEdge(b *strings.Builder, e *nestedEdge, prefix string, taken bool) {
-	f, t := e.from, e.to
-	var path string
-	var lx, ly int
-	anchor := "middle"
-	switch {
-	case f == t || t.inside(f) || f.inside(t): // a loop on the left side
-		x, y := f.x, f.y+min(f.h/2, 24)
-		if t != f {
-			x, y = min(f.x, t.x), t.y+t.h/2
-		}
-		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x, y-8, x-loopW, y-24, x-loopW, y+24, x, y+8)
-		lx, ly, anchor = x-loopW-2, y-20, "end"
-	case t.y >= f.y+f.h: // down
-		x1, y1 := f.x+f.w/2, f.y+f.h
-		x2, y2 := t.x+t.w/2, t.y
-		dy := (y2 - y1) / 2
-		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y1, x1, y1+dy, x2, y2-dy, x2, y2)
-		lx, ly = (x1+x2)/2, (y1+y2)/2+4
-		switch {
-		case x2 < x1-8:
-			lx, anchor = lx+4, "end"
-		case x2 > x1+8:
-			lx, anchor = lx-4, "start"
-		}
-	case t.y+t.h <= f.y: // up, beside the edges down
-		x1, y1 := f.x+f.w/2+10, f.y
-		x2, y2 := t.x+t.w/2+10, t.y+t.h
-		dy := (y1 - y2) / 2
-		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y1, x1, y1-dy, x2, y2+dy, x2, y2)
-		lx, ly, anchor = x1+(x2-x1)/4+6, y1-(y1-y2)/4, "start"
-	default: // side by side, bowed down
-		x1, x2 := f.x+f.w, t.x
-		if t.x < f.x {
-			x1, x2 = f.x, t.x+t.w
-		}
-		y, dip := f.y+f.h/2, min(f.h, t.h)/2+24
-		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y, x1+12, y+dip, x2-12, y+dip, x2, t.y+t.h/2)
-		lx, ly = (x1+x2)/2, y+dip+6
-	}
-	class, stroke, width := edgeStyle(taken)
-	fmt.Fprintf(b, `<g class="%s" data-from="%s" data-to="%s"><path d="%s" fill="none" stroke="%s" stroke-width="%s" marker-end="url(#%s-arrow)"/>`,
-		class, esc(f.name), esc(t.name), path, stroke, width, esc(prefix))
-	fmt.Fprintf(b, `<text class="edge-label" x="%d" y="%d" text-anchor="%s" font-size="11" font-family="sans-serif" fill="#333" stroke="#fff" stroke-width="3" paint-order="stroke">%s</text></g>`+"\n",
-		lx, ly, anchor, esc(strings.Join(e.labels, ", ")))
+	b.WriteString("}\n")
+	return b.String()
 }

@@ -80,17 +80,16 @@ const (
 	heatNodeH = 62
 	minNodeW  = 120
 	charW     = 9 // an estimate of a bold capital's width at font-size 13
-	nodeGapX  = 48
-	rowGap    = 84
-	loopW     = 28
 )
 
 type node struct {
 	spec    runtime.StateSpec
-	depth   int
 	x, y    int // top-left corner
 	w, h    int
 	declIdx int
+	// ownStart draws the initial state's start point above its box; a
+	// drawing laid out by dot draws it as an edge of its own.
+	ownStart bool
 }
 
 func (n *node) cx() int { return n.x + n.w/2 }
@@ -109,18 +108,27 @@ func Render(def runtime.Definition, marks Marks) []byte {
 	if len(def.Composites) > 0 {
 		return renderNested(def, marks, prefix)
 	}
-	nodes := layout(def, marks.Heat != nil)
+	nodes := sized(def, marks.Heat != nil)
 	edges := edgesOf(def, nodes)
-
-	width, height := 0, 0
-	for _, n := range nodes {
-		width = max(width, n.x+n.w+margin+loopW)
-		height = max(height, n.y+n.h+margin)
+	g, f, width, height, err := layOut(flatDot(def, nodes, edges))
+	if err != nil {
+		return errorSVG(def, err)
 	}
-	// Edges that go back up or along a row bend out to the right: make room.
-	for _, e := range edges {
-		if e.to.depth < e.from.depth {
-			width = max(width, margin+loopW+rowsRight(nodes)+36+10*e.to.depth+8*len(strings.Join(e.labels, ", ")))
+	byName := map[string]*node{}
+	for i, n := range nodes {
+		byName["n"+strconv.Itoa(i)] = n
+	}
+	var start [2]int
+	for _, o := range g.Objects {
+		p := floats(o.Pos)
+		if len(p) != 2 {
+			continue
+		}
+		cx, cy := f.pt(p[0], p[1])
+		if n := byName[o.Name]; n != nil {
+			n.x, n.y = cx-n.w/2, cy-n.h/2
+		} else if o.Name == startNode {
+			start = [2]int{cx, cy}
 		}
 	}
 
@@ -135,9 +143,10 @@ func Render(def runtime.Definition, marks Marks) []byte {
 		maxRuns = max(maxRuns, h.Runs)
 	}
 	b.WriteString(`<g class="edges">` + "\n")
-	for _, e := range edges {
-		drawEdge(&b, e, nodes, prefix, marks.took(is(e.from.spec.Name), is(e.to.spec.Name)))
-	}
+	drawEdges(&b, g, f, map[string][2]int{"": start}, prefix, len(edges), func(i int) (string, string, []string, bool) {
+		e := edges[i]
+		return e.from.spec.Name, e.to.spec.Name, e.labels, marks.took(is(e.from.spec.Name), is(e.to.spec.Name))
+	})
 	b.WriteString("</g>\n<g class=\"states\">\n")
 	for _, n := range nodes {
 		drawNode(&b, n, marks, maxRuns, prefix)
@@ -146,126 +155,49 @@ func Render(def runtime.Definition, marks Marks) []byte {
 	return []byte(b.String())
 }
 
-// layout ranks the states and places them; it returns the nodes in
-// declaration order.
-func layout(def runtime.Definition, heat bool) []*node {
+// startNode names the point the arrow to the initial state starts from.
+const startNode = "__fsmgen_start"
+
+// sized returns the nodes of def's states, in declaration order, sized
+// for their names (and the heatmap's figures).
+func sized(def runtime.Definition, heat bool) []*node {
 	h := nodeH
 	if heat {
 		h = heatNodeH
 	}
 	nodes := make([]*node, len(def.States))
-	byName := make(map[string]*node, len(def.States))
 	for i, s := range def.States {
-		w := max(minNodeW, charW*len([]rune(s.Name))+28)
-		nodes[i] = &node{spec: s, depth: -1, w: w, h: h, declIdx: i}
-		byName[s.Name] = nodes[i]
-	}
-	succ := map[string][]string{}
-	for _, t := range def.Transitions {
-		if !slices.Contains(succ[t.From], t.To) {
-			succ[t.From] = append(succ[t.From], t.To)
-		}
-	}
-	maxDepth := 0
-	if start, ok := byName[def.Initial]; ok {
-		start.depth = 0
-		queue := []*node{start}
-		for len(queue) > 0 {
-			n := queue[0]
-			queue = queue[1:]
-			for _, name := range succ[n.spec.Name] {
-				if m, ok := byName[name]; ok && m.depth < 0 {
-					m.depth = n.depth + 1
-					maxDepth = max(maxDepth, m.depth)
-					queue = append(queue, m)
-				}
-			}
-		}
-	}
-	unreached := false
-	for _, n := range nodes {
-		if n.depth < 0 {
-			n.depth = maxDepth + 1
-			unreached = true
-		}
-	}
-	if unreached {
-		maxDepth++
-	}
-	rows := make([][]*node, maxDepth+1)
-	for _, n := range nodes {
-		rows[n.depth] = append(rows[n.depth], n)
-	}
-	// Order each row by the mean position of its predecessors above.
-	pos := map[*node]float64{}
-	for i, n := range rows[0] {
-		pos[n] = float64(i)
-	}
-	preds := map[*node][]*node{}
-	for _, t := range def.Transitions {
-		f, to := byName[t.From], byName[t.To]
-		if f != nil && to != nil && f.depth < to.depth && !slices.Contains(preds[to], f) {
-			preds[to] = append(preds[to], f)
-		}
-	}
-	for d := 1; d < len(rows); d++ {
-		key := func(n *node) float64 {
-			if len(preds[n]) == 0 {
-				return float64(n.declIdx) / float64(len(nodes)+1) * float64(len(rows[d]))
-			}
-			sum := 0.0
-			for _, p := range preds[n] {
-				sum += pos[p]
-			}
-			return sum / float64(len(preds[n]))
-		}
-		slices.SortStableFunc(rows[d], func(a, b *node) int {
-			ka, kb := key(a), key(b)
-			switch {
-			case ka < kb:
-				return -1
-			case ka > kb:
-				return 1
-			}
-			return a.declIdx - b.declIdx
-		})
-		for i, n := range rows[d] {
-			pos[n] = float64(i)
-		}
-	}
-	widest := 0
-	for _, row := range rows {
-		widest = max(widest, rowWidth(row))
-	}
-	for d, row := range rows {
-		x := margin + loopW + (widest-rowWidth(row))/2
-		for _, n := range row {
-			n.x = x
-			n.y = margin + 16 + d*(h+rowGap)
-			x += n.w + nodeGapX
-		}
+		nodes[i] = &node{spec: s, w: max(minNodeW, charW*len([]rune(s.Name))+28), h: h, declIdx: i}
 	}
 	return nodes
 }
 
-// rowsRight is the right edge of the widest row.
-func rowsRight(nodes []*node) int {
-	r := 0
-	for _, n := range nodes {
-		r = max(r, n.x+n.w-margin-loopW)
+// flatDot is the dot graph of a flat machine: a fixed-size box per state,
+// an edge per (from, to) pair with its labels (laid out wider than dot's
+// estimate, see labelScale), and the start point.
+func flatDot(def runtime.Definition, nodes []*node, edges []*edge) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "digraph {\n rankdir=TB; nodesep=0.45; ranksep=0.55; margin=0;\n")
+	fmt.Fprintf(&b, " node [shape=box, fixedsize=true, label=\"\"];\n edge [fontname=\"Helvetica\", fontsize=%.2f];\n", 11*labelScale)
+	// States are named n0, n1, ... in the graph: their names are only
+	// drawn, never given to dot.
+	for i, n := range nodes {
+		fmt.Fprintf(&b, " n%d [width=%.3f, height=%.3f];\n", i, float64(n.w)/72, float64(n.h)/72)
+		if n.spec.Name == def.Initial {
+			fmt.Fprintf(&b, " %s [shape=point, width=0.17, height=0.17, fixedsize=true];\n %s -> n%d [id=\"start:\"];\n", startNode, startNode, i)
+		}
 	}
-	return r
+	for i, e := range edges {
+		fmt.Fprintf(&b, " n%d -> n%d [id=\"e%d\", label=%s];\n", e.from.declIdx, e.to.declIdx, i, dotQuote(strings.Join(e.labels, ", ")))
+	}
+	b.WriteString("}\n")
+	return b.String()
 }
 
-func rowWidth(row []*node) int {
-	w := 0
-	for i, n := range row {
-		if i > 0 {
-			w += nodeGapX
-		}
-		w += n.w
-	}
-	return w
+// errorSVG is what Render draws when the layout fails: the error, as text.
+func errorSVG(def runtime.Definition, err error) []byte {
+	return []byte(fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" class="fsm-diagram error" width="640" height="40" viewBox="0 0 640 40" role="img" aria-label="%s"><text x="8" y="24" font-size="12" font-family="sans-serif" fill="#c0392b">%s</text></svg>`+"\n",
+		esc("state diagram of "+def.Type+" v"+strconv.Itoa(def.Version)), esc(err.Error())))
 }
 
 // edgesOf merges the table's rows into one edge per (from, to), in the
@@ -304,58 +236,12 @@ func edgesOf(def runtime.Definition, nodes []*node) []*edge {
 	return edges
 }
 
-func drawEdge(b *strings.Builder, e *edge, nodes []*node, prefix string, taken bool) {
-	label := strings.Join(e.labels, ", ")
-	var path string
-	var lx, ly int
-	anchor := "middle"
-	f, t := e.from, e.to
-	switch {
-	case f == t: // a loop on the left side
-		x, y := f.x, f.y+f.h/2
-		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x, y-8, x-loopW, y-24, x-loopW, y+24, x, y+8)
-		lx, ly, anchor = x-loopW-2, y-20, "end"
-	case t.depth > f.depth: // down
-		x1, y1 := f.cx(), f.y+f.h
-		x2, y2 := t.cx(), t.y
-		dy := (y2 - y1) / 2
-		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y1, x1, y1+dy, x2, y2-dy, x2, y2)
-		// The label sits at the curve's middle, on the side it heads to, so
-		// that the labels of a fan of edges do not overlap.
-		lx, ly = (x1+x2)/2, (y1+y2)/2+4
-		switch {
-		case x2 < x1-8:
-			lx, anchor = lx+4, "end"
-		case x2 > x1+8:
-			lx, anchor = lx-4, "start"
-		}
-	case t.depth == f.depth: // along a row: side to side, bowed down
-		x1, x2 := f.x+f.w, t.x
-		if t.x < f.x {
-			x1, x2 = f.x, t.x+t.w
-		}
-		// The curve dips below the boxes, and its label under it, clear of
-		// the boxes whatever the gap between them.
-		y, dip := f.y+f.h/2, f.h/2+24
-		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y, x1+12, y+dip, x2-12, y+dip, x2, y)
-		lx, ly = (x1+x2)/2, y+dip+6
-	default: // up: out below the source, then up to the right of every state on the way
-		x1, y1 := f.cx(), f.y+f.h
-		x2, y2 := t.x+t.w, t.y+t.h/2-6
-		right := max(f.x+f.w, x2)
-		for _, n := range nodes {
-			if n.depth >= t.depth && n.depth <= f.depth {
-				right = max(right, n.x+n.w)
-			}
-		}
-		bend := right + 36 + 10*t.depth
-		turn := y1 + 22 + 4*t.depth
-		path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d S%d,%d %d,%d", x1, y1, x1, turn, bend, turn, bend, y1-16, bend, y2, x2, y2)
-		lx, ly, anchor = bend+4, (y1+y2)/2, "start"
-	}
+// drawEdgePath draws an arrow along path from state from to state to,
+// with its label at (lx, ly).
+func drawEdgePath(b *strings.Builder, from, to, path string, lx, ly int, anchor, label, prefix string, taken bool) {
 	class, stroke, width := edgeStyle(taken)
 	fmt.Fprintf(b, `<g class="%s" data-from="%s" data-to="%s"><path d="%s" fill="none" stroke="%s" stroke-width="%s" marker-end="url(#%s-arrow)"/>`,
-		class, esc(f.spec.Name), esc(t.spec.Name), path, stroke, width, esc(prefix))
+		class, esc(from), esc(to), path, stroke, width, esc(prefix))
 	fmt.Fprintf(b, `<text class="edge-label" x="%d" y="%d" text-anchor="%s" font-size="11" font-family="sans-serif" fill="#333" stroke="#fff" stroke-width="3" paint-order="stroke">%s</text></g>`+"\n",
 		lx, ly, anchor, esc(label))
 }
@@ -406,7 +292,7 @@ func drawNode(b *strings.Builder, n *node, marks Marks, maxRuns int, prefix stri
 	if link != "" {
 		fmt.Fprintf(b, `<a href="%s">`, esc(link))
 	}
-	if s.Initial {
+	if s.Initial && n.ownStart {
 		fmt.Fprintf(b, `<circle cx="%d" cy="%d" r="6" fill="#222"/><path d="M%d,%d L%d,%d" stroke="#222" stroke-width="1.3" marker-end="url(#%s-arrow)"/>`,
 			n.cx(), n.y-30, n.cx(), n.y-24, n.cx(), n.y, esc(prefix))
 	}
