@@ -32,7 +32,9 @@
 //     when the tries are used up, the state's OnExhausted event is fired
 //     (the Result then carries the error's code and message), or the
 //     workflow fails; a handler error matching runtime.ErrNoRetry is not
-//     tried again. In a parallel state the handler that runs is that of
+//     tried again. The activity heartbeats while its handler runs; a try
+//     whose worker died is taken as lost after HeartbeatTimeout (10 s)
+//     and tried again, as the engine's lease expires. In a parallel state the handler that runs is that of
 //     the first region, in region order, whose leaf has one, as on the
 //     PostgreSQL engine; each region's handler runs in turn;
 //   - a state that waits takes the events sent to it (see below) and runs

@@ -29,6 +29,16 @@ const CancelUpdate = "fsm.cancel"
 // policy says nothing about time.
 const DefaultActivityTimeout = time.Minute
 
+// HeartbeatTimeout is how long Temporal waits for a heartbeat of a
+// handler's activity before it takes the try as lost and schedules the
+// next one: the handler's worker died, as the PostgreSQL engine's lease
+// expires. The activity heartbeats every HeartbeatInterval while its
+// handler runs, without the handler's help.
+const (
+	HeartbeatTimeout  = 10 * time.Second
+	HeartbeatInterval = 2 * time.Second
+)
+
 // Registry is what Register needs: a worker.Worker, or the testsuite's
 // environment.
 type Registry interface {
@@ -185,6 +195,29 @@ func decodeAll(d runtime.Driver, msgs []EventMessage) ([]runtime.Event, error) {
 
 // handle calls the handler of the leaf named state for the run in, as the
 // activity of that state.
+// heartbeat records the activity's heartbeat every HeartbeatInterval
+// until the function it returns is called.
+func heartbeat(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
 func handle(ctx context.Context, d runtime.Driver, def runtime.Definition, state string, in handleInput) (Handled, error) {
 	events, err := decodeAll(d, in.Events)
 	if err != nil {
@@ -197,7 +230,9 @@ func handle(ctx context.Context, d runtime.Driver, def runtime.Definition, state
 		TryKey: fmt.Sprintf("%s/%s/%s/%d", info.WorkflowExecution.ID, info.WorkflowExecution.RunID, info.ActivityID, info.Attempt)}
 	eff := newEffects()
 	run.Effects = eff
+	stop := heartbeat(ctx)
 	ev, err := d.Handle(ctx, run, state)
+	stop()
 	if err != nil {
 		code := runtime.ErrorCode(err)
 		switch {

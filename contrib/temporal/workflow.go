@@ -613,6 +613,7 @@ func (m *machine) drive(st runtime.StateSpec) error {
 	state, seq := m.run.State, len(m.snap.History)
 	actx, cancelActivity := workflow.WithCancel(workflow.WithActivityOptions(m.ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: DefaultActivityTimeout,
+		HeartbeatTimeout:    HeartbeatTimeout,
 		RetryPolicy:         RetryPolicy(rp),
 	}))
 	in := handleInput{Start: m.in, Version: m.def.Version, State: state, Events: slices.Clone(m.msgs), History: maps.Clone(m.run.History)}
