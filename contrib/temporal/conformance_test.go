@@ -138,7 +138,8 @@ func (conformanceBackend) runner(t *testing.T, drivers []runtime.Driver) (confor
 // queue addr names, on the server it names, running the drivers and
 // recording their runs in the database it names.
 func conformanceWorker(ctx context.Context, addr string, drivers []runtime.Driver) error {
-	f := strings.Fields(addr)
+	// The DSN may hold spaces (host=... port=...): it is the rest.
+	f := strings.SplitN(addr, " ", 3)
 	if len(f) != 3 {
 		return fmt.Errorf("worker address %q: want HOST:PORT TASK-QUEUE DSN", addr)
 	}
