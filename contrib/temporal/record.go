@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -92,9 +93,17 @@ type options struct {
 // st by the activity.
 func WithRecord(st *store.Store) Option { return func(o *options) { o.record = st } }
 
-// record writes in as the record activity of def's runs, to st.
-func record(ctx context.Context, st *store.Store, def runtime.Definition, in RecordInput) (RecordOutput, error) {
-	out, err := recordIn(ctx, st, def, in)
+// recordSink is the record activity of def's runs, writing to st. It
+// registers def in st once, at its first record, not at every one.
+type recordSink struct {
+	st         *store.Store
+	def        runtime.Definition
+	registered atomic.Bool
+}
+
+// record writes in, a record of def's runs, to st.
+func (r *recordSink) record(ctx context.Context, in RecordInput) (RecordOutput, error) {
+	out, err := r.recordIn(ctx, in)
 	if err != nil && permanent(err) {
 		return out, temporal.NewNonRetryableApplicationError(err.Error(), recordRefused, err)
 	}
@@ -113,12 +122,16 @@ func permanent(err error) bool {
 	return false
 }
 
-func recordIn(ctx context.Context, st *store.Store, def runtime.Definition, in RecordInput) (RecordOutput, error) {
+func (r *recordSink) recordIn(ctx context.Context, in RecordInput) (RecordOutput, error) {
+	st, def := r.st, r.def
 	if in.Type != def.Type || in.Version != def.Version {
 		return RecordOutput{}, fmt.Errorf("%w: record of %s v%d by the activity of %s v%d", runtime.ErrDefinitionMismatch, in.Type, in.Version, def.Type, def.Version)
 	}
-	if err := st.Register(ctx, def); err != nil {
-		return RecordOutput{}, err
+	if !r.registered.Load() {
+		if err := st.Register(ctx, def); err != nil {
+			return RecordOutput{}, err
+		}
+		r.registered.Store(true)
 	}
 	x := store.External{Executor: Executor, ID: in.RunID, Attempt: max(in.Attempt, 1)}
 	switch {

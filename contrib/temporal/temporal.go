@@ -162,9 +162,8 @@ func Register(r Registry, d runtime.Driver, opts ...Option) {
 		opt(&o)
 	}
 	if st := o.record; st != nil {
-		r.RegisterActivityWithOptions(func(ctx context.Context, in RecordInput) (RecordOutput, error) {
-			return record(ctx, st, def, in)
-		}, activity.RegisterOptions{Name: RecordActivityName(def.Type)})
+		rec := &recordSink{st: st, def: def}
+		r.RegisterActivityWithOptions(rec.record, activity.RegisterOptions{Name: RecordActivityName(def.Type)})
 	}
 	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in Start) (Result, error) {
 		return runWorkflow(ctx, d, def, in, o)
