@@ -6,8 +6,11 @@
 //
 //   - A block fenced with ```go is checked. One fenced with ```go skip is
 //     not, and the test lists it as skipped: code that is illustrative on
-//     purpose (an excerpt of generated code, pseudo-code). No other word may
-//     follow go.
+//     purpose (an excerpt of generated code, pseudo-code). One fenced with
+//     ```go file=NAME is a file of the program a tutorial page builds, which
+//     its own test builds and runs (programPages: docs/getting-started.md,
+//     TestGettingStarted), and only such a page may have one. No other word
+//     may follow go.
 //   - A block with a package clause is a whole file, checked as it is, alone.
 //   - Any other block is a fragment: the declarations it opens with
 //     (imports, types, functions, methods) are checked at the top level of a
@@ -591,10 +594,11 @@ func syntaxError(err error) string {
 
 // report is what checking the blocks of some pages found.
 type report struct {
-	errs    []string            // about pages and their machines
-	checked []string            // the blocks checked, in order
-	skipped []string            // the blocks marked ```go skip
-	found   map[string][]string // the errors of each block checked
+	errs     []string            // about pages and their machines
+	checked  []string            // the blocks checked, in order
+	skipped  []string            // the blocks marked ```go skip
+	programs []string            // the files of programs, and the tests that run them
+	found    map[string][]string // the errors of each block checked
 }
 
 // checkPages type-checks the Go blocks of ps, each in its module of mods
@@ -625,13 +629,18 @@ func checkPages(t *testing.T, fset *token.FileSet, mods []module, ps []*page) re
 			if !strings.EqualFold(lang, "go") && !strings.EqualFold(lang, "golang") {
 				continue
 			}
+			_, file := fileOf(b.info)
 			switch strings.TrimSpace(mark) {
 			case "":
 			case "skip":
 				r.skipped = append(r.skipped, b.String())
 				continue
 			default:
-				r.errs = append(r.errs, fmt.Sprintf("%s: ```%s: go may be followed by skip only", b, b.info))
+				if test, ok := programPages[p.path]; ok && file {
+					r.programs = append(r.programs, b.String()+" "+test)
+					continue
+				}
+				r.errs = append(r.errs, fmt.Sprintf("%s: ```%s: go may be followed by skip only, or by file=NAME on a page a test runs as a program", b, b.info))
 				continue
 			}
 			c := prepare(fset, p, b)
@@ -716,6 +725,10 @@ func TestGoBlocks(t *testing.T) {
 	for _, name := range r.skipped {
 		t.Run(name, func(t *testing.T) { t.Skip("marked ```go skip") })
 	}
+	for _, prog := range r.programs {
+		name, test, _ := strings.Cut(prog, " ")
+		t.Run(name, func(t *testing.T) { t.Skip("a file of the program " + test + " builds and runs") })
+	}
 	for _, name := range r.checked {
 		t.Run(name, func(t *testing.T) {
 			for _, msg := range r.found[name] {
@@ -786,7 +799,7 @@ func TestCheckPages(t *testing.T) {
 	}
 	got := checkPages(t, fset, modules(t), []*page{p})
 	want := report{
-		errs:    []string{"docs/page.md:43: ```go vet: go may be followed by skip only"},
+		errs:    []string{"docs/page.md:43: ```go vet: go may be followed by skip only, or by file=NAME on a page a test runs as a program"},
 		checked: []string{"docs/page.md:14", "docs/page.md:20", "docs/page.md:24", "docs/page.md:35", "docs/page.md:47"},
 		skipped: []string{"docs/page.md:39"},
 		found: map[string][]string{

@@ -13,19 +13,19 @@ import (
 )
 
 // neovimSnippets returns the Lua blocks of the Neovim section of
-// docs/language.md, in order: the one for 0.11 and later, then the one
+// docs/editors.md, in order: the one for 0.11 and later, then the one
 // for 0.7 and later.
 func neovimSnippets(t *testing.T) []string {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "language.md"))
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "editors.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(doc), "\n### Neovim\n")
-	section, _, _ = strings.Cut(section, "\n### ")
+	_, section, ok := strings.Cut(string(doc), "\n## Neovim\n")
+	section, _, _ = strings.Cut(section, "\n## ")
 	blocks := regexp.MustCompile("(?s)```lua\n(.*?)```").FindAllStringSubmatch(section, -1)
 	if !ok || len(blocks) != 2 {
-		t.Fatalf("docs/language.md: want a Neovim section with two Lua blocks, found %d", len(blocks))
+		t.Fatalf("docs/editors.md: want a Neovim section with two Lua blocks, found %d", len(blocks))
 	}
 	return []string{blocks[0][1], blocks[1][1]}
 }
