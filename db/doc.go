@@ -31,7 +31,7 @@
 //   - workflow_outbox: messages written in the transaction of the step that
 //     produced them.
 //   - workflow_executions (a view, 0010): a run under the field names of
-//     seed 003's WorkflowExecution, with its state history and evidence ids;
+//     the compliance workflow's WorkflowExecution, with its state history and evidence ids;
 //     the query by workflow name, status and organization is served by the
 //     index workflow_runs_query_idx (store.Executions).
 //   - workflow_retention: how many days each workflow type keeps its

@@ -26,7 +26,9 @@
 //     context, not the page's other fragments.
 //   - A block fenced with ```fsm is a machine of the page: it is checked and
 //     generated as fsmgen generate does, and its package is imported as
-//     example.com/PACKAGE (example.com/refund).
+//     example.com/PACKAGE (example.com/refund). One fenced ```fsm skip is an
+//     excerpt, not checked; a machine in a block fenced without a language
+//     is an error, so that every machine a page shows is one or the other.
 //   - A block is checked in the module of the packages it imports: a block
 //     importing a package of contrib/otel is checked in that module, with its
 //     dependencies; every other block in the main module.
@@ -144,6 +146,9 @@ func fenceOf(line string) string {
 	}
 	return ""
 }
+
+// untaggedMachine finds a machine declaration at the start of a line.
+var untaggedMachine = regexp.MustCompile(`(?m)^\s*machine\s+\w+\s*\{`)
 
 // elision is "{ ... }", code left out of a block.
 var elision = regexp.MustCompile(`\{\s*\.\.\.\s*\}`)
@@ -318,6 +323,9 @@ func newPage(fset *token.FileSet, name string, src []byte, ctxName string, ctx [
 		}
 	}
 	for _, b := range bs {
+		if b.info == "" && untaggedMachine.MatchString(b.text) {
+			p.errs = append(p.errs, fmt.Sprintf("%s: a machine in a block without a language: fence it ```fsm to have it checked and generated, or ```fsm skip for an excerpt", b))
+		}
 		if b.info != "fsm" {
 			continue
 		}
@@ -790,6 +798,14 @@ func TestCheckPages(t *testing.T) {
 		"package main\n" +
 		"\n" +
 		"func main() { _ = ctx }\n" +
+		"```\n" +
+		"\n" +
+		"```\n" +
+		"machine Lamp { ... }\n" +
+		"```\n" +
+		"\n" +
+		"```fsm skip\n" +
+		"machine Lamp { ... }\n" +
 		"```\n"
 	const ctx = "package doc\n\nimport (\n\t\"context\"\n\n\t\"example.com/door\"\n)\n\nvar ctx context.Context\n"
 	fset := token.NewFileSet()
@@ -799,7 +815,10 @@ func TestCheckPages(t *testing.T) {
 	}
 	got := checkPages(t, fset, modules(t), []*page{p})
 	want := report{
-		errs:    []string{"docs/page.md:43: ```go vet: go may be followed by skip only, or by file=NAME on a page a test runs as a program"},
+		errs: []string{
+			"docs/page.md:53: a machine in a block without a language: fence it ```fsm to have it checked and generated, or ```fsm skip for an excerpt",
+			"docs/page.md:43: ```go vet: go may be followed by skip only, or by file=NAME on a page a test runs as a program",
+		},
 		checked: []string{"docs/page.md:14", "docs/page.md:20", "docs/page.md:24", "docs/page.md:35", "docs/page.md:47"},
 		skipped: []string{"docs/page.md:39"},
 		found: map[string][]string{

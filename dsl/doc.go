@@ -352,7 +352,8 @@
 // state that still takes the events it waits for (or to a driven one);
 // the events a moved run carries (those of the rows leading to its state)
 // decode with this version's types: a field this version added needs a
-// default, default EVENT.field VALUE, and a field whose type changed is
+// default, default EVENT.field VALUE (a string, a number, a duration, true
+// or false), and a field whose type changed is
 // an error; and a target with timers its source does not have says how
 // they count: timers keep (from when the run entered its state) or
 // timers restart (from the upgrade). Every error names its position,

@@ -31,7 +31,7 @@ type RetryPolicy struct {
 
 // PolicyRetryField is the field of a run's policy snapshot, a JSON object,
 // that sets the run's retries after a first failed try in a state whose
-// policy is FromPolicy: seed 000's ExecutionPolicy.retry_max.
+// policy is FromPolicy: the execution policy's retry_max.
 const PolicyRetryField = "retry_max"
 
 // ForRun returns the policy that governs a run whose policy snapshot is

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// The linear chain's tables (seed 002) are read here by SQL: fsmctl does
+// The linear chain engine's tables are read here by SQL: fsmctl does
 // not import the engine (runtime/linearchain).
 
 // chainStatuses are the statuses of workflow_instance.

@@ -96,7 +96,7 @@ func runsRetryCommand() *command {
 		name:     "runs retry",
 		synopsis: "[-database URL] [-lock-timeout D] [-o json] RUN",
 		summary:  "restart a failed run: same row, attempt + 1, initial state",
-		details: `Retry restarts the failed run RUN as a new start with its key would (seed 000):
+		details: `Retry restarts the failed run RUN as a new start with its key would:
 the same row and id, attempt_no + 1, the state reset to the initial state of
 its definition version, its result and finish time cleared, a restarted row
 logged, due at once. A run that is not failed is refused.`,

@@ -31,7 +31,7 @@ import (
 //	cd contrib/temporal && go test -run TestRecordHistories -record .
 var record = flag.Bool("record", false, "rewrite testdata/fcha_*.json from the histories a dev server records")
 
-// historyBranch is a branch of FCHA (seed 003) whose history is recorded
+// historyBranch is a branch of FCHA whose history is recorded
 // in testdata/fcha_<name>.json.
 type historyBranch struct {
 	name      string

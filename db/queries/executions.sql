@@ -1,7 +1,7 @@
 -- name: QueryExecutions :many
 -- Runs with their state history and evidence ids, from the view
--- workflow_executions (seed 003's WorkflowExecution), selected as the
--- seed's query does: each filter is optional; the three together (and type
+-- workflow_executions (the compliance workflow's WorkflowExecution),
+-- selected as that workflow's query does: each filter is optional; the three together (and type
 -- with tenant) are served by workflow_runs_query_idx, in (created_at, id)
 -- order.
 SELECT sqlc.embed(r), x.state_history, x.evidence_ids

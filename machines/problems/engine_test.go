@@ -400,7 +400,7 @@ func TestEngineMediaRejected(t *testing.T) {
 }
 
 // The solver fails on every try: the engine retries GENERATING_SOLUTION
-// after 1 s and 4 s (seed 001's backoff, unjittered), and the third try,
+// after 1 s and 4 s (RetrieveOrGenerate's backoff, unjittered), and the third try,
 // the last that the pro policy's retry_max and the machine allow, returns
 // SolveFailed.
 func TestEngineSolveFailsAfterRetries(t *testing.T) {
@@ -776,7 +776,7 @@ func (p *downPolicies) Policy(ctx context.Context, req problems.PolicyRequest) (
 	return p.inner.Policy(ctx, req)
 }
 
-// TestEngineIdempotencyBeforePolicy: seed 000's lifecycle checks
+// TestEngineIdempotencyBeforePolicy: the run lifecycle's checks
 // idempotency before anything else, so with the policy engine down a
 // problem whose run succeeded is still answered from its cached result,
 // one under way is still reported running, and the policy engine is not

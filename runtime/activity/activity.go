@@ -19,9 +19,9 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/engine"
 )
 
-// Activity is a typed unit of work of a workflow: the seed's
-// defineActivity. Its result is cached by IdempotencyKey: a call with a
-// key whose result is stored returns it without executing.
+// Activity is a typed unit of work of a workflow. Its result is cached by
+// IdempotencyKey: a call with a key whose result is stored returns it
+// without executing.
 type Activity[In, Out any] struct {
 	// Name names the activity in its records.
 	Name string
@@ -402,7 +402,7 @@ func MarkConsumed(ctx context.Context, q Querier, key, runID string, rowVersion 
 	return nil
 }
 
-// Execution is a row of activity_executions: the seed's ActivityExecution.
+// Execution is a row of activity_executions: an activity's execution.
 type Execution struct {
 	ID                 string          `json:"id"`
 	WorkflowID         string          `json:"workflowId"`

@@ -1,4 +1,4 @@
-// Package activity is the seed's activity layer in Go: typed activities
+// Package activity is the runtime's activity layer: typed activities
 // with a name, a retry policy, a timeout and an idempotency key, whose
 // results are cached in PostgreSQL by that key.
 //
@@ -16,7 +16,7 @@
 //
 // # Retry policies
 //
-// The named policies are the seed's: Validation (never retried), Database
+// The named policies are Validation (never retried), Database
 // (5 attempts, 500 ms initial), ExternalService (10 attempts, 1 s
 // initial), Payment (3 attempts) and Background (20 attempts over a long
 // period); they share their numbers with the runtime's presets

@@ -9,8 +9,7 @@ import (
 	"github.com/fsmgen/fsmgen/runtime"
 )
 
-// RetryPolicy says how a failing activity is tried again, in the seed's
-// terms. The wait before try n+1, after try n failed, is
+// RetryPolicy says how a failing activity is tried again. The wait before try n+1, after try n failed, is
 // InitialInterval * BackoffCoefficient^(n-1), capped at MaximumInterval
 // (CalculateRetryDelay), then spread by up to ±Jitter of itself to keep
 // many clients from retrying in step (a thundering herd). An activity is
@@ -38,7 +37,7 @@ type RetryPolicy struct {
 	Jitter float64
 }
 
-// The seed's named policies. Their numbers are the runtime's presets
+// The named policies. Their numbers are the runtime's presets
 // (runtime.RetryValidation and the others), which the .fsm files name with
 // retry database and the like, so that an activity and the state that runs
 // it retry alike.
@@ -83,7 +82,7 @@ func (p RetryPolicy) Runtime() runtime.RetryPolicy {
 	}
 }
 
-// CreateRetryPolicy returns a custom policy: the seed's createRetryPolicy.
+// CreateRetryPolicy returns a custom policy.
 // Zero fields take the values of the database policy, except
 // NonRetryableErrors and Name.
 func CreateRetryPolicy(p RetryPolicy) RetryPolicy {

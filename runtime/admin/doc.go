@@ -43,7 +43,7 @@
 //
 // # Retry and Resume
 //
-// Retry restarts a failed run as seed 000 says: the same row, attempt_no
+// Retry restarts a failed run as a start with its key would: the same row, attempt_no
 // + 1, the state reset to the initial state of its definition version,
 // logged as a restarted row. Resume makes a parked run (its retries gave
 // up) due again. Both announce the run to idle workers.

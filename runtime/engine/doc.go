@@ -103,8 +103,9 @@
 //
 // # Retries and exhaustion
 //
-// A state's retry policy (from the .fsm file, seed presets such as
-// runtime.RetryDatabase, or seed 001's 1 s, 4 s, 16 s) decides what follows
+// A state's retry policy (from the .fsm file: a preset such as
+// runtime.RetryDatabase, or its own numbers, such as RetrieveOrGenerate's
+// 1 s, 4 s, 16 s) decides what follows
 // a failed try n: if n < MaxAttempts and the code is not NonRetryable, the
 // run is released and due again after InitialInterval * Coefficient^(n-1),
 // capped at MaxInterval and spread by ±Jitter, never past MaxInterval.

@@ -1,4 +1,4 @@
-// Package linearchain is the strictly linear workflow engine of seed 002: a
+// Package linearchain is a strictly linear workflow engine: a
 // workflow is an ordered list of step types; an instance's steps are all
 // written to the database when it starts, and run one after another in
 // step_seq order, each claimed by a worker under a database lease before

@@ -4,7 +4,7 @@
 // (runtime/engine) runs it in this package's tests, the Temporal backend
 // (contrib/temporal) in its own module's. It knows no workflow of
 // machines/ (runtime imports none): a workflow's own scenarios, written
-// with this package's helpers, run beside it (seed 003's FCHA:
+// with this package's helpers, run beside it (the compliance workflow FCHA:
 // machines/compliance/compliancetest).
 //
 // # Running it
@@ -74,7 +74,7 @@
 // the run as it was; a signal to an unknown run matches ErrRunNotFound; a
 // cancellation by another user matches ErrNotOwner, of a finished run
 // ErrRunFinished; a failed run's result holds its last error's code; a
-// start by a known key returns the same run with the outcome seed 000
-// names; List selects by type, states, status, tenant and key (polled
+// start by a known key returns the same run with the outcome
+// runtime.StartOutcome names; List selects by type, states, status, tenant and key (polled
 // until it agrees, for a backend whose list lags behind its runs).
 package runnertest

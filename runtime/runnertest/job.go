@@ -249,7 +249,7 @@ func signalsRefused(t *testing.T, b Backend) {
 	})
 }
 
-// idempotentStart: every branch of a start by (type, key), seed 000's.
+// idempotentStart: every branch of a start by (type, key).
 func idempotentStart(t *testing.T, b Backend) {
 	v := deployJob(t, b)
 	first := v.start("k", jobInput{})

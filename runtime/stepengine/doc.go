@@ -101,7 +101,7 @@
 //
 // # API calls and the example
 //
-// The seed's report workflow is built on the engine in machines/reporting:
+// A report workflow is built on the engine in machines/reporting:
 // package apiclient is the HTTP client its steps use for APIs, retrying
 // 429, 5xx and rate-limit 403s with exponential backoff and jitter; when
 // its retries run out, its *APIRetryExhausted fails the step with error

@@ -177,7 +177,7 @@
 // claimed and how long the oldest has waited, parked runs, and unpublished
 // outbox messages with the age of the oldest; contrib/otel reports it as
 // gauges. Execution and Executions read runs with their state history and
-// evidence ids (seed 003's WorkflowExecution, from the view
+// evidence ids (the compliance workflow's WorkflowExecution, from the view
 // workflow_executions), one statement per call; a selection by type, status
 // and tenant is served by the index workflow_runs_query_idx.
 //

@@ -14,8 +14,8 @@ import (
 )
 
 // Execution is a run with its state history and the ids of its evidence
-// records, read in one statement with the view workflow_executions (seed
-// 003's WorkflowExecution; machines/compliance gives it the seed's names).
+// records, read in one statement with the view workflow_executions
+// (machines/compliance gives it the names of its WorkflowExecution).
 type Execution struct {
 	runtime.Run
 	// StateHistory lists the run's transitions in order.
@@ -33,7 +33,7 @@ type StateChange struct {
 	At    time.Time `json:"at"`
 }
 
-// ExecutionFilter selects executions as seed 003's
+// ExecutionFilter selects executions as the compliance workflow's
 // query({workflowName, status, organizationId}) does: by type, status and
 // tenant; an empty field matches every run.
 type ExecutionFilter struct {

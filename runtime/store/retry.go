@@ -12,8 +12,8 @@ import (
 	"github.com/fsmgen/fsmgen/runtime/internal/pgstore"
 )
 
-// Retry restarts a failed run as Start does for a failed run's key (seed
-// 000's retry): the same row, attempt_no + 1, the state reset to the
+// Retry restarts a failed run as Start does for a failed run's key: the
+// same row, attempt_no + 1, the state reset to the
 // initial state of the run's definition version, the result and finish
 // time cleared, a restarted row logged, and the run due at once and
 // announced on NotifyChannel. The run's id, key, input and policy

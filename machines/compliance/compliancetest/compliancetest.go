@@ -1,5 +1,5 @@
 // Package compliancetest is the conformance scenarios of the NYC
-// Application Compliance workflow (machines/compliance, seed 003), run on
+// Application Compliance workflow (machines/compliance), run on
 // any runtime.Runner backend by the conformance suite of
 // runtime/runnertest: every branch of FCHA through its typed handle
 // fcha.Runs[compliance.Application], with the workflow's driver
@@ -185,7 +185,7 @@ func Run(t *testing.T, b runnertest.Backend) {
 	t.Run("fcha", func(t *testing.T) { runFCHA(t, b) })
 }
 
-// runFCHA runs the scenarios of seed 003: every branch of FCHA through
+// runFCHA runs the workflow's scenarios: every branch of FCHA through
 // its typed handle.
 func runFCHA(t *testing.T, b runnertest.Backend) {
 	// The branches that end in a decision.

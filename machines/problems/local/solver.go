@@ -17,8 +17,8 @@ import (
 const SolverProvenance = "local-solver/1"
 
 // FallbackModel is the model the Solver names in the provenance of a
-// solution found on a retry (SolveRequest.Attempt above 1): seed 001 solves
-// again with a fallback model after a failed try. The first try's
+// solution found on a retry (SolveRequest.Attempt above 1):
+// RetrieveOrGenerate solves again with a fallback model after a failed try. The first try's
 // provenance names no model.
 const FallbackModel = "fallback"
 

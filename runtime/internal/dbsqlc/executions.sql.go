@@ -91,8 +91,8 @@ type QueryExecutionsRow struct {
 }
 
 // Runs with their state history and evidence ids, from the view
-// workflow_executions (seed 003's WorkflowExecution), selected as the
-// seed's query does: each filter is optional; the three together (and type
+// workflow_executions (the compliance workflow's WorkflowExecution),
+// selected as that workflow's query does: each filter is optional; the three together (and type
 // with tenant) are served by workflow_runs_query_idx, in (created_at, id)
 // order.
 func (q *Queries) QueryExecutions(ctx context.Context, arg QueryExecutionsParams) ([]QueryExecutionsRow, error) {

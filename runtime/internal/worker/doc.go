@@ -17,7 +17,7 @@
 //     lost, or when no extension succeeded for a whole lease (the lease
 //     may have expired meanwhile, and another worker may hold it).
 //
-// The engines keep their own tables and statements (seed 002's chain has
+// The engines keep their own tables and statements (the linear chain has
 // tables of its own by design); what they share is how they wait, retry
 // and give up. Retry delays of a failed try are runtime.RetryPolicy's, and
 // the classification of a lost connection is pgerr.Unavailable's: this
