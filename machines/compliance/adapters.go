@@ -6,7 +6,7 @@ import (
 )
 
 // Application is the workflow's input: the rental application it screens,
-// as the seed starts it.
+// as the specification starts it.
 type Application struct {
 	ApplicationID  string `json:"applicationId"`
 	ApplicantID    string `json:"applicantId"`

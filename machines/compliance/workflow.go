@@ -19,7 +19,7 @@ import (
 // WorkflowName is the workflow's name, its runs' type.
 const WorkflowName = fcha.Type
 
-// SignalAuthorizationSigned is the seed's name of the signal that the
+// SignalAuthorizationSigned is the specification's name of the signal that the
 // applicant signed the background check authorization.
 const SignalAuthorizationSigned = "background_check_authorization_signed"
 
@@ -76,7 +76,7 @@ var (
 )
 
 // Workflow is the NYC Application Compliance workflow: the handlers of
-// FCHA's driven states, its guards, and the seed's runtime operations
+// FCHA's driven states, its guards, and the specification's runtime operations
 // (start, signal, get, query, execute synchronously) on a runtime.Runner,
 // the PostgreSQL engine or another backend's (contrib/temporal's Runner):
 // swapping one for the other is the only change, the handlers and guards
@@ -340,7 +340,7 @@ type StateChange struct {
 	At    time.Time `json:"at"`
 }
 
-// Execution is a run as the seed's WorkflowExecution describes it.
+// Execution is a run as the specification's WorkflowExecution describes it.
 type Execution struct {
 	ID              string         `json:"id"`
 	WorkflowID      string         `json:"workflowId"`
@@ -397,7 +397,7 @@ func (w *Workflow) execution(ctx context.Context, runID string) (store.Execution
 }
 
 // execution converts the store's execution of a run of the workflow,
-// naming its fields as the seed does: the run's idempotency key is its
+// naming its fields as the specification does: the run's idempotency key is its
 // workflowId, its type the workflowName, its state the currentStep, its
 // tenant the organizationId and its user the actorId.
 func execution(x store.Execution) (Execution, error) {
@@ -435,7 +435,7 @@ func output(x store.Execution) Output {
 	return Output{RunID: x.ID, Approved: x.State == fcha.StateApproved.String(), Decision: decision, EvidenceIDs: x.EvidenceIDs}
 }
 
-// Query selects runs as the seed's workflowStore.query does; empty fields
+// Query selects runs as the specification's workflowStore.query does; empty fields
 // match everything.
 type Query struct {
 	WorkflowName   string
