@@ -7,7 +7,7 @@ FUZZTIME ?= 2m
 # The directories whose Node tests make test runs, npm ci'd first.
 NPM_DIRS = editors/interop editors/vscode
 
-.PHONY: all generate sqlc npm-ci vsix test check-generated bench lint lint-generated docs fuzz demo demo-temporal demo-nats temporal-cli
+.PHONY: all generate sqlc npm-ci vsix test check-generated bench bench-rounds lint lint-generated docs fuzz demo demo-temporal demo-nats temporal-cli
 
 all: generate test
 
@@ -97,6 +97,16 @@ check-generated:
 BENCHFLAGS ?=
 bench: temporal-cli
 	cd bench && PATH="$$PATH:$(GOBIN_PATH)" $(GO) test -p 1 -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./...
+
+# Paired, alternating rounds of two revisions (BASE and NEW: git revisions,
+# or . for the working tree) on the same durable cluster kind as make bench:
+# Record and the engine beside the floor INSERT (through pgx and pgbench)
+# and River, measured in the same rounds; then benchstat and the in-round
+# ratios (see bench/rounds.sh for ROUNDS, BENCHES, HARNESS and OUT).
+BASE ?= main
+NEW ?= .
+bench-rounds:
+	bench/rounds.sh $(BASE) $(NEW)
 
 # Every module of the repository (the main one, bench, tools, ...) must be
 # tidy: go.mod lists what the code imports, direct requirements as direct.

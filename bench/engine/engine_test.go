@@ -140,6 +140,8 @@ func driveChains(b *testing.B, pool *pgxpool.Pool, st *store.Store, workers int,
 		b.Fatal(err)
 	}
 	// The runs exist before the clock starts; starting is bench/store's.
+	// The workers' connections, the claimer's and the listener's are open.
+	benchdb.Warm(b, pool, workers+2)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for w := range 16 {

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,9 +38,16 @@ var withRiver = benchdb.Setup("river", func(ctx context.Context, conn *pgx.Conn)
 //     next with InsertTx and completing itself with JobCompleteTx in one
 //     transaction;
 //   - system=floor: five bare single-row INSERTs, each its own transaction,
-//     from as many goroutines as there are workers (bench/store's floor),
-//     so that the engine's transitions/s can be set beside it in the same
-//     run.
+//     from as many goroutines as there are workers (benchdb.Floor, as in
+//     bench/store), so that the engine's transitions/s can be set beside it
+//     in the same run;
+//   - system=pgbench: the same INSERT run by pgbench with as many clients
+//     as there are workers, for -pgbench-time (benchdb.Pgbench), a
+//     cross-check of the floor; skipped, saying so, when there is no
+//     pgbench binary.
+//
+// Every system's pool has its connections opened before the clock starts
+// (benchdb.Warm).
 //
 // The work exists before the clock starts (runs started, jobs and chain
 // heads inserted); the clock runs from starting the workers (engine.Work,
@@ -60,74 +66,38 @@ func BenchmarkVersusRiver(b *testing.B) {
 			b.Run("system=engine", func(b *testing.B) {
 				pool := benchdb.NewPool(b, benchdb.MaxConns(48), withRiver)
 				elapsed, cost := driveChains(b, pool, store.New(pool), workers, "bench_chain")
-				reportSteps(b, elapsed, cost)
+				reportSteps(b, 5*b.N, elapsed, cost)
 			})
 			b.Run("system=river", func(b *testing.B) {
 				pool := benchdb.NewPool(b, benchdb.MaxConns(48), withRiver)
+				benchdb.Warm(b, pool, workers+2)
 				elapsed, cost := riverbench.Noop(b, pool, workers, 5*b.N)
-				reportSteps(b, elapsed, cost)
+				reportSteps(b, 5*b.N, elapsed, cost)
 			})
 			b.Run("system=river-chain", func(b *testing.B) {
 				pool := benchdb.NewPool(b, benchdb.MaxConns(48), withRiver)
+				benchdb.Warm(b, pool, workers+2)
 				elapsed, cost := riverbench.Chains(b, pool, workers, b.N, 5)
-				reportSteps(b, elapsed, cost)
+				reportSteps(b, 5*b.N, elapsed, cost)
 			})
 			b.Run("system=floor", func(b *testing.B) {
 				pool := benchdb.NewPool(b, benchdb.MaxConns(48), withRiver)
-				elapsed, cost := floorInserts(b, pool, workers)
-				reportSteps(b, elapsed, cost)
+				r := benchdb.Floor(b, pool, workers, 5*b.N)
+				reportSteps(b, r.Ops, r.Elapsed, r.Cost)
+			})
+			b.Run("system=pgbench", func(b *testing.B) {
+				pool := benchdb.NewPool(b, benchdb.MaxConns(48), withRiver)
+				r := benchdb.Pgbench(b, pool, workers)
+				reportSteps(b, r.Ops, r.Elapsed, r.Cost)
 			})
 		})
 	}
 }
 
-func reportSteps(b *testing.B, elapsed time.Duration, cost benchdb.Cost) {
-	steps := float64(5 * b.N)
-	b.ReportMetric(steps/elapsed.Seconds(), "steps/s")
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "chains/s")
-	cost.Report(b, steps, "step")
-}
-
-// floorInserts runs 5*b.N bare single-row INSERTs from workers goroutines.
-func floorInserts(b *testing.B, pool *pgxpool.Pool, workers int) (time.Duration, benchdb.Cost) {
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, "CREATE TABLE bench_floor (id BIGSERIAL PRIMARY KEY, v BIGINT NOT NULL)"); err != nil {
-		b.Fatal(err)
-	}
-	before, err := benchdb.Take(ctx, pool)
-	if err != nil {
-		b.Fatal(err)
-	}
-	total := int64(5 * b.N)
-	var next atomic.Int64
-	errs := make(chan error, workers)
-	b.ResetTimer()
-	began := time.Now()
-	for range workers {
-		go func() {
-			for {
-				n := next.Add(1)
-				if n > total {
-					errs <- nil
-					return
-				}
-				if _, err := pool.Exec(ctx, "INSERT INTO bench_floor (v) VALUES ($1)", n); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	for range workers {
-		if err := <-errs; err != nil {
-			b.Fatal(err)
-		}
-	}
-	elapsed := time.Since(began)
-	b.StopTimer()
-	after, err := benchdb.Take(ctx, pool)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return elapsed, after.Since(before)
+// reportSteps reports steps/s, chains/s (five steps a chain) and the
+// server's work per step.
+func reportSteps(b *testing.B, steps int, elapsed time.Duration, cost benchdb.Cost) {
+	b.ReportMetric(float64(steps)/elapsed.Seconds(), "steps/s")
+	b.ReportMetric(float64(steps)/5/elapsed.Seconds(), "chains/s")
+	cost.Report(b, float64(steps), "step")
 }

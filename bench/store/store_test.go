@@ -1,24 +1,25 @@
 // Package store_test measures persisted transitions per second and their
-// latency through runtime/store, beside the floor of the same pool: a bare
-// single-row INSERT round trip.
+// latency through runtime/store, beside the floor in the same database and
+// the same run: a bare single-row INSERT per commit, through the same pgx
+// pool and through pgbench.
 //
-//	go test -run '^$' -bench . -count 6 ./store/ | tee /tmp/store.txt
+//	go test -run '^$' -bench 'Store$' -benchtime 2000x -count 4 ./store/ | tee /tmp/store.txt
 //	benchstat -col /op /tmp/store.txt
 //
-// Each sub-benchmark runs its concurrency's worth of goroutines; for
-// op=transition each goroutine drives its own run back and forth between
-// two states, one Record per operation. Reported: ops/s (throughput),
-// p50-µs and p99-µs (latency of one operation).
+// Each sub-benchmark runs its concurrency's worth of goroutines, on
+// connections opened before the clock starts; for op=transition each
+// goroutine drives its own run back and forth between two states, one
+// Record per operation; op=pgbench runs for -pgbench-time (3 s) whatever
+// b.N is. Reported: ops/s (throughput), p50-µs and p99-µs (latency of one
+// operation; not for pgbench) and the server's work per operation.
 package store_test
 
 import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/fsmgen/fsmgen/bench/internal/benchdb"
 	"github.com/fsmgen/fsmgen/runtime"
@@ -53,9 +54,6 @@ func BenchmarkStore(b *testing.B) {
 	if err := st.Register(ctx, pingPong); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, "CREATE TABLE bench_floor (id BIGSERIAL PRIMARY KEY, v BIGINT NOT NULL)"); err != nil {
-		b.Fatal(err)
-	}
 	var keys atomic.Int64
 	for _, c := range concurrencies {
 		b.Run(fmt.Sprintf("op=transition/runs=%d", c), func(b *testing.B) {
@@ -69,7 +67,8 @@ func BenchmarkStore(b *testing.B) {
 				}
 				recs[i], states[i] = st.Recorder(res.Run), res.Run.State
 			}
-			run(b, c, pool, func(w, n int) error {
+			benchdb.Warm(b, pool, c)
+			benchdb.Run(b, pool, c, b.N, func(w, n int) error {
 				to := "PONG"
 				if states[w] == "PONG" {
 					to = "PING"
@@ -80,69 +79,13 @@ func BenchmarkStore(b *testing.B) {
 					states[w] = to
 				}
 				return err
-			})
+			}).Report(b)
 		})
 		b.Run(fmt.Sprintf("op=floor/runs=%d", c), func(b *testing.B) {
-			run(b, c, pool, func(w, n int) error {
-				_, err := pool.Exec(ctx, "INSERT INTO bench_floor (v) VALUES ($1)", n)
-				return err
-			})
+			benchdb.Floor(b, pool, c, b.N).Report(b)
+		})
+		b.Run(fmt.Sprintf("op=pgbench/runs=%d", c), func(b *testing.B) {
+			benchdb.Pgbench(b, pool, c).Report(b)
 		})
 	}
-}
-
-// run spreads b.N operations over c goroutines and reports throughput,
-// latency percentiles and the server's work per operation (see
-// benchdb.Cost).
-func run(b *testing.B, c int, pool benchdb.Querier, op func(worker, n int) error) {
-	ctx := context.Background()
-	before, err := benchdb.Take(ctx, pool)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var next atomic.Int64
-	lat := make([][]time.Duration, c)
-	errs := make([]error, c)
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	began := time.Now()
-	for w := range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				n := next.Add(1)
-				if n > int64(b.N) {
-					return
-				}
-				t0 := time.Now()
-				if err := op(w, int(n)); err != nil {
-					errs[w] = err
-					return
-				}
-				lat[w] = append(lat[w], time.Since(t0))
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(began)
-	b.StopTimer()
-	after, err := benchdb.Take(ctx, pool)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	pct := func(p float64) float64 {
-		return float64(all[int(p*float64(len(all)-1))].Nanoseconds()) / 1e3
-	}
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
-	b.ReportMetric(pct(0.50), "p50-µs")
-	b.ReportMetric(pct(0.99), "p99-µs")
-	after.Since(before).Report(b, float64(b.N), "op")
 }

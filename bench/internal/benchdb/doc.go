@@ -55,4 +55,15 @@
 // when the server does not load it), the transaction ids assigned (write
 // transactions) and the WAL written, both server-wide, between two reads.
 // [Storage] sums pg_total_relation_size over the tables of a database.
+//
+// # The floor, in the same run
+//
+// [Floor] runs the floor, one single-row INSERT per commit through the
+// benchmark's own pgx pool, and [Pgbench] runs the same INSERT with
+// pgbench (-M prepared, -c and -j the concurrency, -T -pgbench-time), a
+// cross-check that owes nothing to Go; a benchmark runs them beside what it
+// measures, at each concurrency, so that ratios to the floor come from the
+// same run. Pgbench skips, saying why, when there is no pgbench binary.
+// [Warm] opens a pool's connections before the clock starts, and [Run]
+// spreads operations over goroutines and measures them.
 package benchdb
