@@ -36,8 +36,8 @@ func proxies(t *testing.T) string {
 	return strings.Join(append(list, "off"), "|")
 }
 
-// TestUsedFromAnotherModule follows the README's "Write a machine" in a
-// new module outside the repository.
+// TestUsedFromAnotherModule adds fsmgen as a tool with go get -tool, as a
+// user does once it is published, in a new module outside the repository.
 //
 // The module's go.sum starts as a copy of the checkout's, its GOPROXY is
 // what proxies returns, and -mod=mod adds the requirements the build

@@ -1,5 +1,7 @@
 // Package consumer holds no code: its test uses fsmgen the way a service
-// in another module does, to prove that the README's instructions work.
+// in another module does once fsmgen is published, through go get -tool.
+// (The way from a clone, today's, is docs/getting-started.md's, which the
+// docs package's TestGettingStarted follows.)
 //
 // The test makes a scratch module outside the repository, from the files
 // of testdata/doorsvc, whose go.mod replaces github.com/fsmgen/fsmgen with
