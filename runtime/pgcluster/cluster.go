@@ -33,12 +33,10 @@ type Cluster struct {
 // returns when it finds no PostgreSQL server binaries to run.
 var ErrNoServerBinaries = errors.New("no PostgreSQL server binaries were found")
 
-// BinDir returns the directory of the server binaries Start runs, which
-// holds PostgreSQL's other programs too (pgbench, pg_dump): the directory
-// of the initdb on PATH, else the one `pg_config --bindir` names, else the
-// newest /usr/lib/postgresql/*/bin that holds initdb and postgres. The
-// error matches ErrNoServerBinaries and says where it looked.
-func BinDir() (string, error) {
+// findBinDir returns the directory holding initdb and postgres: the one on
+// PATH, else the one `pg_config --bindir` names, else the newest
+// /usr/lib/postgresql/*/bin.
+func findBinDir() (string, error) {
 	var looked []string
 	has := func(dir string) bool {
 		for _, b := range []string{"initdb", "postgres"} {
@@ -115,7 +113,7 @@ func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	bindir, err := BinDir()
+	bindir, err := findBinDir()
 	if err != nil {
 		return nil, fmt.Errorf("pgcluster: %w", err)
 	}

@@ -1,6 +1,7 @@
 package benchdb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -18,8 +19,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/fsmgen/fsmgen/runtime/pgcluster"
 )
 
 // The floor is what the server can commit at all: one single-row INSERT per
@@ -192,22 +191,35 @@ var (
 	txLine  = regexp.MustCompile(`(?m)^number of transactions actually processed: ([0-9]+)`)
 )
 
-// PgbenchPath returns the pgbench binary: the one on PATH, else the one
-// beside the server binaries ([pgcluster.BinDir]). It returns an error
-// saying where it looked when there is none.
+// PgbenchPath returns the pgbench binary: the one on PATH, else the one in
+// `pg_config --bindir`, else in the newest /usr/lib/postgresql/*/bin (where
+// pgcluster finds the server's binaries too; benchdb looks on its own so
+// that the harness builds against older revisions of the runtime). It
+// returns an error saying where it looked when there is none.
 func PgbenchPath() (string, error) {
 	if p, err := exec.LookPath("pgbench"); err == nil {
 		return p, nil
 	}
-	dir, err := pgcluster.BinDir()
-	if err != nil {
-		return "", fmt.Errorf("pgbench is not on PATH, and %w", err)
+	var dirs []string
+	if p, err := exec.LookPath("pg_config"); err == nil {
+		if out, err := exec.Command(p, "--bindir").Output(); err == nil {
+			dirs = append(dirs, strings.TrimSpace(string(out)))
+		}
 	}
-	p := filepath.Join(dir, "pgbench")
-	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-		return "", fmt.Errorf("pgbench is neither on PATH nor in %s, beside the server binaries", dir)
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(found, func(a, b string) int { return cmp.Compare(pgMajor(b), pgMajor(a)) })
+	for _, d := range append(dirs, found...) {
+		p := filepath.Join(d, "pgbench")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
 	}
-	return p, nil
+	return "", errors.New("pgbench is not on PATH, in `pg_config --bindir` or in /usr/lib/postgresql/*/bin")
+}
+
+func pgMajor(bindir string) float64 {
+	v, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(bindir)), 64)
+	return v
 }
 
 // PgbenchTime is how long [Pgbench] runs pgbench for (its -T).
