@@ -7,18 +7,20 @@
 #
 # BASE and NEW are git revisions, or "." for the working tree as it is.
 # Each is exported into a directory of its own, and the benchmark code of
-# the working tree's bench/ is copied over the revision's (HARNESS=own keeps
-# the revision's own bench/), so that both sides run the same measurements
-# against their own runtime. Test binaries are built once per side and
-# package; then, in each round, every benchmark runs once for each side,
-# BASE first in odd rounds and NEW first in even ones.
+# the working tree's bench/ is copied over the revision's, so that both
+# sides run the same measurements against their own runtime. HARNESS=own
+# keeps each revision's own bench/, HARNESS=REV takes bench/ from revision
+# REV; BASE_HARNESS and NEW_HARNESS set it for one side. Test binaries
+# are built once per side and package; then, in each round, every
+# benchmark runs once for each side, BASE first in odd rounds and NEW
+# first in even ones.
 #
 # Environment:
 #   ROUNDS   number of rounds (4)
 #   BENCHES  one benchmark per line: package, -test.bench pattern,
 #            -test.benchtime (default: BenchmarkStore at 2000x and
 #            BenchmarkVersusRiver at 200x)
-#   HARNESS  tree (default) or own, see above
+#   HARNESS  tree (default), own or a revision, see above
 #   OUT      directory for the results (a new one under $TMPDIR)
 #
 # Results, in OUT: base.rN.txt and new.rN.txt (one file per round and side,
@@ -42,7 +44,8 @@ repo=$(git -C "$here" rev-parse --show-toplevel)
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/fsmgen-rounds.XXXXXX")}
 mkdir -p "$OUT/src" "$OUT/bin"
 
-# tree SIDE REV: the source tree of REV for SIDE (base or new), echoed.
+# tree SIDE REV HARNESS: the source tree of REV for SIDE (base or new),
+# with the bench/ HARNESS says, echoed.
 tree() {
 	if [ "$2" = . ]; then
 		echo "$repo"
@@ -52,10 +55,17 @@ tree() {
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	git -C "$repo" archive "$2" | tar -x -C "$dir"
-	if [ "$HARNESS" = tree ]; then
+	case $3 in
+	own) ;;
+	tree)
 		rm -rf "$dir/bench"
 		(cd "$repo" && tar --exclude=node_modules -cf - bench) | tar -x -C "$dir"
-	fi
+		;;
+	*)
+		rm -rf "$dir/bench"
+		git -C "$repo" archive "$3" bench | tar -x -C "$dir"
+		;;
+	esac
 	echo "$dir"
 }
 
@@ -67,12 +77,14 @@ describe() {
 	fi
 }
 
-base_src=$(tree base "$1")
-new_src=$(tree new "$2")
+BASE_HARNESS=${BASE_HARNESS:-$HARNESS}
+NEW_HARNESS=${NEW_HARNESS:-$HARNESS}
+base_src=$(tree base "$1" "$BASE_HARNESS")
+new_src=$(tree new "$2" "$NEW_HARNESS")
 {
 	echo "base: $1 ($(describe "$1"))"
 	echo "new: $2 ($(describe "$2"))"
-	echo "harness: $HARNESS; rounds: $ROUNDS"
+	echo "harness: base $BASE_HARNESS, new $NEW_HARNESS; rounds: $ROUNDS"
 	echo "$BENCHES"
 } >"$OUT/about.txt"
 cat "$OUT/about.txt"
@@ -83,7 +95,7 @@ echo "$BENCHES" | while read -r pkg pattern benchtime; do
 		eval src=\$${side}_src
 		echo "build $side ./$pkg"
 		(cd "$src/bench" && $GO test -c -o "$OUT/bin/$side.$pkg.test" "./$pkg") || {
-			echo "$0: the benchmarks of ./$pkg do not build against $side ($src); HARNESS=own uses each revision's own bench/" >&2
+			echo "$0: the benchmarks of ./$pkg do not build against $side ($src); HARNESS=own uses each revision's own bench/, BASE_HARNESS=REV the bench/ of revision REV" >&2
 			exit 1
 		}
 	done
