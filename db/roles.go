@@ -23,8 +23,9 @@ const (
 	// evidence; it deletes nothing and writes no evidence but through the
 	// log's trigger.
 	RoleRuntime Role = "runtime"
-	// RoleOperator is fsmctl's: what the runtime may do, and set retention
-	// and purge finished runs (fsmgen_purge_finished_runs).
+	// RoleOperator is fsmctl's: what the runtime may do, and set retention,
+	// purge finished runs (fsmgen_purge_finished_runs) and terminate live
+	// ones (fsmgen_terminate_run).
 	RoleOperator Role = "operator"
 	// RoleReader reads everything and writes nothing: the console without
 	// actions, reports.
@@ -104,7 +105,8 @@ func grantStatements(r Role, schema, role string) ([]string, error) {
 	case RoleOperator:
 		return append(runtime,
 			"GRANT INSERT, UPDATE, DELETE ON "+q("workflow_retention")+" TO "+role,
-			"GRANT EXECUTE ON FUNCTION "+schema+".fsmgen_purge_finished_runs(boolean, integer) TO "+role,
+			"GRANT EXECUTE ON FUNCTION "+schema+".fsmgen_purge_finished_runs(boolean, integer), "+
+				schema+".fsmgen_terminate_run(uuid, text, text) TO "+role,
 		), nil
 	}
 	return nil, fmt.Errorf("%w %q: want one of runtime, operator, reader", ErrUnknownRole, string(r))

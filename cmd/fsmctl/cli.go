@@ -47,11 +47,11 @@ type command struct {
 func commands() []*command {
 	return []*command{
 		migrateCommand(),
-		runsListCommand(), runsShowCommand(), runsSignalCommand(), runsCancelCommand(), runsResumeCommand(), runsRetryCommand(),
+		runsListCommand(), runsShowCommand(), runsSignalCommand(), runsCancelCommand(), runsTerminateCommand(), runsResumeCommand(), runsRetryCommand(),
 		definitionsListCommand(), definitionsShowCommand(),
 		retentionListCommand(), retentionSetCommand(), retentionClearCommand(), cleanupCommand(),
 		chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand(),
-		outboxStatusCommand(),
+		outboxStatusCommand(), outboxRequeueCommand(),
 		versionsStatusCommand(), versionsPlanCommand(), versionsUpgradeCommand(),
 		serveCommand(), completionCommand(),
 	}

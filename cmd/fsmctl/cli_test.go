@@ -101,7 +101,9 @@ func TestCompletions(t *testing.T) {
 	}{
 		{[]string{""}, []string{"chains", "cleanup", "completion", "definitions", "evidence", "export", "help", "migrate", "outbox", "retention", "runs", "serve", "versions"}},
 		{[]string{"r"}, []string{"retention", "runs"}},
-		{[]string{"runs", ""}, []string{"cancel", "list", "resume", "retry", "show", "signal"}},
+		{[]string{"runs", ""}, []string{"cancel", "list", "resume", "retry", "show", "signal", "terminate"}},
+		{[]string{"runs", "terminate", "ID", "-"}, []string{"-by", "-database", "-help", "-lock-timeout", "-o", "-reason"}},
+		{[]string{"outbox", ""}, []string{"requeue", "status"}},
 		{[]string{"runs", "re"}, []string{"resume", "retry"}},
 		{[]string{"help", "ver"}, []string{"versions"}},
 		{[]string{"help", "versions", "p"}, []string{"plan"}},

@@ -1,7 +1,7 @@
 // Command fsmctl operates the runs of fsmgen workflows stored in
 // PostgreSQL: it migrates the runtime's schema (or prints it), lists and
-// shows runs with their transition history, signals, cancels, resumes and
-// retries them, shows the registered definitions with their transition
+// shows runs with their transition history, signals, cancels, terminates,
+// resumes and retries them, shows the registered definitions with their transition
 // table and Mermaid diagram, keeps finished runs for each type's retention
 // and cleans up after it, shows the linear chain's instances, and exports
 // the audit of a step-engine run as JSON or CSV. It works on any machine's
@@ -15,6 +15,7 @@
 //	fsmctl runs show [-payloads] [-o json] ID
 //	fsmctl runs signal [-to STATE] [-reason TEXT] [-lock-timeout D] RUN EVENT [JSON]
 //	fsmctl runs cancel [-to STATE] [-reason TEXT] [-lock-timeout D] RUN
+//	fsmctl runs terminate -reason TEXT [-by NAME] [-lock-timeout D] RUN
 //	fsmctl runs resume [-lock-timeout D] RUN
 //	fsmctl runs retry [-lock-timeout D] RUN
 //	fsmctl definitions list [-o json]
@@ -27,6 +28,7 @@
 //	fsmctl chains show ID
 //	fsmctl export <run_id> [--format json|csv] [--runs-dir DIR] [--out FILE] [--from-db]
 //	fsmctl outbox status [-o json]
+//	fsmctl outbox requeue [-dry-run] [-o json] all|ID...
 //	fsmctl versions status TYPE
 //	fsmctl versions plan [-limit N] TYPE FROM TO
 //	fsmctl versions upgrade [-batch N] [-wait D] TYPE FROM TO

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"os/user"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -76,6 +79,44 @@ fails saying so; the run is left as it was.`,
 		},
 		run: runsCancel,
 	}
+}
+
+func runsTerminateCommand() *command {
+	return &command{
+		name:     "runs terminate",
+		synopsis: "[-database URL] -reason TEXT [-by NAME] [-lock-timeout D] [-o json] RUN",
+		summary:  "end a live run where it is, without its machine's transitions or handlers",
+		details: `Terminate ends run RUN at once, in whatever state it is, as an operator's forced
+stop: no transition of its machine is fired, no handler runs and no cancel
+event is needed (cancel is the machine's own way out; terminate is for a run
+that is stuck or must stop now). The run keeps its state; its status becomes
+cancelled and its result says TERMINATED: terminated by NAME: REASON. Its live
+child runs, and theirs, are terminated with it. Each gets a terminated row in
+its history with the reason, NAME and the database role of the session. A
+worker still running the run's handler finds its transition refused, and later
+signals find the run finished. Only the operator role may terminate (the
+database function fsmgen_terminate_run). A finished run is refused.
+
+-reason is required. -by names who terminates, the OS user by default.
+It prints the run's end and the descendants terminated with it; -o json prints
+the run afterwards as runs show -o json does (without the history).`,
+		flags: func(fs *flag.FlagSet) {
+			addDatabaseFlag(fs)
+			fs.String("reason", "", "why, for the run's history and result (required)")
+			fs.String("by", "", "who terminates, for the run's history and result (the OS user when not given)")
+			addLockTimeoutFlag(fs)
+			addOutputFlag(fs)
+		},
+		run: runsTerminate,
+	}
+}
+
+// osUser is the name of the user fsmctl runs as, "" when unknown.
+func osUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return os.Getenv("USER")
 }
 
 func runsResumeCommand() *command {
@@ -215,6 +256,37 @@ func runsCancel(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) er
 			return operateError(id, err)
 		}
 		return c.printMove(fs, "cancelled", before.State, run.State, run)
+	})
+}
+
+func runsTerminate(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	id, err := oneRun(args)
+	if err != nil {
+		return err
+	}
+	opts := admin.TerminateOptions{Reason: strings.TrimSpace(flagString(fs, "reason")), By: strings.TrimSpace(flagString(fs, "by"))}
+	if opts.By == "" {
+		opts.By = osUser()
+	}
+	switch {
+	case opts.Reason == "":
+		return usagef(nil, "missing -reason: say why the run is terminated")
+	case opts.By == "":
+		return usagef(nil, "missing -by: say who terminates the run")
+	}
+	return c.withRunAdmin(ctx, fs, id, func(a *admin.Admin) error {
+		t, err := a.Terminate(ctx, id, opts)
+		if err != nil {
+			return operateError(id, err)
+		}
+		if wantJSON(fs) {
+			return cliout.WriteJSON(c.stdout, toJSONRun(t.Run))
+		}
+		fmt.Fprintf(c.stdout, "run %s terminated in %s (%s, attempt %d)\n", t.Run.ID, t.Run.State, t.Run.Status, t.Run.Attempt)
+		if len(t.Descendants) > 0 {
+			fmt.Fprintf(c.stdout, "with its %d live descendants: %s\n", len(t.Descendants), strings.Join(t.Descendants, ", "))
+		}
+		return nil
 	})
 }
 

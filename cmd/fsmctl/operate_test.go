@@ -561,3 +561,33 @@ func TestRunsShowPrintsFailedTriesErrors(t *testing.T) {
 		t.Errorf("runs show: exit %d, history (-want +got):\n%s\n%s", got.Code, diff, got.Stdout)
 	}
 }
+
+// runs terminate ends a run where it is, with its flags after the run id;
+// a second terminate finds it finished, and so does a signal.
+func TestRunsTerminate(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	run := f.start(t, order.Type, "o-1")
+	got := withDB(t, f.url, "runs", "terminate", run.ID, "-reason", "customer vanished", "-by", "oncall")
+	want := result{Code: exitOK, Stdout: "run " + run.ID + " terminated in PENDING_PAYMENT (cancelled, attempt 1)\n"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	after := f.get(t, run.ID)
+	if after.Result == nil || after.Result.ErrorCode != "TERMINATED" || after.Result.ErrorDetail != "terminated by oncall: customer vanished" {
+		t.Errorf("result: %+v", after.Result)
+	}
+	steps := f.lastSteps(t, run.ID, 1)
+	if len(steps) != 1 || !strings.HasPrefix(steps[0], `terminated terminate PENDING_PAYMENT->PENDING_PAYMENT {"by":"oncall",`) {
+		t.Errorf("history: %q", steps)
+	}
+	got = withDB(t, f.url, "runs", "terminate", "-reason", "again", run.ID)
+	want = result{Code: exitFailure, Stderr: "fsmctl: run " + run.ID + ": run is finished: it is cancelled in PENDING_PAYMENT\n"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("second terminate (-want +got):\n%s", diff)
+	}
+	got = withDB(t, f.url, "runs", "signal", run.ID, "Pay", `{"paymentRef": "p-1"}`)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("signal after the terminate (-want +got):\n%s", diff)
+	}
+}

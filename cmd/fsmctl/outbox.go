@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -37,6 +38,68 @@ while none runs, pending only grows.
 		flags: func(fs *flag.FlagSet) { addDatabaseFlag(fs); addOutputFlag(fs) },
 		run:   outboxStatus,
 	}
+}
+
+func outboxRequeueCommand() *command {
+	return &command{
+		name:     "outbox requeue",
+		synopsis: "[-database URL] [-dry-run] [-o json] all|ID...",
+		summary:  "move dead letters back to be published",
+		details: `Requeue moves dead letters (see outbox status) back to be published: those
+whose ids are given, or every one with all. A relay tries each at its next
+claim, before the later messages of its run that still wait, with its count of
+rejections started again (rejected as many times in a row as the relay's
+dead-letter limit, it is a dead letter again); its failed tries and last error
+stay. Requeue once the cause is fixed (the stream created, the subject
+allowed). An id that is not a dead letter is not counted.
+-dry-run counts what would be requeued and changes nothing. It prints the count;
+-o json prints {"requeued": N, "dry_run": BOOL}.`,
+		flags: func(fs *flag.FlagSet) {
+			addDatabaseFlag(fs)
+			fs.Bool("dry-run", false, "count the dead letters that would be requeued; change nothing")
+			addOutputFlag(fs)
+		},
+		run: outboxRequeue,
+	}
+}
+
+func outboxRequeue(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	var ids []int64
+	switch {
+	case len(args) == 0:
+		return usagef(nil, "missing dead letter ids, or all")
+	case len(args) == 1 && args[0] == "all":
+	default:
+		for _, a := range args {
+			id, err := strconv.ParseInt(a, 10, 64)
+			if err != nil || id < 1 {
+				return usagef(nil, "%q is not an outbox message id (a positive number) nor all", a)
+			}
+			ids = append(ids, id)
+		}
+	}
+	dry := fs.Lookup("dry-run").Value.String() == "true"
+	pool, err := c.openPool(ctx, fs)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	n, err := relay.Requeue(ctx, pool, ids, dry)
+	if err != nil {
+		return fmt.Errorf("outbox requeue: %w", outboxError(err))
+	}
+	if wantJSON(fs) {
+		return cliout.WriteJSON(c.stdout, struct {
+			Requeued int64 `json:"requeued"`
+			DryRun   bool  `json:"dry_run"`
+		}{n, dry})
+	}
+	if dry {
+		fmt.Fprintf(c.stdout, "would requeue %d dead letters (dry run)\n", n)
+		return nil
+	}
+	fmt.Fprintf(c.stdout, "requeued %d dead letters\n", n)
+	return nil
 }
 
 type jsonOutboxStatus struct {

@@ -178,7 +178,60 @@ func TestOutboxStatusNeedsTheRelaysSchema(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if got := fsmctl(t, nil, "outbox"); got.Code != exitUsage || got.Stderr != "fsmctl: outbox needs a subcommand: status\nRun 'fsmctl help' for usage.\n" {
+	if got := fsmctl(t, nil, "outbox"); got.Code != exitUsage || got.Stderr != "fsmctl: outbox needs a subcommand: status or requeue\nRun 'fsmctl help' for usage.\n" {
 		t.Errorf("fsmctl outbox: %+v", got)
+	}
+}
+
+// outbox requeue counts dead letters with -dry-run, then moves them back
+// by id or all.
+func TestOutboxRequeue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	owner := pgtest.NewDatabase(t)
+	pool := openPool(t, owner)
+	url := pgtest.RoleDSN(t, owner, db.RoleOperator) // fsmctl's
+	st := store.New(pool)
+	if err := st.Register(ctx, rog.Definition()); err != nil {
+		t.Fatal(err)
+	}
+	var dead []int64
+	for _, key := range []string{"a", "b"} {
+		res, err := st.Start(ctx, runtime.StartRequest{Type: rog.Type, Version: 1, IdempotencyKey: key, Owner: runtime.Owner{TenantID: "t1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := st.Emit(ctx, res.Run.ID, "problem.poison", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead = append(dead, m.ID)
+	}
+	r, err := relay.New(pool, receiptPublisher{publish: func(relay.Message) error {
+		return fmt.Errorf("nats: no response from stream: %w", relay.ErrRejected)
+	}}, relay.Config{DeadLetterAfter: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := r.RelayOnce(ctx); err != nil || len(b.Dead) != 2 {
+		t.Fatalf("RelayOnce: %+v, %v; want both messages dead", b, err)
+	}
+	first := fmt.Sprint(dead[0])
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"all", "-dry-run"}, "would requeue 2 dead letters (dry run)\n"},
+		{[]string{first, "-o", "json"}, "{\n  \"requeued\": 1,\n  \"dry_run\": false\n}\n"},
+		{[]string{first}, "requeued 0 dead letters\n"},
+		{[]string{"all"}, "requeued 1 dead letters\n"},
+	} {
+		got := withDB(t, url, append([]string{"outbox", "requeue"}, tt.args...)...)
+		if diff := cmp.Diff(result{Code: exitOK, Stdout: tt.want}, got); diff != "" {
+			t.Errorf("outbox requeue %q (-want +got):\n%s", tt.args, diff)
+		}
+	}
+	if st, err := relay.ReadStatus(ctx, pool); err != nil || st.Dead != 0 || st.Pending != 2 {
+		t.Errorf("status after requeueing: %+v, %v; want 2 pending, none dead", st, err)
 	}
 }

@@ -67,3 +67,19 @@ SELECT * FROM workflow_outbox WHERE published_at IS NULL AND dead_at IS NULL ORD
 -- name: DeadOutbox :many
 -- The dead letters, the latest moved aside first, at most @max_rows.
 SELECT * FROM workflow_outbox WHERE dead_at IS NOT NULL ORDER BY dead_at DESC, id DESC LIMIT @max_rows;
+
+-- name: RequeueDeadOutbox :execrows
+-- Moves dead letters back to be published at the relay's next claim: all
+-- of them, or those of @ids when it is not NULL. Their rejections start
+-- again from 0; their tries and last error stay as the record of what
+-- happened.
+UPDATE workflow_outbox
+SET dead_at = NULL, rejections = 0, next_attempt_at = NULL
+WHERE dead_at IS NOT NULL AND published_at IS NULL
+  AND (sqlc.narg('ids')::bigint[] IS NULL OR id = ANY (sqlc.narg('ids')::bigint[]));
+
+-- name: CountDeadOutbox :one
+-- The dead letters RequeueDeadOutbox would move back.
+SELECT count(*) FROM workflow_outbox
+WHERE dead_at IS NOT NULL AND published_at IS NULL
+  AND (sqlc.narg('ids')::bigint[] IS NULL OR id = ANY (sqlc.narg('ids')::bigint[]));

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/admin"
@@ -25,6 +26,21 @@ type Actions interface {
 	Resume(ctx context.Context, runID string) (runtime.Run, error)
 	// Retry restarts a failed run from the initial state.
 	Retry(ctx context.Context, runID string) (runtime.Run, error)
+	// Terminate ends a live run where it is, with its live descendants,
+	// without a transition of its machine (admin.Admin.Terminate).
+	Terminate(ctx context.Context, runID string, opts admin.TerminateOptions) (admin.Terminated, error)
+}
+
+// operator names who acts in the console's requests, for a terminate's
+// record: the signed-in user of a console with passwords, else the
+// console.
+func (s *Server) operator(r *http.Request) string {
+	if s.cfg.Passwords != nil {
+		if user, _, ok := r.BasicAuth(); ok {
+			return "console user " + user
+		}
+	}
+	return "the console"
 }
 
 var _ Actions = (*admin.Admin)(nil)

@@ -21,32 +21,45 @@ const maxBulk = 1000
 // bulkAction is an action on every run a filter of the list selects,
 // restricted to the runs it applies to.
 type bulkAction struct {
-	Name  string // cancel, resume, retry
+	Name  string // cancel, terminate, resume, retry
 	Verb  string // what the pages say it does
 	Which string // the runs it applies to
 	// only restricts a filter to the runs the action applies to; it
 	// reports false when the filter selects none of them.
 	only func(f *store.Filter) bool
-	do   func(ctx context.Context, a Actions, id, reason string) (runtime.Run, error)
+	do   func(ctx context.Context, a Actions, id, reason, by string) (runtime.Run, error)
+	// NeedsReason: the action is refused without a reason.
+	NeedsReason bool
+}
+
+// running restricts f to running runs.
+func running(f *store.Filter) bool {
+	if f.Status != "" && f.Status != runtime.StatusRunning {
+		return false
+	}
+	f.Status = runtime.StatusRunning
+	return true
 }
 
 var bulkActions = map[string]bulkAction{
-	"cancel": {Name: "cancel", Verb: "Cancel", Which: "running runs", only: func(f *store.Filter) bool {
-		if f.Status != "" && f.Status != runtime.StatusRunning {
-			return false
-		}
-		f.Status = runtime.StatusRunning
-		return true
-	}, do: func(ctx context.Context, a Actions, id, reason string) (runtime.Run, error) {
-		return a.Cancel(ctx, id, admin.SignalOptions{Reason: reason})
-	}},
+	"cancel": {Name: "cancel", Verb: "Cancel", Which: "running runs", only: running,
+		do: func(ctx context.Context, a Actions, id, reason, _ string) (runtime.Run, error) {
+			return a.Cancel(ctx, id, admin.SignalOptions{Reason: reason})
+		}},
+	// A run terminated with its ancestor earlier in the same action is
+	// reported as finished.
+	"terminate": {Name: "terminate", Verb: "Terminate", Which: "running runs", only: running, NeedsReason: true,
+		do: func(ctx context.Context, a Actions, id, reason, by string) (runtime.Run, error) {
+			t, err := a.Terminate(ctx, id, admin.TerminateOptions{Reason: reason, By: by})
+			return t.Run, err
+		}},
 	"resume": {Name: "resume", Verb: "Resume", Which: "parked runs", only: func(f *store.Filter) bool {
 		if f.Status != "" && f.Status != runtime.StatusRunning {
 			return false
 		}
 		f.Status, f.Parked = runtime.StatusRunning, true
 		return true
-	}, do: func(ctx context.Context, a Actions, id, _ string) (runtime.Run, error) {
+	}, do: func(ctx context.Context, a Actions, id, _, _ string) (runtime.Run, error) {
 		return a.Resume(ctx, id)
 	}},
 	"retry": {Name: "retry", Verb: "Retry", Which: "failed runs", only: func(f *store.Filter) bool {
@@ -55,7 +68,7 @@ var bulkActions = map[string]bulkAction{
 		}
 		f.Status = runtime.StatusFailed
 		return true
-	}, do: func(ctx context.Context, a Actions, id, _ string) (runtime.Run, error) {
+	}, do: func(ctx context.Context, a Actions, id, _, _ string) (runtime.Run, error) {
 		return a.Retry(ctx, id)
 	}},
 }
@@ -107,7 +120,7 @@ func (s *Server) bulkOf(w http.ResponseWriter, r *http.Request, q url.Values) (b
 	}
 	action, ok := bulkActions[r.PathValue("action")]
 	if !ok {
-		s.fail(w, r, http.StatusNotFound, "no bulk action "+strconv.Quote(r.PathValue("action"))+": want cancel, resume or retry")
+		s.fail(w, r, http.StatusNotFound, "no bulk action "+strconv.Quote(r.PathValue("action"))+": want cancel, terminate, resume or retry")
 		return bulkData{}, store.Filter{}, false
 	}
 	filters := url.Values{}
@@ -195,6 +208,10 @@ func (s *Server) doBulk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if d.Action.NeedsReason && reason == "" {
+		s.failBack(w, r, http.StatusBadRequest, strings.ToLower(d.Action.Verb)+": no reason given: nothing was done", bulkURL(d.Filters, d.Action.Name))
+		return
+	}
 	f.Limit, f.Newest = maxBulk, false
 	runs, err := s.st.List(r.Context(), f)
 	if err != nil {
@@ -202,7 +219,7 @@ func (s *Server) doBulk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, run := range runs {
-		got, err := d.Action.do(r.Context(), s.cfg.Actions, run.ID, reason)
+		got, err := d.Action.do(r.Context(), s.cfg.Actions, run.ID, reason, s.operator(r))
 		if err != nil {
 			msg := err.Error()
 			var re *runtime.RunError

@@ -105,7 +105,7 @@ func TestBulkActions(t *testing.T) {
 		t.Errorf("the retry confirmation with no failed run:\n%s", confirm.Body)
 	}
 	if r := get(t, client, ts.URL+"/runs/bulk/explode"); r.Status != http.StatusNotFound ||
-		errorMessage(r.Body) != `no bulk action "explode": want cancel, resume or retry` {
+		errorMessage(r.Body) != `no bulk action "explode": want cancel, terminate, resume or retry` {
 		t.Errorf("unknown bulk action: %d %q", r.Status, errorMessage(r.Body))
 	}
 
@@ -127,4 +127,63 @@ func with(form url.Values, key, value string) url.Values {
 	}
 	out.Set(key, value)
 	return out
+}
+
+// TestTerminate ends a run from its page, and the running runs a filter
+// selects in bulk, after a confirmation that states their number; both
+// need a reason, recorded with who gave it.
+func TestTerminate(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	one := v.start(t, "parcel", "t1", "acme")
+	a1 := v.start(t, "parcel", "t2", "acme")
+	a2 := v.start(t, "parcel", "t3", "acme")
+	g := v.start(t, "parcel", "t4", "globex")
+	ts, client := v.serve(t, console.Config{Actions: admin.New(v.st)})
+
+	page := get(t, client, ts.URL+"/runs/"+one.ID)
+	if !strings.Contains(page.Body, `<form method="post" action="/runs/`+one.ID+`/terminate" id="terminate-form"`) {
+		t.Fatalf("the run's page offers no terminate:\n%s", page.Body)
+	}
+	token := csrf(t, page.Body)
+	r := post(t, client, ts.URL+"/runs/"+one.ID+"/terminate", url.Values{"csrf": {token}})
+	if r.Status != http.StatusBadRequest || errorMessage(r.Body) != "terminate: no reason given" {
+		t.Errorf("terminate without a reason: %d %q", r.Status, errorMessage(r.Body))
+	}
+	r = post(t, client, ts.URL+"/runs/"+one.ID+"/terminate", url.Values{"csrf": {token}, "reason": {"stuck"}})
+	if r.Status != http.StatusSeeOther {
+		t.Fatalf("terminate: %d: %s", r.Status, errorMessage(r.Body))
+	}
+	if p := get(t, client, ts.URL+r.Location); !strings.Contains(p.Body, `<p class="did" id="did">terminated in PENDING</p>`) || strings.Contains(p.Body, `id="terminate-form"`) {
+		t.Errorf("the run's page after the terminate:\n%s", p.Body)
+	}
+	if got := v.get(t, one.ID); got.Status != "cancelled" || got.Result == nil || got.Result.ErrorDetail != "terminated by the console: stuck" {
+		t.Errorf("terminated run: %s %+v", got.Status, got.Result)
+	}
+
+	list := get(t, client, ts.URL+"/runs?tenant=acme")
+	link := regexp.MustCompile(`<a href="([^"]+)" id="bulk-terminate">`).FindStringSubmatch(list.Body)
+	if link == nil {
+		t.Fatalf("the list offers no bulk terminate:\n%s", list.Body)
+	}
+	confirm := get(t, client, ts.URL+strings.ReplaceAll(link[1], "&amp;", "&"))
+	if want := `<p id="bulk-count">This will terminate <strong>2</strong> runs.</p>`; !strings.Contains(confirm.Body, want) {
+		t.Fatalf("the confirmation lacks %q:\n%s", want, confirm.Body)
+	}
+	form := url.Values{"csrf": {csrf(t, confirm.Body)}, "tenant": {"acme"}, "count": {"2"}}
+	r = post(t, client, ts.URL+"/runs/bulk/terminate", form)
+	if r.Status != http.StatusBadRequest || errorMessage(r.Body) != "terminate: no reason given: nothing was done" {
+		t.Errorf("bulk terminate without a reason: %d %q", r.Status, errorMessage(r.Body))
+	}
+	done := post(t, client, ts.URL+"/runs/bulk/terminate", with(form, "reason", "supplier gone"))
+	if !strings.Contains(done.Body, `<p id="bulk-done">2 of 2 running runs done.</p>`) {
+		t.Fatalf("bulk terminate: %d\n%s", done.Status, done.Body)
+	}
+	statuses := map[string]string{}
+	for _, id := range []string{a1.ID, a2.ID, g.ID} {
+		statuses[id] = string(v.get(t, id).Status)
+	}
+	if diff := cmp.Diff(map[string]string{a1.ID: "cancelled", a2.ID: "cancelled", g.ID: "running"}, statuses); diff != "" {
+		t.Errorf("statuses after the bulk terminate (-want +got):\n%s", diff)
+	}
 }

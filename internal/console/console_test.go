@@ -367,7 +367,7 @@ func TestActions(t *testing.T) {
 			`signal run ` + run.ID + `: guarded transition: state PENDING of parcel v1 decides Cancel by guards, which only the machine's Go code evaluates (-> CANCELLED [UserOwnsRun]): name the target state to fire its row without its guard`},
 		{"not parked", url.Values{"csrf": {token}}, nil, "/resume", http.StatusConflict,
 			`resume run ` + run.ID + `: conflict: the run moved since it was read: the run is not parked`},
-		{"no action", url.Values{"csrf": {token}}, nil, "/explode", http.StatusNotFound, `no action "explode": want signal, cancel, resume or retry`},
+		{"no action", url.Values{"csrf": {token}}, nil, "/explode", http.StatusNotFound, `no action "explode": want signal, cancel, terminate, resume or retry`},
 	}
 	for _, tc := range refused {
 		req, _ := http.NewRequest(http.MethodPost, base+tc.path, strings.NewReader(tc.form.Encode()))

@@ -110,10 +110,10 @@ type runsData struct {
 	// Older and Newer are the addresses of the next (older runs) and the
 	// previous (newer runs) page, "" when none.
 	Older, Newer string
-	// BulkCancel, BulkResume and BulkRetry are the addresses of the
+	// BulkCancel, BulkTerminate, BulkResume and BulkRetry are the addresses of the
 	// confirmation pages of the bulk actions on the filtered runs, ""
 	// when the console is read-only.
-	BulkCancel, BulkResume, BulkRetry string
+	BulkCancel, BulkTerminate, BulkResume, BulkRetry string
 }
 
 // listedRun is a run as the list shows it: with how long it ran (until
@@ -298,7 +298,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !s.ReadOnly() && d.Total > 0 {
-		d.BulkCancel, d.BulkResume, d.BulkRetry = bulkURL(q, "cancel"), bulkURL(q, "resume"), bulkURL(q, "retry")
+		d.BulkCancel, d.BulkTerminate, d.BulkResume, d.BulkRetry = bulkURL(q, "cancel"), bulkURL(q, "terminate"), bulkURL(q, "resume"), bulkURL(q, "retry")
 	}
 	s.render(w, r, http.StatusOK, "runs", "Runs", d)
 }
@@ -554,8 +554,8 @@ func regionLeaves(def *runtime.Definition, state string) []regionLeaf {
 	return out
 }
 
-// act performs a POSTed action: signal (event, payload), cancel (user),
-// resume or retry.
+// act performs a POSTed action: signal (event, payload), cancel,
+// terminate (reason), resume or retry.
 func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	if s.ReadOnly() {
 		s.fail(w, r, http.StatusForbidden, readOnlyMessage)
@@ -595,8 +595,20 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	case "retry":
 		run, err = s.cfg.Actions.Retry(ctx, id)
 		did = "retried: attempt " + strconv.Itoa(run.Attempt) + " in " + run.State
+	case "terminate":
+		if opts.Reason == "" {
+			s.failBack(w, r, http.StatusBadRequest, "terminate: no reason given", back)
+			return
+		}
+		var t admin.Terminated
+		t, err = s.cfg.Actions.Terminate(ctx, id, admin.TerminateOptions{Reason: opts.Reason, By: s.operator(r)})
+		run = t.Run
+		did = "terminated in " + run.State
+		if n := len(t.Descendants); n > 0 {
+			did += fmt.Sprintf(", with %d live descendants", n)
+		}
 	default:
-		s.fail(w, r, http.StatusNotFound, "no action "+strconv.Quote(action)+": want signal, cancel, resume or retry")
+		s.fail(w, r, http.StatusNotFound, "no action "+strconv.Quote(action)+": want signal, cancel, terminate, resume or retry")
 		return
 	}
 	if err != nil {

@@ -188,6 +188,8 @@ type env struct {
 	// role the name of pool's role.
 	owner *pgxpool.Pool
 	role  string
+	// dsn is the database's, as the schema's owner.
+	dsn string
 }
 
 // newEnv gives the test a database of its own and the engine's pool on it,
@@ -211,7 +213,7 @@ func newEnv(t *testing.T, opts ...store.Option) env {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return env{pool: pool, st: store.New(pool, opts...), owner: owner, role: cfg.ConnConfig.User}
+	return env{pool: pool, st: store.New(pool, opts...), owner: owner, role: cfg.ConnConfig.User, dsn: dsn}
 }
 
 // asOwner runs sql, the test's own set-up, as the schema's owner.

@@ -117,3 +117,61 @@ func TestDedupID(t *testing.T) {
 		t.Errorf("DedupID() = %q, want %q", got, want)
 	}
 }
+
+// Requeue moves dead letters back: a dry run counts them, by id or all;
+// the requeued rows are published at the next relay's claim.
+func TestRequeueDeadLetters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	runs := e.start(t, 3)
+	ids := e.emit(t, runs, 1)
+	dead := map[int64]bool{ids[runs[0]][0]: true, ids[runs[1]][0]: true}
+	pub := &recorder{fail: func(m relay.Message) error {
+		if dead[m.ID] {
+			return fmt.Errorf("too large: %w", relay.ErrRejected)
+		}
+		return nil
+	}}
+	drain(t, e.ctx, e.newRelay(t, pub, relay.Config{DeadLetterAfter: 1}))
+	live := ids[runs[2]][0]
+	first, second := ids[runs[0]][0], ids[runs[1]][0]
+
+	if _, err := relay.Requeue(e.ctx, e.pool, []int64{}, false); err == nil || err.Error() != "relay: requeue dead letters: no ids (nil requeues every one)" {
+		t.Errorf("Requeue of no ids: %v", err)
+	}
+	for _, tt := range []struct {
+		ids    []int64
+		dryRun bool
+		want   int64
+	}{
+		{nil, true, 2},
+		{[]int64{first, live, 999}, true, 1}, // a published row and no row are not dead letters
+		{[]int64{first}, false, 1},
+		{[]int64{first}, false, 0}, // not a dead letter any more
+		{nil, true, 1},
+	} {
+		n, err := relay.Requeue(e.ctx, e.pool, tt.ids, tt.dryRun)
+		if err != nil || n != tt.want {
+			t.Errorf("Requeue(%v, dry run %v) = %d, %v; want %d", tt.ids, tt.dryRun, n, err, tt.want)
+		}
+	}
+	st, err := relay.ReadStatus(e.ctx, e.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Dead != 1 || st.Pending != 1 || st.Oldest == nil || st.Oldest.ID != first {
+		t.Fatalf("status after requeueing one: %+v", st)
+	}
+	// The broker takes it now.
+	delete(dead, first)
+	drain(t, e.ctx, e.newRelay(t, pub, relay.Config{DeadLetterAfter: 1}))
+	if got := e.row(t, first); !got.Published || got.Attempts != 2 {
+		t.Errorf("requeued row: %+v, want published at its second try", got)
+	}
+	if n, err := relay.Requeue(e.ctx, e.pool, nil, false); err != nil || n != 1 {
+		t.Errorf("Requeue of all: %d, %v; want 1", n, err)
+	}
+	if got := e.row(t, second); got.Published || !got.Due {
+		t.Errorf("second requeued row: %+v, want due", got)
+	}
+}

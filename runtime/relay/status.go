@@ -95,3 +95,29 @@ func ReadStatus(ctx context.Context, pool *pgxpool.Pool) (Status, error) {
 	}
 	return st, nil
 }
+
+// Requeue moves dead letters back to be published: those of ids, or every
+// one when ids is nil, and returns how many it moved (with dryRun, how many
+// it would, moving none). A requeued row is tried at the relay's next
+// claim, before the later rows of its run that are still pending, with its
+// rejections counted from 0 again (a row rejected Config.DeadLetterAfter
+// times in a row is a dead letter again); its tries and last error stay.
+// An id that names no dead letter (published, pending, or no row) is not
+// counted. ids must not be empty but nil.
+func Requeue(ctx context.Context, pool *pgxpool.Pool, ids []int64, dryRun bool) (int64, error) {
+	if ids != nil && len(ids) == 0 {
+		return 0, fmt.Errorf("relay: requeue dead letters: no ids (nil requeues every one)")
+	}
+	q := dbsqlc.New(pool)
+	var n int64
+	var err error
+	if dryRun {
+		n, err = q.CountDeadOutbox(ctx, ids)
+	} else {
+		n, err = q.RequeueDeadOutbox(ctx, ids)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("relay: requeue dead letters: %w", err)
+	}
+	return n, nil
+}

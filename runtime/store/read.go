@@ -85,6 +85,12 @@ const (
 	// new one. The log stores it as "migrated", the word of the database
 	// schema, which keeps its names.
 	KindUpgraded StepKind = "migrated"
+	// KindTerminated is an operator's terminate (admin.Terminate): the run
+	// ended where it was, From and To its state, without a transition.
+	// Its payload is {"reason", "by", "role", "root"}: why, who, the
+	// session's database role and the run terminated (this one, or the
+	// ancestor terminated with its descendants).
+	KindTerminated StepKind = "terminated"
 )
 
 // Step is one row of a run's append-only log.

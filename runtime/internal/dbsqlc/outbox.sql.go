@@ -81,6 +81,20 @@ func (q *Queries) ClaimOutbox(ctx context.Context, batchSize int32) ([]ClaimOutb
 	return items, nil
 }
 
+const countDeadOutbox = `-- name: CountDeadOutbox :one
+SELECT count(*) FROM workflow_outbox
+WHERE dead_at IS NOT NULL AND published_at IS NULL
+  AND ($1::bigint[] IS NULL OR id = ANY ($1::bigint[]))
+`
+
+// The dead letters RequeueDeadOutbox would move back.
+func (q *Queries) CountDeadOutbox(ctx context.Context, ids []int64) (int64, error) {
+	row := q.db.QueryRow(ctx, countDeadOutbox, ids)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const deadOutbox = `-- name: DeadOutbox :many
 SELECT id, workflow_run_id, workflow_type, attempt_no, topic, payload, created_at, published_at, attempts, last_attempt_at, next_attempt_at, last_error, rejections, dead_at, duplicate, trace_parent FROM workflow_outbox WHERE dead_at IS NOT NULL ORDER BY dead_at DESC, id DESC LIMIT $1
 `
@@ -270,4 +284,23 @@ func (q *Queries) OutboxCounts(ctx context.Context) (OutboxCountsRow, error) {
 		&i.Now,
 	)
 	return i, err
+}
+
+const requeueDeadOutbox = `-- name: RequeueDeadOutbox :execrows
+UPDATE workflow_outbox
+SET dead_at = NULL, rejections = 0, next_attempt_at = NULL
+WHERE dead_at IS NOT NULL AND published_at IS NULL
+  AND ($1::bigint[] IS NULL OR id = ANY ($1::bigint[]))
+`
+
+// Moves dead letters back to be published at the relay's next claim: all
+// of them, or those of @ids when it is not NULL. Their rejections start
+// again from 0; their tries and last error stay as the record of what
+// happened.
+func (q *Queries) RequeueDeadOutbox(ctx context.Context, ids []int64) (int64, error) {
+	result, err := q.db.Exec(ctx, requeueDeadOutbox, ids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
