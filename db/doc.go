@@ -41,6 +41,10 @@
 //     Cleanup calls it). It holds back runs with an unpublished message, a
 //     finished child whose running parent has not had its completion
 //     event, and a parent whose child stays.
+//   - fsmgen_terminate_run(run, reason, by): an operator's terminate
+//     (runtime/admin's Terminate): the run and its live descendants end
+//     where they are, status cancelled, result TERMINATED, each with a log
+//     row of kind terminated; the only way such a write or row is accepted.
 //
 // # Guards
 //

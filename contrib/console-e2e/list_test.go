@@ -96,11 +96,7 @@ func TestBulkCancelInChromium(t *testing.T) {
 	}
 	screenshot(t, b, "bulk-confirm")
 	b.do(t, chromedp.Click(chromedp.CSS("#bulk-confirm")))
-	waitFor(t, b, `document.getElementById("bulk-done") !== null || document.getElementById("error-message") !== null`, 30*time.Second)
-	if msg := eval[string](t, b, `(document.getElementById("error-message") || {}).textContent || ""`); msg != "" {
-		screenshot(t, b, "bulk-refused")
-		t.Fatalf("the bulk cancel was refused: %s", msg)
-	}
+	waitDone(t, b, "bulk-done", "bulk-refused")
 	if got := eval[string](t, b, `document.getElementById("bulk-done").textContent`); got != "3 of 3 running runs done." {
 		t.Errorf("the result says %q", got)
 	}
@@ -119,6 +115,18 @@ func TestBulkCancelInChromium(t *testing.T) {
 		t.Errorf("statuses after the bulk cancel (-want +got):\n%s", diff)
 	}
 	b.check(t)
+}
+
+// waitDone waits for the page an action leads to: the element of id
+// done, or the console's error message, which fails the test after a
+// screenshot named refused.
+func waitDone(t *testing.T, b *browser, done, refused string) {
+	t.Helper()
+	waitFor(t, b, `document.getElementById("`+done+`") !== null || document.getElementById("error-message") !== null`, 30*time.Second)
+	if msg := eval[string](t, b, `(document.getElementById("error-message") || {}).textContent || ""`); msg != "" {
+		screenshot(t, b, refused)
+		t.Fatalf("refused: %s", msg)
+	}
 }
 
 // waitFor waits until js is true on the tab's page, through the page
