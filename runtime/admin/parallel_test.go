@@ -163,3 +163,27 @@ func TestSignalConfigurationRefused(t *testing.T) {
 		t.Errorf("after Cancel: %s %s, want Closed cancelled", run.State, run.Status)
 	}
 }
+
+// TestTerminateConfiguration: a run in a configuration of a parallel
+// state is terminated in it, and stays there.
+func TestTerminateConfiguration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, st, id := startReview(t, "k")
+	if _, err := a.Signal(ctx, id, "Submit", nil, admin.SignalOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Terminate(ctx, id, admin.TerminateOptions{Reason: "abandoned", By: "oncall"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Run.State != "Pending|Queued" || got.Run.Status != runtime.StatusCancelled {
+		t.Errorf("terminated run in %s, %s; want Pending|Queued, cancelled", got.Run.State, got.Run.Status)
+	}
+	if _, err := a.Signal(ctx, id, "Go", nil, admin.SignalOptions{}); !errors.Is(err, runtime.ErrRunFinished) {
+		t.Errorf("Signal after the terminate: %v, want ErrRunFinished", err)
+	}
+	if err := pgtest.CheckInvariants(ctx, st.Pool()); err != nil {
+		t.Error(err)
+	}
+}
