@@ -15,7 +15,7 @@
 //     Definition, the table, retry policies and timers as data, a new copy
 //     per call. What every machine does alike is in the helpers of package
 //     runtime/fsmimpl, which only generated code calls; the header names
-//     fsmgen's version (Version), and a constant checks
+//     fsmgen's version (internal/version), and a constant checks
 //     fsmimpl.EnforceVersion at compile time.
 //   - runs.go: the typed handle on durable runs, Runs[In](r) over a
 //     runtime.Runner (an *engine.Engine): Start with an input of type In,

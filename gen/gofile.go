@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fsmgen/fsmgen/internal/version"
 )
 
 // goFile is one generated Go file, written as text a line at a time and
@@ -37,7 +39,7 @@ type goFile struct {
 // newGoFile starts the file of package pkg generated from source.
 func newGoFile(source, pkg string) *goFile {
 	return &goFile{
-		header:  []string{header(source), "versions:", "\tfsmgen " + Version},
+		header:  []string{header(source), "versions:", "\tfsmgen " + version.Version},
 		pkg:     pkg,
 		imports: map[string]string{},
 		named:   map[string]bool{},

@@ -15,10 +15,6 @@ const (
 	fsmimplPath = "github.com/fsmgen/fsmgen/runtime/fsmimpl"
 )
 
-// Version is fsmgen's version, written in the header of every generated Go
-// file.
-const Version = "v0.2.0"
-
 // runtimeVersion is the version of the contract between generated code and
 // the runtime's packages that this generator writes against:
 // fsmimpl.GenVersion when they were last changed together. The generated

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fsmgen/fsmgen/dsl"
+	"github.com/fsmgen/fsmgen/internal/version"
 )
 
 // The SQLSTATEs the SQL that [SQL] writes raises (class FS, as the
@@ -221,7 +222,7 @@ func SQL(m *dsl.Machine, g SQLGuard) ([]byte, error) {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("-- %s\n", header(sourceOf(m)))
-	w("-- versions:\n-- \tfsmgen %s\n--\n", Version)
+	w("-- versions:\n-- \tfsmgen %s\n--\n", version.Version)
 	w("-- %s guards column %s: a CHECK of its states, a trigger that\n", machine, where)
 	w("-- refuses (SQLSTATE %s) an INSERT not in %s and an UPDATE between two\n", SQLStateGuardRefused, m.Initial.Name)
 	w("-- states no row of the table joins, and the append-only log %s,\n", logTable)

@@ -53,8 +53,13 @@ func commands() []*command {
 		chainsListCommand(), chainsShowCommand(), exportCommand(), evidenceVerifyCommand(), evidenceExportCommand(),
 		outboxStatusCommand(), outboxRequeueCommand(),
 		versionsStatusCommand(), versionsPlanCommand(), versionsUpgradeCommand(),
-		serveCommand(), completionCommand(),
+		serveCommand(), completionCommand(), versionCommand(),
 	}
+}
+
+// usage is the command's usage line: fsmctl, its name and its synopsis.
+func (cmd *command) usage() string {
+	return strings.TrimSpace("fsmctl " + cmd.name + " " + cmd.synopsis)
 }
 
 // usageError is a command line fsmctl cannot act on: exit status 2.
@@ -93,8 +98,8 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		return exitFailure
 	case errors.As(err, &ue):
 		if ue.cmd != nil {
-			fmt.Fprintf(c.stderr, "fsmctl %s: %s\nusage: fsmctl %s %s\nRun 'fsmctl help %s' for details.\n",
-				ue.cmd.name, ue.msg, ue.cmd.name, ue.cmd.synopsis, ue.cmd.name)
+			fmt.Fprintf(c.stderr, "fsmctl %s: %s\nusage: %s\nRun 'fsmctl help %s' for details.\n",
+				ue.cmd.name, ue.msg, ue.cmd.usage(), ue.cmd.name)
 		} else {
 			fmt.Fprintf(c.stderr, "fsmctl: %s\nRun 'fsmctl help' for usage.\n", ue.msg)
 		}
@@ -317,7 +322,7 @@ Exit status: 0 on success, 1 on failure, 2 on a usage error.
 }
 
 func (c *cli) printCommandHelp(w io.Writer, cmd *command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usage: fsmctl %s %s\n\n%s\n", cmd.name, cmd.synopsis, cmd.details)
+	fmt.Fprintf(w, "usage: %s\n\n%s\n", cmd.usage(), cmd.details)
 	var any bool
 	fs.VisitAll(func(*flag.Flag) { any = true })
 	if any {

@@ -99,13 +99,13 @@ func TestCompletions(t *testing.T) {
 		words []string
 		want  []string
 	}{
-		{[]string{""}, []string{"chains", "cleanup", "completion", "definitions", "evidence", "export", "help", "migrate", "outbox", "retention", "runs", "serve", "versions"}},
+		{[]string{""}, []string{"chains", "cleanup", "completion", "definitions", "evidence", "export", "help", "migrate", "outbox", "retention", "runs", "serve", "version", "versions"}},
 		{[]string{"r"}, []string{"retention", "runs"}},
 		{[]string{"runs", ""}, []string{"cancel", "list", "resume", "retry", "show", "signal", "terminate"}},
 		{[]string{"runs", "terminate", "ID", "-"}, []string{"-by", "-database", "-help", "-lock-timeout", "-o", "-reason"}},
 		{[]string{"outbox", ""}, []string{"requeue", "status"}},
 		{[]string{"runs", "re"}, []string{"resume", "retry"}},
-		{[]string{"help", "ver"}, []string{"versions"}},
+		{[]string{"help", "ver"}, []string{"version", "versions"}},
 		{[]string{"help", "versions", "p"}, []string{"plan"}},
 		{[]string{"help", "runs", "show", ""}, nil},
 		{[]string{"runs", "show", "-"}, []string{"-database", "-help", "-o", "-payloads"}},

@@ -34,6 +34,7 @@
 //	fsmctl versions upgrade [-batch N] [-wait D] TYPE FROM TO
 //	fsmctl serve [-addr HOST:PORT] [-hosts NAMES] [-password-file FILE] [-actions]
 //	fsmctl completion bash|zsh|fish
+//	fsmctl version
 //	fsmctl help [command]
 //
 // Flags may come before, between or after the arguments (runs show ID -o

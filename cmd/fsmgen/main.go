@@ -10,6 +10,7 @@
 //	fsmgen export -format xstate|scxml [-machine NAME] [-o FILE] FILE.fsm
 //	fsmgen import -format xstate [-o FILE.fsm] FILE.json
 //	fsmgen lsp                             the language server, for editors, on stdin and stdout
+//	fsmgen -version                        print fsmgen's version (as fsmctl version does)
 //
 // Each machine of FILE.fsm becomes a package in the directory named after
 // it, next to FILE.fsm: the machine (fsm.go), its typed handle on durable

@@ -15,6 +15,7 @@ import (
 	"github.com/fsmgen/fsmgen/dsl"
 	"github.com/fsmgen/fsmgen/gen"
 	"github.com/fsmgen/fsmgen/internal/safeio"
+	"github.com/fsmgen/fsmgen/internal/version"
 )
 
 // Exit codes.
@@ -33,6 +34,7 @@ const usage = `usage:
 	fsmgen export -format xstate|scxml [-machine NAME] [-o FILE] FILE.fsm
 	fsmgen import -format xstate [-o FILE.fsm] FILE.json
 	fsmgen lsp
+	fsmgen -version
 `
 
 // run is the whole command, testable: it reads its arguments and streams
@@ -59,6 +61,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return importMachine(args[1:], stdout, stderr)
 	case "lsp":
 		return serveLSP(args[1:], stdin, stdout, stderr)
+	case "-version", "--version", "version":
+		fmt.Fprintf(stdout, "fsmgen %s\n", version.Version)
+		return exitOK
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
