@@ -28,7 +28,7 @@ generate: sqlc
 # dependencies stay out of the main module (see tools.go). fsmgen is a tool
 # of the main module's go.mod: the //go:generate lines run go tool fsmgen.
 sqlc:
-	cd tools && $(GO) tool sqlc generate -f ../db/sqlc.yaml
+	cd tools && GOWORK=off $(GO) tool sqlc generate -f ../db/sqlc.yaml
 
 # Run the demo (machines/cmd/demo): RetrieveOrGenerate, the linear chain,
 # then the step engine's report workflow against a scripted HTTP API, on one

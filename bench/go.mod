@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/fsmgen/fsmgen => ../
 
 require (
-	github.com/fsmgen/fsmgen v0.0.0
+	github.com/fsmgen/fsmgen v0.2.0
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/looplab/fsm v1.0.3
@@ -41,7 +41,7 @@ require (
 
 require (
 	github.com/alecthomas/participle/v2 v2.1.4 // indirect
-	github.com/fsmgen/fsmgen/contrib/temporal v0.0.0
+	github.com/fsmgen/fsmgen/contrib/temporal v0.2.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect

@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/fsmgen/fsmgen => ../..
 
 require (
-	github.com/fsmgen/fsmgen v0.0.0
+	github.com/fsmgen/fsmgen v0.2.0
 	github.com/google/go-cmp v0.7.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0

@@ -3,7 +3,7 @@ module github.com/fsmgen/fsmgen/contrib/temporal
 go 1.26.0
 
 require (
-	github.com/fsmgen/fsmgen v0.0.0
+	github.com/fsmgen/fsmgen v0.2.0
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
 )

@@ -9,6 +9,8 @@
 // github.com/fsmgen/fsmgen/cmd/fsmgen), runs go generate on the module's
 // //go:generate go tool fsmgen line, builds, vets and tests the module, and
 // the module's test drives the generated machine on runtime/store against a
-// real PostgreSQL database (one of runtime/pgtest's). It runs with make
-// test, as every test does.
+// real PostgreSQL database (one of runtime/pgtest's). Another scratch
+// module requires a contrib module alone and builds it, resolving the main
+// module through the version the contrib module requires. They run with
+// make test, as every test does.
 package consumer

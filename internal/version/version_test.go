@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
 	"regexp"
 	"testing"
+
+	"golang.org/x/mod/modfile"
 )
 
 // releaseHeading is a release section's heading in CHANGELOG.md (Keep a
@@ -62,6 +66,39 @@ func TestNodePackagesHaveTheVersion(t *testing.T) {
 		}
 		if "v"+pkg.Version != Version {
 			t.Errorf("%s: version %q, want %q (Version without its v)", path, pkg.Version, Version[1:])
+		}
+	}
+}
+
+// Each module of the repository that requires the main module requires
+// it at Version: a user's build resolves it by that requirement, since Go
+// ignores a dependency's replace directives.
+func TestModulesRequireVersion(t *testing.T) {
+	files, err := filepath.Glob("../../contrib/*/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../bench/go.mod")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := modfile.ParseLax(file, data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, r := range f.Require {
+			if r.Mod.Path == "github.com/fsmgen/fsmgen" || path.Dir(r.Mod.Path) == "github.com/fsmgen/fsmgen/contrib" {
+				found = found || r.Mod.Path == "github.com/fsmgen/fsmgen"
+				if r.Mod.Version != Version {
+					t.Errorf("%s requires %s %s, want %s", file, r.Mod.Path, r.Mod.Version, Version)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s does not require github.com/fsmgen/fsmgen", file)
 		}
 	}
 }
