@@ -67,7 +67,7 @@ npm-ci:
 # The VS Code extension, packaged by vsce: editors/vscode/fsmgen-VERSION.vsix
 # (go test ./cmd/fsmgen -run TestVSIX packages it too, and checks it).
 vsix:
-	cd editors/vscode && npm ci --no-audit --no-fund && node node_modules/@vscode/vsce/vsce package --skip-license
+	cd editors/vscode && npm ci --no-audit --no-fund && node node_modules/@vscode/vsce/vsce package
 
 test: temporal-cli npm-ci
 	$(GO) vet ./...

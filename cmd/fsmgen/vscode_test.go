@@ -37,13 +37,13 @@ func TestVSCodeExtension(t *testing.T) {
 }
 
 // TestVSIX packages the extension with vsce, as make vsix does, and checks
-// the package: the manifest, the code, the grammar, the bundled Mermaid,
+// the package: the manifest, the license, the code, the grammar, the bundled Mermaid,
 // and every module vscode-languageclient needs at run time.
 func TestVSIX(t *testing.T) {
 	t.Parallel()
 	node := needNode(t, vscodeDir)
 	vsix := filepath.Join(t.TempDir(), "fsmgen.vsix")
-	cmd := exec.Command(node, filepath.Join("node_modules", "@vscode", "vsce", "vsce"), "package", "--skip-license", "-o", vsix)
+	cmd := exec.Command(node, filepath.Join("node_modules", "@vscode", "vsce", "vsce"), "package", "-o", vsix)
 	cmd.Dir = vscodeDir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("vsce package: %v\n%s", err, out)
@@ -59,6 +59,7 @@ func TestVSIX(t *testing.T) {
 	}
 	want := []string{
 		"extension.vsixmanifest",
+		"extension/LICENSE.txt",
 		"extension/package.json",
 		"extension/extension.js",
 		"extension/lib.js",
