@@ -110,7 +110,6 @@ func TestGettingStarted(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"FSMGEN_CHECKOUT="+checkout,
 		"DATABASE_URL="+pgtest.NewDatabase(t, pgtest.Empty()),
-		"GOWORK=off",
 	)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
