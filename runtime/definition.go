@@ -28,7 +28,10 @@ func (s Status) Terminal() bool {
 // Definition is a machine's definition as data: what fsmgen generated from a
 // .fsm file, in a form the runtime can register, check transitions against,
 // and draw. A generated package exposes its Definition through a function;
-// callers must not modify the slices it holds.
+// callers must not modify the slices it holds. Its methods find states,
+// composites, events and rows by name in constant time: a large definition
+// is indexed at its first lookup, and again when its slices are replaced
+// (not when their elements are changed in place).
 type Definition struct {
 	// Machine is the machine's Go name and Doc its doc comment.
 	Machine string
@@ -238,10 +241,8 @@ func TimerDurations(timers []Timer, event string, payload []byte) []time.Duratio
 
 // State returns the state named name.
 func (d *Definition) State(name string) (StateSpec, bool) {
-	for _, s := range d.States {
-		if s.Name == name {
-			return s, true
-		}
+	if i, ok := d.names().stateAt(name); ok {
+		return d.States[i], true
 	}
 	return StateSpec{}, false
 }
@@ -266,10 +267,8 @@ func (d *Definition) Nested() bool {
 
 // Composite returns the composite state named name.
 func (d *Definition) Composite(name string) (CompositeSpec, bool) {
-	for _, c := range d.Composites {
-		if c.Name == name {
-			return c, true
-		}
+	if i, ok := d.names().compositeAt(name); ok {
+		return d.Composites[i], true
 	}
 	return CompositeSpec{}, false
 }
@@ -278,17 +277,24 @@ func (d *Definition) Composite(name string) (CompositeSpec, bool) {
 // composite) named name, innermost first: its parent, its parent's parent,
 // and so on. It is empty for a top-level state and in a flat machine.
 func (d *Definition) Ancestors(name string) []string {
+	if len(d.Composites) == 0 {
+		return nil
+	}
+	n := d.names()
 	parent := ""
-	if s, ok := d.State(name); ok {
-		parent = s.Parent
-	} else if c, ok := d.Composite(name); ok {
-		parent = c.Parent
+	if i, ok := n.stateAt(name); ok {
+		parent = d.States[i].Parent
+	} else if i, ok := n.compositeAt(name); ok {
+		parent = d.Composites[i].Parent
 	}
 	var out []string
 	for parent != "" && len(out) <= len(d.Composites) {
 		out = append(out, parent)
-		c, _ := d.Composite(parent)
-		parent = c.Parent
+		i, ok := n.compositeAt(parent)
+		if !ok {
+			break
+		}
+		parent = d.Composites[i].Parent
 	}
 	return out
 }

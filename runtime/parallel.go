@@ -19,13 +19,7 @@ func (d *Definition) Regions(parallel string) []string {
 	if c, ok := d.Composite(parallel); !ok || !c.Parallel {
 		return nil
 	}
-	var out []string
-	for _, c := range d.Composites {
-		if c.Parent == parallel {
-			out = append(out, c.Name)
-		}
-	}
-	return out
+	return slices.Clone(d.names().children(parallel))
 }
 
 // Configuration splits a run's persisted state into its leaves: for a run
@@ -48,10 +42,10 @@ func (d *Definition) JoinConfiguration(leaves []string) string {
 // has a handler to call). It reports false when a leaf is not a state of
 // d.
 func (d *Definition) StateOf(state string) (StateSpec, bool) {
-	leaves := d.Configuration(state)
-	if len(leaves) == 1 {
+	if !strings.Contains(state, ConfigurationSeparator) {
 		return d.State(state)
 	}
+	leaves := d.Configuration(state)
 	out := StateSpec{Name: state, Status: StatusRunning, Wait: true}
 	for _, l := range leaves {
 		s, ok := d.State(l)
@@ -67,12 +61,13 @@ func (d *Definition) StateOf(state string) (StateSpec, bool) {
 // declaration order; nil for a machine without one.
 func (d *Definition) parallelIndex() map[string][]string {
 	var out map[string][]string
+	n := d.names()
 	for _, c := range d.Composites {
 		if c.Parallel {
 			if out == nil {
 				out = map[string][]string{}
 			}
-			out[c.Name] = d.Regions(c.Name)
+			out[c.Name] = n.children(c.Name)
 		}
 	}
 	return out
@@ -261,12 +256,12 @@ func (d *Definition) Refusal(from, event, to string) string {
 // hasRow reports whether the table has a row from one state to another
 // on event, whatever its guard.
 func (d *Definition) hasRow(from, event, to string) bool {
-	for _, t := range d.Transitions {
-		if t.From == from && t.Event == event && t.To == to {
-			return true
-		}
-	}
-	return false
+	found := false
+	d.names().rowsFrom(from, event, func(i int) bool {
+		found = d.Transitions[i].To == to
+		return !found
+	})
+	return found
 }
 
 // A Move is what one step takes a run in a configuration to: the rows
@@ -387,11 +382,12 @@ func (d *Definition) Step(state, event string, choose func(from string, rows []T
 func (d *Definition) chosen(from, event string, choose func(string, []TransitionSpec) (TransitionSpec, bool, error)) (int, bool, error) {
 	var index []int
 	var rows []TransitionSpec
-	for i, t := range d.Transitions {
-		if t.From == from && t.Event == event && !t.Done {
+	d.names().rowsFrom(from, event, func(i int) bool {
+		if t := d.Transitions[i]; !t.Done {
 			index, rows = append(index, i), append(rows, t)
 		}
-	}
+		return true
+	})
 	if len(rows) == 0 {
 		return 0, false, nil
 	}
@@ -438,6 +434,10 @@ func (d *Definition) Sources(state string) []string {
 // Accepts reports whether a row on event applies to a run in the
 // persisted state state, whatever its guard.
 func (d *Definition) Accepts(state, event string) bool {
-	sources := d.Sources(state)
-	return slices.ContainsFunc(d.Transitions, func(t TransitionSpec) bool { return t.Event == event && slices.Contains(sources, t.From) })
+	n := d.names()
+	return slices.ContainsFunc(d.Sources(state), func(from string) bool {
+		found := false
+		n.rowsFrom(from, event, func(int) bool { found = true; return false })
+		return found
+	})
 }

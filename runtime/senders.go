@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -53,49 +52,46 @@ func (d *Definition) sender(state, event string) string {
 	if event == d.Cancel {
 		return ""
 	}
-	for _, e := range d.Events {
-		if e.Name == event && e.External {
-			return ""
+	n := d.names()
+	if i, ok := n.eventAt(event); ok && d.Events[i].External {
+		return ""
+	}
+	if by := n.firedBy(event); by != "" {
+		return by
+	}
+	// The handler of an active leaf with a row on event returns it: the
+	// first such row in table order.
+	first := -1
+	for _, leaf := range d.Configuration(state) {
+		if i, ok := n.stateAt(leaf); ok && !d.States[i].Wait {
+			n.rowsFrom(leaf, event, func(i int) bool {
+				if first < 0 || i < first {
+					first = i
+				}
+				return false
+			})
 		}
 	}
-	for _, s := range d.States {
-		for _, t := range s.Timers {
-			if t.Event == event {
-				return "fired by the timer of " + s.Name
-			}
-		}
-		if s.OnExhausted == event {
-			return "fired by the engine when the tries of " + s.Name + " are used up"
-		}
-	}
-	for _, c := range d.Composites {
-		for _, t := range c.Timers {
-			if t.Event == event {
-				return "fired by the timer of " + c.Name
-			}
-		}
+	if first >= 0 {
+		return "returned by the handler of " + d.Transitions[first].From
 	}
 	var handlers []string
+	seen := map[string]bool{}
 	waits := false
-	active := d.Configuration(state)
-	for _, t := range d.Transitions {
-		if t.Event != event {
-			continue
-		}
-		from, leaf := d.State(t.From)
-		switch {
-		case !leaf || from.Wait:
+	n.rowsOn(event, func(i int) bool {
+		t := &d.Transitions[i]
+		if from, leaf := n.stateAt(t.From); !leaf || d.States[from].Wait {
 			// A row on a parallel state is a wait state's: no handler
 			// of its own returns its event.
 			waits = true
-		case slices.Contains(active, t.From):
-			return "returned by the handler of " + t.From
-		default:
-			if !slices.Contains(handlers, t.From) {
-				handlers = append(handlers, t.From)
-			}
+			return false
 		}
-	}
+		if !seen[t.From] {
+			seen[t.From] = true
+			handlers = append(handlers, t.From)
+		}
+		return true
+	})
 	if waits || len(handlers) == 0 {
 		return ""
 	}
