@@ -36,6 +36,23 @@ func proxies(t *testing.T) string {
 	return strings.Join(append(list, "off"), "|")
 }
 
+// goIn returns a function that runs the go command with args in dir with
+// the environment env, fails t when it fails, and returns its output.
+func goIn(t *testing.T, dir string, env []string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		}
+		return out.String()
+	}
+}
+
 // TestUsedFromAnotherModule adds fsmgen as a tool with go get -tool, as a
 // user does once it is published, in a new module outside the repository.
 //
@@ -71,18 +88,7 @@ func TestUsedFromAnotherModule(t *testing.T) {
 		"GOFLAGS=-mod=mod", "GOPROXY="+proxies(t), "GOWORK=off",
 		"DOORSVC_DATABASE_URL="+pgtest.NewDatabase(t),
 	)
-	gocmd := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("go", args...)
-		cmd.Dir = dir
-		cmd.Env = env
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out.String())
-		}
-		return out.String()
-	}
+	gocmd := goIn(t, dir, env)
 
 	gocmd("get", "-tool", "github.com/fsmgen/fsmgen/cmd/fsmgen")
 	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))

@@ -1,9 +1,7 @@
 package consumer_test
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,18 +49,7 @@ func TestContribFromAnotherModule(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			gocmd := func(args ...string) string {
-				t.Helper()
-				cmd := exec.Command("go", args...)
-				cmd.Dir = dir
-				cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY="+proxies(t), "GOWORK=off")
-				var out bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &out
-				if err := cmd.Run(); err != nil {
-					t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out.String())
-				}
-				return out.String()
-			}
+			gocmd := goIn(t, dir, append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY="+proxies(t), "GOWORK=off"))
 			gocmd("mod", "tidy")
 			tidy, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 			if err != nil {
