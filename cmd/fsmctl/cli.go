@@ -129,7 +129,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 	case isHelpFlag(args[0]):
 		return c.help(args[1:])
 	case args[0] == completeCommand:
-		return c.complete(args[1:])
+		return c.complete(ctx, args[1:])
 	}
 	if len(args) > 1 && isHelpFlag(args[1]) && len(groupCommands(args[0])) > 0 {
 		// fsmctl runs -h: the group's help.

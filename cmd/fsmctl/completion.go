@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fsmgen/fsmgen/internal/cliout"
+	"github.com/fsmgen/fsmgen/runtime"
+	"github.com/fsmgen/fsmgen/runtime/relay"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
 // completeCommand is the hidden command the completion scripts call with
@@ -26,7 +31,10 @@ func completionCommand() *command {
 		summary:  "print the shell completion script of bash, zsh or fish",
 		details: `Completion prints a script that completes fsmctl's commands, subcommands, flags
 and the values of flags that take one of a few (-o, -status, --format) in the
-shell named. Load it in the current shell, or once for every new one:
+shell named; with a database (-database on the line, DATABASE_URL or PG*), also
+the run a runs command acts on (the 100 newest that it applies to: running runs
+for signal, cancel and terminate, parked for resume, failed for retry) and the
+dead letters of outbox requeue, when the database answers within 2 seconds. Load it in the current shell, or once for every new one:
 
   bash  source <(fsmctl completion bash)
         fsmctl completion bash > /etc/bash_completion.d/fsmctl
@@ -91,8 +99,8 @@ complete -c fsmctl -f -a '(__fsmctl_complete)'
 
 // complete prints the words that complete the last of words, a command
 // line without the program's name, one a line.
-func (c *cli) complete(words []string) error {
-	for _, w := range c.completions(words) {
+func (c *cli) complete(ctx context.Context, words []string) error {
+	for _, w := range c.completions(ctx, words) {
 		fmt.Fprintln(c.stdout, w)
 	}
 	return nil
@@ -100,7 +108,7 @@ func (c *cli) complete(words []string) error {
 
 // completions returns the words that complete the last of words (the
 // word being typed, maybe empty) after the others, sorted.
-func (c *cli) completions(words []string) []string {
+func (c *cli) completions(ctx context.Context, words []string) []string {
 	if len(words) == 0 {
 		words = []string{""}
 	}
@@ -156,6 +164,9 @@ func (c *cli) completions(words []string) []string {
 		if cmd.name == "completion" && len(rest) == 0 {
 			cands = shells
 		}
+		if args := positional(fs, rest); len(args) == 0 || cmd.name == "outbox requeue" {
+			cands = append(cands, c.argValues(ctx, cmd, fs, rest, cur)...)
+		}
 	}
 	var out []string
 	for _, w := range cands {
@@ -165,6 +176,87 @@ func (c *cli) completions(words []string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// positional returns the arguments of words that are neither flags nor
+// their values.
+func positional(fs *flag.FlagSet, words []string) []string {
+	var out []string
+	for i, w := range words {
+		if !strings.HasPrefix(w, "-") && !takesValue(fs, words, i-1) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// completionTimeout bounds the database's answer to a completion: a shell
+// waits for it.
+const completionTimeout = 2 * time.Second
+
+// maxCompletions is the most run ids or messages a completion lists.
+const maxCompletions = 100
+
+// argValues returns, from the command's database (its -database among
+// words, else the environment), the arguments that may complete cur for
+// cmd: the ids of the runs it acts on (the newest first, those starting
+// with cur), the dead letters and all for outbox requeue. None without a
+// database, or when it does not answer within completionTimeout.
+func (c *cli) argValues(ctx context.Context, cmd *command, fs *flag.FlagSet, words []string, cur string) []string {
+	f := store.Filter{Filter: runtime.Filter{Limit: maxCompletions}, Newest: true}
+	switch cmd.name {
+	case "runs show":
+	case "runs signal", "runs cancel", "runs terminate":
+		f.Status = runtime.StatusRunning
+	case "runs resume":
+		f.Status, f.Parked = runtime.StatusRunning, true
+	case "runs retry":
+		f.Status = runtime.StatusFailed
+	case "outbox requeue":
+	default:
+		return nil
+	}
+	for i, w := range words {
+		if name, value, ok := strings.Cut(strings.TrimLeft(w, "-"), "="); ok && name == "database" && strings.HasPrefix(w, "-") {
+			_ = fs.Set("database", value)
+		} else if takesValue(fs, words, i-1) && strings.TrimLeft(words[i-1], "-") == "database" {
+			_ = fs.Set("database", w)
+		}
+	}
+	conn, source := c.databaseURL(fs)
+	if conn == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+	defer cancel()
+	pool, err := connect(ctx, source, conn)
+	if err != nil {
+		return nil
+	}
+	defer pool.Close()
+	if cmd.name == "outbox requeue" {
+		st, err := relay.ReadStatus(ctx, pool)
+		if err != nil {
+			return nil
+		}
+		out := []string{"all"}
+		for _, d := range st.DeadLetters {
+			out = append(out, strconv.FormatInt(d.ID, 10))
+		}
+		return out
+	}
+	if strings.Trim(cur, "0123456789abcdef-") == "" {
+		f.Search = cur
+	}
+	runs, err := store.New(pool).List(ctx, f)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		out[i] = r.ID
+	}
+	return out
 }
 
 // flagValues returns the values flag name of cmd takes, when they are a

@@ -43,7 +43,8 @@
 // runs show, fsmctl runs show --help print on standard output. fsmctl
 // completion prints a completion script for bash, zsh or fish, which asks
 // fsmctl itself (a hidden __complete command) for the commands, flags and
-// flag values that complete a word. The write commands on a run wait at
+// flag values that complete a word, and with a database for the run ids
+// and dead letters the command acts on. The write commands on a run wait at
 // most -lock-timeout (5s by default) for its row while another transaction
 // holds it, then fail saying so.
 //

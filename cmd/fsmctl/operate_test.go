@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -589,5 +590,45 @@ func TestRunsTerminate(t *testing.T) {
 	got = withDB(t, f.url, "runs", "signal", run.ID, "Pay", `{"paymentRef": "p-1"}`)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("signal after the terminate (-want +got):\n%s", diff)
+	}
+}
+
+// Completion lists from the database the runs a runs command acts on,
+// those starting with the word typed, and the dead letters of outbox
+// requeue; -database on the line names the database.
+func TestCompletionsFromTheDatabase(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	live := f.start(t, order.Type, "o-1")
+	gone := f.start(t, order.Type, "o-2")
+	if got := withDB(t, f.url, "runs", "terminate", gone.ID, "-reason", "test"); got.Code != exitOK {
+		t.Fatalf("terminate: %+v", got)
+	}
+	ids := []string{live.ID, gone.ID}
+	slices.Sort(ids)
+	for _, tt := range []struct {
+		words []string
+		want  []string
+	}{
+		{[]string{"runs", "terminate", ""}, []string{live.ID}},
+		{[]string{"runs", "show", ""}, ids},
+		{[]string{"runs", "show", live.ID[:8]}, []string{live.ID}},
+		{[]string{"runs", "retry", ""}, nil},
+		{[]string{"runs", "terminate", live.ID, ""}, nil}, // one run id
+		{[]string{"runs", "list", ""}, nil},
+		{[]string{"outbox", "requeue", ""}, []string{"all"}},
+	} {
+		got := withDB(t, f.url, append([]string{completeCommand}, tt.words...)...)
+		want := result{Code: exitOK}
+		if tt.want != nil {
+			want.Stdout = strings.Join(tt.want, "\n") + "\n"
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("complete %q (-want +got):\n%s", tt.words, diff)
+		}
+	}
+	got := fsmctl(t, nil, completeCommand, "runs", "cancel", "-database", f.url, "")
+	if diff := cmp.Diff(result{Code: exitOK, Stdout: live.ID + "\n"}, got); diff != "" {
+		t.Errorf("complete with -database (-want +got):\n%s", diff)
 	}
 }
