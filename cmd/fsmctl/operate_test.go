@@ -479,42 +479,51 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// runs cancel on a run whose row another transaction holds waits at most
-// -lock-timeout, then says which run and why, and leaves it as it was.
+// runs cancel and runs terminate on a run whose row another transaction
+// holds wait at most -lock-timeout, then say which run and why, and leave
+// it as it was.
 func TestRunsCancelOnALockedRow(t *testing.T) {
 	t.Parallel()
 	f := newOpsFixture(t)
-	run := f.start(t, order.Type, "o-1")
 	ctx := context.Background()
-	tx, err := f.st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM workflow_runs WHERE id = $1 FOR UPDATE`, run.ID); err != nil {
-		t.Fatal(err)
-	}
-	// Before the bound, the command blocked for as long as the lock was
-	// held: the test's own deadline stops it then.
-	tctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	c := &cli{stdout: &out, stderr: &errOut, getenv: func(k string) string { return map[string]string{EnvDatabaseURL: f.url}[k] }}
-	code := c.main(tctx, []string{"runs", "cancel", run.ID, "-lock-timeout", "300ms"})
-	want := result{Code: exitFailure, Stderr: "fsmctl: run " + run.ID + ": another transaction holds the run's row: gave up after waiting 300ms (-lock-timeout); try again once it ends\n"}
-	if diff := cmp.Diff(want, result{code, out.String(), errOut.String()}); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := f.get(t, run.ID); got.State != "PENDING_PAYMENT" || got.RowVersion != run.RowVersion {
-		t.Errorf("after the refused cancel: %s row version %d, want PENDING_PAYMENT %d", got.State, got.RowVersion, run.RowVersion)
-	}
-	// With the lock gone the same command cancels.
-	got := withDB(t, f.url, "runs", "cancel", run.ID)
-	if diff := cmp.Diff(result{Code: exitOK, Stdout: "run " + run.ID + " cancelled: PENDING_PAYMENT -> CANCELLED (cancelled, attempt 1)\n"}, got); diff != "" {
-		t.Errorf("after the lock (-want +got):\n%s", diff)
+	for _, tt := range []struct {
+		args  []string
+		after string // what the command says once the lock is gone
+	}{
+		{[]string{"runs", "cancel"}, " cancelled: PENDING_PAYMENT -> CANCELLED (cancelled, attempt 1)\n"},
+		{[]string{"runs", "terminate", "-reason", "stuck", "-by", "oncall"}, " terminated in PENDING_PAYMENT (cancelled, attempt 1)\n"},
+	} {
+		run := f.start(t, order.Type, tt.args[1])
+		tx, err := f.st.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // rolled back below; this one is for a failed test
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM workflow_runs WHERE id = $1 FOR UPDATE`, run.ID); err != nil {
+			t.Fatal(err)
+		}
+		// Before the bound, the command blocked for as long as the lock was
+		// held: the test's own deadline stops it then.
+		tctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		var out, errOut bytes.Buffer
+		c := &cli{stdout: &out, stderr: &errOut, getenv: func(k string) string { return map[string]string{EnvDatabaseURL: f.url}[k] }}
+		code := c.main(tctx, append(slices.Clone(tt.args), run.ID, "-lock-timeout", "300ms"))
+		want := result{Code: exitFailure, Stderr: "fsmctl: run " + run.ID + ": another transaction holds the run's row: gave up after waiting 300ms (-lock-timeout); try again once it ends\n"}
+		if diff := cmp.Diff(want, result{code, out.String(), errOut.String()}); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.args[1], diff)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.get(t, run.ID); got.State != "PENDING_PAYMENT" || got.RowVersion != run.RowVersion {
+			t.Errorf("after the refused %s: %s row version %d, want PENDING_PAYMENT %d", tt.args[1], got.State, got.RowVersion, run.RowVersion)
+		}
+		// With the lock gone the same command acts.
+		got := withDB(t, f.url, append(slices.Clone(tt.args), run.ID)...)
+		if diff := cmp.Diff(result{Code: exitOK, Stdout: "run " + run.ID + tt.after}, got); diff != "" {
+			t.Errorf("%s after the lock (-want +got):\n%s", tt.args[1], diff)
+		}
 	}
 }
 
