@@ -178,6 +178,15 @@ func TestTerminate(t *testing.T) {
 	if _, err := a.Terminate(ctx, other.ID, admin.TerminateOptions{By: "oncall"}); !errors.Is(err, admin.ErrNoReason) || err.Error() != want {
 		t.Errorf("Terminate without a reason:\n got %v\nwant %s", err, want)
 	}
+	ext, err := rtStore.StartExternal(ctx, store.External{Executor: "temporal", ID: "00000000-0000-4000-8000-0000000000e1", Attempt: 1},
+		runtime.StartRequest{Type: "shop", Version: 1, IdempotencyKey: "external", Owner: runtime.Owner{TenantID: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "admin: terminate run " + ext.Run.ID + ": run is executed by another runtime: ERROR: run " + ext.Run.ID + " is executed by temporal: terminate it there (SQLSTATE FS009)"
+	if _, err := a.Terminate(ctx, ext.Run.ID, admin.TerminateOptions{Reason: "x", By: "oncall"}); !errors.Is(err, runtime.ErrOtherExecutor) || err.Error() != want {
+		t.Errorf("Terminate of another runtime's run:\n got %v\nwant %s", err, want)
+	}
 	missing := "00000000-0000-4000-8000-000000000000"
 	if _, err := a.Terminate(ctx, missing, admin.TerminateOptions{Reason: "x", By: "oncall"}); !errors.Is(err, runtime.ErrRunNotFound) {
 		t.Errorf("Terminate of no run: %v, want ErrRunNotFound", err)
