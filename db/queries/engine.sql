@@ -424,3 +424,27 @@ SELECT logged.workflow_run_id AS id, logged.row_version, logged.occurred_at, mov
 FROM logged JOIN moved ON moved.id = logged.workflow_run_id
 UNION ALL
 SELECT i.id, 0::bigint, NULL::timestamptz, NULL::timestamptz, true FROM i WHERE i.id NOT IN (SELECT l.id FROM locked l);
+
+-- name: InsertStepBefore :execrows
+-- Logs a step of a run at the state that a transition, written next in the
+-- same transaction by AdvanceRun with the same run, state, row version,
+-- kind and fence, leaves: only when that transition will move the run (it
+-- is in from_state at row_version, of the kind, and when fenced under the
+-- live lease), and locking the run, so that the check holds until the
+-- commit. 0 rows when the transition would move nothing, which then logs
+-- nothing either; so the step and the transition can be sent together in
+-- one round trip, a pipeline of statements that commit together.
+INSERT INTO workflow_step_logs (
+    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+    payload, occurred_at, kind, event, row_version, definition_version)
+SELECT r.id, r.workflow_type, r.attempt_no, @step_name::text, r.current_state, r.current_state,
+    sqlc.narg('payload'), coalesce(sqlc.narg('now')::timestamptz, now()), 'step', NULL, r.row_version, r.definition_version
+FROM (
+    SELECT w.id, w.workflow_type, w.attempt_no, w.current_state, w.row_version, w.definition_version
+    FROM workflow_runs w
+    WHERE w.id = @id AND w.current_state = @from_state::text AND w.row_version = @row_version
+        AND w.workflow_type = @workflow_type AND w.definition_version = @definition_version
+        AND (NOT @fenced::bool OR (w.lease_owner = @owner::text AND w.lease_epoch = @epoch
+             AND w.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())))
+    FOR UPDATE OF w
+) r;

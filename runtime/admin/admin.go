@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
@@ -61,9 +60,9 @@ type SignalOptions struct {
 }
 
 // Signal fires event with payload (its JSON, empty for none) on run runID
-// as an operator, through the store's transition path (store.Record or, to
-// a terminal state, store.Finish), so that the database's checks apply as
-// to any transition. The payload is checked against the event's fields in
+// as an operator, through the transition statement every writer shares
+// (the store's Record and Finish, the engine), so that the database's
+// checks apply as to any transition. The payload is checked against the event's fields in
 // the registered definition (CheckPayload). The row fired is the one of the
 // run's state on the event: the only unguarded row, or the one to
 // opts.To, whose guard is not evaluated. In a configuration of a parallel
@@ -78,7 +77,9 @@ type SignalOptions struct {
 // An operator step row (operator_signal, with the event, the state entered,
 // the guards not evaluated and opts.Reason) is logged in the transaction of
 // the transition. A run moved into a state the engine drives is announced
-// on store.NotifyChannel.
+// on store.NotifyChannel at its commit. Signal takes two round trips, the
+// read and the write (the step, the transition and the announcement sent
+// together), and one commit; the run it returns is the one the write left.
 func (a *Admin) Signal(ctx context.Context, runID, event string, payload json.RawMessage, opts SignalOptions) (runtime.Run, error) {
 	return a.fire(ctx, "signal "+event, runID, event, func(run runtime.Run, def runtime.Definition, child bool) (string, json.RawMessage, *runtime.Result, error) {
 		if _, ok := eventSpec(def, event); !ok {
@@ -171,16 +172,14 @@ func (a *Admin) fire(ctx context.Context, op, runID, childEvent string,
 		if cancel {
 			name = "operator_cancel"
 		}
-		err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-			if _, err := a.st.LogStepTx(ctx, tx, run.ID, name, logged); err != nil {
-				return err
-			}
-			if to.Terminal() && res != nil {
-				_, err := a.st.FinishTx(ctx, tx, run.ID, run.RowVersion, t, *res)
-				return err
-			}
-			_, err := a.st.RecordTx(ctx, tx, run.ID, run.RowVersion, t)
-			return err
+		if !to.Terminal() {
+			res = nil
+		}
+		// One round trip, one commit: the step, the transition, and the
+		// run's announcement when it is due at once.
+		adv, err := a.es.Advance(ctx, run.ID, enginestore.AdvanceParams{
+			RowVersion: run.RowVersion, Transition: t, Result: res, Notify: true,
+			Effects: &enginestore.Effects{Steps: []enginestore.StepEffect{{Name: name, Payload: logged}}},
 		})
 		if errors.Is(err, runtime.ErrConflict) {
 			continue // the run moved: decide again
@@ -192,10 +191,7 @@ func (a *Admin) fire(ctx context.Context, op, runID, childEvent string,
 			}
 			return fail(err)
 		}
-		if !to.Wait && !to.Terminal() {
-			_ = a.st.Notify(ctx, run.Type) // workers poll anyway
-		}
-		return a.st.Get(ctx, runID)
+		return adv.Run, nil
 	}
 	return fail(fmt.Errorf("%w: the run moved under %d consecutive tries", runtime.ErrConflict, maxRounds))
 }

@@ -15,10 +15,12 @@ import (
 // statement (BEGIN and COMMIT included), each query of a batch is one, and
 // each CopyFrom is one. The statements pgx prepares on its own before it
 // runs one (its statement cache) are not counted: they are part of running
-// that statement. It is safe for concurrent use.
+// that statement. It counts round trips too (Trips): a batch, which pgx
+// sends as one pipeline, is one. It is safe for concurrent use.
 type StatementCounter struct {
 	mu    sync.Mutex
 	names []string
+	trips int
 }
 
 var (
@@ -58,8 +60,16 @@ func (c *StatementCounter) Take() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := c.names
-	c.names = nil
+	c.names, c.trips = nil, 0
 	return out
+}
+
+// Trips returns the number of round trips since the last Take: a
+// statement sent alone is one, a batch of statements is one.
+func (c *StatementCounter) Trips() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.trips
 }
 
 // Count returns the number of statements sent since the last Take.
@@ -69,10 +79,16 @@ func (c *StatementCounter) Count() int {
 	return len(c.names)
 }
 
-func (c *StatementCounter) add(name string) {
+// add counts the statement name, and a round trip when trip is set.
+func (c *StatementCounter) add(name string, trip bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.names = append(c.names, name)
+	if name != "" {
+		c.names = append(c.names, name)
+	}
+	if trip {
+		c.trips++
+	}
 }
 
 // statementName names sql as Take does.
@@ -89,22 +105,24 @@ func statementName(sql string) string {
 
 // TraceQueryStart implements pgx.QueryTracer: it counts the statement.
 func (c *StatementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	c.add(statementName(data.SQL))
+	c.add(statementName(data.SQL), true)
 	return ctx
 }
 
 // TraceQueryEnd implements pgx.QueryTracer.
 func (c *StatementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// TraceBatchStart implements pgx.BatchTracer.
+// TraceBatchStart implements pgx.BatchTracer: it counts the batch's round
+// trip.
 func (c *StatementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.add("", true)
 	return ctx
 }
 
 // TraceBatchQuery implements pgx.BatchTracer: it counts the query of the
 // batch.
 func (c *StatementCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
-	c.add(statementName(data.SQL))
+	c.add(statementName(data.SQL), false)
 }
 
 // TraceBatchEnd implements pgx.BatchTracer.
@@ -112,7 +130,7 @@ func (c *StatementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBa
 
 // TraceCopyFromStart implements pgx.CopyFromTracer: it counts the COPY.
 func (c *StatementCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceCopyFromStartData) context.Context {
-	c.add("copy " + data.TableName.Sanitize())
+	c.add("copy "+data.TableName.Sanitize(), true)
 	return ctx
 }
 

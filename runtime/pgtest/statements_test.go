@@ -78,6 +78,10 @@ func TestStatementCounterCountsEveryStatementSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"begin", "insert into t values (1)", "commit", "insert into t values (2)", "CountT", `copy "t"`}
+	// The batch is one round trip: begin, insert, commit, batch, copy.
+	if got := count.Trips(); got != 5 {
+		t.Errorf("Trips() = %d, want 5", got)
+	}
 	if diff := cmp.Diff(want, count.Take()); diff != "" {
 		t.Errorf("Take() mismatch (-want +got):\n%s", diff)
 	}

@@ -770,6 +770,65 @@ func (q *Queries) FinishedChildren(ctx context.Context, id pgtype.UUID) ([]Finis
 	return items, nil
 }
 
+const insertStepBefore = `-- name: InsertStepBefore :execrows
+INSERT INTO workflow_step_logs (
+    workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
+    payload, occurred_at, kind, event, row_version, definition_version)
+SELECT r.id, r.workflow_type, r.attempt_no, $1::text, r.current_state, r.current_state,
+    $2, coalesce($3::timestamptz, now()), 'step', NULL, r.row_version, r.definition_version
+FROM (
+    SELECT w.id, w.workflow_type, w.attempt_no, w.current_state, w.row_version, w.definition_version
+    FROM workflow_runs w
+    WHERE w.id = $4 AND w.current_state = $5::text AND w.row_version = $6
+        AND w.workflow_type = $7 AND w.definition_version = $8
+        AND (NOT $9::bool OR (w.lease_owner = $10::text AND w.lease_epoch = $11
+             AND w.lease_expires_at > coalesce($3::timestamptz, now())))
+    FOR UPDATE OF w
+) r
+`
+
+type InsertStepBeforeParams struct {
+	StepName          string
+	Payload           []byte
+	Now               pgtype.Timestamptz
+	ID                pgtype.UUID
+	FromState         string
+	RowVersion        int64
+	WorkflowType      string
+	DefinitionVersion int32
+	Fenced            bool
+	Owner             string
+	Epoch             int64
+}
+
+// Logs a step of a run at the state that a transition, written next in the
+// same transaction by AdvanceRun with the same run, state, row version,
+// kind and fence, leaves: only when that transition will move the run (it
+// is in from_state at row_version, of the kind, and when fenced under the
+// live lease), and locking the run, so that the check holds until the
+// commit. 0 rows when the transition would move nothing, which then logs
+// nothing either; so the step and the transition can be sent together in
+// one round trip, a pipeline of statements that commit together.
+func (q *Queries) InsertStepBefore(ctx context.Context, arg InsertStepBeforeParams) (int64, error) {
+	result, err := q.db.Exec(ctx, insertStepBefore,
+		arg.StepName,
+		arg.Payload,
+		arg.Now,
+		arg.ID,
+		arg.FromState,
+		arg.RowVersion,
+		arg.WorkflowType,
+		arg.DefinitionVersion,
+		arg.Fenced,
+		arg.Owner,
+		arg.Epoch,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const latestVersion = `-- name: LatestVersion :one
 SELECT coalesce(max(def.version), 0)::int AS version
 FROM workflow_definitions def

@@ -366,7 +366,8 @@ type Advanced struct {
 // given (runtime.ErrLeaseLost when it is no longer held), with the schedule of the
 // state entered and the lease's fate folded into the same statement. Effects,
 // when there are any, are written in the same transaction: if the
-// transition is refused, none of them is. The transition's Actions, when
+// transition is refused, none of them is. Steps alone are sent with the
+// transition in one round trip (see InsertStepBefore). The transition's Actions, when
 // set, are called in that transaction after the run moved, with the
 // transaction in their context (store.Tx); their error rolls the
 // transition back and is returned.
@@ -397,6 +398,21 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 	var out Advanced
 	if p.Effects.empty() && t.Actions == nil {
 		row, err := s.q.AdvanceRun(ctx, arg)
+		if err == nil {
+			if err := s.advanced(&out, row); err != nil {
+				return fail(err)
+			}
+			return out, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return fail(pgstore.Translate(err))
+		}
+		return fail(s.whyNot(ctx, id, p.Lease, t, p.RowVersion))
+	}
+
+	if pipelined(p.Effects, t.Actions) {
+		// Steps only: they and the transition go in one round trip.
+		row, err := s.advancePipelined(ctx, id, arg, p.Effects.Steps)
 		if err == nil {
 			if err := s.advanced(&out, row); err != nil {
 				return fail(err)
