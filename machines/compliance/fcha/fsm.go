@@ -14,10 +14,10 @@
 // delivery, background check authorization, background check results,
 // individualized assessment factors and the final decision rationale.
 //
-// The table holds the arrows of the seed's diagram, and FAILED: the seed's
-// workflow fails after all retries (status failed, with its error), which
-// the diagram does not draw. It draws no cancellation, so none is declared
-// here.
+// The table holds the arrows of the specification's diagram, and FAILED:
+// the specification's workflow fails after all retries (status failed,
+// with its error), which the diagram does not draw. It draws no
+// cancellation, so none is declared here.
 package fcha
 
 import (
@@ -574,7 +574,7 @@ var index = fsmimpl.NewIndex[State](&definition)
 
 var definition = runtime.Definition{
 	Machine: "FCHA",
-	Doc:     "FCHA is the legal NYC Fair Chance Housing Act (FCHA) state machine that\nthe NYC Application Compliance workflow enforces for one rental\napplication (applicationId, applicantId, propertyId, unitId,\norganizationId, marketId). The workflow persists its state after each\nstep, retries failed activities with backoff, ensures idempotency through\ncached activity results, and emits SOC2-compliant evidence at each state\ntransition: initialization, prequalification results, conditional offer\ndelivery, background check authorization, background check results,\nindividualized assessment factors and the final decision rationale.\n\nThe table holds the arrows of the seed's diagram, and FAILED: the seed's\nworkflow fails after all retries (status failed, with its error), which\nthe diagram does not draw. It draws no cancellation, so none is declared\nhere.",
+	Doc:     "FCHA is the legal NYC Fair Chance Housing Act (FCHA) state machine that\nthe NYC Application Compliance workflow enforces for one rental\napplication (applicationId, applicantId, propertyId, unitId,\norganizationId, marketId). The workflow persists its state after each\nstep, retries failed activities with backoff, ensures idempotency through\ncached activity results, and emits SOC2-compliant evidence at each state\ntransition: initialization, prequalification results, conditional offer\ndelivery, background check authorization, background check results,\nindividualized assessment factors and the final decision rationale.\n\nThe table holds the arrows of the specification's diagram, and FAILED:\nthe specification's workflow fails after all retries (status failed,\nwith its error), which the diagram does not draw. It draws no\ncancellation, so none is declared here.",
 	Type:    Type,
 	Version: Version,
 	Initial: "PREQUALIFICATION",
