@@ -57,8 +57,9 @@
 //     from a state to itself included), or a run inserted in a state other
 //     than the initial one. A write shaped like the runtime's transitions
 //     (row_version + 1, previous_state the state left, status the state
-//     entered's) is checked by the foreign key [ConstraintMove] to
-//     workflow_moves instead, and refused with its SQLSTATE, 23503; a move
+//     entered's) is checked against workflow_moves by the trigger
+//     workflow_runs_known_move instead, which reads without locking and refuses
+//     it as the foreign key [ConstraintMove] it replaced did (23503); a move
 //     to or from a configuration of a parallel state (a current_state
 //     that holds "|") goes through the trigger whatever its shape, which
 //     checks each region's move against the registered rows

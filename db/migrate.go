@@ -33,9 +33,11 @@ const (
 
 // The constraints whose violations stand for a guard's SQLSTATE.
 const (
-	// ConstraintMove is the foreign key of workflow_runs to the registered
-	// moves: a violation (23503) is a move the registered table lacks, or a
-	// status that is not the state's, as SQLStateTransitionRefused is.
+	// ConstraintMove names the check of workflow_runs against the registered
+	// moves (the trigger workflow_runs_known_move, which replaced a foreign key of
+	// that name and raises its errors): a violation (23503) is a move the
+	// registered table lacks, or a status that is not the state's, as
+	// SQLStateTransitionRefused is.
 	ConstraintMove = "workflow_runs_move_fkey"
 	// ConstraintLoggedChange is the unique index of the log's change rows
 	// (one per run and row version): a violation (23505) is a second log

@@ -629,3 +629,38 @@ func waitIdle(t *testing.T, e env) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A transition reads the registered move it takes without locking it: a
+// transaction that holds the move's row (here FOR UPDATE, which a foreign
+// key's KEY SHARE lock waits for) does not hold up the transitions of the
+// type's runs, and their transactions write no lock of a row that every
+// run of the type shares.
+func TestTransitionDoesNotLockTheRegisteredMove(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	run := e.start(t, "k").Run
+	holder, err := e.pool.Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(e.ctx)
+	if _, err := holder.Exec(e.ctx, `SELECT 1 FROM workflow_moves
+		WHERE workflow_type = 'order' AND version = 1 AND from_state = 'INITIATED' AND to_state = 'WORKING' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	err = pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {
+		// A statement that waited for the row would fail here, after
+		// lock_timeout, with SQLSTATE 55P03.
+		if _, err := tx.Exec(e.ctx, "SET LOCAL lock_timeout = '10s'"); err != nil {
+			return err
+		}
+		_, err := e.st.RecordTx(e.ctx, tx, run.ID, run.RowVersion, tr("INITIATED", "Begin", "WORKING", nil))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("transition while its move's row is locked: %v", err)
+	}
+	if got := e.get(t, run.ID); got.State != "WORKING" || got.RowVersion != 2 {
+		t.Errorf("run after the transition: %s at row version %d, want WORKING at 2", got.State, got.RowVersion)
+	}
+}
