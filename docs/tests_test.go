@@ -46,11 +46,6 @@ func tests(t *testing.T) []string {
 	return names
 }
 
-// heldOut are the pages TestNamedTestsExist lets name a test that is gone,
-// with that test; it fails once the page no longer names it, so that the
-// entry goes with the mention.
-var heldOut = map[string]string{}
-
 // TestNamedTestsExist holds the documentation's claims to their evidence:
 // every test a page names (a claim's proof, a go test -run pattern) is a
 // test function of the repository, or the start of one's name.
@@ -64,20 +59,10 @@ func TestNamedTestsExist(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var missing []string
 		for _, n := range testName.FindAllString(string(src), -1) {
 			if !slices.ContainsFunc(have, func(h string) bool { return strings.HasPrefix(h, n) }) {
-				missing = append(missing, n)
+				t.Errorf("%s names %s, which no test of the repository is (or starts with)", name, n)
 			}
-		}
-		if gone, ok := heldOut[name]; ok {
-			if !slices.Equal(missing, []string{gone}) {
-				t.Errorf("%s is held out for naming %s, but the tests it names that are gone are %v: update heldOut", name, gone, missing)
-			}
-			continue
-		}
-		for _, n := range missing {
-			t.Errorf("%s names %s, which no test of the repository is (or starts with)", name, n)
 		}
 	}
 }
