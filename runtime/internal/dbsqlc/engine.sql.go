@@ -536,7 +536,7 @@ type ClaimRunsRow struct {
 // run is missing from the events, and they must be read again.
 //
 // The leasing is fsm_claim_runs's (migrations/0011_claim_plan.sql,
-// 0012_interrupted_tries.sql), a
+// 0012_interrupted_tries.sql, 0025_claim_one_run.sql), a
 // function so that its plan is made once per connection rather than at
 // every call.
 func (q *Queries) ClaimRuns(ctx context.Context, arg ClaimRunsParams) ([]ClaimRunsRow, error) {
