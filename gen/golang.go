@@ -507,18 +507,28 @@ func (g *goGen) machine() {
 		f.line(0, "func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(index, m.state, e) }")
 		return
 	}
-	// Fire switches on the event's type and calls the event's method
-	// directly, which the compiler inlines when it is a fast path: one call
-	// for Fire, where an interface method per event would add a second.
+	// Fire switches on the event's type and runs, in each case, the body
+	// of the event's method: one call for Fire, where calling a method the
+	// compiler does not inline (an event with a guard) would add a second.
+	// Each case asks the guards with the event's value, ev, and hands the
+	// interface e, as it came, to move, follow and refuse: a recorded
+	// transition's payload is e itself, no copy of the event boxed again.
 	f.line(0)
 	f.line(0, "// Fire applies event e as the method named after it does; a nil e returns a")
 	f.line(0, "// *runtime.TransitionError matching runtime.ErrIllegalTransition.")
 	f.line(0, "func (m *Machine) Fire(ctx context.Context, e Event) error {")
 	if len(m.Events) > 0 {
-		f.line(1, "switch e := e.(type) {")
+		bind := "switch e.(type) {"
+		for _, e := range m.Events {
+			if _, _, guarded := g.summary(e); guarded {
+				bind = "switch ev := e.(type) {"
+				break
+			}
+		}
+		f.line(1, bind)
 		for _, e := range m.Events {
 			f.line(1, "case ", e.GoName, ":")
-			f.line(2, "return m.", e.GoName, "(ctx, e)")
+			g.eventBody(e, 2, "ev", "e")
 		}
 		f.line(1, "}")
 	}
@@ -696,7 +706,7 @@ func (g *goGen) arms(e *dsl.Event) []*arm {
 func (g *goGen) eventMethods() {
 	f := g.f
 	for _, e := range g.m.Events {
-		arms, summary, guarded := g.summary(e)
+		_, summary, _ := g.summary(e)
 		doc := fmt.Sprintf("%s tries in order: %s.", e.GoName, strings.Join(summary, "; "))
 		if len(summary) == 1 {
 			doc = fmt.Sprintf("%s moves %s.", e.GoName, summary[0])
@@ -704,47 +714,59 @@ func (g *goGen) eventMethods() {
 		f.line(0)
 		f.comment(0, doc)
 		f.line(0, "func (m *Machine) ", e.GoName, "(ctx context.Context, e ", e.GoName, ") error {")
-		switch {
-		case g.nest() != nil:
+		if g.nest() != nil {
 			g.nest().eventBody(f, 1, e)
-		case !guarded:
-			g.unguardedBody(arms)
-		default:
-			g.guardedBody(arms)
+		} else {
+			g.eventBody(e, 1, "e", "e")
 		}
 		f.line(0, "}")
 	}
 }
 
-// unguardedBody writes the statements of the method of an event whose
-// rows, arms, are all unguarded.
-func (g *goGen) unguardedBody(arms []*arm) {
+// eventBody writes, at indent in, the statements that fire event e of a
+// flat machine: its method's body, or a case of Fire. The guards are
+// asked with the event's value, named v, and move takes the variable
+// named mv (the value, or the Event interface holding it); both name the
+// event e, which follow and refuse take as a runtime.Event.
+func (g *goGen) eventBody(e *dsl.Event, in int, v, mv string) {
+	arms, _, guarded := g.summary(e)
+	if guarded {
+		g.guardedBody(arms, in, v, mv)
+		return
+	}
+	g.unguardedBody(arms, in)
+}
+
+// unguardedBody writes, at indent in, the statements of the method of an
+// event whose rows, arms, are all unguarded.
+func (g *goGen) unguardedBody(arms []*arm, in int) {
 	f := g.f
 	if len(arms) == 1 {
 		// The fast path is small enough for the compiler to inline the
 		// method into its caller.
-		f.line(1, "if m.rec == nil && ", parensIf(len(arms[0].from) > 1, inState(arms[0].from)), " {")
-		f.line(2, "m.state = ", stateConst(arms[0].rows[0].To))
-		f.line(2, "return nil")
-		f.line(1, "}")
-		f.line(1, "return m.follow(ctx, e)")
+		f.line(in, "if m.rec == nil && ", parensIf(len(arms[0].from) > 1, inState(arms[0].from)), " {")
+		f.line(in+1, "m.state = ", stateConst(arms[0].rows[0].To))
+		f.line(in+1, "return nil")
+		f.line(in, "}")
+		f.line(in, "return m.follow(ctx, e)")
 		return
 	}
-	f.line(1, "if m.rec == nil {")
-	f.line(2, "switch m.state {")
+	f.line(in, "if m.rec == nil {")
+	f.line(in+1, "switch m.state {")
 	for _, a := range arms {
-		f.line(2, "case ", stateIDs(a.from), ":")
-		f.line(3, "m.state = ", stateConst(a.rows[0].To))
-		f.line(3, "return nil")
+		f.line(in+1, "case ", stateIDs(a.from), ":")
+		f.line(in+2, "m.state = ", stateConst(a.rows[0].To))
+		f.line(in+2, "return nil")
 	}
-	f.line(2, "}")
-	f.line(1, "}")
-	f.line(1, "return m.follow(ctx, e)")
+	f.line(in+1, "}")
+	f.line(in, "}")
+	f.line(in, "return m.follow(ctx, e)")
 }
 
-// guardedBody writes the statements of the method of an event with a
-// guarded row among arms.
-func (g *goGen) guardedBody(arms []*arm) {
+// guardedBody writes, at indent in, the statements of the method of an
+// event with a guarded row among arms, the guards asked with v and move
+// given mv (see eventBody).
+func (g *goGen) guardedBody(arms []*arm, in int, v, mv string) {
 	f := g.f
 	if len(arms) == 1 && len(arms[0].rows) == 1 {
 		// One guarded row, from one state or several alike.
@@ -753,46 +775,52 @@ func (g *goGen) guardedBody(arms []*arm) {
 		// the compiler materializes the condition as a boolean.
 		a := arms[0]
 		t := a.rows[0]
-		f.line(1, "if ", parensIf(len(a.from) > 1, inState(a.from)), " && ", guardCall(t), " {")
-		f.line(2, moveCode(t))
-		f.line(1, "}")
-		f.line(1, "return m.refuse(e)")
+		f.line(in, "if ", parensIf(len(a.from) > 1, inState(a.from)), " && ", guardCallOn(t, v), " {")
+		f.line(in+1, moveCode(t, mv))
+		f.line(in, "}")
+		f.line(in, "return m.refuse(e)")
 		return
 	}
 	armCode := func(a *arm, indent int) {
 		for _, t := range a.rows {
 			if t.Guard == nil {
-				f.line(indent, moveCode(t))
+				f.line(indent, moveCode(t, mv))
 				return
 			}
-			f.line(indent, "if ", guardCall(t), " {")
-			f.line(indent+1, moveCode(t))
+			f.line(indent, "if ", guardCallOn(t, v), " {")
+			f.line(indent+1, moveCode(t, mv))
 			f.line(indent, "}")
 		}
 	}
 	if len(arms) == 1 {
-		f.line(1, "if ", inState(arms[0].from), " {")
-		armCode(arms[0], 2)
-		f.line(1, "}")
+		f.line(in, "if ", inState(arms[0].from), " {")
+		armCode(arms[0], in+1)
+		f.line(in, "}")
 	} else {
-		f.line(1, "switch m.state {")
+		f.line(in, "switch m.state {")
 		for _, a := range arms {
-			f.line(1, "case ", stateIDs(a.from), ":")
-			armCode(a, 2)
+			f.line(in, "case ", stateIDs(a.from), ":")
+			armCode(a, in+1)
 		}
-		f.line(1, "}")
+		f.line(in, "}")
 	}
-	f.line(1, "return m.refuse(e)")
+	f.line(in, "return m.refuse(e)")
 }
 
-// moveCode is the statement that records and applies row t.
-func moveCode(t *dsl.Transition) string {
-	return fmt.Sprintf("return move(ctx, m, %s, &e, %#v)", stateConst(t.To), t.Outcome)
+// moveCode is the statement that records and applies row t, the event
+// in the variable named v.
+func moveCode(t *dsl.Transition, v string) string {
+	return fmt.Sprintf("return move(ctx, m, %s, &%s, %#v)", stateConst(t.To), v, t.Outcome)
 }
 
-// guardCall is the call of row t's guard, negated for unless.
-func guardCall(t *dsl.Transition) string {
-	call := "m.guards." + t.Guard.GoName + "(ctx, e)"
+// guardCall is the call of row t's guard on the event e, negated for
+// unless.
+func guardCall(t *dsl.Transition) string { return guardCallOn(t, "e") }
+
+// guardCallOn is the call of row t's guard on the event's value named v,
+// negated for unless.
+func guardCallOn(t *dsl.Transition, v string) string {
+	call := "m.guards." + t.Guard.GoName + "(ctx, " + v + ")"
 	if t.Negated {
 		return "!" + call
 	}

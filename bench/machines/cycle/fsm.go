@@ -183,17 +183,37 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch e.(type) {
 	case ToB:
-		return m.ToB(ctx, e)
+		if m.rec == nil && m.state == StateA {
+			m.state = StateB
+			return nil
+		}
+		return m.follow(ctx, e)
 	case ToC:
-		return m.ToC(ctx, e)
+		if m.rec == nil && m.state == StateB {
+			m.state = StateC
+			return nil
+		}
+		return m.follow(ctx, e)
 	case ToD:
-		return m.ToD(ctx, e)
+		if m.rec == nil && m.state == StateC {
+			m.state = StateD
+			return nil
+		}
+		return m.follow(ctx, e)
 	case ToA:
-		return m.ToA(ctx, e)
+		if m.rec == nil && m.state == StateD {
+			m.state = StateA
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Stop:
-		return m.Stop(ctx, e)
+		if m.rec == nil && (m.state == StateA || m.state == StateB || m.state == StateC || m.state == StateD) {
+			m.state = StateDone
+			return nil
+		}
+		return m.follow(ctx, e)
 	}
 	return m.refuse(nil)
 }

@@ -294,19 +294,51 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch ev := e.(type) {
 	case PrequalificationCompleted:
-		return m.PrequalificationCompleted(ctx, e)
+		if m.state == StatePrequalification {
+			if m.guards.PrequalFailed(ctx, ev) {
+				return move(ctx, m, StateDenied, &e, "denied")
+			}
+			return move(ctx, m, StateConditionalOffer, &e, "")
+		}
+		return m.refuse(e)
 	case AuthorizationTimeout:
-		return m.AuthorizationTimeout(ctx, e)
+		if m.rec == nil && m.state == StateConditionalOffer {
+			m.state = StateDenied
+			return nil
+		}
+		return m.follow(ctx, e)
 	case BackgroundCheckAuthorizationSigned:
-		return m.BackgroundCheckAuthorizationSigned(ctx, e)
+		if m.rec == nil && m.state == StateConditionalOffer {
+			m.state = StateBackgroundCheckAllowed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case BackgroundCheckCompleted:
-		return m.BackgroundCheckCompleted(ctx, e)
+		if m.state == StateBackgroundCheckAllowed {
+			if m.guards.NoAdverseInfo(ctx, ev) {
+				return move(ctx, m, StateApproved, &e, "approved")
+			}
+			return move(ctx, m, StateIndividualizedAssessment, &e, "")
+		}
+		return m.refuse(e)
 	case AssessmentCompleted:
-		return m.AssessmentCompleted(ctx, e)
+		if m.state == StateIndividualizedAssessment {
+			if m.guards.Approved(ctx, ev) {
+				return move(ctx, m, StateApproved, &e, "approved")
+			}
+			if !m.guards.Approved(ctx, ev) {
+				return move(ctx, m, StateDenied, &e, "denied")
+			}
+		}
+		return m.refuse(e)
 	case RetriesExhausted:
-		return m.RetriesExhausted(ctx, e)
+		if m.rec == nil && (m.state == StatePrequalification || m.state == StateBackgroundCheckAllowed || m.state == StateIndividualizedAssessment) {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	}
 	return m.refuse(nil)
 }

@@ -151,11 +151,19 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch e.(type) {
 	case Reindexed:
-		return m.Reindexed(ctx, e)
+		if m.rec == nil && m.state == StateReindexing {
+			m.state = StateIndexed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case ReindexFailed:
-		return m.ReindexFailed(ctx, e)
+		if m.rec == nil && m.state == StateReindexing {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	}
 	return m.refuse(nil)
 }

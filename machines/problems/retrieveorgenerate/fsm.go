@@ -385,37 +385,92 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch ev := e.(type) {
 	case Start:
-		return m.Start(ctx, e)
+		if m.state == StateInitiated && m.guards.IdempotencyCheckPassed(ctx, ev) {
+			return move(ctx, m, StateIngesting, &e, "")
+		}
+		return m.refuse(e)
 	case MediaNormalized:
-		return m.MediaNormalized(ctx, e)
+		if m.state == StateIngesting && m.guards.SignatureComputed(ctx, ev) {
+			return move(ctx, m, StateRetrieving, &e, "")
+		}
+		return m.refuse(e)
 	case MediaRejected:
-		return m.MediaRejected(ctx, e)
+		if m.rec == nil && m.state == StateIngesting {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case RetrievalHit:
-		return m.RetrievalHit(ctx, e)
+		if m.state == StateRetrieving && m.guards.AtOrAboveThreshold(ctx, ev) {
+			return move(ctx, m, StateSucceeded, &e, "hit")
+		}
+		return m.refuse(e)
 	case RetrievalMiss:
-		return m.RetrievalMiss(ctx, e)
+		if m.state == StateRetrieving && m.guards.BelowThreshold(ctx, ev) {
+			return move(ctx, m, StateGeneratingSolution, &e, "")
+		}
+		return m.refuse(e)
 	case RetrievalFailed:
-		return m.RetrievalFailed(ctx, e)
+		if m.rec == nil && m.state == StateRetrieving {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case SolveSucceeded:
-		return m.SolveSucceeded(ctx, e)
+		if m.state == StateGeneratingSolution && m.guards.HTMLAvailable(ctx, ev) {
+			return move(ctx, m, StateRegistering, &e, "")
+		}
+		return m.refuse(e)
 	case SolveFailed:
-		return m.SolveFailed(ctx, e)
+		if m.state == StateGeneratingSolution {
+			if m.guards.NearMissAvailable(ctx, ev) {
+				return move(ctx, m, StateSucceeded, &e, "hit")
+			}
+			return move(ctx, m, StateFailed, &e, "")
+		}
+		return m.refuse(e)
 	case CostCapExceeded:
-		return m.CostCapExceeded(ctx, e)
+		if m.rec == nil && m.state == StateGeneratingSolution {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case AssetsRegistered:
-		return m.AssetsRegistered(ctx, e)
+		if m.state == StateRegistering && m.guards.AssetsPersisted(ctx, ev) {
+			return move(ctx, m, StateIndexing, &e, "")
+		}
+		return m.refuse(e)
 	case RegistrationFailed:
-		return m.RegistrationFailed(ctx, e)
+		if m.rec == nil && m.state == StateRegistering {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case DocumentIndexed:
-		return m.DocumentIndexed(ctx, e)
+		if m.rec == nil && m.state == StateIndexing {
+			m.state = StateSucceeded
+			return nil
+		}
+		return m.follow(ctx, e)
 	case IndexTimedOut:
-		return m.IndexTimedOut(ctx, e)
+		if m.rec == nil && m.state == StateIndexing {
+			m.state = StateSucceeded
+			return nil
+		}
+		return m.follow(ctx, e)
 	case IndexFailed:
-		return m.IndexFailed(ctx, e)
+		if m.rec == nil && m.state == StateIndexing {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Cancel:
-		return m.Cancel(ctx, e)
+		if (m.state == StateInitiated || m.state == StateIngesting || m.state == StateRetrieving || m.state == StateGeneratingSolution || m.state == StateRegistering || m.state == StateIndexing) && m.guards.UserOwnsRun(ctx, ev) {
+			return move(ctx, m, StateCancelled, &e, "")
+		}
+		return m.refuse(e)
 	}
 	return m.refuse(nil)
 }

@@ -152,11 +152,19 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch e.(type) {
 	case Rendered:
-		return m.Rendered(ctx, e)
+		if m.rec == nil && m.state == StateRendering {
+			m.state = StateRendered
+			return nil
+		}
+		return m.follow(ctx, e)
 	case RenderFailed:
-		return m.RenderFailed(ctx, e)
+		if m.rec == nil && m.state == StateRendering {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	}
 	return m.refuse(nil)
 }

@@ -237,23 +237,54 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch ev := e.(type) {
 	case Start:
-		return m.Start(ctx, e)
+		if m.rec == nil && m.state == StateCreated {
+			m.state = StatePacking
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Packed:
-		return m.Packed(ctx, e)
+		if m.rec == nil && m.state == StatePacking {
+			m.state = StateWeighing
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Weighed:
-		return m.Weighed(ctx, e)
+		if m.rec == nil && m.state == StateWeighing {
+			m.state = StateLabeling
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Labeled:
-		return m.Labeled(ctx, e)
+		if m.rec == nil && m.state == StateLabeling {
+			m.state = StateAwaiting
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Returned:
-		return m.Returned(ctx, e)
+		if m.rec == nil && m.state == StateAwaiting {
+			m.state = StateLabeling
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Delivered:
-		return m.Delivered(ctx, e)
+		if m.rec == nil && m.state == StateAwaiting {
+			m.state = StateDelivered
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Lost:
-		return m.Lost(ctx, e)
+		if m.rec == nil && m.state == StateAwaiting {
+			m.state = StateLost
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Cancel:
-		return m.Cancel(ctx, e)
+		if (m.state == StateCreated || m.state == StatePacking || m.state == StateWeighing || m.state == StateLabeling || m.state == StateAwaiting) && m.guards.UserOwnsRun(ctx, ev) {
+			return move(ctx, m, StateCancelled, &e, "")
+		}
+		return m.refuse(e)
 	}
 	return m.refuse(nil)
 }

@@ -236,25 +236,67 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch ev := e.(type) {
 	case Pay:
-		return m.Pay(ctx, e)
+		if m.rec == nil && m.state == StatePendingPayment {
+			m.state = StatePacking
+			return nil
+		}
+		return m.follow(ctx, e)
 	case PaymentExpired:
-		return m.PaymentExpired(ctx, e)
+		if m.rec == nil && m.state == StatePendingPayment {
+			m.state = StateCancelled
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Packed:
-		return m.Packed(ctx, e)
+		if m.rec == nil && m.state == StatePacking {
+			m.state = StateInTransit
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Delivered:
-		return m.Delivered(ctx, e)
+		if m.rec == nil && m.state == StateInTransit {
+			m.state = StateDelivered
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Lost:
-		return m.Lost(ctx, e)
+		if m.rec == nil && m.state == StateInTransit {
+			m.state = StateRefunding
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Returned:
-		return m.Returned(ctx, e)
+		if m.rec == nil && m.state == StateDelivered {
+			m.state = StateRefunding
+			return nil
+		}
+		return m.follow(ctx, e)
 	case ReturnWindowClosed:
-		return m.ReturnWindowClosed(ctx, e)
+		if m.rec == nil && m.state == StateDelivered {
+			m.state = StateCompleted
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Refunded:
-		return m.Refunded(ctx, e)
+		if m.rec == nil && m.state == StateRefunding {
+			m.state = StateRefunded
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Cancel:
-		return m.Cancel(ctx, e)
+		switch m.state {
+		case StatePendingPayment:
+			if m.guards.UserOwnsRun(ctx, ev) {
+				return move(ctx, m, StateCancelled, &e, "")
+			}
+		case StatePacking:
+			if m.guards.UserOwnsRun(ctx, ev) {
+				return move(ctx, m, StateRefunding, &e, "")
+			}
+		}
+		return m.refuse(e)
 	}
 	return m.refuse(nil)
 }

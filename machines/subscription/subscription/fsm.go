@@ -185,21 +185,49 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch e.(type) {
 	case RenewalDue:
-		return m.RenewalDue(ctx, e)
+		if m.rec == nil && m.state == StateActive {
+			m.state = StateCharging
+			return nil
+		}
+		return m.follow(ctx, e)
 	case PaymentSucceeded:
-		return m.PaymentSucceeded(ctx, e)
+		if m.rec == nil && m.state == StateCharging {
+			m.state = StateActive
+			return nil
+		}
+		return m.follow(ctx, e)
 	case PaymentFailed:
-		return m.PaymentFailed(ctx, e)
+		if m.rec == nil && m.state == StateCharging {
+			m.state = StatePastDue
+			return nil
+		}
+		return m.follow(ctx, e)
 	case CardUpdated:
-		return m.CardUpdated(ctx, e)
+		if m.rec == nil && m.state == StatePastDue {
+			m.state = StateCharging
+			return nil
+		}
+		return m.follow(ctx, e)
 	case GraceExpired:
-		return m.GraceExpired(ctx, e)
+		if m.rec == nil && m.state == StatePastDue {
+			m.state = StatePaused
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Pause:
-		return m.Pause(ctx, e)
+		if m.rec == nil && (m.state == StateActive || m.state == StatePastDue) {
+			m.state = StatePaused
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Resume:
-		return m.Resume(ctx, e)
+		if m.rec == nil && m.state == StatePaused {
+			m.state = StateCharging
+			return nil
+		}
+		return m.follow(ctx, e)
 	}
 	return m.refuse(nil)
 }

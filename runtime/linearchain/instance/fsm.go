@@ -183,13 +183,27 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch ev := e.(type) {
 	case StepCompleted:
-		return m.StepCompleted(ctx, e)
+		if m.state == StateRunning {
+			if !m.guards.NextStepExists(ctx, ev) {
+				return move(ctx, m, StateCompleted, &e, "")
+			}
+			return move(ctx, m, StateRunning, &e, "")
+		}
+		return m.refuse(e)
 	case StepDead:
-		return m.StepDead(ctx, e)
+		if m.rec == nil && m.state == StateRunning {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Cancel:
-		return m.Cancel(ctx, e)
+		if m.rec == nil && m.state == StateRunning {
+			m.state = StateCanceled
+			return nil
+		}
+		return m.follow(ctx, e)
 	}
 	return m.refuse(nil)
 }

@@ -309,27 +309,68 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch ev := e.(type) {
 	case Activate:
-		return m.Activate(ctx, e)
+		if m.rec == nil && m.state == StatePending {
+			m.state = StateReady
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Claim:
-		return m.Claim(ctx, e)
+		if m.state == StateReady && m.guards.Due(ctx, ev) {
+			return move(ctx, m, StateRunning, &e, "")
+		}
+		return m.refuse(e)
 	case ClaimTimedOut:
-		return m.ClaimTimedOut(ctx, e)
+		if m.state == StateWaiting && m.guards.DeadlinePassed(ctx, ev) {
+			return move(ctx, m, StateRunning, &e, "")
+		}
+		return m.refuse(e)
 	case RecoverLease:
-		return m.RecoverLease(ctx, e)
+		if m.state == StateRunning {
+			if m.guards.RecoveryAttemptsLeft(ctx, ev) {
+				return move(ctx, m, StateReady, &e, "")
+			}
+			if m.guards.LeaseExpired(ctx, ev) {
+				return move(ctx, m, StateDead, &e, "")
+			}
+		}
+		return m.refuse(e)
 	case Completed:
-		return m.Completed(ctx, e)
+		if m.state == StateRunning && m.guards.LeaseHeld(ctx, ev) {
+			return move(ctx, m, StateDone, &e, "")
+		}
+		return m.refuse(e)
 	case Waiting:
-		return m.Waiting(ctx, e)
+		if m.state == StateRunning && m.guards.LeaseHeld(ctx, ev) {
+			return move(ctx, m, StateWaiting, &e, "")
+		}
+		return m.refuse(e)
 	case Retry:
-		return m.Retry(ctx, e)
+		if m.state == StateRunning {
+			if m.guards.AttemptsLeft(ctx, ev) {
+				return move(ctx, m, StateReady, &e, "")
+			}
+			if m.guards.LeaseHeld(ctx, ev) {
+				return move(ctx, m, StateDead, &e, "")
+			}
+		}
+		return m.refuse(e)
 	case Dead:
-		return m.Dead(ctx, e)
+		if m.state == StateRunning && m.guards.LeaseHeld(ctx, ev) {
+			return move(ctx, m, StateDead, &e, "")
+		}
+		return m.refuse(e)
 	case TimedOut:
-		return m.TimedOut(ctx, e)
+		if m.state == StateWaiting && m.guards.DeadlinePassed(ctx, ev) {
+			return move(ctx, m, StateDead, &e, "")
+		}
+		return m.refuse(e)
 	case WakeUp:
-		return m.WakeUp(ctx, e)
+		if m.state == StateWaiting && m.guards.WaitingEventTypeMatches(ctx, ev) {
+			return move(ctx, m, StateReady, &e, "")
+		}
+		return m.refuse(e)
 	}
 	return m.refuse(nil)
 }

@@ -168,13 +168,25 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch e.(type) {
 	case StepOK:
-		return m.StepOK(ctx, e)
+		if m.rec == nil && m.state == StateRunning {
+			m.state = StateRunning
+			return nil
+		}
+		return m.follow(ctx, e)
 	case AllStepsOK:
-		return m.AllStepsOK(ctx, e)
+		if m.rec == nil && m.state == StateRunning {
+			m.state = StateOk
+			return nil
+		}
+		return m.follow(ctx, e)
 	case StepFailed:
-		return m.StepFailed(ctx, e)
+		if m.rec == nil && m.state == StateRunning {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	}
 	return m.refuse(nil)
 }

@@ -217,15 +217,33 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch ev := e.(type) {
 	case StepStart:
-		return m.StepStart(ctx, e)
+		if m.rec == nil && m.state == StatePending {
+			m.state = StateRunning
+			return nil
+		}
+		return m.follow(ctx, e)
 	case StepEnd:
-		return m.StepEnd(ctx, e)
+		if m.state == StateRunning {
+			if m.guards.ResultOK(ctx, ev) {
+				return move(ctx, m, StateOk, &e, "")
+			}
+			return move(ctx, m, StateFailed, &e, "")
+		}
+		return m.refuse(e)
 	case StepError:
-		return m.StepError(ctx, e)
+		if m.rec == nil && m.state == StateRunning {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case RunStopped:
-		return m.RunStopped(ctx, e)
+		if m.rec == nil && m.state == StatePending {
+			m.state = StateSkipped
+			return nil
+		}
+		return m.follow(ctx, e)
 	}
 	return m.refuse(nil)
 }

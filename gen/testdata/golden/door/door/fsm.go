@@ -163,17 +163,36 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch ev := e.(type) {
 	case Open:
-		return m.Open(ctx, e)
+		if m.rec == nil && m.state == StateClosed {
+			m.state = StateOpen
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Close:
-		return m.Close(ctx, e)
+		if m.rec == nil && m.state == StateOpen {
+			m.state = StateClosed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case AutoClose:
-		return m.AutoClose(ctx, e)
+		if m.rec == nil && m.state == StateOpen {
+			m.state = StateClosed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Lock:
-		return m.Lock(ctx, e)
+		if m.rec == nil && m.state == StateClosed {
+			m.state = StateLocked
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Unlock:
-		return m.Unlock(ctx, e)
+		if m.state == StateLocked && m.guards.CodeMatches(ctx, ev) {
+			return move(ctx, m, StateClosed, &e, "")
+		}
+		return m.refuse(e)
 	}
 	return m.refuse(nil)
 }

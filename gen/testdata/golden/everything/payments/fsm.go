@@ -387,37 +387,109 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch ev := e.(type) {
 	case Submit:
-		return m.Submit(ctx, e)
+		if m.rec == nil && m.state == StateValidating {
+			m.state = StateValidating
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Validated:
-		return m.Validated(ctx, e)
+		if m.state == StateValidating {
+			if m.guards.Approved(ctx, ev) {
+				return move(ctx, m, StateAuthorizing, &e, "")
+			}
+			if !m.guards.Approved(ctx, ev) {
+				return move(ctx, m, StateDeclined, &e, "declined")
+			}
+		}
+		return m.refuse(e)
 	case Authorized:
-		return m.Authorized(ctx, e)
+		if m.state == StateAuthorizing {
+			if m.guards.Risky(ctx, ev) {
+				return move(ctx, m, StateChallenged, &e, "")
+			}
+			return move(ctx, m, StateRecording, &e, "")
+		}
+		return m.refuse(e)
 	case Declined:
-		return m.Declined(ctx, e)
+		if m.rec == nil && m.state == StateAuthorizing {
+			m.state = StateDeclined
+			return nil
+		}
+		return m.follow(ctx, e)
 	case ChallengePassed:
-		return m.ChallengePassed(ctx, e)
+		if m.state == StateChallenged {
+			if !m.guards.Risky(ctx, ev) {
+				return move(ctx, m, StateRecording, &e, "")
+			}
+			return move(ctx, m, StateDeclined, &e, "declined")
+		}
+		return m.refuse(e)
 	case ChallengeExpired:
-		return m.ChallengeExpired(ctx, e)
+		if m.rec == nil && m.state == StateChallenged {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Reminder:
-		return m.Reminder(ctx, e)
+		if m.rec == nil && m.state == StateChallenged {
+			m.state = StateChallenged
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Recorded:
-		return m.Recorded(ctx, e)
+		if m.rec == nil && m.state == StateRecording {
+			m.state = StateCapturing
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Captured:
-		return m.Captured(ctx, e)
+		if m.state == StateCapturing {
+			if m.guards.Large(ctx, ev) {
+				return move(ctx, m, StateNotifying, &e, "")
+			}
+			if m.guards.Small(ctx, ev) {
+				return move(ctx, m, StateNotifying, &e, "")
+			}
+			return move(ctx, m, StateArchiving, &e, "")
+		}
+		return m.refuse(e)
 	case CaptureTimedOut:
-		return m.CaptureTimedOut(ctx, e)
+		if m.rec == nil && m.state == StateCapturing {
+			m.state = StateRefunding
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Notified:
-		return m.Notified(ctx, e)
+		if m.rec == nil && m.state == StateNotifying {
+			m.state = StateArchiving
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Archived:
-		return m.Archived(ctx, e)
+		if m.rec == nil && m.state == StateArchiving {
+			m.state = StateSettled
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Refunded:
-		return m.Refunded(ctx, e)
+		if m.rec == nil && m.state == StateRefunding {
+			m.state = StateCancelled
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Failed:
-		return m.Failed(ctx, e)
+		if m.rec == nil && (m.state == StateAuthorizing || m.state == StateRecording || m.state == StateCapturing) {
+			m.state = StateFailed
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Cancel:
-		return m.Cancel(ctx, e)
+		if (m.state == StateValidating || m.state == StateAuthorizing || m.state == StateChallenged || m.state == StateRecording || m.state == StateCapturing || m.state == StateNotifying || m.state == StateArchiving || m.state == StateRefunding) && m.guards.Owner(ctx, ev) {
+			return move(ctx, m, StateCancelled, &e, "")
+		}
+		return m.refuse(e)
 	}
 	return m.refuse(nil)
 }

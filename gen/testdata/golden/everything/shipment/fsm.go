@@ -182,17 +182,37 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch e.(type) {
 	case PickedUp:
-		return m.PickedUp(ctx, e)
+		if m.rec == nil && m.state == StateBooked {
+			m.state = StateNote
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Dispatched:
-		return m.Dispatched(ctx, e)
+		if m.rec == nil && m.state == StateNote {
+			m.state = StateOut
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Delivered:
-		return m.Delivered(ctx, e)
+		if m.rec == nil && m.state == StateOut {
+			m.state = StateDelivered
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Lost:
-		return m.Lost(ctx, e)
+		if m.rec == nil && (m.state == StateNote || m.state == StateOut) {
+			m.state = StateLost
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Expire:
-		return m.Expire(ctx, e)
+		if m.rec == nil && m.state == StateBooked {
+			m.state = StateExpired
+			return nil
+		}
+		return m.follow(ctx, e)
 	}
 	return m.refuse(nil)
 }

@@ -146,11 +146,19 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch e.(type) {
 	case Stick:
-		return m.Stick(ctx, e)
+		if m.rec == nil && m.state == StateStart {
+			m.state = StateStuck
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Finish:
-		return m.Finish(ctx, e)
+		if m.rec == nil && m.state == StateStart {
+			m.state = StateDone
+			return nil
+		}
+		return m.follow(ctx, e)
 	}
 	return m.refuse(nil)
 }

@@ -156,15 +156,30 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e := e.(type) {
+	switch ev := e.(type) {
 	case Coin:
-		return m.Coin(ctx, e)
+		if m.state == StateLocked && m.guards.EnoughCoins(ctx, ev) {
+			return move(ctx, m, StateUnlocked, &e, "")
+		}
+		return m.refuse(e)
 	case Push:
-		return m.Push(ctx, e)
+		if m.rec == nil && m.state == StateUnlocked {
+			m.state = StateLocked
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Timeout:
-		return m.Timeout(ctx, e)
+		if m.rec == nil && m.state == StateUnlocked {
+			m.state = StateLocked
+			return nil
+		}
+		return m.follow(ctx, e)
 	case Smash:
-		return m.Smash(ctx, e)
+		if m.rec == nil && (m.state == StateLocked || m.state == StateUnlocked) {
+			m.state = StateBroken
+			return nil
+		}
+		return m.follow(ctx, e)
 	}
 	return m.refuse(nil)
 }
