@@ -216,6 +216,31 @@ func (c ChildEnd) Payload(def *Definition, event string) ([]byte, error) {
 	return json.Marshal(payload)
 }
 
+// EncodeJSON encodes v, named what in its error, as a run's input, policy
+// snapshot or payload is stored (Run.Input, Run.Policy): nil stays nil (no
+// value), a json.RawMessage is kept as it is when it is valid JSON, any
+// other value is encoded with encoding/json. Its errors match ErrPayload.
+// The PostgreSQL store and contrib/temporal's Runner encode with it.
+func EncodeJSON(what string, v any) (json.RawMessage, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		if x == nil {
+			return nil, nil
+		}
+		if !json.Valid(x) {
+			return nil, fmt.Errorf("%w: %s is not valid JSON", ErrPayload, what)
+		}
+		return x, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s of type %T does not encode to JSON: %w", ErrPayload, what, v, err)
+	}
+	return b, nil
+}
+
 // StartChild asks the backend that runs the calling handler to start a
 // child run with the transition the handler returns, and to fire c.Event
 // on the parent when the child finishes. The handler then returns an event

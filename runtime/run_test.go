@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -58,5 +59,41 @@ func TestStartChild(t *testing.T) {
 	}
 	if len(fx.started) != 2 {
 		t.Errorf("refused children were started: %v", fx.started)
+	}
+}
+
+// TestEncodeJSON: a run's input, policy or payload is encoded as the
+// PostgreSQL store and contrib/temporal's Runner store it, with the one
+// error message of each refusal.
+func TestEncodeJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    any
+		want string
+		err  string
+	}{
+		{"nil", nil, "", ""},
+		{"nil raw", json.RawMessage(nil), "", ""},
+		{"raw", json.RawMessage(`{"a": 1}`), `{"a": 1}`, ""},
+		{"value", map[string]int{"a": 1}, `{"a":1}`, ""},
+		{"raw not JSON", json.RawMessage(`{"a":`), "", "bad payload: input is not valid JSON"},
+		{"no encoding", func() {}, "", "bad payload: input of type func() does not encode to JSON: json: unsupported type: func()"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := runtime.EncodeJSON("input", tc.v)
+			var gotErr string
+			if err != nil {
+				gotErr = err.Error()
+				if !errors.Is(err, runtime.ErrPayload) {
+					t.Errorf("error %v does not match runtime.ErrPayload", err)
+				}
+			}
+			if diff := cmp.Diff([2]string{tc.want, tc.err}, [2]string{string(got), gotErr}); diff != "" {
+				t.Errorf("EncodeJSON (-want +got):\n%s", diff)
+			}
+			if tc.want == "" && got != nil {
+				t.Errorf("EncodeJSON = %q, want nil", got)
+			}
+		})
 	}
 }

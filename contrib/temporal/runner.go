@@ -264,35 +264,13 @@ func (r *Runner) request(req *runtime.StartRequest) (runtime.Definition, runMemo
 	}
 	memo := runMemo{Version: def.Version, UserID: req.UserID, CorrelationID: req.CorrelationID}
 	var err error
-	if memo.Input, err = encode("input", req.Input); err != nil {
+	if memo.Input, err = runtime.EncodeJSON("input", req.Input); err != nil {
 		return def, memo, err
 	}
-	if memo.Policy, err = encode("policy", req.Policy); err != nil {
+	if memo.Policy, err = runtime.EncodeJSON("policy", req.Policy); err != nil {
 		return def, memo, err
 	}
 	return def, memo, nil
-}
-
-// encode encodes v to JSON, as the engine stores an input or a policy: nil
-// is nil, a json.RawMessage is taken as it is when it is valid JSON.
-func encode(what string, v any) (json.RawMessage, error) {
-	switch v := v.(type) {
-	case nil:
-		return nil, nil
-	case json.RawMessage:
-		if v == nil {
-			return nil, nil
-		}
-		if !json.Valid(v) {
-			return nil, fmt.Errorf("%w: %s is not valid JSON", runtime.ErrPayload, what)
-		}
-		return v, nil
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", runtime.ErrPayload, what, err)
-	}
-	return raw, nil
 }
 
 // start starts the workflow of the run id, of def's machine, and returns

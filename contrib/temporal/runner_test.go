@@ -419,6 +419,8 @@ func TestStartRefused(t *testing.T) {
 	noTenant := app(t, "clean", "")
 	badInput := app(t, "clean", "t")
 	badInput.Input = func() {}
+	notJSON := app(t, "clean", "t")
+	notJSON.Policy = json.RawMessage(`{"maxAttempts":`)
 	for _, tc := range []struct {
 		name     string
 		req      runtime.StartRequest
@@ -430,7 +432,8 @@ func TestStartRefused(t *testing.T) {
 		{"type", other, runtime.ErrNotRegistered, "definition not registered with this engine: nope (the runner starts nyc-application-compliance, shop_order)"},
 		{"user id", badUser, runtime.ErrInvalidInput, `invalid input: user id "bob" is not a UUID`},
 		{"tenant", noTenant, runtime.ErrInvalidInput, "invalid input: type, idempotency key and tenant id are required"},
-		{"input", badInput, runtime.ErrPayload, "bad payload: input: json: unsupported type: func()"},
+		{"input", badInput, runtime.ErrPayload, "bad payload: input of type func() does not encode to JSON: json: unsupported type: func()"},
+		{"policy", notJSON, runtime.ErrPayload, "bad payload: policy is not valid JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := r.Start(ctx, tc.req)

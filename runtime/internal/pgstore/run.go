@@ -128,25 +128,3 @@ func ParseRunID(op, id string) (pgtype.UUID, error) {
 	}
 	return u, nil
 }
-
-// MarshalJSON encodes v for a JSONB column: nil stays NULL, a
-// json.RawMessage must already be valid JSON.
-func MarshalJSON(what string, v any) ([]byte, error) {
-	switch x := v.(type) {
-	case nil:
-		return nil, nil
-	case json.RawMessage:
-		if x == nil {
-			return nil, nil
-		}
-		if !json.Valid(x) {
-			return nil, fmt.Errorf("%w: %s is not valid JSON", runtime.ErrPayload, what)
-		}
-		return x, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s of type %T does not encode to JSON: %w", runtime.ErrPayload, what, v, err)
-	}
-	return b, nil
-}

@@ -51,11 +51,11 @@ func (db *DB) CheckText(what, v string) error {
 	return nil
 }
 
-// EncodeJSON encodes v for a JSONB column (see marshalJSON) and checks the
+// EncodeJSON encodes v for a JSONB column (runtime.EncodeJSON) and checks the
 // result against the store's limits and what PostgreSQL can store: valid
 // UTF-8 and no NUL character (\u0000) in any string.
 func (db *DB) EncodeJSON(what string, v any) ([]byte, error) {
-	b, err := MarshalJSON(what, v)
+	b, err := runtime.EncodeJSON(what, v)
 	if err != nil || b == nil {
 		return b, err
 	}
