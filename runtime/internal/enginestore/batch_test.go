@@ -171,7 +171,8 @@ func TestAdvanceBatch(t *testing.T) {
 
 // TestAdvanceBatchConnectionLost: a connection lost under the batch's
 // statement gives every item a connection error and writes nothing; the
-// same items sent again commit once.
+// same items sent again, once the killed backend let go of the rows,
+// commit once.
 func TestAdvanceBatchConnectionLost(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -193,6 +194,18 @@ func TestAdvanceBatchConnectionLost(t *testing.T) {
 		if got := e.state(t, cs[n].Run.ID); got != `A/running@1 lease "w1"` {
 			t.Errorf("run %d after the lost batch: %s", n, got)
 		}
+	}
+	// The killed backend sends its error to the client before its exit
+	// rolls its transaction back: until then it holds the runs' rows
+	// locked, and a batch skips them as Busy (the engine then writes each
+	// with Advance, which waits for the lock). Wait for the locks, so
+	// that the batch sent again finds the rows free.
+	ids := make([]string, len(cs))
+	for n, c := range cs {
+		ids[n] = c.Run.ID
+	}
+	if _, err := e.pool.Exec(e.ctx, "SELECT 1 FROM workflow_runs WHERE id = ANY($1::uuid[]) FOR UPDATE", ids); err != nil {
+		t.Fatal(err)
 	}
 	for n, r := range e.es.AdvanceBatch(e.ctx, items) {
 		if r.Err != nil || r.Advanced.RowVersion != 2 {
