@@ -396,33 +396,26 @@ func (s *Store) Advance(ctx context.Context, runID string, p AdvanceParams) (Adv
 	}
 
 	var out Advanced
-	if p.Effects.empty() && t.Actions == nil {
-		row, err := s.q.AdvanceRun(ctx, arg)
-		if err == nil {
-			if err := s.advanced(&out, row); err != nil {
-				return fail(err)
-			}
-			return out, nil
+	// oneTrip ends an advance written in one round trip: the run it
+	// returned, or why it did not move.
+	oneTrip := func(row dbsqlc.AdvanceRunRow, err error) (Advanced, error) {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fail(s.whyNot(ctx, id, p.Lease, t, p.RowVersion))
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+		if err != nil {
 			return fail(pgstore.Translate(err))
 		}
-		return fail(s.whyNot(ctx, id, p.Lease, t, p.RowVersion))
+		if err := s.advanced(&out, row); err != nil {
+			return fail(err)
+		}
+		return out, nil
 	}
-
+	if p.Effects.empty() && t.Actions == nil {
+		return oneTrip(s.q.AdvanceRun(ctx, arg))
+	}
 	if pipelined(p.Effects, t.Actions) {
 		// Steps only: they and the transition go in one round trip.
-		row, err := s.advancePipelined(ctx, id, arg, p.Effects.Steps)
-		if err == nil {
-			if err := s.advanced(&out, row); err != nil {
-				return fail(err)
-			}
-			return out, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return fail(pgstore.Translate(err))
-		}
-		return fail(s.whyNot(ctx, id, p.Lease, t, p.RowVersion))
+		return oneTrip(s.advancePipelined(ctx, id, arg, p.Effects.Steps))
 	}
 
 	fx := p.Effects
