@@ -37,7 +37,8 @@ func TestConformance(t *testing.T) {
 // conformanceBackend deploys machines on the shared dev server: a Runner
 // and a worker of a new task queue, which records the runs (WithRecord)
 // in a database of the deployment's own (runtime/pgtest), as the runtime
-// role, with evidence enabled for every machine. Its deployments are
+// role, with evidence enabled for every machine; the Runner reads the
+// runs' evidence ids there (RunnerConfig.Record). Its deployments are
 // Historians (the run's transitions from the query QueryName) and
 // EvidenceVerifiers (the recorded chain); a dev server cannot skip time,
 // so they are no ClockSkippers.
@@ -127,11 +128,17 @@ func (conformanceBackend) runner(t *testing.T, drivers []runtime.Driver) (confor
 			t.Fatal(err)
 		}
 	}
-	r, err := temporal.NewRunner(c, temporal.RunnerConfig{TaskQueue: queue, Definitions: defs})
+	runtimeDSN := pgtest.RoleDSN(t, dsn, db.RoleRuntime)
+	pool, err := pgxpool.New(ctx, runtimeDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return conformanceDeployment{c: c, r: r, owner: owner, dsn: pgtest.RoleDSN(t, dsn, db.RoleRuntime)}, queue
+	t.Cleanup(pool.Close)
+	r, err := temporal.NewRunner(c, temporal.RunnerConfig{TaskQueue: queue, Definitions: defs, Record: store.New(pool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conformanceDeployment{c: c, r: r, owner: owner, dsn: runtimeDSN}, queue
 }
 
 // conformanceWorker is the body of a worker process: a worker of the task

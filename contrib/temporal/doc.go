@@ -224,6 +224,9 @@
 //
 //	temporal.Register(w, driver, temporal.WithRecord(st))
 //
+// A Runner given the same database (RunnerConfig.Record) reads the runs'
+// evidence ids there (Runner.Execution, machines/compliance's GetWorkflow).
+//
 // The workflow runs the local activity RecordActivityName(type), type + ".record",
 // once when it starts and once after each transition, in order, one at a
 // time, each tried until it succeeds (every second, then up to every

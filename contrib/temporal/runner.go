@@ -40,6 +40,10 @@ type RunnerConfig struct {
 	// client's data converter: give the client's, when it has one of its
 	// own. Nil is converter.GetDefaultDataConverter().
 	DataConverter converter.DataConverter
+	// Record is the store the workers record the runs in (Register with
+	// WithRecord), or nil: Execution then reads the runs' evidence ids
+	// from it, as the PostgreSQL engine's execution lists them.
+	Record *store.Store
 }
 
 // Runner is runtime.Runner on Temporal: a service switches its runs from
@@ -422,19 +426,34 @@ func (r *Runner) get(ctx context.Context, op, id string) (runtime.Run, []Step, e
 // transitions in its current attempt, from the query for a run under way
 // or from the result of a closed one. StateHistory is empty for a
 // workflow that closed without a result (it failed, was terminated,
-// cancelled or timed out at Temporal's level), and EvidenceIDs are empty:
-// the evidence chain is the PostgreSQL record's.
+// cancelled or timed out at Temporal's level). EvidenceIDs are the ids of
+// the run's evidence records in the PostgreSQL record (runtime/evidence)
+// when RunnerConfig.Record is set, read from it (store.Execution): those
+// of the transitions recorded so far, all of them once the run has ended;
+// empty without a Record, or before the run's start is recorded.
 func (r *Runner) Execution(ctx context.Context, runID string) (store.Execution, error) {
-	id, err := workflowID("read execution", runID)
+	const op = "read execution"
+	id, err := workflowID(op, runID)
 	if err != nil {
 		return store.Execution{}, err
 	}
-	run, steps, err := r.get(ctx, "read execution", id)
+	run, steps, err := r.get(ctx, op, id)
 	x := store.Execution{Run: run, StateHistory: make([]store.StateChange, 0, len(steps))}
 	for _, s := range steps {
 		x.StateHistory = append(x.StateHistory, store.StateChange(s))
 	}
-	return x, err
+	if err != nil || r.cfg.Record == nil {
+		return x, err
+	}
+	rec, err := r.cfg.Record.Execution(ctx, id)
+	switch {
+	case errors.Is(err, runtime.ErrRunNotFound):
+	case err != nil:
+		return x, fmt.Errorf("temporal: %s %s: evidence ids: %w", op, id, err)
+	default:
+		x.EvidenceIDs = rec.EvidenceIDs
+	}
+	return x, nil
 }
 
 // Wait waits until the run's workflow closes (its result, a long poll on

@@ -366,9 +366,9 @@ type Execution struct {
 // failed, in FAILED) has its error's message in Error and its code in
 // ErrorCode. On another runner it reads the run with the runner's
 // Execution method when it has one (contrib/temporal's Runner: the run and
-// its transitions), else with Get, which gives no StateHistory; the
-// Output's EvidenceIDs, which the PostgreSQL record holds, are empty
-// there.
+// its transitions, and the Output's EvidenceIDs when the Runner reads the
+// PostgreSQL record its workers write, RunnerConfig.Record), else with Get,
+// which gives no StateHistory and no EvidenceIDs.
 func (w *Workflow) GetWorkflow(ctx context.Context, runID string) (Execution, error) {
 	x, err := w.execution(ctx, runID)
 	if err != nil {

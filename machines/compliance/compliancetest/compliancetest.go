@@ -18,12 +18,13 @@
 // prequalifier down on each of the database policy's 5 tries: FAILED, the
 // result holding its error code), evidence (a
 // runnertest.EvidenceVerifier verifies the run's chain and lists its
-// records).
+// records; the compliance API's GetWorkflow lists their ids).
 package compliancetest
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -268,6 +269,18 @@ func runFCHA(t *testing.T, b runnertest.Backend) {
 		}
 		if diff := cmp.Diff(want, kinds); diff != "" {
 			t.Errorf("evidence records of run %s (-want +got):\n%s", s.ID, diff)
+		}
+		// The compliance API's execution lists the same records' ids, in
+		// chain order.
+		x, err := compliance.New(v.d.Runner(), nil, compliance.Adapters{}).GetWorkflow(v.Ctx, s.ID)
+		if err != nil {
+			t.Fatalf("get workflow %s: %v", s.ID, err)
+		}
+		if x.Output == nil {
+			t.Fatalf("get workflow %s: no output, status %s", s.ID, x.Status)
+		}
+		if ids := x.Output.EvidenceIDs; len(ids) != len(kinds) || !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
+			t.Errorf("get workflow %s: evidence ids %v, want %d ascending ids, one per record", s.ID, ids, len(kinds))
 		}
 	})
 }
