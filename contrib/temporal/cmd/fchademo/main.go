@@ -8,15 +8,24 @@
 // make demo-temporal runs it. The seven-day authorization timeout is shown
 // by the tests on the SDK's skipped clock (go test ./contrib/temporal -run
 // TestFCHABranches), not waited for here.
+//
+// With -database DSN (a database migrated by fsmctl migrate; the runtime
+// role is enough), the worker records every run in it (temporal.WithRecord),
+// so that an operator reads the runs and their log rows there as the
+// engine's: fsmctl runs show ID, the console.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -25,19 +34,60 @@ import (
 	"github.com/fsmgen/fsmgen/machines/compliance"
 	"github.com/fsmgen/fsmgen/machines/compliance/fcha"
 	"github.com/fsmgen/fsmgen/machines/compliance/local"
+	"github.com/fsmgen/fsmgen/runtime/store"
 )
 
+const usage = `usage: fchademo [-database DSN]
+
+Runs the FCHA compliance workflow on a Temporal dev server (the temporal CLI
+on PATH, started with temporal server start-dev --headless): four
+applications, one per branch a signal decides, each run's transitions and
+its queried state printed.
+
+`
+
 func main() {
-	if err := run(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "fchademo:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	fmt.Println("Starting temporal server start-dev --headless on free ports...")
+// run runs the demo with the command line args, printing to stdout, its
+// usage and flag errors to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("fchademo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dsn := fs.String("database", "", "record every run (temporal.WithRecord) in the PostgreSQL database `DSN`, migrated by fsmctl migrate;\nthe runtime role is enough; fsmctl runs show ID then shows a run and its log")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var opts []temporal.Option
+	if *dsn != "" {
+		pool, err := pgxpool.New(ctx, *dsn)
+		if err != nil {
+			return fmt.Errorf("-database: %w", err)
+		}
+		defer pool.Close()
+		if err := pool.Ping(ctx); err != nil {
+			return fmt.Errorf("-database: %w", err)
+		}
+		opts = append(opts, temporal.WithRecord(store.New(pool)))
+	}
+	fmt.Fprintln(stdout, "Starting temporal server start-dev --headless on free ports...")
 	s, err := devserver.Start(ctx)
 	if err != nil {
 		return err
@@ -50,7 +100,7 @@ func run() error {
 		Assessor:     &local.Assessor{Deny: map[string]bool{"applicant-2023": true}},
 	})
 	w := worker.New(s.Client, "fcha", worker.Options{})
-	temporal.Register(w, wf.Driver())
+	temporal.Register(w, wf.Driver(), opts...)
 	if err := w.Start(); err != nil {
 		return err
 	}
@@ -61,13 +111,17 @@ func run() error {
 		{"adverse information, assessment approves -> APPROVED", "applicant-2014"},
 		{"adverse information, assessment denies -> DENIED", "applicant-2023"},
 	} {
-		id := fmt.Sprintf("app-%d-%d", i+1, time.Now().UnixNano())
-		input, err := json.Marshal(compliance.Application{ApplicationID: id, ApplicantID: b.applicant, OrganizationID: "org_demo", MarketID: "NYC"})
+		key := fmt.Sprintf("app-%d-%d", i+1, time.Now().UnixNano())
+		// The workflow id is the run id the record needs: a UUID of the
+		// type and the application's key.
+		id := temporal.RunID(fcha.Type, key)
+		input, err := json.Marshal(compliance.Application{ApplicationID: key, ApplicantID: b.applicant, OrganizationID: "org_demo", MarketID: "NYC"})
 		if err != nil {
 			return err
 		}
-		fmt.Printf("\n-- %d. %s (workflow %s)\n", i+1, b.title, id)
-		wr, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "fcha"}, fcha.Type, temporal.Start{RunID: id, Input: input, TenantID: "org_demo"})
+		fmt.Fprintf(stdout, "\n-- %d. %s (application %s, workflow %s)\n", i+1, b.title, key, id)
+		wr, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "fcha"}, fcha.Type,
+			temporal.Start{RunID: id, Type: fcha.Type, IdempotencyKey: key, Input: input, TenantID: "org_demo"})
 		if err != nil {
 			return err
 		}
@@ -79,16 +133,19 @@ func run() error {
 			return err
 		}
 		for _, h := range res.History {
-			fmt.Printf("  %-25s -> %-25s on %s\n", h.From, h.To, h.Event)
+			fmt.Fprintf(stdout, "  %-25s -> %-25s on %s\n", h.From, h.To, h.Event)
 		}
 		for _, r := range res.Refused {
-			fmt.Printf("  refused: %s\n", r)
+			fmt.Fprintf(stdout, "  refused: %s\n", r)
 		}
 		state, _, err := temporal.QueryState(ctx, s.Client, id, fcha.ParseState)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("  query: state %v (fcha.State), outcome %s\n", state, res.Outcome)
+		fmt.Fprintf(stdout, "  query: state %v (fcha.State), outcome %s\n", state, res.Outcome)
+		if *dsn != "" {
+			fmt.Fprintf(stdout, "  recorded: fsmctl runs show %s\n", id)
+		}
 	}
 	return nil
 }
