@@ -42,17 +42,8 @@ func newRoles(t *testing.T) roles {
 	if err := evidence.Enable(ctx, owner, "shop"); err != nil {
 		t.Fatal(err)
 	}
-	opDSN := pgtest.RoleDSN(t, dsn, db.RoleOperator)
-	cfg, err := pgxpool.ParseConfig(opDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(op.Close)
-	return roles{owner: owner, rt: pgtest.RolePool(t, dsn, db.RoleRuntime), op: op, opRole: cfg.ConnConfig.User}
+	op := pgtest.RolePool(t, dsn, db.RoleOperator)
+	return roles{owner: owner, rt: pgtest.RolePool(t, dsn, db.RoleRuntime), op: op, opRole: op.Config().ConnConfig.User}
 }
 
 // start starts a shop run through st and fires events on it.
