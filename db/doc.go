@@ -125,14 +125,24 @@
 // raw UPDATE of current_state alone gets its row_version and status right,
 // and is then refused unless its log row is written with it.
 //
+// The runtime's group commits (the transitions of many runs in one
+// statement) go through fsmgen_advance_runs, which makes the checks of
+// workflow_runs_known_move, workflow_runs_logged and
+// workflow_step_logs_change once for all the runs it moved, with the same
+// errors, rather than in three trigger calls per run. Those triggers skip
+// the rows it writes: its write mark (the setting fsmgen.write) counts only
+// with the function's owner's rights, so a session that sets the mark
+// itself is checked as before.
+//
 // # Roles and functions
 //
 // Every function the migrations create runs with search_path pinned to
 // pg_catalog, the schema and pg_temp last, so that a session's temporary
 // tables cannot stand in for the schema's tables. The evidence trigger's
 // function (fsmgen_evidence_append), the functions that install evidence
-// triggers (fsmgen_enable_evidence, fsmgen_enable_implied_evidence) and the
-// purge run with their owner's rights. The guarantees above hold for every
+// triggers (fsmgen_enable_evidence, fsmgen_enable_implied_evidence), the
+// group commit's fsmgen_advance_runs, the terminate and the purge run with
+// their owner's rights. The guarantees above hold for every
 // role that does not own the schema: [Grant] gives an existing role the
 // privileges of one of the kinds of the role model ([RoleRuntime],
 // [RoleOperator], [RoleReader]), and [Migrate] with nothing to apply only

@@ -68,6 +68,12 @@ var runColumns = []string{
 	"lease_epoch", "parent_delivered_at", "timer_anchors", "history",
 }
 
+// advanceRunsArgs are the argument types of fsmgen_advance_runs, the
+// runtime's transitions of many runs (0026_trusted_transitions.sql).
+const advanceRunsArgs = "uuid[], text[], text[], text[], bigint[], text[], integer[], text[], jsonb[], bigint[], " +
+	"boolean[], boolean[], text[], bigint[], boolean[], text[], text[], jsonb[], double precision[], bigint[], " +
+	"text[], text[], timestamp with time zone"
+
 // GrantStatements returns the statements that give a role of kind r its
 // privileges on the schema named schema, for docs and for [Grant]; the
 // role's name is the placeholder ROLE.
@@ -95,7 +101,8 @@ func grantStatements(r Role, schema, role string) ([]string, error) {
 		"GRANT UPDATE ON "+q("workflow_outbox", "activity_executions")+" TO "+role,
 		"GRANT USAGE ON SEQUENCE "+q("workflow_step_logs_id_seq", "workflow_outbox_id_seq")+" TO "+role,
 		"GRANT EXECUTE ON FUNCTION "+schema+".fsmgen_enable_evidence(text), "+
-			schema+".fsmgen_enable_implied_evidence(text, text, text, jsonb) TO "+role,
+			schema+".fsmgen_enable_implied_evidence(text, text, text, jsonb), "+
+			schema+".fsmgen_advance_runs("+advanceRunsArgs+") TO "+role,
 	)
 	switch r {
 	case RoleReader:

@@ -349,81 +349,16 @@ WHERE r.id = @id;
 -- empty text is NULL). A row comes back for each run that moved, and a busy
 -- one for each run another transaction holds locked, which is skipped
 -- rather than waited for; a run that has no row is not where its caller
--- thought, or the lease is lost.
-WITH i AS (
-    SELECT unnest(@ids::uuid[]) AS id,
-        unnest(@from_states::text[]) AS from_state,
-        unnest(@to_states::text[]) AS to_state,
-        unnest(@to_statuses::text[]) AS to_status,
-        unnest(@row_versions::bigint[]) AS row_version,
-        unnest(@workflow_types::text[]) AS workflow_type,
-        unnest(@definition_versions::int[]) AS definition_version,
-        unnest(@events::text[]) AS event,
-        unnest(@payloads::jsonb[]) AS payload,
-        unnest(@next_delays_us::bigint[]) AS next_delay_us,
-        unnest(@fenced::bool[]) AS fenced,
-        unnest(@release_leases::bool[]) AS release_lease,
-        unnest(@owners::text[]) AS owner,
-        unnest(@epochs::bigint[]) AS epoch,
-        unnest(@finishes::bool[]) AS finish,
-        unnest(@result_statuses::text[]) AS result_status,
-        unnest(@outcomes::text[]) AS outcome,
-        unnest(@outputs::jsonb[]) AS output,
-        unnest(@costs_usd::float8[]) AS cost_usd,
-        unnest(@durations_ms::bigint[]) AS duration_ms,
-        unnest(@error_codes::text[]) AS error_code,
-        unnest(@error_details::text[]) AS error_detail
-), locked AS MATERIALIZED (
-    SELECT w.id FROM workflow_runs w WHERE w.id = ANY (@ids::uuid[])
-    FOR UPDATE OF w SKIP LOCKED
-), moved AS (
-    UPDATE workflow_runs AS w SET
-        current_state = i.to_state,
-        previous_state = w.current_state,
-        status = i.to_status,
-        row_version = w.row_version + 1,
-        updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-        step_attempt = 1,
-        last_error_code = NULL,
-        last_error = NULL,
-        parked_at = NULL,
-        result = CASE WHEN i.finish THEN jsonb_build_object(
-            'status', i.result_status,
-            'outcome', nullif(i.outcome, ''),
-            'output', i.output,
-            'workflow_run_id', w.id,
-            'attempt_no', w.attempt_no,
-            'cost_usd', i.cost_usd,
-            'duration_ms', coalesce(nullif(i.duration_ms, 0),
-                (extract(epoch FROM (coalesce(sqlc.narg('now')::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
-            'error_code', nullif(i.error_code, ''),
-            'error_detail', nullif(i.error_detail, '')) ELSE w.result END,
-        finished_at = CASE WHEN i.finish THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE w.finished_at END,
-        next_run_at = CASE WHEN i.finish OR i.next_delay_us < 0 THEN NULL
-            WHEN i.next_delay_us = 0 AND w.next_run_at <= coalesce(sqlc.narg('now')::timestamptz, now()) THEN w.next_run_at
-            ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + i.next_delay_us * interval '1 microsecond' END,
-        lease_owner = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_owner END,
-        lease_expires_at = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_expires_at END
-    FROM i JOIN locked l ON l.id = i.id
-    WHERE w.id = i.id AND w.current_state = i.from_state AND w.row_version = i.row_version
-        AND w.workflow_type = i.workflow_type AND w.definition_version = i.definition_version
-        AND (NOT i.fenced OR (w.lease_owner = i.owner AND w.lease_epoch = i.epoch
-             AND w.lease_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())))
-    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version,
-        w.next_run_at, i.event, i.from_state, i.to_state, i.payload
-), logged AS (
-    INSERT INTO workflow_step_logs (
-        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-        payload, occurred_at, kind, event, row_version, definition_version)
-    SELECT moved.id, moved.workflow_type, moved.attempt_no, moved.event, moved.from_state, moved.to_state,
-        moved.payload, moved.updated_at, 'transition', moved.event, moved.row_version, moved.definition_version
-    FROM moved
-    RETURNING workflow_run_id, row_version, occurred_at
-)
-SELECT logged.workflow_run_id AS id, logged.row_version, logged.occurred_at, moved.next_run_at, false AS busy
-FROM logged JOIN moved ON moved.id = logged.workflow_run_id
-UNION ALL
-SELECT i.id, 0::bigint, NULL::timestamptz, NULL::timestamptz, true FROM i WHERE i.id NOT IN (SELECT l.id FROM locked l);
+-- thought, or the lease is lost. The statement is fsmgen_advance_runs
+-- (0026_trusted_transitions.sql), which checks the moved runs once.
+SELECT a.id::uuid AS id, a.row_version::bigint AS row_version, a.occurred_at::timestamptz AS occurred_at,
+    a.next_run_at::timestamptz AS next_run_at, a.busy::bool AS busy
+FROM fsmgen_advance_runs(@ids::uuid[], @from_states::text[], @to_states::text[], @to_statuses::text[],
+    @row_versions::bigint[], @workflow_types::text[], @definition_versions::int[], @events::text[],
+    @payloads::jsonb[], @next_delays_us::bigint[], @fenced::bool[], @release_leases::bool[], @owners::text[],
+    @epochs::bigint[], @finishes::bool[], @result_statuses::text[], @outcomes::text[], @outputs::jsonb[],
+    @costs_usd::float8[], @durations_ms::bigint[], @error_codes::text[], @error_details::text[],
+    sqlc.narg('now')::timestamptz) AS a;
 
 -- name: InsertStepBefore :execrows
 -- Logs a step of a run at the state that a transition, written next in the

@@ -356,3 +356,86 @@ SELECT m.id, m.workflow_type, m.attempt_no, '` + ev + `', 'WORKING', m.current_s
     m.row_version, m.definition_version
 FROM moved m`
 }
+
+// advanceRunsSQL calls fsmgen_advance_runs, the statement of the store's
+// and the engine's group commits, for one run at row version $2, as a
+// session of any role granted it may.
+func advanceRunsSQL(from, event, to, status string, finish bool) string {
+	return fmt.Sprintf(`SELECT busy FROM fsmgen_advance_runs(ARRAY[$1::uuid], ARRAY['%s'], ARRAY['%s'], ARRAY['%s'],
+    ARRAY[$2::bigint], ARRAY['order'], ARRAY[1], ARRAY['%s'], ARRAY[NULL::jsonb], ARRAY[-1::bigint], ARRAY[false],
+    ARRAY[false], ARRAY[''], ARRAY[0::bigint], ARRAY[%t], ARRAY['%s'], ARRAY[''], ARRAY[NULL::jsonb],
+    ARRAY[0::float8], ARRAY[0::bigint], ARRAY[''], ARRAY[''], NULL)`, from, to, status, event, finish, status)
+}
+
+// The group commit's statement checks the runs it moved as the triggers it
+// skips would, with their errors; its write mark counts inside it only, so
+// a session that sets the mark by hand is checked as before, whatever its
+// role.
+func TestBatchedTransitionsAreChecked(t *testing.T) {
+	t.Parallel()
+	e := newRoleEnv(t)
+	ctx := context.Background()
+	live := e.start(t, "live").Run
+	live = e.record(t, live, "INITIATED", "Begin", "WORKING")
+	child := e.start(t, "child").Run
+	// A run waiting for a child: the child is linked as the engine links
+	// the runs it starts.
+	err := pgx.BeginFunc(ctx, e.owner, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE workflow_runs SET parent_run_id = $1, parent_event = 'Cancel' WHERE id = $2`, live.ID, child.ID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := `SELECT set_config('fsmgen.write', pg_current_xact_id()::text, true)`
+	unlogged := "run " + live.ID + ": WORKING -> SUCCEEDED at row version 3 has no log row: a change of state and its log row are written together"
+	for _, tt := range []struct {
+		name       string
+		pool       *pgxpool.Pool
+		sqls       []string
+		code, want string
+	}{
+		{"event the machine does not have", e.pool,
+			[]string{advanceRunsSQL("WORKING", "Teleport", "SUCCEEDED", "succeeded", true)}, "FS001",
+			"run " + live.ID + " of order/v1: no transition WORKING -[Teleport]-> SUCCEEDED in the registered table"},
+		{"status of another state", e.pool,
+			[]string{advanceRunsSQL("WORKING", "Fail", "FAILED", "succeeded", true)}, "23503",
+			`insert or update on table "workflow_runs" violates foreign key constraint "workflow_runs_move_fkey"`},
+		{"child's event while the child runs", e.pool,
+			[]string{advanceRunsSQL("WORKING", "Cancel", "CANCELLED", "cancelled", true)}, "FS001",
+			"run " + live.ID + ": Cancel is the event of the end of a child run: it is fired with the delivery of a finished child, in the same transaction"},
+		{"write mark set by the runtime role", e.pool,
+			[]string{mark, `UPDATE workflow_runs SET current_state = 'SUCCEEDED', result = '{}', finished_at = now() WHERE id = $1`},
+			"FS005", unlogged},
+		{"write mark set by the owner outside the function", e.owner,
+			[]string{`UPDATE workflow_runs SET current_state = 'SUCCEEDED', result = '{}', finished_at = now() WHERE id = $1`},
+			"FS005", unlogged},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []any{live.ID}
+			if strings.Contains(tt.sqls[len(tt.sqls)-1], "$2") {
+				args = append(args, live.RowVersion)
+			}
+			refused(t, tt.pool, tt.code, tt.want, tt.sqls, args...)
+		})
+	}
+	if got := e.get(t, live.ID); got.State != "WORKING" || got.RowVersion != live.RowVersion {
+		t.Errorf("run is %s at row version %d, want WORKING at %d", got.State, got.RowVersion, live.RowVersion)
+	}
+	// The same statement with a registered transition moves the run and
+	// logs the move.
+	var busy bool
+	if err := e.pool.QueryRow(ctx, advanceRunsSQL("WORKING", "Finish", "SUCCEEDED", "succeeded", true), live.ID, live.RowVersion).Scan(&busy); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(t, live.ID); busy || got.State != "SUCCEEDED" || got.RowVersion != live.RowVersion+1 {
+		t.Errorf("run is %s at row version %d (busy %t), want SUCCEEDED at %d", got.State, got.RowVersion, busy, live.RowVersion+1)
+	}
+	h := e.history(t, live.ID)
+	if last := h[len(h)-1]; last.Event != "Finish" || last.To != "SUCCEEDED" {
+		t.Errorf("last log row %s -> %s on %s, want the Finish to SUCCEEDED", last.From, last.To, last.Event)
+	}
+}

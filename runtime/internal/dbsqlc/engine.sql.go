@@ -243,80 +243,14 @@ func (q *Queries) AdvanceRun(ctx context.Context, arg AdvanceRunParams) (Advance
 }
 
 const advanceRuns = `-- name: AdvanceRuns :many
-WITH i AS (
-    SELECT unnest($1::uuid[]) AS id,
-        unnest($2::text[]) AS from_state,
-        unnest($3::text[]) AS to_state,
-        unnest($4::text[]) AS to_status,
-        unnest($5::bigint[]) AS row_version,
-        unnest($6::text[]) AS workflow_type,
-        unnest($7::int[]) AS definition_version,
-        unnest($8::text[]) AS event,
-        unnest($9::jsonb[]) AS payload,
-        unnest($10::bigint[]) AS next_delay_us,
-        unnest($11::bool[]) AS fenced,
-        unnest($12::bool[]) AS release_lease,
-        unnest($13::text[]) AS owner,
-        unnest($14::bigint[]) AS epoch,
-        unnest($15::bool[]) AS finish,
-        unnest($16::text[]) AS result_status,
-        unnest($17::text[]) AS outcome,
-        unnest($18::jsonb[]) AS output,
-        unnest($19::float8[]) AS cost_usd,
-        unnest($20::bigint[]) AS duration_ms,
-        unnest($21::text[]) AS error_code,
-        unnest($22::text[]) AS error_detail
-), locked AS MATERIALIZED (
-    SELECT w.id FROM workflow_runs w WHERE w.id = ANY ($1::uuid[])
-    FOR UPDATE OF w SKIP LOCKED
-), moved AS (
-    UPDATE workflow_runs AS w SET
-        current_state = i.to_state,
-        previous_state = w.current_state,
-        status = i.to_status,
-        row_version = w.row_version + 1,
-        updated_at = coalesce($23::timestamptz, now()),
-        step_attempt = 1,
-        last_error_code = NULL,
-        last_error = NULL,
-        parked_at = NULL,
-        result = CASE WHEN i.finish THEN jsonb_build_object(
-            'status', i.result_status,
-            'outcome', nullif(i.outcome, ''),
-            'output', i.output,
-            'workflow_run_id', w.id,
-            'attempt_no', w.attempt_no,
-            'cost_usd', i.cost_usd,
-            'duration_ms', coalesce(nullif(i.duration_ms, 0),
-                (extract(epoch FROM (coalesce($23::timestamptz, now()) - w.attempt_started_at)) * 1000)::bigint),
-            'error_code', nullif(i.error_code, ''),
-            'error_detail', nullif(i.error_detail, '')) ELSE w.result END,
-        finished_at = CASE WHEN i.finish THEN coalesce($23::timestamptz, now()) ELSE w.finished_at END,
-        next_run_at = CASE WHEN i.finish OR i.next_delay_us < 0 THEN NULL
-            WHEN i.next_delay_us = 0 AND w.next_run_at <= coalesce($23::timestamptz, now()) THEN w.next_run_at
-            ELSE coalesce($23::timestamptz, now()) + i.next_delay_us * interval '1 microsecond' END,
-        lease_owner = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_owner END,
-        lease_expires_at = CASE WHEN i.finish OR i.release_lease THEN NULL ELSE w.lease_expires_at END
-    FROM i JOIN locked l ON l.id = i.id
-    WHERE w.id = i.id AND w.current_state = i.from_state AND w.row_version = i.row_version
-        AND w.workflow_type = i.workflow_type AND w.definition_version = i.definition_version
-        AND (NOT i.fenced OR (w.lease_owner = i.owner AND w.lease_epoch = i.epoch
-             AND w.lease_expires_at > coalesce($23::timestamptz, now())))
-    RETURNING w.id, w.workflow_type, w.attempt_no, w.row_version, w.updated_at, w.definition_version,
-        w.next_run_at, i.event, i.from_state, i.to_state, i.payload
-), logged AS (
-    INSERT INTO workflow_step_logs (
-        workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,
-        payload, occurred_at, kind, event, row_version, definition_version)
-    SELECT moved.id, moved.workflow_type, moved.attempt_no, moved.event, moved.from_state, moved.to_state,
-        moved.payload, moved.updated_at, 'transition', moved.event, moved.row_version, moved.definition_version
-    FROM moved
-    RETURNING workflow_run_id, row_version, occurred_at
-)
-SELECT logged.workflow_run_id AS id, logged.row_version, logged.occurred_at, moved.next_run_at, false AS busy
-FROM logged JOIN moved ON moved.id = logged.workflow_run_id
-UNION ALL
-SELECT i.id, 0::bigint, NULL::timestamptz, NULL::timestamptz, true FROM i WHERE i.id NOT IN (SELECT l.id FROM locked l)
+SELECT a.id::uuid AS id, a.row_version::bigint AS row_version, a.occurred_at::timestamptz AS occurred_at,
+    a.next_run_at::timestamptz AS next_run_at, a.busy::bool AS busy
+FROM fsmgen_advance_runs($1::uuid[], $2::text[], $3::text[], $4::text[],
+    $5::bigint[], $6::text[], $7::int[], $8::text[],
+    $9::jsonb[], $10::bigint[], $11::bool[], $12::bool[], $13::text[],
+    $14::bigint[], $15::bool[], $16::text[], $17::text[], $18::jsonb[],
+    $19::float8[], $20::bigint[], $21::text[], $22::text[],
+    $23::timestamptz) AS a
 `
 
 type AdvanceRunsParams struct {
@@ -363,7 +297,8 @@ type AdvanceRunsRow struct {
 // empty text is NULL). A row comes back for each run that moved, and a busy
 // one for each run another transaction holds locked, which is skipped
 // rather than waited for; a run that has no row is not where its caller
-// thought, or the lease is lost.
+// thought, or the lease is lost. The statement is fsmgen_advance_runs
+// (0026_trusted_transitions.sql), which checks the moved runs once.
 func (q *Queries) AdvanceRuns(ctx context.Context, arg AdvanceRunsParams) ([]AdvanceRunsRow, error) {
 	rows, err := q.db.Query(ctx, advanceRuns,
 		arg.Ids,
