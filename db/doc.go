@@ -78,8 +78,8 @@
 //   - [SQLStateRetention]: a DELETE of workflow_runs outside
 //     fsmgen_purge_finished_runs, or a purge's DELETE that would remove
 //     the log, evidence or row of a run that is still running. The
-//     function marks its own transaction (the setting fsmgen.purge holds
-//     its transaction id) for the span of its DELETEs; statement-level
+//     function marks its own transaction with the write mark (the setting
+//     fsmgen.write holds its transaction id) for the span of its DELETEs; statement-level
 //     triggers refuse a DELETE without the mark, and check after it, once
 //     per statement, that every row removed belonged to a finished run. The
 //     function runs with its owner's rights (SECURITY DEFINER), and the

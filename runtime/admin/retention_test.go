@@ -312,7 +312,7 @@ func TestCleanupInBatches(t *testing.T) {
 }
 
 // TestLogStaysAppendOnly holds every other path to the log, the evidence
-// and the runs shut, before and after a purge, and a forged purge mark to
+// and the runs shut, before and after a purge, and a forged write mark to
 // finished runs.
 func TestLogStaysAppendOnly(t *testing.T) {
 	t.Parallel()
@@ -337,10 +337,10 @@ func TestLogStaysAppendOnly(t *testing.T) {
 		{`TRUNCATE evidence_records`, "", "FS007"},
 		{`DELETE FROM workflow_runs WHERE id = $1`, done, "FS008"},
 		// The mark set by hand admits only what retention does: finished runs.
-		{`SELECT set_config('fsmgen.purge', pg_current_xact_id()::text, true); DELETE FROM evidence_records WHERE workflow_run_id = '` + running + `'`, "", "FS008"},
-		{`SELECT set_config('fsmgen.purge', pg_current_xact_id()::text, true); DELETE FROM workflow_step_logs WHERE workflow_run_id = '` + running + `'`, "", "FS008"},
+		{`SELECT set_config('fsmgen.write', pg_current_xact_id()::text, true); DELETE FROM evidence_records WHERE workflow_run_id = '` + running + `'`, "", "FS008"},
+		{`SELECT set_config('fsmgen.write', pg_current_xact_id()::text, true); DELETE FROM workflow_step_logs WHERE workflow_run_id = '` + running + `'`, "", "FS008"},
 		// The mark of another transaction admits nothing.
-		{`SELECT set_config('fsmgen.purge', '1', false); DELETE FROM workflow_step_logs WHERE workflow_run_id = '` + done + `'`, "", "FS002"},
+		{`SELECT set_config('fsmgen.write', '1', false); DELETE FROM workflow_step_logs WHERE workflow_run_id = '` + done + `'`, "", "FS002"},
 	}
 	for _, tt := range tests {
 		var err error

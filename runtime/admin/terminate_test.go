@@ -188,7 +188,7 @@ func TestTerminate(t *testing.T) {
 }
 
 // TestTerminateCannotBeForged: the runtime role cannot write a terminate
-// itself, even with the terminate mark set, nor log a move as one, nor move
+// itself, even with the write mark set, nor log a move as one, nor move
 // a terminated run on.
 func TestTerminateCannotBeForged(t *testing.T) {
 	t.Parallel()
@@ -200,7 +200,7 @@ func TestTerminateCannotBeForged(t *testing.T) {
 	if _, err := admin.New(store.New(r.op)).Terminate(ctx, gone.ID, admin.TerminateOptions{Reason: "test", By: "oncall"}); err != nil {
 		t.Fatal(err)
 	}
-	mark := `SELECT set_config('fsmgen.terminate', pg_current_xact_id()::text, true)`
+	mark := `SELECT set_config('fsmgen.write', pg_current_xact_id()::text, true)`
 	deferred := `SET CONSTRAINTS ALL DEFERRED` // the move, then its log row
 	logRow := func(id, kind, event, from, to string) string {
 		return `INSERT INTO workflow_step_logs (workflow_run_id, workflow_type, attempt_no, step_name, state_before, state_after,

@@ -120,9 +120,9 @@ SELECT h.workflow_run_id, 'order', 4, 'transition', 999999, c.c, encode(sha256(c
 FROM evidence_heads h, LATERAL (SELECT jsonb_build_object('run_id', h.workflow_run_id, 'seq', 4, 'kind', 'transition') AS c) c
 WHERE h.workflow_run_id = $1`}, run.ID)
 	})
-	t.Run("delete the last record under a forged purge mark", func(t *testing.T) {
+	t.Run("delete the last record under a forged write mark", func(t *testing.T) {
 		refused(t, e.pool, "42501", "permission denied for table evidence_records", []string{
-			`SELECT set_config('fsmgen.purge', pg_current_xact_id()::text, true)`,
+			`SELECT set_config('fsmgen.write', pg_current_xact_id()::text, true)`,
 			`DELETE FROM evidence_records WHERE workflow_run_id = $1 AND seq = 3`,
 		}, run.ID)
 	})
@@ -222,7 +222,7 @@ UPDATE evidence_heads SET records = 4, hash = (SELECT hash FROM ins) WHERE workf
 	}
 }
 
-// A purge mark set by a session counts for nothing: only
+// A write mark set by a session counts for nothing: only
 // fsmgen_purge_finished_runs, with its owner's rights, deletes, and only
 // what the retention policy says.
 func TestForgedPurgeMarkDeletesNothing(t *testing.T) {
@@ -232,7 +232,7 @@ func TestForgedPurgeMarkDeletesNothing(t *testing.T) {
 	run := e.start(t, "k").Run
 	run = e.record(t, run, "INITIATED", "Begin", "WORKING")
 	run = e.record(t, run, "WORKING", "Finish", "SUCCEEDED")
-	mark := `SELECT set_config('fsmgen.purge', pg_current_xact_id()::text, true)`
+	mark := `SELECT set_config('fsmgen.write', pg_current_xact_id()::text, true)`
 	t.Run("runtime role", func(t *testing.T) {
 		refused(t, e.pool, "42501", "permission denied for table workflow_step_logs",
 			[]string{mark, `DELETE FROM workflow_step_logs WHERE workflow_run_id = $1`}, run.ID)
