@@ -507,23 +507,33 @@ func (g *goGen) machine() {
 		f.line(0, "func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(index, m.state, e) }")
 		return
 	}
-	// Fire switches on the event's type and runs, in each case, the body
-	// of the event's method: one call for Fire, where calling a method the
-	// compiler does not inline (an event with a guard) would add a second.
-	// Each case asks the guards with the event's value, ev, and hands the
-	// interface e, as it came, to move, follow and refuse: a recorded
+	// Fire finds the event's type and runs the body of the event's method:
+	// one call for Fire, where calling a method the compiler does not
+	// inline (an event with a guard) would add a second. Each body hands
+	// the interface e, as it came, to move, follow and refuse: a recorded
 	// transition's payload is e itself, no copy of the event boxed again.
 	f.line(0)
 	f.line(0, "// Fire applies event e as the method named after it does; a nil e returns a")
 	f.line(0, "// *runtime.TransitionError matching runtime.ErrIllegalTransition.")
 	f.line(0, "func (m *Machine) Fire(ctx context.Context, e Event) error {")
-	if len(m.Events) > 0 {
-		bind := "switch e.(type) {"
+	if g.fireTriesInTurn() {
+		// Each event's type compared with e's in turn: a compare and a
+		// branch each, where a type switch of five cases or more loads
+		// the type's hash and jumps through a table, an indirect jump
+		// that costs more than the compares (BenchmarkCycle).
 		for _, e := range m.Events {
-			if _, _, guarded := g.summary(e); guarded {
-				bind = "switch ev := e.(type) {"
-				break
-			}
+			f.line(1, "if _, ok := e.(", e.GoName, "); ok {")
+			g.eventBody(e, 2, "", "e")
+			f.line(1, "}")
+		}
+	} else if len(m.Events) > 0 {
+		// More events, or a guarded one: a type switch, whose table jump
+		// costs the same whatever the number of events, and which copies
+		// the event's value the guards take out of e in the case taken
+		// only, where ev, ok := e.(T) would copy or clear it at every test.
+		bind := "switch e.(type) {"
+		if g.anyGuardedEvent() {
+			bind = "switch ev := e.(type) {"
 		}
 		f.line(1, bind)
 		for _, e := range m.Events {
@@ -547,6 +557,29 @@ func (g *goGen) machine() {
 	f.line(0)
 	f.line(0, "//go:noinline")
 	f.line(0, "func (m *Machine) refuse(e Event) error { return fsmimpl.Refuse(index, m.state, e) }")
+}
+
+// fireChainMax is the most events for which Fire compares the event's
+// type with each in turn rather than switching on it: it bounds the
+// compares made for the last event, where the type switch's table jump
+// costs the same whatever the number of events.
+const fireChainMax = 8
+
+// fireTriesInTurn reports whether Fire compares the event's type with each
+// event's in turn: for a machine of at most fireChainMax events, none of
+// them guarded.
+func (g *goGen) fireTriesInTurn() bool {
+	return len(g.m.Events) <= fireChainMax && !g.anyGuardedEvent()
+}
+
+// anyGuardedEvent reports whether a row of any event has a guard.
+func (g *goGen) anyGuardedEvent() bool {
+	for _, e := range g.m.Events {
+		if _, _, guarded := g.summary(e); guarded {
+			return true
+		}
+	}
+	return false
 }
 
 // newFunc writes New, which takes the guards and actions the machine has.

@@ -183,32 +183,35 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e.(type) {
-	case ToB:
+	if _, ok := e.(ToB); ok {
 		if m.rec == nil && m.state == StateA {
 			m.state = StateB
 			return nil
 		}
 		return m.follow(ctx, e)
-	case ToC:
+	}
+	if _, ok := e.(ToC); ok {
 		if m.rec == nil && m.state == StateB {
 			m.state = StateC
 			return nil
 		}
 		return m.follow(ctx, e)
-	case ToD:
+	}
+	if _, ok := e.(ToD); ok {
 		if m.rec == nil && m.state == StateC {
 			m.state = StateD
 			return nil
 		}
 		return m.follow(ctx, e)
-	case ToA:
+	}
+	if _, ok := e.(ToA); ok {
 		if m.rec == nil && m.state == StateD {
 			m.state = StateA
 			return nil
 		}
 		return m.follow(ctx, e)
-	case Stop:
+	}
+	if _, ok := e.(Stop); ok {
 		if m.rec == nil && (m.state == StateA || m.state == StateB || m.state == StateC || m.state == StateD) {
 			m.state = StateDone
 			return nil

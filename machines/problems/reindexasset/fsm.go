@@ -151,14 +151,14 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e.(type) {
-	case Reindexed:
+	if _, ok := e.(Reindexed); ok {
 		if m.rec == nil && m.state == StateReindexing {
 			m.state = StateIndexed
 			return nil
 		}
 		return m.follow(ctx, e)
-	case ReindexFailed:
+	}
+	if _, ok := e.(ReindexFailed); ok {
 		if m.rec == nil && m.state == StateReindexing {
 			m.state = StateFailed
 			return nil

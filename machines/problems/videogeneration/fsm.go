@@ -152,14 +152,14 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e.(type) {
-	case Rendered:
+	if _, ok := e.(Rendered); ok {
 		if m.rec == nil && m.state == StateRendering {
 			m.state = StateRendered
 			return nil
 		}
 		return m.follow(ctx, e)
-	case RenderFailed:
+	}
+	if _, ok := e.(RenderFailed); ok {
 		if m.rec == nil && m.state == StateRendering {
 			m.state = StateFailed
 			return nil

@@ -185,44 +185,49 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e.(type) {
-	case RenewalDue:
+	if _, ok := e.(RenewalDue); ok {
 		if m.rec == nil && m.state == StateActive {
 			m.state = StateCharging
 			return nil
 		}
 		return m.follow(ctx, e)
-	case PaymentSucceeded:
+	}
+	if _, ok := e.(PaymentSucceeded); ok {
 		if m.rec == nil && m.state == StateCharging {
 			m.state = StateActive
 			return nil
 		}
 		return m.follow(ctx, e)
-	case PaymentFailed:
+	}
+	if _, ok := e.(PaymentFailed); ok {
 		if m.rec == nil && m.state == StateCharging {
 			m.state = StatePastDue
 			return nil
 		}
 		return m.follow(ctx, e)
-	case CardUpdated:
+	}
+	if _, ok := e.(CardUpdated); ok {
 		if m.rec == nil && m.state == StatePastDue {
 			m.state = StateCharging
 			return nil
 		}
 		return m.follow(ctx, e)
-	case GraceExpired:
+	}
+	if _, ok := e.(GraceExpired); ok {
 		if m.rec == nil && m.state == StatePastDue {
 			m.state = StatePaused
 			return nil
 		}
 		return m.follow(ctx, e)
-	case Pause:
+	}
+	if _, ok := e.(Pause); ok {
 		if m.rec == nil && (m.state == StateActive || m.state == StatePastDue) {
 			m.state = StatePaused
 			return nil
 		}
 		return m.follow(ctx, e)
-	case Resume:
+	}
+	if _, ok := e.(Resume); ok {
 		if m.rec == nil && m.state == StatePaused {
 			m.state = StateCharging
 			return nil

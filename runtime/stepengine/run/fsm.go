@@ -168,20 +168,21 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e.(type) {
-	case StepOK:
+	if _, ok := e.(StepOK); ok {
 		if m.rec == nil && m.state == StateRunning {
 			m.state = StateRunning
 			return nil
 		}
 		return m.follow(ctx, e)
-	case AllStepsOK:
+	}
+	if _, ok := e.(AllStepsOK); ok {
 		if m.rec == nil && m.state == StateRunning {
 			m.state = StateOk
 			return nil
 		}
 		return m.follow(ctx, e)
-	case StepFailed:
+	}
+	if _, ok := e.(StepFailed); ok {
 		if m.rec == nil && m.state == StateRunning {
 			m.state = StateFailed
 			return nil

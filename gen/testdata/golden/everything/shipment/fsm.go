@@ -182,32 +182,35 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e.(type) {
-	case PickedUp:
+	if _, ok := e.(PickedUp); ok {
 		if m.rec == nil && m.state == StateBooked {
 			m.state = StateNote
 			return nil
 		}
 		return m.follow(ctx, e)
-	case Dispatched:
+	}
+	if _, ok := e.(Dispatched); ok {
 		if m.rec == nil && m.state == StateNote {
 			m.state = StateOut
 			return nil
 		}
 		return m.follow(ctx, e)
-	case Delivered:
+	}
+	if _, ok := e.(Delivered); ok {
 		if m.rec == nil && m.state == StateOut {
 			m.state = StateDelivered
 			return nil
 		}
 		return m.follow(ctx, e)
-	case Lost:
+	}
+	if _, ok := e.(Lost); ok {
 		if m.rec == nil && (m.state == StateNote || m.state == StateOut) {
 			m.state = StateLost
 			return nil
 		}
 		return m.follow(ctx, e)
-	case Expire:
+	}
+	if _, ok := e.(Expire); ok {
 		if m.rec == nil && m.state == StateBooked {
 			m.state = StateExpired
 			return nil

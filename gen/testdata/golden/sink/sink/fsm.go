@@ -146,14 +146,14 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e.(type) {
-	case Stick:
+	if _, ok := e.(Stick); ok {
 		if m.rec == nil && m.state == StateStart {
 			m.state = StateStuck
 			return nil
 		}
 		return m.follow(ctx, e)
-	case Finish:
+	}
+	if _, ok := e.(Finish); ok {
 		if m.rec == nil && m.state == StateStart {
 			m.state = StateDone
 			return nil

@@ -127,8 +127,7 @@ func (m *Machine) State() State { return m.state }
 // Fire applies event e as the method named after it does; a nil e returns a
 // *runtime.TransitionError matching runtime.ErrIllegalTransition.
 func (m *Machine) Fire(ctx context.Context, e Event) error {
-	switch e.(type) {
-	case Turn:
+	if _, ok := e.(Turn); ok {
 		if m.rec == nil && m.state == StateTurning {
 			m.state = StateTurning
 			return nil
