@@ -453,17 +453,27 @@ type Counters struct {
 	NextXID int64
 	// WAL is the server's current write-ahead log position, in bytes.
 	WAL uint64
+	// CPU is the processor time the server's processes have used so far
+	// (user and system, the postmaster's children alive and ended), in
+	// milliseconds; meaningful only when HasCPU, that is when the server
+	// runs on this machine and its processes can be read in /proc. Unlike
+	// ServerTime it leaves out the time a statement waits for a processor,
+	// which 16 backends on 2 cores spend mostly doing.
+	CPU    float64
+	HasCPU bool
 }
 
 // Take reads the counters, in the database q is connected to.
 func Take(ctx context.Context, q Querier) (Counters, error) {
 	var c Counters
 	var lsn string
+	var backend int
 	err := q.QueryRow(ctx, Mark+`SELECT pg_current_wal_lsn()::text, pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
-		to_regclass('pg_stat_statements') IS NOT NULL`).Scan(&lsn, &c.NextXID, &c.HasStatements)
+		to_regclass('pg_stat_statements') IS NOT NULL, pg_backend_pid()`).Scan(&lsn, &c.NextXID, &c.HasStatements, &backend)
 	if err != nil {
 		return Counters{}, fmt.Errorf("benchdb: read the server's counters: %w", err)
 	}
+	c.CPU, c.HasCPU = serverCPU(backend)
 	if c.WAL, err = parseLSN(lsn); err != nil {
 		return Counters{}, err
 	}
@@ -502,11 +512,17 @@ type Cost struct {
 	WriteXacts int64
 	// WALBytes is the WAL written, server-wide.
 	WALBytes int64
+	// CPU is the server's processor time, server-wide, in milliseconds;
+	// -1 when it cannot be read (see Counters.CPU).
+	CPU float64
 }
 
 // Since returns the cost of what ran between before and c.
 func (c Counters) Since(before Counters) Cost {
-	cost := Cost{Statements: -1, WriteXacts: c.NextXID - before.NextXID, WALBytes: int64(c.WAL - before.WAL)}
+	cost := Cost{Statements: -1, WriteXacts: c.NextXID - before.NextXID, WALBytes: int64(c.WAL - before.WAL), CPU: -1}
+	if c.HasCPU && before.HasCPU {
+		cost.CPU = c.CPU - before.CPU
+	}
 	if c.HasStatements && before.HasStatements {
 		cost.Statements = c.Statements - before.Statements
 		cost.ServerTime = c.ServerTime - before.ServerTime
@@ -515,12 +531,15 @@ func (c Counters) Since(before Counters) Cost {
 }
 
 // Report reports the cost per operation as benchmark metrics:
-// stmts/<unit> and server-µs/<unit> (when counted), write-xacts/<unit>
-// and WAL-B/<unit>.
+// stmts/<unit> and server-µs/<unit> (when counted), server-cpu-µs/<unit>
+// (when read), write-xacts/<unit> and WAL-B/<unit>.
 func (c Cost) Report(b *testing.B, ops float64, unit string) {
 	if c.Statements >= 0 {
 		b.ReportMetric(float64(c.Statements)/ops, "stmts/"+unit)
 		b.ReportMetric(c.ServerTime*1000/ops, "server-µs/"+unit)
+	}
+	if c.CPU >= 0 {
+		b.ReportMetric(c.CPU*1000/ops, "server-cpu-µs/"+unit)
 	}
 	b.ReportMetric(float64(c.WriteXacts)/ops, "write-xacts/"+unit)
 	b.ReportMetric(float64(c.WALBytes)/ops, "WAL-B/"+unit)

@@ -2,6 +2,7 @@ package benchdb
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -42,6 +43,36 @@ func TestServerIsDurable(t *testing.T) {
 }
 
 // TestCountersCountWhatRanBetween writes three rows in three transactions
+// The server's processor time counts the work of its backends: a
+// statement that computes for a while shows it, however busy the machine.
+func TestCountersCountTheServersProcessorTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := NewPool(t)
+	before, err := Take(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !before.HasCPU {
+		if runtime.GOOS == "linux" && Server(t).Source != EnvURL {
+			t.Fatal("HasCPU is false for the throwaway cluster on Linux, whose processes /proc shows")
+		}
+		t.Skipf("the server's processes are not readable here (%s, %s)", runtime.GOOS, Server(t).Source)
+	}
+	if _, err := pool.Exec(ctx, Mark+"SELECT count(*) FROM generate_series(1, 5000000)"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := Take(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 5M rows take some 300 ms of a backend's time; a tenth of it is
+	// well above the 10 ms resolution of /proc.
+	if cost := after.Since(before); cost.CPU < 30 {
+		t.Errorf("CPU = %.0f ms for a 5M-row count, want at least 30", cost.CPU)
+	}
+}
+
 // between two readings.
 func TestCountersCountWhatRanBetween(t *testing.T) {
 	t.Parallel()

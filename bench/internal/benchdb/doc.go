@@ -53,7 +53,9 @@
 // [Take] reads the server's counters; [Counters.Since] gives the statements
 // executed in one database (pg_stat_statements; zero with Statements false
 // when the server does not load it), the transaction ids assigned (write
-// transactions) and the WAL written, both server-wide, between two reads.
+// transactions), the WAL written and, when the server runs on this machine,
+// the processor time its processes used, all three server-wide, between
+// two reads.
 // [Storage] sums pg_total_relation_size over the tables of a database.
 //
 // # The floor, in the same run
