@@ -37,6 +37,24 @@ func newRoleEnv(t *testing.T) roleEnv {
 	return roleEnv{env: newEnvPool(t, rt), dsn: dsn, owner: owner}
 }
 
+// linkChild makes run child a child of run parent, whose end is the
+// parent's event, as the engine links the runs it starts (written by the
+// owner with the triggers off: no role may set a run's parent link).
+func (e roleEnv) linkChild(t *testing.T, parent, child, event string) {
+	t.Helper()
+	ctx := context.Background()
+	err := pgx.BeginFunc(ctx, e.owner, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE workflow_runs SET parent_run_id = $1, parent_event = $2 WHERE id = $3`, parent, event, child)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // refused runs sqls in one transaction on pool and checks that the last
 // fails with SQLSTATE code and message msg (the others must succeed).
 func refused(t *testing.T, pool *pgxpool.Pool, code, msg string, sqls []string, args ...any) {
@@ -278,18 +296,8 @@ func TestRuntimeRoleCannotRewriteRunFacts(t *testing.T) {
 	done = e.record(t, done, "INITIATED", "Begin", "WORKING")
 	done = e.record(t, done, "WORKING", "Finish", "SUCCEEDED")
 	child := e.start(t, "child").Run
-	// A run waiting for a child: the child is linked as the engine links
-	// the runs it starts.
-	err := pgx.BeginFunc(ctx, e.owner, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `UPDATE workflow_runs SET parent_run_id = $1, parent_event = 'Finish' WHERE id = $2`, live.ID, child.ID)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A run waiting for a child.
+	e.linkChild(t, live.ID, child.ID, "Finish")
 	careless := pgtest.RolePool(t, e.dsn, db.RoleRuntime)
 	var name string
 	if err := careless.QueryRow(ctx, `SELECT current_user`).Scan(&name); err != nil {
@@ -378,18 +386,8 @@ func TestBatchedTransitionsAreChecked(t *testing.T) {
 	live := e.start(t, "live").Run
 	live = e.record(t, live, "INITIATED", "Begin", "WORKING")
 	child := e.start(t, "child").Run
-	// A run waiting for a child: the child is linked as the engine links
-	// the runs it starts.
-	err := pgx.BeginFunc(ctx, e.owner, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `UPDATE workflow_runs SET parent_run_id = $1, parent_event = 'Cancel' WHERE id = $2`, live.ID, child.ID)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A run waiting for a child.
+	e.linkChild(t, live.ID, child.ID, "Cancel")
 	mark := `SELECT set_config('fsmgen.write', pg_current_xact_id()::text, true)`
 	unlogged := "run " + live.ID + ": WORKING -> SUCCEEDED at row version 3 has no log row: a change of state and its log row are written together"
 	for _, tt := range []struct {
