@@ -259,3 +259,44 @@ func TestAdvanceBatchBusy(t *testing.T) {
 		t.Errorf("the busy run: %s", got)
 	}
 }
+
+// A batch of one transition is written with the statement of one run,
+// which costs less than the shared one for a single row
+// (bench/store/group_statement.sh); from two on, with the shared one.
+func TestAdvanceBatchOfOneWritesAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := pgtest.CountStatements(cfg.ConnConfig)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	if err := st.Register(ctx, chain()); err != nil {
+		t.Fatal(err)
+	}
+	e := env{ctx: ctx, pool: pool, st: st, es: enginestore.New(st)}
+	cs := e.claimed(t, 3)
+	for _, tt := range []struct {
+		items []enginestore.BatchItem
+		want  []string
+	}{
+		{[]enginestore.BatchItem{next(cs[0])}, []string{"AdvanceRun"}},
+		{[]enginestore.BatchItem{next(cs[1]), next(cs[2])}, []string{"AdvanceRuns"}},
+	} {
+		count.Take()
+		for n, r := range e.es.AdvanceBatch(ctx, tt.items) {
+			if r.Err != nil {
+				t.Fatalf("item %d: %v", n, r.Err)
+			}
+		}
+		if diff := cmp.Diff(tt.want, count.Take()); diff != "" {
+			t.Errorf("statements of a batch of %d (-want +got):\n%s", len(tt.items), diff)
+		}
+	}
+}

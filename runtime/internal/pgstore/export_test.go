@@ -1,0 +1,4 @@
+package pgstore
+
+// AdvanceBatch is the group commit's write (advanceBatch), for tests.
+var AdvanceBatch = (*DB).advanceBatch
