@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/db"
 	"github.com/fsmgen/fsmgen/runtime"
@@ -24,16 +23,7 @@ func TestSignalRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
-	cfg, err := pgxpool.ParseConfig(pgtest.RoleDSN(t, dsn, db.RoleRuntime))
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := pgtest.CountStatements(cfg.ConnConfig)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, count := pgtest.CountedPool(t, pgtest.RoleDSN(t, dsn, db.RoleRuntime))
 	st := store.New(pool)
 	wake := runtime.Definition{Machine: "wake", Type: "wake", Version: 1, Initial: "IDLE",
 		States: []runtime.StateSpec{

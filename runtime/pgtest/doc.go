@@ -61,7 +61,7 @@
 // to the server (each query, each query of a batch, each COPY). A test
 // holds an operation to its round trips with it; runtime/engine's
 // TestStatementCounts does so for a start, a signal, a cancellation, a
-// claim and a driven transition.
+// claim and a driven transition. [CountedPool] makes a pool with one.
 //
 // # The invariant check
 //

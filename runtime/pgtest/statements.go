@@ -4,9 +4,12 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/multitracer"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // StatementCounter counts the statements that the connections of a config
@@ -136,3 +139,21 @@ func (c *StatementCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, 
 
 // TraceCopyFromEnd implements pgx.CopyFromTracer.
 func (c *StatementCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
+
+// CountedPool returns a pool on the database dsn names whose statements c
+// counts (see CountStatements), closed when the test ends.
+func CountedPool(tb testing.TB, dsn string) (pool *pgxpool.Pool, c *StatementCounter) {
+	tb.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	c = CountStatements(cfg.ConnConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	tb.Cleanup(pool.Close)
+	return pool, c
+}

@@ -266,16 +266,7 @@ func TestAdvanceBatchBusy(t *testing.T) {
 func TestAdvanceBatchOfOneWritesAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := pgtest.CountStatements(cfg.ConnConfig)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, count := pgtest.CountedPool(t, pgtest.NewDatabase(t))
 	st := store.New(pool)
 	if err := st.Register(ctx, chain()); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fsmgen/fsmgen/runtime"
 	"github.com/fsmgen/fsmgen/runtime/internal/dbsqlc"
@@ -23,16 +22,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestAdvanceBatchOfOneWritesAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := pgtest.CountStatements(cfg.ConnConfig)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, count := pgtest.CountedPool(t, pgtest.NewDatabase(t))
 	def := runtime.Definition{Machine: "PingPong", Type: "ping_pong", Version: 1, Initial: "PING",
 		States:      []runtime.StateSpec{{Name: "PING", Initial: true, Wait: true}, {Name: "PONG", Wait: true}},
 		Events:      []runtime.EventSpec{{Name: "Hit"}},
